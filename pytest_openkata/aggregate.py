@@ -1,0 +1,172 @@
+"""Aggregation on the controller: per-skill scores, the threshold gate, results JSON, exit status.
+
+Registered only where reports are final (no xdist, or the xdist controller), it sees every
+scenario's result through ``user_properties``, whichever worker ran it.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from pytest_openkata.config import EvalSettings
+from pytest_openkata.items import result_from_properties
+from pytest_openkata.report import (
+    ReportConfig,
+    auto_report_path,
+    build_report,
+    output_report_path,
+    read_skill_version,
+    render_report,
+    write_new_report,
+)
+from pytest_openkata.results import ScenarioResult
+from pytest_openkata.scoring import meets_threshold, overall_percentage
+
+
+@dataclass
+class SkillSummary:
+    skill_dir: Path
+    display: str
+    results: list[ScenarioResult]
+    total_scenarios: int
+    overall: float
+    passed: bool
+    report_path: Path | None = None
+    report_error: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.skill_dir.name
+
+    @property
+    def complete(self) -> bool:
+        """Every scenario of the skill on disk ran; only then is the threshold enforced."""
+        return len(self.results) >= self.total_scenarios
+
+    @property
+    def gate_failed(self) -> bool:
+        return self.complete and not self.passed
+
+
+def _display(path: Path, rootdir: Path) -> str:
+    try:
+        return path.relative_to(rootdir).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def summarise(results: list[ScenarioResult], threshold: int, rootdir: Path) -> list[SkillSummary]:
+    """Group results by skill, in the reference's scenario order, and score each skill."""
+    by_skill: dict[str, list[ScenarioResult]] = defaultdict(list)
+    for result in results:
+        by_skill[result.skill_dir].append(result)
+    summaries = []
+    for skill_dir, skill_results in sorted(by_skill.items()):
+        skill_results.sort(key=lambda r: r.name)
+        overall = overall_percentage([r.percentage for r in skill_results])
+        total = max(len(r.skill_scenarios) for r in skill_results)
+        summaries.append(
+            SkillSummary(
+                skill_dir=Path(skill_dir),
+                display=_display(Path(skill_dir), rootdir),
+                results=skill_results,
+                total_scenarios=total,
+                overall=overall,
+                passed=meets_threshold(overall, threshold, len(skill_results)),
+            )
+        )
+    return summaries
+
+
+def _report_path(
+    summary: SkillSummary, settings: EvalSettings, now: datetime, several_skills: bool
+) -> Path | None:
+    if settings.output:
+        path = output_report_path(settings.output, now)
+        return path.with_name(f"{summary.name}-{path.name}") if several_skills else path
+    if summary.complete:
+        return auto_report_path(summary.skill_dir, settings.model, now)
+    return None  # a partial run without --eval-output writes nothing, as the reference does
+
+
+def write_reports(summaries: list[SkillSummary], settings: EvalSettings, now: datetime) -> None:
+    config = ReportConfig(
+        backend=settings.backend,
+        agent_model=settings.model,
+        judge_model=settings.judge_model,
+        model_label=settings.model_label,
+    )
+    for summary in summaries:
+        path = _report_path(summary, settings, now, several_skills=len(summaries) > 1)
+        if path is None:
+            continue
+        report = build_report(
+            skill=summary.name,
+            skill_version=read_skill_version(summary.skill_dir),
+            timestamp=now,
+            config=config,
+            threshold=settings.threshold,
+            results=summary.results,
+            overall=summary.overall,
+            passed=summary.passed,
+        )
+        try:
+            summary.report_path = write_new_report(path, render_report(report))
+        except OSError as exc:
+            summary.report_error = f"could not write {path}: {exc.strerror or exc}"
+
+
+BODY_RAISED_ATTR = "openkata_body_raised"
+
+
+def _is_soft_failure(report: pytest.TestReport, result: ScenarioResult | None) -> bool:
+    """An unmet criterion (a failed subtest, or the parent that "contains failed subtests")
+    is soft: it counts through the percentage, not through pytest's failure count."""
+    if result is None or report.when != "call":
+        return False
+    if isinstance(report, pytest.SubtestReport):
+        return True
+    return getattr(report, BODY_RAISED_ATTR, True) is False
+
+
+class EvalAggregator:
+    """Collects scenario results and decides the run's outcome."""
+
+    def __init__(self, config: pytest.Config, settings: EvalSettings) -> None:
+        self.config = config
+        self.settings = settings
+        self.results: dict[str, ScenarioResult] = {}
+        self.hard_failures: list[str] = []
+        self.summaries: list[SkillSummary] = []
+
+    # tryfirst: the terminal reporter later flips a parent report with failed subtests to
+    # "failed"; here the parent's own outcome is still what its body did.
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        result = result_from_properties(report.user_properties)
+        if result is not None:
+            self.results.setdefault(report.nodeid, result)
+        if report.failed and not _is_soft_failure(report, result):
+            self.hard_failures.append(report.nodeid)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if not self.results:
+            return
+        self.summaries = summarise(
+            list(self.results.values()), self.settings.threshold, self.config.rootpath
+        )
+        if session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+            write_reports(self.summaries, self.settings, datetime.now(UTC))
+        self._set_exit_status(session)
+
+    def _set_exit_status(self, session: pytest.Session) -> None:
+        if session.exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+            return  # interrupted, usage or internal errors keep pytest's own status
+        failed = any(s.gate_failed or s.report_error for s in self.summaries) or self.hard_failures
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED if failed else pytest.ExitCode.OK

@@ -1,0 +1,44 @@
+"""Model backends: one small protocol, one module per backend.
+
+A backend turns ``(system, user)`` text into the model's answer. Every failure is raised as a
+:class:`BackendError` subclass, so that callers can tell an endpoint problem from a failed
+criterion and a throttle from any other error without reading message text.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+
+class BackendError(Exception):
+    """The model could not be asked or did not answer usably."""
+
+
+class EndpointStatusError(BackendError):
+    """The endpoint answered with an HTTP status other than 200."""
+
+    def __init__(self, status: int, body: str, retry_after: float | None = None) -> None:
+        super().__init__(f"HTTP {status}: {body}")
+        self.status = status
+        self.body = body
+        self.retry_after = retry_after
+
+    @property
+    def throttled(self) -> bool:
+        return self.status == 429
+
+
+class TransportError(BackendError):
+    """The request did not complete: connection refused, timeout, broken connection."""
+
+
+class MalformedResponseError(BackendError):
+    """The endpoint answered 200 with a body that is not a usable completion."""
+
+
+class Completer(Protocol):
+    """What the runner and the judge need from a backend."""
+
+    model: str
+
+    def complete(self, system: str, user: str) -> str: ...

@@ -1,0 +1,265 @@
+"""Settings: one model, resolved from layers, with errors that name their source and key.
+
+Layers, later winning: defaults -> ``[tool.pytest.ini_options]`` (``eval_*`` keys) ->
+``.openkata-eval.yaml`` -> ``OPENKATA_EVAL_*`` environment variables -> command line.
+Unlike the reference runner, a value that does not parse is an error, never ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict
+
+BACKENDS = ("kiro", "http")
+ENV_PREFIX = "OPENKATA_EVAL_"
+CONFIG_FILE_NAME = ".openkata-eval.yaml"
+# Read by the reference's judge for debug output; not a setting, so not an unknown key.
+ENV_NOT_SETTINGS = frozenset({"OPENKATA_EVAL_DEBUG"})
+
+
+class ConfigError(Exception):
+    """A setting has a bad value; the message names where it came from."""
+
+
+class HttpSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    base_url: str = ""
+    api_key: str = ""
+
+
+class SandboxSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    image: str = "openkata-eval:latest"
+    timeout: int = 300
+    network: str = "host"
+
+
+class EvalSettings(BaseModel):
+    """The resolved settings of one run. ``sources`` maps each key to where its value came from."""
+
+    model_config = ConfigDict(frozen=True)
+
+    backend: str = "kiro"
+    model: str = "claude-sonnet-4.6"
+    judge_model: str = ""
+    threshold: int = 95
+    concurrency: int = 2
+    direct_timeout: int = 120
+    output: str = ""
+    model_label: str = ""
+    http: HttpSettings = HttpSettings()
+    sandbox: SandboxSettings = SandboxSettings()
+    sources: dict[str, str] = {}
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        return tuple(s for s in (self.http.api_key,) if s)
+
+
+def _text(value: str) -> str:
+    return value
+
+
+def _backend(value: str) -> str:
+    if value not in BACKENDS:
+        raise ValueError(f"unknown backend {value!r}; choose one of: {', '.join(BACKENDS)}")
+    return value
+
+
+def _int_between(low: int, high: int | None) -> Callable[[str], int]:
+    def parse(value: str) -> int:
+        try:
+            number = int(value.strip(), 10)
+        except ValueError:
+            raise ValueError(f"{value!r} is not a whole number") from None
+        if number < low or (high is not None and number > high):
+            bounds = f"between {low} and {high}" if high is not None else f"at least {low}"
+            raise ValueError(f"{number} is out of range: must be {bounds}")
+        return number
+
+    return parse
+
+
+@dataclass(frozen=True)
+class Field:
+    """One setting and its spelling in every source."""
+
+    key: str  # dotted path in the YAML file and in the model
+    parse: Callable[[str], Any]
+    secret: bool = False
+    cli: str | None = None
+
+    @property
+    def env(self) -> str:
+        return ENV_PREFIX + self.key.replace(".", "_").upper()
+
+    @property
+    def ini(self) -> str:
+        return "eval_" + self.key.replace(".", "_")
+
+    @property
+    def option(self) -> str | None:
+        return None if self.secret else (self.cli or "--eval-" + self.key.replace("_", "-"))
+
+    @property
+    def dest(self) -> str:
+        return "eval_" + self.key.replace(".", "_")
+
+
+FIELDS: tuple[Field, ...] = (
+    Field("backend", _backend),
+    Field("model", _text),
+    Field("judge_model", _text),
+    Field("threshold", _int_between(0, 100)),
+    Field("concurrency", _int_between(1, None)),
+    Field("direct_timeout", _int_between(1, None)),
+    Field("output", _text),
+    Field("model_label", _text),
+    Field("http.base_url", _text, cli="--eval-base-url"),
+    Field("http.api_key", _text, secret=True),
+    Field("sandbox.image", _text),
+    Field("sandbox.timeout", _int_between(1, None)),
+    Field("sandbox.network", _text),
+)
+FIELDS_BY_KEY = {f.key: f for f in FIELDS}
+
+HELP = {
+    "backend": "LLM backend for agent and judge calls: kiro or http",
+    "model": "model for agent calls",
+    "judge_model": "model for judge calls (defaults to the agent model)",
+    "threshold": "pass threshold percentage of a skill's overall score (default 95)",
+    "concurrency": "scenarios run at once per process (default 2)",
+    "direct_timeout": "seconds allowed for one model call (default 120)",
+    "output": "results JSON file or directory path",
+    "model_label": "human-readable label for the model in the report",
+    "http.base_url": "base URL of the OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1",
+    "http.api_key": "API key of the endpoint (never printed)",
+    "sandbox.image": "Docker image for sandboxed scenarios",
+    "sandbox.timeout": "seconds allowed for one sandboxed agent run (default 300)",
+    "sandbox.network": "Docker network for sandboxed scenarios (default host)",
+}
+
+
+def _apply(
+    values: dict[str, Any],
+    sources: dict[str, str],
+    field: Field,
+    raw: object,
+    source: str,
+) -> None:
+    if raw is None:
+        return
+    if isinstance(raw, bool) or not isinstance(raw, (str, int, float)):
+        raise ConfigError(f"{source}: expected a single value, got {type(raw).__name__}")
+    text = raw if isinstance(raw, str) else str(raw)
+    if isinstance(raw, float) and not raw.is_integer():
+        text = repr(raw)
+    elif isinstance(raw, float):
+        text = str(int(raw))
+    if text == "":
+        return  # as in the reference: an empty value keeps the earlier layer's value
+    try:
+        values[field.key] = field.parse(text)
+    except ValueError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
+    sources[field.key] = source
+
+
+def _flatten_yaml(data: Mapping[str, Any], path: Path) -> dict[str, object]:
+    flat: dict[str, object] = {}
+    for key, value in data.items():
+        if isinstance(value, Mapping):
+            for sub_key, sub_value in value.items():
+                flat[f"{key}.{sub_key}"] = sub_value
+        else:
+            flat[str(key)] = value
+    for key in flat:
+        if key not in FIELDS_BY_KEY:
+            known = ", ".join(f.key for f in FIELDS)
+            raise ConfigError(f"{path}: unknown key {key!r}; known keys: {known}")
+    return flat
+
+
+def read_yaml_file(path: Path) -> dict[str, object]:
+    """The flattened keys of a ``.openkata-eval.yaml`` file (``{}`` when it is empty)."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be read: {exc.strerror}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{path}: expected a mapping of keys at the top level")
+    return _flatten_yaml(data, path)
+
+
+def resolve_settings(
+    *,
+    ini: Mapping[str, str | None],
+    yaml_path: Path | None,
+    environ: Mapping[str, str],
+    cli: Mapping[str, str | None],
+) -> EvalSettings:
+    """Resolve every layer into one :class:`EvalSettings`.
+
+    ``ini`` and ``cli`` are keyed by :attr:`Field.dest`; ``yaml_path`` is the config file
+    to read, if any.
+    """
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for field in FIELDS:
+        _apply(values, sources, field, ini.get(field.dest), f"ini option {field.ini}")
+    if yaml_path is not None:
+        for key, raw in read_yaml_file(yaml_path).items():
+            field = FIELDS_BY_KEY[key]
+            _apply(values, sources, field, raw, f"{yaml_path}: key {key}")
+    unknown_env = sorted(
+        name
+        for name in environ
+        if name.startswith(ENV_PREFIX)
+        and name not in ENV_NOT_SETTINGS
+        and name not in {f.env for f in FIELDS}
+    )
+    if unknown_env:
+        known = ", ".join(f.env for f in FIELDS)
+        raise ConfigError(f"unknown environment variable {unknown_env[0]}; known: {known}")
+    for field in FIELDS:
+        _apply(values, sources, field, environ.get(field.env), f"environment {field.env}")
+    for field in FIELDS:
+        if field.option:
+            _apply(values, sources, field, cli.get(field.dest), f"option {field.option}")
+
+    if not values.get("judge_model"):
+        values["judge_model"] = values.get("model", EvalSettings().model)
+        sources["judge_model"] = sources.get("model", "default") + " (agent model)"
+    nested: dict[str, Any] = {"http": {}, "sandbox": {}}
+    for key, value in values.items():
+        head, _, tail = key.partition(".")
+        if tail:
+            nested[head][tail] = value
+        else:
+            nested[key] = value
+    return EvalSettings(**nested, sources=sources)
+
+
+def find_yaml_file(explicit: str | None, search_dirs: list[Path]) -> Path | None:
+    """The config file to read: the explicit one (which must exist), or the first found."""
+    if explicit:
+        path = Path(explicit)
+        if not path.is_file():
+            raise ConfigError(f"option --eval-config: {path} does not exist")
+        return path
+    for directory in search_dirs:
+        candidate = directory / CONFIG_FILE_NAME
+        if candidate.is_file():
+            return candidate
+    return None

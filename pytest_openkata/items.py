@@ -1,0 +1,95 @@
+"""The pytest side of a scenario: the ``evals`` collector, the scenario item, criteria as subtests.
+
+A scenario item is a :class:`pytest.Function` built around :func:`evaluate_scenario`, so
+that it gets full fixture injection (``subtests``, conftest overrides, autouse fixtures).
+The agent and judge run in the ``openkata_result`` fixture: a scenario that cannot be
+evaluated is a setup *error*, while an unmet criterion is a failed *subtest*.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_openkata.results import ScenarioResult
+from pytest_openkata.scenario import discover_scenarios
+
+RESULT_PROPERTY = "openkata_result"
+PERCENTAGE_PROPERTY = "openkata_percentage"
+
+
+def is_evals_dir(path: Path) -> bool:
+    """An ``evals`` folder that holds at least one ``scenario-*`` folder."""
+    return path.name == "evals" and bool(discover_scenarios(path))
+
+
+class EvalsDir(pytest.Directory):
+    """Collects one item per scenario folder and never looks further down.
+
+    Nothing under a scenario folder is imported or collected: scenario ``inputs/`` often hold
+    ``test_*.py`` and ``conftest.py`` files of the task's project.
+    """
+
+    def collect(self) -> Iterator[pytest.Item]:
+        scenarios = discover_scenarios(self.path)
+        names = tuple(s.name for s in scenarios)
+        for entry in scenarios:
+            explicit = self.session.isinitpath(entry, with_parents=True)
+            if not explicit and self.ihook.pytest_ignore_collect(
+                collection_path=entry, config=self.config
+            ):
+                continue
+            yield ScenarioItem.from_parent(
+                self, name=entry.name, scenario_dir=entry, skill_scenarios=names
+            )
+
+
+def evaluate_scenario(openkata_result: ScenarioResult, subtests: pytest.Subtests) -> None:
+    """Each criterion is a subtest named after it, passing or failing with its points."""
+    for criterion in openkata_result.criteria or ():
+        points = f"{criterion.score}/{criterion.max_score}"
+        with subtests.test(msg=criterion.name, points=points):
+            if not criterion.passed:
+                reason = f": {criterion.reason}" if criterion.reason else ""
+                message = f"criterion {criterion.name!r} not met ({points}){reason}"
+                pytest.fail(message, pytrace=False)
+
+
+class ScenarioItem(pytest.Function):
+    """One ``skills/<skill>/evals/scenario-*`` folder."""
+
+    def __init__(
+        self, *, scenario_dir: Path, skill_scenarios: tuple[str, ...], **kwargs: Any
+    ) -> None:
+        super().__init__(callobj=evaluate_scenario, **kwargs)
+        # The scenario folder is the item's path, so `pytest <scenario folder>` selects it.
+        self.path = scenario_dir
+        self.scenario_dir = scenario_dir
+        self.skill_dir = scenario_dir.parent.parent
+        self.skill_scenarios = skill_scenarios
+        self.extra_keyword_matches.add(f"skill:{self.skill_dir.name}")
+
+    @property
+    def ihook(self):  # type: ignore[no-untyped-def]
+        # The item's path is a folder no Directory collector loaded; without this, conftest
+        # hooks of the skill and above would not fire for the item.
+        return self.parent.ihook
+
+    def reportinfo(self) -> tuple[Path, None, str]:
+        return self.path, None, f"{self.skill_dir.name}::{self.name}"
+
+    def record_result(self, result: ScenarioResult) -> None:
+        """Hand the result on to the controller (xdist copies user_properties unchanged)."""
+        self.user_properties.append((PERCENTAGE_PROPERTY, f"{result.percentage:g}"))
+        self.user_properties.append((RESULT_PROPERTY, json.dumps(result.to_dict())))
+
+
+def result_from_properties(properties: list[tuple[str, object]]) -> ScenarioResult | None:
+    for name, value in properties:
+        if name == RESULT_PROPERTY and isinstance(value, str):
+            return ScenarioResult.from_dict(json.loads(value))
+    return None

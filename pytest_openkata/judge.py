@@ -1,0 +1,271 @@
+"""The judge: ask a model whether an agent's response meets each checklist criterion.
+
+Builds the judge prompt, calls the judge backend (one immediate retry), parses its answer into
+:class:`Verdict` records and rejects suspicious results. Matching verdicts to criteria and
+scoring live in :mod:`pytest_openkata.scoring`.
+
+The parser accepts every answer the reference (``parseJudgeResponse``) accepts, with the same
+Go ``encoding/json`` semantics, and more: it scans every ``[``/``{`` for a decodable value, so
+brackets in preamble prose or trailing text do not break it, and it unwraps wrapper objects
+and lone verdict objects.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_openkata.backends import BackendError, Completer
+from pytest_openkata.results import Verdict
+from pytest_openkata.scenario import Criterion
+
+JUDGE_SYSTEM_PROMPT = """\
+You are an evaluation judge. Your job is to check the response of an AI agent against a
+checklist of criteria.
+
+Assess every criterion separately: the outcome of one criterion must not sway another.
+
+Answer with a JSON array and nothing else. Put one object in it per criterion, with:
+- "name": the criterion name, copied exactly as given
+- "pass": true if the response meets the criterion, otherwise false
+- "reason": a short explanation of the decision
+
+Example of the expected shape:
+[{"name": "handles-errors", "pass": true, "reason": "the failure path is covered"}, \
+{"name": "adds-tests", "pass": false, "reason": "no tests were written"}]
+
+Write nothing before or after the array: no prose, no markdown, no code fences."""
+
+# One call plus one immediate retry, as in the reference.
+JUDGE_MAX_ATTEMPTS = 2
+
+# Below this many bytes (trimmed) an all-pass verdict set is treated as a judge failure.
+SUSPICIOUS_MAX_BYTES = 20
+
+NO_JSON_MESSAGE = "no JSON found in judge response"
+BAD_JSON_MESSAGE = "failed to parse judge JSON"
+
+_ANSI_RE = re.compile(r"\x1b\[[0-9;]*[a-zA-Z]")
+
+# Go's strings.TrimSpace set (unicode.White_Space). str.strip() would also remove \x1c-\x1f.
+_GO_WHITESPACE = (
+    "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009"
+    "\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+
+
+class JudgeParseError(Exception):
+    """The judge's answer holds no usable verdict array."""
+
+
+class JudgeError(Exception):
+    """The judge step failed: no parsable answer after the retry, or a suspicious result."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Output cleaning (the reference's cleanKiroOutput)
+
+
+def strip_ansi(text: str) -> str:
+    return _ANSI_RE.sub("", text)
+
+
+def _go_trim(text: str) -> str:
+    return text.strip(_GO_WHITESPACE)
+
+
+def clean_output(text: str) -> str:
+    """Remove ANSI codes, ``> `` lines and code-fence lines, then trim."""
+    kept = [
+        line
+        for line in strip_ansi(text).split("\n")
+        if not line.startswith("> ") and not _go_trim(line).startswith("```")
+    ]
+    return _go_trim("\n".join(kept))
+
+
+# ---------------------------------------------------------------------------------------------
+# Prompt
+
+
+def judge_user_message(agent_response: str, context: str, criteria: Sequence[Criterion]) -> str:
+    parts = ["## Agent Response\n\n", agent_response, "\n\n## Evaluation Criteria\n\n"]
+    if context != "":
+        parts.append(f"Context: {context}\n\n")
+    parts.extend(f"- **{c.name}** (max {c.max_score} points): {c.description}\n" for c in criteria)
+    return "".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------
+# Parsing
+
+
+@dataclass(frozen=True)
+class _JSONObject:
+    """A decoded JSON object with its members in order, duplicates kept (Go: last one wins)."""
+
+    members: list[tuple[str, Any]]
+
+
+class _NotVerdicts(Exception):
+    """A decoded JSON value cannot be read as verdicts."""
+
+
+# Objects keep their member order for Go's key matching. Numbers are never verdict fields, so
+# reading them as floats only avoids Python's limit on very long integers, which Go lacks.
+_DECODER = json.JSONDecoder(object_pairs_hook=_JSONObject, parse_int=float)
+
+_FIELDS = ("name", "pass", "reason")
+
+
+def _go_fold_equal(key: str, field: str) -> bool:
+    """Go's case-insensitive key match (simple Unicode folding) against a lowercase ASCII field.
+
+    Besides ASCII case, Go folds the Kelvin sign to ``k`` (``str.lower`` does too) and the long
+    s ``\u017f`` to ``s``; ``str.casefold`` would wrongly fold ``ß`` to ``ss``.
+    """
+    return len(key) == len(field) and all(
+        c.lower() == f or (c == "\u017f" and f == "s") for c, f in zip(key, field, strict=True)
+    )
+
+
+def _field_of(key: str) -> str | None:
+    return next((field for field in _FIELDS if _go_fold_equal(key, field)), None)
+
+
+def _as_str(value: Any) -> str:
+    if not isinstance(value, str):
+        raise _NotVerdicts
+    return value
+
+
+def _as_bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise _NotVerdicts
+
+
+def _verdict_from(obj: _JSONObject | None) -> Verdict:
+    name, passed, reason = "", False, ""
+    if obj is None:
+        return Verdict(name, passed, reason)
+    for key, value in obj.members:
+        field = _field_of(key)
+        # Go leaves a field unchanged when its JSON value is null.
+        if field is None or value is None:
+            continue
+        if field == "name":
+            name = _as_str(value)
+        elif field == "pass":
+            passed = _as_bool(value)
+        else:
+            reason = _as_str(value)
+    return Verdict(name=name, passed=passed, reason=reason)
+
+
+def _is_object_list(value: Any) -> bool:
+    return isinstance(value, list) and all(
+        item is None or isinstance(item, _JSONObject) for item in value
+    )
+
+
+def _unwrap(obj: _JSONObject) -> list[Any]:
+    """The verdict list an object stands for: itself if it is a verdict, else its one list."""
+    fields = {_field_of(key) for key, _ in obj.members}
+    if {"name", "pass"} <= fields:
+        return [obj]
+    lists = [value for _, value in obj.members if _is_object_list(value)]
+    if len(lists) != 1:
+        raise _NotVerdicts
+    return lists[0]
+
+
+def _verdicts_of(value: Any) -> list[Verdict]:
+    items = _unwrap(value) if isinstance(value, _JSONObject) else value
+    if not _is_object_list(items):
+        raise _NotVerdicts
+    return [_verdict_from(item) for item in items]
+
+
+def parse_verdicts(raw: str) -> list[Verdict]:
+    """Read the judge's answer into verdicts, in the order the judge gave them.
+
+    Every ``[`` or ``{`` of the cleaned text that is not inside an already decoded value is a
+    candidate. The first candidate holding verdicts wins; an empty verdict list is used only
+    when no candidate holds any.
+    """
+    text = clean_output(raw)
+    starts = [index for index, char in enumerate(text) if char in "[{"]
+    if not starts:
+        raise JudgeParseError(NO_JSON_MESSAGE)
+    found_empty = False
+    decoded_until = 0
+    for start in starts:
+        # Fragments of a value that decoded but is not verdicts (say [{...}, 5]) are not
+        # verdicts either: failing lets the retry ask again instead of scoring a fragment.
+        if start < decoded_until:
+            continue
+        try:
+            value, decoded_until = _DECODER.raw_decode(text, start)
+        except (ValueError, RecursionError):
+            continue
+        try:
+            verdicts = _verdicts_of(value)
+        except _NotVerdicts:
+            continue
+        if verdicts:
+            return verdicts
+        found_empty = True
+    if found_empty:
+        return []
+    raise JudgeParseError(BAD_JSON_MESSAGE)
+
+
+# ---------------------------------------------------------------------------------------------
+# Judge step
+
+
+def _utf8_len(text: str) -> int:
+    # Go counts bytes. "replace" counts each surrogate-escaped input byte as the one byte it was.
+    return len(text.encode("utf-8", errors="replace"))
+
+
+def is_suspicious(agent_response: str, verdicts: Sequence[Verdict]) -> bool:
+    """A near-empty response that the judge passed on every returned verdict."""
+    return (
+        _utf8_len(_go_trim(agent_response)) < SUSPICIOUS_MAX_BYTES
+        and len(verdicts) > 0
+        and all(verdict.passed for verdict in verdicts)
+    )
+
+
+def _ask(completer: Completer, message: str) -> list[Verdict]:
+    last_error: BackendError | JudgeParseError | None = None
+    for _ in range(JUDGE_MAX_ATTEMPTS):
+        try:
+            return parse_verdicts(completer.complete(JUDGE_SYSTEM_PROMPT, message))
+        except (BackendError, JudgeParseError) as exc:
+            last_error = exc
+    assert last_error is not None
+    raise JudgeError(f"judge parse failed after retry: {last_error}") from last_error
+
+
+def run_judge(
+    completer: Completer,
+    agent_response: str,
+    context: str,
+    criteria: Sequence[Criterion],
+) -> list[Verdict]:
+    """Judge one agent response; raises :class:`JudgeError` when no verdicts can be trusted."""
+    verdicts = _ask(completer, judge_user_message(agent_response, context, criteria))
+    if is_suspicious(agent_response, verdicts):
+        raise JudgeError(
+            "suspicious result: trivial agent response "
+            f"({_utf8_len(agent_response)} chars) with all criteria passing"
+        )
+    return verdicts

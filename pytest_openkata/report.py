@@ -1,0 +1,307 @@
+"""The results JSON report: models, rendering, version lookup, paths and safe writing.
+
+The layout follows the reference runner's report (spec section 10) so that its tooling,
+``generate-versions`` in particular, reads our reports unchanged.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import suppress
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pytest_openkata import gojson
+from pytest_openkata.results import CriterionResult, ScenarioResult
+
+_FILE_TIMESTAMP = "%Y-%m-%dT%H%M%S"
+_RFC3339_SECONDS = "%Y-%m-%dT%H:%M:%SZ"
+_VERSION_HEADING = re.compile(r"## \[([^\]]*)\]")
+_DIR_MODE = 0o755
+_FILE_MODE = 0o644
+
+
+class _ReportModel(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, frozen=True)
+
+
+class ReportConfig(_ReportModel):
+    backend: str
+    agent_model: str
+    judge_model: str
+    model_label: str = ""
+
+
+class CriterionEntry(_ReportModel):
+    name: str
+    passed: bool = Field(alias="pass")
+    score: int
+    max_score: int
+    reason: str = ""
+
+
+class ScenarioEntry(_ReportModel):
+    name: str
+    description: str
+    criteria: list[CriterionEntry] | None
+    score: int
+    max_score: int
+    percentage: float
+    passed: bool = Field(alias="pass")
+    error: str | None = None
+
+
+class ResultsReport(_ReportModel):
+    skill: str
+    skill_version: str
+    timestamp: str
+    config: ReportConfig
+    threshold: int
+    scenarios: list[ScenarioEntry] | None
+    overall_percentage: float
+    passed: bool = Field(alias="pass")
+
+
+def build_report(
+    *,
+    skill: str,
+    skill_version: str,
+    timestamp: datetime,
+    config: ReportConfig,
+    threshold: int,
+    results: Sequence[ScenarioResult],
+    overall: float,
+    passed: bool,
+) -> ResultsReport:
+    """Assemble the report; a naive ``timestamp`` is taken to be UTC."""
+    return ResultsReport(
+        skill=skill,
+        skill_version=skill_version,
+        timestamp=_utc(timestamp).strftime(_RFC3339_SECONDS),
+        config=config,
+        threshold=threshold,
+        scenarios=[_scenario_entry(result) for result in results] or None,
+        overall_percentage=float(overall),
+        passed=passed,
+    )
+
+
+def render_report(report: ResultsReport) -> str:
+    """Return the report text, byte-compatible with the reference's output."""
+    return gojson.dumps(_report_dict(report))
+
+
+def read_skill_version(skill_dir: Path) -> str:
+    """Return the first released version heading of ``<skill_dir>/CHANGELOG.md``, or ``""``.
+
+    Only an exact ``Unreleased`` is skipped (spec 13.32), and ``## []`` yields ``""``.
+    """
+    try:
+        raw = (Path(skill_dir) / "CHANGELOG.md").read_bytes()
+    except OSError:
+        return ""
+    for line in raw.decode("utf-8", errors="replace").split("\n"):
+        match = _VERSION_HEADING.match(line)
+        if match and match.group(1) != "Unreleased":
+            return match.group(1)
+    return ""
+
+
+def auto_report_path(skill_dir: Path, model: str, now: datetime) -> Path:
+    """Return ``<skill_dir>/evals/results/<model>/<UTC timestamp>.json``.
+
+    Unlike the reference, path separators in ``model`` become ``_`` so that a model such
+    as ``openai/gpt-4o`` is one folder that ``generate-versions`` can see (spec 13.30).
+    """
+    folder = model.replace("/", "_").replace("\\", "_")
+    return Path(skill_dir) / "evals" / "results" / folder / f"{_file_timestamp(now)}.json"
+
+
+def output_report_path(output: Path | str, now: datetime) -> Path:
+    """Resolve ``--output`` into a timestamped report path (spec section 10).
+
+    Pass the option as a ``str`` to keep a trailing separator: ``out/`` that does not exist
+    yet is taken as a folder (``out/results-<ts>.json``), where the reference produced
+    ``out/-<ts>.json``.
+    """
+    text = os.fspath(output)
+    stamp = _file_timestamp(now)
+    if os.path.isdir(text) or _has_trailing_separator(text):
+        return Path(text) / f"results-{stamp}.json"
+    ext = _go_ext(text)
+    base = text[: len(text) - len(ext)]
+    return Path(f"{base}-{stamp}{ext or '.json'}")
+
+
+def write_new_report(path: Path, text: str) -> Path:
+    """Write ``text`` atomically to ``path`` or, if taken, to ``<stem>-2<suffix>``, ``-3``...
+
+    The content goes to a temporary file in the target folder first and is then
+    hard-linked to the final name; ``os.link`` fails instead of replacing, so an existing
+    report is never overwritten, even by a concurrent writer. Returns the path written.
+    """
+    path = Path(path)
+    _make_folders(path.parent)
+    temp = _write_temp_file(path.parent, text)
+    try:
+        written = _link_to_free_name(temp, path)
+    finally:
+        temp.unlink(missing_ok=True)
+    _fsync_folder(path.parent)
+    return written
+
+
+def _scenario_entry(result: ScenarioResult) -> ScenarioEntry:
+    return ScenarioEntry(
+        name=result.name,
+        description=result.description,
+        criteria=[_criterion_entry(c) for c in result.criteria or ()] or None,
+        score=result.score,
+        max_score=result.max_score,
+        percentage=float(result.percentage),
+        passed=result.passed,
+        error=result.error,
+    )
+
+
+def _criterion_entry(result: CriterionResult) -> CriterionEntry:
+    return CriterionEntry(
+        name=result.name,
+        passed=result.passed,
+        score=result.score,
+        max_score=result.max_score,
+        reason=result.reason,
+    )
+
+
+def _report_dict(report: ResultsReport) -> dict[str, Any]:
+    return {
+        "skill": report.skill,
+        "skill_version": report.skill_version,
+        "timestamp": report.timestamp,
+        "config": _config_dict(report.config),
+        "threshold": report.threshold,
+        "scenarios": [_scenario_dict(s) for s in report.scenarios or ()] or None,
+        "overall_percentage": float(report.overall_percentage),
+        "pass": report.passed,
+    }
+
+
+def _config_dict(config: ReportConfig) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "backend": config.backend,
+        "agent_model": config.agent_model,
+        "judge_model": config.judge_model,
+    }
+    if config.model_label:
+        data["model_label"] = config.model_label
+    return data
+
+
+def _scenario_dict(scenario: ScenarioEntry) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "name": scenario.name,
+        "description": scenario.description,
+        "criteria": [_criterion_dict(c) for c in scenario.criteria or ()] or None,
+        "score": scenario.score,
+        "max_score": scenario.max_score,
+        "percentage": float(scenario.percentage),
+        "pass": scenario.passed,
+    }
+    if scenario.error is not None:
+        data["error"] = scenario.error
+    return data
+
+
+def _criterion_dict(criterion: CriterionEntry) -> dict[str, Any]:
+    return {
+        "name": criterion.name,
+        "pass": criterion.passed,
+        "score": criterion.score,
+        "max_score": criterion.max_score,
+        "reason": criterion.reason,
+    }
+
+
+def _utc(moment: datetime) -> datetime:
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)
+
+
+def _file_timestamp(now: datetime) -> str:
+    return _utc(now).strftime(_FILE_TIMESTAMP)
+
+
+def _has_trailing_separator(text: str) -> bool:
+    separators = tuple(sep for sep in ("/", os.sep, os.altsep) if sep)
+    return text.endswith(separators)
+
+
+def _go_ext(text: str) -> str:
+    """Go's ``filepath.Ext``: the suffix from the last ``.`` of the final path element."""
+    for index in range(len(text) - 1, -1, -1):
+        char = text[index]
+        if char in (os.sep, os.altsep):
+            return ""
+        if char == ".":
+            return text[index:]
+    return ""
+
+
+def _make_folders(folder: Path) -> None:
+    """Like Go's ``os.MkdirAll(folder, 0755)``: every missing level gets mode 0755.
+
+    ``Path.mkdir(parents=True)`` would create the intermediate levels with mode 0777.
+    """
+    missing = list(itertools.takewhile(lambda p: not p.exists(), (folder, *folder.parents)))
+    for level in reversed(missing):
+        with suppress(FileExistsError):
+            level.mkdir(mode=_DIR_MODE)
+
+
+def _write_temp_file(folder: Path, text: str) -> Path:
+    fd, name = tempfile.mkstemp(dir=folder, prefix=".report-", suffix=".tmp")
+    temp = Path(name)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(text.encode("utf-8"))
+            handle.flush()
+            os.chmod(temp, _FILE_MODE)
+            os.fsync(handle.fileno())
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+    return temp
+
+
+def _link_to_free_name(temp: Path, path: Path) -> Path:
+    for candidate in _candidate_paths(path):
+        try:
+            os.link(temp, candidate)
+        except FileExistsError:
+            continue
+        return candidate
+    raise AssertionError("unreachable: the candidate names never run out")
+
+
+def _fsync_folder(folder: Path) -> None:
+    """Make the new directory entry durable; best effort, not every platform allows it."""
+    with suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _candidate_paths(path: Path) -> Iterator[Path]:
+    numbered = (path.with_name(f"{path.stem}-{n}{path.suffix}") for n in itertools.count(2))
+    return itertools.chain([path], numbered)

@@ -1,0 +1,232 @@
+"""Skills and scenarios on disk: discovery, loading and validation.
+
+Loading never raises anything but :class:`ScenarioLoadError`, whose message names the file
+and the field, so that one broken scenario errors on its own and the others still run.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+SCENARIO_PREFIX = "scenario-"
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """One entry of a scenario's weighted checklist (``criteria.json``)."""
+
+    name: str
+    description: str
+    max_score: int
+
+
+@dataclass(frozen=True)
+class Scenario:
+    skill_dir: Path
+    path: Path
+    description: str
+    sandbox: bool
+    network: str
+    context: str
+    criteria: tuple[Criterion, ...]
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+
+class ScenarioLoadError(Exception):
+    """A scenario's files are missing or invalid."""
+
+    def __init__(self, path: Path, message: str, field: str | None = None) -> None:
+        self.path = path
+        self.field = field
+        self.message = message
+        where = f"{path}: {field}" if field else str(path)
+        super().__init__(f"{where}: {message}")
+
+
+def is_scenario_dir(entry: Path) -> bool:
+    """A real directory (not a symlink) named ``scenario-*``, as the reference decides."""
+    return entry.name.startswith(SCENARIO_PREFIX) and entry.is_dir() and not entry.is_symlink()
+
+
+def discover_scenarios(evals_dir: Path) -> list[Path]:
+    """Scenario folders of an ``evals`` folder, in the reference's plain string order."""
+    try:
+        entries = list(evals_dir.iterdir())
+    except OSError:
+        return []
+    return sorted((e for e in entries if is_scenario_dir(e)), key=lambda e: e.name)
+
+
+class _CriterionModel(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=True)
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    max_score: int = Field(gt=0)
+
+
+class _CriteriaModel(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=True)
+
+    context: str = ""
+    type: str = ""
+    checklist: list[_CriterionModel] = Field(min_length=1)
+
+
+class _ScenarioModel(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=True)
+
+    description: str = ""
+    sandbox: bool = True
+    network: str = ""
+
+
+def _go_keys(data: Any, known: Iterable[str]) -> Any:
+    """Match object keys without regard to case and drop nulls, as Go's JSON decoding does."""
+    if not isinstance(data, Mapping):
+        return data
+    lowered = {k.lower(): k for k in known}
+    result: dict[str, Any] = {}
+    for key, value in data.items():
+        target = lowered.get(key.lower(), key)
+        if value is None or (target in result and key != target):
+            continue
+        result[target] = value
+    return result
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ScenarioLoadError(path, "file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScenarioLoadError(path, f"cannot be read: {exc}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ScenarioLoadError(
+            path, f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
+        ) from None
+
+
+def _location(loc: tuple[int | str, ...], data: Any) -> str:
+    parts: list[str] = []
+    node = data
+    for step in loc:
+        if isinstance(step, int):
+            parts.append(f"[{step}]")
+            node = node[step] if isinstance(node, list) and step < len(node) else None
+            if isinstance(node, Mapping) and isinstance(node.get("name"), str):
+                parts.append(f" ({node['name']!r})")
+        else:
+            parts.append(f".{step}" if parts else step)
+            node = node.get(step) if isinstance(node, Mapping) else None
+    return "".join(parts)
+
+
+_MESSAGES = {
+    "greater_than": "must be a positive integer",
+    "int_type": "must be a positive integer",
+    "string_type": "must be a string",
+    "bool_type": "must be true or false",
+    "list_type": "must be a list",
+    "model_type": "must be an object",
+    "dict_type": "must be an object",
+    "missing": "is required",
+}
+
+
+def _validation_error(path: Path, exc: ValidationError, data: Any) -> ScenarioLoadError:
+    first = exc.errors()[0]
+    field = _location(tuple(first["loc"]), data) or "(top level)"
+    kind = first["type"]
+    if kind == "too_short" and field == "checklist":
+        message = "must hold at least one criterion"
+    elif kind == "too_short":
+        message = "must not be empty"
+    else:
+        message = _MESSAGES.get(kind, first["msg"])
+    if kind != "missing":
+        message += f" (got {json.dumps(first.get('input'))})"
+    return ScenarioLoadError(path, message, field)
+
+
+def load_criteria(path: Path) -> tuple[str, tuple[Criterion, ...]]:
+    """The context and checklist of a ``criteria.json``."""
+    raw = _read_json(path)
+    data = _go_keys(raw, _CriteriaModel.model_fields)
+    if isinstance(data, Mapping) and isinstance(data.get("checklist"), list):
+        data = {
+            **data,
+            "checklist": [_go_keys(c, _CriterionModel.model_fields) for c in data["checklist"]],
+        }
+    try:
+        model = _CriteriaModel.model_validate(data)
+    except ValidationError as exc:
+        raise _validation_error(path, exc, data) from None
+    seen: set[str] = set()
+    for index, item in enumerate(model.checklist):
+        if item.name in seen:
+            raise ScenarioLoadError(
+                path, f"duplicate criterion name {item.name!r}", f"checklist[{index}].name"
+            )
+        seen.add(item.name)
+    criteria = tuple(Criterion(c.name, c.description, c.max_score) for c in model.checklist)
+    return model.context, criteria
+
+
+def load_scenario_options(path: Path) -> _ScenarioModel:
+    """``scenario.json``; a missing file means the defaults (a sandboxed scenario)."""
+    if not path.exists():
+        return _ScenarioModel()
+    data = _go_keys(_read_json(path), _ScenarioModel.model_fields)
+    try:
+        return _ScenarioModel.model_validate(data)
+    except ValidationError as exc:
+        raise _validation_error(path, exc, data) from None
+
+
+def read_description(scenario_dir: Path) -> str:
+    """The description, for error results; ``""`` when scenario.json is absent or broken."""
+    try:
+        return load_scenario_options(scenario_dir / "scenario.json").description
+    except ScenarioLoadError:
+        return ""
+
+
+def load_scenario(scenario_dir: Path) -> Scenario:
+    """Load and validate a scenario folder ``<skill>/evals/scenario-*``."""
+    skill_dir = scenario_dir.parent.parent
+    if not (skill_dir / "SKILL.md").is_file():
+        raise ScenarioLoadError(skill_dir / "SKILL.md", f"SKILL.md not found in {skill_dir}")
+    for trap in ("conftest.py", "__init__.py"):
+        if (scenario_dir / trap).exists():
+            raise ScenarioLoadError(
+                scenario_dir / trap,
+                "Python files directly in a scenario folder can be imported by pytest; "
+                "move scenario files under inputs/",
+            )
+    options = load_scenario_options(scenario_dir / "scenario.json")
+    task = scenario_dir / "task.md"
+    if not task.is_file():
+        raise ScenarioLoadError(task, "file not found (every scenario needs a task.md)")
+    context, criteria = load_criteria(scenario_dir / "criteria.json")
+    return Scenario(
+        skill_dir=skill_dir,
+        path=scenario_dir,
+        description=options.description,
+        sandbox=options.sandbox,
+        network=options.network,
+        context=context,
+        criteria=criteria,
+    )

@@ -1,0 +1,274 @@
+"""A real, scripted HTTP server on loopback, standing in for an OpenAI-compatible endpoint.
+
+Tests talk to it over TCP through its URL, so it works the same for in-process backends, for
+pytester subprocess runs and for any other client::
+
+    with ScriptedEndpoint() as endpoint:
+        endpoint.enqueue(Reply.chat("hello"), Reply(status=429, body="rate limited"))
+        backend = OpenAIChatBackend(client, base_url=endpoint.base_url, api_key="k", model="m")
+        ...
+        assert endpoint.requests[0].json["model"] == "m"
+
+Replies come from a FIFO queue (:meth:`ScriptedEndpoint.enqueue`) or, for routing on the
+request's content, from a function (:meth:`ScriptedEndpoint.respond_with`). With neither, the
+server answers 500 ``no scripted reply left``. Header names in :class:`RecordedRequest` are
+lower-case.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json as jsonlib
+import sys
+import threading
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any, Self
+
+__all__ = ["RecordedRequest", "Reply", "Responder", "ScriptedEndpoint"]
+
+_ids = itertools.count(1)
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request as the server received it; ``json`` is None when the body is not JSON."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+    json: Any | None = None
+
+
+@dataclass(frozen=True)
+class Reply:
+    """What the server answers to one request.
+
+    ``json`` (serialised, with ``Content-Type: application/json``) or ``body`` (bytes or text,
+    sent as is) give the body; ``delay`` seconds pass before answering; ``close=True`` drops the
+    connection without any answer.
+    """
+
+    status: int = 200
+    json: Any | None = None
+    body: bytes | str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+    close: bool = False
+
+    def __post_init__(self) -> None:
+        if self.json is not None and self.body is not None:
+            raise ValueError("a Reply takes json or body, not both")
+
+    @classmethod
+    def chat(cls, content: str | None, *, model: str = "gpt-4o") -> Reply:
+        """A 200 OpenAI chat completion whose ``choices[0].message.content`` is ``content``."""
+        return cls(
+            json={
+                "id": f"chatcmpl-scripted-{next(_ids)}",
+                "object": "chat.completion",
+                "created": 0,
+                "model": model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": content},
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+            }
+        )
+
+    def encoded(self) -> tuple[bytes, dict[str, str]]:
+        """The body bytes and the headers to send, Content-Type included when known."""
+        headers = dict(self.headers)
+        if self.json is not None:
+            headers.setdefault("Content-Type", "application/json")
+            return jsonlib.dumps(self.json).encode(), headers
+        if isinstance(self.body, str):
+            headers.setdefault("Content-Type", "text/plain; charset=utf-8")
+            return self.body.encode(), headers
+        return self.body or b"", headers
+
+
+Responder = Callable[[RecordedRequest], Reply]
+
+
+class ScriptedEndpoint:
+    """A ``ThreadingHTTPServer`` on ``127.0.0.1`` (a free port) served from a daemon thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._queue: deque[Reply] = deque()
+        self._responder: Responder | None = None
+        self._requests: list[RecordedRequest] = []
+        self._stopping = threading.Event()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> Self:
+        if self._server is not None:
+            return self
+        self._stopping.clear()
+        server = _Server(("127.0.0.1", 0), _make_handler(self))
+        self._server = server
+        self._thread = threading.Thread(
+            target=server.serve_forever,
+            kwargs={"poll_interval": 0.01},
+            name=f"ScriptedEndpoint:{server.server_address[1]}",
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and free the port; delayed replies still waiting are abandoned."""
+        server, thread = self._server, self._thread
+        if server is None:
+            return
+        self._stopping.set()
+        server.shutdown()
+        server.server_close()
+        if thread is not None:
+            thread.join(timeout=5)
+        self._server = self._thread = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # -- addresses ---------------------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        if self._server is None:
+            raise RuntimeError("ScriptedEndpoint is not started")
+        return int(self._server.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:<port>/v1``, the value to give as the backend's base_url."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    # -- script ------------------------------------------------------------------------------
+
+    def enqueue(self, *replies: Reply) -> None:
+        """Append replies to the FIFO used when no responder function is set."""
+        with self._lock:
+            self._queue.extend(replies)
+
+    def respond_with(self, func: Responder | None) -> None:
+        """Answer every request with ``func(request)`` instead of the queue; None restores it."""
+        with self._lock:
+            self._responder = func
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """A snapshot of the requests received so far, in arrival order."""
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def pending(self) -> int:
+        """How many queued replies have not been used yet."""
+        with self._lock:
+            return len(self._queue)
+
+    # -- used by the handler -----------------------------------------------------------------
+
+    def _answer(self, request: RecordedRequest) -> Reply:
+        with self._lock:
+            self._requests.append(request)
+            responder = self._responder
+            queued = self._queue.popleft() if responder is None and self._queue else None
+        if responder is not None:
+            try:
+                return responder(request)
+            except Exception as exc:  # a broken responder must show up in the test, not hang
+                return Reply(status=500, body=f"responder raised {type(exc).__name__}: {exc}")
+        if queued is None:
+            return Reply(status=500, body="no scripted reply left")
+        return queued
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True  # a handler stuck in a delay never blocks stop()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)  # prints the traceback
+
+
+def _make_handler(endpoint: ScriptedEndpoint) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def _handle(self) -> None:
+            self.close_connection = True  # one request per connection: nothing lingers on stop
+            body = self._read_body()
+            headers: dict[str, str] = {}
+            for name, value in self.headers.items():
+                key = name.lower()
+                headers[key] = f"{headers[key]}, {value}" if key in headers else value
+            request = RecordedRequest(
+                method=self.command,
+                path=self.path,
+                headers=headers,
+                body=body,
+                json=_json_or_none(body),
+            )
+            reply = endpoint._answer(request)
+            if reply.delay > 0 and endpoint._stopping.wait(reply.delay):
+                return
+            if reply.close:
+                return
+            payload, reply_headers = reply.encoded()
+            try:
+                self.send_response(reply.status)
+                for name, value in reply_headers.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(payload)))
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.wfile.write(payload)
+            except OSError:
+                pass  # the client gave up (e.g. its timeout fired during a delay)
+
+        def _read_body(self) -> bytes:
+            if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+                chunks = []
+                while size := int(self.rfile.readline().split(b";")[0].strip() or b"0", 16):
+                    chunks.append(self.rfile.read(size))
+                    self.rfile.readline()
+                while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                    pass  # trailers
+                return b"".join(chunks)
+            return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+
+        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass  # keep test output clean
+
+    return Handler
+
+
+def _json_or_none(body: bytes) -> Any | None:
+    try:
+        return jsonlib.loads(body)
+    except ValueError:
+        return None

@@ -1,0 +1,313 @@
+"""The http backend against a real loopback server (spec section 5b, checks 21-23)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
+
+import httpx
+import pytest
+
+from pytest_openkata.backends import (
+    BackendError,
+    EndpointStatusError,
+    MalformedResponseError,
+    TransportError,
+)
+from pytest_openkata.backends.http import OpenAIChatBackend, make_client, parse_retry_after
+from tests.support.endpoint import RecordedRequest, Reply, ScriptedEndpoint
+
+KEY = "test-key"
+
+
+@pytest.fixture
+def endpoint() -> Iterator[ScriptedEndpoint]:
+    with ScriptedEndpoint() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[httpx.Client]:
+    """One client for the module, as one client serves a whole pytest session."""
+    with make_client(5.0) as http_client:
+        yield http_client
+
+
+def backend_for(
+    client: httpx.Client, base_url: str, *, api_key: str = KEY, model: str = "gpt-4o"
+) -> OpenAIChatBackend:
+    return OpenAIChatBackend(client, base_url=base_url, api_key=api_key, model=model)
+
+
+@pytest.fixture
+def backend(client: httpx.Client, endpoint: ScriptedEndpoint) -> OpenAIChatBackend:
+    return backend_for(client, endpoint.base_url)
+
+
+# -- requests ---------------------------------------------------------------------------------
+
+
+def test_check_21_post_with_key_and_system_message(
+    backend: OpenAIChatBackend, endpoint: ScriptedEndpoint
+) -> None:
+    endpoint.enqueue(Reply.chat("test response"))
+
+    assert backend.complete("You are a judge.", "Grade this.") == "test response"
+
+    [request] = endpoint.requests
+    assert request.method == "POST"
+    assert request.path == "/v1/chat/completions"
+    assert request.headers["authorization"] == "Bearer test-key"
+    assert request.headers["content-type"] == "application/json"
+    assert request.json["model"] == "gpt-4o"
+    assert request.json["messages"] == [
+        {"role": "system", "content": "You are a judge."},
+        {"role": "user", "content": "Grade this."},
+    ]
+
+
+def test_check_22_empty_system_and_key_send_one_user_message_and_no_auth(
+    client: httpx.Client, endpoint: ScriptedEndpoint
+) -> None:
+    endpoint.enqueue(Reply.chat("ok"))
+    backend = backend_for(client, endpoint.base_url, api_key="")
+
+    assert backend.complete("", "hello") == "ok"
+
+    [request] = endpoint.requests
+    assert request.json["messages"] == [{"role": "user", "content": "hello"}]
+    assert "authorization" not in request.headers
+
+
+def test_body_has_only_model_and_messages(
+    backend: OpenAIChatBackend, endpoint: ScriptedEndpoint
+) -> None:
+    endpoint.enqueue(Reply.chat("x"))
+    backend.complete("s", "u")
+    assert set(endpoint.requests[0].json) == {"model", "messages"}
+
+
+def test_trailing_slashes_of_base_url_are_dropped(
+    client: httpx.Client, endpoint: ScriptedEndpoint
+) -> None:
+    endpoint.enqueue(Reply.chat("x"))
+    backend_for(client, endpoint.base_url + "//").complete("", "u")
+    assert endpoint.requests[0].path == "/v1/chat/completions"
+
+
+def test_content_is_returned_as_is(backend: OpenAIChatBackend, endpoint: ScriptedEndpoint) -> None:
+    content = "```python\n> quoted\nprint('é')\n```\n  "
+    endpoint.enqueue(Reply.chat(content))
+    assert backend.complete("", "u") == content
+
+
+def test_null_content_gives_empty_text(
+    backend: OpenAIChatBackend, endpoint: ScriptedEndpoint
+) -> None:
+    endpoint.enqueue(Reply.chat(None))
+    assert backend.complete("", "u") == ""
+
+
+# -- status errors ----------------------------------------------------------------------------
+
+
+def test_check_23_rate_limited(backend: OpenAIChatBackend, endpoint: ScriptedEndpoint) -> None:
+    endpoint.enqueue(Reply(status=429, body="rate limited"))
+
+    with pytest.raises(EndpointStatusError) as caught:
+        backend.complete("", "u")
+
+    assert str(caught.value) == "HTTP 429: rate limited"
+    assert caught.value.status == 429
+    assert caught.value.throttled
+    assert caught.value.retry_after is None
+
+
+@pytest.mark.parametrize(("header", "expected"), [("7", 7.0), ("1.5", 1.5)])
+def test_retry_after_seconds(
+    backend: OpenAIChatBackend, endpoint: ScriptedEndpoint, header: str, expected: float
+) -> None:
+    endpoint.enqueue(Reply(status=429, body="slow down", headers={"Retry-After": header}))
+    with pytest.raises(EndpointStatusError) as caught:
+        backend.complete("", "u")
+    assert caught.value.retry_after == expected
+
+
+def test_retry_after_http_date(backend: OpenAIChatBackend, endpoint: ScriptedEndpoint) -> None:
+    when = format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
+    endpoint.enqueue(Reply(status=503, body="busy", headers={"Retry-After": when}))
+    with pytest.raises(EndpointStatusError) as caught:
+        backend.complete("", "u")
+    assert caught.value.retry_after is not None
+    assert 25 <= caught.value.retry_after <= 30
+
+
+NOW = datetime(2026, 6, 20, 12, 0, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (None, None),
+        ("", None),
+        ("soon", None),
+        ("-1", None),
+        ("nan", None),
+        (" 120 ", 120.0),
+        ("Sat, 20 Jun 2026 12:01:30 GMT", 90.0),
+        ("Sat, 20 Jun 2026 11:00:00 GMT", 0.0),
+    ],
+)
+def test_parse_retry_after(value: str | None, expected: float | None) -> None:
+    assert parse_retry_after(value, now=NOW) == expected
+
+
+def test_server_error_is_a_status_error(
+    backend: OpenAIChatBackend, endpoint: ScriptedEndpoint
+) -> None:
+    endpoint.enqueue(Reply(status=500, body="internal error"))
+    with pytest.raises(EndpointStatusError) as caught:
+        backend.complete("", "u")
+    assert str(caught.value) == "HTTP 500: internal error"
+    assert caught.value.status == 500
+    assert not caught.value.throttled
+
+
+def test_no_retry_on_error(backend: OpenAIChatBackend, endpoint: ScriptedEndpoint) -> None:
+    endpoint.enqueue(Reply(status=500, body="boom"), Reply.chat("late"))
+    with pytest.raises(EndpointStatusError):
+        backend.complete("", "u")
+    assert len(endpoint.requests) == 1
+    assert endpoint.pending == 1
+
+
+def test_api_key_echoed_in_error_body_is_redacted(
+    backend: OpenAIChatBackend, endpoint: ScriptedEndpoint
+) -> None:
+    endpoint.respond_with(
+        lambda request: Reply(status=401, body=f"bad header: {request.headers['authorization']}")
+    )
+    with pytest.raises(EndpointStatusError) as caught:
+        backend.complete("", "u")
+    assert str(caught.value) == "HTTP 401: bad header: Bearer ***"
+    assert KEY not in caught.value.body
+    assert KEY not in repr(backend)
+
+
+# -- malformed bodies -------------------------------------------------------------------------
+
+
+def test_non_json_body(backend: OpenAIChatBackend, endpoint: ScriptedEndpoint) -> None:
+    endpoint.enqueue(Reply(body="<html>gateway</html>"))
+    with pytest.raises(MalformedResponseError, match=r"^parsing response: "):
+        backend.complete("", "u")
+
+
+@pytest.mark.parametrize("body", [{"choices": []}, {"id": "x"}, {"choices": None}])
+def test_no_choices(backend: OpenAIChatBackend, endpoint: ScriptedEndpoint, body: object) -> None:
+    endpoint.enqueue(Reply(json=body))
+    with pytest.raises(MalformedResponseError) as caught:
+        backend.complete("", "u")
+    assert str(caught.value) == "no choices in response"
+
+
+@pytest.mark.parametrize(
+    ("body", "text"),
+    [
+        ([1, 2], "parsing response: expected a JSON object, got list"),
+        ({"choices": "abc"}, "parsing response: choices is a str, not a list"),
+        ({"choices": [{"index": 0}]}, "no message object in choices[0]"),
+        ({"choices": ["hi"]}, "no message object in choices[0]"),
+        (
+            {"choices": [{"message": {"content": ["a"]}}]},
+            "choices[0].message.content is a list, not a string",
+        ),
+    ],
+)
+def test_unusable_completion(
+    backend: OpenAIChatBackend, endpoint: ScriptedEndpoint, body: object, text: str
+) -> None:
+    endpoint.enqueue(Reply(json=body))
+    with pytest.raises(MalformedResponseError) as caught:
+        backend.complete("", "u")
+    assert str(caught.value) == text
+
+
+# -- transport errors -------------------------------------------------------------------------
+
+
+def test_connection_refused(client: httpx.Client) -> None:
+    with ScriptedEndpoint() as stopped:
+        base_url = stopped.base_url
+    backend = backend_for(client, base_url)
+
+    with pytest.raises(TransportError) as caught:
+        backend.complete("", "u")
+
+    assert str(caught.value) == f"POST {base_url}/chat/completions: connection refused"
+    assert isinstance(caught.value.__cause__, httpx.ConnectError)
+
+
+def test_timeout(endpoint: ScriptedEndpoint) -> None:
+    endpoint.enqueue(Reply(json={}, delay=10))
+    with make_client(0.5) as quick:
+        backend = backend_for(quick, endpoint.base_url)
+        started = time.monotonic()
+        with pytest.raises(TransportError, match=r"timed out after 0\.5s$"):
+            backend.complete("", "u")
+    assert time.monotonic() - started < 3
+    assert len(endpoint.requests) == 1
+
+
+def test_connection_closed_without_answer(
+    backend: OpenAIChatBackend, endpoint: ScriptedEndpoint
+) -> None:
+    endpoint.enqueue(Reply(close=True))
+    with pytest.raises(TransportError) as caught:
+        backend.complete("", "u")
+    assert str(caught.value).startswith(f"POST {backend.url}: connection closed")
+    assert isinstance(caught.value.__cause__, httpx.RemoteProtocolError)
+
+
+def test_empty_base_url_fails_as_transport_error(client: httpx.Client) -> None:
+    with pytest.raises(TransportError, match=r"^POST /chat/completions: unsupported URL"):
+        backend_for(client, "").complete("", "u")
+
+
+def test_errors_are_distinct_backend_errors() -> None:
+    kinds = [EndpointStatusError, TransportError, MalformedResponseError]
+    assert all(issubclass(kind, BackendError) for kind in kinds)
+    assert not any(issubclass(a, b) for a in kinds for b in kinds if a is not b)
+
+
+def test_make_client_timeout() -> None:
+    with make_client(2) as http_client:
+        assert http_client.timeout == httpx.Timeout(2)
+    with pytest.raises(ValueError, match="positive"):
+        make_client(0)
+
+
+# -- the scripted endpoint itself -------------------------------------------------------------
+
+
+def test_endpoint_without_script_answers_500(
+    backend: OpenAIChatBackend, endpoint: ScriptedEndpoint
+) -> None:
+    with pytest.raises(EndpointStatusError) as caught:
+        backend.complete("", "u")
+    assert str(caught.value) == "HTTP 500: no scripted reply left"
+
+
+def test_endpoint_routes_with_a_responder(
+    backend: OpenAIChatBackend, endpoint: ScriptedEndpoint
+) -> None:
+    def route(request: RecordedRequest) -> Reply:
+        first = request.json["messages"][0]
+        return Reply.chat("judge" if first["role"] == "system" else "agent")
+
+    endpoint.respond_with(route)
+    assert backend.complete("", "task") == "agent"
+    assert backend.complete("grade", "answer") == "judge"
+    assert len(endpoint.requests) == 2

@@ -1,0 +1,406 @@
+"""The judge: cleaning, prompt layout, verdict parsing, the suspicious rule and the retry.
+
+Spec references: section 5a (clean), section 7, section 12 checks 24-30.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_openkata.backends import BackendError, EndpointStatusError, TransportError
+from pytest_openkata.judge import (
+    JUDGE_MAX_ATTEMPTS,
+    JUDGE_SYSTEM_PROMPT,
+    JudgeError,
+    JudgeParseError,
+    clean_output,
+    is_suspicious,
+    judge_user_message,
+    parse_verdicts,
+    run_judge,
+    strip_ansi,
+)
+from pytest_openkata.results import Verdict
+from pytest_openkata.scenario import Criterion
+
+CRITERIA = (
+    Criterion(name="criterion-a", description="Does A", max_score=10),
+    Criterion(name="criterion-b", description="Does B", max_score=5),
+)
+LONG_RESPONSE = "This response is long enough to be judged fairly."  # 49 bytes
+ONE_VERDICT = '[{"name":"a","pass":true,"reason":"ok"}]'
+A_PASSES = [Verdict("a", True, "ok")]
+
+
+class ScriptedCompleter:
+    """A judge backend that gives scripted answers in order and records every call."""
+
+    model = "scripted-judge"
+
+    def __init__(self, *answers: str | Exception) -> None:
+        self._answers = list(answers)
+        self.calls: list[tuple[str, str]] = []
+
+    def complete(self, system: str, user: str) -> str:
+        self.calls.append((system, user))
+        answer = self._answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+
+# --- check 29: ANSI stripping -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("hello world", "hello world"),
+        ("\x1b[32mgreen\x1b[0m text", "green text"),
+        ("\x1b[1mbold\x1b[0m normal", "bold normal"),
+        ("\x1b[31m\x1b[1merror\x1b[0m: something failed", "error: something failed"),
+        ("\x1b[2Kmoved\x1b[0m", "moved"),
+    ],
+)
+def test_strip_ansi(text: str, expected: str) -> None:
+    assert strip_ansi(text) == expected
+
+
+# --- check 30: cleaning -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "> Using model claude-sonnet-4.6\n> Session started\n\x1b[32mHello\x1b[0m world",
+            "Hello world",
+        ),
+        ("> Header\nline one\nline two\n", "line one\nline two"),
+        ("", ""),
+        ("> header1\n> header2\n", ""),
+        ("> info\nfirst\n> more info\nsecond", "first\nsecond"),
+        ('```json\n[{"name": "a"}]\n```', '[{"name": "a"}]'),
+    ],
+)
+def test_clean_output(text: str, expected: str) -> None:
+    assert clean_output(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # "> " is checked on the untrimmed line, after the ANSI step.
+        ("  > indented quote\nkept", "> indented quote\nkept"),
+        ("\x1b[33m> coloured header\x1b[0m\nkept", "kept"),
+        (">no space\nkept", ">no space\nkept"),
+        # Fence lines are recognised after trimming, whatever follows the backticks.
+        ("text\n   ```python  \ncode\n```", "text\ncode"),
+        # Go's TrimSpace keeps \x1c-\x1f, which str.strip() would remove.
+        ("\x1chello\x1f", "\x1chello\x1f"),
+        ("\u3000\xa0hello\u2028\n", "hello"),
+    ],
+)
+def test_clean_output_details(text: str, expected: str) -> None:
+    assert clean_output(text) == expected
+
+
+# --- check 24: what the reference parser accepts ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        pytest.param(ONE_VERDICT, id="clean array"),
+        pytest.param(f"Here is my evaluation:\n{ONE_VERDICT}", id="preamble line"),
+        pytest.param(f"\x1b[32m{ONE_VERDICT}\x1b[0m", id="ansi-wrapped"),
+        pytest.param(f"> Model: claude\n{ONE_VERDICT}", id="model header line"),
+        pytest.param(f"{ONE_VERDICT} some extra text", id="trailing text"),
+    ],
+)
+def test_parse_reference_inputs(raw: str) -> None:
+    assert parse_verdicts(raw) == A_PASSES
+
+
+def test_parse_no_structured_data() -> None:
+    with pytest.raises(JudgeParseError, match="^no JSON found in judge response$"):
+        parse_verdicts("This response has no structured data")
+
+
+def test_parse_two_element_array() -> None:
+    raw = (
+        '[{"name":"criterion-a","pass":true,"reason":"good"},'
+        '{"name":"criterion-b","pass":false,"reason":"missing"}]'
+    )
+    assert parse_verdicts(raw) == [
+        Verdict("criterion-a", True, "good"),
+        Verdict("criterion-b", False, "missing"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        pytest.param('[{"name":"a"}]', [Verdict("a", False, "")], id="missing pass"),
+        pytest.param('[{"pass":true}]', [Verdict("", True, "")], id="missing name and reason"),
+        pytest.param("[null]", [Verdict("", False, "")], id="null element"),
+        pytest.param(
+            '[{"name":"a","pass":true}, null]',
+            [Verdict("a", True, ""), Verdict("", False, "")],
+            id="null among verdicts",
+        ),
+        pytest.param("[]", [], id="empty array"),
+        pytest.param("[{}]", [Verdict("", False, "")], id="empty object"),
+        pytest.param(
+            '[{"Name":"a","PASS":true,"Reason":"r"}]', [Verdict("a", True, "r")], id="key case"
+        ),
+        pytest.param(
+            '[{"name":"a","pass":true,"score":7,"extra":[1,{"x":null}]}]',
+            [Verdict("a", True, "")],
+            id="unknown keys ignored",
+        ),
+        pytest.param(
+            '[{"name":"a","pass":null,"reason":null}]', [Verdict("a", False, "")], id="nulls"
+        ),
+        pytest.param(
+            '[{"name":"a","name":null,"pass":true,"PASS":false}]',
+            [Verdict("a", False, "")],
+            id="duplicates: last non-null wins",
+        ),
+        # Go folds the long s to s, but not sharp s to ss.
+        pytest.param('[{"name":"a","PA\u017fS":true}]', [Verdict("a", True, "")], id="long s"),
+        pytest.param('[{"name":"a","pa\xdf":true}]', [Verdict("a", False, "")], id="sharp s"),
+        pytest.param(
+            '[\n  {\n    "name": "a",\n    "pass": true,\n    "reason": "multi\\nline"\n  }\n]',
+            [Verdict("a", True, "multi\nline")],
+            id="pretty-printed",
+        ),
+    ],
+)
+def test_parse_go_decoding_semantics(raw: str, expected: list[Verdict]) -> None:
+    assert parse_verdicts(raw) == expected
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        pytest.param('[{"name":"a","pass":1}]', id="number pass"),
+        pytest.param('[{"name":"a","pass":"maybe"}]', id="non-boolean string pass"),
+        pytest.param('[{"name":5,"pass":true}]', id="number name"),
+        pytest.param('[{"name":"a","pass":true,"reason":["r"]}]', id="list reason"),
+        pytest.param('[{"name":"a","pass":true}, "b"]', id="string element"),
+        pytest.param('[{"name":"a","pass":true}, 5]', id="number element"),
+        pytest.param("[1, 2, 3]", id="list of numbers"),
+        pytest.param('{"a": [{}], "b": [{}]}', id="ambiguous wrapper"),
+        pytest.param('{"error": "cannot judge"}', id="object without verdicts"),
+        pytest.param('[{"name":"a","pass":true}', id="unclosed"),
+        pytest.param("see [the notes] and {them}", id="brackets in prose"),
+    ],
+)
+def test_parse_rejects(raw: str) -> None:
+    with pytest.raises(JudgeParseError, match="^failed to parse judge JSON$"):
+        parse_verdicts(raw)
+
+
+def test_parse_only_quote_lines_is_no_json() -> None:
+    with pytest.raises(JudgeParseError, match="^no JSON found in judge response$"):
+        parse_verdicts(f"> {ONE_VERDICT}\n")
+
+
+# --- extensions beyond the reference (spec 13, item 23) ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        pytest.param(f"See [1]: {ONE_VERDICT}", A_PASSES, id="preamble bracket"),
+        pytest.param(f"Scores [1, 2]: {ONE_VERDICT}", A_PASSES, id="number list first"),
+        pytest.param(
+            f"{ONE_VERDICT}\n\nNote: [see above]", A_PASSES, id="trailing bracket text"
+        ),
+        pytest.param(
+            "Sure! Here are the verdicts:\n\n```json\n"
+            '[\n  {"name": "a", "pass": true, "reason": "ok"}\n]\n```\nLet me know.',
+            A_PASSES,
+            id="fenced after prose",
+        ),
+        pytest.param(f'{{"verdicts": {ONE_VERDICT}}}', A_PASSES, id="verdicts wrapper"),
+        pytest.param(
+            f'{{"summary": "fine", "tags": ["x"], "results": {ONE_VERDICT}}}',
+            A_PASSES,
+            id="results wrapper with other members",
+        ),
+        pytest.param('{"verdicts": []}', [], id="empty wrapper"),
+        pytest.param(
+            '{"name": "a", "pass": true, "reason": "ok"}', A_PASSES, id="lone verdict object"
+        ),
+        pytest.param(
+            'Verdict: {"name": "a", "pass": true, "reason": "ok"} done.',
+            A_PASSES,
+            id="lone verdict in prose",
+        ),
+        pytest.param(
+            '[{"name":"a","pass":"true"},{"name":"b","pass":"FALSE"}]',
+            [Verdict("a", True, ""), Verdict("b", False, "")],
+            id="string booleans",
+        ),
+        pytest.param(
+            f"[] then {ONE_VERDICT}", A_PASSES, id="non-empty preferred over empty"
+        ),
+        pytest.param("[] and [1]", [], id="empty fallback"),
+        pytest.param(
+            f'[{{"note": [1]}}, 7] {ONE_VERDICT}', A_PASSES, id="skips a whole invalid value"
+        ),
+    ],
+)
+def test_parse_extensions(raw: str, expected: list[Verdict]) -> None:
+    assert parse_verdicts(raw) == expected
+
+
+def test_parse_deep_nesting_is_a_parse_error() -> None:
+    with pytest.raises(JudgeParseError, match="^failed to parse judge JSON$"):
+        parse_verdicts("[" * 100_000 + "]" * 100_000)
+
+
+# --- judge user message (section 7) -----------------------------------------------------------
+
+
+def test_user_message_exact_layout() -> None:
+    assert judge_user_message("I have completed the task.", "Test context", CRITERIA) == (
+        "## Agent Response\n\n"
+        "I have completed the task.\n\n"
+        "## Evaluation Criteria\n\n"
+        "Context: Test context\n\n"
+        "- **criterion-a** (max 10 points): Does A\n"
+        "- **criterion-b** (max 5 points): Does B\n"
+    )
+
+
+def test_user_message_without_context() -> None:
+    message = judge_user_message("I have completed the task.", "", CRITERIA)
+    assert "Context:" not in message
+    assert message == (
+        "## Agent Response\n\n"
+        "I have completed the task.\n\n"
+        "## Evaluation Criteria\n\n"
+        "- **criterion-a** (max 10 points): Does A\n"
+        "- **criterion-b** (max 5 points): Does B\n"
+    )
+
+
+def test_system_prompt_content() -> None:
+    for needle in ('"name"', '"pass"', '"reason"', "JSON array", "criterion"):
+        assert needle in JUDGE_SYSTEM_PROMPT
+    example = next(line for line in JUDGE_SYSTEM_PROMPT.splitlines() if line.startswith("[{"))
+    verdicts = parse_verdicts(example)
+    assert [v.passed for v in verdicts] == [True, False]
+
+
+# --- check 28: the suspicious rule ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("response", "verdicts", "expected"),
+    [
+        ("ok", [Verdict("a", True)], True),
+        (LONG_RESPONSE, [Verdict("a", True)], False),
+        ("ok", [Verdict("a", True), Verdict("b", False)], False),
+        ("ok", [], False),
+        # The length is taken after trimming, in UTF-8 bytes as Go's len() does.
+        ("  ok" + " " * 40, [Verdict("a", True)], True),
+        ("x" * 19, [Verdict("a", True)], True),
+        ("x" * 20, [Verdict("a", True)], False),
+        ("\xe9" * 10, [Verdict("a", True)], False),
+        ("\xe9" * 9, [Verdict("a", True)], True),
+        # Unmatched names count too.
+        ("ok", [Verdict("not-a-criterion", True)], True),
+    ],
+)
+def test_is_suspicious(response: str, verdicts: list[Verdict], expected: bool) -> None:
+    assert is_suspicious(response, verdicts) is expected
+
+
+# --- checks 25-27: the judge step -------------------------------------------------------------
+
+
+TWO_VERDICTS = (
+    '[{"name":"criterion-a","pass":true,"reason":"good"},'
+    '{"name":"criterion-b","pass":false,"reason":"missing"}]'
+)
+
+
+def test_run_judge_returns_verdicts_in_order() -> None:
+    judge = ScriptedCompleter(TWO_VERDICTS)
+    verdicts = run_judge(judge, LONG_RESPONSE, "Test context", CRITERIA)
+    assert [v.name for v in verdicts] == ["criterion-a", "criterion-b"]
+    assert verdicts[0].passed
+    assert not verdicts[1].passed
+    assert judge.calls == [
+        (JUDGE_SYSTEM_PROMPT, judge_user_message(LONG_RESPONSE, "Test context", CRITERIA))
+    ]
+
+
+def test_run_judge_retries_after_unparsable_answer() -> None:
+    judge = ScriptedCompleter("This is not JSON at all", ONE_VERDICT)
+    assert run_judge(judge, LONG_RESPONSE, "", CRITERIA) == A_PASSES
+    assert len(judge.calls) == 2
+    assert judge.calls[0] == judge.calls[1]
+
+
+def test_run_judge_retries_after_backend_error() -> None:
+    judge = ScriptedCompleter(TransportError("connection refused"), ONE_VERDICT)
+    assert run_judge(judge, LONG_RESPONSE, "", CRITERIA) == A_PASSES
+    assert len(judge.calls) == 2
+    assert judge.calls[0] == judge.calls[1]
+
+
+def test_run_judge_gives_up_after_two_parse_failures() -> None:
+    judge = ScriptedCompleter("nope", "[1, 2]")
+    with pytest.raises(JudgeError) as caught:
+        run_judge(judge, LONG_RESPONSE, "", CRITERIA)
+    assert str(caught.value) == "judge parse failed after retry: failed to parse judge JSON"
+    assert isinstance(caught.value.__cause__, JudgeParseError)
+    assert len(judge.calls) == 2 == JUDGE_MAX_ATTEMPTS
+
+
+def test_run_judge_gives_up_after_two_backend_errors() -> None:
+    second = EndpointStatusError(500, "boom")
+    judge = ScriptedCompleter(BackendError("first"), second)
+    with pytest.raises(JudgeError) as caught:
+        run_judge(judge, LONG_RESPONSE, "", CRITERIA)
+    assert str(caught.value) == "judge parse failed after retry: HTTP 500: boom"
+    assert caught.value.__cause__ is second
+    assert len(judge.calls) == 2
+
+
+def test_run_judge_does_not_retry_programming_errors() -> None:
+    judge = ScriptedCompleter(RuntimeError("bug"), ONE_VERDICT)
+    with pytest.raises(RuntimeError, match="bug"):
+        run_judge(judge, LONG_RESPONSE, "", CRITERIA)
+    assert len(judge.calls) == 1
+
+
+def test_run_judge_rejects_trivial_all_pass() -> None:
+    judge = ScriptedCompleter(ONE_VERDICT)
+    with pytest.raises(JudgeError, match="suspicious") as caught:
+        run_judge(judge, "short", "", CRITERIA)
+    assert str(caught.value) == (
+        "suspicious result: trivial agent response (5 chars) with all criteria passing"
+    )
+    assert len(judge.calls) == 1
+
+
+@pytest.mark.parametrize(
+    ("response", "length"),
+    [("  ok  ", 6), ("h\xe9llo", 6), ("\n\n\u3000ok\t", 8)],
+)
+def test_suspicious_message_reports_untrimmed_bytes(response: str, length: int) -> None:
+    judge = ScriptedCompleter(ONE_VERDICT)
+    with pytest.raises(JudgeError, match=rf"\({length} chars\)"):
+        run_judge(judge, response, "", CRITERIA)
+
+
+def test_run_judge_trivial_response_with_a_failure_is_fine() -> None:
+    judge = ScriptedCompleter(TWO_VERDICTS)
+    verdicts = run_judge(judge, "short", "", CRITERIA)
+    assert [v.passed for v in verdicts] == [True, False]
