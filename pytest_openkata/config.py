@@ -7,13 +7,14 @@ Unlike the reference runner, a value that does not parse is an error, never igno
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 BACKENDS = ("kiro", "http")
 ENV_PREFIX = "OPENKATA_EVAL_"
@@ -30,7 +31,7 @@ class HttpSettings(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     base_url: str = ""
-    api_key: str = ""
+    api_key: str = Field(default="", repr=False)
 
 
 class SandboxSettings(BaseModel):
@@ -73,12 +74,15 @@ def _backend(value: str) -> str:
     return value
 
 
+_WHOLE_NUMBER = re.compile(r"[+-]?[0-9]+")
+
+
 def _int_between(low: int, high: int | None) -> Callable[[str], int]:
     def parse(value: str) -> int:
-        try:
-            number = int(value.strip(), 10)
-        except ValueError:
-            raise ValueError(f"{value!r} is not a whole number") from None
+        # Plain ASCII digits only, as Go's Atoi: Python's int() would also take "9_5" or "٩٥".
+        if not _WHOLE_NUMBER.fullmatch(value.strip()):
+            raise ValueError(f"{value!r} is not a whole number")
+        number = int(value.strip())
         if number < low or (high is not None and number > high):
             bounds = f"between {low} and {high}" if high is not None else f"at least {low}"
             raise ValueError(f"{number} is out of range: must be {bounds}")
@@ -88,7 +92,7 @@ def _int_between(low: int, high: int | None) -> Callable[[str], int]:
 
 
 @dataclass(frozen=True)
-class Field:
+class Setting:
     """One setting and its spelling in every source."""
 
     key: str  # dotted path in the YAML file and in the model
@@ -113,20 +117,20 @@ class Field:
         return "eval_" + self.key.replace(".", "_")
 
 
-FIELDS: tuple[Field, ...] = (
-    Field("backend", _backend),
-    Field("model", _text),
-    Field("judge_model", _text),
-    Field("threshold", _int_between(0, 100)),
-    Field("concurrency", _int_between(1, None)),
-    Field("direct_timeout", _int_between(1, None)),
-    Field("output", _text),
-    Field("model_label", _text),
-    Field("http.base_url", _text, cli="--eval-base-url"),
-    Field("http.api_key", _text, secret=True),
-    Field("sandbox.image", _text),
-    Field("sandbox.timeout", _int_between(1, None)),
-    Field("sandbox.network", _text),
+FIELDS: tuple[Setting, ...] = (
+    Setting("backend", _backend),
+    Setting("model", _text),
+    Setting("judge_model", _text),
+    Setting("threshold", _int_between(0, 100)),
+    Setting("concurrency", _int_between(1, None)),
+    Setting("direct_timeout", _int_between(1, None)),
+    Setting("output", _text),
+    Setting("model_label", _text),
+    Setting("http.base_url", _text, cli="--eval-base-url"),
+    Setting("http.api_key", _text, secret=True),
+    Setting("sandbox.image", _text),
+    Setting("sandbox.timeout", _int_between(1, None)),
+    Setting("sandbox.network", _text),
 )
 FIELDS_BY_KEY = {f.key: f for f in FIELDS}
 
@@ -150,19 +154,15 @@ HELP = {
 def _apply(
     values: dict[str, Any],
     sources: dict[str, str],
-    field: Field,
+    field: Setting,
     raw: object,
     source: str,
 ) -> None:
     if raw is None:
         return
-    if isinstance(raw, bool) or not isinstance(raw, (str, int, float)):
+    if not isinstance(raw, str):
         raise ConfigError(f"{source}: expected a single value, got {type(raw).__name__}")
-    text = raw if isinstance(raw, str) else str(raw)
-    if isinstance(raw, float) and not raw.is_integer():
-        text = repr(raw)
-    elif isinstance(raw, float):
-        text = str(int(raw))
+    text = raw
     if text == "":
         return  # as in the reference: an empty value keeps the earlier layer's value
     try:
@@ -174,7 +174,12 @@ def _apply(
 
 def _flatten_yaml(data: Mapping[str, Any], path: Path) -> dict[str, object]:
     flat: dict[str, object] = {}
+    sections = {f.key.partition(".")[0] for f in FIELDS if "." in f.key}
     for key, value in data.items():
+        if key in sections and value == "":
+            continue  # an empty section, e.g. every key under "http:" commented out
+        if key in sections and not isinstance(value, Mapping):
+            raise ConfigError(f"{path}: key {key}: expected a mapping of keys")
         if isinstance(value, Mapping):
             for sub_key, sub_value in value.items():
                 flat[f"{key}.{sub_key}"] = sub_value
@@ -190,12 +195,14 @@ def _flatten_yaml(data: Mapping[str, Any], path: Path) -> dict[str, object]:
 def read_yaml_file(path: Path) -> dict[str, object]:
     """The flattened keys of a ``.openkata-eval.yaml`` file (``{}`` when it is empty)."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        # BaseLoader keeps every scalar as the text written, as Go's yaml.v3 does for string
+        # fields: "model: 4.10" stays "4.10", and numbers are parsed by each setting.
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=yaml.BaseLoader)
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot be read: {exc.strerror}") from None
-    if data is None:
+    if data is None or data == "":
         return {}
     if not isinstance(data, Mapping):
         raise ConfigError(f"{path}: expected a mapping of keys at the top level")

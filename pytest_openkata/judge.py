@@ -6,8 +6,9 @@ scoring live in :mod:`pytest_openkata.scoring`.
 
 The parser accepts every answer the reference (``parseJudgeResponse``) accepts, with the same
 Go ``encoding/json`` semantics, and more: it scans every ``[``/``{`` for a decodable value, so
-brackets in preamble prose or trailing text do not break it, and it unwraps wrapper objects
-and lone verdict objects.
+brackets in preamble prose or trailing text do not break it; it unwraps wrapper objects,
+accepts ``"pass": "true"`` and reads loose verdict objects (one object, JSON Lines, or an array
+broken by a trailing comma).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ Write nothing before or after the array: no prose, no markdown, no code fences."
 JUDGE_MAX_ATTEMPTS = 2
 
 # Below this many bytes (trimmed) an all-pass verdict set is treated as a judge failure.
-SUSPICIOUS_MAX_BYTES = 20
+SUSPICIOUS_BELOW_BYTES = 20
 
 NO_JSON_MESSAGE = "no JSON found in judge response"
 BAD_JSON_MESSAGE = "failed to parse judge JSON"
@@ -120,6 +121,10 @@ _DECODER = json.JSONDecoder(object_pairs_hook=_JSONObject, parse_int=float)
 
 _FIELDS = ("name", "pass", "reason")
 
+# Each failed decode can scan to the end of the text (or 1000 levels deep), so bound the work
+# on pathological answers; a real answer has its verdicts long before this many attempts.
+_MAX_DECODE_ATTEMPTS = 1000
+
 
 def _go_fold_equal(key: str, field: str) -> bool:
     """Go's case-insensitive key match (simple Unicode folding) against a lowercase ASCII field.
@@ -174,11 +179,14 @@ def _is_object_list(value: Any) -> bool:
     )
 
 
+def _is_verdict_object(value: Any) -> bool:
+    return isinstance(value, _JSONObject) and {"name", "pass"} <= {
+        _field_of(key) for key, _ in value.members
+    }
+
+
 def _unwrap(obj: _JSONObject) -> list[Any]:
-    """The verdict list an object stands for: itself if it is a verdict, else its one list."""
-    fields = {_field_of(key) for key, _ in obj.members}
-    if {"name", "pass"} <= fields:
-        return [obj]
+    """The one member of a wrapper object (``{"verdicts": [...]}``) that is a list of objects."""
     lists = [value for _, value in obj.members if _is_object_list(value)]
     if len(lists) != 1:
         raise _NotVerdicts
@@ -197,30 +205,41 @@ def parse_verdicts(raw: str) -> list[Verdict]:
 
     Every ``[`` or ``{`` of the cleaned text that is not inside an already decoded value is a
     candidate. The first candidate holding verdicts wins; an empty verdict list is used only
-    when no candidate holds any.
+    when no candidate holds any. Loose verdict objects (a lone object, JSON Lines, or the
+    elements of an array broken by a trailing comma or truncation) together form one candidate.
     """
     text = clean_output(raw)
     starts = [index for index, char in enumerate(text) if char in "[{"]
     if not starts:
         raise JudgeParseError(NO_JSON_MESSAGE)
+    loose: list[Verdict] = []
     found_empty = False
     decoded_until = 0
+    attempts = 0
     for start in starts:
         # Fragments of a value that decoded but is not verdicts (say [{...}, 5]) are not
         # verdicts either: failing lets the retry ask again instead of scoring a fragment.
         if start < decoded_until:
             continue
+        attempts += 1
+        if attempts > _MAX_DECODE_ATTEMPTS:
+            break
         try:
             value, decoded_until = _DECODER.raw_decode(text, start)
         except (ValueError, RecursionError):
             continue
         try:
+            if _is_verdict_object(value):
+                loose.append(_verdict_from(value))
+                continue
             verdicts = _verdicts_of(value)
         except _NotVerdicts:
             continue
         if verdicts:
-            return verdicts
+            return loose or verdicts
         found_empty = True
+    if loose:
+        return loose
     if found_empty:
         return []
     raise JudgeParseError(BAD_JSON_MESSAGE)
@@ -238,7 +257,7 @@ def _utf8_len(text: str) -> int:
 def is_suspicious(agent_response: str, verdicts: Sequence[Verdict]) -> bool:
     """A near-empty response that the judge passed on every returned verdict."""
     return (
-        _utf8_len(_go_trim(agent_response)) < SUSPICIOUS_MAX_BYTES
+        _utf8_len(_go_trim(agent_response)) < SUSPICIOUS_BELOW_BYTES
         and len(verdicts) > 0
         and all(verdict.passed for verdict in verdicts)
     )

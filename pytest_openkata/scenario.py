@@ -126,7 +126,7 @@ def _location(loc: tuple[int | str, ...], data: Any) -> str:
         if isinstance(step, int):
             parts.append(f"[{step}]")
             node = node[step] if isinstance(node, list) and step < len(node) else None
-            if isinstance(node, Mapping) and isinstance(node.get("name"), str):
+            if isinstance(node, Mapping) and isinstance(node.get("name"), str) and node["name"]:
                 parts.append(f" ({node['name']!r})")
         else:
             parts.append(f".{step}" if parts else step)
@@ -152,7 +152,7 @@ def _validation_error(path: Path, exc: ValidationError, data: Any) -> ScenarioLo
     kind = first["type"]
     if kind == "too_short" and field == "checklist":
         message = "must hold at least one criterion"
-    elif kind == "too_short":
+    elif kind in {"too_short", "string_too_short"}:
         message = "must not be empty"
     else:
         message = _MESSAGES.get(kind, first["msg"])

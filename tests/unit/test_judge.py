@@ -5,6 +5,8 @@ Spec references: section 5a (clean), section 7, section 12 checks 24-30.
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from pytest_openkata.backends import BackendError, EndpointStatusError, TransportError
@@ -123,7 +125,7 @@ def test_parse_reference_inputs(raw: str) -> None:
 
 
 def test_parse_no_structured_data() -> None:
-    with pytest.raises(JudgeParseError, match="^no JSON found in judge response$"):
+    with pytest.raises(JudgeParseError, match=r"^no JSON found in judge response$"):
         parse_verdicts("This response has no structured data")
 
 
@@ -193,17 +195,16 @@ def test_parse_go_decoding_semantics(raw: str, expected: list[Verdict]) -> None:
         pytest.param("[1, 2, 3]", id="list of numbers"),
         pytest.param('{"a": [{}], "b": [{}]}', id="ambiguous wrapper"),
         pytest.param('{"error": "cannot judge"}', id="object without verdicts"),
-        pytest.param('[{"name":"a","pass":true}', id="unclosed"),
         pytest.param("see [the notes] and {them}", id="brackets in prose"),
     ],
 )
 def test_parse_rejects(raw: str) -> None:
-    with pytest.raises(JudgeParseError, match="^failed to parse judge JSON$"):
+    with pytest.raises(JudgeParseError, match=r"^failed to parse judge JSON$"):
         parse_verdicts(raw)
 
 
 def test_parse_only_quote_lines_is_no_json() -> None:
-    with pytest.raises(JudgeParseError, match="^no JSON found in judge response$"):
+    with pytest.raises(JudgeParseError, match=r"^no JSON found in judge response$"):
         parse_verdicts(f"> {ONE_VERDICT}\n")
 
 
@@ -215,9 +216,7 @@ def test_parse_only_quote_lines_is_no_json() -> None:
     [
         pytest.param(f"See [1]: {ONE_VERDICT}", A_PASSES, id="preamble bracket"),
         pytest.param(f"Scores [1, 2]: {ONE_VERDICT}", A_PASSES, id="number list first"),
-        pytest.param(
-            f"{ONE_VERDICT}\n\nNote: [see above]", A_PASSES, id="trailing bracket text"
-        ),
+        pytest.param(f"{ONE_VERDICT}\n\nNote: [see above]", A_PASSES, id="trailing bracket text"),
         pytest.param(
             "Sure! Here are the verdicts:\n\n```json\n"
             '[\n  {"name": "a", "pass": true, "reason": "ok"}\n]\n```\nLet me know.',
@@ -244,10 +243,28 @@ def test_parse_only_quote_lines_is_no_json() -> None:
             [Verdict("a", True, ""), Verdict("b", False, "")],
             id="string booleans",
         ),
-        pytest.param(
-            f"[] then {ONE_VERDICT}", A_PASSES, id="non-empty preferred over empty"
-        ),
+        pytest.param(f"[] then {ONE_VERDICT}", A_PASSES, id="non-empty preferred over empty"),
         pytest.param("[] and [1]", [], id="empty fallback"),
+        pytest.param(
+            '[{"name":"a","pass":true},{"name":"b","pass":false},]',
+            [Verdict("a", True, ""), Verdict("b", False, "")],
+            id="trailing comma",
+        ),
+        pytest.param(
+            '{"name":"a","pass":true}\n{"name":"b","pass":false}',
+            [Verdict("a", True, ""), Verdict("b", False, "")],
+            id="json lines",
+        ),
+        pytest.param(
+            '[{"name":"a","pass":true,"reason":"ok"},{"name":"b","pa',
+            A_PASSES,
+            id="truncated array keeps its complete objects",
+        ),
+        pytest.param(
+            '{"name":"a","pass":true,"reason":"ok"} then [{"name":"b","pass":true}]',
+            A_PASSES,
+            id="loose verdict first wins",
+        ),
         pytest.param(
             f'[{{"note": [1]}}, 7] {ONE_VERDICT}', A_PASSES, id="skips a whole invalid value"
         ),
@@ -257,9 +274,11 @@ def test_parse_extensions(raw: str, expected: list[Verdict]) -> None:
     assert parse_verdicts(raw) == expected
 
 
-def test_parse_deep_nesting_is_a_parse_error() -> None:
-    with pytest.raises(JudgeParseError, match="^failed to parse judge JSON$"):
+def test_parse_pathological_nesting_is_a_quick_parse_error() -> None:
+    started = time.monotonic()
+    with pytest.raises(JudgeParseError, match=r"^failed to parse judge JSON$"):
         parse_verdicts("[" * 100_000 + "]" * 100_000)
+    assert time.monotonic() - started < 5
 
 
 # --- judge user message (section 7) -----------------------------------------------------------

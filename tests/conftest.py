@@ -1,0 +1,58 @@
+"""Shared fixtures: a real scripted endpoint on loopback, skill folders, the corpus."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpcore  # noqa: F401  (see below)
+import pytest
+
+from tests.support.endpoint import ScriptedEndpoint
+from tests.support.evals import EvalScript
+
+# httpx imports httpcore lazily, on its first client. pytester's in-process runs drop modules
+# first imported inside them, and a second import would give httpcore exception classes that
+# httpx no longer recognises; importing it here keeps one httpcore for the whole test session.
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+CORPUS = Path(os.environ.get("OPENKATA_CORPUS", REPO_ROOT.parent / "shared/corpus/openkata"))
+
+
+@pytest.fixture(autouse=True)
+def _isolated_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No OPENKATA_EVAL_* variable of the developer's shell reaches a test run."""
+    for name in list(os.environ):
+        if name.startswith("OPENKATA_EVAL_"):
+            monkeypatch.delenv(name)
+
+
+@pytest.fixture
+def endpoint() -> Iterator[ScriptedEndpoint]:
+    with ScriptedEndpoint() as server:
+        yield server
+
+
+@pytest.fixture
+def script(endpoint: ScriptedEndpoint) -> EvalScript:
+    """Answers agent calls with a fixed text and judge calls with scripted verdicts."""
+    evals = EvalScript()
+    endpoint.respond_with(evals)
+    return evals
+
+
+@pytest.fixture
+def corpus() -> Path:
+    if not (CORPUS / "skills").is_dir():
+        pytest.fail(f"the openkata corpus is expected at {CORPUS} (set OPENKATA_CORPUS)")
+    return CORPUS
+
+
+@pytest.fixture
+def corpus_copy(corpus: Path, pytester: pytest.Pytester) -> Path:
+    """A writable copy of the corpus skills inside the pytester folder."""
+    target = pytester.path / "skills"
+    shutil.copytree(corpus / "skills", target, symlinks=True)
+    return target

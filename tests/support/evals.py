@@ -1,0 +1,116 @@
+"""Helpers for plugin tests: writing skill folders and scripting agent and judge answers."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.support.endpoint import RecordedRequest, Reply
+
+CRITERION_LINE = re.compile(r"^- \*\*(.+?)\*\* \(max (\d+) points\): ", re.MULTILINE)
+CONTEXT_LINE = re.compile(r"^Context: (.*)$", re.MULTILINE)
+DEFAULT_ANSWER = "A considered answer from the scripted agent, long enough to judge."
+
+
+@dataclass
+class EvalScript:
+    """Routes requests of a scenario run: judge calls (they carry a system prompt) get verdicts,
+    agent calls get ``agent_answer``.
+
+    ``verdicts`` maps a criterion name to ``(passed, reason)``; criteria not listed pass with
+    reason ``ok``. ``by_context`` does the same per scenario, keyed by the criteria's context.
+    ``judge_replies`` (raw texts) are used first, one per judge call, when given.
+    """
+
+    agent_answer: str = DEFAULT_ANSWER
+    verdicts: dict[str, tuple[bool, str]] = field(default_factory=dict)
+    by_context: dict[str, dict[str, tuple[bool, str]]] = field(default_factory=dict)
+    judge_replies: list[str] = field(default_factory=list)
+    agent_replies: list[Reply] = field(default_factory=list)
+    judge_calls: int = 0
+    agent_calls: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __call__(self, request: RecordedRequest) -> Reply:
+        messages = request.json["messages"]
+        with self._lock:
+            if messages[0]["role"] == "system":
+                self.judge_calls += 1
+                if self.judge_replies:
+                    return Reply.chat(self.judge_replies.pop(0))
+                return Reply.chat(json.dumps(self.answer_judge(messages[-1]["content"])))
+            self.agent_calls += 1
+            if self.agent_replies:
+                return self.agent_replies.pop(0)
+            return Reply.chat(self.agent_answer)
+
+    def answer_judge(self, message: str) -> list[dict[str, object]]:
+        context = CONTEXT_LINE.search(message)
+        table = self.by_context.get(context.group(1) if context else "", self.verdicts)
+        answer = []
+        for name, _points in CRITERION_LINE.findall(message):
+            passed, reason = table.get(name, (True, "ok"))
+            answer.append({"name": name, "pass": passed, "reason": reason})
+        return answer
+
+
+def criteria_json(criteria: Mapping[str, int], context: str = "") -> str:
+    checklist = [
+        {"name": name, "description": f"checks {name}", "max_score": points}
+        for name, points in criteria.items()
+    ]
+    return json.dumps({"context": context, "type": "weighted_checklist", "checklist": checklist})
+
+
+def write_skill(
+    root: Path,
+    name: str,
+    scenarios: Mapping[str, Mapping[str, int]],
+    *,
+    sandbox: bool = False,
+    changelog: str | None = "# Changelog\n\n## [Unreleased]\n\n## [2.1.0] - 2026-11-01\n",
+) -> Path:
+    """A skill folder ``root/skills/<name>`` with one direct scenario per entry."""
+    skill = root / "skills" / name
+    skill.mkdir(parents=True, exist_ok=True)
+    (skill / "SKILL.md").write_text(f"# {name}\n\nFollow the rules.\n")
+    if changelog is not None:
+        (skill / "CHANGELOG.md").write_text(changelog)
+    for scenario, criteria in scenarios.items():
+        write_scenario(skill, scenario, criteria, sandbox=sandbox)
+    return skill
+
+
+def write_scenario(
+    skill: Path,
+    scenario: str,
+    criteria: Mapping[str, int],
+    *,
+    sandbox: bool = False,
+    description: str | None = None,
+    inputs: Mapping[str, str] | None = None,
+) -> Path:
+    folder = skill / "evals" / scenario
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "task.md").write_text(f"Do the task of {scenario}.\n")
+    (folder / "criteria.json").write_text(criteria_json(criteria, context=f"ctx {scenario}"))
+    options = {"description": description or f"about {scenario}", "sandbox": sandbox}
+    (folder / "scenario.json").write_text(json.dumps(options))
+    for rel, text in (inputs or {}).items():
+        path = folder / "inputs" / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return folder
+
+
+def eval_args(base_url: str, *extra: str) -> Sequence[str]:
+    """Command-line options of a run against the scripted endpoint."""
+    return ("--eval-backend", "http", "--eval-base-url", base_url, *extra)
+
+
+def reports_under(root: Path) -> list[Path]:
+    return sorted(root.glob("skills/*/evals/results/**/*.json"))

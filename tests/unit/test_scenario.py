@@ -1,0 +1,481 @@
+"""Scenario discovery, loading and validation.
+
+Spec references: section 3 (discovery, scenario.json, criteria.json) and section 13 item 29
+(lexicographic order). Unlike the reference, a broken file is an error naming file and field.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_openkata.scenario import (
+    Criterion,
+    ScenarioLoadError,
+    discover_scenarios,
+    load_criteria,
+    load_scenario,
+    read_description,
+)
+
+CORPUS = Path("/work/shared/corpus/openkata/skills")
+GOOD_CRITERIA: dict[str, Any] = {
+    "context": "Test context",
+    "type": "weighted_checklist",
+    "checklist": [
+        {"name": "criterion-a", "description": "Does A", "max_score": 10},
+        {"name": "criterion-b", "description": "Does B", "max_score": 5},
+    ],
+}
+
+
+def make_scenario(
+    skill: Path,
+    name: str = "scenario-0",
+    *,
+    criteria: dict[str, Any] | str | None = None,
+    scenario_json: str | None = None,
+    task: str | None = "Do the task.\n",
+    skill_md: bool = True,
+) -> Path:
+    """A skill folder with one scenario; ``criteria`` as a dict is dumped, as a str written."""
+    scenario = skill / "evals" / name
+    scenario.mkdir(parents=True, exist_ok=True)
+    if skill_md:
+        (skill / "SKILL.md").write_text("# Skill\n", encoding="utf-8")
+    if task is not None:
+        (scenario / "task.md").write_text(task, encoding="utf-8")
+    body = GOOD_CRITERIA if criteria is None else criteria
+    text = body if isinstance(body, str) else json.dumps(body)
+    (scenario / "criteria.json").write_text(text, encoding="utf-8")
+    if scenario_json is not None:
+        (scenario / "scenario.json").write_text(scenario_json, encoding="utf-8")
+    return scenario
+
+
+def one_criterion(**fields: Any) -> dict[str, Any]:
+    item = {"name": "a", "description": "d", "max_score": 10}
+    item.update(fields)
+    return {"checklist": [item]}
+
+
+def load_error(scenario: Path) -> ScenarioLoadError:
+    with pytest.raises(ScenarioLoadError) as info:
+        load_scenario(scenario)
+    return info.value
+
+
+# --- discovery ------------------------------------------------------------------------------
+
+
+def test_discovery_is_lexicographic_not_numeric(tmp_path: Path) -> None:
+    evals = tmp_path / "evals"
+    for name in ("scenario-2", "scenario-10", "scenario-0", "scenario-1"):
+        (evals / name).mkdir(parents=True)
+    assert [p.name for p in discover_scenarios(evals)] == [
+        "scenario-0",
+        "scenario-1",
+        "scenario-10",
+        "scenario-2",
+    ]
+
+
+def test_discovery_returns_paths_inside_evals(tmp_path: Path) -> None:
+    evals = tmp_path / "evals"
+    (evals / "scenario-x").mkdir(parents=True)
+    assert discover_scenarios(evals) == [evals / "scenario-x"]
+
+
+def test_discovery_skips_files_symlinks_and_other_folders(tmp_path: Path) -> None:
+    evals = tmp_path / "evals"
+    (evals / "scenario-real").mkdir(parents=True)
+    (evals / "scenario-file").write_text("not a folder", encoding="utf-8")
+    (evals / "results").mkdir()
+    (evals / "Scenario-upper").mkdir()
+    (evals / "scenario").mkdir()  # no dash
+    (evals / "my-scenario-1").mkdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    os.symlink(elsewhere, evals / "scenario-link")
+    os.symlink(evals / "scenario-real", evals / "scenario-link-inside")
+    assert [p.name for p in discover_scenarios(evals)] == ["scenario-real"]
+
+
+def test_discovery_of_missing_evals_is_empty(tmp_path: Path) -> None:
+    assert discover_scenarios(tmp_path / "evals") == []
+
+
+def test_discovery_of_empty_evals_is_empty(tmp_path: Path) -> None:
+    (tmp_path / "evals").mkdir()
+    assert discover_scenarios(tmp_path / "evals") == []
+
+
+# --- loading a good scenario ----------------------------------------------------------------
+
+
+def test_load_without_scenario_json_uses_defaults(tmp_path: Path) -> None:
+    scenario = make_scenario(tmp_path / "skill")
+    loaded = load_scenario(scenario)
+    assert loaded.name == "scenario-0"
+    assert loaded.path == scenario
+    assert loaded.skill_dir == tmp_path / "skill"
+    assert loaded.sandbox is True
+    assert loaded.description == ""
+    assert loaded.network == ""
+    assert loaded.context == "Test context"
+    assert loaded.criteria == (
+        Criterion("criterion-a", "Does A", 10),
+        Criterion("criterion-b", "Does B", 5),
+    )
+
+
+def test_load_reads_scenario_json(tmp_path: Path) -> None:
+    scenario = make_scenario(
+        tmp_path / "skill",
+        scenario_json='{"description": "Test scenario", "sandbox": false, "network": "none"}',
+    )
+    loaded = load_scenario(scenario)
+    assert loaded.sandbox is False
+    assert loaded.description == "Test scenario"
+    assert loaded.network == "none"
+
+
+def test_scenario_json_keys_are_case_insensitive(tmp_path: Path) -> None:
+    scenario = make_scenario(
+        tmp_path / "skill", scenario_json='{"Sandbox": false, "DESCRIPTION": "Upper"}'
+    )
+    loaded = load_scenario(scenario)
+    assert loaded.sandbox is False
+    assert loaded.description == "Upper"
+
+
+def test_scenario_json_unknown_keys_are_ignored(tmp_path: Path) -> None:
+    scenario = make_scenario(
+        tmp_path / "skill",
+        scenario_json='{"include": ["./inputs"], "sandbox": false, "timeout": 5}',
+    )
+    loaded = load_scenario(scenario)
+    assert loaded.sandbox is False
+    assert loaded.description == ""
+
+
+def test_scenario_json_sandbox_true_explicitly(tmp_path: Path) -> None:
+    scenario = make_scenario(tmp_path / "skill", scenario_json='{"sandbox": true}')
+    assert load_scenario(scenario).sandbox is True
+
+
+def test_criteria_keys_are_case_insensitive_and_extras_ignored(tmp_path: Path) -> None:
+    criteria = {
+        "Context": "ctx",
+        "Checklist": [{"NAME": "a", "Description": "d", "Max_Score": 3, "weight": 9}],
+        "extra": True,
+    }
+    scenario = make_scenario(tmp_path / "skill", criteria=criteria)
+    loaded = load_scenario(scenario)
+    assert loaded.context == "ctx"
+    assert loaded.criteria == (Criterion("a", "d", 3),)
+
+
+def test_criteria_description_and_context_are_optional(tmp_path: Path) -> None:
+    path = tmp_path / "criteria.json"
+    path.write_text('{"checklist": [{"name": "a", "max_score": 1}]}', encoding="utf-8")
+    assert load_criteria(path) == ("", (Criterion("a", "", 1),))
+
+
+def test_load_criteria_keeps_file_order(tmp_path: Path) -> None:
+    path = tmp_path / "criteria.json"
+    items = [{"name": n, "max_score": s} for n, s in (("z", 1), ("a", 2), ("m", 3))]
+    path.write_text(json.dumps({"checklist": items}), encoding="utf-8")
+    _context, criteria = load_criteria(path)
+    assert [c.name for c in criteria] == ["z", "a", "m"]
+    assert [c.max_score for c in criteria] == [1, 2, 3]
+
+
+# --- missing files --------------------------------------------------------------------------
+
+
+def test_missing_skill_md(tmp_path: Path) -> None:
+    scenario = make_scenario(tmp_path / "skill", skill_md=False)
+    error = load_error(scenario)
+    assert error.path == tmp_path / "skill" / "SKILL.md"
+    assert "SKILL.md" in str(error)
+
+
+def test_missing_task_md(tmp_path: Path) -> None:
+    scenario = make_scenario(tmp_path / "skill", task=None)
+    error = load_error(scenario)
+    assert error.path == scenario / "task.md"
+    assert str(error).startswith(f"{scenario / 'task.md'}:")
+    assert "not found" in error.message
+
+
+def test_missing_criteria_json(tmp_path: Path) -> None:
+    scenario = make_scenario(tmp_path / "skill")
+    (scenario / "criteria.json").unlink()
+    error = load_error(scenario)
+    assert error.path == scenario / "criteria.json"
+    assert str(error).startswith(f"{scenario / 'criteria.json'}:")
+    assert "not found" in error.message
+
+
+def test_conftest_in_scenario_folder_is_an_error(tmp_path: Path) -> None:
+    scenario = make_scenario(tmp_path / "skill")
+    (scenario / "conftest.py").write_text("raise SystemExit\n", encoding="utf-8")
+    error = load_error(scenario)
+    assert error.path == scenario / "conftest.py"
+    assert "inputs/" in error.message
+
+
+def test_python_files_under_inputs_are_fine(tmp_path: Path) -> None:
+    scenario = make_scenario(tmp_path / "skill")
+    (scenario / "inputs").mkdir()
+    (scenario / "inputs" / "conftest.py").write_text("x = 1\n", encoding="utf-8")
+    assert load_scenario(scenario).name == "scenario-0"
+
+
+# --- invalid criteria.json ------------------------------------------------------------------
+
+
+def test_criteria_invalid_json_names_line_and_column(tmp_path: Path) -> None:
+    scenario = make_scenario(tmp_path / "skill", criteria='{"checklist": [\n  {"name": "a",}\n]}')
+    error = load_error(scenario)
+    assert error.path == scenario / "criteria.json"
+    assert error.field is None
+    assert "not valid JSON" in error.message
+    assert "line 2, column 16" in error.message
+    assert str(error).startswith(f"{scenario / 'criteria.json'}: not valid JSON")
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [(10.5, "10.5"), (0, "0"), (-1, "-1"), ("10", '"10"'), (True, "true"), (10.0, "10.0")],
+)
+def test_bad_max_score(tmp_path: Path, value: object, shown: str) -> None:
+    scenario = make_scenario(tmp_path / "skill", criteria=one_criterion(max_score=value))
+    error = load_error(scenario)
+    assert error.path == scenario / "criteria.json"
+    assert error.field is not None
+    assert error.field.startswith("checklist[0]")
+    assert error.field.endswith(".max_score")
+    assert "positive integer" in error.message
+    assert f"(got {shown})" in error.message
+    assert str(error).startswith(f"{scenario / 'criteria.json'}: {error.field}:")
+
+
+def test_bad_max_score_in_second_item_names_its_index(tmp_path: Path) -> None:
+    criteria = {"checklist": [{"name": "a", "max_score": 1}, {"name": "b", "max_score": 0}]}
+    error = load_error(make_scenario(tmp_path / "skill", criteria=criteria))
+    assert error.field is not None
+    assert error.field.startswith("checklist[1]")
+    assert error.field.endswith(".max_score")
+
+
+def test_missing_max_score(tmp_path: Path) -> None:
+    criteria = {"checklist": [{"name": "a"}]}
+    error = load_error(make_scenario(tmp_path / "skill", criteria=criteria))
+    assert error.field is not None
+    assert error.field.endswith(".max_score")
+    assert error.message == "is required"
+
+
+def test_missing_name(tmp_path: Path) -> None:
+    criteria = {"checklist": [{"description": "d", "max_score": 1}]}
+    scenario = make_scenario(tmp_path / "skill", criteria=criteria)
+    error = load_error(scenario)
+    assert error.path == scenario / "criteria.json"
+    assert error.field == "checklist[0].name"
+    assert error.message == "is required"
+
+
+def test_null_name_counts_as_missing(tmp_path: Path) -> None:
+    criteria = {"checklist": [{"name": None, "max_score": 1}]}
+    error = load_error(make_scenario(tmp_path / "skill", criteria=criteria))
+    assert error.field == "checklist[0].name"
+    assert error.message == "is required"
+
+
+def test_empty_name(tmp_path: Path) -> None:
+    scenario = make_scenario(tmp_path / "skill", criteria=one_criterion(name=""))
+    error = load_error(scenario)
+    assert error.path == scenario / "criteria.json"
+    assert error.field is not None
+    assert error.field.startswith("checklist[0]")
+    assert error.field.endswith(".name")
+    # The module's own wording, as for every other field, not pydantic's English.
+    assert error.message == 'must not be empty (got "")'
+
+
+def test_name_of_wrong_type(tmp_path: Path) -> None:
+    error = load_error(make_scenario(tmp_path / "skill", criteria=one_criterion(name=7)))
+    assert error.field == "checklist[0].name"
+    assert error.message == "must be a string (got 7)"
+
+
+def test_duplicate_names(tmp_path: Path) -> None:
+    criteria = {"checklist": [{"name": "a", "max_score": 1}, {"name": "a", "max_score": 2}]}
+    scenario = make_scenario(tmp_path / "skill", criteria=criteria)
+    error = load_error(scenario)
+    assert error.path == scenario / "criteria.json"
+    assert error.field == "checklist[1].name"
+    assert "'a'" in error.message
+    assert "duplicate" in error.message
+
+
+def test_names_differing_only_in_case_are_not_duplicates(tmp_path: Path) -> None:
+    criteria = {"checklist": [{"name": "a", "max_score": 1}, {"name": "A", "max_score": 2}]}
+    loaded = load_scenario(make_scenario(tmp_path / "skill", criteria=criteria))
+    assert [c.name for c in loaded.criteria] == ["a", "A"]
+
+
+def test_empty_checklist(tmp_path: Path) -> None:
+    scenario = make_scenario(tmp_path / "skill", criteria={"checklist": []})
+    error = load_error(scenario)
+    assert error.path == scenario / "criteria.json"
+    assert error.field == "checklist"
+    assert "at least one criterion" in error.message
+
+
+@pytest.mark.parametrize("criteria", [{}, {"context": "c"}, {"checklist": None}])
+def test_missing_checklist(tmp_path: Path, criteria: dict[str, Any]) -> None:
+    scenario = make_scenario(tmp_path / "skill", criteria=criteria)
+    error = load_error(scenario)
+    assert error.path == scenario / "criteria.json"
+    assert error.field == "checklist"
+    assert error.message == "is required"
+
+
+@pytest.mark.parametrize(("value", "shown"), [({}, "{}"), ("x", '"x"'), (3, "3")])
+def test_checklist_not_a_list(tmp_path: Path, value: object, shown: str) -> None:
+    scenario = make_scenario(tmp_path / "skill", criteria={"checklist": value})
+    error = load_error(scenario)
+    assert error.field == "checklist"
+    assert error.message == f"must be a list (got {shown})"
+
+
+def test_checklist_item_not_an_object(tmp_path: Path) -> None:
+    error = load_error(make_scenario(tmp_path / "skill", criteria={"checklist": [1]}))
+    assert error.field == "checklist[0]"
+    assert "must be an object" in error.message
+
+
+def test_criteria_top_level_not_an_object(tmp_path: Path) -> None:
+    scenario = make_scenario(tmp_path / "skill", criteria="[]")
+    error = load_error(scenario)
+    assert error.path == scenario / "criteria.json"
+    assert error.field == "(top level)"
+    assert "must be an object" in error.message
+
+
+def test_criteria_not_utf8(tmp_path: Path) -> None:
+    scenario = make_scenario(tmp_path / "skill")
+    (scenario / "criteria.json").write_bytes(b'{"context": "\xff"}')
+    error = load_error(scenario)
+    assert error.path == scenario / "criteria.json"
+    assert "cannot be read" in error.message
+
+
+def test_load_criteria_direct_error_has_path(tmp_path: Path) -> None:
+    path = tmp_path / "criteria.json"
+    with pytest.raises(ScenarioLoadError) as info:
+        load_criteria(path)
+    assert info.value.path == path
+    assert info.value.field is None
+
+
+# --- invalid scenario.json ------------------------------------------------------------------
+
+
+def test_scenario_json_sandbox_as_string(tmp_path: Path) -> None:
+    scenario = make_scenario(tmp_path / "skill", scenario_json='{"sandbox": "false"}')
+    error = load_error(scenario)
+    assert error.path == scenario / "scenario.json"
+    assert error.field == "sandbox"
+    assert error.message == 'must be true or false (got "false")'
+    assert (
+        str(error) == f'{scenario / "scenario.json"}: sandbox: must be true or false (got "false")'
+    )
+
+
+def test_scenario_json_description_of_wrong_type(tmp_path: Path) -> None:
+    scenario = make_scenario(tmp_path / "skill", scenario_json='{"description": 5}')
+    error = load_error(scenario)
+    assert error.field == "description"
+    assert error.message == "must be a string (got 5)"
+
+
+def test_scenario_json_bad_json(tmp_path: Path) -> None:
+    scenario = make_scenario(tmp_path / "skill", scenario_json='{"sandbox": false')
+    error = load_error(scenario)
+    assert error.path == scenario / "scenario.json"
+    assert "not valid JSON" in error.message
+    assert "line 1, column" in error.message
+
+
+def test_read_description_tolerates_broken_scenario_json(tmp_path: Path) -> None:
+    good = make_scenario(tmp_path / "skill", "scenario-0", scenario_json='{"description": "D"}')
+    broken = make_scenario(tmp_path / "skill", "scenario-1", scenario_json="{")
+    absent = make_scenario(tmp_path / "skill", "scenario-2")
+    assert read_description(good) == "D"
+    assert read_description(broken) == ""
+    assert read_description(absent) == ""
+
+
+def test_one_broken_scenario_does_not_break_its_sibling(tmp_path: Path) -> None:
+    skill = tmp_path / "skill"
+    make_scenario(skill, "scenario-0")
+    make_scenario(skill, "scenario-1", criteria="{")
+    outcomes = {}
+    for scenario in discover_scenarios(skill / "evals"):
+        try:
+            outcomes[scenario.name] = load_scenario(scenario).criteria[0].name
+        except ScenarioLoadError as exc:
+            outcomes[scenario.name] = type(exc).__name__
+    assert outcomes == {"scenario-0": "criterion-a", "scenario-1": "ScenarioLoadError"}
+
+
+# --- the real corpus (read-only) ------------------------------------------------------------
+
+
+def test_real_corpus_loads_except_github_create_pr() -> None:
+    loaded = []
+    failed = {}
+    for skill in sorted(CORPUS.iterdir()):
+        for scenario in discover_scenarios(skill / "evals"):
+            try:
+                loaded.append(load_scenario(scenario))
+            except ScenarioLoadError as exc:
+                failed[scenario.relative_to(CORPUS).as_posix()] = exc
+    # Hand count of evals/scenario-* folders: commit-conventions 5, create-adr 9,
+    # create-evals 4, create-pr 1, create-profile 3, create-rule 4, create-skill 4,
+    # critical-thinking 4, git-worktree 3, github-create-pr 1, grill-me 5,
+    # grill-with-docs 2, makefile-conventions 2, spec-workflow 5 = 52, one without task.md.
+    assert list(failed) == ["github-create-pr/evals/scenario-0"]
+    error = failed["github-create-pr/evals/scenario-0"]
+    assert error.path.name == "task.md"
+    assert len(loaded) == 51
+    assert all(s.criteria for s in loaded)
+
+
+def test_real_corpus_create_adr_order_is_lexicographic() -> None:
+    names = [p.name for p in discover_scenarios(CORPUS / "create-adr" / "evals")]
+    assert names == [
+        "scenario-0",
+        "scenario-1",
+        "scenario-10",
+        "scenario-11",
+        "scenario-12",
+        "scenario-2",
+        "scenario-5",
+        "scenario-7",
+        "scenario-8",
+    ]
+
+
+def test_real_corpus_results_folder_is_not_a_scenario() -> None:
+    names = [p.name for p in discover_scenarios(CORPUS / "critical-thinking" / "evals")]
+    assert "results" not in names
+    assert len(names) == 4
