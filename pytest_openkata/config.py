@@ -99,6 +99,7 @@ class Setting:
     parse: Callable[[str], Any]
     secret: bool = False
     cli: str | None = None
+    metavar: str = "TEXT"
 
     @property
     def env(self) -> str:
@@ -110,7 +111,8 @@ class Setting:
 
     @property
     def option(self) -> str | None:
-        return None if self.secret else (self.cli or "--eval-" + self.key.replace("_", "-"))
+        spelled = self.key.replace(".", "-").replace("_", "-")
+        return None if self.secret else (self.cli or f"--eval-{spelled}")
 
     @property
     def dest(self) -> str:
@@ -118,19 +120,19 @@ class Setting:
 
 
 FIELDS: tuple[Setting, ...] = (
-    Setting("backend", _backend),
-    Setting("model", _text),
-    Setting("judge_model", _text),
-    Setting("threshold", _int_between(0, 100)),
-    Setting("concurrency", _int_between(1, None)),
-    Setting("direct_timeout", _int_between(1, None)),
-    Setting("output", _text),
-    Setting("model_label", _text),
-    Setting("http.base_url", _text, cli="--eval-base-url"),
+    Setting("backend", _backend, metavar="kiro|http"),
+    Setting("model", _text, metavar="MODEL"),
+    Setting("judge_model", _text, metavar="MODEL"),
+    Setting("threshold", _int_between(0, 100), metavar="PERCENT"),
+    Setting("concurrency", _int_between(1, None), metavar="N"),
+    Setting("direct_timeout", _int_between(1, None), metavar="SECONDS"),
+    Setting("output", _text, metavar="PATH"),
+    Setting("model_label", _text, metavar="LABEL"),
+    Setting("http.base_url", _text, cli="--eval-base-url", metavar="URL"),
     Setting("http.api_key", _text, secret=True),
-    Setting("sandbox.image", _text),
-    Setting("sandbox.timeout", _int_between(1, None)),
-    Setting("sandbox.network", _text),
+    Setting("sandbox.image", _text, metavar="IMAGE"),
+    Setting("sandbox.timeout", _int_between(1, None), metavar="SECONDS"),
+    Setting("sandbox.network", _text, metavar="NETWORK"),
 )
 FIELDS_BY_KEY = {f.key: f for f in FIELDS}
 

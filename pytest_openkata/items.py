@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from pytest_openkata.results import ScenarioResult
-from pytest_openkata.scenario import discover_scenarios
+from pytest_openkata.scenario import ScenarioLoadError, discover_scenarios, load_scenario_options
 
 RESULT_PROPERTY = "openkata_result"
 PERCENTAGE_PROPERTY = "openkata_percentage"
@@ -25,6 +25,16 @@ PERCENTAGE_PROPERTY = "openkata_percentage"
 def is_evals_dir(path: Path) -> bool:
     """An ``evals`` folder that holds at least one ``scenario-*`` folder."""
     return path.name == "evals" and bool(discover_scenarios(path))
+
+
+def sandbox_mode(scenario_dir: Path) -> str | None:
+    """``"sandbox"`` or ``"direct"``, for ``-k`` selection; None when scenario.json is broken
+    (the item then errors with the reason when it runs)."""
+    try:
+        options = load_scenario_options(scenario_dir / "scenario.json")
+    except ScenarioLoadError:
+        return None
+    return "sandbox" if options.sandbox else "direct"
 
 
 class EvalsDir(pytest.Directory):
@@ -72,6 +82,9 @@ class ScenarioItem(pytest.Function):
         self.skill_dir = scenario_dir.parent.parent
         self.skill_scenarios = skill_scenarios
         self.extra_keyword_matches.add(f"skill:{self.skill_dir.name}")
+        mode = sandbox_mode(scenario_dir)
+        if mode is not None:
+            self.extra_keyword_matches.add(mode)
 
     @property
     def ihook(self):  # type: ignore[no-untyped-def]

@@ -31,7 +31,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("openkata", "skill evals (pytest-openkata)")
     for field in FIELDS:
         if field.option:
-            group.addoption(field.option, dest=field.dest, default=None, help=HELP[field.key])
+            group.addoption(
+                field.option,
+                dest=field.dest,
+                default=None,
+                metavar=field.metavar,
+                help=HELP[field.key],
+            )
         parser.addini(field.ini, HELP[field.key], type="string", default=None)
     group.addoption(
         "--eval-config",

@@ -78,6 +78,18 @@ def test_selection(
     assert result.ret == pytest.ExitCode.OK
 
 
+def test_direct_and_sandbox_keywords_select_by_scenario_mode(pytester: pytest.Pytester) -> None:
+    skill = write_skill(pytester.path, "s", {"scenario-0": {"x": 1}})
+    write_scenario(skill, "scenario-1", {"x": 1}, sandbox=True)
+    write_scenario(skill, "scenario-2", {"x": 1}).joinpath("scenario.json").unlink()
+
+    direct = pytester.runpytest("--collect-only", "-q", "skills", "-k", "direct")
+    sandboxed = pytester.runpytest("--collect-only", "-q", "skills", "-k", "sandbox")
+
+    assert _collected(direct) == ["skills/s/evals::scenario-0"]
+    assert _collected(sandboxed) == ["skills/s/evals::scenario-1", "skills/s/evals::scenario-2"]
+
+
 def test_nothing_under_a_scenario_is_imported(
     pytester: pytest.Pytester, two_skills: Path, endpoint: ScriptedEndpoint, script: EvalScript
 ) -> None:
