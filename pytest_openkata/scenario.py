@@ -209,10 +209,13 @@ def load_scenario(scenario_dir: Path) -> Scenario:
     skill_dir = scenario_dir.parent.parent
     if not (skill_dir / "SKILL.md").is_file():
         raise ScenarioLoadError(skill_dir / "SKILL.md", f"SKILL.md not found in {skill_dir}")
-    for trap in ("conftest.py", "__init__.py"):
-        if (scenario_dir / trap).exists():
+    # pytest imports these as initial conftests when the scenario folder is given as an argument.
+    traps = [scenario_dir / "conftest.py", scenario_dir / "__init__.py"]
+    traps += sorted(scenario_dir.glob("test*/conftest.py"))
+    for trap in traps:
+        if trap.exists():
             raise ScenarioLoadError(
-                scenario_dir / trap,
+                trap,
                 "Python files directly in a scenario folder can be imported by pytest; "
                 "move scenario files under inputs/",
             )

@@ -445,3 +445,19 @@ def test_kiro_backend_errors_clearly(pytester: pytest.Pytester) -> None:
 
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["scenario error: backend 'kiro' *not supported*"])
+
+
+def test_a_report_that_cannot_be_written_fails_the_run(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    write_skill(pytester.path, "s", {"scenario-0": TWO_CRITERIA})
+    pytester.path.joinpath("blocker").write_text("a file, not a folder\n")
+
+    result = pytester.runpytest(
+        "skills/s", *eval_args(endpoint.base_url, "--eval-output", "blocker/report.json")
+    )
+
+    result.stdout.fnmatch_lines(
+        ["  Overall: 100% PASS (threshold: 95%)", "  Report not written: could not write *blocker*"]
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED

@@ -479,3 +479,19 @@ def test_real_corpus_results_folder_is_not_a_scenario() -> None:
     names = [p.name for p in discover_scenarios(CORPUS / "critical-thinking" / "evals")]
     assert "results" not in names
     assert len(names) == 4
+
+
+def test_conftest_in_a_test_folder_of_the_scenario_is_an_error(tmp_path: Path) -> None:
+    skill = tmp_path / "skills" / "s"
+    scenario = skill / "evals" / "scenario-0"
+    (scenario / "tests").mkdir(parents=True)
+    (skill / "SKILL.md").write_text("# s\n")
+    (scenario / "task.md").write_text("t\n")
+    (scenario / "criteria.json").write_text('{"checklist": [{"name": "x", "max_score": 1}]}')
+    (scenario / "tests" / "conftest.py").write_text("")
+
+    with pytest.raises(ScenarioLoadError) as info:
+        load_scenario(scenario)
+
+    assert info.value.path == scenario / "tests" / "conftest.py"
+    assert "move scenario files under inputs/" in str(info.value)
