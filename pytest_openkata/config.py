@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-BACKENDS = ("kiro", "http")
+BACKENDS = ("kiro", "http", "anthropic")
 ENV_PREFIX = "OPENKATA_EVAL_"
 CONFIG_FILE_NAME = ".openkata-eval.yaml"
 # Read by the reference's judge for debug output; not a setting, so not an unknown key.
@@ -34,6 +34,13 @@ class HttpSettings(BaseModel):
     api_key: str = Field(default="", repr=False)
 
 
+class AnthropicSettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    base_url: str = "https://api.anthropic.com"
+    api_key: str = Field(default="", repr=False)
+
+
 class SandboxSettings(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -48,6 +55,7 @@ class EvalSettings(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     backend: str = "kiro"
+    judge_backend: str = ""
     model: str = "claude-sonnet-4.6"
     judge_model: str = ""
     threshold: int = 95
@@ -56,12 +64,13 @@ class EvalSettings(BaseModel):
     output: str = ""
     model_label: str = ""
     http: HttpSettings = HttpSettings()
+    anthropic: AnthropicSettings = AnthropicSettings()
     sandbox: SandboxSettings = SandboxSettings()
     sources: dict[str, str] = {}
 
     @property
     def secrets(self) -> tuple[str, ...]:
-        return tuple(s for s in (self.http.api_key,) if s)
+        return tuple(s for s in (self.http.api_key, self.anthropic.api_key) if s)
 
 
 def _text(value: str) -> str:
@@ -120,7 +129,8 @@ class Setting:
 
 
 FIELDS: tuple[Setting, ...] = (
-    Setting("backend", _backend, metavar="kiro|http"),
+    Setting("backend", _backend, metavar="kiro|http|anthropic"),
+    Setting("judge_backend", _backend, metavar="kiro|http|anthropic"),
     Setting("model", _text, metavar="MODEL"),
     Setting("judge_model", _text, metavar="MODEL"),
     Setting("threshold", _int_between(0, 100), metavar="PERCENT"),
@@ -130,6 +140,8 @@ FIELDS: tuple[Setting, ...] = (
     Setting("model_label", _text, metavar="LABEL"),
     Setting("http.base_url", _text, cli="--eval-base-url", metavar="URL"),
     Setting("http.api_key", _text, secret=True),
+    Setting("anthropic.base_url", _text, cli="--eval-anthropic-base-url", metavar="URL"),
+    Setting("anthropic.api_key", _text, secret=True),
     Setting("sandbox.image", _text, metavar="IMAGE"),
     Setting("sandbox.timeout", _int_between(1, None), metavar="SECONDS"),
     Setting("sandbox.network", _text, metavar="NETWORK"),
@@ -137,7 +149,8 @@ FIELDS: tuple[Setting, ...] = (
 FIELDS_BY_KEY = {f.key: f for f in FIELDS}
 
 HELP = {
-    "backend": "LLM backend for agent and judge calls: kiro or http",
+    "backend": "LLM backend for agent calls (and judge calls): kiro, http or anthropic",
+    "judge_backend": "LLM backend for judge calls (defaults to the agent backend)",
     "model": "model for agent calls",
     "judge_model": "model for judge calls (defaults to the agent model)",
     "threshold": "pass threshold percentage of a skill's overall score (default 95)",
@@ -147,6 +160,8 @@ HELP = {
     "model_label": "human-readable label for the model in the report",
     "http.base_url": "base URL of the OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1",
     "http.api_key": "API key of the endpoint (never printed)",
+    "anthropic.base_url": "base URL of the Anthropic Messages API (default https://api.anthropic.com)",
+    "anthropic.api_key": "API key of the Anthropic Messages API (never printed)",
     "sandbox.image": "Docker image for sandboxed scenarios",
     "sandbox.timeout": "seconds allowed for one sandboxed agent run (default 300)",
     "sandbox.network": "Docker network for sandboxed scenarios (default host)",
@@ -247,10 +262,13 @@ def resolve_settings(
         if field.option:
             _apply(values, sources, field, cli.get(field.dest), f"option {field.option}")
 
+    if not values.get("judge_backend"):
+        values["judge_backend"] = values.get("backend", EvalSettings().backend)
+        sources["judge_backend"] = sources.get("backend", "default") + " (agent backend)"
     if not values.get("judge_model"):
         values["judge_model"] = values.get("model", EvalSettings().model)
         sources["judge_model"] = sources.get("model", "default") + " (agent model)"
-    nested: dict[str, Any] = {"http": {}, "sandbox": {}}
+    nested: dict[str, Any] = {key.partition(".")[0]: {} for key in FIELDS_BY_KEY if "." in key}
     for key, value in values.items():
         head, _, tail = key.partition(".")
         if tail:

@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from pytest_openkata.backends import BackendError, Completer
+from pytest_openkata.backends.anthropic import AnthropicMessagesBackend
 from pytest_openkata.backends.http import OpenAIChatBackend, make_client
 from pytest_openkata.config import EvalSettings
 from pytest_openkata.items import ScenarioItem
@@ -36,22 +37,33 @@ def openkata_redactor(pytestconfig: pytest.Config) -> Redactor:
     return redactor_of(pytestconfig)
 
 
-def _build_backends(settings: EvalSettings, client: httpx.Client) -> Backends:
-    if settings.backend == "kiro":
+def _backend(kind: str, model: str, settings: EvalSettings, client: httpx.Client) -> Completer:
+    if kind == "kiro":
         raise BackendError(KIRO_NOT_AVAILABLE)
+    if kind == "anthropic":
+        return AnthropicMessagesBackend(
+            client,
+            base_url=settings.anthropic.base_url,
+            api_key=settings.anthropic.api_key,
+            model=model,
+        )
     if not settings.http.base_url:
         raise BackendError(
             "the http backend needs a base URL: set --eval-base-url, the environment "
             "variable OPENKATA_EVAL_HTTP_BASE_URL, http.base_url in .openkata-eval.yaml "
             "or the ini option eval_http_base_url"
         )
+    return OpenAIChatBackend(
+        client, base_url=settings.http.base_url, api_key=settings.http.api_key, model=model
+    )
 
-    def backend(model: str) -> Completer:
-        return OpenAIChatBackend(
-            client, base_url=settings.http.base_url, api_key=settings.http.api_key, model=model
-        )
 
-    return Backends(agent=backend(settings.model), judge=backend(settings.judge_model))
+def build_backends(settings: EvalSettings, client: httpx.Client) -> Backends:
+    """The agent and judge backends; each may use its own backend kind and model."""
+    return Backends(
+        agent=_backend(settings.backend, settings.model, settings, client),
+        judge=_backend(settings.judge_backend, settings.judge_model, settings, client),
+    )
 
 
 @pytest.fixture(scope="session")
@@ -66,7 +78,7 @@ def openkata_backends(openkata_settings: EvalSettings) -> Iterator[Callable[[], 
 
         def factory() -> Backends:
             if not built:
-                built.append(_build_backends(openkata_settings, client))
+                built.append(build_backends(openkata_settings, client))
             return built[0]
 
         yield factory

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_openkata.backends import BackendError, Completer
+from pytest_openkata.backends import BackendError, Completer, ResponseSchema
 from pytest_openkata.results import Verdict
 from pytest_openkata.scenario import Criterion
 
@@ -263,11 +263,37 @@ def is_suspicious(agent_response: str, verdicts: Sequence[Verdict]) -> bool:
     )
 
 
-def _ask(completer: Completer, message: str) -> list[Verdict]:
+def verdict_schema(criteria: Sequence[Criterion]) -> ResponseSchema:
+    """The structured-output schema of a judge answer: ``{"verdicts": [...]}`` with one
+    verdict per criterion, whose name can only be one of the scenario's criteria."""
+    names = list(dict.fromkeys(c.name for c in criteria))
+    verdict = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "enum": names},
+            "pass": {"type": "boolean"},
+            "reason": {"type": "string"},
+        },
+        "required": ["name", "pass", "reason"],
+        "additionalProperties": False,
+    }
+    verdicts = {"type": "array", "items": verdict, "minItems": len(names), "maxItems": len(names)}
+    return ResponseSchema(
+        name="judge_verdicts",
+        schema={
+            "type": "object",
+            "properties": {"verdicts": verdicts},
+            "required": ["verdicts"],
+            "additionalProperties": False,
+        },
+    )
+
+
+def _ask(completer: Completer, message: str, schema: ResponseSchema) -> list[Verdict]:
     last_error: BackendError | JudgeParseError | None = None
     for _ in range(JUDGE_MAX_ATTEMPTS):
         try:
-            return parse_verdicts(completer.complete(JUDGE_SYSTEM_PROMPT, message))
+            return parse_verdicts(completer.complete(JUDGE_SYSTEM_PROMPT, message, schema=schema))
         except (BackendError, JudgeParseError) as exc:
             last_error = exc
     assert last_error is not None
@@ -281,7 +307,8 @@ def run_judge(
     criteria: Sequence[Criterion],
 ) -> list[Verdict]:
     """Judge one agent response; raises :class:`JudgeError` when no verdicts can be trusted."""
-    verdicts = _ask(completer, judge_user_message(agent_response, context, criteria))
+    message = judge_user_message(agent_response, context, criteria)
+    verdicts = _ask(completer, message, verdict_schema(criteria))
     if is_suspicious(agent_response, verdicts):
         raise JudgeError(
             "suspicious result: trivial agent response "

@@ -190,6 +190,12 @@ class LocalModelServer:
         self._log = tempfile.TemporaryFile()  # noqa: SIM115 (kept as long as the server)
 
     @property
+    def pid(self) -> int:
+        if self._process is None:
+            raise LocalModelError("llama-server is not running")
+        return self._process.pid
+
+    @property
     def root_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
@@ -287,6 +293,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     run = sub.add_parser("run", help="run a command with OPENKATA_EVAL_* pointing at the server")
     run.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
+    command: list[str] = []
+    if args.action == "run":
+        command = args.command[1:] if args.command[:1] == ["--"] else args.command
+        if not command:
+            parser.error("run needs a command, e.g. run -- pytest skills/commit-message")
     try:
         binary, weights = prepare()
         if args.action == "build":
@@ -298,9 +309,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                 with contextlib.suppress(KeyboardInterrupt):
                     signal.pause()
             return 0
-        command = args.command[1:] if args.command[:1] == ["--"] else args.command
-        if not command:
-            parser.error("run needs a command, e.g. run -- pytest skills/commit-message")
         with LocalModelServer(binary, weights) as server:
             _stderr(f"local model {server.model} at {server.base_url}")
             return subprocess.run(command, check=False, env=_environment(server)).returncode

@@ -77,6 +77,7 @@ def pytest_report_header(config: pytest.Config) -> str:
     return (
         f"openkata: backend={s.backend} model={s.model} judge={s.judge_model} "
         f"threshold={s.threshold}"
+        + (f" judge_backend={s.judge_backend}" if s.judge_backend != s.backend else "")
     )
 
 

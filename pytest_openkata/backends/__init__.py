@@ -7,7 +7,8 @@ criterion and a throttle from any other error without reading message text.
 
 from __future__ import annotations
 
-from typing import Protocol
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 
 class BackendError(Exception):
@@ -36,9 +37,21 @@ class MalformedResponseError(BackendError):
     """The endpoint answered 200 with a body that is not a usable completion."""
 
 
+@dataclass(frozen=True)
+class ResponseSchema:
+    """A JSON schema the answer must follow, for backends that can constrain their output."""
+
+    name: str
+    schema: dict[str, Any]
+
+
 class Completer(Protocol):
-    """What the runner and the judge need from a backend."""
+    """What the runner and the judge need from a backend.
+
+    ``schema`` asks for structured output; a backend that cannot honour it answers in free
+    text, which callers must still accept.
+    """
 
     model: str
 
-    def complete(self, system: str, user: str) -> str: ...
+    def complete(self, system: str, user: str, *, schema: ResponseSchema | None = None) -> str: ...

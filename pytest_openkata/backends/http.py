@@ -22,6 +22,7 @@ import httpx
 from pytest_openkata.backends import (
     EndpointStatusError,
     MalformedResponseError,
+    ResponseSchema,
     TransportError,
 )
 
@@ -39,6 +40,18 @@ _TRANSPORT_KINDS: tuple[tuple[type[httpx.TransportError], str], ...] = (
     (httpx.UnsupportedProtocol, "unsupported URL"),
     (httpx.ProxyError, "proxy error"),
 )
+
+
+# Statuses with which endpoints refuse a ``response_format`` they do not support
+# (llama-cpp-python's server answers a json_schema request with 500).
+_SCHEMA_REFUSED = frozenset({400, 404, 415, 422, 500, 501})
+
+
+def _response_format(schema: ResponseSchema) -> dict[str, Any]:
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": schema.name, "strict": True, "schema": schema.schema},
+    }
 
 
 def make_client(timeout: float) -> httpx.Client:
@@ -76,28 +89,41 @@ class OpenAIChatBackend:
         self.url = base_url.rstrip("/") + "/chat/completions"
         self._client = client
         self._api_key = api_key
+        # Whether the endpoint accepts ``response_format``: unknown until the first request
+        # with a schema, then remembered for the session.
+        self.structured_output: bool | None = None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(url={self.url!r}, model={self.model!r})"
 
-    def complete(self, system: str, user: str) -> str:
+    def complete(self, system: str, user: str, *, schema: ResponseSchema | None = None) -> str:
         messages = [{"role": "system", "content": system}] if system else []
         messages.append({"role": "user", "content": user})
-        body = json.dumps(
-            {"model": self.model, "messages": messages},
-            ensure_ascii=False,
-            separators=(",", ":"),
-        ).encode()
+        payload: dict[str, Any] = {"model": self.model, "messages": messages}
+        if schema is None or self.structured_output is False:
+            return self._post(payload)
+        structured = {**payload, "response_format": _response_format(schema)}
+        try:
+            answer = self._post(structured)
+        except EndpointStatusError as exc:
+            if self.structured_output is not None or exc.status not in _SCHEMA_REFUSED:
+                raise
+            answer = self._post(payload)  # raises on its own when the endpoint is just failing
+            self.structured_output = False  # refused: plain text for the rest of the session
+            return answer
+        self.structured_output = True
+        return answer
+
+    def _post(self, payload: dict[str, Any]) -> str:
+        body = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
         headers = {"Content-Type": "application/json"}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
-
         try:
             response = self._client.post(self.url, content=body, headers=headers)
         except (httpx.TransportError, httpx.InvalidURL) as exc:
             message = self._redact(f"POST {self.url}: {self._describe(exc)}")
             raise TransportError(message) from exc
-
         if response.status_code != 200:
             raise EndpointStatusError(
                 response.status_code,

@@ -14,6 +14,7 @@ from pytest_openkata.backends import (
     BackendError,
     EndpointStatusError,
     MalformedResponseError,
+    ResponseSchema,
     TransportError,
 )
 from pytest_openkata.backends.http import OpenAIChatBackend, make_client, parse_retry_after
@@ -311,3 +312,62 @@ def test_endpoint_routes_with_a_responder(
     assert backend.complete("", "task") == "agent"
     assert backend.complete("grade", "answer") == "judge"
     assert len(endpoint.requests) == 2
+
+
+# --- structured output -------------------------------------------------------------------------
+
+SCHEMA = ResponseSchema(name="judge_verdicts", schema={"type": "object"})
+
+
+def _refuse_response_format(request: RecordedRequest) -> Reply:
+    if "response_format" in request.json:
+        return Reply(status=400, body="response_format is not supported")
+    return Reply.chat("plain answer")
+
+
+def test_schema_is_sent_as_a_json_schema_response_format(
+    backend: OpenAIChatBackend, endpoint: ScriptedEndpoint
+) -> None:
+    endpoint.enqueue(Reply.chat('{"verdicts": []}'))
+
+    assert backend.complete("sys", "user", schema=SCHEMA) == '{"verdicts": []}'
+
+    assert endpoint.requests[0].json["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "judge_verdicts", "strict": True, "schema": {"type": "object"}},
+    }
+    assert backend.structured_output is True
+
+
+def test_refused_schema_falls_back_to_text_and_is_remembered(
+    backend: OpenAIChatBackend, endpoint: ScriptedEndpoint
+) -> None:
+    endpoint.respond_with(_refuse_response_format)
+
+    assert backend.complete("sys", "user", schema=SCHEMA) == "plain answer"
+    assert backend.structured_output is False
+    assert backend.complete("sys", "again", schema=SCHEMA) == "plain answer"
+
+    sent = [("response_format" in r.json) for r in endpoint.requests]
+    assert sent == [True, False, False]  # the second call does not ask again
+
+
+def test_an_endpoint_that_fails_anyway_is_not_taken_for_a_refusal(
+    backend: OpenAIChatBackend, endpoint: ScriptedEndpoint
+) -> None:
+    endpoint.enqueue(Reply(status=500, body="down"), Reply(status=500, body="still down"))
+
+    with pytest.raises(EndpointStatusError, match="HTTP 500: still down"):
+        backend.complete("sys", "user", schema=SCHEMA)
+
+    assert backend.structured_output is None
+
+
+def test_calls_without_a_schema_keep_the_reference_body(
+    backend: OpenAIChatBackend, endpoint: ScriptedEndpoint
+) -> None:
+    endpoint.enqueue(Reply.chat("x"))
+
+    backend.complete("", "user")
+
+    assert set(endpoint.requests[0].json) == {"model", "messages"}

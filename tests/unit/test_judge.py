@@ -9,7 +9,12 @@ import time
 
 import pytest
 
-from pytest_openkata.backends import BackendError, EndpointStatusError, TransportError
+from pytest_openkata.backends import (
+    BackendError,
+    EndpointStatusError,
+    ResponseSchema,
+    TransportError,
+)
 from pytest_openkata.judge import (
     JUDGE_MAX_ATTEMPTS,
     JUDGE_SYSTEM_PROMPT,
@@ -42,9 +47,11 @@ class ScriptedCompleter:
     def __init__(self, *answers: str | Exception) -> None:
         self._answers = list(answers)
         self.calls: list[tuple[str, str]] = []
+        self.schemas: list[ResponseSchema | None] = []
 
-    def complete(self, system: str, user: str) -> str:
+    def complete(self, system: str, user: str, *, schema: ResponseSchema | None = None) -> str:
         self.calls.append((system, user))
+        self.schemas.append(schema)
         answer = self._answers.pop(0)
         if isinstance(answer, Exception):
             raise answer
@@ -423,3 +430,21 @@ def test_run_judge_trivial_response_with_a_failure_is_fine() -> None:
     judge = ScriptedCompleter(TWO_VERDICTS)
     verdicts = run_judge(judge, "short", "", CRITERIA)
     assert [v.passed for v in verdicts] == [True, False]
+
+
+def test_the_judge_asks_for_a_schema_naming_only_the_criteria() -> None:
+    completer = ScriptedCompleter(
+        '{"verdicts": [{"name": "criterion-a", "pass": true, '
+        '"reason": "r"}, {"name": "criterion-b", "pass": false, '
+        '"reason": "s"}]}'
+    )
+
+    verdicts = run_judge(completer, LONG_RESPONSE, "ctx", CRITERIA)
+
+    assert [v.name for v in verdicts] == ["criterion-a", "criterion-b"]
+    [schema] = completer.schemas
+    assert schema is not None
+    items = schema.schema["properties"]["verdicts"]
+    assert items["items"]["properties"]["name"]["enum"] == ["criterion-a", "criterion-b"]
+    assert items["minItems"] == items["maxItems"] == 2
+    assert schema.schema["required"] == ["verdicts"]

@@ -1,0 +1,164 @@
+"""The anthropic backend: the Anthropic Messages API, ``POST /v1/messages``.
+
+It shares the session's :class:`httpx.Client` (see :func:`~pytest_openkata.backends.http.
+make_client`) and follows the http backend in everything but the wire format: one request per
+call, no retries, failures raised as :class:`~pytest_openkata.backends.BackendError`
+subclasses with the same texts.
+
+Anthropic answers 529 when it is overloaded. That is kept as an
+:class:`~pytest_openkata.backends.EndpointStatusError` with ``status == 529`` (and whatever
+``Retry-After`` came with it); :attr:`~pytest_openkata.backends.EndpointStatusError.throttled`
+stays about 429 alone, and the runner decides from the status whether 529 is worth waiting for.
+
+The API key never appears in an exception text nor in ``repr()``: every occurrence of it is
+replaced with ``***``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+
+from pytest_openkata.backends import (
+    EndpointStatusError,
+    MalformedResponseError,
+    ResponseSchema,
+    TransportError,
+)
+from pytest_openkata.backends.http import (
+    _TRANSPORT_KINDS,
+    _caused_by,
+    _describe_timeout,
+    parse_retry_after,
+)
+
+__all__ = ["ANTHROPIC_VERSION", "AnthropicMessagesBackend", "messages_url"]
+
+ANTHROPIC_VERSION = "2023-06-01"
+
+_REDACTED = "***"
+
+
+class AnthropicMessagesBackend:
+    """A :class:`~pytest_openkata.backends.Completer` for the Anthropic Messages API.
+
+    ``base_url`` is the API root, e.g. ``https://api.anthropic.com``; a base URL that already
+    ends with ``/v1`` is accepted as well and gets no second ``/v1``. ``max_tokens`` caps the
+    answer's length, as the Messages API requires.
+    """
+
+    def __init__(
+        self,
+        client: httpx.Client,
+        *,
+        base_url: str,
+        api_key: str,
+        model: str,
+        max_tokens: int = 4096,
+    ) -> None:
+        if max_tokens < 1:
+            raise ValueError(f"max_tokens must be a positive integer, got {max_tokens!r}")
+        self.model = model
+        self.max_tokens = max_tokens
+        self.url = messages_url(base_url)
+        self._client = client
+        self._api_key = api_key
+
+    def __repr__(self) -> str:
+        return self._redact(f"{type(self).__name__}(url={self.url!r}, model={self.model!r})")
+
+    def complete(self, system: str, user: str, *, schema: ResponseSchema | None = None) -> str:
+        """The model's answer: the text blocks of the response, joined in order.
+
+        ``schema`` is accepted and ignored: the Messages API has no ``response_format``, so the
+        model answers in free text and the judge's text parser reads the verdicts from it.
+        """
+        body = json.dumps(self._payload(system, user), ensure_ascii=False, separators=(",", ":"))
+        headers = {"Content-Type": "application/json", "anthropic-version": ANTHROPIC_VERSION}
+        if self._api_key:
+            headers["x-api-key"] = self._api_key
+
+        try:
+            response = self._client.post(self.url, content=body.encode(), headers=headers)
+        except (httpx.TransportError, httpx.InvalidURL) as exc:
+            message = self._redact(f"POST {self.url}: {self._describe(exc)}")
+            raise TransportError(message) from exc
+
+        if response.status_code != 200:
+            raise EndpointStatusError(
+                response.status_code,
+                self._redact(response.text),
+                parse_retry_after(response.headers.get("Retry-After")),
+            )
+        return _text_of(response.content)
+
+    def _payload(self, system: str, user: str) -> dict[str, Any]:
+        payload: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": self.max_tokens,
+            "messages": [{"role": "user", "content": user}],
+        }
+        if system:
+            payload["system"] = system
+        return payload
+
+    def _describe(self, exc: Exception) -> str:
+        """Name the kind of transport failure, e.g. ``timed out after 2s``."""
+        if isinstance(exc, httpx.TimeoutException):
+            return _describe_timeout(exc, self._client.timeout)
+        if _caused_by(exc, ConnectionRefusedError):
+            return "connection refused"
+        detail = str(exc) or type(exc).__name__
+        for exc_type, kind in _TRANSPORT_KINDS:
+            if isinstance(exc, exc_type):
+                return f"{kind}: {detail}"
+        return detail
+
+    def _redact(self, text: str) -> str:
+        return text.replace(self._api_key, _REDACTED) if self._api_key else text
+
+
+def messages_url(base_url: str) -> str:
+    """The Messages endpoint under ``base_url``, with or without its trailing ``/v1``."""
+    root = base_url.rstrip("/")
+    return root + ("/messages" if root.endswith("/v1") else "/v1/messages")
+
+
+def _text_of(raw: bytes) -> str:
+    """The ``text`` of every ``"type": "text"`` block of ``content``, concatenated in order."""
+    try:
+        data: Any = json.loads(raw)
+    except ValueError as exc:
+        raise MalformedResponseError(f"parsing response: {exc}") from exc
+    if not isinstance(data, dict):
+        raise MalformedResponseError(
+            f"parsing response: expected a JSON object, got {type(data).__name__}"
+        )
+    content = data.get("content")
+    if content is None:
+        raise MalformedResponseError("no content in response")
+    if not isinstance(content, list):
+        raise MalformedResponseError(
+            f"parsing response: content is a {type(content).__name__}, not a list"
+        )
+    texts = [_block_text(index, block) for index, block in enumerate(content)]
+    found = [text for text in texts if text is not None]
+    if not found:
+        raise MalformedResponseError("no text content in response")
+    return "".join(found)
+
+
+def _block_text(index: int, block: Any) -> str | None:
+    """The text of one content block; None for a block of another type (``tool_use``, ...)."""
+    if not isinstance(block, dict):
+        raise MalformedResponseError(f"content[{index}] is a {type(block).__name__}, not an object")
+    if block.get("type") != "text":
+        return None
+    text = block.get("text")
+    if not isinstance(text, str):
+        raise MalformedResponseError(
+            f"content[{index}].text is a {type(text).__name__}, not a string"
+        )
+    return text

@@ -1,0 +1,154 @@
+"""The real pipeline against the real local model: HTTP, structured output, both APIs, failures.
+
+A 135M model is no meaningful judge: these tests assert the plumbing (a complete, valid report,
+a verdict for every criterion, clear errors), never the quality of answers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import httpx
+import pytest
+
+from pytest_openkata.backends.anthropic import AnthropicMessagesBackend
+from pytest_openkata.backends.http import OpenAIChatBackend
+from pytest_openkata.judge import run_judge
+from pytest_openkata.localmodel import LocalModelServer
+from pytest_openkata.report import ResultsReport
+from pytest_openkata.scenario import load_scenario
+from tests.support.endpoint import Reply, ScriptedEndpoint
+from tests.support.evals import write_skill
+
+pytestmark = pytest.mark.e2e
+
+EXAMPLE_SKILL = Path(__file__).resolve().parents[2] / "skills" / "commit-message"
+DIRECT_SCENARIOS = ["scenario-breaking-api", "scenario-single-fix"]
+
+
+@pytest.fixture
+def example_skill(pytester: pytest.Pytester) -> Path:
+    target = pytester.path / "skills" / "commit-message"
+    shutil.copytree(EXAMPLE_SKILL, target, ignore=shutil.ignore_patterns("results"))
+    return target
+
+
+def _local_args(server: LocalModelServer, *extra: str) -> list[str]:
+    return [
+        "--eval-backend", "http", "--eval-base-url", server.base_url,
+        "--eval-model", server.model, *extra,
+    ]  # fmt: skip
+
+
+def test_example_skill_direct_scenarios_give_a_complete_valid_report(
+    pytester: pytest.Pytester, example_skill: Path, local_model: LocalModelServer
+) -> None:
+    result = pytester.runpytest(
+        "skills/commit-message", "-k", "direct", *_local_args(local_model, "--eval-output", "out/")
+    )
+
+    [written] = (pytester.path / "out").glob("results-*.json")
+    result.stdout.fnmatch_lines([f"  Report: {written}"])
+    report = ResultsReport.model_validate_json(written.read_text())
+    assert report.config.agent_model == "smollm2"
+    assert [s.name for s in report.scenarios or []] == DIRECT_SCENARIOS
+    for entry in report.scenarios or []:
+        assert entry.error is None, entry.error
+        expected = [c.name for c in load_scenario(example_skill / "evals" / entry.name).criteria]
+        assert [c.name for c in entry.criteria or []] == expected
+        assert entry.max_score == 100
+        assert entry.score == sum(c.score for c in entry.criteria or [])
+    assert report.overall_percentage == sum(s.percentage for s in report.scenarios or []) / 2
+
+
+def test_judge_with_schema_returns_a_verdict_for_every_criterion(
+    local_model: LocalModelServer,
+) -> None:
+    scenario = load_scenario(EXAMPLE_SKILL / "evals" / "scenario-single-fix")
+    answer = (
+        "fix(pricing): clamp discount rate to 1.0\n\n"
+        "The rate was capped at 0.99, so full discounts were never applied."
+    )
+    with httpx.Client(timeout=120) as client:
+        judge = OpenAIChatBackend(
+            client, base_url=local_model.base_url, api_key="", model=local_model.model
+        )
+        verdicts = run_judge(judge, answer, scenario.context, scenario.criteria)
+
+    assert judge.structured_output is True  # llama-server accepted the json_schema format
+    assert sorted(v.name for v in verdicts) == sorted(c.name for c in scenario.criteria)
+
+
+def test_anthropic_messages_backend_talks_to_llama_server(local_model: LocalModelServer) -> None:
+    with httpx.Client(timeout=120) as client:
+        backend = AnthropicMessagesBackend(
+            client, base_url=local_model.root_url, api_key="unused", model=local_model.model
+        )
+        answer = backend.complete("Answer in one short sentence.", "What is a commit message?")
+
+    assert answer.strip()
+
+
+def test_agent_and_judge_can_use_different_backends(
+    pytester: pytest.Pytester, example_skill: Path, local_model: LocalModelServer
+) -> None:
+    result = pytester.runpytest(
+        "skills/commit-message/evals/scenario-single-fix",
+        *_local_args(local_model),
+        "--eval-backend", "anthropic", "--eval-anthropic-base-url", local_model.root_url,
+        "--eval-judge-backend", "http", "--eval-judge-model", "smollm2-judge",
+        "--eval-output", "out/",
+    )  # fmt: skip
+
+    result.stdout.fnmatch_lines(["openkata: backend=anthropic *judge_backend=http"])
+    [written] = (pytester.path / "out").glob("*.json")
+    report = json.loads(written.read_text())
+    assert report["config"]["backend"] == "anthropic"
+    assert report["config"]["judge_model"] == "smollm2-judge"
+    assert "error" not in report["scenarios"][0]
+
+
+def test_a_server_stopped_mid_run_errors_the_rest_clearly(
+    pytester: pytest.Pytester, local_model_files: tuple[Path, Path]
+) -> None:
+    write_skill(pytester.path, "s", {"scenario-0": {"a": 1}, "scenario-1": {"b": 1}})
+    pytester.makeconftest(
+        "import os, signal\n"
+        "def pytest_runtest_teardown(item):\n"
+        "    if item.name == 'scenario-0':\n"
+        "        os.kill(int(os.environ['LOCAL_MODEL_PID']), signal.SIGKILL)\n"
+    )
+    with LocalModelServer(*local_model_files) as server:
+        os.environ["LOCAL_MODEL_PID"] = str(server.pid)
+        try:
+            result = pytester.runpytest(
+                "skills", *_local_args(server, "--eval-direct-timeout", "30")
+            )
+        finally:
+            del os.environ["LOCAL_MODEL_PID"]
+
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at setup of s::scenario-1*",
+            "scenario error: agent: POST http://127.0.0.1:*/v1/chat/completions: "
+            "connection refused",
+        ]
+    )
+    assert "ERROR at setup of s::scenario-0" not in result.stdout.str()
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_a_server_that_never_answers_times_out_with_clear_errors(pytester: pytest.Pytester) -> None:
+    write_skill(pytester.path, "s", {"scenario-0": {"a": 1}, "scenario-1": {"b": 1}})
+    with ScriptedEndpoint() as silent:
+        silent.respond_with(lambda request: Reply.chat("too late", delay=600))
+        result = pytester.runpytest(
+            "skills", "--eval-backend", "http", "--eval-base-url", silent.base_url,
+            "--eval-direct-timeout", "2",
+        )  # fmt: skip
+
+    result.assert_outcomes(errors=2)
+    result.stdout.fnmatch_lines(["scenario error: agent: POST *: timed out after 2s"] * 2)

@@ -1,0 +1,343 @@
+"""The anthropic backend (Messages API) against a real loopback server."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
+from typing import Any
+
+import httpx
+import pytest
+
+from pytest_openkata.backends import (
+    EndpointStatusError,
+    MalformedResponseError,
+    ResponseSchema,
+    TransportError,
+)
+from pytest_openkata.backends.anthropic import AnthropicMessagesBackend, messages_url
+from pytest_openkata.backends.http import make_client
+from tests.support.endpoint import Reply, ScriptedEndpoint
+
+KEY = "sk-ant-test-key"
+
+_ids = itertools.count(1)
+
+
+def message(*blocks: dict[str, Any]) -> Reply:
+    """A 200 Messages API answer whose ``content`` is ``blocks``."""
+    return Reply(
+        json={
+            "id": f"msg_{next(_ids)}",
+            "type": "message",
+            "role": "assistant",
+            "model": "m",
+            "content": list(blocks),
+            "stop_reason": "end_turn",
+            "usage": {"input_tokens": 3, "output_tokens": 1},
+        }
+    )
+
+
+def text(value: str) -> dict[str, Any]:
+    return {"type": "text", "text": value}
+
+
+def root_url(endpoint: ScriptedEndpoint) -> str:
+    """The server's address without ``/v1``, as ``https://api.anthropic.com`` is given."""
+    return f"http://127.0.0.1:{endpoint.port}"
+
+
+@pytest.fixture
+def endpoint() -> Iterator[ScriptedEndpoint]:
+    with ScriptedEndpoint() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[httpx.Client]:
+    """One client for the module, as one client serves a whole pytest session."""
+    with make_client(5.0) as http_client:
+        yield http_client
+
+
+def backend_for(
+    client: httpx.Client,
+    base_url: str,
+    *,
+    api_key: str = KEY,
+    model: str = "m",
+    max_tokens: int = 4096,
+) -> AnthropicMessagesBackend:
+    return AnthropicMessagesBackend(
+        client, base_url=base_url, api_key=api_key, model=model, max_tokens=max_tokens
+    )
+
+
+@pytest.fixture
+def backend(client: httpx.Client, endpoint: ScriptedEndpoint) -> AnthropicMessagesBackend:
+    return backend_for(client, root_url(endpoint))
+
+
+# -- requests ---------------------------------------------------------------------------------
+
+
+def test_post_with_key_version_and_system(
+    backend: AnthropicMessagesBackend, endpoint: ScriptedEndpoint
+) -> None:
+    endpoint.enqueue(message(text("hi")))
+
+    assert backend.complete("You are a judge.", "Grade this.") == "hi"
+
+    [request] = endpoint.requests
+    assert request.method == "POST"
+    assert request.path == "/v1/messages"
+    assert request.headers["content-type"] == "application/json"
+    assert request.headers["anthropic-version"] == "2023-06-01"
+    assert request.headers["x-api-key"] == KEY
+    assert "authorization" not in request.headers
+    assert request.json == {
+        "model": "m",
+        "max_tokens": 4096,
+        "messages": [{"role": "user", "content": "Grade this."}],
+        "system": "You are a judge.",
+    }
+
+
+def test_empty_system_and_key_are_left_out(
+    client: httpx.Client, endpoint: ScriptedEndpoint
+) -> None:
+    endpoint.enqueue(message(text("ok")))
+    backend = backend_for(client, root_url(endpoint), api_key="")
+
+    assert backend.complete("", "hello") == "ok"
+
+    [request] = endpoint.requests
+    assert request.json == {
+        "model": "m",
+        "max_tokens": 4096,
+        "messages": [{"role": "user", "content": "hello"}],
+    }
+    assert "x-api-key" not in request.headers
+    assert request.headers["anthropic-version"] == "2023-06-01"
+
+
+def test_custom_model_and_max_tokens(client: httpx.Client, endpoint: ScriptedEndpoint) -> None:
+    endpoint.enqueue(message(text("ok")))
+    backend = backend_for(client, root_url(endpoint), model="claude-x", max_tokens=256)
+
+    backend.complete("", "u")
+
+    assert endpoint.requests[0].json["model"] == "claude-x"
+    assert endpoint.requests[0].json["max_tokens"] == 256
+    assert backend.model == "claude-x"
+
+
+@pytest.mark.parametrize("max_tokens", [0, -1])
+def test_max_tokens_must_be_positive(client: httpx.Client, max_tokens: int) -> None:
+    with pytest.raises(ValueError, match="positive"):
+        backend_for(client, "http://127.0.0.1:1", max_tokens=max_tokens)
+
+
+@pytest.mark.parametrize("suffix", ["", "/", "/v1", "/v1/", "/v1//"])
+def test_base_url_with_or_without_v1(
+    client: httpx.Client, endpoint: ScriptedEndpoint, suffix: str
+) -> None:
+    endpoint.enqueue(message(text("x")))
+    backend_for(client, root_url(endpoint) + suffix).complete("", "u")
+    assert endpoint.requests[0].path == "/v1/messages"
+
+
+@pytest.mark.parametrize(
+    ("base_url", "expected"),
+    [
+        ("https://api.anthropic.com", "https://api.anthropic.com/v1/messages"),
+        ("https://api.anthropic.com/v1", "https://api.anthropic.com/v1/messages"),
+        ("https://proxy.example/anthropic/", "https://proxy.example/anthropic/v1/messages"),
+        ("https://proxy.example/v10", "https://proxy.example/v10/v1/messages"),
+    ],
+)
+def test_messages_url(base_url: str, expected: str) -> None:
+    assert messages_url(base_url) == expected
+
+
+def test_schema_does_not_change_the_body(
+    backend: AnthropicMessagesBackend, endpoint: ScriptedEndpoint
+) -> None:
+    endpoint.enqueue(message(text("a")), message(text("b")))
+    schema = ResponseSchema(name="verdicts", schema={"type": "object"})
+
+    assert backend.complete("s", "u") == "a"
+    assert backend.complete("s", "u", schema=schema) == "b"
+
+    plain, constrained = endpoint.requests
+    assert constrained.body == plain.body
+    assert set(constrained.json) == {"model", "max_tokens", "messages", "system"}
+
+
+# -- answers ----------------------------------------------------------------------------------
+
+
+def test_text_blocks_are_joined_in_order_and_others_skipped(
+    backend: AnthropicMessagesBackend, endpoint: ScriptedEndpoint
+) -> None:
+    endpoint.enqueue(
+        message(
+            text("first, "),
+            {"type": "tool_use", "id": "toolu_1", "name": "grade", "input": {"x": 1}},
+            text("second"),
+            {"type": "thinking", "thinking": "hmm", "signature": "sig"},
+            text("\n```\n> é\n```  "),
+        )
+    )
+    assert backend.complete("", "u") == "first, second\n```\n> é\n```  "
+
+
+def test_empty_text_block_gives_empty_answer(
+    backend: AnthropicMessagesBackend, endpoint: ScriptedEndpoint
+) -> None:
+    endpoint.enqueue(message(text("")))
+    assert backend.complete("", "u") == ""
+
+
+# -- status errors ----------------------------------------------------------------------------
+
+
+def test_rate_limited_with_retry_after(
+    backend: AnthropicMessagesBackend, endpoint: ScriptedEndpoint
+) -> None:
+    endpoint.enqueue(Reply(status=429, body="rate limited", headers={"Retry-After": "7"}))
+
+    with pytest.raises(EndpointStatusError) as caught:
+        backend.complete("", "u")
+
+    assert str(caught.value) == "HTTP 429: rate limited"
+    assert caught.value.status == 429
+    assert caught.value.throttled
+    assert caught.value.retry_after == 7.0
+
+
+def test_overloaded_529_keeps_its_status(
+    backend: AnthropicMessagesBackend, endpoint: ScriptedEndpoint
+) -> None:
+    body = '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}'
+    when = format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
+    endpoint.enqueue(Reply(status=529, body=body, headers={"Retry-After": when}))
+
+    with pytest.raises(EndpointStatusError) as caught:
+        backend.complete("", "u")
+
+    assert caught.value.status == 529
+    assert caught.value.body == body
+    assert caught.value.retry_after is not None
+    assert 25 <= caught.value.retry_after <= 30
+
+
+def test_no_retry_on_error(backend: AnthropicMessagesBackend, endpoint: ScriptedEndpoint) -> None:
+    endpoint.enqueue(Reply(status=500, body="boom"), message(text("late")))
+    with pytest.raises(EndpointStatusError):
+        backend.complete("", "u")
+    assert len(endpoint.requests) == 1
+    assert endpoint.pending == 1
+
+
+def test_api_key_echoed_in_error_body_is_redacted(
+    backend: AnthropicMessagesBackend, endpoint: ScriptedEndpoint
+) -> None:
+    endpoint.respond_with(
+        lambda request: Reply(status=401, body=f"bad key: {request.headers['x-api-key']}")
+    )
+    with pytest.raises(EndpointStatusError) as caught:
+        backend.complete("", "u")
+    assert str(caught.value) == "HTTP 401: bad key: ***"
+    assert KEY not in caught.value.body
+    assert KEY not in repr(backend)
+    assert repr(backend) == f"AnthropicMessagesBackend(url={backend.url!r}, model='m')"
+
+
+# -- malformed bodies -------------------------------------------------------------------------
+
+
+def test_non_json_body(backend: AnthropicMessagesBackend, endpoint: ScriptedEndpoint) -> None:
+    endpoint.enqueue(Reply(body="<html>gateway</html>"))
+    with pytest.raises(MalformedResponseError, match=r"^parsing response: "):
+        backend.complete("", "u")
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ({"id": "msg_1", "type": "message"}, "no content in response"),
+        ({"content": None}, "no content in response"),
+        ([1, 2], "parsing response: expected a JSON object, got list"),
+        ({"content": "hi"}, "parsing response: content is a str, not a list"),
+        ({"content": []}, "no text content in response"),
+        ({"content": [{"type": "tool_use", "id": "t"}]}, "no text content in response"),
+        ({"content": ["hi"]}, "content[0] is a str, not an object"),
+        ({"content": [text("a"), {"type": "text"}]}, "content[1].text is a NoneType, not a string"),
+    ],
+)
+def test_unusable_message(
+    backend: AnthropicMessagesBackend, endpoint: ScriptedEndpoint, body: object, expected: str
+) -> None:
+    endpoint.enqueue(Reply(json=body))
+    with pytest.raises(MalformedResponseError) as caught:
+        backend.complete("", "u")
+    assert str(caught.value) == expected
+
+
+# -- transport errors -------------------------------------------------------------------------
+
+
+def test_connection_refused(client: httpx.Client) -> None:
+    with ScriptedEndpoint() as stopped:
+        base_url = root_url(stopped)
+    backend = backend_for(client, base_url)
+
+    with pytest.raises(TransportError) as caught:
+        backend.complete("", "u")
+
+    assert str(caught.value) == f"POST {base_url}/v1/messages: connection refused"
+    assert isinstance(caught.value.__cause__, httpx.ConnectError)
+
+
+def test_timeout(endpoint: ScriptedEndpoint) -> None:
+    endpoint.enqueue(Reply(json={}, delay=10))
+    with make_client(0.5) as quick:
+        backend = backend_for(quick, root_url(endpoint))
+        started = time.monotonic()
+        with pytest.raises(TransportError, match=r"^POST .*/v1/messages: timed out after 0\.5s$"):
+            backend.complete("", "u")
+    assert time.monotonic() - started < 3
+    assert len(endpoint.requests) == 1
+
+
+def test_connection_closed_without_answer(
+    backend: AnthropicMessagesBackend, endpoint: ScriptedEndpoint
+) -> None:
+    endpoint.enqueue(Reply(close=True))
+    with pytest.raises(TransportError) as caught:
+        backend.complete("", "u")
+    assert str(caught.value).startswith(f"POST {backend.url}: connection closed")
+    assert isinstance(caught.value.__cause__, httpx.RemoteProtocolError)
+
+
+def test_empty_base_url_fails_as_transport_error(client: httpx.Client) -> None:
+    with pytest.raises(TransportError, match=r"^POST /v1/messages: unsupported URL"):
+        backend_for(client, "").complete("", "u")
+
+
+def test_api_key_never_in_transport_error(client: httpx.Client) -> None:
+    with ScriptedEndpoint() as stopped:
+        root = root_url(stopped)
+    backend = backend_for(client, f"{root}/{KEY}")
+
+    with pytest.raises(TransportError) as caught:
+        backend.complete("", "u")
+
+    assert KEY not in str(caught.value)
+    assert str(caught.value) == f"POST {root}/***/v1/messages: connection refused"
+    assert KEY not in repr(backend)
