@@ -21,6 +21,7 @@ from typing import Any
 
 from pytest_openkata.backends import BackendError, Completer, ResponseSchema
 from pytest_openkata.results import Verdict
+from pytest_openkata.retry import NO_RETRY, RetryPolicy, call_with_retry
 from pytest_openkata.scenario import Criterion
 
 JUDGE_SYSTEM_PROMPT = """\
@@ -289,11 +290,18 @@ def verdict_schema(criteria: Sequence[Criterion]) -> ResponseSchema:
     )
 
 
-def _ask(completer: Completer, message: str, schema: ResponseSchema) -> list[Verdict]:
+def _ask(
+    completer: Completer, message: str, schema: ResponseSchema, retry: RetryPolicy
+) -> list[Verdict]:
     last_error: BackendError | JudgeParseError | None = None
     for _ in range(JUDGE_MAX_ATTEMPTS):
         try:
-            return parse_verdicts(completer.complete(JUDGE_SYSTEM_PROMPT, message, schema=schema))
+            raw = call_with_retry(
+                lambda: completer.complete(JUDGE_SYSTEM_PROMPT, message, schema=schema),
+                retry,
+                describe="judge call",
+            )
+            return parse_verdicts(raw)
         except (BackendError, JudgeParseError) as exc:
             last_error = exc
     assert last_error is not None
@@ -305,10 +313,16 @@ def run_judge(
     agent_response: str,
     context: str,
     criteria: Sequence[Criterion],
+    *,
+    retry: RetryPolicy = NO_RETRY,
 ) -> list[Verdict]:
-    """Judge one agent response; raises :class:`JudgeError` when no verdicts can be trusted."""
+    """Judge one agent response; raises :class:`JudgeError` when no verdicts can be trusted.
+
+    Throttling and server errors are retried with ``retry``'s backoff; on top of that, a
+    failed call or an answer that does not parse is asked once more, as in the reference.
+    """
     message = judge_user_message(agent_response, context, criteria)
-    verdicts = _ask(completer, message, verdict_schema(criteria))
+    verdicts = _ask(completer, message, verdict_schema(criteria), retry)
     if is_suspicious(agent_response, verdicts):
         raise JudgeError(
             "suspicious result: trivial agent response "

@@ -6,22 +6,19 @@ the caller decides how to show it and the controller can still count it as 0 %.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from pytest_openkata.backends import BackendError, Completer, EndpointStatusError
+from pytest_openkata.backends import BackendError, Completer
 from pytest_openkata.judge import JudgeError, run_judge
 from pytest_openkata.prompt import build_prompt
 from pytest_openkata.results import ScenarioResult
+from pytest_openkata.retry import RetryPolicy, call_with_retry
 from pytest_openkata.scenario import ScenarioLoadError, load_scenario, read_description
 from pytest_openkata.scoring import match_verdicts, scenario_totals
 
-AGENT_ATTEMPTS = 3
-THROTTLE_BASE_DELAY = 1.0
-# A server asking for a longer wait than this is treated as refusing service for now.
-MAX_RETRY_AFTER = 60.0
+DEFAULT_RETRY = RetryPolicy()
 SANDBOX_NOT_IMPLEMENTED = (
     'sandbox not implemented: sandboxed scenarios (scenario.json "sandbox": true, the '
     "default) are not supported by this version of pytest-openkata yet"
@@ -36,34 +33,7 @@ class ScenarioFailure(Exception):
 class Backends:
     agent: Completer
     judge: Completer
-
-
-def complete_with_throttle_retry(
-    completer: Completer,
-    system: str,
-    user: str,
-    *,
-    attempts: int = AGENT_ATTEMPTS,
-    base_delay: float = THROTTLE_BASE_DELAY,
-    sleep: Callable[[float], None] = time.sleep,
-) -> str:
-    """Retry an HTTP 429 up to ``attempts`` times, honouring Retry-After.
-
-    Throttling is recognised by status, not by text; there is no sleep after the last attempt.
-    """
-    for attempt in range(attempts):
-        try:
-            return completer.complete(system, user)
-        except EndpointStatusError as exc:
-            if not exc.throttled:
-                raise
-            if attempt == attempts - 1:
-                raise BackendError(f"throttled after {attempts} attempts: {exc}") from exc
-            delay = base_delay * 2**attempt
-            if exc.retry_after is not None:
-                delay = min(exc.retry_after, MAX_RETRY_AFTER)
-            sleep(delay)
-    raise AssertionError("unreachable")
+    retry: RetryPolicy = DEFAULT_RETRY
 
 
 def _judge_and_score(
@@ -77,11 +47,15 @@ def _judge_and_score(
     if scenario.sandbox:
         raise ScenarioFailure(SANDBOX_NOT_IMPLEMENTED)
     try:
-        response = complete_with_throttle_retry(backends.agent, "", prompt)
+        response = call_with_retry(
+            lambda: backends.agent.complete("", prompt), backends.retry, describe="agent call"
+        )
     except BackendError as exc:
         raise ScenarioFailure(f"agent: {exc}") from exc
     try:
-        verdicts = run_judge(backends.judge, response, scenario.context, scenario.criteria)
+        verdicts = run_judge(
+            backends.judge, response, scenario.context, scenario.criteria, retry=backends.retry
+        )
     except JudgeError as exc:
         raise ScenarioFailure(f"judge: {exc}") from exc
     criteria = match_verdicts(scenario.criteria, verdicts)

@@ -212,7 +212,8 @@ def test_endpoint_failure_is_a_scenario_error_not_a_failed_criterion(
 ) -> None:
     skill = write_skill(pytester.path, "s", {"scenario-0": TWO_CRITERIA})
     write_scenario(skill, "scenario-1", {"c": 4}, description="second")
-    script.agent_replies.append(Reply(status=500, body="upstream exploded"))
+    failing = Reply(status=500, body="upstream exploded", headers={"Retry-After": "0"})
+    script.agent_replies.extend([failing] * 3)  # 5xx is retried, then reported
 
     result = pytester.runpytest("skills/s", *eval_args(endpoint.base_url, "--eval-threshold", "40"))
 
@@ -220,8 +221,9 @@ def test_endpoint_failure_is_a_scenario_error_not_a_failed_criterion(
     result.stdout.fnmatch_lines(
         [
             "*ERROR at setup of s::scenario-0*",
-            "scenario error: agent: HTTP 500: upstream exploded",
-            "  scenario-0: about scenario-0 (error: agent: HTTP 500: upstream exploded)",
+            "scenario error: agent: failed after 3 attempts (waited 0.0 s): "
+            "HTTP 500: upstream exploded",
+            "  scenario-0: about scenario-0 (error: agent: failed after 3 attempts *: HTTP 500: *)",
             "    Score: 0/0 (0%) FAIL",
             "    Score: 4/4 (100%) PASS",
             "  Overall: 50% PASS (threshold: 40%)",
@@ -231,13 +233,14 @@ def test_endpoint_failure_is_a_scenario_error_not_a_failed_criterion(
     errored = _only_report(pytester.path)["scenarios"][0]
     assert errored == {
         "name": "scenario-0",
-        "description": "about scenario-0 (error: agent: HTTP 500: upstream exploded)",
+        "description": "about scenario-0 (error: agent: failed after 3 attempts (waited 0.0 s): "
+        "HTTP 500: upstream exploded)",
         "criteria": None,
         "score": 0,
         "max_score": 0,
         "percentage": 0,
         "pass": False,
-        "error": "agent: HTTP 500: upstream exploded",
+        "error": "agent: failed after 3 attempts (waited 0.0 s): HTTP 500: upstream exploded",
     }
 
 
@@ -305,7 +308,7 @@ def test_throttling_that_never_ends_is_reported_as_such(
     result = pytester.runpytest("skills/s", *eval_args(endpoint.base_url))
 
     result.stdout.fnmatch_lines(
-        ["scenario error: agent: throttled after 3 attempts: HTTP 429: slow down"]
+        ["scenario error: agent: throttled after 3 attempts (waited 0.0 s): HTTP 429: slow down"]
     )
     assert script.agent_calls == 3
 

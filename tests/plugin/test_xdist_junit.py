@@ -74,7 +74,8 @@ def test_junit_lists_every_criterion(
     script: EvalScript,
     workers: list[str],
 ) -> None:
-    script.agent_replies.append(Reply(status=503, body="overloaded"))  # one scenario errors
+    overloaded = Reply(status=503, body="overloaded", headers={"Retry-After": "0"})
+    script.agent_reply_when["task of scenario-1."] = overloaded  # errors after its retries
     junit = pytester.path / "junit.xml"
 
     pytester.runpytest("skills", *eval_args(endpoint.base_url, f"--junitxml={junit}"), *workers)
@@ -87,7 +88,7 @@ def test_junit_lists_every_criterion(
     assert len(scenario_cases) == 4
     errored = [c for c in scenario_cases.values() if c.find("error") is not None]
     assert len(errored) == 1
-    assert "agent: HTTP 503: overloaded" in _properties(errored[0])["openkata_error"]
+    assert "HTTP 503: overloaded" in _properties(errored[0])["openkata_error"]
     ran = [name for (_cls, name), c in scenario_cases.items() if c.find("error") is None]
     expected = {
         (f"skills.s.evals.{scenario}", criterion): points

@@ -23,7 +23,8 @@ class EvalScript:
 
     ``verdicts`` maps a criterion name to ``(passed, reason)``; criteria not listed pass with
     reason ``ok``. ``by_context`` does the same per scenario, keyed by the criteria's context.
-    ``judge_replies`` (raw texts) are used first, one per judge call, when given.
+    ``judge_replies`` (raw texts) are used first, one per judge call, when given;
+    ``agent_reply_when`` answers every agent call whose prompt contains a key with its reply.
     """
 
     agent_answer: str = DEFAULT_ANSWER
@@ -31,6 +32,7 @@ class EvalScript:
     by_context: dict[str, dict[str, tuple[bool, str]]] = field(default_factory=dict)
     judge_replies: list[str] = field(default_factory=list)
     agent_replies: list[Reply] = field(default_factory=list)
+    agent_reply_when: dict[str, Reply] = field(default_factory=dict)
     judge_calls: int = 0
     agent_calls: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -44,6 +46,10 @@ class EvalScript:
                     return Reply.chat(self.judge_replies.pop(0))
                 return Reply.chat(json.dumps(self.answer_judge(messages[-1]["content"])))
             self.agent_calls += 1
+            prompt = messages[-1]["content"]
+            for marker, reply in self.agent_reply_when.items():
+                if marker in prompt:
+                    return reply
             if self.agent_replies:
                 return self.agent_replies.pop(0)
             return Reply.chat(self.agent_answer)

@@ -1,0 +1,1 @@
+"""Sandboxed scenarios: an environment interface, its providers and the workspace diff."""
