@@ -39,6 +39,7 @@ class AnthropicSettings(BaseModel):
 
     base_url: str = "https://api.anthropic.com"
     api_key: str = Field(default="", repr=False)
+    max_tokens: int = 4096
 
 
 class SandboxSettings(BaseModel):
@@ -142,6 +143,7 @@ FIELDS: tuple[Setting, ...] = (
     Setting("http.api_key", _text, secret=True),
     Setting("anthropic.base_url", _text, cli="--eval-anthropic-base-url", metavar="URL"),
     Setting("anthropic.api_key", _text, secret=True),
+    Setting("anthropic.max_tokens", _int_between(1, None), metavar="N"),
     Setting("sandbox.image", _text, metavar="IMAGE"),
     Setting("sandbox.timeout", _int_between(1, None), metavar="SECONDS"),
     Setting("sandbox.network", _text, metavar="NETWORK"),
@@ -162,6 +164,7 @@ HELP = {
     "http.api_key": "API key of the endpoint (never printed)",
     "anthropic.base_url": "base URL of the Anthropic Messages API (default https://api.anthropic.com)",
     "anthropic.api_key": "API key of the Anthropic Messages API (never printed)",
+    "anthropic.max_tokens": "max_tokens of each Anthropic Messages API call (default 4096)",
     "sandbox.image": "Docker image for sandboxed scenarios",
     "sandbox.timeout": "seconds allowed for one sandboxed agent run (default 300)",
     "sandbox.network": "Docker network for sandboxed scenarios (default host)",

@@ -46,6 +46,7 @@ def _backend(kind: str, model: str, settings: EvalSettings, client: httpx.Client
             base_url=settings.anthropic.base_url,
             api_key=settings.anthropic.api_key,
             model=model,
+            max_tokens=settings.anthropic.max_tokens,
         )
     if not settings.http.base_url:
         raise BackendError(

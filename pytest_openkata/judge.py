@@ -265,20 +265,33 @@ def is_suspicious(agent_response: str, verdicts: Sequence[Verdict]) -> bool:
 
 
 def verdict_schema(criteria: Sequence[Criterion]) -> ResponseSchema:
-    """The structured-output schema of a judge answer: ``{"verdicts": [...]}`` with one
-    verdict per criterion, whose name can only be one of the scenario's criteria."""
+    """The structured-output schema of a judge answer: ``{"verdicts": [...]}`` with exactly
+    one verdict per criterion, in checklist order, each naming its criterion.
+
+    Each position's name is an enum of one criterion (``prefixItems``), so a constrained
+    decoder can neither invent a criterion nor repeat one; an ``items`` schema with the enum
+    of all names lets small models repeat a name and skip another.
+    """
     names = list(dict.fromkeys(c.name for c in criteria))
-    verdict = {
-        "type": "object",
-        "properties": {
-            "name": {"type": "string", "enum": names},
-            "pass": {"type": "boolean"},
-            "reason": {"type": "string"},
-        },
-        "required": ["name", "pass", "reason"],
-        "additionalProperties": False,
+
+    def verdict(name: str) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "enum": [name]},
+                "pass": {"type": "boolean"},
+                "reason": {"type": "string"},
+            },
+            "required": ["name", "pass", "reason"],
+            "additionalProperties": False,
+        }
+
+    verdicts = {
+        "type": "array",
+        "prefixItems": [verdict(name) for name in names],
+        "minItems": len(names),
+        "maxItems": len(names),
     }
-    verdicts = {"type": "array", "items": verdict, "minItems": len(names), "maxItems": len(names)}
     return ResponseSchema(
         name="judge_verdicts",
         schema={

