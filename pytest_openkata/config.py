@@ -16,7 +16,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-BACKENDS = ("kiro", "http", "anthropic")
+BACKENDS = ("kiro", "http", "anthropic", "claude", "codex", "command")
+SANDBOX_AGENTS = ("kiro", "claude", "codex", "command")
 ENV_PREFIX = "OPENKATA_EVAL_"
 CONFIG_FILE_NAME = ".openkata-eval.yaml"
 # Read by the reference's judge for debug output; not a setting, so not an unknown key.
@@ -48,6 +49,11 @@ class SandboxSettings(BaseModel):
     image: str = "openkata-eval:latest"
     timeout: int = 300
     network: str = "host"
+    agent: str = "kiro"
+    cpus: float = 2.0
+    memory: str = "2g"
+    pids: int = 512
+    mounts: tuple[tuple[str, str], ...] = (("~/.aws", "/root/.aws"), ("~/.kiro", "/root/.kiro"))
 
 
 class EvalSettings(BaseModel):
@@ -64,6 +70,7 @@ class EvalSettings(BaseModel):
     direct_timeout: int = 120
     output: str = ""
     model_label: str = ""
+    agent_command: str = ""
     http: HttpSettings = HttpSettings()
     anthropic: AnthropicSettings = AnthropicSettings()
     sandbox: SandboxSettings = SandboxSettings()
@@ -85,6 +92,44 @@ def _backend(value: str) -> str:
 
 
 _WHOLE_NUMBER = re.compile(r"[+-]?[0-9]+")
+
+
+def _sandbox_agent(value: str) -> str:
+    if value not in SANDBOX_AGENTS:
+        raise ValueError(f"unknown agent {value!r}; choose one of: {', '.join(SANDBOX_AGENTS)}")
+    return value
+
+
+def _positive_number(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise ValueError(f"{value!r} is not a number") from None
+    if not number > 0 or number == float("inf"):
+        raise ValueError(f"{value} is out of range: must be a positive number")
+    return number
+
+
+_MEMORY = re.compile(r"[0-9]+[bkmg]?", re.IGNORECASE)
+
+
+def _memory(value: str) -> str:
+    if not _MEMORY.fullmatch(value.strip()):
+        raise ValueError(f"{value!r} is not a memory size such as 512m or 2g")
+    return value.strip().lower()
+
+
+def _mounts(value: str) -> tuple[tuple[str, str], ...]:
+    """``host:container`` pairs separated by commas; ``none`` mounts nothing."""
+    if value.strip().lower() == "none":
+        return ()
+    pairs = []
+    for item in value.split(","):
+        host, sep, target = item.strip().partition(":")
+        if not sep or not host or not target.startswith("/"):
+            raise ValueError(f"{item.strip()!r} is not HOST_PATH:/CONTAINER_PATH (or none)")
+        pairs.append((host, target))
+    return tuple(pairs)
 
 
 def _int_between(low: int, high: int | None) -> Callable[[str], int]:
@@ -139,6 +184,7 @@ FIELDS: tuple[Setting, ...] = (
     Setting("direct_timeout", _int_between(1, None), metavar="SECONDS"),
     Setting("output", _text, metavar="PATH"),
     Setting("model_label", _text, metavar="LABEL"),
+    Setting("agent_command", _text, metavar="COMMAND"),
     Setting("http.base_url", _text, cli="--eval-base-url", metavar="URL"),
     Setting("http.api_key", _text, secret=True),
     Setting("anthropic.base_url", _text, cli="--eval-anthropic-base-url", metavar="URL"),
@@ -147,12 +193,17 @@ FIELDS: tuple[Setting, ...] = (
     Setting("sandbox.image", _text, metavar="IMAGE"),
     Setting("sandbox.timeout", _int_between(1, None), metavar="SECONDS"),
     Setting("sandbox.network", _text, metavar="NETWORK"),
+    Setting("sandbox.agent", _sandbox_agent, metavar="kiro|claude|codex|command"),
+    Setting("sandbox.cpus", _positive_number, metavar="CPUS"),
+    Setting("sandbox.memory", _memory, metavar="SIZE"),
+    Setting("sandbox.pids", _int_between(1, None), metavar="N"),
+    Setting("sandbox.mounts", _mounts, metavar="HOST:PATH,..."),
 )
 FIELDS_BY_KEY = {f.key: f for f in FIELDS}
 
 HELP = {
-    "backend": "LLM backend for agent calls (and judge calls): kiro, http or anthropic",
-    "judge_backend": "LLM backend for judge calls (defaults to the agent backend)",
+    "backend": "agent backend: kiro, http, anthropic, claude, codex or command",
+    "judge_backend": "judge backend (defaults to the agent backend; http or anthropic)",
     "model": "model for agent calls",
     "judge_model": "model for judge calls (defaults to the agent model)",
     "threshold": "pass threshold percentage of a skill's overall score (default 95)",
@@ -160,6 +211,7 @@ HELP = {
     "direct_timeout": "seconds allowed for one model call (default 120)",
     "output": "results JSON file or directory path",
     "model_label": "human-readable label for the model in the report",
+    "agent_command": "shell command of the 'command' agent; it gets the prompt on stdin",
     "http.base_url": "base URL of the OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1",
     "http.api_key": "API key of the endpoint (never printed)",
     "anthropic.base_url": "base URL of the Anthropic Messages API (default https://api.anthropic.com)",
@@ -168,6 +220,12 @@ HELP = {
     "sandbox.image": "Docker image for sandboxed scenarios",
     "sandbox.timeout": "seconds allowed for one sandboxed agent run (default 300)",
     "sandbox.network": "Docker network for sandboxed scenarios (default host)",
+    "sandbox.agent": "agent CLI run in the sandbox: kiro, claude, codex or command (default kiro)",
+    "sandbox.cpus": "CPUs a sandbox may use (default 2)",
+    "sandbox.memory": "memory a sandbox may use, e.g. 512m or 2g (default 2g)",
+    "sandbox.pids": "processes a sandbox may run at once (default 512)",
+    "sandbox.mounts": "read-only credential folders, HOST:PATH,... or none "
+    "(default ~/.aws:/root/.aws,~/.kiro:/root/.kiro; mounted only when present)",
 }
 
 

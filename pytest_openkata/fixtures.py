@@ -6,23 +6,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 
-import httpx
 import pytest
 
-from pytest_openkata.backends import BackendError, Completer
-from pytest_openkata.backends.anthropic import AnthropicMessagesBackend
-from pytest_openkata.backends.http import OpenAIChatBackend, make_client
+from pytest_openkata.backends.http import make_client
 from pytest_openkata.config import EvalSettings
+from pytest_openkata.factory import build_backends, build_sandbox, sigterm_as_interrupt
 from pytest_openkata.items import ScenarioItem
 from pytest_openkata.redact import Redactor
 from pytest_openkata.results import ScenarioResult
-from pytest_openkata.runner import Backends, run_scenario
+from pytest_openkata.runner import Backends, SandboxSetup, run_scenario
 from pytest_openkata.session import redactor_of, settings_of
-
-KIRO_NOT_AVAILABLE = (
-    "backend 'kiro' (kiro-cli) is not supported by this version of pytest-openkata yet; "
-    "use the http backend: --eval-backend http --eval-base-url <OpenAI-compatible URL>"
-)
 
 
 @pytest.fixture(scope="session")
@@ -37,38 +30,27 @@ def openkata_redactor(pytestconfig: pytest.Config) -> Redactor:
     return redactor_of(pytestconfig)
 
 
-def _backend(kind: str, model: str, settings: EvalSettings, client: httpx.Client) -> Completer:
-    if kind == "kiro":
-        raise BackendError(KIRO_NOT_AVAILABLE)
-    if kind == "anthropic":
-        return AnthropicMessagesBackend(
-            client,
-            base_url=settings.anthropic.base_url,
-            api_key=settings.anthropic.api_key,
-            model=model,
-            max_tokens=settings.anthropic.max_tokens,
-        )
-    if not settings.http.base_url:
-        raise BackendError(
-            "the http backend needs a base URL: set --eval-base-url, the environment "
-            "variable OPENKATA_EVAL_HTTP_BASE_URL, http.base_url in .openkata-eval.yaml "
-            "or the ini option eval_http_base_url"
-        )
-    return OpenAIChatBackend(
-        client, base_url=settings.http.base_url, api_key=settings.http.api_key, model=model
-    )
+@pytest.fixture(scope="session")
+def openkata_sandbox(openkata_settings: EvalSettings) -> Iterator[Callable[[], SandboxSetup]]:
+    """A factory of the Docker sandbox, connected on first use: a run without sandboxed
+    scenarios never needs an engine, and a missing one errors only those scenarios."""
+    built: list[SandboxSetup] = []
 
+    def factory() -> SandboxSetup:
+        if not built:
+            built.append(build_sandbox(openkata_settings))
+        return built[0]
 
-def build_backends(settings: EvalSettings, client: httpx.Client) -> Backends:
-    """The agent and judge backends; each may use its own backend kind and model."""
-    return Backends(
-        agent=_backend(settings.backend, settings.model, settings, client),
-        judge=_backend(settings.judge_backend, settings.judge_model, settings, client),
-    )
+    with sigterm_as_interrupt():
+        yield factory
+    for setup in built:
+        setup.sandbox.close()
 
 
 @pytest.fixture(scope="session")
-def openkata_backends(openkata_settings: EvalSettings) -> Iterator[Callable[[], Backends]]:
+def openkata_backends(
+    openkata_settings: EvalSettings, openkata_sandbox: Callable[[], SandboxSetup]
+) -> Iterator[Callable[[], Backends]]:
     """A factory for the agent and judge backends, shared by the session (one HTTP client).
 
     A factory rather than the backends themselves, so that a backend that cannot be built
@@ -79,7 +61,7 @@ def openkata_backends(openkata_settings: EvalSettings) -> Iterator[Callable[[], 
 
         def factory() -> Backends:
             if not built:
-                built.append(build_backends(openkata_settings, client))
+                built.append(build_backends(openkata_settings, client, openkata_sandbox))
             return built[0]
 
         yield factory

@@ -7,45 +7,16 @@ blocks. Unlike the reference, no file is read through a symlink that leads out o
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
 from pathlib import Path
 
+from pytest_openkata.files import files_under, read_inside, skill_files
+
 PART_SEPARATOR = "\n\n"
-SKILL_SOURCES = ("references", "scripts", "assets")
-# Only the top-level acknowledgements file of references/ is left out, as in the reference.
-EXCLUDED = {"references": frozenset({"ACKNOWLEDGMENTS.md"})}
-
-
-def _inside(path: Path, root: Path) -> bool:
-    try:
-        path.resolve().relative_to(root)
-    except (OSError, ValueError):
-        return False
-    return True
 
 
 def _read(path: Path, root: Path) -> str | None:
-    """The file's text, or None when it is unreadable or resolves outside ``root``
-    (through a symlinked file or folder)."""
-    if not _inside(path, root):
-        return None
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return None
-    return data.decode("utf-8", errors="replace")
-
-
-def _files(folder: Path) -> Iterator[tuple[str, Path]]:
-    """Regular files under ``folder`` (symlinked folders are not entered), by relative path."""
-    found: list[tuple[str, Path]] = []
-    for current, _dirs, names in os.walk(folder, followlinks=False):
-        for name in names:
-            path = Path(current, name)
-            found.append((path.relative_to(folder).as_posix(), path))
-    found.sort(key=lambda item: item[0])
-    yield from found
+    data = read_inside(path, root)
+    return None if data is None else data.decode("utf-8", errors="replace")
 
 
 def _read_error(path: Path) -> str:
@@ -61,19 +32,15 @@ def build_prompt(skill_dir: Path, scenario_dir: Path) -> str:
     if skill_text is None:
         raise FileNotFoundError(_read_error(skill_dir / "SKILL.md"))
     parts.append(skill_text)
-    for source in SKILL_SOURCES:
-        excluded = EXCLUDED.get(source, frozenset())
-        for rel, path in _files(skill_dir / source):
-            if rel in excluded:
-                continue
-            text = _read(path, root)
-            if text is not None:
-                parts.append(f"--- {rel} ---\n{text}")
+    for _source, rel, path in skill_files(skill_dir):
+        text = _read(path, root)
+        if text is not None:
+            parts.append(f"--- {rel} ---\n{text}")
     task = _read(scenario_dir / "task.md", root)
     if task is None:
         raise FileNotFoundError(_read_error(scenario_dir / "task.md"))
     parts.append(task)
-    for rel, path in _files(scenario_dir / "inputs"):
+    for rel, path in files_under(scenario_dir / "inputs"):
         text = _read(path, root)
         if text is not None:
             parts.append(f"```{rel}\n{text.rstrip(chr(10))}\n```")

@@ -56,6 +56,7 @@ class ScenarioEntry(_ReportModel):
     percentage: float
     passed: bool = Field(alias="pass")
     error: str | None = None
+    agent_output: str | None = None
 
 
 class ResultsReport(_ReportModel):
@@ -168,6 +169,7 @@ def _scenario_entry(result: ScenarioResult) -> ScenarioEntry:
         percentage=float(result.percentage),
         passed=result.passed,
         error=result.error,
+        agent_output=result.agent_output,
     )
 
 
@@ -217,6 +219,8 @@ def _scenario_dict(scenario: ScenarioEntry) -> dict[str, Any]:
     }
     if scenario.error is not None:
         data["error"] = scenario.error
+    if scenario.agent_output is not None:
+        data["agent_output"] = scenario.agent_output
     return data
 
 

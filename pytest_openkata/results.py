@@ -46,6 +46,8 @@ class ScenarioResult:
     percentage: float
     passed: bool
     error: str | None = None
+    # What a timed-out sandboxed agent printed and changed, kept for the report.
+    agent_output: str | None = None
     skill_scenarios: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:

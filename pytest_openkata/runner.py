@@ -15,18 +15,31 @@ from pytest_openkata.judge import JudgeError, run_judge
 from pytest_openkata.prompt import build_prompt
 from pytest_openkata.results import ScenarioResult
 from pytest_openkata.retry import RetryPolicy, call_with_retry
-from pytest_openkata.scenario import ScenarioLoadError, load_scenario, read_description
+from pytest_openkata.sandbox import AgentCommand, Sandbox
+from pytest_openkata.scenario import Scenario, ScenarioLoadError, load_scenario, read_description
 from pytest_openkata.scoring import match_verdicts, scenario_totals
 
 DEFAULT_RETRY = RetryPolicy()
-SANDBOX_NOT_IMPLEMENTED = (
-    'sandbox not implemented: sandboxed scenarios (scenario.json "sandbox": true, the '
-    "default) are not supported by this version of pytest-openkata yet"
-)
+NO_SANDBOX = "sandboxed scenarios need a sandbox provider, and none is configured"
 
 
 class ScenarioFailure(Exception):
-    """Raised inside the runner for an error that ends the scenario; its text is reported."""
+    """Raised inside the runner for an error that ends the scenario; its text is reported,
+    with what a timed-out agent printed and changed when there is any."""
+
+    def __init__(self, message: str, agent_output: str | None = None) -> None:
+        super().__init__(message)
+        self.agent_output = agent_output
+
+
+@dataclass(frozen=True)
+class SandboxSetup:
+    """A sandbox provider and the agent command it runs for every sandboxed scenario."""
+
+    sandbox: Sandbox
+    agent: AgentCommand
+    network: str  # used when the scenario names none
+    timeout: float
 
 
 @dataclass(frozen=True)
@@ -34,10 +47,46 @@ class Backends:
     agent: Completer
     judge: Completer
     retry: RetryPolicy = DEFAULT_RETRY
+    sandbox: Callable[[], SandboxSetup] | None = None
+
+
+def _run_in_sandbox(scenario: Scenario, prompt: str, backends: Backends) -> str:
+    """The judge's text for a sandboxed scenario: the agent's output and workspace changes."""
+    if backends.sandbox is None:
+        raise ScenarioFailure(NO_SANDBOX)
+    setup = backends.sandbox()
+    run = call_with_retry(
+        lambda: setup.sandbox.run(
+            skill_dir=scenario.skill_dir,
+            scenario_dir=scenario.path,
+            network=scenario.network or setup.network,
+            prompt=prompt,
+            agent=setup.agent,
+        ),
+        backends.retry,
+        describe="sandbox run",
+    )
+    name = setup.agent.name
+    if run.timed_out:
+        raise ScenarioFailure(
+            f"sandbox: {name} timed out after {setup.timeout:g} s (its partial output and "
+            "workspace changes are in the report's agent_output)",
+            agent_output=run.judge_text,
+        )
+    if run.exit_code != 0:
+        tail = run.output.strip().splitlines()[-5:]
+        detail = ("\n" + "\n".join(tail)) if tail else ""
+        raise ScenarioFailure(f"sandbox: {name}: exit status {run.exit_code}{detail}")
+    return run.judge_text
 
 
 def _judge_and_score(
-    scenario_name: str, skill: str, skill_dir: Path, backends: Backends, scenario_dir: Path
+    scenario_dir: Path,
+    backends: Backends,
+    *,
+    skill: str,
+    skill_dir: Path,
+    redact: Callable[[str], str],
 ) -> ScenarioResult:
     scenario = load_scenario(scenario_dir)
     try:
@@ -45,13 +94,18 @@ def _judge_and_score(
     except FileNotFoundError as exc:
         raise ScenarioFailure(str(exc)) from exc
     if scenario.sandbox:
-        raise ScenarioFailure(SANDBOX_NOT_IMPLEMENTED)
-    try:
-        response = call_with_retry(
-            lambda: backends.agent.complete("", prompt), backends.retry, describe="agent call"
-        )
-    except BackendError as exc:
-        raise ScenarioFailure(f"agent: {exc}") from exc
+        try:
+            response = _run_in_sandbox(scenario, prompt, backends)
+        except BackendError as exc:
+            raise ScenarioFailure(f"sandbox: {exc}") from exc
+    else:
+        try:
+            response = call_with_retry(
+                lambda: backends.agent.complete("", prompt), backends.retry, describe="agent call"
+            )
+        except BackendError as exc:
+            raise ScenarioFailure(f"agent: {exc}") from exc
+    response = redact(response)  # secrets the agent printed or wrote never reach the judge
     try:
         verdicts = run_judge(
             backends.judge, response, scenario.context, scenario.criteria, retry=backends.retry
@@ -63,7 +117,7 @@ def _judge_and_score(
     return ScenarioResult(
         skill=skill,
         skill_dir=str(skill_dir),
-        name=scenario_name,
+        name=scenario_dir.name,
         description=scenario.description,
         criteria=criteria,
         score=score,
@@ -73,7 +127,9 @@ def _judge_and_score(
     )
 
 
-def error_result(scenario_dir: Path, skill: str, skill_dir: Path, error: str) -> ScenarioResult:
+def error_result(
+    scenario_dir: Path, skill: str, skill_dir: Path, error: str, agent_output: str | None = None
+) -> ScenarioResult:
     """The reference's errored result (0 %, ``criteria: null``) plus an explicit error."""
     description = read_description(scenario_dir)
     return ScenarioResult(
@@ -87,6 +143,7 @@ def error_result(scenario_dir: Path, skill: str, skill_dir: Path, error: str) ->
         percentage=0.0,
         passed=False,
         error=error,
+        agent_output=agent_output,
     )
 
 
@@ -107,8 +164,17 @@ def run_scenario(
     skill = skill or skill_dir.name
     try:
         resolved = backends() if callable(backends) else backends
-        result = _judge_and_score(scenario_dir.name, skill, skill_dir, resolved, scenario_dir)
+        result = _judge_and_score(
+            scenario_dir, resolved, skill=skill, skill_dir=skill_dir, redact=redact
+        )
     except (ScenarioLoadError, ScenarioFailure, BackendError) as exc:
-        return error_result(scenario_dir, skill, skill_dir, redact(str(exc)))
+        output = getattr(exc, "agent_output", None)
+        return error_result(
+            scenario_dir,
+            skill,
+            skill_dir,
+            redact(str(exc)),
+            agent_output=None if output is None else redact(output),
+        )
     criteria = [replace(c, reason=redact(c.reason)) for c in result.criteria or ()]
     return replace(result, criteria=criteria)

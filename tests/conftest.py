@@ -7,9 +7,12 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
+import docker
 import httpcore  # noqa: F401  (see below)
 import pytest
 
+from pytest_openkata.localmodel import LocalModelServer, prepare
+from tests.support.docker_engine import build_standin_image, engine
 from tests.support.endpoint import ScriptedEndpoint
 from tests.support.evals import EvalScript
 
@@ -56,3 +59,48 @@ def corpus_copy(corpus: Path, pytester: pytest.Pytester) -> Path:
     target = pytester.path / "skills"
     shutil.copytree(corpus / "skills", target, symlinks=True)
     return target
+
+
+# --- the real local model (end-to-end tests) ------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def local_model_files() -> tuple[Path, Path]:
+    """Weights and llama-server, installed and built on first use (cached across runs)."""
+    return prepare()
+
+
+@pytest.fixture(scope="session")
+def local_model(local_model_files: tuple[Path, Path]) -> Iterator[LocalModelServer]:
+    binary, weights = local_model_files
+    with LocalModelServer(binary, weights) as server:
+        yield server
+
+
+# --- a real Docker engine (sandbox tests) ----------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def docker_host() -> Iterator[str]:
+    with engine() as host:
+        yield host
+
+
+@pytest.fixture(scope="session")
+def docker_client(docker_host: str) -> Iterator[docker.DockerClient]:
+    client = docker.DockerClient(base_url=docker_host, timeout=120)
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def standin_image(docker_client: docker.DockerClient) -> str:
+    """A local busybox image with the stand-in kiro-cli (no registry is reachable here)."""
+    return build_standin_image(docker_client)
+
+
+@pytest.fixture
+def use_engine(docker_host: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Point the plugin, which reads DOCKER_HOST, at the test engine."""
+    monkeypatch.setenv("DOCKER_HOST", docker_host)
+    return docker_host

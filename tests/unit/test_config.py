@@ -367,7 +367,7 @@ def test_yaml_top_level_list_is_an_error(tmp_path: Path) -> None:
     [
         ("colour: blue\n", "colour"),
         ("http:\n  bogus: 1\n", "http.bogus"),
-        ("sandbox:\n  memory: 2g\n", "sandbox.memory"),
+        ("sandbox:\n  gpus: 1\n", "sandbox.gpus"),
         ("output_dir: x\n", "output_dir"),
     ],
 )

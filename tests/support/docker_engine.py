@@ -1,0 +1,116 @@
+"""A real Docker engine for sandbox tests, and the small local images they run.
+
+``.ci/run`` starts a private dockerd (its own socket and data folder, no bridge, no iptables)
+and exports ``DOCKER_HOST``; without it, :func:`engine` starts one the same way for the test
+session. No registry is reachable here, so images are built locally from the host's static
+busybox (Debian's ``busybox-static``) plus the stand-in agent CLI.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import docker
+import docker.errors
+
+STANDINS = Path(__file__).parent / "standins"
+BUSYBOX = Path("/bin/busybox")
+STANDIN_DOCKERFILE = """\
+FROM scratch
+COPY busybox /bin/busybox
+RUN ["/bin/busybox", "--install", "-s", "/bin"]
+COPY kiro-cli /usr/local/bin/kiro-cli
+ENV PATH=/usr/local/bin:/bin
+WORKDIR /workspace
+"""
+
+
+def _answers(host: str) -> bool:
+    try:
+        docker.DockerClient(base_url=host, timeout=5).ping()
+    except (docker.errors.DockerException, OSError):
+        return False
+    return True
+
+
+@contextmanager
+def private_dockerd() -> Iterator[str]:
+    """Start dockerd on its own socket and data folder; yield its DOCKER_HOST; stop it."""
+    dockerd = shutil.which("dockerd")
+    if dockerd is None:
+        raise RuntimeError(
+            "no Docker engine: DOCKER_HOST is not set and dockerd is not installed "
+            "(apt-get install docker.io, or run the tests through .ci/run)"
+        )
+    runtime = Path(tempfile.mkdtemp(prefix="openkata-dockerd-"))
+    host = f"unix://{runtime}/docker.sock"
+    log = (runtime / "dockerd.log").open("w")
+    process = subprocess.Popen(
+        [
+            dockerd, "--host", host, "--data-root", str(runtime / "data"),
+            "--exec-root", str(runtime / "exec"), "--pidfile", str(runtime / "docker.pid"),
+            "--iptables=false", "--ip6tables=false", "--bridge=none",
+            "--storage-driver=overlay2",
+        ],
+        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not _answers(host):
+            if process.poll() is not None or time.monotonic() > deadline:
+                tail = (runtime / "dockerd.log").read_text()[-2000:]
+                raise RuntimeError(f"dockerd did not start:\n{tail}")
+            time.sleep(0.2)
+        yield host
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.close()
+        shutil.rmtree(runtime, ignore_errors=True)
+
+
+@contextmanager
+def engine() -> Iterator[str]:
+    """DOCKER_HOST of a running engine: the configured one, else a private one."""
+    configured = os.environ.get("DOCKER_HOST")
+    if configured:
+        if not _answers(configured):
+            raise RuntimeError(f"DOCKER_HOST={configured} does not answer")
+        yield configured
+        return
+    with private_dockerd() as host:
+        yield host
+
+
+def build_standin_image(client: docker.DockerClient) -> str:
+    """A 2 MB busybox image with the stand-in kiro-cli; tagged by content, built once."""
+    if not BUSYBOX.is_file():
+        raise RuntimeError(f"{BUSYBOX} is missing: apt-get install busybox-static")
+    agent = (STANDINS / "sandbox-kiro-cli").read_bytes()
+    digest = hashlib.sha256(STANDIN_DOCKERFILE.encode() + agent).hexdigest()[:12]
+    tag = f"openkata-standin:{digest}"
+    try:
+        client.images.get(tag)
+        return tag
+    except docker.errors.ImageNotFound:
+        pass
+    with tempfile.TemporaryDirectory() as context:
+        shutil.copy2(BUSYBOX, Path(context, "busybox"))
+        Path(context, "kiro-cli").write_bytes(agent)
+        Path(context, "kiro-cli").chmod(0o755)
+        Path(context, "Dockerfile").write_text(STANDIN_DOCKERFILE)
+        client.images.build(path=context, tag=tag, rm=True)
+    return tag
