@@ -6,12 +6,13 @@ import signal
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 
 import httpx
 
 from pytest_openkata.agents import AgentSettings, make_agent
-from pytest_openkata.agents.kiro import EVAL_AGENT_SANDBOX, agent_config_json
+from pytest_openkata.agents.kiro import EVAL_AGENT_SANDBOX, agent_config_json, prepare_agent_dir
 from pytest_openkata.backends import BackendError, Completer
 from pytest_openkata.backends.anthropic import AnthropicMessagesBackend
 from pytest_openkata.backends.cli import CLIBackend
@@ -68,6 +69,22 @@ def _backend(
     )
 
 
+def _kiro_agent_for_skill(settings: EvalSettings) -> Callable[[Path], Completer]:
+    """kiro's agent mode runs in a folder holding eval-agent.json and a link to the skill."""
+    kiro = make_agent("kiro", agent_settings(settings))
+
+    def for_skill(skill_dir: Path) -> Completer:
+        return CLIBackend(
+            kiro,
+            model=settings.model,
+            timeout=float(settings.direct_timeout),
+            cwd_factory=partial(prepare_agent_dir, skill_dir),
+            workspace_agent=True,
+        )
+
+    return for_skill
+
+
 def build_backends(
     settings: EvalSettings,
     client: httpx.Client,
@@ -78,6 +95,7 @@ def build_backends(
         agent=_backend(settings.backend, settings.model, settings, client, agent=True),
         judge=_backend(settings.judge_backend, settings.judge_model, settings, client, agent=False),
         sandbox=sandbox,
+        agent_for_skill=_kiro_agent_for_skill(settings) if settings.backend == "kiro" else None,
     )
 
 

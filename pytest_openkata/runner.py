@@ -48,6 +48,11 @@ class Backends:
     judge: Completer
     retry: RetryPolicy = DEFAULT_RETRY
     sandbox: Callable[[], SandboxSetup] | None = None
+    # For agents that work inside a folder prepared from the skill (kiro's agent mode).
+    agent_for_skill: Callable[[Path], Completer] | None = None
+
+    def agent_of(self, skill_dir: Path) -> Completer:
+        return self.agent if self.agent_for_skill is None else self.agent_for_skill(skill_dir)
 
 
 def _run_in_sandbox(scenario: Scenario, prompt: str, backends: Backends) -> str:
@@ -100,8 +105,9 @@ def _judge_and_score(
             raise ScenarioFailure(f"sandbox: {exc}") from exc
     else:
         try:
+            agent = backends.agent_of(scenario.skill_dir)
             response = call_with_retry(
-                lambda: backends.agent.complete("", prompt), backends.retry, describe="agent call"
+                lambda: agent.complete("", prompt), backends.retry, describe="agent call"
             )
         except BackendError as exc:
             raise ScenarioFailure(f"agent: {exc}") from exc

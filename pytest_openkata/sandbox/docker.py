@@ -158,6 +158,18 @@ class DockerSandbox:
         return volumes
 
     def _create(self, scenario: str, network: str, env: dict[str, str]):  # type: ignore[no-untyped-def]
+        name = container_name(scenario)
+        try:
+            return self._create_named(name, scenario, network, env)
+        except BaseException:
+            # Interrupted while the engine was creating it: remove it by name, if it exists.
+            with contextlib.suppress(
+                docker.errors.DockerException, requests.exceptions.RequestException
+            ):
+                self.client.containers.get(name).remove(force=True)
+            raise
+
+    def _create_named(self, name: str, scenario: str, network: str, env: dict[str, str]):  # type: ignore[no-untyped-def]
         labels = {
             MANAGED: "true",
             OWNER_PID: str(os.getpid()),
@@ -168,7 +180,7 @@ class DockerSandbox:
             return self.client.containers.create(
                 self.limits.image,
                 ["sleep", "2147483647"],
-                name=container_name(scenario),
+                name=name,
                 network_mode=network,
                 working_dir=WORKSPACE,
                 labels=labels,

@@ -78,7 +78,9 @@ def _run(
 
 
 def _managed(client: docker.DockerClient) -> list:
-    return client.containers.list(all=True, filters={"label": f"{MANAGED}=true"})
+    """Sandbox containers of this test process (in-process pytester runs included)."""
+    labels = [f"{MANAGED}=true", f"{OWNER_PID}={os.getpid()}"]
+    return client.containers.list(all=True, filters={"label": labels})
 
 
 @pytest.fixture
@@ -246,7 +248,8 @@ def test_stale_containers_of_a_killed_run_are_swept(
     try:
         removed = sweep_stale_containers(client)
 
-        names = {c.name for c in _managed(client)}
+        every = client.containers.list(all=True, filters={"label": f"{MANAGED}=true"})
+        names = {c.name for c in every}
         assert stale.name in removed
         assert stale.name not in names
         assert live.name in names  # its pytest process is still running

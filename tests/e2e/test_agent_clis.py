@@ -1,0 +1,89 @@
+"""Real agent CLIs (Claude Code, Codex) answering through the CLI backend, offline, against the
+local model: Claude Code on llama-server's Anthropic route, Codex on its Responses route.
+
+The CLIs are installed once into ``~/.cache/pytest-openkata/npm`` (``npm install --prefix``);
+a failed install is an error, never a skip. A 135M model's answer is not checked for content.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from pytest_openkata.agents import AgentSettings, make_agent
+from pytest_openkata.backends.cli import CLIBackend
+from pytest_openkata.localmodel import LocalModelServer, cache_dir
+
+pytestmark = pytest.mark.e2e
+
+NPM_PACKAGES = ("@anthropic-ai/claude-code", "@openai/codex")
+NPM_INSTALL_TIMEOUT = 1800
+CLI_TIMEOUT = 180.0
+PROMPT = "Reply with one word: hello"
+
+
+@pytest.fixture(scope="session")
+def npm_bin() -> Path:
+    """The ``node_modules/.bin`` folder holding ``claude`` and ``codex``, installed if needed."""
+    prefix = cache_dir() / "npm"
+    bin_dir = prefix / "node_modules" / ".bin"
+    if all((bin_dir / cli).exists() for cli in ("claude", "codex")):
+        return bin_dir
+    npm = shutil.which("npm")
+    if npm is None:
+        pytest.fail("npm is not on PATH: the agent CLIs cannot be installed", pytrace=False)
+    prefix.mkdir(parents=True, exist_ok=True)
+    command = [npm, "install", "--no-fund", "--no-audit", "--prefix", str(prefix), *NPM_PACKAGES]
+    try:
+        completed = subprocess.run(
+            command, capture_output=True, text=True, timeout=NPM_INSTALL_TIMEOUT, check=False
+        )
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"{' '.join(command)} timed out:\n{exc.stdout}\n{exc.stderr}", pytrace=False)
+    if completed.returncode != 0:
+        pytest.fail(
+            f"{' '.join(command)} exited with {completed.returncode}:\n"
+            f"{completed.stdout}\n{completed.stderr}",
+            pytrace=False,
+        )
+    missing = [cli for cli in ("claude", "codex") if not (bin_dir / cli).exists()]
+    if missing:
+        pytest.fail(f"npm install did not provide {', '.join(missing)} in {bin_dir}", pytrace=False)
+    return bin_dir
+
+
+def _backend(agent_name: str, settings: AgentSettings, workdir: Path) -> CLIBackend:
+    return CLIBackend(
+        make_agent(agent_name, settings),
+        model="smollm2",
+        timeout=CLI_TIMEOUT,
+        cwd_factory=lambda: contextlib.nullcontext(workdir),
+    )
+
+
+def test_claude_code_answers_through_the_anthropic_route(
+    npm_bin: Path, local_model: LocalModelServer, tmp_path: Path
+) -> None:
+    settings = AgentSettings(
+        executable=str(npm_bin / "claude"), anthropic_base_url=local_model.root_url
+    )
+
+    answer = _backend("claude", settings, tmp_path).complete("", PROMPT)
+
+    assert answer.strip()
+
+
+def test_codex_answers_through_the_responses_route(
+    npm_bin: Path, local_model: LocalModelServer, tmp_path: Path
+) -> None:
+    settings = AgentSettings(
+        executable=str(npm_bin / "codex"), openai_base_url=local_model.base_url
+    )
+
+    answer = _backend("codex", settings, tmp_path).complete("", PROMPT)
+
+    assert answer.strip()

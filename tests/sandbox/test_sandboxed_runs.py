@@ -1,0 +1,262 @@
+"""Sandboxed scenarios run by pytest as users run them, in real containers."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import docker
+import pytest
+
+from pytest_openkata.localmodel import LocalModelServer
+from pytest_openkata.report import ResultsReport
+from pytest_openkata.sandbox.docker import MANAGED, OWNER_PID
+from tests.support.endpoint import ScriptedEndpoint
+from tests.support.evals import EvalScript, eval_args, reports_under, write_scenario, write_skill
+
+EXAMPLE_SKILL = Path(__file__).resolve().parents[2] / "skills" / "commit-message"
+
+
+def _sandbox_args(base_url: str, image: str, *extra: str) -> tuple[str, ...]:
+    return (
+        *eval_args(base_url),
+        "--eval-sandbox-image",
+        image,
+        "--eval-sandbox-mounts",
+        "none",
+        *extra,
+    )
+
+
+def _managed(client: docker.DockerClient) -> list:
+    """Sandbox containers of this test process (in-process pytester runs included)."""
+    labels = [f"{MANAGED}=true", f"{OWNER_PID}={os.getpid()}"]
+    return client.containers.list(all=True, filters={"label": labels})
+
+
+def test_sandboxed_scenario_is_judged_on_output_and_changes(
+    pytester: pytest.Pytester,
+    endpoint: ScriptedEndpoint,
+    script: EvalScript,
+    use_engine: str,
+    standin_image: str,
+    docker_client: docker.DockerClient,
+) -> None:
+    skill = write_skill(pytester.path, "s", {})
+    scenario = write_scenario(skill, "scenario-0", {"x": 1}, sandbox=True, inputs={"a.txt": "a\n"})
+    (scenario / "task.md").write_text("Change a.txt.\nSTANDIN: write a.txt changed by the agent\n")
+
+    result = pytester.runpytest("skills", *_sandbox_args(endpoint.base_url, standin_image))
+
+    assert result.ret == pytest.ExitCode.OK
+    judge_message = next(r for r in endpoint.requests if r.json["messages"][0]["role"] == "system")
+    text = judge_message.json["messages"][1]["content"]
+    assert text.startswith(
+        "## Agent Response\n\n## Agent Output\n\n> stand-in kiro-cli model=claude-sonnet-4.6"
+    )
+    assert "### Modified Files\n\n**a.txt**\n```\nchanged by the agent\n" in text
+    assert script.agent_calls == 0  # the agent ran in the container, not over HTTP
+    assert _managed(docker_client) == []
+
+
+def test_example_skill_runs_completely_with_sandboxes(
+    pytester: pytest.Pytester,
+    endpoint: ScriptedEndpoint,
+    script: EvalScript,
+    use_engine: str,
+    standin_image: str,
+) -> None:
+    shutil.copytree(EXAMPLE_SKILL, pytester.path / "skills" / "commit-message",
+                    ignore=shutil.ignore_patterns("results"))  # fmt: skip
+
+    result = pytester.runpytest(
+        "skills/commit-message", *_sandbox_args(endpoint.base_url, standin_image)
+    )
+
+    result.assert_outcomes(passed=4)
+    assert result.ret == pytest.ExitCode.OK
+    [report] = reports_under(pytester.path)
+    scenarios = json.loads(report.read_text())["scenarios"]
+    assert [s["pass"] for s in scenarios] == [True] * 4
+
+
+def test_the_corpus_sandboxed_scenarios_all_run_in_containers(
+    pytester: pytest.Pytester,
+    corpus_copy: Path,
+    endpoint: ScriptedEndpoint,
+    script: EvalScript,
+    use_engine: str,
+    standin_image: str,
+) -> None:
+    result = pytester.runpytest(
+        "skills", *_sandbox_args(endpoint.base_url, standin_image), "-n", "2"
+    )
+
+    # 51 scenarios run (8 direct, 43 sandboxed); only the one without task.md errors.
+    result.assert_outcomes(passed=51, errors=1)
+    result.stdout.fnmatch_lines(["*github-create-pr/evals/scenario-0/task.md: file not found*"])
+
+
+def test_timeout_agent_failure_and_missing_image_are_errors_with_reasons(
+    pytester: pytest.Pytester,
+    endpoint: ScriptedEndpoint,
+    script: EvalScript,
+    use_engine: str,
+    standin_image: str,
+) -> None:
+    skill = write_skill(pytester.path, "s", {"scenario-direct": {"d": 1}})
+    slow = write_scenario(skill, "scenario-slow", {"x": 1}, sandbox=True)
+    slow.joinpath("task.md").write_text(
+        "STANDIN: write partial.txt half done\nSTANDIN: sleep 600\n"
+    )
+    broken = write_scenario(skill, "scenario-broken", {"x": 1}, sandbox=True)
+    broken.joinpath("task.md").write_text("STANDIN: exit 7\n")
+
+    result = pytester.runpytest(
+        "skills", *_sandbox_args(endpoint.base_url, standin_image, "--eval-sandbox-timeout", "3")
+    )
+
+    result.assert_outcomes(passed=1, errors=2)
+    result.stdout.fnmatch_lines_random(
+        [
+            "scenario error: sandbox: kiro-cli timed out after 3 s *",
+            "scenario error: sandbox: kiro-cli: exit status 7*",
+        ]
+    )
+    [report] = reports_under(pytester.path)
+    slow_entry = next(
+        s for s in json.loads(report.read_text())["scenarios"] if s["name"] == "scenario-slow"
+    )
+    assert "sleeping 600" in slow_entry["agent_output"]
+    assert "**partial.txt**\n```\nhalf done\n" in slow_entry["agent_output"]
+
+    missing = pytester.runpytest("skills", *_sandbox_args(endpoint.base_url, "openkata-absent:9"))
+    missing.assert_outcomes(passed=1, errors=2)
+    missing.stdout.fnmatch_lines(["scenario error: sandbox: image 'openkata-absent:9' not found*"])
+
+
+def test_without_an_engine_only_sandboxed_scenarios_error(
+    pytester: pytest.Pytester,
+    endpoint: ScriptedEndpoint,
+    script: EvalScript,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{pytester.path}/absent.sock")
+    skill = write_skill(pytester.path, "s", {"scenario-direct": {"d": 1}})
+    write_scenario(skill, "scenario-boxed", {"x": 1}, sandbox=True)
+
+    result = pytester.runpytest("skills", *eval_args(endpoint.base_url))
+
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        ["scenario error: sandbox: no Docker engine answers at unix://*absent.sock*"]
+    )
+
+
+def test_secrets_are_redacted_before_the_judge_and_in_reports(
+    pytester: pytest.Pytester,
+    endpoint: ScriptedEndpoint,
+    script: EvalScript,
+    use_engine: str,
+    standin_image: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    token = "ghp_sandboxTOKEN1234567890"
+    monkeypatch.setenv("GITHUB_TOKEN", token)
+    skill = write_skill(pytester.path, "s", {})
+    scenario = write_scenario(skill, "scenario-0", {"x": 1}, sandbox=True)
+    scenario.joinpath("task.md").write_text(
+        f"STANDIN: write leak.txt {token}\nSTANDIN: shell echo {token}\n"
+    )
+    script.verdicts["x"] = (False, f"the agent printed {token}")
+
+    result = pytester.runpytest(
+        "skills", *_sandbox_args(endpoint.base_url, standin_image, "--junitxml=j.xml")
+    )
+
+    judge = next(r for r in endpoint.requests if r.json["messages"][0]["role"] == "system")
+    assert token not in judge.json["messages"][1]["content"]
+    assert "***" in judge.json["messages"][1]["content"]
+    written = [result.stdout.str(), (pytester.path / "j.xml").read_text()]
+    written += [p.read_text() for p in reports_under(pytester.path)]
+    assert all(token not in text for text in written)
+
+
+def test_sigterm_removes_the_running_container(
+    pytester: pytest.Pytester,
+    endpoint: ScriptedEndpoint,
+    script: EvalScript,
+    use_engine: str,
+    standin_image: str,
+    docker_client: docker.DockerClient,
+) -> None:
+    skill = write_skill(pytester.path, "s", {})
+    scenario = write_scenario(skill, "scenario-0", {"x": 1}, sandbox=True)
+    scenario.joinpath("task.md").write_text("STANDIN: sleep 600\n")
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "skills",
+            *_sandbox_args(endpoint.base_url, standin_image),
+        ],
+        cwd=pytester.path,
+        env={**os.environ, "DOCKER_HOST": use_engine},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    owned = {"label": f"{OWNER_PID}={process.pid}"}
+    try:
+        deadline = time.monotonic() + 60
+        while not docker_client.containers.list(all=True, filters=owned):
+            assert process.poll() is None, process.stdout.read().decode() if process.stdout else ""
+            assert time.monotonic() < deadline, "no sandbox container appeared"
+            time.sleep(0.1)
+
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+    assert docker_client.containers.list(all=True, filters=owned) == []
+    assert process.returncode != 0
+
+
+@pytest.mark.e2e
+def test_example_skill_sandboxes_judged_by_the_local_model(
+    pytester: pytest.Pytester, local_model: LocalModelServer, use_engine: str, standin_image: str
+) -> None:
+    shutil.copytree(EXAMPLE_SKILL, pytester.path / "skills" / "commit-message",
+                    ignore=shutil.ignore_patterns("results"))  # fmt: skip
+
+    result = pytester.runpytest(
+        "skills/commit-message", "-k", "sandbox",
+        "--eval-backend", "http", "--eval-base-url", local_model.base_url,
+        "--eval-model", local_model.model, "--eval-sandbox-image", standin_image,
+        "--eval-sandbox-mounts", "none", "--eval-output", "out/",
+    )  # fmt: skip
+
+    [written] = (pytester.path / "out").glob("*.json")
+    report = ResultsReport.model_validate_json(written.read_text())
+    assert [s.name for s in report.scenarios or []] == [
+        "scenario-amend-bad-message",
+        "scenario-split-unrelated",
+    ]
+    for entry in report.scenarios or []:
+        assert entry.error is None, entry.error
+        assert entry.max_score == 100
+        assert len(entry.criteria or []) == len(
+            json.loads((EXAMPLE_SKILL / "evals" / entry.name / "criteria.json").read_text())[
+                "checklist"
+            ]
+        )
+    result.stdout.fnmatch_lines(["*partial run: 2 of 4 scenarios*"])

@@ -1,0 +1,559 @@
+"""Agent CLIs and the CLI backend, with real subprocesses (spec section 5a; section 13 items 8,
+9, 11). kiro-cli is the stand-in of tests/support/standins, put first on PATH."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import os
+import stat
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_openkata.agents import (
+    AgentConfigError,
+    AgentInvocation,
+    AgentSettings,
+    make_agent,
+)
+from pytest_openkata.agents.claude import ClaudeAgent
+from pytest_openkata.agents.codex import CodexAgent
+from pytest_openkata.agents.command import CommandAgent
+from pytest_openkata.agents.kiro import (
+    EVAL_AGENT_DIRECT,
+    EVAL_AGENT_SANDBOX,
+    KiroAgent,
+    agent_config_json,
+    prepare_agent_dir,
+)
+from pytest_openkata.backends import BackendError, MalformedResponseError
+from pytest_openkata.backends.cli import (
+    AgentFailedError,
+    AgentNotFoundError,
+    AgentTimeoutError,
+    CLIBackend,
+    go_duration,
+)
+from pytest_openkata.judge import clean_output
+
+STANDINS = Path(__file__).resolve().parents[1] / "support" / "standins"
+STANDIN_KIRO = STANDINS / "kiro-cli"
+
+DIRECT_JSON = (
+    '{"name":"eval-agent","resources":["file://skill/SKILL.md","file://skill/references/**",'
+    '"file://skill/scripts/**","file://skill/assets/**"]}'
+)
+SANDBOX_JSON = (
+    '{"allowedTools":["fs_read","fs_write","execute_bash","grep","glob"],"name":"eval-agent",'
+    '"resources":["file://skill/SKILL.md","file://skill/references/**","file://skill/scripts/**",'
+    '"file://skill/assets/**"],"tools":["fs_read","fs_write","execute_bash","grep","glob"]}'
+)
+SETTINGS = AgentSettings(
+    anthropic_base_url="http://127.0.0.1:9/anthropic",
+    anthropic_api_key="sk-ant-secret",
+    openai_base_url="http://127.0.0.1:9/v1",
+    openai_api_key="sk-openai-secret",
+)
+
+Log = Callable[[], list[dict[str, Any]]]
+
+
+@pytest.fixture
+def kiro_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in list(os.environ):
+        if name.startswith("KIRO_STANDIN_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("PATH", f"{STANDINS}{os.pathsep}{os.environ.get('PATH', '')}")
+
+
+@pytest.fixture
+def kiro_log(kiro_on_path: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Log:
+    path = tmp_path / "kiro-calls.jsonl"
+    monkeypatch.setenv("KIRO_STANDIN_LOG", str(path))
+
+    def records() -> list[dict[str, Any]]:
+        return [json.loads(line) for line in path.read_text().splitlines()]
+
+    return records
+
+
+@pytest.fixture
+def skill(tmp_path: Path) -> Path:
+    folder = tmp_path / "skills" / "demo"
+    (folder / "references").mkdir(parents=True)
+    (folder / "SKILL.md").write_text("# Demo skill\n")
+    return folder
+
+
+def kiro_backend(**options: Any) -> CLIBackend:
+    return CLIBackend(KiroAgent(), model=options.pop("model", "claude-sonnet-4.6"), **options)
+
+
+def in_folder(folder: Path) -> Callable[[], contextlib.AbstractContextManager[Path | None]]:
+    return lambda: contextlib.nullcontext(folder)
+
+
+def wait_until_gone(pid: int, within: float = 10.0) -> bool:
+    """True once ``pid`` no longer exists (an orphan is reaped by init a moment later)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+# ---------------------------------------------------------------------------------------------
+# kiro: argv, prompt on stdin, agent folder
+
+
+def test_kiro_plain_mode_passes_the_model_and_sends_the_prompt_on_stdin(kiro_log: Log) -> None:
+    answer = kiro_backend(model="judge-model", timeout=30).complete("Be strict.", "Grade this.")
+
+    [call] = kiro_log()
+    assert call["argv"] == ["chat", "--no-interactive", "--model", "judge-model"]
+    assert call["agent"] is None
+    assert not call["trust_all_tools"]
+    assert call["prompt_source"] == "stdin"
+    assert call["prompt_head"] == "Be strict.\n\nGrade this."
+    assert call["cwd"] == os.getcwd()
+    assert answer == "Stand-in answer for: Be strict."
+
+
+def test_an_empty_system_text_leaves_two_newlines_in_front(kiro_log: Log) -> None:
+    kiro_backend(timeout=30).complete("", "Only the user text.")
+
+    assert kiro_log()[0]["prompt_head"] == "\n\nOnly the user text."
+
+
+def test_kiro_agent_mode_runs_in_a_prepared_agent_folder(kiro_log: Log, skill: Path) -> None:
+    backend = kiro_backend(
+        model="m1",
+        timeout=30,
+        workspace_agent=True,
+        cwd_factory=functools.partial(prepare_agent_dir, skill),
+    )
+
+    backend.complete("system", "task")
+
+    [call] = kiro_log()
+    assert call["argv"] == ["chat", "--agent", "eval-agent", "--no-interactive", "--model", "m1"]
+    assert not call["trust_all_tools"]
+    assert Path(call["cwd"]).name.startswith("openkata-eval-agent-")
+    assert call["agent_config"] == DIRECT_JSON
+    assert call["skill_readable"]
+    assert not Path(call["cwd"]).exists()  # removed once the CLI has exited
+
+
+def test_a_300_kib_prompt_arrives_whole_through_stdin_and_never_in_argv(kiro_log: Log) -> None:
+    user = "x" * (300 * 1024)
+
+    kiro_backend(timeout=60).complete("system", user)
+
+    [call] = kiro_log()
+    assert call["prompt_source"] == "stdin"
+    assert call["prompt_length"] == len("system\n\n") + len(user)
+    assert max(len(arg) for arg in call["argv"]) < 100
+
+
+def test_kiro_sandbox_invocation_trusts_all_tools_and_keeps_the_model() -> None:
+    invocation = KiroAgent().invocation(model="m2", workspace_agent=True, sandboxed=True)
+
+    assert invocation == AgentInvocation(
+        ["kiro-cli", "chat", "--agent", "eval-agent", "--trust-all-tools", "--no-interactive",
+         "--model", "m2"]
+    )  # fmt: skip
+
+
+def test_kiro_executable_can_be_overridden() -> None:
+    agent = make_agent("kiro", AgentSettings(executable="/opt/kiro/bin/kiro-cli"))
+
+    invocation = agent.invocation(model="m", workspace_agent=False)
+
+    assert invocation.argv[:2] == ["/opt/kiro/bin/kiro-cli", "chat"]
+    assert agent.name == "kiro-cli"
+
+
+def test_agent_config_json_is_the_reference_text() -> None:
+    assert agent_config_json(EVAL_AGENT_DIRECT) == DIRECT_JSON
+    assert agent_config_json(EVAL_AGENT_SANDBOX) == SANDBOX_JSON
+
+
+def test_agent_config_json_uses_go_escapes() -> None:
+    assert (
+        agent_config_json({"b": ["<&>"], "a": True}) == '{"a":true,"b":["\\u003c\\u0026\\u003e"]}'
+    )
+
+
+def test_agent_folder_layout(skill: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(skill.parent)  # a relative skill path still gives an absolute link
+
+    with prepare_agent_dir(Path(skill.name)) as root:
+        config = root / ".kiro" / "agents" / "eval-agent.json"
+        assert root.name.startswith("openkata-eval-agent-")
+        assert config.read_bytes() == DIRECT_JSON.encode()
+        assert stat.S_IMODE(config.stat().st_mode) == 0o644
+        assert stat.S_IMODE(config.parent.stat().st_mode) == 0o755
+        link = root / "skill"
+        assert link.is_symlink()
+        assert os.path.isabs(os.readlink(link))
+        assert link.resolve() == skill.resolve()
+        assert (link / "SKILL.md").read_text() == "# Demo skill\n"
+        assert sorted(p.relative_to(root).as_posix() for p in root.rglob("*")) == [
+            ".kiro", ".kiro/agents", ".kiro/agents/eval-agent.json", "skill",
+        ]  # fmt: skip
+
+    assert not root.exists()
+    assert skill.joinpath("SKILL.md").is_file()  # removing the link left the skill alone
+
+
+def test_agent_folder_cleanup_without_with(skill: Path) -> None:
+    folder = prepare_agent_dir(skill)
+    assert folder.path.is_dir()
+
+    folder.cleanup()
+
+    assert not folder.path.exists()
+
+
+def test_a_missing_skill_still_gives_an_agent_folder(tmp_path: Path) -> None:
+    with prepare_agent_dir(tmp_path / "missing") as root:
+        assert (root / "skill").is_symlink()
+        assert not (root / "skill" / "SKILL.md").exists()
+
+
+def test_kiro_output_is_cleaned() -> None:
+    raw = "> Using model m\n\x1b[32mStand-in answer\x1b[0m for: x\n```text\nkept\n```\n"
+
+    assert KiroAgent().clean(raw) == clean_output(raw) == "Stand-in answer for: x\nkept"
+
+
+def test_kiro_answer_drops_the_header_and_ansi_codes(kiro_on_path: None) -> None:
+    answer = kiro_backend(timeout=30).complete("First line", "rest")
+
+    assert answer == "Stand-in answer for: First line"
+
+
+def test_the_standin_acts_like_an_agent_editing_files(
+    kiro_on_path: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KIRO_STANDIN_WRITE", "src/out.txt=written by the agent")
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+
+    kiro_backend(timeout=30, cwd_factory=in_folder(workspace)).complete("s", "u")
+
+    assert (workspace / "src" / "out.txt").read_text() == "written by the agent"
+
+
+def test_the_standin_rejects_an_unknown_option(kiro_on_path: None) -> None:
+    completed = subprocess.run(
+        [str(STANDIN_KIRO), "chat", "--unknown"], capture_output=True, text=True, check=False
+    )
+
+    assert completed.returncode == 2
+    assert "usage: kiro-cli" in completed.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# Errors
+
+
+def test_timeout_kills_the_cli_and_keeps_the_partial_output(
+    kiro_on_path: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KIRO_STANDIN_SLEEP", "60")
+    started = time.monotonic()
+
+    with pytest.raises(AgentTimeoutError) as caught:
+        kiro_backend(model="slow", timeout=1).complete("s", "u")
+
+    assert time.monotonic() - started < 10
+    assert str(caught.value) == "kiro-cli timed out after 1s"
+    assert caught.value.partial_output == "> Using model slow\n"
+    assert caught.value.timeout == 1
+    assert isinstance(caught.value, BackendError)
+    assert not isinstance(caught.value, AgentFailedError)
+
+
+def test_non_zero_exit_with_stderr(kiro_on_path: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KIRO_STANDIN_EXIT", "3")
+    monkeypatch.setenv("KIRO_STANDIN_STDERR", "error: not logged in\nrun kiro-cli login\n")
+
+    with pytest.raises(AgentFailedError) as caught:
+        kiro_backend(timeout=30).complete("s", "u")
+
+    assert str(caught.value) == (
+        "kiro-cli failed: exit status 3\nstderr: error: not logged in\nrun kiro-cli login"
+    )
+    assert caught.value.exit_status == 3
+
+
+def test_non_zero_exit_without_stderr(kiro_on_path: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KIRO_STANDIN_EXIT", "1")
+
+    with pytest.raises(AgentFailedError, match=r"^kiro-cli failed: exit status 1$"):
+        kiro_backend(timeout=30).complete("s", "u")
+
+
+def test_usage_error_of_the_cli_is_reported_with_its_stderr(kiro_on_path: None) -> None:
+    class BadFlagKiro(KiroAgent):
+        def invocation(
+            self, *, model: str, workspace_agent: bool, sandboxed: bool = False
+        ) -> AgentInvocation:
+            return AgentInvocation(["kiro-cli", "chat", "--bogus"])
+
+    with pytest.raises(AgentFailedError) as caught:
+        CLIBackend(BadFlagKiro(), model="m", timeout=30).complete("s", "u")
+
+    assert str(caught.value).startswith("kiro-cli failed: exit status 2\nstderr: usage: kiro-cli")
+
+
+def test_empty_output_is_an_error(kiro_on_path: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KIRO_STANDIN_REPLY", "")
+
+    with pytest.raises(MalformedResponseError, match=r"^kiro-cli returned empty response$"):
+        kiro_backend(timeout=30).complete("s", "u")
+
+
+def test_missing_kiro_names_path_and_install_hint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+
+    with pytest.raises(AgentNotFoundError) as caught:
+        kiro_backend(timeout=30).complete("s", "u")
+
+    assert str(caught.value) == "kiro-cli not found in PATH\nInstall: https://docs.kiro.dev/install"
+
+
+def test_missing_executable_given_by_path(tmp_path: Path) -> None:
+    missing = tmp_path / "bin" / "claude"
+    backend = CLIBackend(ClaudeAgent(str(missing)), model="m", timeout=30)
+
+    with pytest.raises(AgentNotFoundError) as caught:
+        backend.complete("s", "u")
+
+    assert str(caught.value) == (
+        f"claude not found at {missing}\nInstall: npm install -g @anthropic-ai/claude-code"
+    )
+
+
+def test_an_executable_that_cannot_run_is_a_failure(tmp_path: Path) -> None:
+    not_executable = tmp_path / "codex"
+    not_executable.write_text("#!/bin/sh\n")
+    backend = CLIBackend(CodexAgent(str(not_executable)), model="m", timeout=30)
+
+    with pytest.raises(AgentFailedError, match=r"^codex failed: \[Errno 13\] Permission denied"):
+        backend.complete("s", "u")
+
+
+def test_a_cli_killed_by_a_signal(tmp_path: Path) -> None:
+    backend = CLIBackend(CommandAgent("kill -TERM $$"), model="m", timeout=30)
+
+    with pytest.raises(AgentFailedError, match=r"^command failed: signal: terminated$"):
+        backend.complete("s", "u")
+
+
+def test_error_texts_are_redacted(kiro_on_path: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KIRO_STANDIN_EXIT", "1")
+    monkeypatch.setenv("KIRO_STANDIN_STDERR", "bad key sk-123456789")
+    backend = kiro_backend(timeout=30, redact=lambda text: text.replace("sk-123456789", "***"))
+
+    with pytest.raises(AgentFailedError) as caught:
+        backend.complete("s", "u")
+
+    assert str(caught.value) == "kiro-cli failed: exit status 1\nstderr: bad key ***"
+    assert caught.value.stderr == "bad key ***"
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [
+        (120, "2m0s"),
+        (90, "1m30s"),
+        (300, "5m0s"),
+        (5, "5s"),
+        (1, "1s"),
+        (0, "0s"),
+        (1.5, "1.5s"),
+        (0.25, "250ms"),
+        (0.0000015, "1.5µs"),
+        (3600, "1h0m0s"),
+        (3723.5, "1h2m3.5s"),
+        (-90, "-1m30s"),
+    ],
+)
+def test_go_duration(seconds: float, text: str) -> None:
+    assert go_duration(seconds) == text
+
+
+def test_timeout_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="timeout must be positive"):
+        CLIBackend(KiroAgent(), model="m", timeout=0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Process group
+
+
+def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
+    pid_file = tmp_path / "child.pid"
+    command = f"sleep 300 & echo $! > {pid_file}; echo started; wait"
+    backend = CLIBackend(CommandAgent(command), model="m", timeout=1)
+
+    with pytest.raises(AgentTimeoutError) as caught:
+        backend.complete("s", "u")
+
+    assert caught.value.partial_output == "started\n"
+    assert str(caught.value) == "command timed out after 1s"
+    assert wait_until_gone(int(pid_file.read_text()))
+
+
+def test_processes_left_behind_are_killed_when_the_cli_exits(tmp_path: Path) -> None:
+    pid_file = tmp_path / "child.pid"
+    command = f"sleep 300 & echo $! > {pid_file}; echo done"
+    started = time.monotonic()
+
+    answer = CLIBackend(CommandAgent(command), model="m", timeout=60).complete("s", "u")
+
+    assert answer == "done\n"
+    assert time.monotonic() - started < 10  # the child's copy of stdout did not hold us up
+    assert wait_until_gone(int(pid_file.read_text()))
+
+
+# ---------------------------------------------------------------------------------------------
+# claude and codex invocations
+
+
+def test_claude_plain_invocation() -> None:
+    invocation = make_agent("claude", SETTINGS).invocation(model="smollm2", workspace_agent=False)
+
+    assert invocation.argv == ["claude", "-p", "--bare", "--model", "smollm2"]
+    assert invocation.env == {
+        "ANTHROPIC_BASE_URL": "http://127.0.0.1:9/anthropic",
+        "ANTHROPIC_API_KEY": "sk-ant-secret",
+        "DISABLE_TELEMETRY": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    }
+
+
+def test_claude_workspace_agent_accepts_edits_but_bypasses_nothing_on_the_host() -> None:
+    invocation = make_agent("claude", SETTINGS).invocation(model="m", workspace_agent=True)
+
+    assert invocation.argv == [
+        "claude", "-p", "--bare", "--model", "m", "--permission-mode", "acceptEdits",
+    ]  # fmt: skip
+    assert "IS_SANDBOX" not in invocation.env
+
+
+def test_claude_sandboxed_skips_permissions() -> None:
+    invocation = make_agent("claude", SETTINGS).invocation(
+        model="m", workspace_agent=True, sandboxed=True
+    )
+
+    assert invocation.argv == [
+        "claude", "-p", "--bare", "--model", "m", "--dangerously-skip-permissions",
+    ]  # fmt: skip
+    assert invocation.env["IS_SANDBOX"] == "1"
+
+
+def test_claude_defaults_without_settings() -> None:
+    agent = make_agent("claude", AgentSettings(executable="/x/claude"))
+
+    invocation = agent.invocation(model="m", workspace_agent=False)
+
+    assert invocation.argv[0] == "/x/claude"
+    assert invocation.env["ANTHROPIC_API_KEY"] == "unused-key"
+    assert "ANTHROPIC_BASE_URL" not in invocation.env
+    assert agent.clean("  as is\n") == "  as is\n"
+    assert "secret" not in repr(make_agent("claude", SETTINGS))
+
+
+def codex_expected(sandbox: list[str], base_url: str = "http://127.0.0.1:9/v1") -> list[str]:
+    return [
+        "codex", "exec", "--skip-git-repo-check", "--ephemeral", *sandbox, "-m", "smollm2",
+        "-c", 'model_provider="openkata"',
+        "-c", 'model_providers.openkata.name="openkata"',
+        "-c", f'model_providers.openkata.base_url="{base_url}"',
+        "-c", 'model_providers.openkata.wire_api="responses"',
+        "-c", 'model_providers.openkata.env_key="OPENKATA_CODEX_KEY"',
+        "-",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("workspace_agent", "sandboxed", "sandbox"),
+    [
+        (False, False, ["-s", "read-only"]),
+        (True, False, ["-s", "workspace-write"]),
+        (True, True, ["--dangerously-bypass-approvals-and-sandbox"]),
+    ],
+)
+def test_codex_invocations(workspace_agent: bool, sandboxed: bool, sandbox: list[str]) -> None:
+    invocation = make_agent("codex", SETTINGS).invocation(
+        model="smollm2", workspace_agent=workspace_agent, sandboxed=sandboxed
+    )
+
+    assert invocation.argv == codex_expected(sandbox)
+    assert invocation.env == {"OPENKATA_CODEX_KEY": "sk-openai-secret"}
+
+
+def test_codex_defaults_without_settings() -> None:
+    agent = make_agent("codex", AgentSettings())
+
+    invocation = agent.invocation(model="smollm2", workspace_agent=False)
+
+    assert invocation.argv == codex_expected(["-s", "read-only"], "https://api.openai.com/v1")
+    assert invocation.env == {"OPENKATA_CODEX_KEY": "unused-key"}
+
+
+# ---------------------------------------------------------------------------------------------
+# command agent and registry
+
+
+def test_command_agent_runs_in_its_folder_and_reads_the_prompt_on_stdin(tmp_path: Path) -> None:
+    agent = make_agent("command", AgentSettings(command='pwd; cat; echo "|$OPENKATA_AGENT_MODEL"'))
+    backend = CLIBackend(agent, model="local-m", timeout=30, cwd_factory=in_folder(tmp_path))
+
+    answer = backend.complete("system text", "user text")
+
+    assert answer == f"{tmp_path}\nsystem text\n\nuser text|local-m\n"
+
+
+def test_command_agent_invocation() -> None:
+    invocation = CommandAgent("my-agent --fast").invocation(model="m", workspace_agent=True)
+
+    assert invocation == AgentInvocation(
+        ["sh", "-c", "my-agent --fast"], {"OPENKATA_AGENT_MODEL": "m"}
+    )
+
+
+@pytest.mark.parametrize("command", ["", "   "])
+def test_an_empty_command_is_refused(command: str) -> None:
+    with pytest.raises(AgentConfigError, match="command agent needs a shell command line"):
+        make_agent("command", AgentSettings(command=command))
+
+
+def test_an_unknown_agent_is_refused() -> None:
+    with pytest.raises(AgentConfigError, match="unknown agent 'gemini'; choose one of: kiro,"):
+        make_agent("gemini", AgentSettings())
+
+
+@pytest.mark.parametrize(
+    ("name", "cli"), [("kiro", "kiro-cli"), ("claude", "claude"), ("codex", "codex")]
+)
+def test_registry_names(name: str, cli: str) -> None:
+    agent = make_agent(name, AgentSettings())
+
+    assert agent.name == cli
+    assert agent.invocation(model="m", workspace_agent=False).argv[0] == cli
+    assert agent.install_hint.startswith("Install: ")
