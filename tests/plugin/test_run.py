@@ -313,15 +313,19 @@ def test_throttling_that_never_ends_is_reported_as_such(
     assert script.agent_calls == 3
 
 
-def test_sandboxed_scenarios_error_clearly(
-    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+def test_a_sandboxed_scenario_without_an_engine_errors_clearly(
+    pytester: pytest.Pytester,
+    endpoint: ScriptedEndpoint,
+    script: EvalScript,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{pytester.path}/no-engine.sock")
     write_skill(pytester.path, "s", {"scenario-0": TWO_CRITERIA}, sandbox=True)
 
     result = pytester.runpytest("skills/s", *eval_args(endpoint.base_url))
 
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["scenario error: sandbox not implemented: *"])
+    result.stdout.fnmatch_lines(["scenario error: sandbox: no Docker engine answers at *"])
     assert script.agent_calls == 0
 
 
@@ -444,10 +448,13 @@ def test_http_backend_without_base_url_errors_each_scenario(pytester: pytest.Pyt
 def test_kiro_backend_errors_clearly(pytester: pytest.Pytester) -> None:
     write_skill(pytester.path, "s", {"scenario-0": TWO_CRITERIA})
 
+    pytester.makeini("[pytest]\n")
     result = pytester.runpytest("skills/s")  # kiro is the reference's default backend
 
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["scenario error: backend 'kiro' *not supported*"])
+    result.stdout.fnmatch_lines(
+        ["scenario error: agent: kiro-cli not found in PATH*", "*https://docs.kiro.dev/install*"]
+    )
 
 
 def test_a_report_that_cannot_be_written_fails_the_run(
