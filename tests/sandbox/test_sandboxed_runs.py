@@ -17,6 +17,7 @@ import pytest
 from pytest_openkata.localmodel import LocalModelServer
 from pytest_openkata.report import ResultsReport
 from pytest_openkata.sandbox.docker import MANAGED, OWNER_PID
+from tests.support.docker_engine import build_standin_image, private_dockerd
 from tests.support.endpoint import ScriptedEndpoint
 from tests.support.evals import EvalScript, eval_args, reports_under, write_scenario, write_skill
 
@@ -260,3 +261,34 @@ def test_example_skill_sandboxes_judged_by_the_local_model(
             ]
         )
     result.stdout.fnmatch_lines(["*partial run: 2 of 4 scenarios*"])
+
+
+def test_an_engine_that_stops_mid_run_errors_the_remaining_sandboxes(
+    pytester: pytest.Pytester,
+    endpoint: ScriptedEndpoint,
+    script: EvalScript,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    skill = write_skill(pytester.path, "s", {"scenario-2-direct": {"d": 1}})
+    for name in ("scenario-0", "scenario-1"):
+        write_scenario(skill, name, {"x": 1}, sandbox=True)
+    pytester.makeconftest(
+        "import os, signal\n"
+        "def pytest_runtest_teardown(item):\n"
+        "    if item.name == 'scenario-0':\n"
+        "        os.kill(int(os.environ['DOOMED_DOCKERD_PID']), signal.SIGKILL)\n"
+    )
+    with private_dockerd() as doomed:
+        image = build_standin_image(docker.DockerClient(base_url=doomed.host))
+        monkeypatch.setenv("DOCKER_HOST", doomed.host)
+        monkeypatch.setenv("DOOMED_DOCKERD_PID", str(doomed.pid))
+
+        result = pytester.runpytest("skills", *_sandbox_args(endpoint.base_url, image))
+
+    result.assert_outcomes(passed=2, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at setup of s::scenario-1*",
+            "scenario error: sandbox: docker create: the Docker engine stopped answering*",
+        ]
+    )

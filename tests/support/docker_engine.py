@@ -17,6 +17,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import docker
@@ -42,9 +43,15 @@ def _answers(host: str) -> bool:
     return True
 
 
+@dataclass(frozen=True)
+class PrivateEngine:
+    host: str  # the DOCKER_HOST value
+    pid: int
+
+
 @contextmanager
-def private_dockerd() -> Iterator[str]:
-    """Start dockerd on its own socket and data folder; yield its DOCKER_HOST; stop it."""
+def private_dockerd() -> Iterator[PrivateEngine]:
+    """Start dockerd on its own socket and data folder; yield it; stop it."""
     dockerd = shutil.which("dockerd")
     if dockerd is None:
         raise RuntimeError(
@@ -70,7 +77,7 @@ def private_dockerd() -> Iterator[str]:
                 tail = (runtime / "dockerd.log").read_text()[-2000:]
                 raise RuntimeError(f"dockerd did not start:\n{tail}")
             time.sleep(0.2)
-        yield host
+        yield PrivateEngine(host, process.pid)
     finally:
         process.send_signal(signal.SIGTERM)
         try:
@@ -91,8 +98,8 @@ def engine() -> Iterator[str]:
             raise RuntimeError(f"DOCKER_HOST={configured} does not answer")
         yield configured
         return
-    with private_dockerd() as host:
-        yield host
+    with private_dockerd() as private:
+        yield private.host
 
 
 def build_standin_image(client: docker.DockerClient) -> str:
