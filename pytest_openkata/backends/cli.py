@@ -247,13 +247,15 @@ def _exit_text(returncode: int) -> str:
 def _communicate(process: subprocess.Popen[bytes], prompt: bytes, timeout: float) -> _Finished:
     """Feed ``prompt``, collect both outputs, and kill the process group when the deadline
     passes or the CLI exits (or the caller is interrupted)."""
-    assert process.stdin and process.stdout and process.stderr
+    stdin, out_pipe, err_pipe = process.stdin, process.stdout, process.stderr
+    if stdin is None or out_pipe is None or err_pipe is None:  # Popen was given PIPE for all
+        raise RuntimeError("the agent process has no pipes")
     stdout: list[bytes] = []
     stderr: list[bytes] = []
     threads = [
-        threading.Thread(target=_feed, args=(process.stdin, prompt), daemon=True),
-        threading.Thread(target=_drain, args=(process.stdout, stdout), daemon=True),
-        threading.Thread(target=_drain, args=(process.stderr, stderr), daemon=True),
+        threading.Thread(target=_feed, args=(stdin, prompt), daemon=True),
+        threading.Thread(target=_drain, args=(out_pipe, stdout), daemon=True),
+        threading.Thread(target=_drain, args=(err_pipe, stderr), daemon=True),
     ]
     for thread in threads:
         thread.start()

@@ -3,6 +3,10 @@ local model: Claude Code on llama-server's Anthropic route, Codex on its Respons
 
 The CLIs are installed once into ``~/.cache/pytest-openkata/npm`` (``npm install --prefix``);
 a failed install is an error, never a skip. A 135M model's answer is not checked for content.
+
+llama-server caps answers at ``--n-predict`` tokens only for requests without ``max_tokens``;
+Claude Code asks for 32000, and a rambling 135M model then writes until its context is full
+(minutes, holding the server's one slot). ``CLAUDE_CODE_MAX_OUTPUT_TOKENS`` bounds it.
 """
 
 from __future__ import annotations
@@ -22,7 +26,8 @@ pytestmark = pytest.mark.e2e
 
 NPM_PACKAGES = ("@anthropic-ai/claude-code", "@openai/codex")
 NPM_INSTALL_TIMEOUT = 1800
-CLI_TIMEOUT = 180.0
+CLI_TIMEOUT = 400.0  # Codex sends a long system prompt: about 50 s idle, 160 s under load
+CLAUDE_MAX_OUTPUT_TOKENS = "256"
 PROMPT = "Reply with one word: hello"
 
 
@@ -66,8 +71,9 @@ def _backend(agent_name: str, settings: AgentSettings, workdir: Path) -> CLIBack
 
 
 def test_claude_code_answers_through_the_anthropic_route(
-    npm_bin: Path, local_model: LocalModelServer, tmp_path: Path
+    npm_bin: Path, local_model: LocalModelServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("CLAUDE_CODE_MAX_OUTPUT_TOKENS", CLAUDE_MAX_OUTPUT_TOKENS)
     settings = AgentSettings(
         executable=str(npm_bin / "claude"), anthropic_base_url=local_model.root_url
     )
