@@ -21,24 +21,12 @@ from typing import Any
 
 import httpx
 
-from pytest_openkata.backends import (
-    EndpointStatusError,
-    MalformedResponseError,
-    ResponseSchema,
-    TransportError,
-)
-from pytest_openkata.backends.http import (
-    _TRANSPORT_KINDS,
-    _caused_by,
-    _describe_timeout,
-    parse_retry_after,
-)
+from pytest_openkata.backends import MalformedResponseError, ResponseSchema
+from pytest_openkata.backends.transport import post_json, redact_secret
 
 __all__ = ["ANTHROPIC_VERSION", "AnthropicMessagesBackend", "messages_url"]
 
 ANTHROPIC_VERSION = "2023-06-01"
-
-_REDACTED = "***"
 
 
 class AnthropicMessagesBackend:
@@ -75,24 +63,11 @@ class AnthropicMessagesBackend:
         ``schema`` is accepted and ignored: the Messages API has no ``response_format``, so the
         model answers in free text and the judge's text parser reads the verdicts from it.
         """
-        body = json.dumps(self._payload(system, user), ensure_ascii=False, separators=(",", ":"))
         headers = {"Content-Type": "application/json", "anthropic-version": ANTHROPIC_VERSION}
         if self._api_key:
             headers["x-api-key"] = self._api_key
-
-        try:
-            response = self._client.post(self.url, content=body.encode(), headers=headers)
-        except (httpx.TransportError, httpx.InvalidURL) as exc:
-            message = self._redact(f"POST {self.url}: {self._describe(exc)}")
-            raise TransportError(message) from exc
-
-        if response.status_code != 200:
-            raise EndpointStatusError(
-                response.status_code,
-                self._redact(response.text),
-                parse_retry_after(response.headers.get("Retry-After")),
-            )
-        return _text_of(response.content)
+        payload = self._payload(system, user)
+        return _text_of(post_json(self._client, self.url, payload, headers, self._api_key))
 
     def _payload(self, system: str, user: str) -> dict[str, Any]:
         payload: dict[str, Any] = {
@@ -104,20 +79,8 @@ class AnthropicMessagesBackend:
             payload["system"] = system
         return payload
 
-    def _describe(self, exc: Exception) -> str:
-        """Name the kind of transport failure, e.g. ``timed out after 2s``."""
-        if isinstance(exc, httpx.TimeoutException):
-            return _describe_timeout(exc, self._client.timeout)
-        if _caused_by(exc, ConnectionRefusedError):
-            return "connection refused"
-        detail = str(exc) or type(exc).__name__
-        for exc_type, kind in _TRANSPORT_KINDS:
-            if isinstance(exc, exc_type):
-                return f"{kind}: {detail}"
-        return detail
-
     def _redact(self, text: str) -> str:
-        return text.replace(self._api_key, _REDACTED) if self._api_key else text
+        return redact_secret(text, self._api_key)
 
 
 def messages_url(base_url: str) -> str:

@@ -1,0 +1,117 @@
+"""HTTP plumbing shared by the backends that speak to model endpoints over httpx.
+
+One POST of a JSON body, with failures raised as the backend errors: a transport failure that
+names its kind (``timed out after 2s``, ``connection refused``), any status but 200 with the
+body and ``Retry-After``. The API key never appears in an error text: endpoints sometimes echo
+request headers in their error body, so every occurrence of it becomes ``***``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import httpx
+
+from pytest_openkata.backends import EndpointStatusError, TransportError
+
+REDACTED = "***"
+_DELTA_SECONDS = re.compile(r"\d+(?:\.\d+)?")
+
+# The kind of a transport failure, named in the error text. Order matters: subclasses first.
+_TRANSPORT_KINDS: tuple[tuple[type[httpx.TransportError], str], ...] = (
+    (httpx.RemoteProtocolError, "connection closed or protocol error"),
+    (httpx.ConnectError, "connection failed"),
+    (httpx.ReadError, "read failed"),
+    (httpx.WriteError, "write failed"),
+    (httpx.UnsupportedProtocol, "unsupported URL"),
+    (httpx.ProxyError, "proxy error"),
+)
+
+
+def make_client(timeout: float) -> httpx.Client:
+    """Build the session's shared client; ``timeout`` seconds apply to connect, read, write
+    and pool acquisition each."""
+    if timeout <= 0:
+        raise ValueError(f"timeout must be positive seconds, got {timeout!r}")
+    return httpx.Client(timeout=httpx.Timeout(timeout))
+
+
+def parse_retry_after(value: str | None, *, now: datetime | None = None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header: delta-seconds or an HTTP date.
+
+    Returns None when the header is absent or unreadable; a date in the past gives 0.0.
+    """
+    if value is None or not (text := value.strip()):
+        return None
+    if _DELTA_SECONDS.fullmatch(text):
+        return float(text)
+    try:
+        when = parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    delta = (when - (now or datetime.now(UTC))).total_seconds()
+    return max(0.0, delta)
+
+
+def redact_secret(text: str, secret: str) -> str:
+    return text.replace(secret, REDACTED) if secret else text
+
+
+def post_json(
+    client: httpx.Client, url: str, payload: dict[str, Any], headers: dict[str, str], secret: str
+) -> bytes:
+    """POST ``payload`` as compact JSON and return the body of a 200 answer."""
+    body = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
+    try:
+        response = client.post(url, content=body, headers=headers)
+    except (httpx.TransportError, httpx.InvalidURL) as exc:
+        message = f"POST {url}: {describe_transport_error(exc, client.timeout)}"
+        raise TransportError(redact_secret(message, secret)) from exc
+    if response.status_code != 200:
+        raise EndpointStatusError(
+            response.status_code,
+            redact_secret(response.text, secret),
+            parse_retry_after(response.headers.get("Retry-After")),
+        )
+    return response.content
+
+
+def describe_transport_error(exc: Exception, timeout: httpx.Timeout) -> str:
+    """Name the kind of transport failure, e.g. ``timed out after 2s``."""
+    if isinstance(exc, httpx.TimeoutException):
+        return _describe_timeout(exc, timeout)
+    if _caused_by(exc, ConnectionRefusedError):
+        return "connection refused"
+    detail = str(exc) or type(exc).__name__
+    for exc_type, kind in _TRANSPORT_KINDS:
+        if isinstance(exc, exc_type):
+            return f"{kind}: {detail}"
+    return detail
+
+
+def _describe_timeout(exc: httpx.TimeoutException, timeout: httpx.Timeout) -> str:
+    phase = {
+        httpx.ConnectTimeout: timeout.connect,
+        httpx.ReadTimeout: timeout.read,
+        httpx.WriteTimeout: timeout.write,
+        httpx.PoolTimeout: timeout.pool,
+    }
+    seconds = phase.get(type(exc))
+    return "timed out" if seconds is None else f"timed out after {seconds:g}s"
+
+
+def _caused_by(exc: BaseException, cause_type: type[BaseException]) -> bool:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, cause_type):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
