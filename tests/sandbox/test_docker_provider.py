@@ -20,6 +20,7 @@ from pytest_openkata.sandbox.docker import (
     DockerLimits,
     DockerSandbox,
     connect,
+    container_name,
     sweep_stale_containers,
 )
 from tests.support.evals import write_scenario, write_skill
@@ -257,3 +258,10 @@ def test_stale_containers_of_a_killed_run_are_swept(
         for container in (stale, live):
             with contextlib.suppress(docker.errors.NotFound):
                 container.remove(force=True)
+
+
+def test_container_names_follow_the_reference() -> None:  # checks 42 and 43
+    name = container_name("scenario-0")
+    assert name.startswith("openkata-eval-")
+    assert name.endswith("-scenario-0")
+    assert "/" not in container_name("path/to/scenario")

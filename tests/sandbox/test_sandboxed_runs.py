@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -292,3 +293,35 @@ def test_an_engine_that_stops_mid_run_errors_the_remaining_sandboxes(
             "scenario error: sandbox: docker create: the Docker engine stopped answering*",
         ]
     )
+
+
+@pytest.mark.parametrize(
+    ("configured", "in_scenario", "isolated"),
+    [("host", "none", True), ("none", "", True), ("none", "host", False)],
+)
+def test_the_scenario_network_wins_over_the_configured_one(
+    pytester: pytest.Pytester,
+    endpoint: ScriptedEndpoint,
+    script: EvalScript,
+    use_engine: str,
+    standin_image: str,
+    configured: str,
+    in_scenario: str,
+    isolated: bool,
+) -> None:  # check 45
+    skill = write_skill(pytester.path, "s", {})
+    scenario = write_scenario(skill, "scenario-0", {"x": 1}, sandbox=True)
+    options = {"sandbox": True, "network": in_scenario} if in_scenario else {"sandbox": True}
+    scenario.joinpath("scenario.json").write_text(json.dumps(options))
+    scenario.joinpath("task.md").write_text("STANDIN: shell cat /proc/net/dev\n")
+
+    pytester.runpytest(
+        "skills",
+        *_sandbox_args(endpoint.base_url, standin_image, "--eval-sandbox-network", configured),
+    )
+
+    judge = next(r for r in endpoint.requests if r.json["messages"][0]["role"] == "system")
+    text = judge.json["messages"][1]["content"]
+    interfaces = set(re.findall(r"^\s*([\w.-]+):\s+\d+", text, flags=re.MULTILINE))
+    assert "lo" in interfaces
+    assert (interfaces == {"lo"}) is isolated  # the host network has more than loopback
