@@ -1,0 +1,22 @@
+"""pytest-openkata: evaluate AI agent skills with pytest, compatible with openkata-eval."""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+
+from pytest_openkata.config import ConfigError, EvalSettings
+from pytest_openkata.results import CriterionResult, ScenarioResult, Verdict
+
+try:
+    __version__ = version("pytest-openkata")
+except PackageNotFoundError:  # running from a source tree that is not installed
+    __version__ = "0.0.0"
+
+__all__ = [
+    "ConfigError",
+    "CriterionResult",
+    "EvalSettings",
+    "ScenarioResult",
+    "Verdict",
+    "__version__",
+]

@@ -85,6 +85,7 @@ def openkata_result(
     )
     result = replace(result, skill_scenarios=list(item.skill_scenarios))
     item.record_result(result)
+    item.ihook.pytest_openkata_scenario_result(result=result, item=item)
     if result.error is not None:
         pytest.fail(f"scenario error: {result.error}", pytrace=False)
     return result

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_openkata import fixtures
+from pytest_openkata import fixtures, hookspecs
 from pytest_openkata.aggregate import BODY_RAISED_ATTR, EvalAggregator
 from pytest_openkata.config import (
     FIELDS,
@@ -25,6 +25,10 @@ from pytest_openkata.session import redactor_key, settings_key
 from pytest_openkata.terminal import skill_lines
 
 AGGREGATOR_NAME = "openkata-aggregator"
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    pluginmanager.add_hookspecs(hookspecs)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -471,3 +471,21 @@ def test_a_report_that_cannot_be_written_fails_the_run(
         ["  Overall: 100% PASS (threshold: 95%)", "  Report not written: could not write *blocker*"]
     )
     assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_other_plugins_get_each_scenario_result(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    write_skill(pytester.path, "s", {"scenario-0": TWO_CRITERIA, "scenario-1": {"c": 4}})
+    script.verdicts["b"] = (False, "no")
+    pytester.makeconftest(
+        "import json\n"
+        "def pytest_openkata_scenario_result(result, item):\n"
+        "    with open('seen.jsonl', 'a') as out:\n"
+        "        out.write(json.dumps([item.name, result.score, result.max_score]) + '\\n')\n"
+    )
+
+    pytester.runpytest("skills", *eval_args(endpoint.base_url))
+
+    seen = [json.loads(line) for line in (pytester.path / "seen.jsonl").read_text().splitlines()]
+    assert seen == [["scenario-0", 10, 15], ["scenario-1", 4, 4]]
