@@ -16,13 +16,12 @@ replaced with ``***``.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import httpx
 
 from pytest_openkata.backends import MalformedResponseError, ResponseSchema
-from pytest_openkata.backends.transport import post_json, redact_secret
+from pytest_openkata.backends.transport import json_object, post_json, redact_secret
 
 __all__ = ["ANTHROPIC_VERSION", "AnthropicMessagesBackend", "messages_url"]
 
@@ -91,14 +90,7 @@ def messages_url(base_url: str) -> str:
 
 def _text_of(raw: bytes) -> str:
     """The ``text`` of every ``"type": "text"`` block of ``content``, concatenated in order."""
-    try:
-        data: Any = json.loads(raw)
-    except ValueError as exc:
-        raise MalformedResponseError(f"parsing response: {exc}") from exc
-    if not isinstance(data, dict):
-        raise MalformedResponseError(
-            f"parsing response: expected a JSON object, got {type(data).__name__}"
-        )
+    data = json_object(raw)
     content = data.get("content")
     if content is None:
         raise MalformedResponseError("no content in response")

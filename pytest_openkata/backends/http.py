@@ -10,13 +10,17 @@ The API key never appears in an exception text (see :mod:`pytest_openkata.backen
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import httpx
 
 from pytest_openkata.backends import EndpointStatusError, MalformedResponseError, ResponseSchema
-from pytest_openkata.backends.transport import make_client, parse_retry_after, post_json
+from pytest_openkata.backends.transport import (
+    json_object,
+    make_client,
+    parse_retry_after,
+    post_json,
+)
 
 __all__ = ["OpenAIChatBackend", "make_client", "parse_retry_after"]
 
@@ -74,14 +78,7 @@ class OpenAIChatBackend:
 
 def _content_of(raw: bytes) -> str:
     """``choices[0].message.content`` of a chat completion body; null content is ``""``."""
-    try:
-        data: Any = json.loads(raw)
-    except ValueError as exc:
-        raise MalformedResponseError(f"parsing response: {exc}") from exc
-    if not isinstance(data, dict):
-        raise MalformedResponseError(
-            f"parsing response: expected a JSON object, got {type(data).__name__}"
-        )
+    data = json_object(raw)
     choices = data.get("choices")
     if not choices:
         raise MalformedResponseError("no choices in response")

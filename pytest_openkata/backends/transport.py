@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from pytest_openkata.backends import EndpointStatusError, TransportError
+from pytest_openkata.backends import EndpointStatusError, MalformedResponseError, TransportError
 
 REDACTED = "***"
 _DELTA_SECONDS = re.compile(r"\d+(?:\.\d+)?")
@@ -80,6 +80,19 @@ def post_json(
             parse_retry_after(response.headers.get("Retry-After")),
         )
     return response.content
+
+
+def json_object(raw: bytes) -> dict[str, Any]:
+    """A 200 answer's body, which must be a JSON object."""
+    try:
+        data: Any = json.loads(raw)
+    except ValueError as exc:
+        raise MalformedResponseError(f"parsing response: {exc}") from exc
+    if not isinstance(data, dict):
+        raise MalformedResponseError(
+            f"parsing response: expected a JSON object, got {type(data).__name__}"
+        )
+    return data
 
 
 def describe_transport_error(exc: Exception, timeout: httpx.Timeout) -> str:

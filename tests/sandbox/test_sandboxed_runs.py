@@ -36,6 +36,12 @@ def _sandbox_args(base_url: str, image: str, *extra: str) -> tuple[str, ...]:
     )
 
 
+def _judge_text(endpoint: ScriptedEndpoint) -> str:
+    """The user message of the first judge request."""
+    judge = next(r for r in endpoint.requests if r.json["messages"][0]["role"] == "system")
+    return judge.json["messages"][1]["content"]
+
+
 def _managed(client: docker.DockerClient) -> list:
     """Sandbox containers of this test process (in-process pytester runs included)."""
     labels = [f"{MANAGED}=true", f"{OWNER_PID}={os.getpid()}"]
@@ -57,8 +63,7 @@ def test_sandboxed_scenario_is_judged_on_output_and_changes(
     result = pytester.runpytest("skills", *_sandbox_args(endpoint.base_url, standin_image))
 
     assert result.ret == pytest.ExitCode.OK
-    judge_message = next(r for r in endpoint.requests if r.json["messages"][0]["role"] == "system")
-    text = judge_message.json["messages"][1]["content"]
+    text = _judge_text(endpoint)
     assert text.startswith(
         "## Agent Response\n\n## Agent Output\n\n> stand-in kiro-cli model=claude-sonnet-4.6"
     )
@@ -182,9 +187,9 @@ def test_secrets_are_redacted_before_the_judge_and_in_reports(
         "skills", *_sandbox_args(endpoint.base_url, standin_image, "--junitxml=j.xml")
     )
 
-    judge = next(r for r in endpoint.requests if r.json["messages"][0]["role"] == "system")
-    assert token not in judge.json["messages"][1]["content"]
-    assert "***" in judge.json["messages"][1]["content"]
+    judged = _judge_text(endpoint)
+    assert token not in judged
+    assert "***" in judged
     written = [result.stdout.str(), (pytester.path / "j.xml").read_text()]
     written += [p.read_text() for p in reports_under(pytester.path)]
     assert all(token not in text for text in written)
@@ -320,8 +325,7 @@ def test_the_scenario_network_wins_over_the_configured_one(
         *_sandbox_args(endpoint.base_url, standin_image, "--eval-sandbox-network", configured),
     )
 
-    judge = next(r for r in endpoint.requests if r.json["messages"][0]["role"] == "system")
-    text = judge.json["messages"][1]["content"]
+    text = _judge_text(endpoint)
     interfaces = set(re.findall(r"^\s*([\w.-]+):\s+\d+", text, flags=re.MULTILINE))
     assert "lo" in interfaces
     assert (interfaces == {"lo"}) is isolated  # the host network has more than loopback
