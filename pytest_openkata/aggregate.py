@@ -100,6 +100,7 @@ def write_reports(summaries: list[SkillSummary], settings: EvalSettings, now: da
         agent_model=settings.model,
         judge_model=settings.judge_model,
         model_label=settings.model_label,
+        judge_backend=settings.judge_backend,
     )
     for summary in summaries:
         path = _report_path(summary, settings, now, several_skills=len(summaries) > 1)

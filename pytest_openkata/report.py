@@ -37,6 +37,7 @@ class ReportConfig(_ReportModel):
     agent_model: str
     judge_model: str
     model_label: str = ""
+    judge_backend: str = ""  # written only when the judge uses another backend than the agent
 
 
 class CriterionEntry(_ReportModel):
@@ -204,6 +205,8 @@ def _config_dict(config: ReportConfig) -> dict[str, Any]:
     }
     if config.model_label:
         data["model_label"] = config.model_label
+    if config.judge_backend and config.judge_backend != config.backend:
+        data["judge_backend"] = config.judge_backend
     return data
 
 

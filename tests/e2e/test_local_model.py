@@ -109,6 +109,7 @@ def test_agent_and_judge_can_use_different_backends(
     report = json.loads(written.read_text())
     assert report["config"]["backend"] == "anthropic"
     assert report["config"]["judge_model"] == "smollm2-judge"
+    assert report["config"]["judge_backend"] == "http"  # after the reference's keys
     assert "error" not in report["scenarios"][0]
 
 

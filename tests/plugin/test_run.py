@@ -429,7 +429,7 @@ def test_model_label_and_config_file(
         "agent_model": "local-model",
         "judge_model": "judge-model",
         "model_label": "Local Model",
-    }
+    }  # no judge_backend key: the judge uses the agent's backend
     assert report["threshold"] == 90
     assert reports_under(pytester.path)[0].parent.name == "local-model"
     models = [r.json["model"] for r in endpoint.requests]

@@ -213,6 +213,30 @@ def test_model_label_is_left_out_when_empty() -> None:
     }
 
 
+@pytest.mark.parametrize(
+    ("judge_backend", "written"), [("", None), ("kiro", None), ("http", "http")]
+)
+def test_judge_backend_is_written_only_when_it_differs(
+    judge_backend: str, written: str | None
+) -> None:
+    config = ReportConfig(
+        backend="kiro", agent_model="a", judge_model="j", judge_backend=judge_backend
+    )
+    report = build_report(
+        skill="s",
+        skill_version="",
+        timestamp=datetime(2026, 6, 21, 19, 43, 0, tzinfo=UTC),
+        config=config,
+        threshold=95,
+        results=[],
+        overall=0.0,
+        passed=False,
+    )
+    data = json.loads(render_report(report))["config"]
+    assert data.get("judge_backend") == written
+    assert list(data)[:3] == ["backend", "agent_model", "judge_model"]
+
+
 def test_whole_number_percentages_render_without_fraction() -> None:
     text = render_report(_simple_report())
     assert '"percentage": 100,' in text
