@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
@@ -308,10 +307,8 @@ def test_timeout(endpoint: ScriptedEndpoint) -> None:
     endpoint.enqueue(Reply(json={}, delay=10))
     with make_client(0.5) as quick:
         backend = backend_for(quick, root_url(endpoint))
-        started = time.monotonic()
         with pytest.raises(TransportError, match=r"^POST .*/v1/messages: timed out after 0\.5s$"):
             backend.complete("", "u")
-    assert time.monotonic() - started < 3
     assert len(endpoint.requests) == 1
 
 

@@ -271,12 +271,10 @@ def test_timeout_kills_the_cli_and_keeps_the_partial_output(
     kiro_on_path: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("KIRO_STANDIN_SLEEP", "60")
-    started = time.monotonic()
 
     with pytest.raises(AgentTimeoutError) as caught:
         kiro_backend(model="slow", timeout=1).complete("s", "u")
 
-    assert time.monotonic() - started < 10
     assert str(caught.value) == "kiro-cli timed out after 1s"
     assert caught.value.partial_output == "> Using model slow\n"
     assert caught.value.timeout == 1
@@ -421,12 +419,11 @@ def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
 def test_processes_left_behind_are_killed_when_the_cli_exits(tmp_path: Path) -> None:
     pid_file = tmp_path / "child.pid"
     command = f"sleep 300 & echo $! > {pid_file}; echo done"
-    started = time.monotonic()
 
-    answer = CLIBackend(CommandAgent(command), model="m", timeout=60).complete("s", "u")
+    # Were the child's copy of stdout waited for, this call would end in AgentTimeoutError.
+    answer = CLIBackend(CommandAgent(command), model="m", timeout=5).complete("s", "u")
 
     assert answer == "done\n"
-    assert time.monotonic() - started < 10  # the child's copy of stdout did not hold us up
     assert wait_until_gone(int(pid_file.read_text()))
 
 

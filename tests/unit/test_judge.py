@@ -5,8 +5,6 @@ Spec references: section 5a (clean), section 7, section 12 checks 24-30.
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from pytest_openkata.backends import (
@@ -281,11 +279,9 @@ def test_parse_extensions(raw: str, expected: list[Verdict]) -> None:
     assert parse_verdicts(raw) == expected
 
 
-def test_parse_pathological_nesting_is_a_quick_parse_error() -> None:
-    started = time.monotonic()
+def test_parse_pathological_nesting_is_a_parse_error() -> None:
     with pytest.raises(JudgeParseError, match=r"^failed to parse judge JSON$"):
         parse_verdicts("[" * 100_000 + "]" * 100_000)
-    assert time.monotonic() - started < 5
 
 
 # --- judge user message (section 7) -----------------------------------------------------------
