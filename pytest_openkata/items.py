@@ -16,15 +16,26 @@ from typing import Any
 import pytest
 
 from pytest_openkata.results import ScenarioResult
-from pytest_openkata.scenario import ScenarioLoadError, discover_scenarios, load_scenario_options
+from pytest_openkata.scenario import (
+    ScenarioLoadError,
+    discover_scenarios,
+    is_scenario_dir,
+    load_scenario_options,
+)
 
 RESULT_PROPERTY = "openkata_result"
 PERCENTAGE_PROPERTY = "openkata_percentage"
 
 
 def is_evals_dir(path: Path) -> bool:
-    """An ``evals`` folder that holds at least one ``scenario-*`` folder."""
-    return path.name == "evals" and bool(discover_scenarios(path))
+    """An ``evals`` folder that holds at least one ``scenario-*`` folder (stops at the first:
+    the collector lists and sorts them)."""
+    if path.name != "evals":
+        return False
+    try:
+        return any(is_scenario_dir(entry) for entry in path.iterdir())
+    except OSError:
+        return False
 
 
 def sandbox_mode(scenario_dir: Path) -> str | None:
