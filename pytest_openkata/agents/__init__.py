@@ -68,10 +68,15 @@ class AgentInvocation:
     """How to start the CLI. The prompt is not in ``argv``: it goes to standard input.
 
     ``env`` holds extra variables only; on the host they are merged over ``os.environ``.
+    ``private_dirs`` names variables that the host runner points at a fresh empty folder for
+    each call, removed afterwards: a CLI that keeps state in the user's home (and rewrites it
+    while another copy of itself runs) then starts from a clean state every time. A container
+    starts clean anyway, so the sandbox leaves them unset.
     """
 
     argv: list[str]
     env: dict[str, str] = field(default_factory=dict)
+    private_dirs: tuple[str, ...] = ()
 
 
 class AgentCLI(Protocol):

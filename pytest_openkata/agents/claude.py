@@ -2,7 +2,10 @@
 
 ``claude -p --bare --model M`` reads the prompt from standard input and prints the answer.
 ``--bare`` keeps runs reproducible: no hooks, plugins, auto-memory or CLAUDE.md discovery, and
-authentication strictly through ``ANTHROPIC_API_KEY``. Any Anthropic Messages endpoint works
+authentication strictly through ``ANTHROPIC_API_KEY``. On the host, ``CLAUDE_CONFIG_DIR`` is a
+fresh folder per call: Claude Code rewrites ``~/.claude.json`` on every start, and a copy of it
+running at the same time (an xdist worker, the user's own session) can leave that file missing
+with only a backup beside it, which makes the next start fail. Any Anthropic Messages endpoint works
 through ``ANTHROPIC_BASE_URL`` (llama-server's ``/v1/messages`` included); telemetry and other
 non-essential traffic are switched off.
 
@@ -21,10 +24,11 @@ from dataclasses import dataclass, field
 
 from pytest_openkata.agents import UNUSED_KEY, AgentInvocation, AgentSettings
 
-__all__ = ["CLAUDE_CLI", "CLAUDE_INSTALL_HINT", "ClaudeAgent"]
+__all__ = ["CLAUDE_CLI", "CLAUDE_CONFIG_VARIABLE", "CLAUDE_INSTALL_HINT", "ClaudeAgent"]
 
 CLAUDE_CLI = "claude"
 CLAUDE_INSTALL_HINT = "Install: npm install -g @anthropic-ai/claude-code"
+CLAUDE_CONFIG_VARIABLE = "CLAUDE_CONFIG_DIR"
 
 
 @dataclass(frozen=True)
@@ -59,9 +63,10 @@ class ClaudeAgent:
         if sandboxed:
             argv.append("--dangerously-skip-permissions")
             env["IS_SANDBOX"] = "1"
-        elif workspace_agent:
+            return AgentInvocation(argv, env)
+        if workspace_agent:
             argv += ["--permission-mode", "acceptEdits"]
-        return AgentInvocation(argv, env)
+        return AgentInvocation(argv, env, private_dirs=(CLAUDE_CONFIG_VARIABLE,))
 
     def clean(self, output: str) -> str:
         return output

@@ -30,6 +30,7 @@ import os
 import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -174,13 +175,25 @@ class CLIBackend:
         """The agent's cleaned answer; ``schema`` is ignored (CLIs answer in free text)."""
         invocation = self.agent.invocation(model=self.model, workspace_agent=self.workspace_agent)
         prompt = agent_prompt(system, user).encode()
-        with self._cwd_factory() as cwd:
-            finished = self._run(invocation, prompt, cwd)
+        with self._cwd_factory() as cwd, contextlib.ExitStack() as stack:
+            private = {
+                variable: stack.enter_context(
+                    tempfile.TemporaryDirectory(prefix=f"openkata-{self.agent.name}-")
+                )
+                for variable in invocation.private_dirs
+            }
+            finished = self._run(invocation, prompt, cwd, private)
         return self._answer(finished)
 
-    def _run(self, invocation: AgentInvocation, prompt: bytes, cwd: Path | None) -> _Finished:
+    def _run(
+        self,
+        invocation: AgentInvocation,
+        prompt: bytes,
+        cwd: Path | None,
+        private_dirs: dict[str, str],
+    ) -> _Finished:
         name = self.agent.name
-        env = {**os.environ, **invocation.env}
+        env = {**os.environ, **invocation.env, **private_dirs}
         executable = invocation.argv[0]
         if os.sep not in executable and shutil.which(executable, path=env.get("PATH")) is None:
             raise AgentNotFoundError(self._with_hint(f"{name} not found in PATH"))

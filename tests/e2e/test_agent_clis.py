@@ -73,6 +73,14 @@ def _backend(agent_name: str, settings: AgentSettings, workdir: Path) -> CLIBack
 def test_claude_code_answers_through_the_anthropic_route(
     npm_bin: Path, local_model: LocalModelServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # The state another Claude Code running at the same time can leave behind: its config
+    # file gone, a backup beside it. Claude Code refuses to start from such a home, so the
+    # agent must run from a private configuration folder.
+    home = tmp_path / "home"
+    (home / ".claude" / "backups").mkdir(parents=True)
+    (home / ".claude" / "backups" / ".claude.json.backup.1796009521336").write_text("{}")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
     monkeypatch.setenv("CLAUDE_CODE_MAX_OUTPUT_TOKENS", CLAUDE_MAX_OUTPUT_TOKENS)
     settings = AgentSettings(
         executable=str(npm_bin / "claude"), anthropic_base_url=local_model.root_url
@@ -80,6 +88,7 @@ def test_claude_code_answers_through_the_anthropic_route(
 
     answer = _backend("claude", settings, tmp_path).complete("", PROMPT)
 
+    assert not (home / ".claude.json").exists()
     assert answer.strip()
 
 

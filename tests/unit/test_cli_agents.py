@@ -11,6 +11,7 @@ import stat
 import subprocess
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -427,6 +428,43 @@ def test_processes_left_behind_are_killed_when_the_cli_exits(tmp_path: Path) -> 
     assert wait_until_gone(int(pid_file.read_text()))
 
 
+@dataclass(frozen=True)
+class _PrivateDirAgent:
+    """An agent whose invocation asks for a private ``STATE_DIR``; the command shows it."""
+
+    command: str
+    name: str = "stateful"
+    install_hint: str = ""
+
+    def invocation(
+        self, *, model: str, workspace_agent: bool, sandboxed: bool = False
+    ) -> AgentInvocation:
+        return AgentInvocation(["/bin/sh", "-c", self.command], private_dirs=("STATE_DIR",))
+
+    def clean(self, output: str) -> str:
+        return output
+
+
+def test_each_call_gets_a_fresh_private_folder_that_is_removed_afterwards(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("STATE_DIR", "/the/users/own/state")
+    backend = CLIBackend(
+        _PrivateDirAgent('ls -A "$STATE_DIR"; echo "$STATE_DIR"; touch "$STATE_DIR/written"'),
+        model="m",
+        timeout=30,
+    )
+
+    first = backend.complete("s", "u").splitlines()
+    second = backend.complete("s", "u").splitlines()
+
+    assert len(first) == len(second) == 1  # empty folders: only the echoed path
+    assert first[0] != second[0]
+    assert first[0] != "/the/users/own/state"
+    assert not Path(first[0]).exists()
+    assert not Path(second[0]).exists()
+
+
 # ---------------------------------------------------------------------------------------------
 # claude and codex invocations
 
@@ -441,6 +479,7 @@ def test_claude_plain_invocation() -> None:
         "DISABLE_TELEMETRY": "1",
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
     }
+    assert invocation.private_dirs == ("CLAUDE_CONFIG_DIR",)
 
 
 def test_claude_workspace_agent_accepts_edits_but_bypasses_nothing_on_the_host() -> None:
@@ -461,6 +500,7 @@ def test_claude_sandboxed_skips_permissions() -> None:
         "claude", "-p", "--bare", "--model", "m", "--dangerously-skip-permissions",
     ]  # fmt: skip
     assert invocation.env["IS_SANDBOX"] == "1"
+    assert invocation.private_dirs == ()  # the container's home starts clean
 
 
 def test_claude_defaults_without_settings() -> None:
