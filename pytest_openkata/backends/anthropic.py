@@ -5,6 +5,10 @@ make_client`) and follows the http backend in everything but the wire format: on
 call, no retries, failures raised as :class:`~pytest_openkata.backends.BackendError`
 subclasses with the same texts.
 
+Every successful call reports the ``usage.input_tokens`` and ``usage.output_tokens`` of the
+response to :func:`pytest_openkata.usage.record_tokens` (None for a count the body does not give
+as a non-negative integer); a failed call records nothing.
+
 Anthropic answers 529 when it is overloaded. That is kept as an
 :class:`~pytest_openkata.backends.EndpointStatusError` with ``status == 529`` (and whatever
 ``Retry-After`` came with it); :attr:`~pytest_openkata.backends.EndpointStatusError.throttled`
@@ -22,6 +26,7 @@ import httpx
 
 from pytest_openkata.backends import MalformedResponseError, ResponseSchema
 from pytest_openkata.backends.transport import json_object, post_json, redact_secret
+from pytest_openkata.usage import TokenUsage, record_tokens, token_count
 
 __all__ = ["ANTHROPIC_VERSION", "AnthropicMessagesBackend", "messages_url"]
 
@@ -61,12 +66,16 @@ class AnthropicMessagesBackend:
 
         ``schema`` is accepted and ignored: the Messages API has no ``response_format``, so the
         model answers in free text and the judge's text parser reads the verdicts from it.
+        The call's token usage goes to :func:`~pytest_openkata.usage.record_tokens`.
         """
         headers = {"Content-Type": "application/json", "anthropic-version": ANTHROPIC_VERSION}
         if self._api_key:
             headers["x-api-key"] = self._api_key
         payload = self._payload(system, user)
-        return _text_of(post_json(self._client, self.url, payload, headers, self._api_key))
+        data = json_object(post_json(self._client, self.url, payload, headers, self._api_key))
+        answer = _text_of(data)
+        record_tokens(_usage_of(data))
+        return answer
 
     def _payload(self, system: str, user: str) -> dict[str, Any]:
         payload: dict[str, Any] = {
@@ -88,9 +97,8 @@ def messages_url(base_url: str) -> str:
     return root + ("/messages" if root.endswith("/v1") else "/v1/messages")
 
 
-def _text_of(raw: bytes) -> str:
+def _text_of(data: dict[str, Any]) -> str:
     """The ``text`` of every ``"type": "text"`` block of ``content``, concatenated in order."""
-    data = json_object(raw)
     content = data.get("content")
     if content is None:
         raise MalformedResponseError("no content in response")
@@ -103,6 +111,16 @@ def _text_of(raw: bytes) -> str:
     if not found:
         raise MalformedResponseError("no text content in response")
     return "".join(found)
+
+
+def _usage_of(data: dict[str, Any]) -> TokenUsage:
+    """The token counts of a Messages API body; unknown counts (or no ``usage``) are None."""
+    usage = data.get("usage")
+    if not isinstance(usage, dict):
+        return TokenUsage()
+    return TokenUsage(
+        token_count(usage.get("input_tokens")), token_count(usage.get("output_tokens"))
+    )
 
 
 def _block_text(index: int, block: Any) -> str | None:

@@ -5,6 +5,11 @@ connections are pooled; :func:`make_client` builds it. :class:`OpenAIChatBackend
 request per call and never retries: the runner owns the retry policy and decides from the
 exception class (and :attr:`EndpointStatusError.throttled`) what to do.
 
+Every successful call reports the ``usage.prompt_tokens`` and ``usage.completion_tokens`` of
+the response to :func:`pytest_openkata.usage.record_tokens` (None for a count the body does not
+give as a non-negative integer); a failed call, a refused ``response_format`` included, records
+nothing.
+
 The API key never appears in an exception text (see :mod:`pytest_openkata.backends.transport`).
 """
 
@@ -21,6 +26,7 @@ from pytest_openkata.backends.transport import (
     parse_retry_after,
     post_json,
 )
+from pytest_openkata.usage import TokenUsage, record_tokens, token_count
 
 __all__ = ["OpenAIChatBackend", "make_client", "parse_retry_after"]
 
@@ -73,12 +79,14 @@ class OpenAIChatBackend:
         headers = {"Content-Type": "application/json"}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
-        return _content_of(post_json(self._client, self.url, payload, headers, self._api_key))
+        data = json_object(post_json(self._client, self.url, payload, headers, self._api_key))
+        content = _content_of(data)
+        record_tokens(_usage_of(data))
+        return content
 
 
-def _content_of(raw: bytes) -> str:
+def _content_of(data: dict[str, Any]) -> str:
     """``choices[0].message.content`` of a chat completion body; null content is ``""``."""
-    data = json_object(raw)
     choices = data.get("choices")
     if not choices:
         raise MalformedResponseError("no choices in response")
@@ -98,3 +106,13 @@ def _content_of(raw: bytes) -> str:
             f"choices[0].message.content is a {type(content).__name__}, not a string"
         )
     return content
+
+
+def _usage_of(data: dict[str, Any]) -> TokenUsage:
+    """The token counts of a chat completion body; unknown counts (or no ``usage``) are None."""
+    usage = data.get("usage")
+    if not isinstance(usage, dict):
+        return TokenUsage()
+    return TokenUsage(
+        token_count(usage.get("prompt_tokens")), token_count(usage.get("completion_tokens"))
+    )

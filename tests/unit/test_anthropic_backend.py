@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from pytest_openkata.backends import (
+    BackendError,
     EndpointStatusError,
     MalformedResponseError,
     ResponseSchema,
@@ -19,6 +20,7 @@ from pytest_openkata.backends import (
 )
 from pytest_openkata.backends.anthropic import AnthropicMessagesBackend, messages_url
 from pytest_openkata.backends.http import make_client
+from pytest_openkata.usage import TokenUsage, recording
 from tests.support.endpoint import Reply, ScriptedEndpoint
 
 KEY = "sk-ant-test-key"
@@ -338,3 +340,118 @@ def test_api_key_never_in_transport_error(client: httpx.Client) -> None:
     assert KEY not in str(caught.value)
     assert str(caught.value) == f"POST {root}/***/v1/messages: connection refused"
     assert KEY not in repr(backend)
+
+
+# -- token usage ------------------------------------------------------------------------------
+
+_MISSING = object()
+
+
+def message_with_usage(answer: str, usage: object = _MISSING) -> Reply:
+    """A 200 Messages API answer with one text block whose ``usage`` is ``usage`` (or absent)."""
+    body: dict[str, Any] = {
+        "id": f"msg_{next(_ids)}",
+        "type": "message",
+        "role": "assistant",
+        "model": "m",
+        "content": [text(answer)],
+        "stop_reason": "end_turn",
+    }
+    if usage is not _MISSING:
+        body["usage"] = usage
+    return Reply(json=body)
+
+
+def test_usage_of_a_successful_call_is_recorded(
+    backend: AnthropicMessagesBackend, endpoint: ScriptedEndpoint
+) -> None:
+    endpoint.enqueue(
+        message_with_usage(
+            "a",
+            {
+                "input_tokens": 2095,
+                "output_tokens": 503,
+                "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 0,
+            },
+        ),
+        message_with_usage("b", {"input_tokens": 11, "output_tokens": 0}),
+    )
+
+    with recording() as usage:
+        assert backend.complete("sys", "one") == "a"
+        assert backend.complete("sys", "two") == "b"
+
+    assert usage == [TokenUsage(2095, 503), TokenUsage(11, 0)]
+
+
+def test_a_body_without_usage_still_counts_the_call(
+    backend: AnthropicMessagesBackend, endpoint: ScriptedEndpoint
+) -> None:
+    endpoint.enqueue(message_with_usage("a"))
+    with recording() as usage:
+        assert backend.complete("", "u") == "a"
+    assert usage == [TokenUsage(None, None)]
+
+
+@pytest.mark.parametrize(
+    ("body_usage", "expected"),
+    [
+        (None, TokenUsage(None, None)),
+        ([1, 2], TokenUsage(None, None)),
+        ({"input_tokens": 40}, TokenUsage(40, None)),
+        ({"output_tokens": 6}, TokenUsage(None, 6)),
+        ({"input_tokens": True, "output_tokens": False}, TokenUsage(None, None)),
+        ({"input_tokens": "40", "output_tokens": 6.0}, TokenUsage(None, None)),
+        ({"prompt_tokens": 40, "completion_tokens": 6}, TokenUsage(None, None)),
+    ],
+)
+def test_unusable_counts_are_recorded_as_unknown(
+    backend: AnthropicMessagesBackend,
+    endpoint: ScriptedEndpoint,
+    body_usage: object,
+    expected: TokenUsage,
+) -> None:
+    endpoint.enqueue(message_with_usage("a", body_usage))
+    with recording() as usage:
+        assert backend.complete("", "u") == "a"
+    assert usage == [expected]
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        Reply(status=500, body="internal error"),
+        Reply(status=529, body="overloaded"),
+        Reply(body="<html>gateway</html>"),
+        Reply(json={"content": [], "usage": {"input_tokens": 5, "output_tokens": 1}}),
+        Reply(
+            json={
+                "content": [{"type": "text", "text": 7}],
+                "usage": {"input_tokens": 5, "output_tokens": 1},
+            }
+        ),
+    ],
+)
+def test_a_failed_call_records_nothing(
+    backend: AnthropicMessagesBackend, endpoint: ScriptedEndpoint, reply: Reply
+) -> None:
+    endpoint.enqueue(reply)
+    with recording() as usage, pytest.raises(BackendError):
+        backend.complete("", "u")
+    assert usage == []
+
+
+def test_calls_outside_a_recording_still_answer(
+    backend: AnthropicMessagesBackend, endpoint: ScriptedEndpoint
+) -> None:
+    endpoint.enqueue(
+        message_with_usage("unrecorded", {"input_tokens": 9, "output_tokens": 9}),
+        message_with_usage("recorded", {"input_tokens": 2, "output_tokens": 1}),
+    )
+
+    assert backend.complete("", "u") == "unrecorded"
+    with recording() as usage:
+        assert backend.complete("", "u") == "recorded"
+
+    assert usage == [TokenUsage(2, 1)]

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
+from typing import Any
 
 import httpx
 import pytest
@@ -17,6 +19,7 @@ from pytest_openkata.backends import (
     TransportError,
 )
 from pytest_openkata.backends.http import OpenAIChatBackend, make_client, parse_retry_after
+from pytest_openkata.usage import TokenUsage, recording
 from tests.support.endpoint import RecordedRequest, Reply, ScriptedEndpoint
 
 KEY = "test-key"
@@ -368,3 +371,154 @@ def test_calls_without_a_schema_keep_the_reference_body(
     backend.complete("", "user")
 
     assert set(endpoint.requests[0].json) == {"model", "messages"}
+
+
+# --- token usage -------------------------------------------------------------------------------
+
+_MISSING = object()
+
+
+def chat_with_usage(content: str, usage: object = _MISSING) -> Reply:
+    """A 200 chat completion answering ``content`` whose ``usage`` is ``usage`` (or absent)."""
+    body: dict[str, Any] = {
+        "id": "chatcmpl-usage",
+        "object": "chat.completion",
+        "model": "gpt-4o",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}}],
+    }
+    if usage is not _MISSING:
+        body["usage"] = usage
+    return Reply(json=body)
+
+
+def test_usage_of_a_successful_call_is_recorded(
+    backend: OpenAIChatBackend, endpoint: ScriptedEndpoint
+) -> None:
+    endpoint.enqueue(
+        chat_with_usage("a", {"prompt_tokens": 123, "completion_tokens": 45, "total_tokens": 168}),
+        chat_with_usage("b", {"prompt_tokens": 7, "completion_tokens": 0}),
+    )
+
+    with recording() as usage:
+        assert backend.complete("sys", "one") == "a"
+        assert backend.complete("sys", "two") == "b"
+
+    assert usage == [TokenUsage(123, 45), TokenUsage(7, 0)]
+
+
+def test_a_body_without_usage_still_counts_the_call(
+    backend: OpenAIChatBackend, endpoint: ScriptedEndpoint
+) -> None:
+    endpoint.enqueue(chat_with_usage("a"))
+    with recording() as usage:
+        assert backend.complete("", "u") == "a"
+    assert usage == [TokenUsage(None, None)]
+
+
+@pytest.mark.parametrize(
+    ("body_usage", "expected"),
+    [
+        (None, TokenUsage(None, None)),
+        ("lots", TokenUsage(None, None)),
+        ({}, TokenUsage(None, None)),
+        ({"prompt_tokens": 12}, TokenUsage(12, None)),
+        ({"completion_tokens": 3}, TokenUsage(None, 3)),
+        ({"prompt_tokens": True, "completion_tokens": False}, TokenUsage(None, None)),
+        ({"prompt_tokens": "12", "completion_tokens": 2.5}, TokenUsage(None, None)),
+        ({"prompt_tokens": -1, "completion_tokens": 4}, TokenUsage(None, 4)),
+    ],
+)
+def test_unusable_counts_are_recorded_as_unknown(
+    backend: OpenAIChatBackend, endpoint: ScriptedEndpoint, body_usage: object, expected: TokenUsage
+) -> None:
+    endpoint.enqueue(chat_with_usage("a", body_usage))
+    with recording() as usage:
+        assert backend.complete("", "u") == "a"
+    assert usage == [expected]
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        Reply(status=500, body="internal error"),
+        Reply(status=429, body="rate limited"),
+        Reply(body="<html>gateway</html>"),
+        Reply(json={"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 1}}),
+        Reply(
+            json={
+                "choices": [{"message": {"content": ["a"]}}],
+                "usage": {"prompt_tokens": 5, "completion_tokens": 1},
+            }
+        ),
+    ],
+)
+def test_a_failed_call_records_nothing(
+    backend: OpenAIChatBackend, endpoint: ScriptedEndpoint, reply: Reply
+) -> None:
+    endpoint.enqueue(reply)
+    with recording() as usage, pytest.raises(BackendError):
+        backend.complete("", "u")
+    assert usage == []
+
+
+def test_a_refused_schema_records_only_the_answered_call(
+    backend: OpenAIChatBackend, endpoint: ScriptedEndpoint
+) -> None:
+    endpoint.enqueue(
+        Reply(status=400, body="response_format is not supported"),
+        chat_with_usage("plain", {"prompt_tokens": 30, "completion_tokens": 4}),
+    )
+    with recording() as usage:
+        assert backend.complete("sys", "user", schema=SCHEMA) == "plain"
+    assert len(endpoint.requests) == 2
+    assert usage == [TokenUsage(30, 4)]
+
+
+def test_calls_outside_a_recording_still_answer(
+    backend: OpenAIChatBackend, endpoint: ScriptedEndpoint
+) -> None:
+    endpoint.enqueue(
+        chat_with_usage("unrecorded", {"prompt_tokens": 9, "completion_tokens": 9}),
+        chat_with_usage("recorded", {"prompt_tokens": 2, "completion_tokens": 1}),
+    )
+
+    assert backend.complete("", "u") == "unrecorded"
+    with recording() as usage:
+        assert backend.complete("", "u") == "recorded"
+
+    assert usage == [TokenUsage(2, 1)]
+
+
+def test_concurrent_calls_are_recorded_by_their_own_thread(
+    backend: OpenAIChatBackend, endpoint: ScriptedEndpoint
+) -> None:
+    def route(request: RecordedRequest) -> Reply:
+        n = int(request.json["messages"][0]["content"])
+        return chat_with_usage(str(n), {"prompt_tokens": n, "completion_tokens": 10 * n})
+
+    endpoint.respond_with(route)
+    calls = 5
+    barrier = threading.Barrier(2)
+    results: dict[int, tuple[list[str], list[TokenUsage]]] = {}
+    errors: list[BaseException] = []
+
+    def work(n: int) -> None:
+        try:
+            with recording() as usage:
+                barrier.wait()
+                answers = [backend.complete("", str(n)) for _ in range(calls)]
+            results[n] = (answers, usage)
+        except BaseException as exc:
+            errors.append(exc)
+            barrier.abort()
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in (1, 2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert errors == []
+    assert results[1] == (["1"] * calls, [TokenUsage(1, 10)] * calls)
+    assert results[2] == (["2"] * calls, [TokenUsage(2, 20)] * calls)
+    assert len(endpoint.requests) == 2 * calls
