@@ -13,6 +13,13 @@ Replies come from a FIFO queue (:meth:`ScriptedEndpoint.enqueue`) or, for routin
 request's content, from a function (:meth:`ScriptedEndpoint.respond_with`). With neither, the
 server answers 500 ``no scripted reply left``. Header names in :class:`RecordedRequest` are
 lower-case.
+
+``ScriptedEndpoint(latency=0.1)`` delays every answer by that many seconds on top of a reply's
+own ``delay`` (a slow model, for benchmarks). :attr:`ScriptedEndpoint.in_flight` counts the
+requests being handled right now and :attr:`ScriptedEndpoint.max_in_flight` the most at once
+since :meth:`~ScriptedEndpoint.start` or :meth:`~ScriptedEndpoint.reset_peak`: a request counts
+from the moment its handler starts, through any delay, until its answer starts being sent (or
+its connection is dropped), so a client that has its answer is never still counted.
 """
 
 from __future__ import annotations
@@ -100,10 +107,18 @@ Responder = Callable[[RecordedRequest], Reply]
 
 
 class ScriptedEndpoint:
-    """A ``ThreadingHTTPServer`` on ``127.0.0.1`` (a free port) served from a daemon thread."""
+    """A ``ThreadingHTTPServer`` on ``127.0.0.1`` (a free port) served from a daemon thread.
 
-    def __init__(self) -> None:
+    ``latency`` seconds pass before every answer, on top of the reply's own ``delay``.
+    """
+
+    def __init__(self, *, latency: float = 0.0) -> None:
+        if latency < 0:
+            raise ValueError(f"latency must be at least 0 seconds, got {latency!r}")
+        self.latency = latency
         self._lock = threading.Lock()
+        self._in_flight = 0
+        self._max_in_flight = 0
         self._queue: deque[Reply] = deque()
         self._responder: Responder | None = None
         self._requests: list[RecordedRequest] = []
@@ -117,6 +132,8 @@ class ScriptedEndpoint:
         if self._server is not None:
             return self
         self._stopping.clear()
+        with self._lock:
+            self._max_in_flight = self._in_flight
         server = _Server(("127.0.0.1", 0), _make_handler(self))
         self._server = server
         self._thread = threading.Thread(
@@ -188,7 +205,33 @@ class ScriptedEndpoint:
         with self._lock:
             return len(self._queue)
 
+    @property
+    def in_flight(self) -> int:
+        """How many requests are being handled right now (received, not yet answered)."""
+        with self._lock:
+            return self._in_flight
+
+    @property
+    def max_in_flight(self) -> int:
+        """The most requests handled at once since :meth:`start` or :meth:`reset_peak`."""
+        with self._lock:
+            return self._max_in_flight
+
+    def reset_peak(self) -> None:
+        """Restart :attr:`max_in_flight` from the requests in flight now."""
+        with self._lock:
+            self._max_in_flight = self._in_flight
+
     # -- used by the handler -----------------------------------------------------------------
+
+    def _enter(self) -> None:
+        with self._lock:
+            self._in_flight += 1
+            self._max_in_flight = max(self._max_in_flight, self._in_flight)
+
+    def _leave(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
 
     def _answer(self, request: RecordedRequest) -> Reply:
         with self._lock:
@@ -207,6 +250,7 @@ class ScriptedEndpoint:
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True  # a handler stuck in a delay never blocks stop()
+    request_queue_size = 128  # many concurrent clients connect without SYN retries
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         if not isinstance(sys.exc_info()[1], ConnectionError):
@@ -219,6 +263,20 @@ def _make_handler(endpoint: ScriptedEndpoint) -> type[BaseHTTPRequestHandler]:
 
         def _handle(self) -> None:
             self.close_connection = True  # one request per connection: nothing lingers on stop
+            endpoint._enter()
+            counted = True
+            try:
+                reply = self._receive_and_wait()
+                endpoint._leave()  # before answering: a client holding its answer is not counted
+                counted = False
+                if reply is not None:
+                    self._send(reply)
+            finally:
+                if counted:
+                    endpoint._leave()
+
+        def _receive_and_wait(self) -> Reply | None:
+            """The reply to send once its delay has passed; None for no answer at all."""
             body = self._read_body()
             headers: dict[str, str] = {}
             for name, value in self.headers.items():
@@ -232,10 +290,14 @@ def _make_handler(endpoint: ScriptedEndpoint) -> type[BaseHTTPRequestHandler]:
                 json=_json_or_none(body),
             )
             reply = endpoint._answer(request)
-            if reply.delay > 0 and endpoint._stopping.wait(reply.delay):
-                return
+            delay = endpoint.latency + reply.delay
+            if delay > 0 and endpoint._stopping.wait(delay):
+                return None
             if reply.close:
-                return
+                return None
+            return reply
+
+        def _send(self, reply: Reply) -> None:
             payload, reply_headers = reply.encoded()
             try:
                 self.send_response(reply.status)
