@@ -26,6 +26,7 @@ Deviation: the stderr in an error text loses its trailing white space. Error tex
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 import shutil
 import signal
@@ -130,6 +131,32 @@ def _identity(text: str) -> str:
     return text
 
 
+class _LiveProcesses:
+    """The CLI processes running now, so that :meth:`CLIBackend.close` can end them."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pids: set[int] = set()
+        self.closed = False
+
+    def add(self, pid: int) -> None:
+        with self._lock:
+            self._pids.add(pid)
+            if self.closed:
+                _kill_group(pid)
+
+    def discard(self, pid: int) -> None:
+        """Called before the process is reaped: its group id cannot be reused until then."""
+        with self._lock:
+            self._pids.discard(pid)
+
+    def kill_all(self) -> None:
+        with self._lock:
+            self.closed = True
+            for pid in self._pids:
+                _kill_group(pid)
+
+
 @dataclass(frozen=True)
 class _Finished:
     stdout: bytes
@@ -164,6 +191,19 @@ class CLIBackend:
         self.workspace_agent = workspace_agent
         self._cwd_factory = cwd_factory or _no_cwd
         self._redact = redact
+        self._live = _LiveProcesses()
+
+    def in_folder(self, cwd_factory: CwdFactory) -> CLIBackend:
+        """The same backend running each call in the folder ``cwd_factory`` gives; it shares
+        this one's running processes, so :meth:`close` of either ends them all."""
+        view = copy.copy(self)
+        view._cwd_factory = cwd_factory
+        return view
+
+    def close(self) -> None:
+        """Kill the CLIs still running (scenarios abandoned after ``-x`` or Ctrl-C); later calls
+        are killed as they start."""
+        self._live.kill_all()
 
     def __repr__(self) -> str:
         return (
@@ -214,7 +254,8 @@ class CLIBackend:
             raise AgentNotFoundError(self._with_hint(f"{name} not found {where}")) from exc
         except OSError as exc:
             raise AgentFailedError(self._redact(f"{name} failed: {exc}")) from exc
-        return _communicate(process, prompt, self.timeout)
+        self._live.add(process.pid)
+        return _communicate(process, prompt, self.timeout, self._live)
 
     def _with_hint(self, message: str) -> str:
         hint = self.agent.install_hint
@@ -257,7 +298,9 @@ def _exit_text(returncode: int) -> str:
     return f"signal: {description.lower()}"
 
 
-def _communicate(process: subprocess.Popen[bytes], prompt: bytes, timeout: float) -> _Finished:
+def _communicate(
+    process: subprocess.Popen[bytes], prompt: bytes, timeout: float, live: _LiveProcesses
+) -> _Finished:
     """Feed ``prompt``, collect both outputs, and kill the process group when the deadline
     passes or the CLI exits (or the caller is interrupted)."""
     stdin, out_pipe, err_pipe = process.stdin, process.stdout, process.stderr
@@ -278,6 +321,7 @@ def _communicate(process: subprocess.Popen[bytes], prompt: bytes, timeout: float
         # The leader is alive or an unreaped zombie here, so its group id cannot have been
         # reused: killing the group reaches the CLI's own processes only.
         _kill_group(process.pid)
+        live.discard(process.pid)
         process.wait()
     deadline = time.monotonic() + DRAIN_GRACE
     for thread in threads:

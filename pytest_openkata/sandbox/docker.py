@@ -25,10 +25,14 @@ import docker
 import docker.errors
 import requests.exceptions
 
-from pytest_openkata.files import files_under, read_inside, skill_files
 from pytest_openkata.retry import RetryableError
 from pytest_openkata.sandbox import AgentCommand, SandboxError, SandboxRun
-from pytest_openkata.sandbox.workspace import diff_snapshots, judge_text, snapshot_from_tar
+from pytest_openkata.sandbox.workspace import (
+    diff_snapshots,
+    judge_text,
+    snapshot_from_tar,
+    workspace_files,
+)
 
 WORKSPACE = "/workspace"
 PROMPT_DIR = "openkata"  # under the container's root, outside the workspace
@@ -64,19 +68,11 @@ def _add_file(tar: tarfile.TarFile, name: str, data: bytes) -> None:
 
 
 def workspace_archive(skill_dir: Path, scenario_dir: Path, agent_config: str | None) -> bytes:
-    """The workspace as a tar: ``skill/…``, ``task.md``, the contents of ``inputs/`` and the
-    agent configuration. Symlinks leading out of the skill are never followed."""
-    root = skill_dir.resolve()
-    sources = [(f"skill/{src}/{rel}", path) for src, rel, path in skill_files(skill_dir)]
-    sources.insert(0, ("skill/SKILL.md", skill_dir / "SKILL.md"))
-    sources.append(("task.md", scenario_dir / "task.md"))
-    sources += list(files_under(scenario_dir / "inputs"))
+    """The workspace (:func:`workspace_files`) and the agent configuration as a tar."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
-        for name, path in sources:
-            data = read_inside(path, root)
-            if data is not None:
-                _add_file(tar, name, data)
+        for name, data in workspace_files(skill_dir, scenario_dir):
+            _add_file(tar, name, data)
         if agent_config is not None:
             _add_file(tar, ".kiro/agents/eval-agent.json", agent_config.encode())
     return buffer.getvalue()
@@ -145,8 +141,21 @@ class DockerSandbox:
     def __init__(self, client: docker.DockerClient, limits: DockerLimits) -> None:
         self.client = client
         self.limits = limits
+        self._lock = threading.Lock()
+        self._live: dict[str, object] = {}  # running containers by id
+        self._closed = False
 
     def close(self) -> None:
+        """Remove the containers still running (runs started ahead on other threads, when
+        pytest stops early or is interrupted), then close the client."""
+        with self._lock:
+            self._closed = True
+            live = list(self._live.values())
+        for container in live:
+            with contextlib.suppress(
+                docker.errors.DockerException, requests.exceptions.RequestException
+            ):
+                container.remove(force=True)  # type: ignore[attr-defined]
         self.client.close()
 
     def _volumes(self) -> dict[str, dict[str, str]]:
@@ -205,9 +214,16 @@ class DockerSandbox:
         self, *, skill_dir: Path, scenario_dir: Path, network: str, prompt: str, agent: AgentCommand
     ) -> SandboxRun:
         container = self._create(scenario_dir.name, network, agent.env)
+        with self._lock:
+            self._live[container.id] = container
+            closed = self._closed
         try:
+            if closed:
+                raise SandboxError("the sandbox was closed: the run is over")
             return self._run_in(container, skill_dir, scenario_dir, prompt, agent)
         finally:
+            with self._lock:
+                self._live.pop(container.id, None)
             # An engine that fails here leaves a labelled container, swept by the next run.
             with contextlib.suppress(
                 docker.errors.DockerException, requests.exceptions.RequestException

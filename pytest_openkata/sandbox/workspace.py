@@ -28,6 +28,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import IO
 
+from pytest_openkata.files import files_under, read_inside, skill_files
+
 DEFAULT_MAX_FILE_BYTES = 1 << 20
 BINARY_SNIFF_BYTES = 8192
 TOOL_FOLDERS = ("skill", ".kiro")
@@ -352,3 +354,29 @@ def judge_text(
         + _section("Modified Files", diff.modified, max_file_chars, budget)
         + _deleted_section(diff.deleted)
     )
+
+
+def workspace_files(skill_dir: Path, scenario_dir: Path) -> list[tuple[str, bytes]]:
+    """The workspace's files by name: ``skill/…``, ``task.md`` and the contents of ``inputs/``.
+    Symlinks leading out of the skill are never followed."""
+    root = skill_dir.resolve()
+    sources = [(f"skill/{src}/{rel}", path) for src, rel, path in skill_files(skill_dir)]
+    sources.insert(0, ("skill/SKILL.md", skill_dir / "SKILL.md"))
+    sources.append(("task.md", scenario_dir / "task.md"))
+    sources += list(files_under(scenario_dir / "inputs"))
+    found = []
+    for name, path in sources:
+        data = read_inside(path, root)
+        if data is not None:
+            found.append((name, data))
+    return found
+
+
+def workspace_digest(skill_dir: Path, scenario_dir: Path) -> str:
+    """A sha256 of the workspace's names and contents (the cache key of a sandboxed run)."""
+    digest = hashlib.sha256()
+    for name, data in workspace_files(skill_dir, scenario_dir):
+        encoded = name.encode()
+        digest.update(len(encoded).to_bytes(8, "big") + encoded)
+        digest.update(len(data).to_bytes(8, "big") + data)
+    return digest.hexdigest()

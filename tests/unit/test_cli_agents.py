@@ -9,6 +9,7 @@ import json
 import os
 import stat
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -594,3 +595,36 @@ def test_registry_names(name: str, cli: str) -> None:
     assert agent.name == cli
     assert agent.invocation(model="m", workspace_agent=False).argv[0] == cli
     assert agent.install_hint.startswith("Install: ")
+
+
+def test_close_kills_the_calls_still_running(tmp_path: Path) -> None:
+    started = tmp_path / "started"
+    backend = CLIBackend(CommandAgent(f"touch {started}; sleep 300"), model="m", timeout=600)
+    outcome: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            backend.complete("s", "u")
+        except BackendError as exc:
+            outcome.append(exc)
+
+    caller = threading.Thread(target=call)
+    caller.start()
+    while not started.exists():
+        time.sleep(0.01)
+    backend.close()
+    caller.join(60)
+
+    assert not caller.is_alive()
+    [error] = outcome
+    assert isinstance(error, AgentFailedError)
+    assert "signal: killed" in str(error)
+
+
+def test_calls_started_after_close_are_killed_at_once(tmp_path: Path) -> None:
+    backend = CLIBackend(CommandAgent("sleep 300"), model="m", timeout=600)
+    view = backend.in_folder(lambda: contextlib.nullcontext(tmp_path))
+    backend.close()
+
+    with pytest.raises(AgentFailedError, match="signal: killed"):
+        view.complete("s", "u")
