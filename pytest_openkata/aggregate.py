@@ -17,6 +17,7 @@ from pytest_openkata.config import EvalSettings
 from pytest_openkata.items import result_from_properties
 from pytest_openkata.report import (
     ReportConfig,
+    SkillStats,
     auto_report_path,
     build_report,
     output_report_path,
@@ -24,8 +25,9 @@ from pytest_openkata.report import (
     render_report,
     write_new_report,
 )
-from pytest_openkata.results import ScenarioResult
+from pytest_openkata.results import ScenarioResult, Usage
 from pytest_openkata.scoring import meets_threshold, overall_percentage
+from pytest_openkata.stats import overall_interval_95, straddles
 
 
 @dataclass
@@ -38,6 +40,20 @@ class SkillSummary:
     passed: bool
     report_path: Path | None = None
     report_error: str | None = None
+    # With several trials: the 95 % interval of ``overall`` and whether it holds the threshold.
+    interval: tuple[float, float] | None = None
+    straddles: bool = False
+
+    @property
+    def with_trials(self) -> bool:
+        return any(len(result.trials) > 1 for result in self.results)
+
+    @property
+    def usage(self) -> Usage:
+        total = Usage()
+        for result in self.results:
+            total += result.usage
+        return total
 
     @property
     def name(self) -> str:
@@ -70,6 +86,7 @@ def summarise(results: list[ScenarioResult], threshold: int, rootdir: Path) -> l
         skill_results.sort(key=lambda r: r.name)
         overall = overall_percentage([r.percentage for r in skill_results])
         total = max(len(r.skill_scenarios) for r in skill_results)
+        interval = overall_interval_95([_spread(r) for r in skill_results])
         summaries.append(
             SkillSummary(
                 skill_dir=Path(skill_dir),
@@ -78,9 +95,18 @@ def summarise(results: list[ScenarioResult], threshold: int, rootdir: Path) -> l
                 total_scenarios=total,
                 overall=overall,
                 passed=meets_threshold(overall, threshold, len(skill_results)),
+                interval=interval,
+                straddles=straddles(interval, threshold),
             )
         )
     return summaries
+
+
+def _spread(result: ScenarioResult) -> tuple[float, float, int]:
+    """A scenario's mean, standard deviation and number of trials."""
+    if result.summary is None:
+        return result.percentage, 0.0, 1
+    return result.percentage, result.summary.stdev, result.summary.trials
 
 
 def _report_path(
@@ -115,6 +141,9 @@ def write_reports(summaries: list[SkillSummary], settings: EvalSettings, now: da
             results=summary.results,
             overall=summary.overall,
             passed=summary.passed,
+            stats=SkillStats(ci95=summary.interval, straddles_threshold=summary.straddles)
+            if summary.with_trials
+            else None,
         )
         try:
             summary.report_path = write_new_report(path, render_report(report))

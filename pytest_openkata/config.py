@@ -56,6 +56,24 @@ class SandboxSettings(BaseModel):
     mounts: tuple[tuple[str, str], ...] = (("~/.aws", "/root/.aws"), ("~/.kiro", "/root/.kiro"))
 
 
+class RetrySettings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    attempts: int = 3
+    budget: float = 120.0
+
+
+class PriceSettings(BaseModel):
+    """US dollars per million tokens; 0 means not configured (no cost is shown)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    agent_input: float = 0.0
+    agent_output: float = 0.0
+    judge_input: float = 0.0
+    judge_output: float = 0.0
+
+
 class EvalSettings(BaseModel):
     """The resolved settings of one run. ``sources`` maps each key to where its value came from."""
 
@@ -71,9 +89,16 @@ class EvalSettings(BaseModel):
     output: str = ""
     model_label: str = ""
     agent_command: str = ""
+    trials: int = 1
+    judge_votes: int = 1
+    judge_fence: bool = True
+    cache: str = "on"
+    max_in_flight: int = 0
     http: HttpSettings = HttpSettings()
     anthropic: AnthropicSettings = AnthropicSettings()
     sandbox: SandboxSettings = SandboxSettings()
+    retry: RetrySettings = RetrySettings()
+    price: PriceSettings = PriceSettings()
     sources: dict[str, str] = {}
 
     @property
@@ -108,6 +133,38 @@ def _positive_number(value: str) -> float:
     if not number > 0 or number == float("inf"):
         raise ValueError(f"{value} is out of range: must be a positive number")
     return number
+
+
+def _non_negative_number(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise ValueError(f"{value!r} is not a number") from None
+    if not number >= 0 or number == float("inf"):
+        raise ValueError(f"{value} is out of range: must be zero or a positive number")
+    return number
+
+
+_TRUE = frozenset({"true", "yes", "on", "1"})
+_FALSE = frozenset({"false", "no", "off", "0"})
+
+
+def _boolean(value: str) -> bool:
+    text = value.strip().lower()
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise ValueError(f"{value!r} is not a boolean; use true or false")
+
+
+CACHE_MODES = ("on", "off", "refresh")
+
+
+def _cache_mode(value: str) -> str:
+    if value.strip().lower() not in CACHE_MODES:
+        raise ValueError(f"unknown cache mode {value!r}; choose one of: {', '.join(CACHE_MODES)}")
+    return value.strip().lower()
 
 
 _MEMORY = re.compile(r"[0-9]+[bkmg]?", re.IGNORECASE)
@@ -185,6 +242,11 @@ FIELDS: tuple[Setting, ...] = (
     Setting("output", _text, metavar="PATH"),
     Setting("model_label", _text, metavar="LABEL"),
     Setting("agent_command", _text, metavar="COMMAND"),
+    Setting("trials", _int_between(1, None), metavar="N"),
+    Setting("judge_votes", _int_between(1, None), metavar="K"),
+    Setting("judge_fence", _boolean, metavar="true|false"),
+    Setting("cache", _cache_mode, metavar="on|off|refresh"),
+    Setting("max_in_flight", _int_between(0, None), metavar="N"),
     Setting("http.base_url", _text, cli="--eval-base-url", metavar="URL"),
     Setting("http.api_key", _text, secret=True),
     Setting("anthropic.base_url", _text, cli="--eval-anthropic-base-url", metavar="URL"),
@@ -198,6 +260,12 @@ FIELDS: tuple[Setting, ...] = (
     Setting("sandbox.memory", _memory, metavar="SIZE"),
     Setting("sandbox.pids", _int_between(1, None), metavar="N"),
     Setting("sandbox.mounts", _mounts, metavar="HOST:PATH,..."),
+    Setting("retry.attempts", _int_between(1, None), metavar="N"),
+    Setting("retry.budget", _non_negative_number, metavar="SECONDS"),
+    Setting("price.agent_input", _non_negative_number, metavar="USD"),
+    Setting("price.agent_output", _non_negative_number, metavar="USD"),
+    Setting("price.judge_input", _non_negative_number, metavar="USD"),
+    Setting("price.judge_output", _non_negative_number, metavar="USD"),
 )
 FIELDS_BY_KEY = {f.key: f for f in FIELDS}
 
@@ -212,6 +280,13 @@ HELP = {
     "output": "results JSON file or directory path",
     "model_label": "human-readable label for the model in the report",
     "agent_command": "shell command of the 'command' agent; it gets the prompt on stdin",
+    "trials": "runs of every scenario, scored as their mean (default 1; scenario.json: trials)",
+    "judge_votes": "judge calls per trial; each criterion takes the majority (default 1)",
+    "judge_fence": "fence the agent's output in the judge prompt (default true; false: the "
+    "reference's exact layout)",
+    "cache": "reuse cached agent answers and verdicts: on, off or refresh (default on; "
+    "--cache-clear empties it)",
+    "max_in_flight": "model requests in flight per endpoint across all workers (default 0: no cap)",
     "http.base_url": "base URL of the OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1",
     "http.api_key": "API key of the endpoint (never printed)",
     "anthropic.base_url": "base URL of the Anthropic Messages API (default https://api.anthropic.com)",
@@ -226,6 +301,12 @@ HELP = {
     "sandbox.pids": "processes a sandbox may run at once (default 512)",
     "sandbox.mounts": "read-only credential folders, HOST:PATH,... or none "
     "(default ~/.aws:/root/.aws,~/.kiro:/root/.kiro; mounted only when present)",
+    "retry.attempts": "attempts per model call or sandbox run on 429, 503 and 5xx (default 3)",
+    "retry.budget": "seconds of back-off allowed per call across its retries (default 120)",
+    "price.agent_input": "US dollars per million input tokens of the agent model",
+    "price.agent_output": "US dollars per million output tokens of the agent model",
+    "price.judge_input": "US dollars per million input tokens of the judge model",
+    "price.judge_output": "US dollars per million output tokens of the judge model",
 }
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import signal
+import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -10,6 +12,7 @@ from functools import partial
 from pathlib import Path
 
 import httpx
+import pytest
 
 from pytest_openkata.agents import AgentSettings, make_agent
 from pytest_openkata.agents.kiro import EVAL_AGENT_SANDBOX, agent_config_json, prepare_agent_dir
@@ -18,6 +21,8 @@ from pytest_openkata.backends.anthropic import AnthropicMessagesBackend
 from pytest_openkata.backends.cli import CLIBackend
 from pytest_openkata.backends.http import OpenAIChatBackend
 from pytest_openkata.config import EvalSettings
+from pytest_openkata.inflight import InFlightLimit, LimitedCompleter
+from pytest_openkata.retry import RetryPolicy
 from pytest_openkata.runner import Backends, SandboxSetup
 from pytest_openkata.sandbox import AgentCommand
 from pytest_openkata.sandbox.docker import (
@@ -28,6 +33,7 @@ from pytest_openkata.sandbox.docker import (
 )
 
 CLI_BACKENDS = ("kiro", "claude", "codex", "command")
+IN_FLIGHT_FOLDER = "openkata-in-flight"
 
 
 def agent_settings(settings: EvalSettings) -> AgentSettings:
@@ -38,6 +44,45 @@ def agent_settings(settings: EvalSettings) -> AgentSettings:
         openai_base_url=settings.http.base_url,
         openai_api_key=settings.http.api_key,
     )
+
+
+def endpoint_of(kind: str, settings: EvalSettings) -> str:
+    """Where a backend's requests go: its base URL, or for a CLI with no endpoint setting, the
+    CLI itself. Names the in-flight cap's slots and goes into cache keys."""
+    if kind == "http":
+        return settings.http.base_url
+    if kind in ("anthropic", "claude"):
+        return settings.anthropic.base_url
+    if kind == "codex":
+        return settings.http.base_url or "codex"
+    if kind == "command":
+        return f"command: {settings.agent_command}"
+    return kind
+
+
+def _identity(kind: str, model: str, settings: EvalSettings) -> dict[str, str]:
+    return {"backend": kind, "model": model, "endpoint": endpoint_of(kind, settings)}
+
+
+def in_flight_folder(config: pytest.Config) -> Path:
+    """The lock folder of the in-flight cap, shared by the controller and every xdist worker
+    of a run: in pytest's cache folder, or with the cache provider disabled, in the temporary
+    folder under a name derived from the rootdir."""
+    cache = getattr(config, "cache", None)
+    if cache is not None:
+        return Path(cache.mkdir(IN_FLIGHT_FOLDER))
+    digest = hashlib.sha256(str(config.rootpath).encode()).hexdigest()[:16]
+    folder = Path(tempfile.gettempdir()) / f"{IN_FLIGHT_FOLDER}-{digest}"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+def _limited(
+    completer: Completer, endpoint: str, settings: EvalSettings, lock_folder: Path | None
+) -> Completer:
+    if lock_folder is None or settings.max_in_flight < 1:
+        return completer
+    return LimitedCompleter(completer, InFlightLimit(lock_folder, endpoint, settings.max_in_flight))
 
 
 def _backend(
@@ -69,34 +114,56 @@ def _backend(
     )
 
 
-def _kiro_agent_for_skill(settings: EvalSettings) -> Callable[[Path], Completer]:
+def _kiro_agent_for_skill(
+    backend: CLIBackend, limit: Callable[[Completer], Completer]
+) -> Callable[[Path], Completer]:
     """kiro's agent mode runs in a folder holding eval-agent.json and a link to the skill."""
-    kiro = make_agent("kiro", agent_settings(settings))
 
     def for_skill(skill_dir: Path) -> Completer:
-        return CLIBackend(
-            kiro,
-            model=settings.model,
-            timeout=float(settings.direct_timeout),
-            cwd_factory=partial(prepare_agent_dir, skill_dir),
-            workspace_agent=True,
-        )
+        return limit(backend.in_folder(partial(prepare_agent_dir, skill_dir)))
 
     return for_skill
+
+
+def retry_policy(settings: EvalSettings) -> RetryPolicy:
+    return RetryPolicy(attempts=settings.retry.attempts, budget=settings.retry.budget)
 
 
 def build_backends(
     settings: EvalSettings,
     client: httpx.Client,
     sandbox: Callable[[], SandboxSetup] | None = None,
+    lock_folder: Path | None = None,
 ) -> Backends:
-    """The agent and judge backends; each may use its own backend kind and model."""
+    """The agent and judge backends; each may use its own backend kind and model. With
+    ``max_in_flight`` set, each is capped per endpoint through locks in ``lock_folder``."""
+    agent_endpoint = endpoint_of(settings.backend, settings)
+    judge_endpoint = endpoint_of(settings.judge_backend, settings)
+    agent = _backend(settings.backend, settings.model, settings, client, agent=True)
+    judge = _backend(settings.judge_backend, settings.judge_model, settings, client, agent=False)
+    kiro_agent = None
+    if settings.backend == "kiro" and isinstance(agent, CLIBackend):
+        kiro_agent = _kiro_agent_for_skill(
+            agent,
+            partial(_limited, endpoint=agent_endpoint, settings=settings, lock_folder=lock_folder),
+        )
+    closers = tuple(c.close for c in (agent, judge) if isinstance(c, CLIBackend))
     return Backends(
-        agent=_backend(settings.backend, settings.model, settings, client, agent=True),
-        judge=_backend(settings.judge_backend, settings.judge_model, settings, client, agent=False),
+        agent=_limited(agent, agent_endpoint, settings, lock_folder),
+        judge=_limited(judge, judge_endpoint, settings, lock_folder),
+        retry=retry_policy(settings),
         sandbox=sandbox,
-        agent_for_skill=_kiro_agent_for_skill(settings) if settings.backend == "kiro" else None,
+        agent_for_skill=kiro_agent,
+        agent_identity=_identity(settings.backend, settings.model, settings),
+        judge_identity=_identity(settings.judge_backend, settings.judge_model, settings),
+        closers=closers,
     )
+
+
+def close_backends(backends: Backends) -> None:
+    """Stop what the backends still run (agent CLIs started ahead, after ``-x`` or Ctrl-C)."""
+    for close in backends.closers:
+        close()
 
 
 def sandbox_agent(settings: EvalSettings) -> AgentCommand:
@@ -122,7 +189,11 @@ def build_sandbox(settings: EvalSettings) -> SandboxSetup:
         mounts=tuple((str(Path(host).expanduser()), target) for host, target in box.mounts),
     )
     return SandboxSetup(
-        DockerSandbox(client, limits), sandbox_agent(settings), box.network, float(box.timeout)
+        DockerSandbox(client, limits),
+        sandbox_agent(settings),
+        box.network,
+        float(box.timeout),
+        image=box.image,
     )
 
 

@@ -1,21 +1,51 @@
-"""Fixtures: settings, backends and the scenario result. Any of them can be overridden in a
-``conftest.py`` (for example a per-skill judge)."""
+"""Fixtures: settings, backends, run options, the scheduler and the scenario result. Any of them
+can be overridden in a ``conftest.py`` (for example a per-skill judge)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import replace
+from typing import Generic, TypeVar
 
 import pytest
 
 from pytest_openkata.backends.http import make_client
+from pytest_openkata.cache import ResultCache
 from pytest_openkata.config import EvalSettings
-from pytest_openkata.factory import build_backends, build_sandbox, sigterm_as_interrupt
+from pytest_openkata.factory import (
+    build_backends,
+    build_sandbox,
+    close_backends,
+    in_flight_folder,
+    sigterm_as_interrupt,
+)
 from pytest_openkata.items import ScenarioItem
 from pytest_openkata.redact import Redactor
 from pytest_openkata.results import ScenarioResult
-from pytest_openkata.runner import Backends, SandboxSetup, run_scenario
+from pytest_openkata.runner import Backends, RunOptions, SandboxSetup, run_scenario
+from pytest_openkata.schedule import ScenarioScheduler, upcoming_items
 from pytest_openkata.session import redactor_of, settings_of
+from pytest_openkata.usage import Prices
+
+CACHE_FOLDER = "openkata"
+
+T = TypeVar("T")
+
+
+class _Once(Generic[T]):
+    """Builds a value on first use, once, even when scenario threads ask at the same time."""
+
+    def __init__(self, build: Callable[[], T]) -> None:
+        self._build = build
+        self._lock = threading.Lock()
+        self.built: list[T] = []
+
+    def __call__(self) -> T:
+        with self._lock:
+            if not self.built:
+                self.built.append(self._build())
+            return self.built[0]
 
 
 @pytest.fixture(scope="session")
@@ -34,37 +64,69 @@ def openkata_redactor(pytestconfig: pytest.Config) -> Redactor:
 def openkata_sandbox(openkata_settings: EvalSettings) -> Iterator[Callable[[], SandboxSetup]]:
     """A factory of the Docker sandbox, connected on first use: a run without sandboxed
     scenarios never needs an engine, and a missing one errors only those scenarios."""
-    built: list[SandboxSetup] = []
-
-    def factory() -> SandboxSetup:
-        if not built:
-            built.append(build_sandbox(openkata_settings))
-        return built[0]
-
+    factory = _Once(lambda: build_sandbox(openkata_settings))
     with sigterm_as_interrupt():
         yield factory
-    for setup in built:
+    for setup in factory.built:
         setup.sandbox.close()
 
 
 @pytest.fixture(scope="session")
 def openkata_backends(
-    openkata_settings: EvalSettings, openkata_sandbox: Callable[[], SandboxSetup]
+    pytestconfig: pytest.Config,
+    openkata_settings: EvalSettings,
+    openkata_sandbox: Callable[[], SandboxSetup],
 ) -> Iterator[Callable[[], Backends]]:
     """A factory for the agent and judge backends, shared by the session (one HTTP client).
 
     A factory rather than the backends themselves, so that a backend that cannot be built
     errors each scenario with a clear message instead of breaking fixture setup.
     """
-    with make_client(float(openkata_settings.direct_timeout)) as client:
-        built: list[Backends] = []
-
-        def factory() -> Backends:
-            if not built:
-                built.append(build_backends(openkata_settings, client, openkata_sandbox))
-            return built[0]
-
+    settings = openkata_settings
+    lock_folder = in_flight_folder(pytestconfig) if settings.max_in_flight else None
+    with make_client(float(settings.direct_timeout)) as client:
+        factory = _Once(lambda: build_backends(settings, client, openkata_sandbox, lock_folder))
         yield factory
+        for backends in factory.built:
+            close_backends(backends)
+
+
+@pytest.fixture(scope="session")
+def openkata_run_options(
+    pytestconfig: pytest.Config, openkata_settings: EvalSettings
+) -> RunOptions:
+    """Trials, judge votes, fencing, the content cache and prices of this run.
+
+    The cache lives under pytest's cache folder (``.pytest_cache/d/openkata``), so
+    ``--cache-clear`` empties it; with the cache provider disabled there is no cache.
+    """
+    settings = openkata_settings
+    cache = None
+    if settings.cache != "off" and getattr(pytestconfig, "cache", None) is not None:
+        cache = ResultCache(pytestconfig.cache.mkdir(CACHE_FOLDER), settings.cache)
+    price = settings.price
+    return RunOptions(
+        trials=settings.trials,
+        judge_votes=settings.judge_votes,
+        fence=settings.judge_fence,
+        cache=cache,
+        agent_prices=Prices(price.agent_input, price.agent_output),
+        judge_prices=Prices(price.judge_input, price.judge_output),
+    )
+
+
+@pytest.fixture(scope="session")
+def openkata_scheduler(
+    request: pytest.FixtureRequest, openkata_settings: EvalSettings
+) -> Iterator[ScenarioScheduler]:
+    """Runs up to ``concurrency`` scenarios at once in this process (see
+    :mod:`pytest_openkata.schedule`)."""
+    session = request.session
+    scheduler = ScenarioScheduler(
+        openkata_settings.concurrency, lambda item: upcoming_items(session, item)
+    )
+    yield scheduler
+    scheduler.close()
 
 
 @pytest.fixture
@@ -72,17 +134,28 @@ def openkata_result(
     request: pytest.FixtureRequest,
     openkata_backends: Callable[[], Backends],
     openkata_redactor: Redactor,
+    openkata_run_options: RunOptions,
+    openkata_scheduler: ScenarioScheduler,
 ) -> ScenarioResult:
-    """Runs the scenario (prompt, agent, judge, score) and records its result.
+    """Runs the scenario (prompt, agent, judge, score; maybe started ahead by the scheduler)
+    and records its result.
 
     A scenario that cannot be evaluated errors here, in setup, with the reason on one line.
     """
     item = request.node
     if not isinstance(item, ScenarioItem):
         raise pytest.UsageError("openkata_result is only available to scenario items")
-    result = run_scenario(
-        item.scenario_dir, openkata_backends, skill_dir=item.skill_dir, redact=openkata_redactor
-    )
+
+    def run(scenario: ScenarioItem) -> ScenarioResult:
+        return run_scenario(
+            scenario.scenario_dir,
+            openkata_backends,
+            skill_dir=scenario.skill_dir,
+            redact=openkata_redactor,
+            options=openkata_run_options,
+        )
+
+    result = openkata_scheduler.result(item, run)
     result = replace(result, skill_scenarios=list(item.skill_scenarios))
     item.record_result(result)
     item.ihook.pytest_openkata_scenario_result(result=result, item=item)

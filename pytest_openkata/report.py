@@ -19,7 +19,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from pytest_openkata import gojson
-from pytest_openkata.results import CriterionResult, ScenarioResult
+from pytest_openkata.results import (
+    CallStats,
+    CriterionResult,
+    ScenarioResult,
+    TrialResult,
+    TrialSummary,
+    Usage,
+)
 
 _FILE_TIMESTAMP = "%Y-%m-%dT%H%M%S"
 _RFC3339_SECONDS = "%Y-%m-%dT%H:%M:%SZ"
@@ -46,6 +53,51 @@ class CriterionEntry(_ReportModel):
     score: int
     max_score: int
     reason: str = ""
+    votes: tuple[int, int] | None = None
+
+
+class CallEntry(_ReportModel):
+    """One role's calls: live ones, cache hits, and the live ones' tokens, seconds, cost."""
+
+    calls: int
+    cached: int
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    seconds: float
+    cost_usd: float | None = None
+
+
+class UsageEntry(_ReportModel):
+    agent: CallEntry
+    judge: CallEntry
+
+
+class TrialEntry(_ReportModel):
+    trial: int
+    criteria: list[CriterionEntry] | None
+    score: int
+    max_score: int
+    percentage: float
+    passed: bool = Field(alias="pass")
+    error: str | None = None
+    usage: UsageEntry | None = None
+
+
+class StatsEntry(_ReportModel):
+    trials: int
+    mean: float
+    stdev: float
+    ci95: tuple[float, float] | None
+    passes: int
+    pass_at_k: dict[int, float]
+    pass_hat_k: dict[int, float]
+
+
+class SkillStats(_ReportModel):
+    """The interval of the overall percentage, when scenarios ran several trials."""
+
+    ci95: tuple[float, float] | None
+    straddles_threshold: bool
 
 
 class ScenarioEntry(_ReportModel):
@@ -58,6 +110,10 @@ class ScenarioEntry(_ReportModel):
     passed: bool = Field(alias="pass")
     error: str | None = None
     agent_output: str | None = None
+    judge_errors: int = 0
+    usage: UsageEntry | None = None
+    trials: list[TrialEntry] | None = None
+    stats: StatsEntry | None = None
 
 
 class ResultsReport(_ReportModel):
@@ -69,6 +125,8 @@ class ResultsReport(_ReportModel):
     scenarios: list[ScenarioEntry] | None
     overall_percentage: float
     passed: bool = Field(alias="pass")
+    usage: UsageEntry | None = None
+    stats: SkillStats | None = None
 
 
 def build_report(
@@ -81,8 +139,12 @@ def build_report(
     results: Sequence[ScenarioResult],
     overall: float,
     passed: bool,
+    stats: SkillStats | None = None,
 ) -> ResultsReport:
     """Assemble the report; a naive ``timestamp`` is taken to be UTC."""
+    usage = Usage()
+    for result in results:
+        usage += result.usage
     return ResultsReport(
         skill=skill,
         skill_version=skill_version,
@@ -92,6 +154,8 @@ def build_report(
         scenarios=[_scenario_entry(result) for result in results] or None,
         overall_percentage=float(overall),
         passed=passed,
+        usage=_usage_entry(usage),
+        stats=stats,
     )
 
 
@@ -161,6 +225,7 @@ def write_new_report(path: Path, text: str) -> Path:
 
 
 def _scenario_entry(result: ScenarioResult) -> ScenarioEntry:
+    several = len(result.trials) > 1
     return ScenarioEntry(
         name=result.name,
         description=result.description,
@@ -171,7 +236,55 @@ def _scenario_entry(result: ScenarioResult) -> ScenarioEntry:
         passed=result.passed,
         error=result.error,
         agent_output=result.agent_output,
+        judge_errors=result.judge_errors,
+        usage=_usage_entry(result.usage),
+        trials=[_trial_entry(t) for t in result.trials] if several else None,
+        stats=_stats_entry(result.summary),
     )
+
+
+def _trial_entry(trial: TrialResult) -> TrialEntry:
+    return TrialEntry(
+        trial=trial.index,
+        criteria=[_criterion_entry(c) for c in trial.criteria or ()] or None,
+        score=trial.score,
+        max_score=trial.max_score,
+        percentage=float(trial.percentage),
+        passed=trial.passed,
+        error=trial.error,
+        usage=_usage_entry(trial.usage),
+    )
+
+
+def _stats_entry(summary: TrialSummary | None) -> StatsEntry | None:
+    if summary is None:
+        return None
+    return StatsEntry(
+        trials=summary.trials,
+        mean=summary.mean,
+        stdev=summary.stdev,
+        ci95=summary.ci95,
+        passes=summary.passes,
+        pass_at_k=summary.pass_at_k,
+        pass_hat_k=summary.pass_hat_k,
+    )
+
+
+def _call_entry(stats: CallStats) -> CallEntry:
+    return CallEntry(
+        calls=stats.calls,
+        cached=stats.cached,
+        input_tokens=stats.input_tokens,
+        output_tokens=stats.output_tokens,
+        seconds=stats.seconds,
+        cost_usd=stats.cost_usd,
+    )
+
+
+def _usage_entry(usage: Usage) -> UsageEntry | None:
+    if usage.agent.empty and usage.judge.empty:
+        return None
+    return UsageEntry(agent=_call_entry(usage.agent), judge=_call_entry(usage.judge))
 
 
 def _criterion_entry(result: CriterionResult) -> CriterionEntry:
@@ -181,11 +294,12 @@ def _criterion_entry(result: CriterionResult) -> CriterionEntry:
         score=result.score,
         max_score=result.max_score,
         reason=result.reason,
+        votes=result.votes,
     )
 
 
 def _report_dict(report: ResultsReport) -> dict[str, Any]:
-    return {
+    data: dict[str, Any] = {
         "skill": report.skill,
         "skill_version": report.skill_version,
         "timestamp": report.timestamp,
@@ -195,6 +309,15 @@ def _report_dict(report: ResultsReport) -> dict[str, Any]:
         "overall_percentage": float(report.overall_percentage),
         "pass": report.passed,
     }
+    # Keys after the reference's, each only when it says something.
+    if report.stats is not None:
+        data["stats"] = {
+            "ci95": _interval(report.stats.ci95),
+            "straddles_threshold": report.stats.straddles_threshold,
+        }
+    if report.usage is not None:
+        data["usage"] = _usage_dict(report.usage)
+    return data
 
 
 def _config_dict(config: ReportConfig) -> dict[str, Any]:
@@ -210,31 +333,86 @@ def _config_dict(config: ReportConfig) -> dict[str, Any]:
     return data
 
 
+def _scored_dict(entry: ScenarioEntry | TrialEntry) -> dict[str, Any]:
+    return {
+        "criteria": [_criterion_dict(c) for c in entry.criteria or ()] or None,
+        "score": entry.score,
+        "max_score": entry.max_score,
+        "percentage": float(entry.percentage),
+        "pass": entry.passed,
+    }
+
+
 def _scenario_dict(scenario: ScenarioEntry) -> dict[str, Any]:
     data: dict[str, Any] = {
         "name": scenario.name,
         "description": scenario.description,
-        "criteria": [_criterion_dict(c) for c in scenario.criteria or ()] or None,
-        "score": scenario.score,
-        "max_score": scenario.max_score,
-        "percentage": float(scenario.percentage),
-        "pass": scenario.passed,
+        **_scored_dict(scenario),
     }
     if scenario.error is not None:
         data["error"] = scenario.error
     if scenario.agent_output is not None:
         data["agent_output"] = scenario.agent_output
+    if scenario.judge_errors:
+        data["judge_errors"] = scenario.judge_errors
+    if scenario.stats is not None:
+        stats = scenario.stats
+        data["stats"] = {
+            "trials": stats.trials,
+            "mean": float(stats.mean),
+            "stdev": float(stats.stdev),
+            "ci95": _interval(stats.ci95),
+            "passes": stats.passes,
+            "pass_at_k": {str(k): float(v) for k, v in stats.pass_at_k.items()},
+            "pass_hat_k": {str(k): float(v) for k, v in stats.pass_hat_k.items()},
+        }
+    if scenario.trials is not None:
+        data["trials"] = [_trial_dict(t) for t in scenario.trials]
+    if scenario.usage is not None:
+        data["usage"] = _usage_dict(scenario.usage)
+    return data
+
+
+def _trial_dict(trial: TrialEntry) -> dict[str, Any]:
+    data: dict[str, Any] = {"trial": trial.trial, **_scored_dict(trial)}
+    if trial.error is not None:
+        data["error"] = trial.error
+    if trial.usage is not None:
+        data["usage"] = _usage_dict(trial.usage)
+    return data
+
+
+def _interval(interval: tuple[float, float] | None) -> list[float] | None:
+    return None if interval is None else [float(interval[0]), float(interval[1])]
+
+
+def _usage_dict(usage: UsageEntry) -> dict[str, Any]:
+    return {"agent": _calls_dict(usage.agent), "judge": _calls_dict(usage.judge)}
+
+
+def _calls_dict(calls: CallEntry) -> dict[str, Any]:
+    data: dict[str, Any] = {"calls": calls.calls, "cached": calls.cached}
+    if calls.input_tokens is not None:
+        data["input_tokens"] = calls.input_tokens
+    if calls.output_tokens is not None:
+        data["output_tokens"] = calls.output_tokens
+    data["seconds"] = round(float(calls.seconds), 3)
+    if calls.cost_usd is not None:
+        data["cost_usd"] = round(float(calls.cost_usd), 6)
     return data
 
 
 def _criterion_dict(criterion: CriterionEntry) -> dict[str, Any]:
-    return {
+    data: dict[str, Any] = {
         "name": criterion.name,
         "pass": criterion.passed,
         "score": criterion.score,
         "max_score": criterion.max_score,
         "reason": criterion.reason,
     }
+    if criterion.votes is not None:
+        data["votes"] = {"pass": criterion.votes[0], "total": criterion.votes[1]}
+    return data
 
 
 def _utc(moment: datetime) -> datetime:

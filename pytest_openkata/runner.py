@@ -1,31 +1,50 @@
-"""One scenario from folder to result: load -> prompt -> agent -> judge -> score.
+"""One scenario from folder to result: load -> prompt -> (agent -> judge votes) x trials -> score.
 
-Every failure becomes data (an errored :class:`ScenarioResult`), never an exception, so that
-the caller decides how to show it and the controller can still count it as 0 %.
+Every failure becomes data (an errored trial or scenario), never an exception, so that the
+caller decides how to show it and the controller can still count it as 0 %. Agent answers and
+judge verdicts go through the content cache (:mod:`pytest_openkata.cache`) when one is given;
+errors are never cached. Each live call's tokens, seconds and cost are recorded.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import Any, TypeVar
 
 from pytest_openkata.backends import BackendError, Completer
-from pytest_openkata.judge import JudgeError, run_judge
+from pytest_openkata.cache import ResultCache, cache_key
+from pytest_openkata.judge import JudgeError, JudgeRequest, ask_judge, judge_request
 from pytest_openkata.prompt import build_prompt
-from pytest_openkata.results import ScenarioResult
+from pytest_openkata.results import (
+    CallStats,
+    CriterionResult,
+    ScenarioResult,
+    TrialResult,
+    Usage,
+    Verdict,
+)
 from pytest_openkata.retry import RetryPolicy, call_with_retry
 from pytest_openkata.sandbox import AgentCommand, Sandbox
+from pytest_openkata.sandbox.workspace import workspace_digest
 from pytest_openkata.scenario import Scenario, ScenarioLoadError, load_scenario, read_description
-from pytest_openkata.scoring import match_verdicts, scenario_totals
+from pytest_openkata.scoring import match_verdicts
+from pytest_openkata.trials import combine_trials, errored_trial, majority, scored_trial
+from pytest_openkata.usage import Prices, TokenUsage, add_usage, cost_usd, recording
 
 DEFAULT_RETRY = RetryPolicy()
 NO_SANDBOX = "sandboxed scenarios need a sandbox provider, and none is configured"
+AGENT_CACHE = "agent"
+JUDGE_CACHE = "judge"
+
+T = TypeVar("T")
 
 
 class ScenarioFailure(Exception):
-    """Raised inside the runner for an error that ends the scenario; its text is reported,
-    with what a timed-out agent printed and changed when there is any."""
+    """Ends a trial (or, before the first trial, the scenario); its text is reported, with
+    what a timed-out agent printed and changed when there is any."""
 
     def __init__(self, message: str, agent_output: str | None = None) -> None:
         super().__init__(message)
@@ -40,6 +59,19 @@ class SandboxSetup:
     agent: AgentCommand
     network: str  # used when the scenario names none
     timeout: float
+    image: str = ""
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        """What decides a sandboxed run's outcome besides the workspace (for the cache key).
+        Variables that look like credentials are left out."""
+        env = {k: v for k, v in self.agent.env.items() if not _looks_secret(k)}
+        return {"image": self.image, "argv": self.agent.argv, "env": env}
+
+
+def _looks_secret(name: str) -> bool:
+    upper = name.upper()
+    return any(word in upper for word in ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL"))
 
 
 @dataclass(frozen=True)
@@ -50,16 +82,69 @@ class Backends:
     sandbox: Callable[[], SandboxSetup] | None = None
     # For agents that work inside a folder prepared from the skill (kiro's agent mode).
     agent_for_skill: Callable[[Path], Completer] | None = None
+    # Backend kind, model and endpoint of each side, for the cache key (no secrets).
+    agent_identity: Mapping[str, Any] = field(default_factory=dict)
+    judge_identity: Mapping[str, Any] = field(default_factory=dict)
+    # Called once the run is over, e.g. to stop agent CLIs still running after Ctrl-C.
+    closers: tuple[Callable[[], None], ...] = ()
 
     def agent_of(self, skill_dir: Path) -> Completer:
         return self.agent if self.agent_for_skill is None else self.agent_for_skill(skill_dir)
 
 
-def _run_in_sandbox(scenario: Scenario, prompt: str, backends: Backends) -> str:
+@dataclass(frozen=True)
+class RunOptions:
+    """How to run each scenario: trials, judge votes, fencing, cache and prices."""
+
+    trials: int = 1
+    judge_votes: int = 1
+    fence: bool = False
+    cache: ResultCache | None = None
+    agent_prices: Prices = field(default_factory=Prices)
+    judge_prices: Prices = field(default_factory=Prices)
+
+    def __post_init__(self) -> None:
+        if self.trials < 1 or self.judge_votes < 1:
+            raise ValueError("trials and judge_votes must be at least 1")
+
+
+@dataclass(frozen=True)
+class _Answer:
+    text: str
+    cached: bool
+    stats: CallStats
+
+
+def _live_call(call: Callable[[], T], prices: Prices) -> tuple[T, CallStats]:
+    """Run ``call``, timing it and collecting the tokens the backend reported."""
+    started = time.perf_counter()
+    with recording() as entries:
+        value = call()
+    seconds = time.perf_counter() - started
+    tokens = add_usage(entries) if entries else TokenUsage()
+    stats = CallStats(
+        calls=1,
+        input_tokens=tokens.input_tokens,
+        output_tokens=tokens.output_tokens,
+        seconds=seconds,
+        cost_usd=cost_usd(tokens, prices),
+    )
+    return value, stats
+
+
+def _cached(cache: ResultCache | None, kind: str, key: str) -> dict[str, Any] | None:
+    return None if cache is None else cache.get(kind, key)
+
+
+def _store(cache: ResultCache | None, kind: str, key: str, value: dict[str, Any]) -> None:
+    if cache is not None:
+        cache.put(kind, key, value)
+
+
+def _run_in_sandbox(
+    scenario: Scenario, prompt: str, setup: SandboxSetup, retry: RetryPolicy
+) -> str:
     """The judge's text for a sandboxed scenario: the agent's output and workspace changes."""
-    if backends.sandbox is None:
-        raise ScenarioFailure(NO_SANDBOX)
-    setup = backends.sandbox()
     run = call_with_retry(
         lambda: setup.sandbox.run(
             skill_dir=scenario.skill_dir,
@@ -68,7 +153,7 @@ def _run_in_sandbox(scenario: Scenario, prompt: str, backends: Backends) -> str:
             prompt=prompt,
             agent=setup.agent,
         ),
-        backends.retry,
+        retry,
         describe="sandbox run",
     )
     name = setup.agent.name
@@ -85,52 +170,144 @@ def _run_in_sandbox(scenario: Scenario, prompt: str, backends: Backends) -> str:
     return run.judge_text
 
 
-def _judge_and_score(
-    scenario_dir: Path,
-    backends: Backends,
-    *,
-    skill: str,
-    skill_dir: Path,
-    redact: Callable[[str], str],
-) -> ScenarioResult:
-    scenario = load_scenario(scenario_dir)
-    try:
-        prompt = build_prompt(scenario.skill_dir, scenario.path)
-    except FileNotFoundError as exc:
-        raise ScenarioFailure(str(exc)) from exc
-    if scenario.sandbox:
+class _ScenarioRun:
+    """The trials of one loaded scenario."""
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        prompt: str,
+        backends: Backends,
+        options: RunOptions,
+        redact: Callable[[str], str],
+    ) -> None:
+        self.scenario = scenario
+        self.prompt = prompt
+        self.backends = backends
+        self.options = options
+        self.redact = redact
+        self._agent_material: dict[str, Any] | None = None
+
+    # -- the agent -------------------------------------------------------------------------
+
+    def _material(self) -> dict[str, Any]:
+        """The agent side of every trial's cache key: backend, model, prompt and, for a
+        sandboxed scenario, the image, agent command, network and workspace content."""
+        if self._agent_material is None:
+            scenario = self.scenario
+            material: dict[str, Any] = {"prompt": self.prompt}
+            if scenario.sandbox:
+                setup = self._sandbox()
+                material["sandbox"] = {
+                    **setup.identity,
+                    "network": scenario.network or setup.network,
+                    "workspace": workspace_digest(scenario.skill_dir, scenario.path),
+                }
+            else:
+                material["agent"] = dict(self.backends.agent_identity)
+            self._agent_material = material
+        return self._agent_material
+
+    def _sandbox(self) -> SandboxSetup:
+        if self.backends.sandbox is None:
+            raise ScenarioFailure(NO_SANDBOX)
         try:
-            response = _run_in_sandbox(scenario, prompt, backends)
+            return self.backends.sandbox()
         except BackendError as exc:
             raise ScenarioFailure(f"sandbox: {exc}") from exc
-    else:
+
+    def _call_agent(self) -> str:
+        scenario, retry = self.scenario, self.backends.retry
+        if scenario.sandbox:
+            try:
+                return _run_in_sandbox(scenario, self.prompt, self._sandbox(), retry)
+            except BackendError as exc:
+                raise ScenarioFailure(f"sandbox: {exc}") from exc
         try:
-            agent = backends.agent_of(scenario.skill_dir)
-            response = call_with_retry(
-                lambda: agent.complete("", prompt), backends.retry, describe="agent call"
+            agent = self.backends.agent_of(scenario.skill_dir)
+            return call_with_retry(
+                lambda: agent.complete("", self.prompt), retry, describe="agent call"
             )
         except BackendError as exc:
             raise ScenarioFailure(f"agent: {exc}") from exc
-    response = redact(response)  # secrets the agent printed or wrote never reach the judge
-    try:
-        verdicts = run_judge(
-            backends.judge, response, scenario.context, scenario.criteria, retry=backends.retry
+
+    def agent_answer(self, trial: int) -> _Answer:
+        cache = self.options.cache
+        key = ""
+        if cache is not None:
+            key = cache_key(AGENT_CACHE, {**self._material(), "trial": trial})
+        hit = _cached(cache, AGENT_CACHE, key)
+        if hit is not None and isinstance(hit.get("response"), str):
+            return _Answer(hit["response"], True, CallStats(cached=1))
+        text, stats = _live_call(self._call_agent, self.options.agent_prices)
+        # Secrets the agent printed or wrote never reach the judge, the cache or a report.
+        text = self.redact(text)
+        _store(cache, AGENT_CACHE, key, {"response": text})
+        return _Answer(text, False, stats)
+
+    # -- the judge -------------------------------------------------------------------------
+
+    def judge_vote(
+        self, request: JudgeRequest, trial: int, vote: int
+    ) -> tuple[list[Verdict], CallStats]:
+        cache = self.options.cache
+        key = ""
+        if cache is not None:
+            material = {
+                "judge": dict(self.backends.judge_identity),
+                "system": request.system,
+                "user": request.user,
+                "schema": request.schema.schema,
+                "trial": trial,
+                "vote": vote,
+            }
+            key = cache_key(JUDGE_CACHE, material)
+        hit = _cached(cache, JUDGE_CACHE, key)
+        if hit is not None and isinstance(hit.get("verdicts"), list):
+            return [Verdict(**v) for v in hit["verdicts"]], CallStats(cached=1)
+        verdicts, stats = _live_call(
+            lambda: ask_judge(self.backends.judge, request, retry=self.backends.retry),
+            self.options.judge_prices,
         )
-    except JudgeError as exc:
-        raise ScenarioFailure(f"judge: {exc}") from exc
-    criteria = match_verdicts(scenario.criteria, verdicts)
-    score, max_score, pct, passed = scenario_totals(criteria)
-    return ScenarioResult(
-        skill=skill,
-        skill_dir=str(skill_dir),
-        name=scenario_dir.name,
-        description=scenario.description,
-        criteria=criteria,
-        score=score,
-        max_score=max_score,
-        percentage=pct,
-        passed=passed,
-    )
+        _store(cache, JUDGE_CACHE, key, {"verdicts": [asdict(v) for v in verdicts]})
+        return verdicts, stats
+
+    # -- one trial -------------------------------------------------------------------------
+
+    def trial(self, index: int) -> TrialResult:
+        try:
+            answer = self.agent_answer(index)
+        except ScenarioFailure as exc:
+            output = None if exc.agent_output is None else self.redact(exc.agent_output)
+            return errored_trial(index, self.redact(str(exc)), agent_output=output)
+        usage = Usage(agent=answer.stats)
+        scenario, votes = self.scenario, self.options.judge_votes
+        request = judge_request(
+            answer.text, scenario.context, scenario.criteria, fence=self.options.fence
+        )
+        ballots: list[list[CriterionResult]] = []
+        for vote in range(1, votes + 1):
+            try:
+                verdicts, stats = self.judge_vote(request, index, vote)
+            except JudgeError as exc:
+                where = f"vote {vote} of {votes}: " if votes > 1 else ""
+                return errored_trial(
+                    index,
+                    self.redact(f"judge: {where}{exc}"),
+                    agent_cached=answer.cached,
+                    judge_errors=1,
+                    usage=usage,
+                )
+            usage = Usage(usage.agent, usage.judge + stats)
+            ballots.append(match_verdicts(scenario.criteria, verdicts))
+        criteria = [replace(c, reason=self.redact(c.reason)) for c in majority(ballots)]
+        return scored_trial(
+            index,
+            criteria,
+            agent_cached=answer.cached,
+            judge_cached=usage.judge.cached,
+            usage=usage,
+        )
 
 
 def error_result(
@@ -160,27 +337,37 @@ def run_scenario(
     skill_dir: Path | None = None,
     skill: str | None = None,
     redact: Callable[[str], str] = lambda text: text,
+    options: RunOptions = RunOptions(),
 ) -> ScenarioResult:
     """Run one scenario and return its result; errors are returned as errored results.
 
     ``backends`` may be a factory, so that a backend that cannot be built (no base URL, no
-    agent CLI) errors the scenarios that need it, like any other agent failure.
+    agent CLI) errors the scenarios that need it, like any other agent failure. The number of
+    trials is the scenario's own (``scenario.json``) or else ``options.trials``.
     """
     skill_dir = skill_dir or scenario_dir.parent.parent
     skill = skill or skill_dir.name
     try:
         resolved = backends() if callable(backends) else backends
-        result = _judge_and_score(
-            scenario_dir, resolved, skill=skill, skill_dir=skill_dir, redact=redact
-        )
+        scenario = load_scenario(scenario_dir)
+        try:
+            prompt = build_prompt(scenario.skill_dir, scenario.path)
+        except FileNotFoundError as exc:
+            raise ScenarioFailure(str(exc)) from exc
     except (ScenarioLoadError, ScenarioFailure, BackendError) as exc:
-        output = getattr(exc, "agent_output", None)
-        return error_result(
-            scenario_dir,
-            skill,
-            skill_dir,
-            redact(str(exc)),
-            agent_output=None if output is None else redact(output),
-        )
-    criteria = [replace(c, reason=redact(c.reason)) for c in result.criteria or ()]
-    return replace(result, criteria=criteria)
+        return error_result(scenario_dir, skill, skill_dir, redact(str(exc)))
+    run = _ScenarioRun(scenario, prompt, resolved, options, redact)
+    count = scenario.trials or options.trials
+    trials = [run.trial(index) for index in range(1, count + 1)]
+    base = ScenarioResult(
+        skill=skill,
+        skill_dir=str(skill_dir),
+        name=scenario_dir.name,
+        description=scenario.description,
+        criteria=None,
+        score=0,
+        max_score=0,
+        percentage=0.0,
+        passed=False,
+    )
+    return combine_trials(base, trials, scenario.description)

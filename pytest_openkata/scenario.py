@@ -35,6 +35,7 @@ class Scenario:
     network: str
     context: str
     criteria: tuple[Criterion, ...]
+    trials: int | None = None  # scenario.json's own trial count, overriding the setting
 
     @property
     def name(self) -> str:
@@ -88,6 +89,7 @@ class _ScenarioModel(BaseModel):
     description: str = ""
     sandbox: bool = True
     network: str = ""
+    trials: int | None = Field(default=None, gt=0)
 
 
 def _go_keys(data: Any, known: Iterable[str]) -> Any:
@@ -230,6 +232,7 @@ def load_scenario(scenario_dir: Path) -> Scenario:
         description=options.description,
         sandbox=options.sandbox,
         network=options.network,
+        trials=options.trials,
         context=context,
         criteria=criteria,
     )

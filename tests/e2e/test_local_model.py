@@ -46,8 +46,13 @@ def _local_args(server: LocalModelServer, *extra: str) -> list[str]:
 def test_example_skill_direct_scenarios_give_a_complete_valid_report(
     pytester: pytest.Pytester, example_skill: Path, local_model: LocalModelServer
 ) -> None:
+    # llama-server answers one request at a time: with two scenarios running at once, a call
+    # may wait for the other's answer first, and a loaded machine makes both slow.
     result = pytester.runpytest(
-        "skills/commit-message", "-k", "direct", *_local_args(local_model, "--eval-output", "out/")
+        "skills/commit-message",
+        "-k",
+        "direct",
+        *_local_args(local_model, "--eval-output", "out/", "--eval-direct-timeout", "600"),
     )
 
     [written] = (pytester.path / "out").glob("results-*.json")

@@ -154,7 +154,10 @@ def test_last_failed_reruns_only_failures_as_a_partial_run(
     pytester.runpytest("skills/s", *eval_args(endpoint.base_url))
     calls_before = script.agent_calls
 
-    result = pytester.runpytest("skills/s", "--lf", *eval_args(endpoint.base_url))
+    # refresh: the cache would answer the rerun with the same verdicts
+    result = pytester.runpytest(
+        "skills/s", "--lf", *eval_args(endpoint.base_url, "--eval-cache", "refresh")
+    )
 
     assert script.agent_calls - calls_before == 1
     result.stdout.fnmatch_lines(["*partial run: 1 of 2 scenarios*"])
@@ -213,7 +216,7 @@ def test_endpoint_failure_is_a_scenario_error_not_a_failed_criterion(
     skill = write_skill(pytester.path, "s", {"scenario-0": TWO_CRITERIA})
     write_scenario(skill, "scenario-1", {"c": 4}, description="second")
     failing = Reply(status=500, body="upstream exploded", headers={"Retry-After": "0"})
-    script.agent_replies.extend([failing] * 3)  # 5xx is retried, then reported
+    script.agent_reply_when["scenario-0."] = failing  # 5xx is retried, then reported
 
     result = pytester.runpytest("skills/s", *eval_args(endpoint.base_url, "--eval-threshold", "40"))
 
@@ -339,7 +342,7 @@ def test_api_key_never_reaches_output_report_or_junit(
     monkeypatch.setenv("OPENKATA_EVAL_HTTP_API_KEY", key)
     skill = write_skill(pytester.path, "s", {"scenario-0": TWO_CRITERIA})
     write_scenario(skill, "scenario-1", {"c": 4})
-    script.agent_replies.append(Reply(status=401, body=f"invalid key {key}"))
+    script.agent_reply_when["scenario-0."] = Reply(status=401, body=f"invalid key {key}")
     script.verdicts["c"] = (False, f"the answer quoted {key}")
 
     result = pytester.runpytest(
