@@ -5,7 +5,15 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 
 from pytest_openkata.config import ConfigError, EvalSettings
-from pytest_openkata.results import CriterionResult, ScenarioResult, Verdict
+from pytest_openkata.results import (
+    CallStats,
+    CriterionResult,
+    ScenarioResult,
+    TrialResult,
+    TrialSummary,
+    Usage,
+    Verdict,
+)
 
 try:
     __version__ = version("pytest-openkata")
@@ -13,10 +21,14 @@ except PackageNotFoundError:  # running from a source tree that is not installed
     __version__ = "0.0.0"
 
 __all__ = [
+    "CallStats",
     "ConfigError",
     "CriterionResult",
     "EvalSettings",
     "ScenarioResult",
+    "TrialResult",
+    "TrialSummary",
+    "Usage",
     "Verdict",
     "__version__",
 ]

@@ -13,6 +13,8 @@ Compared with the reference (spec section 13 item 17):
 - the judge text shows binary files as a note, and caps each file and the total content.
 
 With no limit reached and no binary file, ``judge_text`` gives the reference's text exactly.
+:func:`workspace_files` lists what goes into the workspace, and :func:`workspace_digest`
+hashes it for the cache key of a sandboxed run.
 """
 
 from __future__ import annotations

@@ -203,3 +203,20 @@ def test_without_prices_no_cost_is_claimed(
     assert "cost_usd" not in usage["agent"]
     assert usage["agent"]["calls"] == 1
     result.stdout.no_fnmatch_line("*cost $*")
+
+
+def test_stopping_early_drops_the_scenarios_started_ahead(
+    pytester: pytest.Pytester, slow_endpoint: ScriptedEndpoint, script_for_slow: EvalScript
+) -> None:
+    write_skill(pytester.path, "s", SCENARIOS)
+    script_for_slow.agent_reply_when["scenario-0."] = Reply(status=400, body="bad request")
+
+    result = pytester.runpytest(
+        "skills/s", "-x", *eval_args(slow_endpoint.base_url, "--eval-concurrency", "3")
+    )
+
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*partial run: 1 of 8*", "*stopping after 1 failures*"])
+    # Only what was started ahead with scenario-0 reached the endpoint, not the other five.
+    assert script_for_slow.agent_calls <= 3
