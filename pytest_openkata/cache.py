@@ -14,8 +14,10 @@ not be stored, so the next run tries again. Keeping them out is the *callers'* r
 
 :class:`ResultCache` lays entries out as ``root/<kind>/<key[:2]>/<key>.json`` (the root lives
 under pytest's cache folder, but this module knows nothing of pytest). Writes are atomic (a
-temporary file in the same folder, flushed, fsynced and renamed over the entry), so readers in
-other threads or processes see either the old entry or the new one, never a partial file. A
+temporary file in the same folder, renamed over the entry), so readers in other threads or
+processes see either the old entry or the new one, never a partial file. There is no fsync:
+after a power loss an entry may be empty or torn, and such an entry reads as a miss, which is
+all a cache needs. A
 cache must never fail a run: a write that fails with :class:`OSError` is counted in
 ``write_errors`` and forgotten, and an entry that cannot be read or is not a well-formed entry
 for its key is a miss.
@@ -281,8 +283,6 @@ class ResultCache:
         try:
             with open(descriptor, "wb") as handle:
                 handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
             os.replace(temporary, path)
         except BaseException:
             with contextlib.suppress(OSError):
