@@ -269,6 +269,7 @@ class _ScenarioRun:
             lambda: ask_judge(self.backends.judge, request, retry=self.backends.retry),
             self.options.judge_prices,
         )
+        verdicts = [replace(v, reason=self.redact(v.reason)) for v in verdicts]
         _store(cache, JUDGE_CACHE, key, {"verdicts": [asdict(v) for v in verdicts]})
         return verdicts, stats
 

@@ -355,8 +355,14 @@ def test_api_key_never_reaches_output_report_or_junit(
         result.stderr.str(),
         (pytester.path / "junit.xml").read_text(),
         *(p.read_text() for p in reports_under(pytester.path)),
+        *(
+            p.read_text()
+            for p in (pytester.path / ".pytest_cache" / "d" / "openkata").rglob("*")
+            if p.is_file()
+        ),
     ]
     assert reports_under(pytester.path)
+    assert any('"verdicts"' in text for text in everything)  # the cache entries are read too
     for text in everything:
         assert key not in text
     assert "invalid key ***" in result.stdout.str()
