@@ -131,6 +131,15 @@ def skill_lines(summary: SkillSummary, threshold: int) -> Iterator[list[Segment]
     usage = usage_line(summary.usage)
     if usage is not None:
         yield [(usage, None)]
+    judge_errors = sum(result.judge_errors for result in summary.results)
+    if judge_errors:
+        yield [
+            (
+                f"  Judge errors: {judge_errors} (counted as scenario errors, not failed "
+                "criteria; pytest --lf asks the judge again, agent answers come from the cache)",
+                "red",
+            )
+        ]
     if summary.report_path is not None:
         yield [(f"  Report: {summary.report_path}", None)]
     if summary.report_error is not None:

@@ -139,7 +139,8 @@ def test_a_failed_judge_vote_is_an_error_never_a_failed_criterion(
     result.stdout.fnmatch_lines(
         [
             "scenario error: judge: vote 2 of 3: judge parse failed after retry: "
-            "no JSON found in judge response"
+            "no JSON found in judge response",
+            "  Judge errors: 1 (counted as scenario errors, not failed criteria; *",
         ]
     )
     [scenario] = _only_report(pytester.path)["scenarios"]
