@@ -178,9 +178,13 @@ class EvalAggregator:
     # "failed"; here the parent's own outcome is still what its body did.
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        result = result_from_properties(report.user_properties)
-        if result is not None:
-            self.results.setdefault(report.nodeid, result)
+        # Each of a scenario's reports (setup, subtests, call, teardown) carries the result;
+        # it is decoded once.
+        if report.nodeid not in self.results:
+            result = result_from_properties(report.user_properties)
+            if result is not None:
+                self.results[report.nodeid] = result
+        result = self.results.get(report.nodeid)
         if report.failed and not _is_soft_failure(report, result):
             self.hard_failures.append(report.nodeid)
 

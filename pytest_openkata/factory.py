@@ -25,12 +25,6 @@ from pytest_openkata.inflight import InFlightLimit, LimitedCompleter
 from pytest_openkata.retry import RetryPolicy
 from pytest_openkata.runner import Backends, SandboxSetup
 from pytest_openkata.sandbox import AgentCommand
-from pytest_openkata.sandbox.docker import (
-    DockerLimits,
-    DockerSandbox,
-    connect,
-    sweep_stale_containers,
-)
 
 CLI_BACKENDS = ("kiro", "claude", "codex", "command")
 IN_FLIGHT_FOLDER = "openkata-in-flight"
@@ -177,6 +171,15 @@ def sandbox_agent(settings: EvalSettings) -> AgentCommand:
 
 def build_sandbox(settings: EvalSettings) -> SandboxSetup:
     """Connect to the Docker engine, sweep containers left by killed runs, and set up."""
+    # Imported here: the docker SDK (and requests) cost a run without sandboxes most of a
+    # second of start-up, in every xdist worker.
+    from pytest_openkata.sandbox.docker import (
+        DockerLimits,
+        DockerSandbox,
+        connect,
+        sweep_stale_containers,
+    )
+
     client = connect()
     sweep_stale_containers(client)
     box = settings.sandbox

@@ -8,6 +8,7 @@ evaluated is a setup *error*, while an unmet criterion is a failed *subtest*.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,12 +17,7 @@ from typing import Any
 import pytest
 
 from pytest_openkata.results import ScenarioResult
-from pytest_openkata.scenario import (
-    ScenarioLoadError,
-    discover_scenarios,
-    is_scenario_dir,
-    load_scenario_options,
-)
+from pytest_openkata.scenario import discover_scenarios, is_scenario_dir
 
 RESULT_PROPERTY = "openkata_result"
 PERCENTAGE_PROPERTY = "openkata_percentage"
@@ -39,13 +35,28 @@ def is_evals_dir(path: Path) -> bool:
 
 
 def sandbox_mode(scenario_dir: Path) -> str | None:
-    """``"sandbox"`` or ``"direct"``, for ``-k`` selection; None when scenario.json is broken
-    (the item then errors with the reason when it runs)."""
+    """``"sandbox"`` or ``"direct"``, for ``-k`` selection; None when scenario.json cannot say
+    (the item then errors with the reason when it runs).
+
+    Only the ``sandbox`` key is read here, as Go would match it (any case; the last one wins);
+    the whole file is validated when the scenario runs. Collection reads every scenario.json,
+    so this stays cheap.
+    """
     try:
-        options = load_scenario_options(scenario_dir / "scenario.json")
-    except ScenarioLoadError:
+        data = json.loads((scenario_dir / "scenario.json").read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return "sandbox"  # the reference's default
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return None
-    return "sandbox" if options.sandbox else "direct"
+    if not isinstance(data, dict):
+        return None
+    values = [value for key, value in data.items() if key.lower() == "sandbox"]
+    value = values[-1] if values else True
+    if value is None:
+        value = True  # Go leaves the default in place for a null
+    if not isinstance(value, bool):
+        return None
+    return "sandbox" if value else "direct"
 
 
 class EvalsDir(pytest.Directory):
@@ -58,14 +69,26 @@ class EvalsDir(pytest.Directory):
     def collect(self) -> Iterator[pytest.Item]:
         scenarios = discover_scenarios(self.path)
         names = tuple(s.name for s in scenarios)
+        # Every scenario of this folder resolves the same fixtures: work them out once (it is
+        # most of an item's collection time) and give each item its own copy.
+        shared = self.session._fixturemanager.getfixtureinfo(self, evaluate_scenario, None)  # type: ignore[arg-type]
         for entry in scenarios:
             explicit = self.session.isinitpath(entry, with_parents=True)
             if not explicit and self.ihook.pytest_ignore_collect(
                 collection_path=entry, config=self.config
             ):
                 continue
+            fixtureinfo = dataclasses.replace(
+                shared,
+                names_closure=list(shared.names_closure),
+                name2fixturedefs=dict(shared.name2fixturedefs),
+            )
             yield ScenarioItem.from_parent(
-                self, name=entry.name, scenario_dir=entry, skill_scenarios=names
+                self,
+                name=entry.name,
+                scenario_dir=entry,
+                skill_scenarios=names,
+                fixtureinfo=fixtureinfo,
             )
 
 

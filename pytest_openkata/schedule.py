@@ -1,9 +1,11 @@
 """Concurrency without xdist: scenario runs start ahead of pytest, on a pool of threads.
 
 pytest runs items one after the other in one thread. A scenario run is mostly waiting (for a
-model, a CLI or a container), so when item *i* needs its result, the scheduler also starts the
-next ``concurrency - 1`` scenarios this process will run, and item *i* waits only for its own.
-pytest still sets up, reports and tears down each item in order; only the waiting overlaps.
+model, a CLI or a container), so when item *i* needs its result, the scheduler also queues the
+next ``2 * concurrency - 1`` scenarios this process will run on a pool of ``concurrency``
+threads, and item *i* waits only for its own. pytest still sets up, reports and tears down each
+item in order; only the waiting overlaps, and a thread that finishes picks up the next queued
+scenario without waiting for pytest to reach it.
 
 Which items come next: without xdist, the items after this one in ``session.items``; in an
 xdist worker, the indices xdist has queued for this worker (read, never changed). A scenario
@@ -100,6 +102,9 @@ class ScenarioScheduler:
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
         self.concurrency = concurrency
+        # Twice the pool: ``concurrency`` scenarios wait in the pool's queue, so a thread
+        # that finishes starts the next one at once instead of when pytest reaches an item.
+        self.lookahead = 2 * concurrency - 1
         self._upcoming = upcoming
         self._futures: dict[str, Future[ScenarioResult]] = {}
         self._lock = threading.Lock()
@@ -128,12 +133,14 @@ class ScenarioScheduler:
         definitions = _fixture_definitions(item)
         ahead = 0
         for upcoming in self._upcoming(item):
-            if ahead >= self.concurrency - 1:
+            if ahead >= self.lookahead:
                 break
+            ahead += 1
+            if upcoming.nodeid in self._futures:
+                continue
             if definitions is None or _fixture_definitions(upcoming) != definitions:
                 continue
             self._submit(upcoming, run)
-            ahead += 1
         try:
             return own.result()
         finally:

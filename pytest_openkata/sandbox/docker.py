@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import secrets
 import socket
 import tarfile
 import threading
@@ -55,8 +56,13 @@ class DockerLimits:
 
 
 def container_name(scenario: str) -> str:
-    """``openkata-eval-<unix ms>-<scenario>`` with every ``/`` replaced (checks 42-43)."""
-    return f"{LABEL}-{int(time.time() * 1000)}-{scenario.replace('/', '-')}"
+    """``openkata-eval-<unix ms>-<random>-<scenario>`` with every ``/`` replaced (checks 42-43).
+
+    The reference has no random part; here scenarios run at once, and two skills' scenarios
+    of the same name can start in the same millisecond (in one process or two workers).
+    """
+    unique = secrets.token_hex(4)
+    return f"{LABEL}-{int(time.time() * 1000)}-{unique}-{scenario.replace('/', '-')}"
 
 
 def _add_file(tar: tarfile.TarFile, name: str, data: bytes) -> None:

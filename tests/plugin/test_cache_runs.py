@@ -20,7 +20,8 @@ TWO_CRITERIA = {"a": 10, "b": 5}
 
 
 def _latest_report(root: Path) -> dict:
-    return json.loads(reports_under(root)[-1].read_text())
+    [report] = reports_under(root)  # _run removes the earlier ones
+    return json.loads(report.read_text())
 
 
 def _calls(script: EvalScript) -> tuple[int, int]:
@@ -28,6 +29,8 @@ def _calls(script: EvalScript) -> tuple[int, int]:
 
 
 def _run(pytester: pytest.Pytester, endpoint: ScriptedEndpoint, *extra: str) -> pytest.RunResult:
+    for earlier in reports_under(pytester.path):
+        earlier.unlink()
     return pytester.runpytest("skills/s", *eval_args(endpoint.base_url, *extra))
 
 

@@ -218,5 +218,5 @@ def test_stopping_early_drops_the_scenarios_started_ahead(
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*partial run: 1 of 8*", "*stopping after 1 failures*"])
-    # Only what was started ahead with scenario-0 reached the endpoint, not the other five.
-    assert script_for_slow.agent_calls <= 3
+    # Only what was queued with scenario-0 (twice the concurrency) reached the endpoint.
+    assert script_for_slow.agent_calls <= 6

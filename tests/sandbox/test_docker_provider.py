@@ -265,3 +265,4 @@ def test_container_names_follow_the_reference() -> None:  # checks 42 and 43
     assert name.startswith("openkata-eval-")
     assert name.endswith("-scenario-0")
     assert "/" not in container_name("path/to/scenario")
+    assert container_name("scenario-0") != container_name("scenario-0")  # run at once
