@@ -9,12 +9,16 @@ evaluated is a setup *error*, while an unmet criterion is a failed *subtest*.
 from __future__ import annotations
 
 import dataclasses
+import fnmatch
 import json
-from collections.abc import Iterator
+import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _pytest.main import _in_venv
+from _pytest.pathlib import absolutepath, fnmatch_ex
 
 from pytest_openkata.results import ScenarioResult
 from pytest_openkata.scenario import discover_scenarios, is_scenario_dir
@@ -59,6 +63,45 @@ def sandbox_mode(scenario_dir: Path) -> str | None:
     return "sandbox" if value else "direct"
 
 
+def _ignore_check(collector: pytest.Collector) -> Callable[[Path], bool]:
+    """Whether a scenario folder is ignored (``--ignore``, ``--ignore-glob``,
+    ``collect_ignore`` of a conftest, ``norecursedirs``), as ``pytest_ignore_collect`` says.
+
+    When pytest's own implementation is the only one, its rules are applied here with what
+    they read taken once per ``evals`` folder: called per scenario, the hook would rebuild
+    those lists and paths every time, and cost most of the collection of a large suite.
+    Any other implementation (a plugin's, a conftest's) gets the real hook for every folder.
+    """
+    config = collector.config
+    hook = collector.ihook.pytest_ignore_collect
+    if [impl.plugin_name for impl in hook.get_hookimpls()] != ["main"]:
+        return lambda path: bool(hook(collection_path=path, config=config))
+    folder = collector.path
+    ignore_paths = set(config._getconftest_pathlist("collect_ignore", path=folder) or ())
+    ignore_paths.update(absolutepath(p) for p in config.getoption("ignore") or ())
+    ignore_globs = [
+        str(glob)
+        for glob in [
+            *(config._getconftest_pathlist("collect_ignore_glob", path=folder) or ()),
+            *(absolutepath(g) for g in config.getoption("ignore_glob") or ()),
+        ]
+    ]
+    allow_in_venv = config.getoption("collect_in_virtualenv")
+    by_name = [p for p in config.getini("norecursedirs") if os.sep not in p and "/" not in p]
+    by_path = [p for p in config.getini("norecursedirs") if p not in by_name]
+
+    def ignored(path: Path) -> bool:
+        return (
+            path in ignore_paths
+            or any(fnmatch.fnmatch(str(path), glob) for glob in ignore_globs)
+            or (not allow_in_venv and _in_venv(path))
+            or any(fnmatch.fnmatch(path.name, pattern) for pattern in by_name)
+            or any(fnmatch_ex(pattern, path) for pattern in by_path)
+        )
+
+    return ignored
+
+
 class EvalsDir(pytest.Directory):
     """Collects one item per scenario folder and never looks further down.
 
@@ -72,11 +115,10 @@ class EvalsDir(pytest.Directory):
         # Every scenario of this folder resolves the same fixtures: work them out once (it is
         # most of an item's collection time) and give each item its own copy.
         shared = self.session._fixturemanager.getfixtureinfo(self, evaluate_scenario, None)  # type: ignore[arg-type]
+        ignored = _ignore_check(self)
         for entry in scenarios:
             explicit = self.session.isinitpath(entry, with_parents=True)
-            if not explicit and self.ihook.pytest_ignore_collect(
-                collection_path=entry, config=self.config
-            ):
+            if not explicit and ignored(entry):
                 continue
             fixtureinfo = dataclasses.replace(
                 shared,

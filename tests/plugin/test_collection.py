@@ -78,6 +78,37 @@ def test_selection(
     assert result.ret == pytest.ExitCode.OK
 
 
+@pytest.mark.parametrize(
+    ("setup", "args"),
+    [
+        ("ini", ["-o", "norecursedirs=scenario-1*"]),
+        ("ini", ["--ignore-glob", "*/beta/evals/scenario-1*"]),
+        ("conftest-list", []),
+        ("conftest-hook", []),
+    ],
+)
+def test_scenario_folders_are_ignored_as_pytest_ignores_folders(
+    pytester: pytest.Pytester, two_skills: Path, setup: str, args: list[str]
+) -> None:
+    if setup == "conftest-list":
+        (two_skills / "skills" / "beta" / "conftest.py").write_text(
+            "collect_ignore = ['evals/scenario-10']\n"
+        )
+    elif setup == "conftest-hook":  # another implementation of the hook is asked per folder
+        pytester.makeconftest(
+            "def pytest_ignore_collect(collection_path):\n"
+            "    return True if collection_path.name == 'scenario-10' else None\n"
+        )
+
+    result = pytester.runpytest("--collect-only", "-q", "skills", *args)
+
+    assert _collected(result) == [
+        "skills/alpha/evals::scenario-a",
+        "skills/alpha/evals::scenario-b",
+        "skills/beta/evals::scenario-2",
+    ]
+
+
 def test_direct_and_sandbox_keywords_select_by_scenario_mode(pytester: pytest.Pytester) -> None:
     skill = write_skill(pytester.path, "s", {"scenario-0": {"x": 1}})
     write_scenario(skill, "scenario-1", {"x": 1}, sandbox=True)
