@@ -174,7 +174,7 @@ class ScenarioItem(pytest.Function):
     def record_result(self, result: ScenarioResult) -> None:
         """Hand the result on to the controller (xdist copies user_properties unchanged)."""
         self.user_properties.append((PERCENTAGE_PROPERTY, f"{result.percentage:g}"))
-        self.user_properties.append((RESULT_PROPERTY, json.dumps(result.to_dict())))
+        self.user_properties.append((RESULT_PROPERTY, result.to_json()))
 
 
 def result_from_properties(properties: list[tuple[str, object]]) -> ScenarioResult | None:

@@ -6,7 +6,8 @@ convert to and from JSON-able dicts.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import json
+from dataclasses import asdict, dataclass, field, is_dataclass
 from typing import Any, TypeVar
 
 N = TypeVar("N", int, float)
@@ -140,6 +141,10 @@ class ScenarioResult:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def to_json(self) -> str:
+        """The JSON of :meth:`to_dict`, written without copying the records first."""
+        return json.dumps(self, default=_fields)
+
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ScenarioResult:
         summary = data.get("summary")
@@ -152,6 +157,12 @@ class ScenarioResult:
                 "usage": _usage(data.get("usage")),
             }
         )
+
+
+def _fields(value: object) -> dict[str, Any]:
+    if is_dataclass(value) and not isinstance(value, type):
+        return value.__dict__
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
 def _criteria(data: list[dict[str, Any]] | None) -> list[CriterionResult] | None:
