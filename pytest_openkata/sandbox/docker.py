@@ -73,21 +73,24 @@ def _add_file(tar: tarfile.TarFile, name: str, data: bytes) -> None:
     tar.addfile(info, io.BytesIO(data))
 
 
-def workspace_archive(skill_dir: Path, scenario_dir: Path, agent_config: str | None) -> bytes:
-    """The workspace (:func:`workspace_files`) and the agent configuration as a tar."""
+def workspace_archive(
+    skill_dir: Path,
+    scenario_dir: Path,
+    agent_config: str | None,
+    *,
+    prefix: str = "",
+    extra: Iterable[tuple[str, bytes]] = (),
+) -> bytes:
+    """The workspace (:func:`workspace_files`) and the agent configuration as a tar, each
+    name under ``prefix``, followed by the ``extra`` files as named."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
         for name, data in workspace_files(skill_dir, scenario_dir):
-            _add_file(tar, name, data)
+            _add_file(tar, prefix + name, data)
         if agent_config is not None:
-            _add_file(tar, ".kiro/agents/eval-agent.json", agent_config.encode())
-    return buffer.getvalue()
-
-
-def _prompt_archive(prompt: str) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as tar:
-        _add_file(tar, f"{PROMPT_DIR}/prompt.md", prompt.encode())
+            _add_file(tar, f"{prefix}.kiro/agents/eval-agent.json", agent_config.encode())
+        for name, data in extra:
+            _add_file(tar, name, data)
     return buffer.getvalue()
 
 
@@ -241,11 +244,16 @@ class DockerSandbox:
         try:
             container.start()
             step = "copy workspace"
-            archive = workspace_archive(skill_dir, scenario_dir, agent.agent_config)
-            if not container.put_archive(WORKSPACE, archive):
+            # One archive, extracted at the root: the workspace and, outside it, the prompt.
+            archive = workspace_archive(
+                skill_dir,
+                scenario_dir,
+                agent.agent_config,
+                prefix=f"{WORKSPACE.lstrip('/')}/",
+                extra=[(PROMPT_PATH.lstrip("/"), prompt.encode())],
+            )
+            if not container.put_archive("/", archive):
                 raise SandboxError(f"{step}: the engine refused the archive")
-            step = "copy prompt"
-            container.put_archive("/", _prompt_archive(prompt))
             step = "snapshot before"
             before = snapshot_from_tar(container.get_archive(WORKSPACE)[0])
             step = f"run {agent.name}"
