@@ -1,0 +1,287 @@
+"""Shared plumbing of the benchmark scripts (not a benchmark itself).
+
+Every benchmark writes its skill folders into a fresh temporary folder and runs pytest there in
+a child process, so that the repository's own configuration (``addopts``, ``conftest.py``) never
+applies and pytest's cache never short-circuits a model call. A small recording plugin
+(:data:`RECORDER_CONFTEST`) is dropped into that folder as ``conftest.py``: it writes the
+session's own duration and every item's setup, call and teardown durations to a JSON file,
+and can measure endpoint round trips from inside the child, between items.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import math
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+# Not OPENKATA_EVAL_*: the plugin rejects unknown variables of its own prefix.
+RECORD_ENV = "OPENKATA_BENCH_RECORD"  # where the recording conftest writes its JSON
+PROBE_ENV = "OPENKATA_BENCH_PROBE"  # "EVERY URL BODIES_FILE": see the probe below
+
+# Written as conftest.py at the root of the temporary folder. It runs in the pytest child; with
+# xdist only the controller writes (workers forward their reports to it).
+#
+# The probe (only when OPENKATA_BENCH_PROBE is set): after every EVERY-th item, once the item
+# is over and outside its setup/call/teardown durations, the child POSTs each recorded body
+# to URL with its own httpx client and records the round trips. They are thus measured in the
+# same process, at the same moments and under the same machine load as the plugin's calls.
+RECORDER_CONFTEST = """\
+import json
+import os
+import time
+
+import pytest
+
+_started = None
+_started_at = None
+_items = {}
+_probe = {"seen": 0, "client": None, "seconds": [], "spent": 0.0}
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_sessionstart(session):
+    global _started, _started_at
+    _started, _started_at = time.perf_counter(), time.time()
+    return (yield)
+
+
+def pytest_runtest_logreport(report):
+    if type(report).__name__ == "SubtestReport":
+        return  # a criterion's subtest: its time is already inside the item's call
+    entry = _items.setdefault(report.nodeid, {"setup": 0.0, "call": 0.0, "teardown": 0.0})
+    entry[report.when] += report.duration
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_openkata_scenario_result(result, item):
+    # The plugin's own timing of its live model calls (agent + judge), when it reports one.
+    usage = getattr(result, "usage", None)
+    seconds = getattr(getattr(usage, "agent", None), "seconds", 0.0)
+    seconds += getattr(getattr(usage, "judge", None), "seconds", 0.0)
+    entry = _items.setdefault(item.nodeid, {"setup": 0.0, "call": 0.0, "teardown": 0.0})
+    entry["model_calls"] = seconds
+
+
+def _post_all(client, url, bodies):
+    times = []
+    for body in bodies:
+        started = time.perf_counter()
+        response = client.post(url, content=body, headers={"Content-Type": "application/json"})
+        response.json()
+        times.append(time.perf_counter() - started)
+        response.raise_for_status()
+    return times
+
+
+def pytest_runtest_logfinish(nodeid, location):
+    setting = os.environ.get("OPENKATA_BENCH_PROBE")
+    if not setting:
+        return
+    every, url, bodies_file = setting.split(" ", 2)
+    _probe["seen"] += 1
+    if _probe["seen"] % int(every):
+        return
+    began = time.perf_counter()
+    if _probe["client"] is None:
+        import httpx
+
+        _probe["client"] = httpx.Client(timeout=30)
+        with open(bodies_file, encoding="utf-8") as data:
+            _probe["bodies"] = [body.encode() for body in json.load(data)]
+        _post_all(_probe["client"], url, _probe["bodies"])  # warm-up, not counted
+    _probe["seconds"] += _post_all(_probe["client"], url, _probe["bodies"])
+    _probe["spent"] += time.perf_counter() - began
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_sessionfinish(session, exitstatus):
+    try:
+        return (yield)
+    finally:
+        finished, finished_at = time.perf_counter(), time.time()
+        path = os.environ.get("OPENKATA_BENCH_RECORD")
+        if path and not hasattr(session.config, "workerinput"):
+            record = {
+                "session_seconds": finished - _started,
+                "started_at": _started_at,
+                "finished_at": finished_at,
+                "items": _items,
+                "probe_seconds": _probe["seconds"],
+                "probe_spent": _probe["spent"],
+            }
+            with open(path, "w", encoding="utf-8") as out:
+                json.dump(record, out)
+"""
+
+
+def pytest_command(*args: str, plugins: Sequence[str] = ("openkata",)) -> list[str]:
+    """``python -m pytest`` for a child, with the cache provider off and ``addopts`` emptied.
+
+    ``plugins`` are loaded with ``-p`` (entry point names): they are the only third-party
+    plugins of the run unless :func:`child_environment` is told to keep the autoloaded ones.
+    """
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-o", "addopts="]
+    if importlib.util.find_spec("pytest_randomly") is not None:
+        command += ["-p", "no:randomly"]
+    for plugin in plugins:
+        command += ["-p", plugin]
+    return [*command, *args]
+
+
+def eval_options(base_url: str, *extra: str) -> list[str]:
+    """The plugin's options for a run against a scripted endpoint, result cache off."""
+    return [
+        "--eval-backend", "http", "--eval-base-url", base_url, "--eval-model", "bench-model",
+        "--eval-threshold", "0", "--eval-cache", "off", *extra,
+    ]  # fmt: skip
+
+
+def child_environment(*, all_plugins: bool = False, **extra: str) -> dict[str, str]:
+    """This process's environment without settings that would change the child's run.
+
+    Unless ``all_plugins``, pytest's plugin autoloading is off in the child, so that other
+    installed plugins (hypothesis, pytest-benchmark, anyio, ...) do not add their own costs;
+    the plugins the run needs are then named with ``-p`` (:func:`pytest_command`).
+    """
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.startswith("OPENKATA_EVAL_")
+        and name
+        not in {
+            "PYTEST_ADDOPTS",
+            "PYTEST_PLUGINS",
+            "PYTEST_XDIST_AUTO_NUM_WORKERS",
+            "PYTEST_DISABLE_PLUGIN_AUTOLOAD",
+        }
+    }
+    if not all_plugins:
+        env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    env.update(extra)
+    return env
+
+
+def add_plugin_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--all-plugins",
+        action="store_true",
+        help="let pytest autoload every installed plugin in the child (default: only the "
+        "plugins the run needs, so that unrelated plugins do not skew the figures)",
+    )
+
+
+@contextmanager
+def scratch_folder(prefix: str, keep: bool = False) -> Iterator[Path]:
+    """A fresh temporary folder with an empty ``pytest.ini`` (it anchors the rootdir)."""
+    root = Path(tempfile.mkdtemp(prefix=f"openkata-bench-{prefix}-"))
+    (root / "pytest.ini").write_text("[pytest]\n")
+    try:
+        yield root
+    finally:
+        if keep:
+            print(f"(kept {root})")
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class ChildRun:
+    returncode: int
+    wall_seconds: float  # from spawning the interpreter to its exit
+    stdout: str
+    stderr: str
+    record: dict | None  # what the recording conftest wrote, when it ran
+
+    def tail(self, lines: int = 15) -> str:
+        text = (self.stdout + self.stderr).strip().splitlines()
+        return "\n".join(text[-lines:])
+
+
+def run_child(
+    command: Sequence[str],
+    cwd: Path,
+    *,
+    all_plugins: bool = False,
+    record: bool = True,
+    probe: str | None = None,
+) -> ChildRun:
+    """Run ``command`` in ``cwd``, timing it from spawn to exit (``probe``: see
+    :data:`RECORDER_CONFTEST`)."""
+    record_path = cwd / f"record-{time.monotonic_ns()}.json"
+    extra = {RECORD_ENV: str(record_path)} if record else {}
+    if probe:
+        extra[PROBE_ENV] = probe
+    env = child_environment(all_plugins=all_plugins, **extra)
+    started = time.perf_counter()
+    done = subprocess.run(
+        list(command), check=False, cwd=cwd, env=env, capture_output=True, text=True
+    )
+    wall = time.perf_counter() - started
+    data = None
+    if record and record_path.is_file():
+        data = json.loads(record_path.read_text())
+        record_path.unlink()
+    return ChildRun(done.returncode, wall, done.stdout, done.stderr, data)
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile (0-100) by linear interpolation between closest ranks."""
+    ordered = sorted(values)
+    if not ordered:
+        return math.nan
+    position = (len(ordered) - 1) * q / 100
+    low, high = math.floor(position), math.ceil(position)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values) if values else math.nan
+
+
+def machine_line() -> str:
+    """``nproc`` and the CPU model, for the figures table."""
+    model = platform.processor() or "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    load = ", ".join(f"{value:.2f}" for value in os.getloadavg())
+    return (
+        f"{os.cpu_count()} CPUs ({model}), Python {platform.python_version()}, load average {load}"
+    )
+
+
+def ratio_line(label: str, measured: float, target: float, unit: str) -> str:
+    ratio = measured / target
+    verdict = "meets target" if ratio <= 1 else "MISSES target"
+    return (
+        f"{label}: {measured:.{_digits(measured)}f} {unit} / target {target:g} {unit} "
+        f"-> ratio = {ratio:.2f} ({verdict})"
+    )
+
+
+def _digits(value: float) -> int:
+    return 3 if abs(value) < 10 else 1
+
+
+def check_child(run: ChildRun, what: str, allowed: Sequence[int] = (0, 1)) -> None:
+    """Stop with the child's output when pytest did not run as expected."""
+    if run.returncode not in allowed:
+        sys.exit(f"{what}: pytest exited {run.returncode}\n{run.tail(30)}")
