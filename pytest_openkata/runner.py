@@ -170,6 +170,21 @@ def _run_in_sandbox(
     return run.judge_text
 
 
+def _cached_verdicts(entry: dict[str, Any] | None) -> list[Verdict] | None:
+    """The verdicts of a judge cache entry; None (a miss) when it holds anything else."""
+    if entry is None or not isinstance(entry.get("verdicts"), list):
+        return None
+    verdicts = []
+    for item in entry["verdicts"]:
+        if not isinstance(item, dict):
+            return None
+        name, passed, reason = item.get("name"), item.get("passed"), item.get("reason")
+        if not (isinstance(name, str) and isinstance(passed, bool) and isinstance(reason, str)):
+            return None
+        verdicts.append(Verdict(name, passed, reason))
+    return verdicts
+
+
 class _ScenarioRun:
     """The trials of one loaded scenario."""
 
@@ -262,9 +277,9 @@ class _ScenarioRun:
                 "vote": vote,
             }
             key = cache_key(JUDGE_CACHE, material)
-        hit = _cached(cache, JUDGE_CACHE, key)
-        if hit is not None and isinstance(hit.get("verdicts"), list):
-            return [Verdict(**v) for v in hit["verdicts"]], CallStats(cached=1)
+        cached = _cached_verdicts(_cached(cache, JUDGE_CACHE, key))
+        if cached is not None:
+            return cached, CallStats(cached=1)
         verdicts, stats = _live_call(
             lambda: ask_judge(self.backends.judge, request, retry=self.backends.retry),
             self.options.judge_prices,

@@ -153,3 +153,27 @@ def test_a_judge_failure_is_retried_on_demand_without_rerunning_the_agent(
     retried.assert_outcomes(passed=1)
     retried.stdout.fnmatch_lines(["    From the cache: 1 agent answer"])
     assert _calls(script) == (2, 4)  # 2 agent calls in all; the judge: 2 + 1 + 1 retried
+
+
+def test_a_damaged_cache_entry_is_a_miss_not_a_crash(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    write_skill(pytester.path, "s", {"scenario-0": TWO_CRITERIA})
+    _run(pytester, endpoint)
+    judge_entries = list(
+        (pytester.path / ".pytest_cache" / "d" / "openkata" / "judge").rglob("*.json")
+    )
+    for entry in judge_entries:
+        data = json.loads(entry.read_text())
+        entry.write_text(json.dumps({**data, "value": {"verdicts": [{"bogus": 1}]}}))
+    agent_entries = list(
+        (pytester.path / ".pytest_cache" / "d" / "openkata" / "agent").rglob("*.json")
+    )
+    for entry in agent_entries:
+        entry.write_text('{"format": 1, "key": "trunc')
+
+    result = _run(pytester, endpoint)
+
+    assert (len(judge_entries), len(agent_entries)) == (1, 1)
+    result.assert_outcomes(passed=1)
+    assert _calls(script) == (2, 2)
