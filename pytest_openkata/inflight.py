@@ -16,9 +16,9 @@ to 50 ms); to keep the threads of one process from polling against each other, t
 an in-process :class:`threading.BoundedSemaphore` of ``slots`` permits, shared by every
 :class:`InFlightLimit` of the same folder, endpoint and slot count in the process.
 
-The lock folder must be one that every worker of the run sees (for example a folder under the
-session's base temporary folder, created by the controller and handed to the workers), and on a
-file system with working flock: a local disk or tmpfs, not every network file system. Limits on
+The lock folder must be one that every worker of the run sees (the plugin uses one in pytest's
+cache folder, which the controller and every xdist worker share), and on a file system with
+working flock: a local disk or tmpfs, not every network file system. Limits on
 one endpoint should agree on ``slots``: each caller counts only the slot files it knows of.
 
 An acquisition belongs to the process that made it: a process forked while holding a slot does
