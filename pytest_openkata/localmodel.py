@@ -13,7 +13,8 @@ Command line::
     python -m pytest_openkata.localmodel run -- CMD ...  # run CMD against a started server
 
 ``run`` sets ``OPENKATA_EVAL_BACKEND=http``, ``OPENKATA_EVAL_HTTP_BASE_URL`` and
-``OPENKATA_EVAL_MODEL`` for CMD, so ``run -- pytest skills/x`` evaluates a skill on it.
+``OPENKATA_EVAL_MODEL`` for CMD, so ``run -- pytest skills/x`` evaluates a skill on it, and
+``OPENKATA_EVAL_DIRECT_TIMEOUT=600`` unless the environment already has one.
 """
 
 from __future__ import annotations
@@ -277,8 +278,14 @@ def prepare(log: Log = _stderr) -> tuple[Path, Path]:
     return build_server(log=log), weights_path(log=log)
 
 
+# The server answers one request at a time on the CPU: with scenarios running at once a call
+# may first wait for another's answer, which the default 120 s per call does not always cover.
+LOCAL_CALL_TIMEOUT = "600"
+
+
 def _environment(server: LocalModelServer) -> dict[str, str]:
     return {
+        "OPENKATA_EVAL_DIRECT_TIMEOUT": LOCAL_CALL_TIMEOUT,  # unless the user set one
         **os.environ,
         "OPENKATA_EVAL_BACKEND": "http",
         "OPENKATA_EVAL_HTTP_BASE_URL": server.base_url,

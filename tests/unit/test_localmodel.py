@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import stat
+import types
 from pathlib import Path
 
 import pytest
 
+from pytest_openkata import localmodel
 from pytest_openkata.localmodel import (
     LocalModelError,
     LocalModelServer,
@@ -82,3 +84,20 @@ def test_run_without_a_command_is_a_usage_error(capsys: pytest.CaptureFixture[st
         main(["run"])
     assert info.value.code == 2
     assert "run needs a command" in capsys.readouterr().err
+
+
+def test_run_points_the_command_at_the_server_with_a_patient_timeout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    server = types.SimpleNamespace(base_url="http://127.0.0.1:8123/v1", model="smollm2")
+    monkeypatch.delenv("OPENKATA_EVAL_DIRECT_TIMEOUT", raising=False)
+    monkeypatch.setenv("OPENKATA_EVAL_BACKEND", "kiro")
+
+    environment = localmodel._environment(server)  # type: ignore[arg-type]
+
+    assert environment["OPENKATA_EVAL_BACKEND"] == "http"
+    assert environment["OPENKATA_EVAL_HTTP_BASE_URL"] == "http://127.0.0.1:8123/v1"
+    assert environment["OPENKATA_EVAL_MODEL"] == "smollm2"
+    assert environment["OPENKATA_EVAL_DIRECT_TIMEOUT"] == "600"
+    monkeypatch.setenv("OPENKATA_EVAL_DIRECT_TIMEOUT", "30")
+    assert localmodel._environment(server)["OPENKATA_EVAL_DIRECT_TIMEOUT"] == "30"  # type: ignore[arg-type]
