@@ -563,3 +563,45 @@ def test_fields_spellings() -> None:
     assert spellings["sandbox.network"][0] == "OPENKATA_EVAL_SANDBOX_NETWORK"
     assert len({f.dest for f in FIELDS}) == len(FIELDS)
     assert len({f.env for f in FIELDS}) == len(FIELDS)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "expected"),
+    [
+        ("trials", "0", "must be at least 1"),
+        ("judge_votes", "two", "is not a whole number"),
+        ("judge_fence", "maybe", "is not a boolean"),
+        ("cache", "sometimes", "unknown cache mode 'sometimes'; choose one of: on, off, refresh"),
+        ("max_in_flight", "-1", "must be at least 0"),
+        ("retry.attempts", "0", "must be at least 1"),
+        ("retry.budget", "-5", "must be zero or a positive number"),
+        ("price.agent_input", "cheap", "is not a number"),
+    ],
+)
+def test_bad_values_of_the_run_settings_name_their_key(
+    tmp_path: Path, key: str, value: str, expected: str
+) -> None:
+    with pytest.raises(ConfigError) as info:
+        layered(tmp_path, key, {"env": value})
+
+    message = str(info.value)
+    assert message.startswith(source_name("env", key, tmp_path / CONFIG_FILE_NAME) + ":")
+    assert expected in message
+
+
+def test_run_settings_from_the_settings_file(tmp_path: Path) -> None:
+    yaml_path = write_yaml(
+        tmp_path,
+        "trials: 3\njudge_votes: 5\njudge_fence: false\ncache: REFRESH\nmax_in_flight: 4\n"
+        "retry:\n  attempts: 6\n  budget: 30\n"
+        "price:\n  agent_input: 3\n  agent_output: 15\n  judge_input: 0.5\n  judge_output: 2\n",
+    )
+
+    settings = resolve(yaml_path=yaml_path)
+
+    assert (settings.trials, settings.judge_votes, settings.judge_fence) == (3, 5, False)
+    assert (settings.cache, settings.max_in_flight) == ("refresh", 4)
+    assert (settings.retry.attempts, settings.retry.budget) == (6, 30.0)
+    assert settings.price.model_dump() == {
+        "agent_input": 3.0, "agent_output": 15.0, "judge_input": 0.5, "judge_output": 2.0,
+    }  # fmt: skip
