@@ -78,10 +78,19 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_report_header(config: pytest.Config) -> str:
     s = config.stash[settings_key]
+    defaults = EvalSettings()
+    extras = [
+        f"{name}={getattr(s, name)}"
+        for name in ("trials", "judge_votes", "cache", "concurrency", "max_in_flight")
+        if getattr(s, name) != getattr(defaults, name)
+    ]
+    if s.cache != "off" and getattr(config, "cache", None) is None:
+        extras.append("cache=off (no cacheprovider)")
     return (
         f"openkata: backend={s.backend} model={s.model} judge={s.judge_model} "
         f"threshold={s.threshold}"
         + (f" judge_backend={s.judge_backend}" if s.judge_backend != s.backend else "")
+        + "".join(f" {extra}" for extra in extras)
     )
 
 

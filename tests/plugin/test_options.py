@@ -109,3 +109,22 @@ def test_layers_apply_in_reference_order(
             "  Overall: 100% PASS (threshold: 30%)",
         ]
     )
+
+
+def test_the_header_names_the_run_settings_that_differ_from_the_defaults(
+    pytester: pytest.Pytester,
+) -> None:
+    plain = pytester.runpytest("--collect-only")
+    changed = pytester.runpytest(
+        "--collect-only", "--eval-trials", "3", "--eval-judge-votes", "5",
+        "--eval-concurrency", "8", "-p", "no:cacheprovider",
+    )  # fmt: skip
+
+    plain.stdout.fnmatch_lines(["openkata: backend=kiro * threshold=95"])
+    plain.stdout.no_fnmatch_line("*trials=*")
+    changed.stdout.fnmatch_lines(
+        [
+            "openkata: backend=kiro model=claude-sonnet-4.6 judge=claude-sonnet-4.6 threshold=95 "
+            "trials=3 judge_votes=5 concurrency=8 cache=off (no cacheprovider)"
+        ]
+    )
