@@ -10,10 +10,10 @@ from pytest_openkata.results import (
     CriterionResult,
     ScenarioResult,
     TrialResult,
-    TrialSummary,
     Usage,
     Verdict,
 )
+from pytest_openkata.stats import TrialStats
 
 try:
     __version__ = version("pytest-openkata")
@@ -27,7 +27,7 @@ __all__ = [
     "EvalSettings",
     "ScenarioResult",
     "TrialResult",
-    "TrialSummary",
+    "TrialStats",
     "Usage",
     "Verdict",
     "__version__",

@@ -104,9 +104,9 @@ def summarise(results: list[ScenarioResult], threshold: int, rootdir: Path) -> l
 
 def _spread(result: ScenarioResult) -> tuple[float, float, int]:
     """A scenario's mean, standard deviation and number of trials."""
-    if result.summary is None:
+    if result.stats is None:
         return result.percentage, 0.0, 1
-    return result.percentage, result.summary.stdev, result.summary.trials
+    return result.percentage, result.stats.stdev, result.stats.trials
 
 
 def _report_path(

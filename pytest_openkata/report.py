@@ -24,9 +24,9 @@ from pytest_openkata.results import (
     CriterionResult,
     ScenarioResult,
     TrialResult,
-    TrialSummary,
     Usage,
 )
+from pytest_openkata.stats import TrialStats
 
 _FILE_TIMESTAMP = "%Y-%m-%dT%H%M%S"
 _RFC3339_SECONDS = "%Y-%m-%dT%H:%M:%SZ"
@@ -239,7 +239,7 @@ def _scenario_entry(result: ScenarioResult) -> ScenarioEntry:
         judge_errors=result.judge_errors,
         usage=_usage_entry(result.usage),
         trials=[_trial_entry(t) for t in result.trials] if several else None,
-        stats=_stats_entry(result.summary),
+        stats=_stats_entry(result.stats),
     )
 
 
@@ -256,7 +256,7 @@ def _trial_entry(trial: TrialResult) -> TrialEntry:
     )
 
 
-def _stats_entry(summary: TrialSummary | None) -> StatsEntry | None:
+def _stats_entry(summary: TrialStats | None) -> StatsEntry | None:
     if summary is None:
         return None
     return StatsEntry(

@@ -10,6 +10,8 @@ import json
 from dataclasses import asdict, dataclass, field, is_dataclass
 from typing import Any, TypeVar
 
+from pytest_openkata.stats import TrialStats
+
 N = TypeVar("N", int, float)
 
 
@@ -96,25 +98,12 @@ class TrialResult:
 
 
 @dataclass(frozen=True)
-class TrialSummary:
-    """Statistics over a scenario's trials (see :mod:`pytest_openkata.stats`)."""
-
-    trials: int
-    mean: float
-    stdev: float
-    ci95: tuple[float, float] | None
-    passes: int
-    pass_at_k: dict[int, float]
-    pass_hat_k: dict[int, float]
-
-
-@dataclass(frozen=True)
 class ScenarioResult:
     """The outcome of one scenario, in the shape of the reference's results JSON entry.
 
     ``criteria`` is ``None`` for an errored scenario (``null`` in the report), and ``error``
     carries the error text on its own so that an error can be told apart from a real 0 %.
-    With several trials, ``percentage`` is their mean and ``trials``/``summary`` hold the rest.
+    With several trials, ``percentage`` is their mean and ``trials``/``stats`` hold the rest.
     """
 
     skill: str
@@ -131,7 +120,7 @@ class ScenarioResult:
     agent_output: str | None = None
     skill_scenarios: list[str] = field(default_factory=list)
     trials: list[TrialResult] = field(default_factory=list)
-    summary: TrialSummary | None = None
+    stats: TrialStats | None = None
     usage: Usage = Usage()
 
     @property
@@ -147,13 +136,13 @@ class ScenarioResult:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ScenarioResult:
-        summary = data.get("summary")
+        stats = data.get("stats")
         return cls(
             **{
                 **data,
                 "criteria": _criteria(data.get("criteria")),
                 "trials": [_trial(t) for t in data.get("trials", ())],
-                "summary": None if summary is None else _summary(summary),
+                "stats": None if stats is None else _stats(stats),
                 "usage": _usage(data.get("usage")),
             }
         )
@@ -186,9 +175,9 @@ def _trial(data: dict[str, Any]) -> TrialResult:
     )
 
 
-def _summary(data: dict[str, Any]) -> TrialSummary:
+def _stats(data: dict[str, Any]) -> TrialStats:
     ci95 = data.get("ci95")
-    return TrialSummary(
+    return TrialStats(
         **{
             **data,
             "ci95": None if ci95 is None else (ci95[0], ci95[1]),

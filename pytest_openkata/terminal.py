@@ -25,7 +25,7 @@ def _votes(criterion: CriterionResult) -> str:
 
 
 def _trials_line(result: ScenarioResult) -> str | None:
-    summary = result.summary
+    summary = result.stats
     if summary is None:
         return None
     n = summary.trials

@@ -12,13 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from pytest_openkata.results import (
-    CriterionResult,
-    ScenarioResult,
-    TrialResult,
-    TrialSummary,
-    Usage,
-)
+from pytest_openkata.results import CriterionResult, ScenarioResult, TrialResult, Usage
 from pytest_openkata.scoring import overall_percentage, scenario_totals
 from pytest_openkata.stats import trial_stats
 
@@ -79,19 +73,6 @@ def errored_trial(index: int, error: str, **extra: object) -> TrialResult:
     )
 
 
-def _summary(trials: Sequence[TrialResult]) -> TrialSummary:
-    stats = trial_stats([trial.percentage for trial in trials])
-    return TrialSummary(
-        trials=stats.trials,
-        mean=stats.mean,
-        stdev=stats.stdev,
-        ci95=stats.ci95,
-        passes=stats.passes,
-        pass_at_k=dict(stats.pass_at_k),
-        pass_hat_k=dict(stats.pass_hat_k),
-    )
-
-
 def _usage(trials: Sequence[TrialResult]) -> Usage:
     total = Usage()
     for trial in trials:
@@ -122,7 +103,7 @@ def combine_trials(
     error = _error_text(trials)
     usage = _usage(trials)
     ran = [trial for trial in trials if trial.criteria is not None]
-    summary = _summary(trials) if len(trials) > 1 else None
+    stats = trial_stats([t.percentage for t in trials]) if len(trials) > 1 else None
     if not ran:
         return replace(
             base,
@@ -135,7 +116,7 @@ def combine_trials(
             error=error,
             agent_output=trials[0].agent_output,
             trials=list(trials),
-            summary=summary,
+            stats=stats,
             usage=usage,
         )
     criteria = majority([trial.criteria for trial in ran if trial.criteria is not None])
@@ -153,6 +134,6 @@ def combine_trials(
         error=error,
         agent_output=next((t.agent_output for t in trials if t.agent_output is not None), None),
         trials=list(trials),
-        summary=summary,
+        stats=stats,
         usage=usage,
     )

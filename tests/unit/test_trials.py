@@ -64,7 +64,7 @@ def test_a_single_trial_is_the_reference_result() -> None:
 
     assert (result.score, result.max_score, result.percentage, result.passed) == (10, 20, 50, False)
     assert result.criteria == trial.criteria
-    assert result.summary is None
+    assert result.stats is None
     assert result.error is None
     assert result.description == "about it"
 
@@ -83,8 +83,8 @@ def test_errored_trials_count_zero_and_make_the_scenario_an_error() -> None:
     assert result.description == "about it"  # not every trial errored: no reference suffix
     assert [c.votes for c in result.criteria or ()] == [(2, 2), (2, 2)]
     assert result.judge_errors == 1
-    assert result.summary is not None
-    assert result.summary.passes == 2
+    assert result.stats is not None
+    assert result.stats.passes == 2
 
 
 def test_when_every_trial_errored_the_result_has_the_reference_shape() -> None:
