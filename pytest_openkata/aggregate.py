@@ -50,10 +50,7 @@ class SkillSummary:
 
     @property
     def usage(self) -> Usage:
-        total = Usage()
-        for result in self.results:
-            total += result.usage
-        return total
+        return sum((result.usage for result in self.results), Usage())
 
     @property
     def name(self) -> str:

@@ -142,9 +142,6 @@ def build_report(
     stats: SkillStats | None = None,
 ) -> ResultsReport:
     """Assemble the report; a naive ``timestamp`` is taken to be UTC."""
-    usage = Usage()
-    for result in results:
-        usage += result.usage
     return ResultsReport(
         skill=skill,
         skill_version=skill_version,
@@ -154,7 +151,7 @@ def build_report(
         scenarios=[_scenario_entry(result) for result in results] or None,
         overall_percentage=float(overall),
         passed=passed,
-        usage=_usage_entry(usage),
+        usage=_usage_entry(sum((result.usage for result in results), Usage())),
         stats=stats,
     )
 

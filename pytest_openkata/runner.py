@@ -326,26 +326,6 @@ class _ScenarioRun:
         )
 
 
-def error_result(
-    scenario_dir: Path, skill: str, skill_dir: Path, error: str, agent_output: str | None = None
-) -> ScenarioResult:
-    """The reference's errored result (0 %, ``criteria: null``) plus an explicit error."""
-    description = read_description(scenario_dir)
-    return ScenarioResult(
-        skill=skill,
-        skill_dir=str(skill_dir),
-        name=scenario_dir.name,
-        description=f"{description} (error: {error})",
-        criteria=None,
-        score=0,
-        max_score=0,
-        percentage=0.0,
-        passed=False,
-        error=error,
-        agent_output=agent_output,
-    )
-
-
 def run_scenario(
     scenario_dir: Path,
     backends: Backends | Callable[[], Backends],
@@ -362,7 +342,11 @@ def run_scenario(
     trials is the scenario's own (``scenario.json``) or else ``options.trials``.
     """
     skill_dir = skill_dir or scenario_dir.parent.parent
-    skill = skill or skill_dir.name
+    identity = {
+        "skill": skill or skill_dir.name,
+        "skill_dir": str(skill_dir),
+        "name": scenario_dir.name,
+    }
     try:
         resolved = backends() if callable(backends) else backends
         scenario = load_scenario(scenario_dir)
@@ -371,19 +355,9 @@ def run_scenario(
         except FileNotFoundError as exc:
             raise ScenarioFailure(str(exc)) from exc
     except (ScenarioLoadError, ScenarioFailure, BackendError) as exc:
-        return error_result(scenario_dir, skill, skill_dir, redact(str(exc)))
+        trial = errored_trial(1, redact(str(exc)))
+        return combine_trials([trial], description=read_description(scenario_dir), **identity)
     run = _ScenarioRun(scenario, prompt, resolved, options, redact)
     count = scenario.trials or options.trials
     trials = [run.trial(index) for index in range(1, count + 1)]
-    base = ScenarioResult(
-        skill=skill,
-        skill_dir=str(skill_dir),
-        name=scenario_dir.name,
-        description=scenario.description,
-        criteria=None,
-        score=0,
-        max_score=0,
-        percentage=0.0,
-        passed=False,
-    )
-    return combine_trials(base, trials, scenario.description)
+    return combine_trials(trials, description=scenario.description, **identity)

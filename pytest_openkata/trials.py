@@ -10,7 +10,6 @@ trials that ran, and the statistics of :mod:`pytest_openkata.stats` come along.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 
 from pytest_openkata.results import CriterionResult, ScenarioResult, TrialResult, Usage
 from pytest_openkata.scoring import overall_percentage, scenario_totals
@@ -73,13 +72,6 @@ def errored_trial(index: int, error: str, **extra: object) -> TrialResult:
     )
 
 
-def _usage(trials: Sequence[TrialResult]) -> Usage:
-    total = Usage()
-    for trial in trials:
-        total += trial.usage
-    return total
-
-
 def _error_text(trials: Sequence[TrialResult]) -> str | None:
     errored = [trial for trial in trials if trial.error is not None]
     if not errored:
@@ -91,9 +83,9 @@ def _error_text(trials: Sequence[TrialResult]) -> str | None:
 
 
 def combine_trials(
-    base: ScenarioResult, trials: Sequence[TrialResult], description: str
+    trials: Sequence[TrialResult], *, skill: str, skill_dir: str, name: str, description: str
 ) -> ScenarioResult:
-    """The scenario result of ``trials``; ``base`` carries the identity fields.
+    """The result of a scenario (``skill``, ``skill_dir``, ``name``) from its ``trials``.
 
     When every trial errored the result has the reference's errored shape (``criteria:
     null``, 0 %, ``(error: ...)`` appended to the description).
@@ -101,39 +93,37 @@ def combine_trials(
     if not trials:
         raise ValueError("combine_trials needs at least one trial")
     error = _error_text(trials)
-    usage = _usage(trials)
-    ran = [trial for trial in trials if trial.criteria is not None]
-    stats = trial_stats([t.percentage for t in trials]) if len(trials) > 1 else None
+    common = {
+        "skill": skill,
+        "skill_dir": skill_dir,
+        "name": name,
+        "error": error,
+        "agent_output": next((t.agent_output for t in trials if t.agent_output is not None), None),
+        "trials": list(trials),
+        "stats": trial_stats([t.percentage for t in trials]) if len(trials) > 1 else None,
+        "usage": sum((trial.usage for trial in trials), Usage()),
+    }
+    ran = [trial.criteria for trial in trials if trial.criteria is not None]
     if not ran:
-        return replace(
-            base,
+        return ScenarioResult(
             description=f"{description} (error: {error})",
             criteria=None,
             score=0,
             max_score=0,
             percentage=0.0,
             passed=False,
-            error=error,
-            agent_output=trials[0].agent_output,
-            trials=list(trials),
-            stats=stats,
-            usage=usage,
+            **common,  # type: ignore[arg-type]
         )
-    criteria = majority([trial.criteria for trial in ran if trial.criteria is not None])
+    criteria = majority(ran)
     score, max_score, pct, _ = scenario_totals(criteria)
     if len(trials) > 1:
         pct = overall_percentage([trial.percentage for trial in trials])
-    return replace(
-        base,
+    return ScenarioResult(
         description=description,
         criteria=criteria,
         score=score,
         max_score=max_score,
         percentage=pct,
         passed=all(trial.passed for trial in trials),
-        error=error,
-        agent_output=next((t.agent_output for t in trials if t.agent_output is not None), None),
-        trials=list(trials),
-        stats=stats,
-        usage=usage,
+        **common,  # type: ignore[arg-type]
     )

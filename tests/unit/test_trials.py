@@ -18,17 +18,7 @@ def _ballot(*passed: bool) -> list[CriterionResult]:
     ]
 
 
-BASE = ScenarioResult(
-    skill="s",
-    skill_dir="/s",
-    name="scenario-0",
-    description="",
-    criteria=None,
-    score=0,
-    max_score=0,
-    percentage=0.0,
-    passed=False,
-)
+SCENARIO = {"skill": "s", "skill_dir": "/s", "name": "scenario-0"}
 
 
 def test_one_ballot_is_returned_unchanged() -> None:
@@ -60,7 +50,7 @@ def test_majority_needs_a_ballot() -> None:
 def test_a_single_trial_is_the_reference_result() -> None:
     trial = scored_trial(1, _ballot(True, False))
 
-    result = combine_trials(BASE, [trial], "about it")
+    result = combine_trials([trial], description="about it", **SCENARIO)
 
     assert (result.score, result.max_score, result.percentage, result.passed) == (10, 20, 50, False)
     assert result.criteria == trial.criteria
@@ -76,7 +66,7 @@ def test_errored_trials_count_zero_and_make_the_scenario_an_error() -> None:
         scored_trial(3, _ballot(True, True)),
     ]
 
-    result = combine_trials(BASE, trials, "about it")
+    result = combine_trials(trials, description="about it", **SCENARIO)
 
     assert result.percentage == pytest.approx(200 / 3)
     assert result.error == "1 of 3 trials errored; trial 2: judge: parse failed"
@@ -90,7 +80,7 @@ def test_errored_trials_count_zero_and_make_the_scenario_an_error() -> None:
 def test_when_every_trial_errored_the_result_has_the_reference_shape() -> None:
     trials = [errored_trial(1, "agent: HTTP 500", agent_output="partial"), errored_trial(2, "x")]
 
-    result = combine_trials(BASE, trials, "about it")
+    result = combine_trials(trials, description="about it", **SCENARIO)
 
     assert result.criteria is None
     assert (result.score, result.max_score, result.percentage, result.passed) == (0, 0, 0, False)
@@ -107,7 +97,7 @@ def test_usage_adds_up_over_trials() -> None:
         scored_trial(2, _ballot(True), usage=Usage(agent, CallStats(calls=1, seconds=0.5))),
     ]
 
-    usage = combine_trials(BASE, trials, "").usage
+    usage = combine_trials(trials, description="", **SCENARIO).usage
 
     assert usage.agent == CallStats(calls=2, input_tokens=200, seconds=3.0)
     assert usage.judge == CallStats(calls=1, cached=1, seconds=0.5)
@@ -118,7 +108,7 @@ def test_results_survive_the_trip_to_the_controller() -> None:
         scored_trial(1, _ballot(True, False), usage=Usage(CallStats(calls=1, seconds=0.25))),
         scored_trial(2, _ballot(True, True), agent_cached=True),
     ]
-    result = combine_trials(BASE, trials, "about it")
+    result = combine_trials(trials, description="about it", **SCENARIO)
 
     # As through item.user_properties: JSON, so tuples become lists and int keys strings.
     assert ScenarioResult.from_dict(json.loads(json.dumps(result.to_dict()))) == result
