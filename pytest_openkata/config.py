@@ -125,24 +125,25 @@ def _sandbox_agent(value: str) -> str:
     return value
 
 
-def _positive_number(value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        raise ValueError(f"{value!r} is not a number") from None
-    if not number > 0 or number == float("inf"):
-        raise ValueError(f"{value} is out of range: must be a positive number")
-    return number
+def _number(*, zero_allowed: bool) -> Callable[[str], float]:
+    """A finite number above zero, or from zero on when ``zero_allowed``."""
+    bounds = "zero or a positive number" if zero_allowed else "a positive number"
+
+    def parse(value: str) -> float:
+        try:
+            number = float(value)
+        except ValueError:
+            raise ValueError(f"{value!r} is not a number") from None
+        in_range = number >= 0 if zero_allowed else number > 0
+        if not in_range or number == float("inf"):
+            raise ValueError(f"{value} is out of range: must be {bounds}")
+        return number
+
+    return parse
 
 
-def _non_negative_number(value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        raise ValueError(f"{value!r} is not a number") from None
-    if not number >= 0 or number == float("inf"):
-        raise ValueError(f"{value} is out of range: must be zero or a positive number")
-    return number
+_positive_number = _number(zero_allowed=False)
+_non_negative_number = _number(zero_allowed=True)
 
 
 _TRUE = frozenset({"true", "yes", "on", "1"})
