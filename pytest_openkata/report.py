@@ -14,19 +14,16 @@ from collections.abc import Iterator, Sequence
 from contextlib import suppress
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from pytest_openkata import gojson
 from pytest_openkata.results import (
-    CallStats,
-    CriterionResult,
     ScenarioResult,
     TrialResult,
     Usage,
 )
-from pytest_openkata.stats import TrialStats
 
 _FILE_TIMESTAMP = "%Y-%m-%dT%H%M%S"
 _RFC3339_SECONDS = "%Y-%m-%dT%H:%M:%SZ"
@@ -37,6 +34,9 @@ _FILE_MODE = 0o644
 
 class _ReportModel(BaseModel):
     model_config = ConfigDict(populate_by_name=True, frozen=True)
+
+
+M = TypeVar("M", bound=_ReportModel)
 
 
 class ReportConfig(_ReportModel):
@@ -72,8 +72,9 @@ class UsageEntry(_ReportModel):
     judge: CallEntry
 
 
-class TrialEntry(_ReportModel):
-    trial: int
+class _ScoredEntry(_ReportModel):
+    """What a scenario and each of its trials have in common."""
+
     criteria: list[CriterionEntry] | None
     score: int
     max_score: int
@@ -81,6 +82,10 @@ class TrialEntry(_ReportModel):
     passed: bool = Field(alias="pass")
     error: str | None = None
     usage: UsageEntry | None = None
+
+
+class TrialEntry(_ScoredEntry):
+    trial: int
 
 
 class StatsEntry(_ReportModel):
@@ -100,18 +105,11 @@ class SkillStats(_ReportModel):
     straddles_threshold: bool
 
 
-class ScenarioEntry(_ReportModel):
+class ScenarioEntry(_ScoredEntry):
     name: str
     description: str
-    criteria: list[CriterionEntry] | None
-    score: int
-    max_score: int
-    percentage: float
-    passed: bool = Field(alias="pass")
-    error: str | None = None
     agent_output: str | None = None
     judge_errors: int = 0
-    usage: UsageEntry | None = None
     trials: list[TrialEntry] | None = None
     stats: StatsEntry | None = None
 
@@ -221,78 +219,41 @@ def write_new_report(path: Path, text: str) -> Path:
     return written
 
 
+def _from(model: type[M], record: object) -> M:
+    """A report model filled from a result record's attributes of the same names."""
+    return model.model_validate(record, from_attributes=True)
+
+
+def _scored(result: ScenarioResult | TrialResult) -> dict[str, Any]:
+    criteria = [_from(CriterionEntry, c) for c in result.criteria or ()]
+    return {
+        "criteria": criteria or None,
+        "score": result.score,
+        "max_score": result.max_score,
+        "percentage": float(result.percentage),
+        "passed": result.passed,
+        "error": result.error,
+        "usage": _usage_entry(result.usage),
+    }
+
+
 def _scenario_entry(result: ScenarioResult) -> ScenarioEntry:
-    several = len(result.trials) > 1
+    trials = [TrialEntry(trial=t.index, **_scored(t)) for t in result.trials]
     return ScenarioEntry(
         name=result.name,
         description=result.description,
-        criteria=[_criterion_entry(c) for c in result.criteria or ()] or None,
-        score=result.score,
-        max_score=result.max_score,
-        percentage=float(result.percentage),
-        passed=result.passed,
-        error=result.error,
         agent_output=result.agent_output,
         judge_errors=result.judge_errors,
-        usage=_usage_entry(result.usage),
-        trials=[_trial_entry(t) for t in result.trials] if several else None,
-        stats=_stats_entry(result.stats),
-    )
-
-
-def _trial_entry(trial: TrialResult) -> TrialEntry:
-    return TrialEntry(
-        trial=trial.index,
-        criteria=[_criterion_entry(c) for c in trial.criteria or ()] or None,
-        score=trial.score,
-        max_score=trial.max_score,
-        percentage=float(trial.percentage),
-        passed=trial.passed,
-        error=trial.error,
-        usage=_usage_entry(trial.usage),
-    )
-
-
-def _stats_entry(summary: TrialStats | None) -> StatsEntry | None:
-    if summary is None:
-        return None
-    return StatsEntry(
-        trials=summary.trials,
-        mean=summary.mean,
-        stdev=summary.stdev,
-        ci95=summary.ci95,
-        passes=summary.passes,
-        pass_at_k=summary.pass_at_k,
-        pass_hat_k=summary.pass_hat_k,
-    )
-
-
-def _call_entry(stats: CallStats) -> CallEntry:
-    return CallEntry(
-        calls=stats.calls,
-        cached=stats.cached,
-        input_tokens=stats.input_tokens,
-        output_tokens=stats.output_tokens,
-        seconds=stats.seconds,
-        cost_usd=stats.cost_usd,
+        trials=trials if len(trials) > 1 else None,
+        stats=None if result.stats is None else _from(StatsEntry, result.stats),
+        **_scored(result),
     )
 
 
 def _usage_entry(usage: Usage) -> UsageEntry | None:
     if usage.agent.empty and usage.judge.empty:
         return None
-    return UsageEntry(agent=_call_entry(usage.agent), judge=_call_entry(usage.judge))
-
-
-def _criterion_entry(result: CriterionResult) -> CriterionEntry:
-    return CriterionEntry(
-        name=result.name,
-        passed=result.passed,
-        score=result.score,
-        max_score=result.max_score,
-        reason=result.reason,
-        votes=result.votes,
-    )
+    return UsageEntry(agent=_from(CallEntry, usage.agent), judge=_from(CallEntry, usage.judge))
 
 
 def _report_dict(report: ResultsReport) -> dict[str, Any]:
