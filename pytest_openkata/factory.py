@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -150,6 +151,7 @@ def build_backends(
         agent_for_skill=kiro_agent,
         agent_identity=_identity(settings.backend, settings.model, settings),
         judge_identity=_identity(settings.judge_backend, settings.judge_model, settings),
+        sandbox_identity=sandbox_identity(settings),
         closers=closers,
     )
 
@@ -167,6 +169,21 @@ def sandbox_agent(settings: EvalSettings) -> AgentCommand:
     invocation = agent.invocation(model=settings.model, workspace_agent=True, sandboxed=True)
     config = agent_config_json(EVAL_AGENT_SANDBOX) if settings.sandbox.agent == "kiro" else None
     return AgentCommand(agent.name, invocation.argv, invocation.env, config)
+
+
+def _looks_secret(name: str) -> bool:
+    upper = name.upper()
+    return any(word in upper for word in ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL"))
+
+
+def sandbox_identity(settings: EvalSettings) -> dict[str, Any]:
+    """What decides a sandboxed run besides its workspace, for the cache key: the image, the
+    agent command and the default network. Variables that look like credentials are left
+    out. Read from the settings, so a run answered from the cache needs no Docker engine."""
+    agent = sandbox_agent(settings)
+    env = {name: value for name, value in agent.env.items() if not _looks_secret(name)}
+    box = settings.sandbox
+    return {"image": box.image, "argv": agent.argv, "env": env, "network": box.network}
 
 
 def build_sandbox(settings: EvalSettings) -> SandboxSetup:
@@ -196,7 +213,6 @@ def build_sandbox(settings: EvalSettings) -> SandboxSetup:
         sandbox_agent(settings),
         box.network,
         float(box.timeout),
-        image=box.image,
     )
 
 

@@ -59,19 +59,6 @@ class SandboxSetup:
     agent: AgentCommand
     network: str  # used when the scenario names none
     timeout: float
-    image: str = ""
-
-    @property
-    def identity(self) -> dict[str, Any]:
-        """What decides a sandboxed run's outcome besides the workspace (for the cache key).
-        Variables that look like credentials are left out."""
-        env = {k: v for k, v in self.agent.env.items() if not _looks_secret(k)}
-        return {"image": self.image, "argv": self.agent.argv, "env": env}
-
-
-def _looks_secret(name: str) -> bool:
-    upper = name.upper()
-    return any(word in upper for word in ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL"))
 
 
 @dataclass(frozen=True)
@@ -82,9 +69,11 @@ class Backends:
     sandbox: Callable[[], SandboxSetup] | None = None
     # For agents that work inside a folder prepared from the skill (kiro's agent mode).
     agent_for_skill: Callable[[Path], Completer] | None = None
-    # Backend kind, model and endpoint of each side, for the cache key (no secrets).
+    # Backend kind, model and endpoint of each side, and the sandbox's image, agent command
+    # and default network, for the cache keys (no secrets), known without connecting.
     agent_identity: Mapping[str, Any] = field(default_factory=dict)
     judge_identity: Mapping[str, Any] = field(default_factory=dict)
+    sandbox_identity: Mapping[str, Any] = field(default_factory=dict)
     # Called once the run is over, e.g. to stop agent CLIs still running after Ctrl-C.
     closers: tuple[Callable[[], None], ...] = ()
 
@@ -212,10 +201,10 @@ class _ScenarioRun:
             scenario = self.scenario
             material: dict[str, Any] = {"prompt": self.prompt}
             if scenario.sandbox:
-                setup = self._sandbox()
+                identity = self.backends.sandbox_identity
                 material["sandbox"] = {
-                    **setup.identity,
-                    "network": scenario.network or setup.network,
+                    **identity,
+                    "network": scenario.network or identity.get("network", ""),
                     "workspace": workspace_digest(scenario.skill_dir, scenario.path),
                 }
             else:

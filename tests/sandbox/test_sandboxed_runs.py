@@ -334,3 +334,30 @@ def test_the_scenario_network_wins_over_the_configured_one(
     interfaces = set(re.findall(r"^\s*([\w.-]+):\s+\d+", text, flags=re.MULTILINE))
     assert "lo" in interfaces
     assert (interfaces == {"lo"}) is isolated  # the host network has more than loopback
+
+
+def test_a_cached_sandboxed_scenario_replays_without_an_engine(
+    pytester: pytest.Pytester,
+    endpoint: ScriptedEndpoint,
+    script: EvalScript,
+    use_engine: str,
+    standin_image: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    skill = write_skill(pytester.path, "s", {})
+    scenario = write_scenario(skill, "scenario-0", {"x": 1}, sandbox=True, inputs={"a.txt": "a\n"})
+    (scenario / "task.md").write_text("STANDIN: write a.txt changed\n")
+    first = pytester.runpytest("skills", *_sandbox_args(endpoint.base_url, standin_image))
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{pytester.path}/no-engine.sock")
+
+    replayed = pytester.runpytest("skills", *_sandbox_args(endpoint.base_url, standin_image))
+    (scenario / "inputs" / "a.txt").write_text("b\n")
+    changed = pytester.runpytest("skills", *_sandbox_args(endpoint.base_url, standin_image))
+
+    first.assert_outcomes(passed=1)
+    replayed.assert_outcomes(passed=1)
+    replayed.stdout.fnmatch_lines(["    From the cache: 1 agent answer, 1 judge verdict"])
+    # Changed inputs make a new key: the run needs the engine again, and there is none.
+    changed.assert_outcomes(errors=1)
+    changed.stdout.fnmatch_lines(["scenario error: sandbox: no Docker engine answers at *"])
+    assert script.judge_calls == 1
