@@ -86,11 +86,14 @@ class AgentCLI(Protocol):
     ``command``); ``install_hint`` is a line telling how to install it (may be empty).
     ``sandboxed=True`` is for runs inside a disposable container only: it implies a workspace
     agent and approves every tool (``--trust-all-tools``, ``--dangerously-skip-permissions``,
-    ...).
+    ...). ``output_in_errors`` says whether a failed run that printed nothing on standard error
+    shows its standard output instead: Claude Code prints its API errors there. kiro keeps the
+    reference's bare ``kiro-cli failed: exit status N``.
     """
 
     name: str
     install_hint: str
+    output_in_errors: bool
 
     def invocation(
         self, *, model: str, workspace_agent: bool, sandboxed: bool = False

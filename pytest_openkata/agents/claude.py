@@ -40,6 +40,7 @@ class ClaudeAgent:
     api_key: str = field(default="", repr=False)
     name: str = field(default=CLAUDE_CLI, init=False)
     install_hint: str = field(default=CLAUDE_INSTALL_HINT, init=False)
+    output_in_errors: bool = field(default=True, init=False)
 
     @classmethod
     def from_settings(cls, settings: AgentSettings) -> ClaudeAgent:

@@ -50,6 +50,7 @@ class CodexAgent:
     api_key: str = field(default="", repr=False)
     name: str = field(default=CODEX_CLI, init=False)
     install_hint: str = field(default=CODEX_INSTALL_HINT, init=False)
+    output_in_errors: bool = field(default=True, init=False)
 
     @classmethod
     def from_settings(cls, settings: AgentSettings) -> CodexAgent:

@@ -28,6 +28,7 @@ class CommandAgent:
     shell: str = "sh"
     name: str = field(default=COMMAND_AGENT, init=False)
     install_hint: str = field(default="", init=False)
+    output_in_errors: bool = field(default=True, init=False)
 
     def __post_init__(self) -> None:
         if not self.command.strip():

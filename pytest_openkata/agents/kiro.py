@@ -153,6 +153,7 @@ class KiroAgent:
     executable: str = KIRO_CLI
     name: str = field(default=KIRO_CLI, init=False)
     install_hint: str = field(default=KIRO_INSTALL_HINT, init=False)
+    output_in_errors: bool = field(default=False, init=False)
 
     @classmethod
     def from_settings(cls, settings: AgentSettings) -> KiroAgent:

@@ -44,6 +44,7 @@ from pytest_openkata.agents import AgentCLI, AgentInvocation
 from pytest_openkata.backends import BackendError, MalformedResponseError, ResponseSchema
 
 __all__ = [
+    "ERROR_OUTPUT_CHARS",
     "PROMPT_SEPARATOR",
     "AgentFailedError",
     "AgentNotFoundError",
@@ -57,6 +58,7 @@ PROMPT_SEPARATOR = "\n\n"
 # After the kill, how long to wait for output still in the pipes (a process that left the
 # group may keep them open).
 DRAIN_GRACE = 5.0
+ERROR_OUTPUT_CHARS = 2000
 _READ_SIZE = 65536
 
 CwdFactory = Callable[[], AbstractContextManager[Path | None]]
@@ -277,6 +279,8 @@ class CLIBackend:
             message = f"{name} failed: {status}"
             if finished.stderr:
                 message += f"\nstderr: {stderr.rstrip()}"
+            elif stdout.strip() and self.agent.output_in_errors:
+                message += f"\nstdout: {_tail(stdout.rstrip())}"
             raise AgentFailedError(
                 self._redact(message),
                 exit_status=finished.returncode,
@@ -285,6 +289,13 @@ class CLIBackend:
         if not finished.stdout:
             raise MalformedResponseError(f"{name} returned empty response")
         return self.agent.clean(stdout)
+
+
+def _tail(text: str) -> str:
+    """The end of ``text``, where a CLI prints why it stopped, at most ``ERROR_OUTPUT_CHARS``."""
+    if len(text) <= ERROR_OUTPUT_CHARS:
+        return text
+    return "..." + text[-ERROR_OUTPUT_CHARS:]
 
 
 def _exit_text(returncode: int) -> str:

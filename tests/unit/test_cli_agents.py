@@ -36,6 +36,7 @@ from pytest_openkata.agents.kiro import (
 )
 from pytest_openkata.backends import BackendError, MalformedResponseError
 from pytest_openkata.backends.cli import (
+    ERROR_OUTPUT_CHARS,
     AgentFailedError,
     AgentNotFoundError,
     AgentTimeoutError,
@@ -304,6 +305,41 @@ def test_non_zero_exit_without_stderr(kiro_on_path: None, monkeypatch: pytest.Mo
         kiro_backend(timeout=30).complete("s", "u")
 
 
+def _script(folder: Path, name: str, body: str) -> str:
+    path = folder / name
+    path.write_text(f"#!/bin/sh\ncat > /dev/null\n{body}\n")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return str(path)
+
+
+def test_a_cli_that_reports_its_error_on_stdout_shows_it(tmp_path: Path) -> None:
+    # Claude Code's way: "API Error: ..." on standard output, nothing on standard error.
+    backend = CLIBackend(
+        ClaudeAgent(_script(tmp_path, "claude", 'echo "API Error: overloaded"; exit 1')),
+        model="m",
+        timeout=30,
+    )
+
+    with pytest.raises(AgentFailedError) as caught:
+        backend.complete("s", "u")
+
+    assert str(caught.value) == "claude failed: exit status 1\nstdout: API Error: overloaded"
+
+
+def test_only_the_end_of_a_long_output_goes_into_the_error(tmp_path: Path) -> None:
+    script = 'for i in $(seq 1 2000); do echo "line $i"; done; echo "the reason"; exit 2'
+    backend = CLIBackend(CommandAgent(script), model="m", timeout=30)
+
+    with pytest.raises(AgentFailedError) as caught:
+        backend.complete("s", "u")
+
+    first_line, output = str(caught.value).split("\n", 1)
+    assert first_line == "command failed: exit status 2"
+    assert output.startswith("stdout: ...")
+    assert output.endswith("line 2000\nthe reason")
+    assert len(output) == len("stdout: ...") + ERROR_OUTPUT_CHARS
+
+
 def test_usage_error_of_the_cli_is_reported_with_its_stderr(kiro_on_path: None) -> None:
     class BadFlagKiro(KiroAgent):
         def invocation(
@@ -436,6 +472,7 @@ class _PrivateDirAgent:
     command: str
     name: str = "stateful"
     install_hint: str = ""
+    output_in_errors: bool = True
 
     def invocation(
         self, *, model: str, workspace_agent: bool, sandboxed: bool = False
