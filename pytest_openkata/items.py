@@ -12,12 +12,13 @@ import dataclasses
 import fnmatch
 import json
 import os
-from collections.abc import Callable, Iterator
+import re
+from collections.abc import Callable, Iterable, Iterator
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import pytest
-from _pytest.main import _in_venv
 from _pytest.pathlib import absolutepath, fnmatch_ex
 
 from pytest_openkata.results import ScenarioResult
@@ -68,9 +69,11 @@ def _ignore_check(collector: pytest.Collector) -> Callable[[Path], bool]:
     ``collect_ignore`` of a conftest, ``norecursedirs``), as ``pytest_ignore_collect`` says.
 
     When pytest's own implementation is the only one, its rules are applied here with what
-    they read taken once per ``evals`` folder: called per scenario, the hook would rebuild
-    those lists and paths every time, and cost most of the collection of a large suite.
-    Any other implementation (a plugin's, a conftest's) gets the real hook for every folder.
+    they read taken once per ``evals`` folder and the patterns compiled once: called per
+    scenario, the hook would rebuild those lists and paths every time, and cost most of the
+    collection of a large suite. Any other implementation (a plugin's, a conftest's) gets
+    the real hook for every folder. pytest's virtualenv rule is left out: it keeps pytest
+    from descending into an environment, and nothing under a scenario folder is collected.
     """
     config = collector.config
     hook = collector.ihook.pytest_ignore_collect
@@ -79,27 +82,32 @@ def _ignore_check(collector: pytest.Collector) -> Callable[[Path], bool]:
     folder = collector.path
     ignore_paths = set(config._getconftest_pathlist("collect_ignore", path=folder) or ())
     ignore_paths.update(absolutepath(p) for p in config.getoption("ignore") or ())
-    ignore_globs = [
+    ignore_globs = _any_of(
         str(glob)
         for glob in [
             *(config._getconftest_pathlist("collect_ignore_glob", path=folder) or ()),
             *(absolutepath(g) for g in config.getoption("ignore_glob") or ()),
         ]
-    ]
-    allow_in_venv = config.getoption("collect_in_virtualenv")
-    by_name = [p for p in config.getini("norecursedirs") if os.sep not in p and "/" not in p]
-    by_path = [p for p in config.getini("norecursedirs") if p not in by_name]
+    )
+    norecurse = config.getini("norecursedirs")
+    by_name = _any_of(p for p in norecurse if os.sep not in p and "/" not in p)
+    by_path = [p for p in norecurse if os.sep in p or "/" in p]
 
     def ignored(path: Path) -> bool:
         return (
             path in ignore_paths
-            or any(fnmatch.fnmatch(str(path), glob) for glob in ignore_globs)
-            or (not allow_in_venv and _in_venv(path))
-            or any(fnmatch.fnmatch(path.name, pattern) for pattern in by_name)
+            or bool(ignore_globs and ignore_globs(os.path.normcase(str(path))))
+            or bool(by_name and by_name(os.path.normcase(path.name)))
             or any(fnmatch_ex(pattern, path) for pattern in by_path)
         )
 
     return ignored
+
+
+def _any_of(patterns: Iterable[str]) -> Callable[[str], object] | None:
+    """One compiled test for ``fnmatch.fnmatch`` against any of ``patterns`` (None if none)."""
+    translated = [fnmatch.translate(os.path.normcase(pattern)) for pattern in patterns]
+    return re.compile("|".join(translated)).match if translated else None
 
 
 class EvalsDir(pytest.Directory):
@@ -158,9 +166,18 @@ class ScenarioItem(pytest.Function):
         self.skill_dir = scenario_dir.parent.parent
         self.skill_scenarios = skill_scenarios
         self.extra_keyword_matches.add(f"skill:{self.skill_dir.name}")
-        mode = sandbox_mode(scenario_dir)
-        if mode is not None:
-            self.extra_keyword_matches.add(mode)
+
+    def listextrakeywords(self) -> set[str]:
+        # "sandbox" or "direct" is worked out when -k asks for the keywords, not for every
+        # scenario at collection: it reads scenario.json.
+        keywords = super().listextrakeywords()
+        if self.sandbox_mode is not None:
+            keywords.add(self.sandbox_mode)
+        return keywords
+
+    @cached_property
+    def sandbox_mode(self) -> str | None:
+        return sandbox_mode(self.scenario_dir)
 
     @property
     def ihook(self):  # type: ignore[no-untyped-def]
