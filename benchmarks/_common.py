@@ -11,6 +11,7 @@ and can measure endpoint round trips from inside the child, between items.
 from __future__ import annotations
 
 import argparse
+import compileall
 import importlib.util
 import json
 import math
@@ -184,6 +185,16 @@ def add_plugin_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def byte_compile_plugin() -> None:
+    """Write the plugin's bytecode, as ``pip install`` does for an installed package.
+
+    pytest and every other dependency are installed byte-compiled; an editable checkout of the
+    plugin is not, and with ``PYTHONDONTWRITEBYTECODE`` set every child would compile the
+    plugin afresh, a cost an installed plugin never has.
+    """
+    compileall.compile_dir(REPO / "pytest_openkata", quiet=1)
+
+
 @contextmanager
 def scratch_folder(prefix: str, keep: bool = False) -> Iterator[Path]:
     """A fresh temporary folder with an empty ``pytest.ini`` (it anchors the rootdir)."""
@@ -218,11 +229,14 @@ def run_child(
     all_plugins: bool = False,
     record: bool = True,
     probe: str | None = None,
+    **environment: str,
 ) -> ChildRun:
-    """Run ``command`` in ``cwd``, timing it from spawn to exit (``probe``: see
-    :data:`RECORDER_CONFTEST`)."""
+    """Run ``command`` in ``cwd`` with ``environment`` added, timing it from spawn to exit
+    (``probe``: see :data:`RECORDER_CONFTEST`)."""
     record_path = cwd / f"record-{time.monotonic_ns()}.json"
-    extra = {RECORD_ENV: str(record_path)} if record else {}
+    extra = dict(environment)
+    if record:
+        extra[RECORD_ENV] = str(record_path)
     if probe:
         extra[PROBE_ENV] = probe
     env = child_environment(all_plugins=all_plugins, **extra)

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 from benchmarks._common import (
     add_plugin_option,
+    byte_compile_plugin,
     child_environment,
     machine_line,
     median,
@@ -117,6 +118,7 @@ def write_plain_tests(root: Path, files: int, per_file: int) -> int:
 
 def main() -> None:
     args = parse_args()
+    byte_compile_plugin()
     if args.measure is not None:  # the intermediate process
         print(json.dumps(measure_here(args.measure)))
         return

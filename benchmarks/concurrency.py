@@ -9,6 +9,10 @@ with c = 4). For each run it prints the pytest session's own time (``pytest_sess
 start and collection included), each divided by the ideal, and the most requests the endpoint
 had in flight at once. Target: ratio <= 1.15.
 
+Side by side with ``-n``, a baseline of what pytest-xdist costs without the plugin: as many
+plain test functions, each making the same two sequential calls to the same endpoint with
+httpx, run with the same ``-n`` and no openkata loaded.
+
     python benchmarks/concurrency.py                      # 200 scenarios, 200 ms, 1 8 32 -n 4
     python benchmarks/concurrency.py --scenarios 40 --concurrency 8 --xdist 0   # quick look
 """
@@ -29,6 +33,7 @@ from dataclasses import dataclass
 from benchmarks._common import (
     RECORDER_CONFTEST,
     add_plugin_option,
+    byte_compile_plugin,
     check_child,
     eval_options,
     machine_line,
@@ -43,6 +48,27 @@ from tests.support.evals import EvalScript, write_skill
 TARGET = 1.15
 CALLS_PER_SCENARIO = 2
 CRITERIA = {"names-the-change": 50, "keeps-it-short": 50}
+PLAIN_TESTS = """\
+import os
+
+import httpx
+import pytest
+
+URL = os.environ["OPENKATA_BENCH_URL"] + "/chat/completions"
+BODY = {"model": "bench-model", "messages": [{"role": "user", "content": "hello"}]}
+
+
+@pytest.fixture(scope="session")
+def client():
+    with httpx.Client(timeout=60) as client:
+        yield client
+
+
+@pytest.mark.parametrize("number", range(int(os.environ["OPENKATA_BENCH_TESTS"])))
+def test_two_calls(client, number):
+    for _ in range(2):
+        client.post(URL, json=BODY).raise_for_status()
+"""
 
 
 def positive_ints(text: str) -> list[int]:
@@ -88,6 +114,7 @@ class Setup:
     label: str
     concurrency: int  # --eval-concurrency
     workers: int  # -n, 0 without xdist
+    plain: bool = False  # the baseline: plain tests making the same calls, no openkata
 
     @property
     def parallel(self) -> int:
@@ -130,14 +157,22 @@ class ArrivalLog:
 def run_setup(
     root: Path, endpoint: ScriptedEndpoint, log: ArrivalLog, setup: Setup, args: argparse.Namespace
 ) -> Outcome:
-    options = eval_options(endpoint.base_url, "--eval-concurrency", str(setup.concurrency))
-    plugins = ("openkata", "xdist") if setup.workers else ("openkata",)
     xdist = ["-n", str(setup.workers)] if setup.workers else []
-    command = pytest_command("-q", *xdist, "skills", *options, plugins=plugins)
+    environment: dict[str, str] = {}
+    if setup.plain:
+        command = pytest_command("-q", *xdist, "plain", plugins=("xdist",))
+        environment = {
+            "OPENKATA_BENCH_URL": endpoint.base_url,
+            "OPENKATA_BENCH_TESTS": str(args.scenarios),
+        }
+    else:
+        options = eval_options(endpoint.base_url, "--eval-concurrency", str(setup.concurrency))
+        plugins = ("openkata", "xdist") if setup.workers else ("openkata",)
+        command = pytest_command("-q", *xdist, "skills", *options, plugins=plugins)
     requests_before = len(endpoint.requests)
     arrivals_before = len(log.since(0))
     endpoint.reset_peak()
-    run = run_child(command, root, all_plugins=args.all_plugins)
+    run = run_child(command, root, all_plugins=args.all_plugins, **environment)
     check_child(run, setup.label, allowed=(0,))
     if run.record is None:
         sys.exit(f"{setup.label}: the recording conftest wrote nothing\n{run.tail()}")
@@ -197,9 +232,11 @@ def summarise(setup: Setup, outcomes: list[Outcome]) -> Outcome:
 
 def main() -> None:
     args = parse_args()
+    byte_compile_plugin()
     setups = [Setup(f"--eval-concurrency {c}", c, 0) for c in args.concurrency]
     if args.xdist:
         setups.append(Setup(f"-n {args.xdist} (--eval-concurrency 1)", 1, args.xdist))
+        setups.append(Setup(f"-n {args.xdist} plain tests, no plugin", 1, args.xdist, True))
 
     print(f"machine: {machine_line()}")
     plugins = "every installed plugin" if args.all_plugins else "openkata (+ xdist for -n)"
@@ -223,6 +260,8 @@ def main() -> None:
             skill = f"skill-{first // args.per_skill:03d}"
             write_skill(root, skill, dict.fromkeys(chunk, CRITERIA))
         (root / "conftest.py").write_text(RECORDER_CONFTEST)
+        (root / "plain").mkdir()
+        (root / "plain" / "test_plain.py").write_text(PLAIN_TESTS)
         with ScriptedEndpoint(latency=args.latency) as endpoint:
             log = ArrivalLog(EvalScript())
             endpoint.respond_with(log)

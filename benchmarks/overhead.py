@@ -28,6 +28,7 @@ import json
 from benchmarks._common import (
     RECORDER_CONFTEST,
     add_plugin_option,
+    byte_compile_plugin,
     check_child,
     eval_options,
     machine_line,
@@ -75,6 +76,7 @@ def plugin_bodies(requests: list[RecordedRequest]) -> list[str]:
 
 def main() -> None:
     args = parse_args()
+    byte_compile_plugin()
     with scratch_folder("overhead", keep=args.keep) as root, ScriptedEndpoint() as endpoint:
         endpoint.respond_with(EvalScript())
         url = endpoint.base_url + "/chat/completions"
