@@ -8,6 +8,7 @@ float formatting (``100.0`` vs ``100``) and escaping (Go is HTML-safe), hence th
 from __future__ import annotations
 
 import math
+import re
 from decimal import Decimal
 
 _INDENT = "  "
@@ -26,6 +27,8 @@ _SHORT_ESCAPES = {
     "\u2028": "\\u2028",
     "\u2029": "\\u2029",
 }
+# Every character _escape_char changes: control characters, lone surrogates and the above.
+_NEEDS_ESCAPE = re.compile('["\\\\<>&\u2028\u2029\x00-\x1f\ud800-\udfff]')
 
 
 def dumps(value: object) -> str:
@@ -42,7 +45,11 @@ def dumps(value: object) -> str:
 
 def encode_string(text: str) -> str:
     """Quote and escape ``text`` as Go's encoder does with HTML escaping on."""
-    return '"' + "".join(_escape_char(ch) for ch in text) + '"'
+    return '"' + _NEEDS_ESCAPE.sub(_escape_match, text) + '"'
+
+
+def _escape_match(match: re.Match[str]) -> str:
+    return _escape_char(match.group())
 
 
 def format_float(number: float) -> str:
