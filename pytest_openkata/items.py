@@ -65,20 +65,48 @@ def sandbox_mode(scenario_dir: Path) -> str | None:
 
 
 def _ignore_check(collector: pytest.Collector) -> Callable[[Path], bool]:
-    """Whether a scenario folder is ignored (``--ignore``, ``--ignore-glob``,
-    ``collect_ignore`` of a conftest, ``norecursedirs``), as ``pytest_ignore_collect`` says.
+    """Whether a scenario folder is ignored, as ``pytest_ignore_collect`` says.
 
-    When pytest's own implementation is the only one, its rules are applied here with what
-    they read taken once per ``evals`` folder and the patterns compiled once: called per
-    scenario, the hook would rebuild those lists and paths every time, and cost most of the
-    collection of a large suite. Any other implementation (a plugin's, a conftest's) gets
-    the real hook for every folder. pytest's virtualenv rule is left out: it keeps pytest
-    from descending into an environment, and nothing under a scenario folder is collected.
+    pytest's own implementation (``--ignore``, ``--ignore-glob``, ``collect_ignore`` of a
+    conftest, ``norecursedirs``) is applied here with what it reads taken once per ``evals``
+    folder and its patterns compiled once: called per scenario it would rebuild those lists
+    and paths every time, and cost most of the collection of a large suite. Every other
+    implementation (a plugin's such as Hypothesis's, a conftest's) is called per folder, in
+    pluggy's order, the first answer that is not None deciding. Wrappers, or arguments this
+    call cannot give, fall back to the real hook. pytest's virtualenv rule is left out: it
+    keeps pytest from descending into an environment, and nothing under a scenario folder is
+    collected.
     """
     config = collector.config
     hook = collector.ihook.pytest_ignore_collect
-    if [impl.plugin_name for impl in hook.get_hookimpls()] != ["main"]:
+    implementations = hook.get_hookimpls()
+    if [i.plugin_name for i in implementations].count("main") != 1 or any(
+        i.hookwrapper or i.wrapper or not set(i.argnames) <= {"collection_path", "config"}
+        for i in implementations
+    ):
         return lambda path: bool(hook(collection_path=path, config=config))
+    pytest_rules = _pytest_ignore_rules(collector)
+    in_call_order = implementations[::-1]  # pluggy calls the last registered first
+
+    def ignored(path: Path) -> bool:
+        arguments = {"collection_path": path, "config": config}
+        for implementation in in_call_order:
+            if implementation.plugin_name == "main":
+                answer: object = pytest_rules(path) or None
+            else:
+                answer = implementation.function(
+                    *(arguments[name] for name in implementation.argnames)
+                )
+            if answer is not None:
+                return bool(answer)
+        return False
+
+    return ignored
+
+
+def _pytest_ignore_rules(collector: pytest.Collector) -> Callable[[Path], bool]:
+    """pytest's own ``pytest_ignore_collect`` for the folders of ``collector`` (see above)."""
+    config = collector.config
     folder = collector.path
     ignore_paths = set(config._getconftest_pathlist("collect_ignore", path=folder) or ())
     ignore_paths.update(absolutepath(p) for p in config.getoption("ignore") or ())

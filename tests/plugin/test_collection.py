@@ -109,6 +109,50 @@ def test_scenario_folders_are_ignored_as_pytest_ignores_folders(
     ]
 
 
+def test_a_conftest_that_keeps_a_folder_wins_over_norecursedirs(
+    pytester: pytest.Pytester, two_skills: Path
+) -> None:
+    # pluggy calls a conftest's hook before pytest's own: its False (keep) decides.
+    pytester.makeconftest(
+        "def pytest_ignore_collect(collection_path):\n"
+        "    return False if collection_path.name == 'scenario-10' else None\n"
+    )
+
+    result = pytester.runpytest(
+        "--collect-only", "-q", "skills/beta", "-o", "norecursedirs=scenario-*"
+    )
+
+    assert _collected(result) == ["skills/beta/evals::scenario-10"]
+
+
+def test_a_scenario_folder_is_not_taken_for_a_virtualenv(
+    pytester: pytest.Pytester, two_skills: Path
+) -> None:
+    # pytest skips folders holding pyvenv.cfg; a scenario folder is a leaf nothing is
+    # collected from, so the plugin does not probe it (README, "Usage").
+    (two_skills / "skills" / "alpha" / "evals" / "scenario-a" / "pyvenv.cfg").write_text("")
+
+    result = pytester.runpytest("--collect-only", "-q", "skills/alpha")
+
+    assert _collected(result) == [
+        "skills/alpha/evals::scenario-a",
+        "skills/alpha/evals::scenario-b",
+    ]
+
+
+def test_a_broken_scenario_json_does_not_stop_keyword_selection(
+    pytester: pytest.Pytester,
+) -> None:
+    skill = write_skill(pytester.path, "s", {"scenario-0": {"x": 1}, "scenario-1": {"x": 1}})
+    (skill / "evals" / "scenario-1" / "scenario.json").write_text("{not json")
+
+    direct = pytester.runpytest("--collect-only", "-q", "skills", "-k", "direct")
+    everything = pytester.runpytest("--collect-only", "-q", "skills", "-k", "not sandbox")
+
+    assert _collected(direct) == ["skills/s/evals::scenario-0"]
+    assert _collected(everything) == ["skills/s/evals::scenario-0", "skills/s/evals::scenario-1"]
+
+
 def test_direct_and_sandbox_keywords_select_by_scenario_mode(pytester: pytest.Pytester) -> None:
     skill = write_skill(pytester.path, "s", {"scenario-0": {"x": 1}})
     write_scenario(skill, "scenario-1", {"x": 1}, sandbox=True)
