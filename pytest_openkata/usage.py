@@ -19,10 +19,11 @@ callers open :func:`recording` inside the thread that makes the call. With no re
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = [
     "Prices",
@@ -32,6 +33,7 @@ __all__ = [
     "record_tokens",
     "recording",
     "token_count",
+    "usage_in",
 ]
 
 
@@ -79,6 +81,15 @@ def token_count(value: object) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         return None
     return value
+
+
+def usage_in(body: Mapping[str, Any], input_key: str, output_key: str) -> TokenUsage:
+    """The token counts under ``body["usage"]`` by the API's own key names; a count that is
+    missing or unusable (or no ``usage`` object at all) is None."""
+    usage = body.get("usage")
+    if not isinstance(usage, dict):
+        return TokenUsage()
+    return TokenUsage(token_count(usage.get(input_key)), token_count(usage.get(output_key)))
 
 
 def add_usage(entries: Iterable[TokenUsage]) -> TokenUsage:

@@ -26,7 +26,7 @@ import httpx
 
 from pytest_openkata.backends import MalformedResponseError, ResponseSchema
 from pytest_openkata.backends.transport import json_object, post_json, redact_secret
-from pytest_openkata.usage import TokenUsage, record_tokens, token_count
+from pytest_openkata.usage import record_tokens, usage_in
 
 __all__ = ["ANTHROPIC_VERSION", "AnthropicMessagesBackend", "messages_url"]
 
@@ -74,7 +74,7 @@ class AnthropicMessagesBackend:
         payload = self._payload(system, user)
         data = json_object(post_json(self._client, self.url, payload, headers, self._api_key))
         answer = _text_of(data)
-        record_tokens(_usage_of(data))
+        record_tokens(usage_in(data, "input_tokens", "output_tokens"))
         return answer
 
     def _payload(self, system: str, user: str) -> dict[str, Any]:
@@ -111,16 +111,6 @@ def _text_of(data: dict[str, Any]) -> str:
     if not found:
         raise MalformedResponseError("no text content in response")
     return "".join(found)
-
-
-def _usage_of(data: dict[str, Any]) -> TokenUsage:
-    """The token counts of a Messages API body; unknown counts (or no ``usage``) are None."""
-    usage = data.get("usage")
-    if not isinstance(usage, dict):
-        return TokenUsage()
-    return TokenUsage(
-        token_count(usage.get("input_tokens")), token_count(usage.get("output_tokens"))
-    )
 
 
 def _block_text(index: int, block: Any) -> str | None:

@@ -26,7 +26,7 @@ from pytest_openkata.backends.transport import (
     parse_retry_after,
     post_json,
 )
-from pytest_openkata.usage import TokenUsage, record_tokens, token_count
+from pytest_openkata.usage import record_tokens, usage_in
 
 __all__ = ["OpenAIChatBackend", "make_client", "parse_retry_after"]
 
@@ -81,7 +81,7 @@ class OpenAIChatBackend:
             headers["Authorization"] = f"Bearer {self._api_key}"
         data = json_object(post_json(self._client, self.url, payload, headers, self._api_key))
         content = _content_of(data)
-        record_tokens(_usage_of(data))
+        record_tokens(usage_in(data, "prompt_tokens", "completion_tokens"))
         return content
 
 
@@ -106,13 +106,3 @@ def _content_of(data: dict[str, Any]) -> str:
             f"choices[0].message.content is a {type(content).__name__}, not a string"
         )
     return content
-
-
-def _usage_of(data: dict[str, Any]) -> TokenUsage:
-    """The token counts of a chat completion body; unknown counts (or no ``usage``) are None."""
-    usage = data.get("usage")
-    if not isinstance(usage, dict):
-        return TokenUsage()
-    return TokenUsage(
-        token_count(usage.get("prompt_tokens")), token_count(usage.get("completion_tokens"))
-    )
