@@ -34,6 +34,18 @@ class CriterionResult:
     # With several judge votes or trials: how many passed, of how many.
     votes: tuple[int, int] | None = None
 
+    @classmethod
+    def judged(
+        cls,
+        name: str,
+        max_score: int,
+        passed: bool,
+        reason: str,
+        votes: tuple[int, int] | None = None,
+    ) -> CriterionResult:
+        """A judged criterion: all of its points when it passed, none otherwise."""
+        return cls(name, passed, max_score if passed else 0, max_score, reason, votes)
+
 
 @dataclass(frozen=True)
 class CallStats:

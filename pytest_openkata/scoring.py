@@ -24,13 +24,11 @@ def match_verdicts(
     results = []
     for criterion in criteria:
         verdict = first.get(criterion.name)
-        passed = verdict is not None and verdict.passed
         results.append(
-            CriterionResult(
-                name=criterion.name,
-                passed=passed,
-                score=criterion.max_score if passed else 0,
-                max_score=criterion.max_score,
+            CriterionResult.judged(
+                criterion.name,
+                criterion.max_score,
+                passed=verdict is not None and verdict.passed,
                 reason=verdict.reason if verdict is not None else NO_VERDICT_REASON,
             )
         )

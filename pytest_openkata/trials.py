@@ -34,14 +34,7 @@ def majority(ballots: Sequence[Sequence[CriterionResult]]) -> list[CriterionResu
         passed = passes * 2 > total
         reason = next(result.reason for result in column if result.passed == passed)
         combined.append(
-            CriterionResult(
-                name=first.name,
-                passed=passed,
-                score=first.max_score if passed else 0,
-                max_score=first.max_score,
-                reason=reason,
-                votes=(passes, total),
-            )
+            CriterionResult.judged(first.name, first.max_score, passed, reason, (passes, total))
         )
     return combined
 
