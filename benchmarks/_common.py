@@ -23,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -193,6 +193,15 @@ def byte_compile_plugin() -> None:
     plugin afresh, a cost an installed plugin never has.
     """
     compileall.compile_dir(REPO / "pytest_openkata", quiet=1)
+
+
+def write_corpus(root: Path, scenarios: int, per_skill: int, criteria: Mapping[str, int]) -> None:
+    """``scenarios`` direct scenarios, ``per_skill`` to a skill, each with ``criteria``."""
+    from tests.support.evals import write_skill
+
+    for first in range(0, scenarios, per_skill):
+        names = [f"scenario-{n:05d}" for n in range(first, min(first + per_skill, scenarios))]
+        write_skill(root, f"skill-{first // per_skill:03d}", dict.fromkeys(names, criteria))
 
 
 @contextmanager

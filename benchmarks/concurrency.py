@@ -41,9 +41,10 @@ from benchmarks._common import (
     pytest_command,
     run_child,
     scratch_folder,
+    write_corpus,
 )
 from tests.support.endpoint import RecordedRequest, Reply, ScriptedEndpoint
-from tests.support.evals import EvalScript, write_skill
+from tests.support.evals import EvalScript
 
 TARGET = 1.15
 CALLS_PER_SCENARIO = 2
@@ -254,11 +255,7 @@ def main() -> None:
     print("-" * len(header))
     runs: dict[Setup, list[Outcome]] = {setup: [] for setup in setups}
     with scratch_folder("concurrency", keep=args.keep) as root:
-        names = [f"scenario-{n:05d}" for n in range(args.scenarios)]
-        for first in range(0, args.scenarios, args.per_skill):
-            chunk = names[first : first + args.per_skill]
-            skill = f"skill-{first // args.per_skill:03d}"
-            write_skill(root, skill, dict.fromkeys(chunk, CRITERIA))
+        write_corpus(root, args.scenarios, args.per_skill, CRITERIA)
         (root / "conftest.py").write_text(RECORDER_CONFTEST)
         (root / "plain").mkdir()
         (root / "plain" / "test_plain.py").write_text(PLAIN_TESTS)

@@ -43,9 +43,10 @@ from benchmarks._common import (
     ratio_line,
     run_child,
     scratch_folder,
+    write_corpus,
 )
 from tests.support.endpoint import RecordedRequest, ScriptedEndpoint
-from tests.support.evals import EvalScript, write_skill
+from tests.support.evals import EvalScript
 
 TARGET_MS = 5.0
 WARM_UP = 20  # round trips not counted: the client's first connections and imports
@@ -98,12 +99,6 @@ def parse_args() -> argparse.Namespace:
     add_plugin_option(parser)
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     return parser.parse_args()
-
-
-def write_corpus(root: Path, scenarios: int, per_skill: int) -> None:
-    for first in range(0, scenarios, per_skill):
-        names = [f"scenario-{n:05d}" for n in range(first, min(first + per_skill, scenarios))]
-        write_skill(root, f"skill-{first // per_skill:03d}", dict.fromkeys(names, CRITERIA))
 
 
 def plugin_bodies(requests: list[RecordedRequest]) -> list[str]:
@@ -184,7 +179,7 @@ def main() -> None:
     with scratch_folder("overhead", keep=args.keep) as root, ScriptedEndpoint() as endpoint:
         endpoint.respond_with(EvalScript())
         url = endpoint.base_url + "/chat/completions"
-        write_corpus(root, args.scenarios, args.per_skill)
+        write_corpus(root, args.scenarios, args.per_skill, CRITERIA)
         (root / "conftest.py").write_text(RECORDER_CONFTEST)
         options = eval_options(endpoint.base_url, "--eval-concurrency", "1")
 
