@@ -14,7 +14,6 @@ import json
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -199,13 +198,10 @@ class ScenarioItem(pytest.Function):
         # "sandbox" or "direct" is worked out when -k asks for the keywords, not for every
         # scenario at collection: it reads scenario.json.
         keywords = super().listextrakeywords()
-        if self.sandbox_mode is not None:
-            keywords.add(self.sandbox_mode)
+        mode = sandbox_mode(self.scenario_dir)
+        if mode is not None:
+            keywords.add(mode)
         return keywords
-
-    @cached_property
-    def sandbox_mode(self) -> str | None:
-        return sandbox_mode(self.scenario_dir)
 
     @property
     def ihook(self):  # type: ignore[no-untyped-def]
