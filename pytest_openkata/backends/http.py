@@ -10,6 +10,11 @@ the response to :func:`pytest_openkata.usage.record_tokens` (None for a count th
 give as a non-negative integer); a failed call, a refused ``response_format`` included, records
 nothing.
 
+A structured answer (one asked with a ``schema``) that the endpoint cut off at its token limit
+(``finish_reason`` "length") is a :class:`MalformedResponseError`: it is incomplete JSON, and
+the judge would otherwise read fewer verdicts from it than criteria. A plain answer cut off
+there is returned as it is, as the reference returns it.
+
 The API key never appears in an exception text (see :mod:`pytest_openkata.backends.transport`).
 """
 
@@ -28,11 +33,12 @@ from pytest_openkata.backends.transport import (
 )
 from pytest_openkata.usage import record_tokens, usage_in
 
-__all__ = ["OpenAIChatBackend", "make_client", "parse_retry_after"]
+__all__ = ["CUT_OFF_MESSAGE", "OpenAIChatBackend", "make_client", "parse_retry_after"]
 
 # Statuses with which endpoints refuse a ``response_format`` they do not support
 # (llama-cpp-python's server answers a json_schema request with 500).
 _SCHEMA_REFUSED = frozenset({400, 404, 415, 422, 500, 501})
+CUT_OFF_MESSAGE = 'structured answer cut off at the token limit (finish_reason "length")'
 
 
 def _response_format(schema: ResponseSchema) -> dict[str, Any]:
@@ -62,27 +68,30 @@ class OpenAIChatBackend:
         messages.append({"role": "user", "content": user})
         payload: dict[str, Any] = {"model": self.model, "messages": messages}
         if schema is None or self.structured_output is False:
-            return self._post(payload)
+            return self._post(payload)[0]
         structured = {**payload, "response_format": _response_format(schema)}
         try:
-            answer = self._post(structured)
+            answer, finish_reason = self._post(structured)
         except EndpointStatusError as exc:
             if self.structured_output is not None or exc.status not in _SCHEMA_REFUSED:
                 raise
-            answer = self._post(payload)  # raises on its own when the endpoint is just failing
+            answer = self._post(payload)[0]  # raises on its own when the endpoint just fails
             self.structured_output = False  # refused: plain text for the rest of the session
             return answer
         self.structured_output = True
+        if finish_reason == "length":
+            raise MalformedResponseError(CUT_OFF_MESSAGE)
         return answer
 
-    def _post(self, payload: dict[str, Any]) -> str:
+    def _post(self, payload: dict[str, Any]) -> tuple[str, object]:
+        """The answer and ``choices[0].finish_reason`` (None when absent)."""
         headers = {"Content-Type": "application/json"}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
         data = json_object(post_json(self._client, self.url, payload, headers, self._api_key))
         content = _content_of(data)
         record_tokens(usage_in(data, "prompt_tokens", "completion_tokens"))
-        return content
+        return content, data["choices"][0].get("finish_reason")
 
 
 def _content_of(data: dict[str, Any]) -> str:

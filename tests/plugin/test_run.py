@@ -275,6 +275,40 @@ def test_judge_that_never_answers_in_json_errors_after_one_retry(
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
 
+def test_a_judge_answer_cut_off_at_the_token_limit_is_asked_again(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    # Read leniently, the cut answer would give one verdict and fail the other criterion.
+    cut = '[{"name": "a", "pass": true, "reason": "ok"}, {"name": "b'
+    script.judge_replies.append(Reply.chat(cut, finish_reason="length"))
+    write_skill(pytester.path, "s", {"scenario-0": TWO_CRITERIA})
+
+    result = pytester.runpytest("skills/s", *eval_args(endpoint.base_url))
+
+    assert script.judge_calls == 2
+    assert result.ret == pytest.ExitCode.OK
+    result.assert_outcomes(passed=1)
+
+
+def test_a_judge_cut_off_twice_is_a_scenario_error(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    cut = '[{"name": "a", "pass": true, "reason": "ok"}, {"name": "b'
+    script.judge_replies.extend([Reply.chat(cut, finish_reason="length")] * 2)
+    write_skill(pytester.path, "s", {"scenario-0": TWO_CRITERIA})
+
+    result = pytester.runpytest("skills/s", *eval_args(endpoint.base_url))
+
+    result.stdout.fnmatch_lines(
+        [
+            "scenario error: judge: judge parse failed after retry: structured answer cut off "
+            'at the token limit (finish_reason "length")'
+        ]
+    )
+    assert script.judge_calls == 2
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
 def test_trivial_answer_with_all_criteria_passing_is_suspicious(
     pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
 ) -> None:

@@ -72,8 +72,11 @@ class Reply:
             raise ValueError("a Reply takes json or body, not both")
 
     @classmethod
-    def chat(cls, content: str | None, *, model: str = "gpt-4o") -> Reply:
-        """A 200 OpenAI chat completion whose ``choices[0].message.content`` is ``content``."""
+    def chat(
+        cls, content: str | None, *, model: str = "gpt-4o", finish_reason: str = "stop"
+    ) -> Reply:
+        """A 200 OpenAI chat completion whose ``choices[0].message.content`` is ``content``
+        (``finish_reason`` "length": cut off at the token limit)."""
         return cls(
             json={
                 "id": f"chatcmpl-scripted-{next(_ids)}",
@@ -84,7 +87,7 @@ class Reply:
                     {
                         "index": 0,
                         "message": {"role": "assistant", "content": content},
-                        "finish_reason": "stop",
+                        "finish_reason": finish_reason,
                     }
                 ],
                 "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},

@@ -23,14 +23,14 @@ class EvalScript:
 
     ``verdicts`` maps a criterion name to ``(passed, reason)``; criteria not listed pass with
     reason ``ok``. ``by_context`` does the same per scenario, keyed by the criteria's context.
-    ``judge_replies`` (raw texts) are used first, one per judge call, when given;
+    ``judge_replies`` (raw texts or whole replies) are used first, one per judge call, when given;
     ``agent_reply_when`` answers every agent call whose prompt contains a key with its reply.
     """
 
     agent_answer: str = DEFAULT_ANSWER
     verdicts: dict[str, tuple[bool, str]] = field(default_factory=dict)
     by_context: dict[str, dict[str, tuple[bool, str]]] = field(default_factory=dict)
-    judge_replies: list[str] = field(default_factory=list)
+    judge_replies: list[str | Reply] = field(default_factory=list)
     agent_replies: list[Reply] = field(default_factory=list)
     agent_reply_when: dict[str, Reply] = field(default_factory=dict)
     judge_calls: int = 0
@@ -43,7 +43,8 @@ class EvalScript:
             if messages[0]["role"] == "system":
                 self.judge_calls += 1
                 if self.judge_replies:
-                    return Reply.chat(self.judge_replies.pop(0))
+                    reply = self.judge_replies.pop(0)
+                    return reply if isinstance(reply, Reply) else Reply.chat(reply)
                 return Reply.chat(json.dumps(self.answer_judge(messages[-1]["content"])))
             self.agent_calls += 1
             prompt = messages[-1]["content"]

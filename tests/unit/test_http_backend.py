@@ -18,7 +18,12 @@ from pytest_openkata.backends import (
     ResponseSchema,
     TransportError,
 )
-from pytest_openkata.backends.http import OpenAIChatBackend, make_client, parse_retry_after
+from pytest_openkata.backends.http import (
+    CUT_OFF_MESSAGE,
+    OpenAIChatBackend,
+    make_client,
+    parse_retry_after,
+)
 from pytest_openkata.usage import TokenUsage, recording
 from tests.support.endpoint import RecordedRequest, Reply, ScriptedEndpoint
 
@@ -337,6 +342,26 @@ def test_schema_is_sent_as_a_json_schema_response_format(
         "json_schema": {"name": "judge_verdicts", "strict": True, "schema": {"type": "object"}},
     }
     assert backend.structured_output is True
+
+
+def test_a_structured_answer_cut_off_at_the_token_limit_is_malformed(
+    backend: OpenAIChatBackend, endpoint: ScriptedEndpoint
+) -> None:
+    endpoint.enqueue(Reply.chat('{"verdicts": [{"name": "a", "pass": tr', finish_reason="length"))
+
+    with pytest.raises(MalformedResponseError) as caught:
+        backend.complete("sys", "user", schema=SCHEMA)
+
+    assert str(caught.value) == CUT_OFF_MESSAGE
+    assert backend.structured_output is True  # the schema was accepted; the answer was cut
+
+
+def test_a_plain_answer_cut_off_at_the_token_limit_is_returned(
+    backend: OpenAIChatBackend, endpoint: ScriptedEndpoint
+) -> None:
+    endpoint.enqueue(Reply.chat("a long answer that went on and", finish_reason="length"))
+
+    assert backend.complete("sys", "user") == "a long answer that went on and"
 
 
 def test_refused_schema_falls_back_to_text_and_is_remembered(
