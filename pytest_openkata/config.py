@@ -276,7 +276,7 @@ HELP = {
     "model": "model for agent calls",
     "judge_model": "model for judge calls (defaults to the agent model)",
     "threshold": "pass threshold percentage of a skill's overall score (default 95)",
-    "concurrency": "scenarios run at once per process (default 2)",
+    "concurrency": "agent runs and judge calls at once per process (default 2)",
     "direct_timeout": "seconds allowed for one model call (default 120)",
     "output": "results JSON file or directory path",
     "model_label": "human-readable label for the model in the report",

@@ -26,6 +26,7 @@ from pytest_openkata.results import ScenarioResult
 from pytest_openkata.runner import Backends, RunOptions, SandboxSetup, run_scenario
 from pytest_openkata.schedule import ScenarioScheduler, upcoming_items
 from pytest_openkata.session import redactor_of, settings_of
+from pytest_openkata.slots import CallSlot
 from pytest_openkata.usage import Prices
 
 CACHE_FOLDER = "openkata"
@@ -119,8 +120,8 @@ def openkata_run_options(
 def openkata_scheduler(
     request: pytest.FixtureRequest, openkata_settings: EvalSettings
 ) -> Iterator[ScenarioScheduler]:
-    """Runs up to ``concurrency`` scenarios at once in this process (see
-    :mod:`pytest_openkata.schedule`)."""
+    """Runs scenarios ahead on threads, up to ``concurrency`` agent runs and judge calls at
+    once in this process (see :mod:`pytest_openkata.schedule`)."""
     session = request.session
     scheduler = ScenarioScheduler(
         openkata_settings.concurrency, lambda item: upcoming_items(session, item)
@@ -146,13 +147,14 @@ def openkata_result(
     if not isinstance(item, ScenarioItem):
         raise pytest.UsageError("openkata_result is only available to scenario items")
 
-    def run(scenario: ScenarioItem) -> ScenarioResult:
+    def run(scenario: ScenarioItem, slot: CallSlot) -> ScenarioResult:
         return run_scenario(
             scenario.scenario_dir,
             openkata_backends,
             skill_dir=scenario.skill_dir,
             redact=openkata_redactor,
             options=openkata_run_options,
+            slot=slot,
         )
 
     result = openkata_scheduler.result(item, run)

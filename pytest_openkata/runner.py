@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -31,6 +32,7 @@ from pytest_openkata.sandbox import AgentCommand, Sandbox
 from pytest_openkata.sandbox.workspace import workspace_digest
 from pytest_openkata.scenario import Scenario, ScenarioLoadError, load_scenario, read_description
 from pytest_openkata.scoring import match_verdicts
+from pytest_openkata.slots import CallSlot
 from pytest_openkata.trials import combine_trials, errored_trial, majority, scored_trial
 from pytest_openkata.usage import Prices, TokenUsage, add_usage, cost_usd, recording
 
@@ -104,12 +106,16 @@ class _Answer:
     stats: CallStats
 
 
-def _live_call(call: Callable[[], T], prices: Prices) -> tuple[T, CallStats]:
-    """Run ``call``, timing it and collecting the tokens the backend reported."""
-    started = time.perf_counter()
-    with recording() as entries:
+NO_SLOTS: CallSlot = nullcontext()
+
+
+def _live_call(call: Callable[[], T], prices: Prices, slot: CallSlot) -> tuple[T, CallStats]:
+    """Run ``call`` in a call slot, timing it (not the wait for the slot) and collecting the
+    tokens the backend reported."""
+    with slot, recording() as entries:
+        started = time.perf_counter()
         value = call()
-    seconds = time.perf_counter() - started
+        seconds = time.perf_counter() - started
     tokens = add_usage(entries) if entries else TokenUsage()
     stats = CallStats(
         calls=1,
@@ -183,13 +189,16 @@ class _ScenarioRun:
         prompt: str,
         backends: Backends,
         options: RunOptions,
+        *,
         redact: Callable[[str], str],
+        slot: CallSlot,
     ) -> None:
         self.scenario = scenario
         self.prompt = prompt
         self.backends = backends
         self.options = options
         self.redact = redact
+        self.slot = slot
         self._agent_material: dict[str, Any] | None = None
 
     # -- the agent -------------------------------------------------------------------------
@@ -243,7 +252,7 @@ class _ScenarioRun:
         hit = _cached(cache, AGENT_CACHE, key)
         if hit is not None and isinstance(hit.get("response"), str):
             return _Answer(hit["response"], True, CallStats(cached=1))
-        text, stats = _live_call(self._call_agent, self.options.agent_prices)
+        text, stats = _live_call(self._call_agent, self.options.agent_prices, self.slot)
         # Secrets the agent printed or wrote never reach the judge, the cache or a report.
         text = self.redact(text)
         _store(cache, AGENT_CACHE, key, {"response": text})
@@ -272,6 +281,7 @@ class _ScenarioRun:
         verdicts, stats = _live_call(
             lambda: ask_judge(self.backends.judge, request, retry=self.backends.retry),
             self.options.judge_prices,
+            self.slot,
         )
         verdicts = [replace(v, reason=self.redact(v.reason)) for v in verdicts]
         _store(cache, JUDGE_CACHE, key, {"verdicts": [asdict(v) for v in verdicts]})
@@ -323,12 +333,14 @@ def run_scenario(
     skill: str | None = None,
     redact: Callable[[str], str] = lambda text: text,
     options: RunOptions = RunOptions(),
+    slot: CallSlot = NO_SLOTS,
 ) -> ScenarioResult:
     """Run one scenario and return its result; errors are returned as errored results.
 
     ``backends`` may be a factory, so that a backend that cannot be built (no base URL, no
     agent CLI) errors the scenarios that need it, like any other agent failure. The number of
-    trials is the scenario's own (``scenario.json``) or else ``options.trials``.
+    trials is the scenario's own (``scenario.json``) or else ``options.trials``. ``slot`` is
+    held around every live agent run and judge call (cache hits need none).
     """
     skill_dir = skill_dir or scenario_dir.parent.parent
     identity = {
@@ -346,7 +358,7 @@ def run_scenario(
     except (ScenarioLoadError, ScenarioFailure, BackendError) as exc:
         trial = errored_trial(1, redact(str(exc)))
         return combine_trials([trial], description=read_description(scenario_dir), **identity)
-    run = _ScenarioRun(scenario, prompt, resolved, options, redact)
+    run = _ScenarioRun(scenario, prompt, resolved, options, redact=redact, slot=slot)
     count = scenario.trials or options.trials
     trials = [run.trial(index) for index in range(1, count + 1)]
     return combine_trials(trials, description=scenario.description, **identity)

@@ -2,10 +2,18 @@
 
 pytest runs items one after the other in one thread. A scenario run is mostly waiting (for a
 model, a CLI or a container), so when item *i* needs its result, the scheduler also queues the
-next ``2 * concurrency - 1`` scenarios this process will run on a pool of ``concurrency``
-threads, and item *i* waits only for its own. pytest still sets up, reports and tears down each
-item in order; only the waiting overlaps, and a thread that finishes picks up the next queued
-scenario without waiting for pytest to reach it.
+next scenarios this process will run on a pool of threads, and item *i* waits only for its own.
+pytest still sets up, reports and tears down each item in order; only the waiting overlaps, and
+a thread that finishes picks up the next queued scenario without waiting for pytest to reach it.
+
+``concurrency`` bounds the work in flight: at most that many agent runs and judge calls at once
+(:mod:`pytest_openkata.slots`), so an endpoint never sees more requests from this process, nor
+the Docker engine more sandboxes. The pool has ``SCENARIOS_PER_SLOT`` times as many threads, so
+that while some scenarios wait for their judge, others' agents already run: with one scenario
+per slot, the slots would idle in the last round, when fewer scenarios than slots are left
+(200 scenarios of two 0.2 s calls on 32 slots: 7 rounds of 0.4 s, 2.8 s, where 400 calls need
+13 turns of 0.2 s). A thread reserves its scenario's first call in the slots' queue as it picks
+the scenario up, under the pool's lock, so that calls start in pytest's order.
 
 Which items come next: without xdist, the items after this one in ``session.items``; in an
 xdist worker, the indices xdist has queued for this worker (read, never changed). A scenario
@@ -17,16 +25,23 @@ With ``concurrency`` 1 every scenario runs in pytest's thread, exactly when its 
 from __future__ import annotations
 
 import threading
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Any
 
 import pytest
 
 from pytest_openkata.results import ScenarioResult
+from pytest_openkata.slots import CallSlot, CallSlots, Reservation
 
-RunFunction = Callable[[Any], ScenarioResult]
-"""Runs the scenario of an item (a :class:`~pytest_openkata.items.ScenarioItem`)."""
+RunFunction = Callable[[Any, CallSlot], ScenarioResult]
+"""Runs the scenario of an item (a :class:`~pytest_openkata.items.ScenarioItem`), holding the
+given call slot around each of its calls."""
+
+SCENARIOS_PER_SLOT = 4
+"""Threads of the pool per call slot (see the module's docstring)."""
+
 
 # The fixtures a scenario run is built from: an item is started ahead only when it resolves
 # every one of them to the same definition as the item that starts it.
@@ -92,7 +107,8 @@ def upcoming_items(session: pytest.Session, item: pytest.Item) -> Iterator[pytes
 
 
 class ScenarioScheduler:
-    """Starts scenario runs ahead on ``concurrency`` threads and hands out their results."""
+    """Starts scenario runs ahead on a pool of threads and hands out their results; its
+    :attr:`slots` hold the calls of every run to ``concurrency`` at once."""
 
     def __init__(
         self,
@@ -102,33 +118,68 @@ class ScenarioScheduler:
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
         self.concurrency = concurrency
-        # Twice the pool: ``concurrency`` scenarios wait in the pool's queue, so a thread
-        # that finishes starts the next one at once instead of when pytest reaches an item.
-        self.lookahead = 2 * concurrency - 1
+        self.slots = CallSlots(concurrency)
+        self.threads = SCENARIOS_PER_SLOT * concurrency
+        # Twice the pool: as many scenarios wait in the queue, so a thread that finishes
+        # starts the next one at once instead of when pytest reaches an item.
+        self.lookahead = 2 * self.threads - 1
         self._upcoming = upcoming
         self._futures: dict[str, Future[ScenarioResult]] = {}
-        self._lock = threading.Lock()
-        self._pool: ThreadPoolExecutor | None = None
-
-    def _executor(self) -> ThreadPoolExecutor:
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(
-                max_workers=self.concurrency, thread_name_prefix="openkata-scenario"
-            )
-        return self._pool
+        self._queue: deque[tuple[pytest.Item, RunFunction, Future[ScenarioResult]]] = deque()
+        self._lock = threading.Condition()
+        self._started = 0
+        self._idle = 0
+        self._closed = False
 
     def _submit(self, item: pytest.Item, run: RunFunction) -> Future[ScenarioResult]:
         with self._lock:
             future = self._futures.get(item.nodeid)
             if future is None:
-                future = self._executor().submit(run, item)
+                future = Future[ScenarioResult]()
                 self._futures[item.nodeid] = future
+                self._queue.append((item, run, future))
+                if self._idle:
+                    self._idle -= 1  # counted here: a second submit must not wake it again
+                    self._lock.notify()
+                elif self._started < self.threads:
+                    self._started += 1
+                    threading.Thread(
+                        target=self._work,
+                        name=f"openkata-scenario-{self._started}",
+                        daemon=True,
+                    ).start()
             return future
+
+    def _next(self) -> tuple[pytest.Item, RunFunction, Future[ScenarioResult], Reservation]:
+        """The next queued scenario, with its first call's place reserved (in pool order)."""
+        with self._lock:
+            while True:
+                while not self._queue and not self._closed:
+                    self._idle += 1
+                    self._lock.wait()
+                if self._closed:
+                    raise _PoolClosed
+                item, run, future = self._queue.popleft()
+                if future.set_running_or_notify_cancel():
+                    return item, run, future, self.slots.reserve()
+
+    def _work(self) -> None:
+        while True:
+            try:
+                item, run, future, reservation = self._next()
+            except _PoolClosed:
+                return
+            try:
+                future.set_result(run(item, reservation))
+            except BaseException as exc:  # passed on to the item that waits for it
+                future.set_exception(exc)
+            finally:
+                reservation.close()
 
     def result(self, item: pytest.Item, run: RunFunction) -> ScenarioResult:
         """``item``'s result; starts it (and the next scenarios) if not yet started."""
         if self.concurrency == 1:
-            return run(item)
+            return run(item, self.slots)
         own = self._submit(item, run)
         definitions = _fixture_definitions(item)
         ahead = 0
@@ -148,9 +199,17 @@ class ScenarioScheduler:
                 self._futures.pop(item.nodeid, None)
 
     def close(self) -> None:
-        """Drop scenarios started ahead that no item asked for (``-x``, an interrupt)."""
-        with self._lock:
-            pool, self._pool = self._pool, None
+        """Drop scenarios started ahead that no item asked for (``-x``, an interrupt): those
+        not started are cancelled, and those waiting for a call slot make no call."""
+        with self._lock:  # first, so that no thread reserves a place in closed slots
+            self._closed = True
+            queued, self._queue = self._queue, deque()
             self._futures.clear()
-        if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
+            self._lock.notify_all()
+        self.slots.close()
+        for _item, _run, future in queued:
+            future.cancel()
+
+
+class _PoolClosed(Exception):
+    pass

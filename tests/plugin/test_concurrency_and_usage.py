@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from unittest.mock import ANY
 
 import pytest
@@ -64,6 +65,31 @@ def test_concurrency_one_runs_one_scenario_at_a_time(
 
     assert result.ret == pytest.ExitCode.OK
     assert slow_endpoint.max_in_flight == 1
+
+
+def test_a_scenario_waiting_for_its_judge_leaves_its_slot_to_the_next_agent(
+    pytester: pytest.Pytester, slow_endpoint: ScriptedEndpoint
+) -> None:
+    """Concurrency counts calls in flight, not scenarios in progress: with 2 slots, the third
+    scenario's agent call takes the first free slot, before the first two are judged."""
+    write_skill(pytester.path, "s", dict(list(SCENARIOS.items())[:3]))
+
+    result = pytester.runpytest(
+        "skills/s", *eval_args(slow_endpoint.base_url, "--eval-concurrency", "2")
+    )
+
+    assert result.ret == pytest.ExitCode.OK
+    kinds = [
+        "judge" if r.json["messages"][0]["role"] == "system" else "agent"
+        for r in slow_endpoint.requests
+    ]
+    assert sorted(kinds) == ["agent"] * 3 + ["judge"] * 3
+    # Scenario-2's agent took the first slot released, at most one judge call came first
+    # (through the second slot). Had a scenario kept its slot until judged, both judge calls
+    # would have come before it, as neither can end before both began.
+    third_agent = [i for i, kind in enumerate(kinds) if kind == "agent"][2]
+    assert third_agent <= 3
+    assert slow_endpoint.max_in_flight == 2
 
 
 def test_a_conftest_override_of_the_backends_is_used_for_its_skill_only(
@@ -205,18 +231,28 @@ def test_without_prices_no_cost_is_claimed(
     result.stdout.no_fnmatch_line("*cost $*")
 
 
-def test_stopping_early_drops_the_scenarios_started_ahead(
-    pytester: pytest.Pytester, slow_endpoint: ScriptedEndpoint, script_for_slow: EvalScript
-) -> None:
+def test_stopping_early_drops_the_scenarios_started_ahead(pytester: pytest.Pytester) -> None:
+    """Under ``-x`` no call starts once pytest has stopped: scenario-0 fails at once while the
+    other agents take 5 s, so only the agent handed scenario-0's slot may also call."""
     write_skill(pytester.path, "s", SCENARIOS)
-    script_for_slow.agent_reply_when["scenario-0."] = Reply(status=400, body="bad request")
+    script = EvalScript()
+    script.agent_reply_when["scenario-0."] = Reply(status=400, body="bad request")
 
-    result = pytester.runpytest(
-        "skills/s", "-x", *eval_args(slow_endpoint.base_url, "--eval-concurrency", "3")
-    )
+    def answer(request: RecordedRequest) -> Reply:
+        reply = script(request)
+        return reply if reply.status == 400 else replace(reply, delay=5.0)
+
+    with ScriptedEndpoint() as endpoint:
+        endpoint.respond_with(answer)
+        result = pytester.runpytest(
+            "skills/s", "-x", *eval_args(endpoint.base_url, "--eval-concurrency", "3")
+        )
 
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*partial run: 1 of 8*", "*stopping after 1 failures*"])
-    # Only what was queued with scenario-0 (twice the concurrency) reached the endpoint.
-    assert script_for_slow.agent_calls <= 6
+    # Scenarios 0, 1 and 2 took the 3 slots in pytest's order, and scenario-0's passed to one
+    # more agent (which may not have sent its request before the session closed the client);
+    # the 4 other scenarios were waiting for a slot when pytest stopped, and never called.
+    assert script.agent_calls in {3, 4}
+    assert script.judge_calls == 0
