@@ -9,9 +9,11 @@ with c = 4). For each run it prints the pytest session's own time (``pytest_sess
 start and collection included), each divided by the ideal, and the most requests the endpoint
 had in flight at once. Target: ratio <= 1.15.
 
-Side by side with ``-n``, a baseline of what pytest-xdist costs without the plugin: as many
-plain test functions, each making the same two sequential calls to the same endpoint with
-httpx, run with the same ``-n`` and no openkata loaded.
+Two baselines without the plugin, side by side: beside each ``--eval-concurrency`` c > 1, one
+plain test making the same calls with httpx from c threads (each thread takes a scenario and
+makes its two calls in turn: what httpx, pytest and the endpoint cost at c in flight on this
+machine); beside ``-n``, as many plain test functions, each making the two calls, run with the
+same ``-n`` (what pytest-xdist costs).
 
     python benchmarks/concurrency.py                      # 200 scenarios, 200 ms, 1 8 32 -n 4
     python benchmarks/concurrency.py --scenarios 40 --concurrency 8 --xdist 0   # quick look
@@ -69,6 +71,44 @@ def client():
 def test_two_calls(client, number):
     for _ in range(2):
         client.post(URL, json=BODY).raise_for_status()
+"""
+# The same calls from one test on c threads: what httpx and the endpoint cost at c in flight.
+PLAIN_THREADS = """\
+import os
+import threading
+
+import httpx
+
+URL = os.environ["OPENKATA_BENCH_URL"] + "/chat/completions"
+BODY = {"model": "bench-model", "messages": [{"role": "user", "content": "hello"}]}
+
+
+def test_the_same_calls_on_threads():
+    scenarios = iter(range(int(os.environ["OPENKATA_BENCH_TESTS"])))
+    lock = threading.Lock()
+    failures = []
+
+    def work(client):
+        while True:
+            with lock:
+                if next(scenarios, None) is None:
+                    return
+            try:
+                for _ in range(2):
+                    client.post(URL, json=BODY).raise_for_status()
+            except httpx.HTTPError as exc:
+                failures.append(exc)
+
+    with httpx.Client(timeout=60) as client:
+        threads = [
+            threading.Thread(target=work, args=(client,))
+            for _ in range(int(os.environ["OPENKATA_BENCH_THREADS"]))
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert not failures
 """
 
 
@@ -161,10 +201,12 @@ def run_setup(
     xdist = ["-n", str(setup.workers)] if setup.workers else []
     environment: dict[str, str] = {}
     if setup.plain:
-        command = pytest_command("-q", *xdist, "plain", plugins=("xdist",))
+        folder, plugins = ("plain", ("xdist",)) if setup.workers else ("plain_threads", ())
+        command = pytest_command("-q", *xdist, folder, plugins=plugins)
         environment = {
             "OPENKATA_BENCH_URL": endpoint.base_url,
             "OPENKATA_BENCH_TESTS": str(args.scenarios),
+            "OPENKATA_BENCH_THREADS": str(setup.concurrency),
         }
     else:
         options = eval_options(endpoint.base_url, "--eval-concurrency", str(setup.concurrency))
@@ -234,7 +276,11 @@ def summarise(setup: Setup, outcomes: list[Outcome]) -> Outcome:
 def main() -> None:
     args = parse_args()
     byte_compile_plugin()
-    setups = [Setup(f"--eval-concurrency {c}", c, 0) for c in args.concurrency]
+    setups = []
+    for c in args.concurrency:
+        setups.append(Setup(f"--eval-concurrency {c}", c, 0))
+        if c > 1:
+            setups.append(Setup(f"{c} threads, same calls, no plugin", c, 0, True))
     if args.xdist:
         setups.append(Setup(f"-n {args.xdist} (--eval-concurrency 1)", 1, args.xdist))
         setups.append(Setup(f"-n {args.xdist} plain tests, no plugin", 1, args.xdist, True))
@@ -259,6 +305,8 @@ def main() -> None:
         (root / "conftest.py").write_text(RECORDER_CONFTEST)
         (root / "plain").mkdir()
         (root / "plain" / "test_plain.py").write_text(PLAIN_TESTS)
+        (root / "plain_threads").mkdir()
+        (root / "plain_threads" / "test_plain_threads.py").write_text(PLAIN_THREADS)
         with ScriptedEndpoint(latency=args.latency) as endpoint:
             log = ArrivalLog(EvalScript())
             endpoint.respond_with(log)
@@ -279,18 +327,21 @@ def main() -> None:
         "answer (the window; ratio to the ideal) | last answer -> session end"
     )
     print(
-        "  waves: a scenario's calls are sequential, so c slots need ceil(N / c) waves of "
-        f"2 x {args.latency:g} s; calls: a scenario's 2 calls as the plugin timed them (median)"
+        "  turns: the fewest rounds of calls: c call slots need ceil(2N / c) turns of "
+        f"{args.latency:g} s; a worker of -n runs its scenarios one at a time, 2 turns each"
     )
+    print("  calls: a scenario's 2 calls as the plugin timed them (median)")
     for outcome in outcomes:
-        waves = math.ceil(args.scenarios / outcome.setup.parallel)
+        turns = math.ceil(args.scenarios * CALLS_PER_SCENARIO / outcome.setup.parallel)
+        if outcome.setup.workers:
+            turns = math.ceil(args.scenarios / outcome.setup.workers) * CALLS_PER_SCENARIO
         calls = outcome.scenario_calls
-        timed = "n/a (timed in the workers)" if math.isnan(calls) else f"{calls:.3f} s"
-        floor = waves * CALLS_PER_SCENARIO * args.latency
+        timed = "n/a" if math.isnan(calls) else f"{calls:.3f} s"
+        floor = turns * args.latency
         print(
             f"  {outcome.setup.label:<34} {outcome.before_calls:5.2f} s | "
             f"{outcome.calls_window:6.2f} s ({outcome.calls_window / outcome.ideal:.2f}) | "
-            f"{outcome.after_calls:5.2f} s | waves {waves} = {floor:.2f} s "
+            f"{outcome.after_calls:5.2f} s | turns {turns} = {floor:.2f} s "
             f"({floor / outcome.ideal:.2f}) | calls {timed}"
         )
     print()
