@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_openkata.files import files_under, read_inside, skill_files
+from pytest_openkata.files import SkillReader, files_under, skill_files
 
 PART_SEPARATOR = "\n\n"
 
 
-def _read(path: Path, root: Path) -> str | None:
-    data = read_inside(path, root)
+def _read(path: Path, reader: SkillReader) -> str | None:
+    data = reader.read(path)
     return None if data is None else data.decode("utf-8", errors="replace")
 
 
@@ -26,22 +26,22 @@ def _read_error(path: Path) -> str:
 def build_prompt(skill_dir: Path, scenario_dir: Path) -> str:
     """Assemble the prompt for one scenario. Raises ``FileNotFoundError`` for a missing
     SKILL.md or task.md, with the reference's message."""
-    root = skill_dir.resolve()
+    reader = SkillReader(skill_dir)
     parts: list[str] = []
-    skill_text = _read(skill_dir / "SKILL.md", root)
+    skill_text = _read(skill_dir / "SKILL.md", reader)
     if skill_text is None:
         raise FileNotFoundError(_read_error(skill_dir / "SKILL.md"))
     parts.append(skill_text)
     for _source, rel, path in skill_files(skill_dir):
-        text = _read(path, root)
+        text = _read(path, reader)
         if text is not None:
             parts.append(f"--- {rel} ---\n{text}")
-    task = _read(scenario_dir / "task.md", root)
+    task = _read(scenario_dir / "task.md", reader)
     if task is None:
         raise FileNotFoundError(_read_error(scenario_dir / "task.md"))
     parts.append(task)
     for rel, path in files_under(scenario_dir / "inputs"):
-        text = _read(path, root)
+        text = _read(path, reader)
         if text is not None:
             parts.append(f"```{rel}\n{text.rstrip(chr(10))}\n```")
     return PART_SEPARATOR.join(parts)

@@ -30,7 +30,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import IO
 
-from pytest_openkata.files import files_under, read_inside, skill_files
+from pytest_openkata.files import SkillReader, files_under, skill_files
 
 DEFAULT_MAX_FILE_BYTES = 1 << 20
 BINARY_SNIFF_BYTES = 8192
@@ -361,14 +361,14 @@ def judge_text(
 def workspace_files(skill_dir: Path, scenario_dir: Path) -> list[tuple[str, bytes]]:
     """The workspace's files by name: ``skill/…``, ``task.md`` and the contents of ``inputs/``.
     Symlinks leading out of the skill are never followed."""
-    root = skill_dir.resolve()
+    reader = SkillReader(skill_dir)
     sources = [(f"skill/{src}/{rel}", path) for src, rel, path in skill_files(skill_dir)]
     sources.insert(0, ("skill/SKILL.md", skill_dir / "SKILL.md"))
     sources.append(("task.md", scenario_dir / "task.md"))
     sources += list(files_under(scenario_dir / "inputs"))
     found = []
     for name, path in sources:
-        data = read_inside(path, root)
+        data = reader.read(path)
         if data is not None:
             found.append((name, data))
     return found

@@ -134,7 +134,7 @@ def test_a_server_stopped_mid_run_errors_the_rest_clearly(
             # One scenario at a time: scenario-1 must start after scenario-0's teardown.
             result = pytester.runpytest(
                 "skills",
-                *_local_args(server, "--eval-direct-timeout", "30", "--eval-concurrency", "1"),
+                *_local_args(server, "--eval-direct-timeout", "120", "--eval-concurrency", "1"),
             )
         finally:
             del os.environ["LOCAL_MODEL_PID"]

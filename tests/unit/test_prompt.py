@@ -403,3 +403,23 @@ def test_skill_reached_through_a_symlinked_parent_still_works(tmp_path: Path) ->
     os.symlink(real_skill, alias)
     prompt = build_prompt(alias, alias / "evals" / "scenario-0")
     assert prompt == "S\n\n\n--- r.md ---\nr\n\n\nTask.\n"
+
+
+@pytest.mark.parametrize("where", ["references", "inputs"])
+def test_a_symlinked_source_folder_leading_out_is_not_read(tmp_path: Path, where: str) -> None:
+    skill, scenario = minimal_skill(tmp_path)
+    outside = outside_folder(tmp_path)
+    os.symlink(outside, scenario / "inputs" if where == "inputs" else skill / where)
+    prompt = build_prompt(skill, scenario)
+    assert SECRET not in prompt
+    assert prompt == "S\n\n\nTask.\n"
+
+
+def test_a_skill_reached_through_a_symlink_is_read_in_full(tmp_path: Path) -> None:
+    skill, scenario = minimal_skill(tmp_path)
+    write(skill / "references" / "guide.md", "guide\n")
+    linked = tmp_path / "linked-skill"
+    os.symlink(skill, linked)
+    scenario_through_link = linked / scenario.relative_to(skill)
+    assert build_prompt(linked, scenario_through_link) == build_prompt(skill, scenario)
+    assert "--- guide.md ---\nguide\n" in build_prompt(linked, scenario_through_link)
