@@ -85,7 +85,7 @@ def openkata_backends(
     """
     settings = openkata_settings
     lock_folder = in_flight_folder(pytestconfig) if settings.max_in_flight else None
-    with make_client(float(settings.direct_timeout)) as client:
+    with make_client(float(settings.direct_timeout), settings.concurrency) as client:
         factory = _Once(lambda: build_backends(settings, client, openkata_sandbox, lock_folder))
         yield factory
         for backends in factory.built:

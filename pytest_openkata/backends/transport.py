@@ -32,12 +32,26 @@ _TRANSPORT_KINDS: tuple[tuple[type[httpx.TransportError], str], ...] = (
 )
 
 
-def make_client(timeout: float) -> httpx.Client:
+# httpx's own pool limits, kept as the floor.
+POOL_CONNECTIONS = 100
+POOL_KEPT_CONNECTIONS = 20
+
+
+def make_client(timeout: float, connections: int = 1) -> httpx.Client:
     """Build the session's shared client; ``timeout`` seconds apply to connect, read, write
-    and pool acquisition each."""
+    and pool acquisition each.
+
+    ``connections`` is how many calls the client makes at once (the run's concurrency): the
+    pool keeps that many connections open between calls (httpx keeps 20), so that at a higher
+    concurrency calls do not open, and for https handshake, a new connection each time.
+    """
     if timeout <= 0:
         raise ValueError(f"timeout must be positive seconds, got {timeout!r}")
-    return httpx.Client(timeout=httpx.Timeout(timeout))
+    limits = httpx.Limits(
+        max_connections=max(connections, POOL_CONNECTIONS),
+        max_keepalive_connections=max(connections, POOL_KEPT_CONNECTIONS),
+    )
+    return httpx.Client(timeout=httpx.Timeout(timeout), limits=limits)
 
 
 def parse_retry_after(value: str | None, *, now: datetime | None = None) -> float | None:

@@ -92,6 +92,22 @@ def test_a_scenario_waiting_for_its_judge_leaves_its_slot_to_the_next_agent(
     assert slow_endpoint.max_in_flight == 2
 
 
+def test_connections_are_kept_for_every_call_slot(pytester: pytest.Pytester) -> None:
+    """At a concurrency above httpx's 20 kept connections, every call still reuses one."""
+    write_skill(pytester.path, "s", {f"scenario-{n}": {"a": 1} for n in range(48)})
+
+    with ScriptedEndpoint(latency=0.3, keep_alive=True) as endpoint:
+        endpoint.respond_with(EvalScript())
+        result = pytester.runpytest(
+            "skills/s", *eval_args(endpoint.base_url, "--eval-concurrency", "24")
+        )
+
+    assert result.ret == pytest.ExitCode.OK
+    assert len(endpoint.requests) == 96
+    assert endpoint.max_in_flight == 24
+    assert endpoint.connections <= 24
+
+
 def test_a_conftest_override_of_the_backends_is_used_for_its_skill_only(
     pytester: pytest.Pytester, slow_endpoint: ScriptedEndpoint, script_for_slow: EvalScript
 ) -> None:

@@ -112,16 +112,20 @@ Responder = Callable[[RecordedRequest], Reply]
 class ScriptedEndpoint:
     """A ``ThreadingHTTPServer`` on ``127.0.0.1`` (a free port) served from a daemon thread.
 
-    ``latency`` seconds pass before every answer, on top of the reply's own ``delay``.
+    ``latency`` seconds pass before every answer, on top of the reply's own ``delay``. Every
+    connection serves one request and is closed, unless ``keep_alive``: then a client may send
+    further requests on it, as real model servers allow.
     """
 
-    def __init__(self, *, latency: float = 0.0) -> None:
+    def __init__(self, *, latency: float = 0.0, keep_alive: bool = False) -> None:
         if latency < 0:
             raise ValueError(f"latency must be at least 0 seconds, got {latency!r}")
         self.latency = latency
+        self.keep_alive = keep_alive
         self._lock = threading.Lock()
         self._in_flight = 0
         self._max_in_flight = 0
+        self._connections = 0
         self._queue: deque[Reply] = deque()
         self._responder: Responder | None = None
         self._requests: list[RecordedRequest] = []
@@ -137,6 +141,7 @@ class ScriptedEndpoint:
         self._stopping.clear()
         with self._lock:
             self._max_in_flight = self._in_flight
+            self._connections = 0
         server = _Server(("127.0.0.1", 0), _make_handler(self))
         self._server = server
         self._thread = threading.Thread(
@@ -220,12 +225,22 @@ class ScriptedEndpoint:
         with self._lock:
             return self._max_in_flight
 
+    @property
+    def connections(self) -> int:
+        """How many connections clients have opened since :meth:`start`."""
+        with self._lock:
+            return self._connections
+
     def reset_peak(self) -> None:
         """Restart :attr:`max_in_flight` from the requests in flight now."""
         with self._lock:
             self._max_in_flight = self._in_flight
 
     # -- used by the handler -----------------------------------------------------------------
+
+    def _connected(self) -> None:
+        with self._lock:
+            self._connections += 1
 
     def _enter(self) -> None:
         with self._lock:
@@ -263,16 +278,26 @@ class _Server(ThreadingHTTPServer):
 def _make_handler(endpoint: ScriptedEndpoint) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # Headers and body go out in two writes; on a kept connection Nagle's algorithm would
+        # hold the body back until the client's delayed acknowledgement (about 40 ms).
+        disable_nagle_algorithm = True
+
+        def setup(self) -> None:
+            super().setup()
+            endpoint._connected()
 
         def _handle(self) -> None:
-            self.close_connection = True  # one request per connection: nothing lingers on stop
+            # One request per connection unless keep_alive: by default nothing lingers on stop.
+            self.close_connection = not endpoint.keep_alive
             endpoint._enter()
             counted = True
             try:
                 reply = self._receive_and_wait()
                 endpoint._leave()  # before answering: a client holding its answer is not counted
                 counted = False
-                if reply is not None:
+                if reply is None:
+                    self.close_connection = True  # no answer: the connection is dropped
+                else:
                     self._send(reply)
             finally:
                 if counted:
@@ -307,7 +332,8 @@ def _make_handler(endpoint: ScriptedEndpoint) -> type[BaseHTTPRequestHandler]:
                 for name, value in reply_headers.items():
                     self.send_header(name, value)
                 self.send_header("Content-Length", str(len(payload)))
-                self.send_header("Connection", "close")
+                if self.close_connection:
+                    self.send_header("Connection", "close")
                 self.end_headers()
                 self.wfile.write(payload)
             except OSError:
