@@ -17,7 +17,6 @@ from __future__ import annotations
 import threading
 from collections import deque
 from contextlib import AbstractContextManager
-from types import TracebackType
 
 __all__ = ["CallSlot", "CallSlots", "Reservation", "SlotsClosed"]
 
@@ -113,12 +112,7 @@ class CallSlots:
     def __enter__(self) -> None:
         self.acquire()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.release()
 
 
@@ -138,12 +132,7 @@ class Reservation:
         else:
             self._slots._wait(waiter)
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self._slots.release()
 
     def close(self) -> None:

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from pytest_openkata.slots import CallSlots, SlotsClosed
+from pytest_openkata.slots import CallSlot, CallSlots, SlotsClosed
 
 WAIT = 10.0  # seconds; only a broken implementation ever waits this long
 
@@ -26,6 +26,16 @@ def _start(target: Callable[[], None]) -> threading.Thread:
     thread = threading.Thread(target=target, daemon=True)
     thread.start()
     return thread
+
+
+def _take_in_thread(slot: CallSlot, order: list[str], name: str) -> threading.Thread:
+    """Start a thread that takes ``slot`` and notes ``name`` in ``order`` while holding it."""
+
+    def take() -> None:
+        with slot:
+            order.append(name)
+
+    return _start(take)
 
 
 def test_no_more_than_size_holders_at_once() -> None:
@@ -61,16 +71,9 @@ def test_a_released_slot_goes_to_the_longest_waiter_not_back_to_its_holder() -> 
     slots.acquire()
     order.append("first")
 
-    def queued(name: str) -> Callable[[], None]:
-        def take() -> None:
-            with slots:
-                order.append(name)
-
-        return take
-
-    waiters = [_start(queued("second"))]
+    waiters = [_take_in_thread(slots, order, "second")]
     _until(lambda: slots.waiting == 1)
-    waiters.append(_start(queued("third")))
+    waiters.append(_take_in_thread(slots, order, "third"))
     _until(lambda: slots.waiting == 2)
 
     slots.release()
@@ -118,11 +121,7 @@ def test_a_reservation_keeps_its_place_for_its_first_call() -> None:
     reserved = slots.reserve()  # queued first, before any call is made
     order: list[str] = []
 
-    def call_later() -> None:
-        with slots:
-            order.append("later caller")
-
-    later = _start(call_later)
+    later = _take_in_thread(slots, order, "later caller")
     _until(lambda: slots.waiting == 2)
     slots.release()
     with reserved:
@@ -140,11 +139,7 @@ def test_a_reservation_queues_afresh_for_its_later_calls() -> None:
     slots.acquire()
     taken: list[str] = []
 
-    def second_call() -> None:
-        with reserved:
-            taken.append("second call")
-
-    caller = _start(second_call)
+    caller = _take_in_thread(reserved, taken, "second call")
     _until(lambda: slots.waiting == 1)
     assert taken == []
     slots.release()
