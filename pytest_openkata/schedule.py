@@ -33,7 +33,7 @@ from typing import Any
 import pytest
 
 from pytest_openkata.results import ScenarioResult
-from pytest_openkata.slots import CallSlot, CallSlots, Reservation
+from pytest_openkata.slots import CallSlot, CallSlots, Reservation, SlotsClosed
 
 RunFunction = Callable[[Any, CallSlot], ScenarioResult]
 """Runs the scenario of an item (a :class:`~pytest_openkata.items.ScenarioItem`), holding the
@@ -133,6 +133,10 @@ class ScenarioScheduler:
 
     def _submit(self, item: pytest.Item, run: RunFunction) -> Future[ScenarioResult]:
         with self._lock:
+            if self._closed:  # no thread would ever take it
+                closed = Future[ScenarioResult]()
+                closed.set_exception(SlotsClosed("the run is over"))
+                return closed
             future = self._futures.get(item.nodeid)
             if future is None:
                 future = Future[ScenarioResult]()
