@@ -128,7 +128,6 @@ class ScenarioScheduler:
         self._queue: deque[tuple[pytest.Item, RunFunction, Future[ScenarioResult]]] = deque()
         self._lock = threading.Condition()
         self._started = 0
-        self._idle = 0
         self._closed = False
 
     def _submit(self, item: pytest.Item, run: RunFunction) -> Future[ScenarioResult]:
@@ -142,10 +141,8 @@ class ScenarioScheduler:
                 future = Future[ScenarioResult]()
                 self._futures[item.nodeid] = future
                 self._queue.append((item, run, future))
-                if self._idle:
-                    self._idle -= 1  # counted here: a second submit must not wake it again
-                    self._lock.notify()
-                elif self._started < self.threads:
+                self._lock.notify()
+                if self._started < self.threads:  # one thread per submission, up to the pool
                     self._started += 1
                     threading.Thread(
                         target=self._work,
@@ -159,7 +156,6 @@ class ScenarioScheduler:
         with self._lock:
             while True:
                 while not self._queue and not self._closed:
-                    self._idle += 1
                     self._lock.wait()
                 if self._closed:
                     raise _PoolClosed
