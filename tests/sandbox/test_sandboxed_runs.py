@@ -42,6 +42,14 @@ def _judge_text(endpoint: ScriptedEndpoint) -> str:
     return judge.json["messages"][1]["content"]
 
 
+def _sandboxed_scenario(root: Path, task: str, inputs: dict[str, str] | None = None) -> Path:
+    """Skill ``s`` with one sandboxed scenario (criterion ``x``) whose task.md is ``task``."""
+    skill = write_skill(root, "s", {})
+    scenario = write_scenario(skill, "scenario-0", {"x": 1}, sandbox=True, inputs=inputs)
+    (scenario / "task.md").write_text(task)
+    return scenario
+
+
 def _managed(client: docker.DockerClient) -> list:
     """Sandbox containers of this test process (in-process pytester runs included)."""
     labels = [f"{MANAGED}=true", f"{OWNER_PID}={os.getpid()}"]
@@ -56,9 +64,11 @@ def test_sandboxed_scenario_is_judged_on_output_and_changes(
     standin_image: str,
     docker_client: docker.DockerClient,
 ) -> None:
-    skill = write_skill(pytester.path, "s", {})
-    scenario = write_scenario(skill, "scenario-0", {"x": 1}, sandbox=True, inputs={"a.txt": "a\n"})
-    (scenario / "task.md").write_text("Change a.txt.\nSTANDIN: write a.txt changed by the agent\n")
+    _sandboxed_scenario(
+        pytester.path,
+        "Change a.txt.\nSTANDIN: write a.txt changed by the agent\n",
+        inputs={"a.txt": "a\n"},
+    )
 
     result = pytester.runpytest("skills", *_sandbox_args(endpoint.base_url, standin_image))
 
@@ -178,10 +188,8 @@ def test_secrets_are_redacted_before_the_judge_and_in_reports(
 ) -> None:
     token = "ghp_sandboxTOKEN1234567890"
     monkeypatch.setenv("GITHUB_TOKEN", token)
-    skill = write_skill(pytester.path, "s", {})
-    scenario = write_scenario(skill, "scenario-0", {"x": 1}, sandbox=True)
-    scenario.joinpath("task.md").write_text(
-        f"STANDIN: write leak.txt {token}\nSTANDIN: shell echo {token}\n"
+    _sandboxed_scenario(
+        pytester.path, f"STANDIN: write leak.txt {token}\nSTANDIN: shell echo {token}\n"
     )
     script.verdicts["x"] = (False, f"the agent printed {token}")
 
@@ -205,9 +213,7 @@ def test_sigterm_removes_the_running_container(
     standin_image: str,
     docker_client: docker.DockerClient,
 ) -> None:
-    skill = write_skill(pytester.path, "s", {})
-    scenario = write_scenario(skill, "scenario-0", {"x": 1}, sandbox=True)
-    scenario.joinpath("task.md").write_text("STANDIN: sleep 600\n")
+    _sandboxed_scenario(pytester.path, "STANDIN: sleep 600\n")
     process = subprocess.Popen(
         [
             sys.executable,
@@ -319,11 +325,9 @@ def test_the_scenario_network_wins_over_the_configured_one(
     in_scenario: str,
     isolated: bool,
 ) -> None:  # check 45
-    skill = write_skill(pytester.path, "s", {})
-    scenario = write_scenario(skill, "scenario-0", {"x": 1}, sandbox=True)
+    scenario = _sandboxed_scenario(pytester.path, "STANDIN: shell cat /proc/net/dev\n")
     options = {"sandbox": True, "network": in_scenario} if in_scenario else {"sandbox": True}
     scenario.joinpath("scenario.json").write_text(json.dumps(options))
-    scenario.joinpath("task.md").write_text("STANDIN: shell cat /proc/net/dev\n")
 
     pytester.runpytest(
         "skills",
@@ -344,9 +348,9 @@ def test_a_cached_sandboxed_scenario_replays_without_an_engine(
     standin_image: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    skill = write_skill(pytester.path, "s", {})
-    scenario = write_scenario(skill, "scenario-0", {"x": 1}, sandbox=True, inputs={"a.txt": "a\n"})
-    (scenario / "task.md").write_text("STANDIN: write a.txt changed\n")
+    scenario = _sandboxed_scenario(
+        pytester.path, "STANDIN: write a.txt changed\n", inputs={"a.txt": "a\n"}
+    )
     first = pytester.runpytest("skills", *_sandbox_args(endpoint.base_url, standin_image))
     monkeypatch.setenv("DOCKER_HOST", f"unix://{pytester.path}/no-engine.sock")
 
