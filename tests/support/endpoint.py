@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import itertools
 import json as jsonlib
+import ssl
 import sys
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -112,16 +114,25 @@ Responder = Callable[[RecordedRequest], Reply]
 class ScriptedEndpoint:
     """A ``ThreadingHTTPServer`` on ``127.0.0.1`` (a free port) served from a daemon thread.
 
-    ``latency`` seconds pass before every answer, on top of the reply's own ``delay``. Every
-    connection serves one request and is closed, unless ``keep_alive``: then a client may send
-    further requests on it, as real model servers allow.
+    ``latency`` seconds pass before every answer, on top of the reply's own ``delay``, both
+    counted from the moment the request's headers are in. Every connection serves one request
+    and is closed, unless ``keep_alive``: then a client may send further requests on it, as real
+    model servers allow. With ``tls`` (a server-side context holding the certificate) it serves
+    https, and :attr:`base_url` says so.
     """
 
-    def __init__(self, *, latency: float = 0.0, keep_alive: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        latency: float = 0.0,
+        keep_alive: bool = False,
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
         if latency < 0:
             raise ValueError(f"latency must be at least 0 seconds, got {latency!r}")
         self.latency = latency
         self.keep_alive = keep_alive
+        self.tls = tls
         self._lock = threading.Lock()
         self._in_flight = 0
         self._max_in_flight = 0
@@ -143,6 +154,8 @@ class ScriptedEndpoint:
             self._max_in_flight = self._in_flight
             self._connections = 0
         server = _Server(("127.0.0.1", 0), _make_handler(self))
+        if self.tls is not None:
+            server.socket = self.tls.wrap_socket(server.socket, server_side=True)
         self._server = server
         self._thread = threading.Thread(
             target=server.serve_forever,
@@ -186,8 +199,10 @@ class ScriptedEndpoint:
 
     @property
     def base_url(self) -> str:
-        """``http://127.0.0.1:<port>/v1``, the value to give as the backend's base_url."""
-        return f"http://127.0.0.1:{self.port}/v1"
+        """``http://127.0.0.1:<port>/v1`` (``https`` with ``tls``), the value to give as the
+        backend's base_url."""
+        scheme = "http" if self.tls is None else "https"
+        return f"{scheme}://127.0.0.1:{self.port}/v1"
 
     # -- script ------------------------------------------------------------------------------
 
@@ -271,7 +286,7 @@ class _Server(ThreadingHTTPServer):
     request_queue_size = 128  # many concurrent clients connect without SYN retries
 
     def handle_error(self, request: Any, client_address: Any) -> None:
-        if not isinstance(sys.exc_info()[1], ConnectionError):
+        if not isinstance(sys.exc_info()[1], (ConnectionError, ssl.SSLError)):
             super().handle_error(request, client_address)  # prints the traceback
 
 
@@ -289,10 +304,11 @@ def _make_handler(endpoint: ScriptedEndpoint) -> type[BaseHTTPRequestHandler]:
         def _handle(self) -> None:
             # One request per connection unless keep_alive: by default nothing lingers on stop.
             self.close_connection = not endpoint.keep_alive
+            received_at = time.monotonic()
             endpoint._enter()
             counted = True
             try:
-                reply = self._receive_and_wait()
+                reply = self._receive_and_wait(received_at)
                 endpoint._leave()  # before answering: a client holding its answer is not counted
                 counted = False
                 if reply is None:
@@ -303,8 +319,9 @@ def _make_handler(endpoint: ScriptedEndpoint) -> type[BaseHTTPRequestHandler]:
                 if counted:
                     endpoint._leave()
 
-        def _receive_and_wait(self) -> Reply | None:
-            """The reply to send once its delay has passed; None for no answer at all."""
+        def _receive_and_wait(self, received_at: float) -> Reply | None:
+            """The reply to send once its delay, counted from ``received_at``, has passed; None
+            for no answer at all."""
             body = self._read_body()
             headers: dict[str, str] = {}
             for name, value in self.headers.items():
@@ -318,7 +335,7 @@ def _make_handler(endpoint: ScriptedEndpoint) -> type[BaseHTTPRequestHandler]:
                 json=_json_or_none(body),
             )
             reply = endpoint._answer(request)
-            delay = endpoint.latency + reply.delay
+            delay = endpoint.latency + reply.delay - (time.monotonic() - received_at)
             if delay > 0 and endpoint._stopping.wait(delay):
                 return None
             if reply.close:
