@@ -12,7 +12,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from pytest_openkata.agents import AgentSettings, make_agent
@@ -20,7 +19,7 @@ from pytest_openkata.agents.kiro import EVAL_AGENT_SANDBOX, agent_config_json, p
 from pytest_openkata.backends import BackendError, Completer
 from pytest_openkata.backends.anthropic import AnthropicMessagesBackend
 from pytest_openkata.backends.cli import CLIBackend
-from pytest_openkata.backends.http import OpenAIChatBackend
+from pytest_openkata.backends.http import ModelClient, OpenAIChatBackend
 from pytest_openkata.config import EvalSettings
 from pytest_openkata.inflight import InFlightLimit, LimitedCompleter
 from pytest_openkata.retry import RetryPolicy
@@ -81,7 +80,7 @@ def _limited(
 
 
 def _backend(
-    kind: str, model: str, settings: EvalSettings, client: httpx.Client, *, agent: bool
+    kind: str, model: str, settings: EvalSettings, client: ModelClient, *, agent: bool
 ) -> Completer:
     if kind in CLI_BACKENDS:
         return CLIBackend(
@@ -126,7 +125,7 @@ def retry_policy(settings: EvalSettings) -> RetryPolicy:
 
 def build_backends(
     settings: EvalSettings,
-    client: httpx.Client,
+    client: ModelClient,
     sandbox: Callable[[], SandboxSetup] | None = None,
     lock_folder: Path | None = None,
 ) -> Backends:

@@ -1,9 +1,9 @@
 """The anthropic backend: the Anthropic Messages API, ``POST /v1/messages``.
 
-It shares the session's :class:`httpx.Client` (see :func:`~pytest_openkata.backends.http.
-make_client`) and follows the http backend in everything but the wire format: one request per
-call, no retries, failures raised as :class:`~pytest_openkata.backends.BackendError`
-subclasses with the same texts.
+It shares the session's :class:`~pytest_openkata.backends.transport.ModelClient` (see
+:func:`~pytest_openkata.backends.http.make_client`) and follows the http backend in everything
+but the wire format: one request per call, no retries, failures raised as
+:class:`~pytest_openkata.backends.BackendError` subclasses with the same texts.
 
 Every successful call reports the ``usage.input_tokens`` and ``usage.output_tokens`` of the
 response to :func:`pytest_openkata.usage.record_tokens` (None for a count the body does not give
@@ -22,10 +22,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
-
 from pytest_openkata.backends import MalformedResponseError, ResponseSchema
-from pytest_openkata.backends.transport import json_object, post_json, redact_secret
+from pytest_openkata.backends.transport import (
+    ModelClient,
+    json_object,
+    post_json,
+    redact_secret,
+)
 from pytest_openkata.usage import record_tokens, usage_in
 
 __all__ = ["ANTHROPIC_VERSION", "AnthropicMessagesBackend", "messages_url"]
@@ -43,7 +46,7 @@ class AnthropicMessagesBackend:
 
     def __init__(
         self,
-        client: httpx.Client,
+        client: ModelClient,
         *,
         base_url: str,
         api_key: str,

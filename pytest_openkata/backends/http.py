@@ -1,9 +1,10 @@
 """The http backend: an OpenAI-compatible ``/chat/completions`` endpoint (spec section 5b).
 
-One :class:`httpx.Client` per pytest session is shared by the agent and the judge backends, so
-connections are pooled; :func:`make_client` builds it. :class:`OpenAIChatBackend` sends one
-request per call and never retries: the runner owns the retry policy and decides from the
-exception class (and :attr:`EndpointStatusError.throttled`) what to do.
+One :class:`~pytest_openkata.backends.transport.ModelClient` per pytest session is shared by
+the agent and the judge backends, so connections are pooled; :func:`make_client` builds it.
+:class:`OpenAIChatBackend` sends one request per call and never retries: the runner owns the
+retry policy and decides from the exception class (and :attr:`EndpointStatusError.throttled`)
+what to do.
 
 Every successful call reports the ``usage.prompt_tokens`` and ``usage.completion_tokens`` of
 the response to :func:`pytest_openkata.usage.record_tokens` (None for a count the body does not
@@ -22,10 +23,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
-
 from pytest_openkata.backends import EndpointStatusError, MalformedResponseError, ResponseSchema
 from pytest_openkata.backends.transport import (
+    ModelClient,
     json_object,
     make_client,
     parse_retry_after,
@@ -33,7 +33,13 @@ from pytest_openkata.backends.transport import (
 )
 from pytest_openkata.usage import record_tokens, usage_in
 
-__all__ = ["CUT_OFF_MESSAGE", "OpenAIChatBackend", "make_client", "parse_retry_after"]
+__all__ = [
+    "CUT_OFF_MESSAGE",
+    "ModelClient",
+    "OpenAIChatBackend",
+    "make_client",
+    "parse_retry_after",
+]
 
 # Statuses with which endpoints refuse a ``response_format`` they do not support
 # (llama-cpp-python's server answers a json_schema request with 500).
@@ -51,7 +57,7 @@ def _response_format(schema: ResponseSchema) -> dict[str, Any]:
 class OpenAIChatBackend:
     """A :class:`~pytest_openkata.backends.Completer` for OpenAI-compatible chat endpoints."""
 
-    def __init__(self, client: httpx.Client, *, base_url: str, api_key: str, model: str) -> None:
+    def __init__(self, client: ModelClient, *, base_url: str, api_key: str, model: str) -> None:
         self.model = model
         self.url = base_url.rstrip("/") + "/chat/completions"
         self._client = client

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import json
 import re
+import ssl
+import threading
+import urllib.request
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import Any
+from typing import Any, Self
 
 import httpx
 
+from pytest_openkata import __version__
 from pytest_openkata.backends import EndpointStatusError, MalformedResponseError, TransportError
 
 REDACTED = "***"
@@ -35,23 +39,113 @@ _TRANSPORT_KINDS: tuple[tuple[type[httpx.TransportError], str], ...] = (
 # httpx's own pool limits, kept as the floor.
 POOL_CONNECTIONS = 100
 POOL_KEPT_CONNECTIONS = 20
+_HEADERS = {"Accept": "application/json", "User-Agent": f"pytest-openkata/{__version__}"}
 
 
-def make_client(timeout: float, connections: int = 1) -> httpx.Client:
-    """Build the session's shared client; ``timeout`` seconds apply to connect, read, write
-    and pool acquisition each.
+class ModelClient:
+    """The session's connections to model endpoints, shared by every backend and thread.
 
-    ``connections`` is how many calls the client makes at once (the run's concurrency): the
-    pool keeps that many connections open between calls (httpx keeps 20), so that at a higher
-    concurrency calls do not open, and for https handshake, a new connection each time.
+    Each origin (scheme, host, port) gets its own :class:`httpx.HTTPTransport`: a pool that
+    keeps ``connections`` connections open between calls (httpx keeps 20), so that at a higher
+    concurrency calls do not open, and for https handshake, a new connection each time. A
+    request goes straight to its origin's transport rather than through :class:`httpx.Client`,
+    whose cookie, auth, redirect and event-hook handling a model call never uses: that saves
+    about 0.3 ms of CPU per call, which at 32 calls in flight is time each answer waits for the
+    interpreter. What the client would take from the environment is kept: the proxy from
+    ``HTTP(S)_PROXY`` / ``ALL_PROXY`` unless ``NO_PROXY`` names the host, and for https
+    ``SSL_CERT_FILE`` / ``SSL_CERT_DIR``.
     """
-    if timeout <= 0:
-        raise ValueError(f"timeout must be positive seconds, got {timeout!r}")
-    limits = httpx.Limits(
-        max_connections=max(connections, POOL_CONNECTIONS),
-        max_keepalive_connections=max(connections, POOL_KEPT_CONNECTIONS),
-    )
-    return httpx.Client(timeout=httpx.Timeout(timeout), limits=limits)
+
+    def __init__(self, timeout: float, connections: int = 1) -> None:
+        if timeout <= 0:
+            raise ValueError(f"timeout must be positive seconds, got {timeout!r}")
+        self.timeout = httpx.Timeout(timeout)
+        self._limits = httpx.Limits(
+            max_connections=max(connections, POOL_CONNECTIONS),
+            max_keepalive_connections=max(connections, POOL_KEPT_CONNECTIONS),
+        )
+        self._transports: dict[tuple[bytes, bytes, int | None], httpx.HTTPTransport] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+        # httpx imports its connection layer (httpcore) with the first transport. Importing it
+        # here, in the session's setup, keeps that out of the first scenario's call, where it
+        # would compete with every other scenario thread starting up.
+        import httpcore  # noqa: F401
+
+    def post(self, url: str, content: bytes, headers: dict[str, str]) -> httpx.Response:
+        """POST ``content`` and return the response, its body read and the connection freed.
+
+        Raises :class:`httpx.TransportError` (timeouts included) or :class:`httpx.InvalidURL`.
+        """
+        request = httpx.Request(
+            "POST",
+            url,
+            content=content,
+            headers={**_HEADERS, **headers},
+            extensions={"timeout": self.timeout.as_dict()},
+        )
+        response = self._transport_for(request.url).handle_request(request)
+        try:
+            response.read()
+        finally:
+            response.close()
+        return response
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            transports, self._transports = list(self._transports.values()), {}
+        for transport in transports:
+            transport.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _transport_for(self, url: httpx.URL) -> httpx.HTTPTransport:
+        if url.scheme not in ("http", "https"):
+            raise httpx.UnsupportedProtocol(
+                f"Request URL is missing an 'http://' or 'https://' protocol: {url}"
+            )
+        origin = (url.raw_scheme, url.raw_host, url.port)
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the model client is closed")
+            transport = self._transports.get(origin)
+            if transport is None:
+                transport = self._transports[origin] = self._new_transport(url)
+        return transport
+
+    def _new_transport(self, url: httpx.URL) -> httpx.HTTPTransport:
+        # A plain http origin never makes a TLS handshake: a context that trusts no
+        # certificate saves loading the CA bundle (about 50 ms) and fails closed if one came.
+        verify: ssl.SSLContext | bool = (
+            True if url.scheme == "https" else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        )
+        return httpx.HTTPTransport(verify=verify, limits=self._limits, proxy=proxy_for(url))
+
+
+def proxy_for(url: httpx.URL) -> str | None:
+    """The proxy the environment names for ``url`` (``HTTP_PROXY``, ``HTTPS_PROXY``,
+    ``ALL_PROXY``, upper or lower case), or None when there is none or ``NO_PROXY`` names its
+    host."""
+    proxies = urllib.request.getproxies_environment()
+    proxy = proxies.get(url.scheme) or proxies.get("all")
+    if not proxy:
+        return None
+    netloc = url.host if url.port is None else f"{url.host}:{url.port}"
+    if urllib.request.proxy_bypass_environment(netloc, proxies):
+        return None
+    return proxy if "://" in proxy else f"http://{proxy}"
+
+
+def make_client(timeout: float, connections: int = 1) -> ModelClient:
+    """Build the session's shared client; ``timeout`` seconds apply to connect, read, write
+    and pool acquisition each; ``connections`` is how many calls it makes at once (the run's
+    concurrency)."""
+    return ModelClient(timeout, connections)
 
 
 def parse_retry_after(value: str | None, *, now: datetime | None = None) -> float | None:
@@ -78,12 +172,12 @@ def redact_secret(text: str, secret: str) -> str:
 
 
 def post_json(
-    client: httpx.Client, url: str, payload: dict[str, Any], headers: dict[str, str], secret: str
+    client: ModelClient, url: str, payload: dict[str, Any], headers: dict[str, str], secret: str
 ) -> bytes:
     """POST ``payload`` as compact JSON and return the body of a 200 answer."""
     body = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
     try:
-        response = client.post(url, content=body, headers=headers)
+        response = client.post(url, body, headers)
     except (httpx.TransportError, httpx.InvalidURL) as exc:
         message = f"POST {url}: {describe_transport_error(exc, client.timeout)}"
         raise TransportError(redact_secret(message, secret)) from exc

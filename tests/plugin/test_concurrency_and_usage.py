@@ -117,15 +117,15 @@ def test_a_conftest_override_of_the_backends_is_used_for_its_skill_only(
         other_script = EvalScript(verdicts={"a": (False, "judged by t's own endpoint")})
         other.respond_with(other_script)
         (pytester.path / "skills" / "t" / "conftest.py").write_text(
-            "import httpx\n"
             "import pytest\n"
+            "from pytest_openkata.backends.http import make_client\n"
             "from pytest_openkata.config import HttpSettings\n"
             "from pytest_openkata.factory import build_backends\n\n\n"
             "@pytest.fixture(scope='session')\n"
             "def openkata_backends(openkata_settings, openkata_sandbox):\n"
             f"    http = HttpSettings(base_url={other.base_url!r})\n"
             "    settings = openkata_settings.model_copy(update={'http': http})\n"
-            "    with httpx.Client() as client:\n"
+            "    with make_client(30.0) as client:\n"
             "        yield lambda: build_backends(settings, client, openkata_sandbox)\n"
         )
 

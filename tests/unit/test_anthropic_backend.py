@@ -19,7 +19,7 @@ from pytest_openkata.backends import (
     TransportError,
 )
 from pytest_openkata.backends.anthropic import AnthropicMessagesBackend, messages_url
-from pytest_openkata.backends.http import make_client
+from pytest_openkata.backends.http import ModelClient, make_client
 from pytest_openkata.usage import TokenUsage, recording
 from tests.support.endpoint import Reply, ScriptedEndpoint
 
@@ -59,14 +59,14 @@ def endpoint() -> Iterator[ScriptedEndpoint]:
 
 
 @pytest.fixture(scope="module")
-def client() -> Iterator[httpx.Client]:
+def client() -> Iterator[ModelClient]:
     """One client for the module, as one client serves a whole pytest session."""
     with make_client(5.0) as http_client:
         yield http_client
 
 
 def backend_for(
-    client: httpx.Client,
+    client: ModelClient,
     base_url: str,
     *,
     api_key: str = KEY,
@@ -79,7 +79,7 @@ def backend_for(
 
 
 @pytest.fixture
-def backend(client: httpx.Client, endpoint: ScriptedEndpoint) -> AnthropicMessagesBackend:
+def backend(client: ModelClient, endpoint: ScriptedEndpoint) -> AnthropicMessagesBackend:
     return backend_for(client, root_url(endpoint))
 
 
@@ -108,9 +108,7 @@ def test_post_with_key_version_and_system(
     }
 
 
-def test_empty_system_and_key_are_left_out(
-    client: httpx.Client, endpoint: ScriptedEndpoint
-) -> None:
+def test_empty_system_and_key_are_left_out(client: ModelClient, endpoint: ScriptedEndpoint) -> None:
     endpoint.enqueue(message(text("ok")))
     backend = backend_for(client, root_url(endpoint), api_key="")
 
@@ -126,7 +124,7 @@ def test_empty_system_and_key_are_left_out(
     assert request.headers["anthropic-version"] == "2023-06-01"
 
 
-def test_custom_model_and_max_tokens(client: httpx.Client, endpoint: ScriptedEndpoint) -> None:
+def test_custom_model_and_max_tokens(client: ModelClient, endpoint: ScriptedEndpoint) -> None:
     endpoint.enqueue(message(text("ok")))
     backend = backend_for(client, root_url(endpoint), model="claude-x", max_tokens=256)
 
@@ -138,14 +136,14 @@ def test_custom_model_and_max_tokens(client: httpx.Client, endpoint: ScriptedEnd
 
 
 @pytest.mark.parametrize("max_tokens", [0, -1])
-def test_max_tokens_must_be_positive(client: httpx.Client, max_tokens: int) -> None:
+def test_max_tokens_must_be_positive(client: ModelClient, max_tokens: int) -> None:
     with pytest.raises(ValueError, match="positive"):
         backend_for(client, "http://127.0.0.1:1", max_tokens=max_tokens)
 
 
 @pytest.mark.parametrize("suffix", ["", "/", "/v1", "/v1/", "/v1//"])
 def test_base_url_with_or_without_v1(
-    client: httpx.Client, endpoint: ScriptedEndpoint, suffix: str
+    client: ModelClient, endpoint: ScriptedEndpoint, suffix: str
 ) -> None:
     endpoint.enqueue(message(text("x")))
     backend_for(client, root_url(endpoint) + suffix).complete("", "u")
@@ -293,7 +291,7 @@ def test_unusable_message(
 # -- transport errors -------------------------------------------------------------------------
 
 
-def test_connection_refused(client: httpx.Client) -> None:
+def test_connection_refused(client: ModelClient) -> None:
     with ScriptedEndpoint() as stopped:
         base_url = root_url(stopped)
     backend = backend_for(client, base_url)
@@ -324,12 +322,12 @@ def test_connection_closed_without_answer(
     assert isinstance(caught.value.__cause__, httpx.RemoteProtocolError)
 
 
-def test_empty_base_url_fails_as_transport_error(client: httpx.Client) -> None:
+def test_empty_base_url_fails_as_transport_error(client: ModelClient) -> None:
     with pytest.raises(TransportError, match=r"^POST /v1/messages: unsupported URL"):
         backend_for(client, "").complete("", "u")
 
 
-def test_api_key_never_in_transport_error(client: httpx.Client) -> None:
+def test_api_key_never_in_transport_error(client: ModelClient) -> None:
     with ScriptedEndpoint() as stopped:
         root = root_url(stopped)
     backend = backend_for(client, f"{root}/{KEY}")

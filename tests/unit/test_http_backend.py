@@ -20,6 +20,7 @@ from pytest_openkata.backends import (
 )
 from pytest_openkata.backends.http import (
     CUT_OFF_MESSAGE,
+    ModelClient,
     OpenAIChatBackend,
     make_client,
     parse_retry_after,
@@ -37,20 +38,20 @@ def endpoint() -> Iterator[ScriptedEndpoint]:
 
 
 @pytest.fixture(scope="module")
-def client() -> Iterator[httpx.Client]:
+def client() -> Iterator[ModelClient]:
     """One client for the module, as one client serves a whole pytest session."""
     with make_client(5.0) as http_client:
         yield http_client
 
 
 def backend_for(
-    client: httpx.Client, base_url: str, *, api_key: str = KEY, model: str = "gpt-4o"
+    client: ModelClient, base_url: str, *, api_key: str = KEY, model: str = "gpt-4o"
 ) -> OpenAIChatBackend:
     return OpenAIChatBackend(client, base_url=base_url, api_key=api_key, model=model)
 
 
 @pytest.fixture
-def backend(client: httpx.Client, endpoint: ScriptedEndpoint) -> OpenAIChatBackend:
+def backend(client: ModelClient, endpoint: ScriptedEndpoint) -> OpenAIChatBackend:
     return backend_for(client, endpoint.base_url)
 
 
@@ -77,7 +78,7 @@ def test_check_21_post_with_key_and_system_message(
 
 
 def test_check_22_empty_system_and_key_send_one_user_message_and_no_auth(
-    client: httpx.Client, endpoint: ScriptedEndpoint
+    client: ModelClient, endpoint: ScriptedEndpoint
 ) -> None:
     endpoint.enqueue(Reply.chat("ok"))
     backend = backend_for(client, endpoint.base_url, api_key="")
@@ -98,7 +99,7 @@ def test_body_has_only_model_and_messages(
 
 
 def test_trailing_slashes_of_base_url_are_dropped(
-    client: httpx.Client, endpoint: ScriptedEndpoint
+    client: ModelClient, endpoint: ScriptedEndpoint
 ) -> None:
     endpoint.enqueue(Reply.chat("x"))
     backend_for(client, endpoint.base_url + "//").complete("", "u")
@@ -246,7 +247,7 @@ def test_unusable_completion(
 # -- transport errors -------------------------------------------------------------------------
 
 
-def test_connection_refused(client: httpx.Client) -> None:
+def test_connection_refused(client: ModelClient) -> None:
     with ScriptedEndpoint() as stopped:
         base_url = stopped.base_url
     backend = backend_for(client, base_url)
@@ -277,7 +278,7 @@ def test_connection_closed_without_answer(
     assert isinstance(caught.value.__cause__, httpx.RemoteProtocolError)
 
 
-def test_empty_base_url_fails_as_transport_error(client: httpx.Client) -> None:
+def test_empty_base_url_fails_as_transport_error(client: ModelClient) -> None:
     with pytest.raises(TransportError, match=r"^POST /chat/completions: unsupported URL"):
         backend_for(client, "").complete("", "u")
 

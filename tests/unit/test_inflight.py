@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from pytest_openkata.backends import ResponseSchema
-from pytest_openkata.backends.http import OpenAIChatBackend, make_client
+from pytest_openkata.backends.http import ModelClient, OpenAIChatBackend, make_client
 from pytest_openkata.inflight import InFlightLimit, LimitedCompleter
 from tests.support.endpoint import RecordedRequest, Reply, ScriptedEndpoint
 
@@ -40,7 +40,7 @@ def echo(delay: float = 0.0) -> Callable[[RecordedRequest], Reply]:
 
 
 def limited(
-    client: httpx.Client, base_url: str, directory: Path, name: str, slots: int
+    client: ModelClient, base_url: str, directory: Path, name: str, slots: int
 ) -> LimitedCompleter:
     backend = OpenAIChatBackend(client, base_url=base_url, api_key="k", model="m")
     return LimitedCompleter(backend, InFlightLimit(directory, name, slots))
@@ -91,7 +91,7 @@ def hold_forever(directory: str, name: str, ready: Any) -> None:
 
 
 @pytest.fixture(scope="module")
-def client() -> Iterator[httpx.Client]:
+def client() -> Iterator[ModelClient]:
     with make_client(WAIT) as http_client:
         yield http_client
 
@@ -109,7 +109,7 @@ def questions(tags: list[str], threads: int, calls: int) -> list[str]:
 
 
 def test_threads_of_one_process_reach_the_cap_and_never_exceed_it(
-    client: httpx.Client, endpoint: ScriptedEndpoint, locks: Path
+    client: ModelClient, endpoint: ScriptedEndpoint, locks: Path
 ) -> None:
     endpoint.respond_with(echo(delay=0.1))
     completers = [limited(client, endpoint.base_url, locks, endpoint.base_url, 3)] * 12
@@ -125,7 +125,7 @@ def test_threads_of_one_process_reach_the_cap_and_never_exceed_it(
 
 
 def test_separate_limit_objects_of_one_endpoint_share_the_cap(
-    client: httpx.Client, endpoint: ScriptedEndpoint, locks: Path
+    client: ModelClient, endpoint: ScriptedEndpoint, locks: Path
 ) -> None:
     endpoint.respond_with(echo(delay=0.1))
     completers = [limited(client, endpoint.base_url, locks, "shared", 2) for _ in range(8)]
@@ -167,7 +167,7 @@ def test_processes_share_the_cap_through_the_lock_folder(
 
 
 def test_different_endpoints_do_not_share_slots(
-    client: httpx.Client, endpoint: ScriptedEndpoint, locks: Path
+    client: ModelClient, endpoint: ScriptedEndpoint, locks: Path
 ) -> None:
     endpoint.respond_with(echo(delay=0.1))
     first = limited(client, endpoint.base_url, locks, "http://one.example/v1", 1)
@@ -310,7 +310,7 @@ def test_a_negative_timeout_is_rejected(locks: Path) -> None:
 
 
 def test_limited_completer_delegates_schema_and_shows_the_inner_one(
-    client: httpx.Client, endpoint: ScriptedEndpoint, locks: Path
+    client: ModelClient, endpoint: ScriptedEndpoint, locks: Path
 ) -> None:
     endpoint.enqueue(Reply.chat('{"ok": true}'))
     completer = limited(client, endpoint.base_url, locks, endpoint.base_url, 1)
@@ -326,7 +326,7 @@ def test_limited_completer_delegates_schema_and_shows_the_inner_one(
 
 
 def test_limited_completer_releases_the_slot_when_the_call_fails(
-    client: httpx.Client, endpoint: ScriptedEndpoint, locks: Path
+    client: ModelClient, endpoint: ScriptedEndpoint, locks: Path
 ) -> None:
     endpoint.enqueue(Reply(status=500, body="down"), Reply.chat("back"))
     completer = limited(client, endpoint.base_url, locks, endpoint.base_url, 1)
@@ -346,9 +346,7 @@ def wait_until(condition: Callable[[], bool]) -> None:
         time.sleep(0.005)
 
 
-def test_endpoint_counts_requests_handled_at_once(
-    client: httpx.Client, endpoint: ScriptedEndpoint
-) -> None:
+def test_endpoint_counts_requests_handled_at_once(endpoint: ScriptedEndpoint) -> None:
     together = threading.Barrier(5)
 
     def respond(request: RecordedRequest) -> Reply:
@@ -359,9 +357,7 @@ def test_endpoint_counts_requests_handled_at_once(
     assert (endpoint.in_flight, endpoint.max_in_flight) == (0, 0)
 
     with ThreadPoolExecutor(5) as pool:
-        codes = list(
-            pool.map(lambda _: client.post(f"{endpoint.base_url}/x").status_code, range(5))
-        )
+        codes = list(pool.map(lambda _: httpx.post(f"{endpoint.base_url}/x").status_code, range(5)))
 
     assert codes == [200] * 5
     assert endpoint.max_in_flight == 5
@@ -371,17 +367,15 @@ def test_endpoint_counts_requests_handled_at_once(
     assert endpoint.max_in_flight == 0
     endpoint.respond_with(None)
     endpoint.enqueue(Reply.chat("one"))
-    assert client.post(f"{endpoint.base_url}/x").status_code == 200
+    assert httpx.post(f"{endpoint.base_url}/x").status_code == 200
     assert endpoint.max_in_flight == 1
 
 
-def test_endpoint_counts_a_request_through_its_delay(
-    client: httpx.Client, endpoint: ScriptedEndpoint
-) -> None:
+def test_endpoint_counts_a_request_through_its_delay(endpoint: ScriptedEndpoint) -> None:
     endpoint.enqueue(Reply(delay=WAIT, body="late"))
 
     with pytest.raises(httpx.ReadTimeout):
-        client.post(f"{endpoint.base_url}/x", timeout=0.1)
+        httpx.post(f"{endpoint.base_url}/x", timeout=0.1)
 
     assert endpoint.in_flight == 1  # still waiting out its delay
     endpoint.stop()
