@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import compileall
+import hashlib
 import importlib.util
 import json
 import math
@@ -29,6 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+VENV_CACHE = Path.home() / ".cache" / "pytest-openkata"
+# The interpreter of the pytest children: this one, or a clean virtualenv's (--venv).
+CHILD = argparse.Namespace(python=sys.executable)
 # Not OPENKATA_EVAL_*: the plugin rejects unknown variables of its own prefix.
 RECORD_ENV = "OPENKATA_BENCH_RECORD"  # where the recording conftest writes its JSON
 PROBE_ENV = "OPENKATA_BENCH_PROBE"  # "EVERY URL BODIES_FILE": see the probe below
@@ -135,7 +139,7 @@ def pytest_command(*args: str, plugins: Sequence[str] = ("openkata",)) -> list[s
     ``plugins`` are loaded with ``-p`` (entry point names): they are the only third-party
     plugins of the run unless :func:`child_environment` is told to keep the autoloaded ones.
     """
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-o", "addopts="]
+    command = [CHILD.python, "-m", "pytest", "-p", "no:cacheprovider", "-o", "addopts="]
     if importlib.util.find_spec("pytest_randomly") is not None:
         command += ["-p", "no:randomly"]
     for plugin in plugins:
@@ -183,6 +187,57 @@ def add_plugin_option(parser: argparse.ArgumentParser) -> None:
         help="let pytest autoload every installed plugin in the child (default: only the "
         "plugins the run needs, so that unrelated plugins do not skew the figures)",
     )
+    parser.add_argument(
+        "--venv",
+        action="store_true",
+        help="run the pytest children in a virtualenv holding only the plugin and its declared "
+        "dependencies, as `pip install pytest-openkata` gives (built once under "
+        f"{VENV_CACHE}, the plugin reinstalled when its source changes)",
+    )
+
+
+def prepare_children(args: argparse.Namespace) -> str:
+    """Make the children's interpreter ready and say which it is, for the figures' header.
+
+    Without ``--venv`` it is this interpreter, with every package installed here (on this
+    machine trio, which httpx's connection layer imports when present, is one of them), and the
+    plugin is byte-compiled in place (:func:`byte_compile_plugin`). With ``--venv`` it is a
+    virtualenv that ``pip install`` of this checkout filled: the plugin, its dependencies and
+    nothing else.
+    """
+    if not args.venv:
+        byte_compile_plugin()
+        CHILD.python = sys.executable
+        return f"this Python ({sys.executable}), every package installed here"
+    CHILD.python = str(clean_virtualenv() / "bin" / "python")
+    return f"a clean virtualenv ({CHILD.python}): the plugin and its dependencies only"
+
+
+def clean_virtualenv() -> Path:
+    """A virtualenv with this checkout installed (not editable), as a user's would be.
+
+    One per version of ``pyproject.toml`` (the dependencies); the plugin alone is reinstalled
+    when a file of it changed since the last install.
+    """
+    project = (REPO / "pyproject.toml").read_bytes()
+    venv = VENV_CACHE / f"bench-venv-{hashlib.sha256(project).hexdigest()[:12]}"
+    python = venv / "bin" / "python"
+    stamp = venv / "openkata-source.sha256"
+    source = hashlib.sha256(project)
+    for path in sorted((REPO / "pytest_openkata").rglob("*.py")):
+        source.update(str(path.relative_to(REPO)).encode() + b"\0" + path.read_bytes())
+    if python.is_file() and stamp.is_file() and stamp.read_text() == source.hexdigest():
+        return venv
+    pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    if not python.is_file():
+        print(f"building {venv} (once; about 30 s) ...", flush=True)
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
+        subprocess.run([*pip, str(REPO)], check=True)
+    else:
+        print(f"reinstalling the plugin into {venv} ...", flush=True)
+        subprocess.run([*pip, "--no-deps", "--force-reinstall", str(REPO)], check=True)
+    stamp.write_text(source.hexdigest())
+    return venv
 
 
 def byte_compile_plugin() -> None:

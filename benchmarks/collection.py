@@ -31,10 +31,10 @@ from dataclasses import dataclass
 
 from benchmarks._common import (
     add_plugin_option,
-    byte_compile_plugin,
     child_environment,
     machine_line,
     median,
+    prepare_children,
     pytest_command,
     ratio_line,
     scratch_folder,
@@ -118,10 +118,10 @@ def write_plain_tests(root: Path, files: int, per_file: int) -> int:
 
 def main() -> None:
     args = parse_args()
-    byte_compile_plugin()
     if args.measure is not None:  # the intermediate process
         print(json.dumps(measure_here(args.measure)))
         return
+    print(f"pytest children run in {prepare_children(args)}", flush=True)
 
     total = args.skills * args.scenarios_per_skill
     baseline_plugins: tuple[str, ...] = ("no:openkata",) if args.all_plugins else ()

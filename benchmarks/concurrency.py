@@ -35,11 +35,11 @@ from dataclasses import dataclass
 from benchmarks._common import (
     RECORDER_CONFTEST,
     add_plugin_option,
-    byte_compile_plugin,
     check_child,
     eval_options,
     machine_line,
     median,
+    prepare_children,
     pytest_command,
     run_child,
     scratch_folder,
@@ -99,11 +99,10 @@ def test_the_same_calls_on_threads():
             except httpx.HTTPError as exc:
                 failures.append(exc)
 
-    with httpx.Client(timeout=60) as client:
-        threads = [
-            threading.Thread(target=work, args=(client,))
-            for _ in range(int(os.environ["OPENKATA_BENCH_THREADS"]))
-        ]
+    count = int(os.environ["OPENKATA_BENCH_THREADS"])
+    limits = httpx.Limits(max_connections=max(count, 100), max_keepalive_connections=count)
+    with httpx.Client(timeout=60, limits=limits) as client:
+        threads = [threading.Thread(target=work, args=(client,)) for _ in range(count)]
         for thread in threads:
             thread.start()
         for thread in threads:
@@ -275,7 +274,7 @@ def summarise(setup: Setup, outcomes: list[Outcome]) -> Outcome:
 
 def main() -> None:
     args = parse_args()
-    byte_compile_plugin()
+    print(f"pytest children run in {prepare_children(args)}", flush=True)
     setups = []
     for c in args.concurrency:
         setups.append(Setup(f"--eval-concurrency {c}", c, 0))
@@ -307,7 +306,7 @@ def main() -> None:
         (root / "plain" / "test_plain.py").write_text(PLAIN_TESTS)
         (root / "plain_threads").mkdir()
         (root / "plain_threads" / "test_plain_threads.py").write_text(PLAIN_THREADS)
-        with ScriptedEndpoint(latency=args.latency) as endpoint:
+        with ScriptedEndpoint(latency=args.latency, keep_alive=True) as endpoint:
             log = ArrivalLog(EvalScript())
             endpoint.respond_with(log)
             for round_ in range(1, args.rounds + 1):  # rounds interleave the setups

@@ -33,12 +33,12 @@ from benchmarks._common import (
     RECORDER_CONFTEST,
     ChildRun,
     add_plugin_option,
-    byte_compile_plugin,
     check_child,
     eval_options,
     machine_line,
     median,
     percentile,
+    prepare_children,
     pytest_command,
     ratio_line,
     run_child,
@@ -175,7 +175,7 @@ def print_baseline(plain: ChildRun) -> float:
 
 def main() -> None:
     args = parse_args()
-    byte_compile_plugin()
+    print(f"pytest children run in {prepare_children(args)}", flush=True)
     with scratch_folder("overhead", keep=args.keep) as root, ScriptedEndpoint() as endpoint:
         endpoint.respond_with(EvalScript())
         url = endpoint.base_url + "/chat/completions"
