@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 BACKENDS = ("kiro", "http", "anthropic", "claude", "codex", "command")
@@ -354,6 +353,8 @@ def _flatten_yaml(data: Mapping[str, Any], path: Path) -> dict[str, object]:
 
 def read_yaml_file(path: Path) -> dict[str, object]:
     """The flattened keys of a ``.openkata-eval.yaml`` file (``{}`` when it is empty)."""
+    import yaml  # only a run with such a file needs it: every pytest run loads the plugin
+
     try:
         # BaseLoader keeps every scalar as the text written, as Go's yaml.v3 does for string
         # fields: "model: 4.10" stays "4.10", and numbers are parsed by each setting.

@@ -10,16 +10,8 @@ from typing import Generic, TypeVar
 
 import pytest
 
-from pytest_openkata.backends.http import make_client
 from pytest_openkata.cache import ResultCache
 from pytest_openkata.config import EvalSettings
-from pytest_openkata.factory import (
-    build_backends,
-    build_sandbox,
-    close_backends,
-    in_flight_folder,
-    sigterm_as_interrupt,
-)
 from pytest_openkata.items import ScenarioItem
 from pytest_openkata.redact import Redactor
 from pytest_openkata.results import ScenarioResult
@@ -65,6 +57,10 @@ def openkata_redactor(pytestconfig: pytest.Config) -> Redactor:
 def openkata_sandbox(openkata_settings: EvalSettings) -> Iterator[Callable[[], SandboxSetup]]:
     """A factory of the Docker sandbox, connected on first use: a run without sandboxed
     scenarios never needs an engine, and a missing one errors only those scenarios."""
+    # Imported here, as in openkata_backends: the plugin loads in every pytest run of the
+    # environment, and the backends (httpx, the agent CLIs) serve only runs with scenarios.
+    from pytest_openkata.factory import build_sandbox, sigterm_as_interrupt
+
     factory = _Once(lambda: build_sandbox(openkata_settings))
     with sigterm_as_interrupt():
         yield factory
@@ -83,6 +79,9 @@ def openkata_backends(
     A factory rather than the backends themselves, so that a backend that cannot be built
     errors each scenario with a clear message instead of breaking fixture setup.
     """
+    from pytest_openkata.backends.http import make_client
+    from pytest_openkata.factory import build_backends, close_backends, in_flight_folder
+
     settings = openkata_settings
     lock_folder = in_flight_folder(pytestconfig) if settings.max_in_flight else None
     with make_client(float(settings.direct_timeout), settings.concurrency) as client:
