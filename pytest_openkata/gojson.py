@@ -7,9 +7,11 @@ float formatting (``100.0`` vs ``100``) and escaping (Go is HTML-safe), hence th
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from decimal import Decimal
+from json.encoder import encode_basestring as _python_quote
 
 _INDENT = "  "
 
@@ -27,8 +29,9 @@ _SHORT_ESCAPES = {
     "\u2028": "\\u2028",
     "\u2029": "\\u2029",
 }
-# Every character _escape_char changes: control characters, lone surrogates and the above.
-_NEEDS_ESCAPE = re.compile('["\\\\<>&\u2028\u2029\x00-\x1f\ud800-\udfff]')
+# What Go's encoder escapes and Python's encode_basestring writes as it is.
+_GO_ALSO_ESCAPES = re.compile("[<>&\u2028\u2029\ud800-\udfff]")
+_EXACT_INTEGERS = 2.0**53  # below it every integral float is an exact int
 
 
 def dumps(value: object) -> str:
@@ -45,7 +48,12 @@ def dumps(value: object) -> str:
 
 def encode_string(text: str) -> str:
     """Quote and escape ``text`` as Go's encoder does with HTML escaping on."""
-    return '"' + _NEEDS_ESCAPE.sub(_escape_match, text) + '"'
+    # Python's own (C) quoting escapes quotes, backslashes and control characters as Go does;
+    # what Go escapes besides is rare, so it is looked for afterwards.
+    quoted = _python_quote(text)
+    if _GO_ALSO_ESCAPES.search(quoted):
+        quoted = _GO_ALSO_ESCAPES.sub(_escape_match, quoted)
+    return quoted
 
 
 def _escape_match(match: re.Match[str]) -> str:
@@ -58,16 +66,37 @@ def format_float(number: float) -> str:
     Shortest round-trip digits, fixed notation for 1e-6 <= |x| < 1e21 (without a trailing
     ``.0``), and exponent notation otherwise with a minimal negative exponent (``1e-7``).
     """
+    magnitude = abs(number)
+    if magnitude < _EXACT_INTEGERS and (number or math.copysign(1.0, number) > 0):
+        # The common cases, where Python's own text is Go's: an integral float as its int,
+        # any other in fixed notation with the shortest digits (repr's form from 1e-4 up).
+        if number.is_integer():
+            return str(int(number))
+        if magnitude >= 1e-4:
+            return repr(number)
     if not math.isfinite(number):
         raise ValueError(f"unsupported float value: {number!r}")
     shortest = repr(number)
-    magnitude = abs(number)
     if magnitude != 0 and (magnitude < 1e-6 or magnitude >= 1e21):
         return _go_exponent_form(shortest)
     return _fixed_form(shortest)
 
 
 def _encode(value: object, depth: int, parts: list[str]) -> None:
+    kind = type(value)  # the exact types first: they are nearly all a report holds
+    if kind is str:
+        parts.append(encode_string(value))  # type: ignore[arg-type]
+    elif kind is dict:
+        _encode_object(value, depth, parts)  # type: ignore[arg-type]
+    elif kind is list:
+        _encode_array(value, depth, parts)  # type: ignore[arg-type]
+    elif kind is float:
+        parts.append(format_float(value))  # type: ignore[arg-type]
+    else:
+        _encode_other(value, depth, parts)
+
+
+def _encode_other(value: object, depth: int, parts: list[str]) -> None:
     if value is None:
         parts.append("null")
     elif isinstance(value, bool):
@@ -95,9 +124,14 @@ def _encode_object(mapping: dict[object, object], depth: int, parts: list[str]) 
     for index, (key, item) in enumerate(mapping.items()):
         if not isinstance(key, str):
             raise TypeError(f"object keys must be str, not {type(key).__name__}")
-        parts.append(("," if index else "") + inner + encode_string(key) + ": ")
+        parts.append(("," if index else "") + inner + _encode_key(key) + ": ")
         _encode(item, depth + 1, parts)
     parts.append("\n" + _INDENT * depth + "}")
+
+
+@functools.lru_cache(maxsize=1024)
+def _encode_key(key: str) -> str:
+    return encode_string(key)  # a report repeats a few dozen keys thousands of times
 
 
 def _encode_array(items: list[object] | tuple[object, ...], depth: int, parts: list[str]) -> None:

@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import json
 import math
+import random
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -127,3 +129,42 @@ def test_unsupported_values_raise_type_error(value: object) -> None:
 def test_real_reference_report_round_trips_byte_for_byte() -> None:
     text = REAL_REPORT.read_text(encoding="utf-8")
     assert dumps(json.loads(text)) == text
+
+
+def go_fixed(number: float) -> str:
+    """Go's text of a float between 1e-6 and 1e21: its shortest digits in fixed notation."""
+    text = format(Decimal(repr(number)), "f")
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_floats_of_every_magnitude_in_fixed_notation(seed: int) -> None:
+    rng = random.Random(seed)
+    for _ in range(200):
+        number = rng.choice([-1, 1]) * 10 ** rng.uniform(-6, 20.9)
+        if rng.random() < 0.3:
+            number = float(round(number))
+        assert dumps(number) == go_fixed(number) + "\n", repr(number)
+
+
+CHARACTERS = 'ab <>&"\\\n\t\x00\x1f\x7f\u00e9\u2028\u2029\U0001f600'
+
+
+def random_document(rng: random.Random, depth: int = 0) -> object:
+    kind = rng.randrange(7 if depth < 4 else 4)
+    if kind == 0:
+        return rng.choice([None, True, False, 0, -7, 2**70, 0.5, 100.0, -2.25, 1e-7, 1e22])
+    if kind in (1, 2, 3):
+        return "".join(rng.choice(CHARACTERS) for _ in range(rng.randrange(6)))
+    if kind in (4, 5):
+        keys = ("".join(rng.choice(CHARACTERS) for _ in range(3)) for _ in range(rng.randrange(4)))
+        return {key: random_document(rng, depth + 1) for key in keys}
+    return [random_document(rng, depth + 1) for _ in range(rng.randrange(4))]
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_documents_round_trip_with_html_characters_escaped(seed: int) -> None:
+    document = random_document(random.Random(seed))
+    text = dumps(document)
+    assert json.loads(text) == document
+    assert not any(character in text for character in "<>&\u2028\u2029")
