@@ -11,11 +11,10 @@ import os
 import shutil
 from pathlib import Path
 
-import httpx
 import pytest
 
 from pytest_openkata.backends.anthropic import AnthropicMessagesBackend
-from pytest_openkata.backends.http import OpenAIChatBackend
+from pytest_openkata.backends.http import OpenAIChatBackend, make_client
 from pytest_openkata.judge import run_judge
 from pytest_openkata.localmodel import LocalModelServer
 from pytest_openkata.report import ResultsReport
@@ -77,7 +76,7 @@ def test_judge_with_schema_returns_a_verdict_for_every_criterion(
         "fix(pricing): clamp discount rate to 1.0\n\n"
         "The rate was capped at 0.99, so full discounts were never applied."
     )
-    with httpx.Client(timeout=120) as client:
+    with make_client(120) as client:
         judge = OpenAIChatBackend(
             client, base_url=local_model.base_url, api_key="", model=local_model.model
         )
@@ -88,7 +87,7 @@ def test_judge_with_schema_returns_a_verdict_for_every_criterion(
 
 
 def test_anthropic_messages_backend_talks_to_llama_server(local_model: LocalModelServer) -> None:
-    with httpx.Client(timeout=120) as client:
+    with make_client(120) as client:
         backend = AnthropicMessagesBackend(
             client, base_url=local_model.root_url, api_key="unused", model=local_model.model
         )
