@@ -42,7 +42,8 @@ PROBE_ENV = "OPENKATA_BENCH_PROBE"  # "EVERY URL BODIES_FILE": see the probe bel
 #
 # The probe (only when OPENKATA_BENCH_PROBE is set): after every EVERY-th item, once the item
 # is over and outside its setup/call/teardown durations, the child POSTs each recorded body
-# to URL with its own httpx client and records the round trips. They are thus measured in the
+# to URL through its own httpx transport (the path of the plugin's model client, without
+# httpx.Client's layers) and records the round trips. They are thus measured in the
 # same process, at the same moments and under the same machine load as the plugin's calls.
 RECORDER_CONFTEST = """\
 import json
@@ -81,11 +82,28 @@ def pytest_openkata_scenario_result(result, item):
     entry["model_calls"] = seconds
 
 
-def _post_all(client, url, bodies):
+def _post(transport, url, body):
+    # httpx's transport, as the plugin's model client uses it: no httpx.Client layers.
+    import httpx
+
+    request = httpx.Request(
+        "POST",
+        url,
+        content=body,
+        headers={"Content-Type": "application/json"},
+        extensions={"timeout": httpx.Timeout(30).as_dict()},
+    )
+    response = transport.handle_request(request)
+    response.read()
+    response.close()
+    return response
+
+
+def _post_all(transport, url, bodies):
     times = []
     for body in bodies:
         started = time.perf_counter()
-        response = client.post(url, content=body, headers={"Content-Type": "application/json"})
+        response = _post(transport, url, body)
         response.json()
         times.append(time.perf_counter() - started)
         response.raise_for_status()
@@ -104,7 +122,7 @@ def pytest_runtest_logfinish(nodeid, location):
     if _probe["client"] is None:
         import httpx
 
-        _probe["client"] = httpx.Client(timeout=30)
+        _probe["client"] = httpx.HTTPTransport()
         with open(bodies_file, encoding="utf-8") as data:
             _probe["bodies"] = [body.encode() for body in json.load(data)]
         _post_all(_probe["client"], url, _probe["bodies"])  # warm-up, not counted

@@ -4,16 +4,17 @@ Runs N direct scenarios (2 criteria each) at ``--eval-concurrency 1`` in a pytes
 records each item's setup + call + teardown time. A scenario makes two model calls (agent,
 judge), so the plugin's own cost per scenario is the item time minus two endpoint round trips.
 The round trip is measured side by side, interleaved with the scenarios: after every few items
-(outside their durations) the pytest child itself POSTs, with a plain httpx client, the very
-request bodies the plugin sends (recorded from a one-scenario pilot run) to the same server,
-so that both see the same process, moment and machine load. The median of the items' own
-timing of their two calls (the plugin's ``usage`` seconds) is printed too: item minus that is
-the overhead outside the model calls, the figure least disturbed by other load on the machine.
+(outside their durations) the pytest child itself POSTs, through httpx's transport as the
+plugin's model client does, the very request bodies the plugin sends (recorded from a one-
+scenario pilot run) to the same server, so that both see the same process, moment and machine
+load. The median of the items' own timing of their two calls (the plugin's ``usage`` seconds)
+is printed too: item minus that is the overhead outside the model calls, the figure least
+disturbed by other load on the machine.
 Target: median overhead <= 5 ms.
 
 Side by side, in the same way, a baseline of what pytest itself costs for the same work: as
-many plain test functions, each POSTing the same two bodies with httpx from a fixture and then
-checking two subtests, with the plugin not loaded. Its "overhead" is pytest's own share.
+many plain test functions, each POSTing the same two bodies the same way from a fixture and
+then checking two subtests, with the plugin not loaded. Its "overhead" is pytest's own share.
 
     python benchmarks/overhead.py                   # 500 scenarios, 200 round trips
     python benchmarks/overhead.py --profile o.prof  # the same run under cProfile
@@ -63,9 +64,23 @@ URL, BODIES = os.environ["OPENKATA_BENCH_URL"], os.environ["OPENKATA_BENCH_BODIE
 
 
 @pytest.fixture(scope="session")
-def client():
-    with httpx.Client(timeout=60) as client:
-        yield client
+def transport():
+    with httpx.HTTPTransport() as transport:
+        yield transport
+
+
+def post(transport, body):
+    request = httpx.Request(
+        "POST",
+        URL,
+        content=body,
+        headers={"Content-Type": "application/json"},
+        extensions={"timeout": httpx.Timeout(60).as_dict()},
+    )
+    response = transport.handle_request(request)
+    response.read()
+    response.close()
+    return response
 
 
 @pytest.fixture(scope="session")
@@ -75,9 +90,8 @@ def bodies():
 
 
 @pytest.fixture
-def answers(client, bodies):
-    headers = {"Content-Type": "application/json"}
-    return [client.post(URL, content=body, headers=headers).json() for body in bodies]
+def answers(transport, bodies):
+    return [post(transport, body).json() for body in bodies]
 
 
 @pytest.mark.parametrize("number", range(int(os.environ["OPENKATA_BENCH_TESTS"])))
@@ -133,7 +147,7 @@ def print_plugin_run(run: ChildRun, calls: int, args: argparse.Namespace) -> flo
         f"plugin: {calls - len(trips) - 2}"
     )
     print(
-        f"endpoint round trip (plain httpx POST of the plugin's own bodies, from the pytest "
+        f"endpoint round trip (httpx transport POST of the plugin's own bodies, from the pytest "
         f"child between items, n={len(trips)}): {ms(trips)}"
     )
     print(f"item time (setup+call+teardown): {ms(per_item)}")
