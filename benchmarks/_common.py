@@ -99,6 +99,14 @@ def _post(transport, url, body):
     return response
 
 
+@pytest.fixture(scope="session")
+def bench_post():  # POSTs one body the probe's way, for the plain baseline tests
+    import httpx
+
+    with httpx.HTTPTransport() as transport:
+        yield lambda url, body: _post(transport, url, body)
+
+
 def _post_all(transport, url, bodies):
     times = []
     for body in bodies:

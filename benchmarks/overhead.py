@@ -5,11 +5,11 @@ records each item's setup + call + teardown time. A scenario makes two model cal
 judge), so the plugin's own cost per scenario is the item time minus two endpoint round trips.
 The round trip is measured side by side, interleaved with the scenarios: after every few items
 (outside their durations) the pytest child itself POSTs, through httpx's transport as the
-plugin's model client does, the very request bodies the plugin sends (recorded from a one-
-scenario pilot run) to the same server, so that both see the same process, moment and machine
-load. The median of the items' own timing of their two calls (the plugin's ``usage`` seconds)
-is printed too: item minus that is the overhead outside the model calls, the figure least
-disturbed by other load on the machine.
+plugin's model client does, the very request bodies the plugin sends (recorded from a
+one-scenario pilot run) to the same server, so that both see the same process, moment and
+machine load. The median of the items' own timing of their two calls (the plugin's ``usage``
+seconds) is printed too: item minus that is the overhead outside the model calls, the figure
+least disturbed by other load on the machine.
 Target: median overhead <= 5 ms.
 
 Side by side, in the same way, a baseline of what pytest itself costs for the same work: as
@@ -57,30 +57,9 @@ PLAIN_TESTS = """\
 import json
 import os
 
-import httpx
 import pytest
 
 URL, BODIES = os.environ["OPENKATA_BENCH_URL"], os.environ["OPENKATA_BENCH_BODIES"]
-
-
-@pytest.fixture(scope="session")
-def transport():
-    with httpx.HTTPTransport() as transport:
-        yield transport
-
-
-def post(transport, body):
-    request = httpx.Request(
-        "POST",
-        URL,
-        content=body,
-        headers={"Content-Type": "application/json"},
-        extensions={"timeout": httpx.Timeout(60).as_dict()},
-    )
-    response = transport.handle_request(request)
-    response.read()
-    response.close()
-    return response
 
 
 @pytest.fixture(scope="session")
@@ -90,8 +69,8 @@ def bodies():
 
 
 @pytest.fixture
-def answers(transport, bodies):
-    return [post(transport, body).json() for body in bodies]
+def answers(bench_post, bodies):  # bench_post: the recording conftest's, as its probe POSTs
+    return [bench_post(URL, body.encode()).json() for body in bodies]
 
 
 @pytest.mark.parametrize("number", range(int(os.environ["OPENKATA_BENCH_TESTS"])))
