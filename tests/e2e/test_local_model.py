@@ -14,20 +14,19 @@ from pathlib import Path
 import pytest
 
 from pytest_openkata.backends.anthropic import AnthropicMessagesBackend
-from pytest_openkata.backends.http import CUT_OFF_MESSAGE, OpenAIChatBackend, make_client
+from pytest_openkata.backends.http import OpenAIChatBackend, make_client
 from pytest_openkata.judge import JudgeError, run_judge
 from pytest_openkata.localmodel import LocalModelServer
 from pytest_openkata.report import ResultsReport
 from pytest_openkata.scenario import load_scenario
 from tests.support.endpoint import Reply, ScriptedEndpoint
 from tests.support.evals import write_skill
+from tests.support.judged import JUDGE_ATTEMPTS, JUDGE_CUT_OFF, run_until_judged
 
 pytestmark = pytest.mark.e2e
 
 EXAMPLE_SKILL = Path(__file__).resolve().parents[2] / "skills" / "commit-message"
 DIRECT_SCENARIOS = ["scenario-breaking-api", "scenario-single-fix"]
-JUDGE_ATTEMPTS = 3
-JUDGE_CUT_OFF = f"judge parse failed after retry: {CUT_OFF_MESSAGE}"
 
 
 @pytest.fixture
@@ -47,28 +46,16 @@ def _local_args(server: LocalModelServer, *extra: str) -> list[str]:
 def test_example_skill_direct_scenarios_give_a_complete_valid_report(
     pytester: pytest.Pytester, example_skill: Path, local_model: LocalModelServer
 ) -> None:
-    # The 135M judge now and then writes its structured answer until the server's token cap,
-    # twice in a row: that scenario errors, as it should. The failure is the model's, so the
-    # run is repeated, and only for that error (agent answers then come from the cache and
-    # only the judge is asked again); any other error fails at once.
-    for attempt in range(JUDGE_ATTEMPTS):
-        output = f"out-{attempt}"
-        # llama-server answers one request at a time: with two scenarios running at once, a
-        # call may wait for the other's answer first, and a loaded machine makes both slow.
-        options = ("--eval-output", f"{output}/", "--eval-direct-timeout", "600")
-        result = pytester.runpytest(
-            "skills/commit-message", "-k", "direct", *_local_args(local_model, *options)
-        )
-        [written] = (pytester.path / output).glob("results-*.json")
-        result.stdout.fnmatch_lines([f"  Report: {output}/{written.name}"])
-        report = ResultsReport.model_validate_json(written.read_text())
-        errors = [entry.error for entry in report.scenarios or [] if entry.error]
-        if not errors:
-            break
-        assert set(errors) == {f"judge: {JUDGE_CUT_OFF}"}, errors
-    else:
-        pytest.fail(f"the judge's answer was cut off in all {JUDGE_ATTEMPTS} runs", pytrace=False)
+    # llama-server answers one request at a time: with two scenarios running at once, a call
+    # may wait for the other's answer first, and a loaded machine makes both slow.
+    result, written = run_until_judged(
+        pytester,
+        *("skills/commit-message", "-k", "direct"),
+        *_local_args(local_model, "--eval-direct-timeout", "600"),
+    )
 
+    result.stdout.fnmatch_lines([f"  Report: {written.parent.name}/{written.name}"])
+    report = ResultsReport.model_validate_json(written.read_text())
     assert report.config.agent_model == "smollm2"
     assert [s.name for s in report.scenarios or []] == DIRECT_SCENARIOS
     for entry in report.scenarios or []:
@@ -119,17 +106,16 @@ def test_anthropic_messages_backend_talks_to_llama_server(local_model: LocalMode
 def test_agent_and_judge_can_use_different_backends(
     pytester: pytest.Pytester, example_skill: Path, local_model: LocalModelServer
 ) -> None:
-    result = pytester.runpytest(
+    result, written = run_until_judged(
+        pytester,
         "skills/commit-message/evals/scenario-single-fix",
         *_local_args(local_model),
         "--eval-backend", "anthropic", "--eval-anthropic-base-url", local_model.root_url,
         "--eval-anthropic-max-tokens", "256",
         "--eval-judge-backend", "http", "--eval-judge-model", "smollm2-judge",
-        "--eval-output", "out/",
     )  # fmt: skip
 
     result.stdout.fnmatch_lines(["openkata: backend=anthropic *judge_backend=http"])
-    [written] = (pytester.path / "out").glob("*.json")
     report = json.loads(written.read_text())
     assert report["config"]["backend"] == "anthropic"
     assert report["config"]["judge_model"] == "smollm2-judge"

@@ -21,6 +21,7 @@ from pytest_openkata.sandbox.docker import MANAGED, OWNER_PID
 from tests.support.docker_engine import build_standin_image, private_dockerd
 from tests.support.endpoint import ScriptedEndpoint
 from tests.support.evals import EvalScript, eval_args, reports_under, write_scenario, write_skill
+from tests.support.judged import run_until_judged
 
 EXAMPLE_SKILL = Path(__file__).resolve().parents[2] / "skills" / "commit-message"
 
@@ -253,14 +254,14 @@ def test_example_skill_sandboxes_judged_by_the_local_model(
     shutil.copytree(EXAMPLE_SKILL, pytester.path / "skills" / "commit-message",
                     ignore=shutil.ignore_patterns("results"))  # fmt: skip
 
-    result = pytester.runpytest(
+    result, written = run_until_judged(
+        pytester,
         "skills/commit-message", "-k", "sandbox",
         "--eval-backend", "http", "--eval-base-url", local_model.base_url,
         "--eval-model", local_model.model, "--eval-sandbox-image", standin_image,
-        "--eval-sandbox-mounts", "none", "--eval-output", "out/",
+        "--eval-sandbox-mounts", "none",
     )  # fmt: skip
 
-    [written] = (pytester.path / "out").glob("*.json")
     report = ResultsReport.model_validate_json(written.read_text())
     assert [s.name for s in report.scenarios or []] == [
         "scenario-amend-bad-message",
