@@ -55,7 +55,7 @@ import pytest
 _started = None
 _started_at = None
 _items = {}
-_probe = {"seen": 0, "client": None, "seconds": [], "spent": 0.0}
+_probe = {"seen": 0, "transport": None, "seconds": [], "spent": 0.0}
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -128,14 +128,14 @@ def pytest_runtest_logfinish(nodeid, location):
     if _probe["seen"] % int(every):
         return
     began = time.perf_counter()
-    if _probe["client"] is None:
+    if _probe["transport"] is None:
         import httpx
 
-        _probe["client"] = httpx.HTTPTransport()
+        _probe["transport"] = httpx.HTTPTransport()
         with open(bodies_file, encoding="utf-8") as data:
             _probe["bodies"] = [body.encode() for body in json.load(data)]
-        _post_all(_probe["client"], url, _probe["bodies"])  # warm-up, not counted
-    _probe["seconds"] += _post_all(_probe["client"], url, _probe["bodies"])
+        _post_all(_probe["transport"], url, _probe["bodies"])  # warm-up, not counted
+    _probe["seconds"] += _post_all(_probe["transport"], url, _probe["bodies"])
     _probe["spent"] += time.perf_counter() - began
 
 

@@ -242,6 +242,14 @@ def run_setup(
     )
 
 
+def fewest_turns(setup: Setup, scenarios: int) -> int:
+    """Rounds of calls the setup needs at the least: c call slots share all 2N calls; a
+    worker of -n runs its scenarios one at a time."""
+    if setup.workers:
+        return math.ceil(scenarios / setup.workers) * CALLS_PER_SCENARIO
+    return math.ceil(scenarios * CALLS_PER_SCENARIO / setup.parallel)
+
+
 def verdict(ratio: float) -> str:
     return "meets target" if ratio <= TARGET else "MISSES target"
 
@@ -331,9 +339,7 @@ def main() -> None:
     )
     print("  calls: a scenario's 2 calls as the plugin timed them (median)")
     for outcome in outcomes:
-        turns = math.ceil(args.scenarios * CALLS_PER_SCENARIO / outcome.setup.parallel)
-        if outcome.setup.workers:
-            turns = math.ceil(args.scenarios / outcome.setup.workers) * CALLS_PER_SCENARIO
+        turns = fewest_turns(outcome.setup, args.scenarios)
         calls = outcome.scenario_calls
         timed = "n/a" if math.isnan(calls) else f"{calls:.3f} s"
         floor = turns * args.latency

@@ -25,6 +25,12 @@ def no_proxy_from_the_machine(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
+def endpoint() -> Iterator[ScriptedEndpoint]:
+    with ScriptedEndpoint() as server:
+        yield server
+
+
+@pytest.fixture
 def client() -> Iterator[ModelClient]:
     with make_client(5.0, connections=4) as model_client:
         yield model_client
@@ -121,9 +127,3 @@ def test_a_closed_client_refuses_calls(endpoint: ScriptedEndpoint) -> None:
     with pytest.raises(RuntimeError, match="closed"):
         closed.post(f"{endpoint.base_url}/chat/completions", b"{}", {})
     assert endpoint.requests == []
-
-
-@pytest.fixture
-def endpoint() -> Iterator[ScriptedEndpoint]:
-    with ScriptedEndpoint() as server:
-        yield server
