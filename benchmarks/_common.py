@@ -42,8 +42,8 @@ PROBE_ENV = "OPENKATA_BENCH_PROBE"  # "EVERY URL BODIES_FILE": see the probe bel
 #
 # The probe (only when OPENKATA_BENCH_PROBE is set): after every EVERY-th item, once the item
 # is over and outside its setup/call/teardown durations, the child POSTs each recorded body
-# to URL through its own httpx transport (the path of the plugin's model client, without
-# httpx.Client's layers) and records the round trips. They are thus measured in the
+# to URL through a ModelClient of its own (the plugin's HTTP client, without the plugin's
+# backends, scheduler or pytest items) and records the round trips. They are thus measured in the
 # same process, at the same moments and under the same machine load as the plugin's calls.
 RECORDER_CONFTEST = """\
 import json
@@ -55,7 +55,7 @@ import pytest
 _started = None
 _started_at = None
 _items = {}
-_probe = {"seen": 0, "transport": None, "seconds": [], "spent": 0.0}
+_probe = {"seen": 0, "client": None, "seconds": [], "spent": 0.0}
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -82,37 +82,25 @@ def pytest_openkata_scenario_result(result, item):
     entry["model_calls"] = seconds
 
 
-def _post(transport, url, body):
-    # httpx's transport, as the plugin's model client uses it: no httpx.Client layers.
-    import httpx
-
-    request = httpx.Request(
-        "POST",
-        url,
-        content=body,
-        headers={"Content-Type": "application/json"},
-        extensions={"timeout": httpx.Timeout(30).as_dict()},
-    )
-    response = transport.handle_request(request)
-    response.read()
-    response.close()
-    return response
+def _post(client, url, body):
+    # The plugin's own HTTP client, as its backends POST: nothing of the plugin around it.
+    return client.post(url, body, {"Content-Type": "application/json"})
 
 
 @pytest.fixture(scope="session")
 def bench_post():  # POSTs one body the probe's way, for the plain baseline tests
-    import httpx
+    from pytest_openkata.backends.transport import ModelClient
 
-    with httpx.HTTPTransport() as transport:
-        yield lambda url, body: _post(transport, url, body)
+    with ModelClient(30) as client:
+        yield lambda url, body: json.loads(_post(client, url, body).content)
 
 
-def _post_all(transport, url, bodies):
+def _post_all(client, url, bodies):
     times = []
     for body in bodies:
         started = time.perf_counter()
-        response = _post(transport, url, body)
-        response.json()
+        response = _post(client, url, body)
+        json.loads(response.content)
         times.append(time.perf_counter() - started)
         if response.status_code != 200:
             raise RuntimeError(f"the probe's POST got HTTP {response.status_code}")
@@ -128,14 +116,14 @@ def pytest_runtest_logfinish(nodeid, location):
     if _probe["seen"] % int(every):
         return
     began = time.perf_counter()
-    if _probe["transport"] is None:
-        import httpx
+    if _probe["client"] is None:
+        from pytest_openkata.backends.transport import ModelClient
 
-        _probe["transport"] = httpx.HTTPTransport()
+        _probe["client"] = ModelClient(30)
         with open(bodies_file, encoding="utf-8") as data:
             _probe["bodies"] = [body.encode() for body in json.load(data)]
-        _post_all(_probe["transport"], url, _probe["bodies"])  # warm-up, not counted
-    _probe["seconds"] += _post_all(_probe["transport"], url, _probe["bodies"])
+        _post_all(_probe["client"], url, _probe["bodies"])  # warm-up, not counted
+    _probe["seconds"] += _post_all(_probe["client"], url, _probe["bodies"])
     _probe["spent"] += time.perf_counter() - began
 
 
@@ -226,8 +214,7 @@ def add_plugin_option(parser: argparse.ArgumentParser) -> None:
 def prepare_children(args: argparse.Namespace) -> str:
     """Make the children's interpreter ready and say which it is, for the figures' header.
 
-    Without ``--venv`` it is this interpreter, with every package installed here (on this
-    machine trio, which httpx's connection layer imports when present, is one of them), and the
+    Without ``--venv`` it is this interpreter, with every package installed here, and the
     plugin is byte-compiled in place (:func:`byte_compile_plugin`). With ``--venv`` it is a
     virtualenv that ``pip install`` of this checkout filled: the plugin, its dependencies and
     nothing else.

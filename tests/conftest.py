@@ -8,17 +8,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import docker
-import httpcore  # noqa: F401  (see below)
 import pytest
 
 from pytest_openkata.localmodel import LocalModelServer, prepare
 from tests.support.docker_engine import build_standin_image, engine
 from tests.support.endpoint import ScriptedEndpoint
 from tests.support.evals import EvalScript
-
-# httpx imports httpcore lazily, on its first client. pytester's in-process runs drop modules
-# first imported inside them, and a second import would give httpcore exception classes that
-# httpx no longer recognises; importing it here keeps one httpcore for the whole test session.
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CORPUS = Path(os.environ.get("OPENKATA_CORPUS", REPO_ROOT.parent / "shared/corpus/openkata"))

@@ -59,7 +59,8 @@ class Reply:
 
     ``json`` (serialised, with ``Content-Type: application/json``) or ``body`` (bytes or text,
     sent as is) give the body; ``delay`` seconds pass before answering; ``close=True`` drops the
-    connection without any answer.
+    connection without any answer; ``hang_up=True`` answers and then closes the connection
+    without saying so, as a server lets a kept connection go when it has idled too long.
     """
 
     status: int = 200
@@ -68,6 +69,7 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
     close: bool = False
+    hang_up: bool = False
 
     def __post_init__(self) -> None:
         if self.json is not None and self.body is not None:
@@ -137,6 +139,7 @@ class ScriptedEndpoint:
         self._in_flight = 0
         self._max_in_flight = 0
         self._connections = 0
+        self._hung_up = 0
         self._queue: deque[Reply] = deque()
         self._responder: Responder | None = None
         self._requests: list[RecordedRequest] = []
@@ -153,6 +156,7 @@ class ScriptedEndpoint:
         with self._lock:
             self._max_in_flight = self._in_flight
             self._connections = 0
+            self._hung_up = 0
         server = _Server(("127.0.0.1", 0), _make_handler(self))
         if self.tls is not None:
             server.socket = self.tls.wrap_socket(server.socket, server_side=True)
@@ -246,6 +250,12 @@ class ScriptedEndpoint:
         with self._lock:
             return self._connections
 
+    @property
+    def hung_up(self) -> int:
+        """How many connections the server has closed after a ``hang_up`` reply."""
+        with self._lock:
+            return self._hung_up
+
     def reset_peak(self) -> None:
         """Restart :attr:`max_in_flight` from the requests in flight now."""
         with self._lock:
@@ -256,6 +266,10 @@ class ScriptedEndpoint:
     def _connected(self) -> None:
         with self._lock:
             self._connections += 1
+
+    def _hang_up(self) -> None:
+        with self._lock:
+            self._hung_up += 1
 
     def _enter(self) -> None:
         with self._lock:
@@ -297,9 +311,17 @@ def _make_handler(endpoint: ScriptedEndpoint) -> type[BaseHTTPRequestHandler]:
         # hold the body back until the client's delayed acknowledgement (about 40 ms).
         disable_nagle_algorithm = True
 
+        hanging_up = False
+
         def setup(self) -> None:
             super().setup()
             endpoint._connected()
+
+        def finish(self) -> None:
+            super().finish()
+            if self.hanging_up:  # closed here rather than by the server, so that it is counted
+                self.connection.close()
+                endpoint._hang_up()
 
         def _handle(self) -> None:
             # One request per connection unless keep_alive: by default nothing lingers on stop.
@@ -315,6 +337,9 @@ def _make_handler(endpoint: ScriptedEndpoint) -> type[BaseHTTPRequestHandler]:
                     self.close_connection = True  # no answer: the connection is dropped
                 else:
                     self._send(reply)
+                    if reply.hang_up:
+                        self.close_connection = True
+                        self.hanging_up = True
             finally:
                 if counted:
                     endpoint._leave()

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import http.client
 import itertools
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from typing import Any
 
-import httpx
 import pytest
 
 from pytest_openkata.backends import (
@@ -300,7 +300,7 @@ def test_connection_refused(client: ModelClient) -> None:
         backend.complete("", "u")
 
     assert str(caught.value) == f"POST {base_url}/v1/messages: connection refused"
-    assert isinstance(caught.value.__cause__, httpx.ConnectError)
+    assert isinstance(caught.value.__cause__.__cause__, ConnectionRefusedError)
 
 
 def test_timeout(endpoint: ScriptedEndpoint) -> None:
@@ -319,7 +319,7 @@ def test_connection_closed_without_answer(
     with pytest.raises(TransportError) as caught:
         backend.complete("", "u")
     assert str(caught.value).startswith(f"POST {backend.url}: connection closed")
-    assert isinstance(caught.value.__cause__, httpx.RemoteProtocolError)
+    assert isinstance(caught.value.__cause__.__cause__, http.client.RemoteDisconnected)
 
 
 def test_empty_base_url_fails_as_transport_error(client: ModelClient) -> None:

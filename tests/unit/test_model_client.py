@@ -3,8 +3,13 @@ verification, and the proxy the environment names."""
 
 from __future__ import annotations
 
+import base64
+import gzip
+import json
 import ssl
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,6 +18,7 @@ import trustme
 from pytest_openkata.backends import TransportError
 from pytest_openkata.backends.http import ModelClient, OpenAIChatBackend, make_client
 from tests.support.endpoint import Reply, ScriptedEndpoint
+from tests.support.tunnel import TunnelProxy
 
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
 
@@ -34,6 +40,13 @@ def endpoint() -> Iterator[ScriptedEndpoint]:
 def client() -> Iterator[ModelClient]:
     with make_client(5.0, connections=4) as model_client:
         yield model_client
+
+
+def wait_until(condition: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + 10
+    while not condition():
+        assert time.monotonic() < deadline, "the server never did it"
+        time.sleep(0.001)
 
 
 def ask(client: ModelClient, base_url: str) -> str:
@@ -102,6 +115,79 @@ def test_no_proxy_naming_the_host_goes_direct(
         assert ask(client, target.base_url) == "direct"
 
         assert proxy.requests == []
+
+
+def test_an_https_endpoint_is_reached_through_an_http_proxy_tunnel(
+    client: ModelClient,
+    tls_endpoint: ScriptedEndpoint,
+    authority: trustme.CA,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    bundle = tmp_path / "ca.pem"
+    authority.cert_pem.write_to_path(str(bundle))
+    monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
+    tls_endpoint.enqueue(Reply.chat("through the tunnel"))
+    with TunnelProxy() as proxy:
+        monkeypatch.setenv("HTTPS_PROXY", proxy.url)
+
+        assert ask(client, tls_endpoint.base_url) == "through the tunnel"
+
+        assert [target for target, _ in proxy.tunnels] == [f"127.0.0.1:{tls_endpoint.port}"]
+    assert tls_endpoint.requests[0].path == "/v1/chat/completions"
+
+
+def test_proxy_credentials_in_the_proxy_url_are_sent(
+    client: ModelClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected = "Basic " + base64.b64encode(b"ann:s3cr@t").decode()
+    with ScriptedEndpoint() as target, ScriptedEndpoint() as proxy:
+        proxy.enqueue(Reply.chat("through the proxy"))
+        monkeypatch.setenv("HTTP_PROXY", f"http://ann:s3cr%40t@127.0.0.1:{proxy.port}")
+
+        assert ask(client, target.base_url) == "through the proxy"
+
+        assert proxy.requests[0].headers["proxy-authorization"] == expected
+
+
+def test_a_tunnel_the_proxy_refuses_is_a_proxy_error(
+    client: ModelClient, tls_endpoint: ScriptedEndpoint, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with TunnelProxy(require="Basic bm9ib2R5Og==") as proxy:
+        monkeypatch.setenv("HTTPS_PROXY", proxy.url)
+        with pytest.raises(TransportError, match=r": proxy error: Tunnel connection failed: 407"):
+            ask(client, tls_endpoint.base_url)
+    assert tls_endpoint.requests == []
+
+
+def test_only_http_proxies_are_supported(
+    client: ModelClient, endpoint: ScriptedEndpoint, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HTTP_PROXY", "socks5://127.0.0.1:1080")
+    with pytest.raises(TransportError, match=r"proxy error: only http:// proxies .* socks5://"):
+        ask(client, endpoint.base_url)
+    assert endpoint.requests == []
+
+
+def test_a_kept_connection_the_server_let_go_is_not_used(client: ModelClient) -> None:
+    with ScriptedEndpoint(keep_alive=True) as server:
+        server.enqueue(replace(Reply.chat("first"), hang_up=True), Reply.chat("second"))
+        assert ask(client, server.base_url) == "first"
+        wait_until(lambda: server.hung_up == 1)  # the server closes its side after answering
+
+        assert ask(client, server.base_url) == "second"
+
+        assert server.connections == 2
+
+
+def test_a_compressed_answer_is_decompressed(
+    client: ModelClient, endpoint: ScriptedEndpoint
+) -> None:
+    body = json.dumps(Reply.chat("unzipped").json).encode()
+    headers = {"Content-Type": "application/json", "Content-Encoding": "gzip"}
+    endpoint.enqueue(Reply(body=gzip.compress(body), headers=headers))
+    assert ask(client, endpoint.base_url) == "unzipped"
+    assert endpoint.requests[0].headers["accept-encoding"] == "identity"
 
 
 def test_each_origin_keeps_its_own_connections(client: ModelClient) -> None:
