@@ -133,8 +133,15 @@ class ControllerReports:
             return
         threshold = aggregator.settings.threshold
         terminalreporter.write_sep("=", "openkata eval summary")
+        # One write per skill: a large suite has thousands of segments, and each write to
+        # the terminal costs more than marking a segment up.
+        writer = terminalreporter.config.get_terminal_writer()
         for summary in aggregator.summaries:
-            for line in skill_lines(summary, threshold):
-                for text, colour in line:
-                    terminalreporter.write(text, **({colour: True} if colour else {}))
-                terminalreporter.write("\n")
+            block = [
+                "".join(
+                    writer.markup(text, **{colour: True}) if colour else text
+                    for text, colour in line
+                )
+                for line in skill_lines(summary, threshold)
+            ]
+            terminalreporter.write("\n".join(block) + "\n")
