@@ -18,6 +18,7 @@ from pytest_openkata.config import (
     find_yaml_file,
     resolve_settings,
 )
+from pytest_openkata.heap import HeapFreezer
 from pytest_openkata.items import EvalsDir, ScenarioItem, is_evals_dir
 from pytest_openkata.junit import add_criteria_to_junit
 from pytest_openkata.redact import Redactor, secrets_from_environment
@@ -71,6 +72,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[settings_key] = settings
     config.stash[redactor_key] = Redactor({*settings.secrets, *secrets_from_environment()})
     config.pluginmanager.register(fixtures, "openkata-fixtures")
+    config.pluginmanager.register(HeapFreezer(), "openkata-heap")
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(EvalAggregator(config, settings), AGGREGATOR_NAME)
         config.pluginmanager.register(ControllerReports(), "openkata-controller-reports")
