@@ -3,6 +3,7 @@ can be overridden in a ``conftest.py`` (for example a per-skill judge)."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -10,6 +11,7 @@ from typing import Generic, TypeVar
 
 import pytest
 
+from pytest_openkata.backends import BackendError
 from pytest_openkata.cache import ResultCache
 from pytest_openkata.config import EvalSettings
 from pytest_openkata.items import ScenarioItem
@@ -86,6 +88,11 @@ def openkata_backends(
     lock_folder = in_flight_folder(pytestconfig) if settings.max_in_flight else None
     with make_client(float(settings.direct_timeout), settings.concurrency) as client:
         factory = _Once(lambda: build_backends(settings, client, openkata_sandbox, lock_folder))
+        # Built here, in pytest's thread, before scenario threads compete for the interpreter
+        # (the first build imports the agent modules); if it fails, each scenario asks again
+        # and errors with the reason.
+        with contextlib.suppress(BackendError):
+            factory()
         yield factory
         for backends in factory.built:
             close_backends(backends)

@@ -19,6 +19,19 @@ class Item:
     nodeid: str
 
 
+@dataclass(frozen=True)
+class FixtureInfo:
+    name2fixturedefs: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ItemWithFixtures(Item):
+    """An item whose fixtures are known: every such item resolves them alike, so the next
+    ones are started ahead."""
+
+    _fixtureinfo: FixtureInfo = FixtureInfo({})
+
+
 def _scheduler(items: list[Item], concurrency: int) -> ScenarioScheduler:
     return ScenarioScheduler(concurrency, lambda item: items[items.index(item) + 1 :])
 
@@ -71,3 +84,57 @@ def test_concurrency_one_runs_in_the_calling_thread() -> None:
 
     assert scheduler.result(items[0], run) == "scenario-0"  # type: ignore[arg-type]
     assert threads == [threading.current_thread().name]
+
+
+def test_scenarios_are_prepared_one_at_a_time_in_the_order_they_were_picked_up() -> None:
+    items = [ItemWithFixtures(f"scenario-{n}") for n in range(24)]
+    scheduler = _scheduler(items, 4)
+    events: list[tuple[str, str]] = []
+    lock = threading.Lock()
+
+    def run(item: Any, slot: CallSlot) -> Any:
+        with lock:
+            events.append(("prepare", item.nodeid))
+        threading.Event().wait(0.001)  # reading files: the interpreter goes to other threads
+        with lock:
+            events.append(("prepared", item.nodeid))
+        with slot:  # the first call ends the turn to prepare
+            pass
+        with slot:
+            pass
+        return item.nodeid
+
+    try:
+        results = [scheduler.result(item, run) for item in items]  # type: ignore[arg-type]
+    finally:
+        scheduler.close()
+
+    assert results == [item.nodeid for item in items]
+    expected = [(kind, item.nodeid) for item in items for kind in ("prepare", "prepared")]
+    assert events == expected
+
+
+def test_a_scenario_without_a_call_or_that_fails_still_passes_the_turn_on() -> None:
+    items = [ItemWithFixtures(f"scenario-{n}") for n in range(12)]
+    scheduler = _scheduler(items, 3)
+
+    def run(item: Any, slot: CallSlot) -> Any:
+        number = int(item.nodeid.rsplit("-", 1)[1])
+        if number % 3 == 0:
+            return "cached: no call"
+        if number % 3 == 1:
+            raise ValueError("unreadable scenario")
+        with slot:
+            return "called"
+
+    outcomes = []
+    try:
+        for item in items:
+            try:
+                outcomes.append(scheduler.result(item, run))  # type: ignore[arg-type]
+            except ValueError as exc:
+                outcomes.append(str(exc))
+    finally:
+        scheduler.close()
+
+    assert outcomes == ["cached: no call", "unreadable scenario", "called"] * 4
