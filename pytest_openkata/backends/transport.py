@@ -25,7 +25,6 @@ import select
 import ssl
 import threading
 import urllib.parse
-import urllib.request
 import zlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -288,6 +287,10 @@ def proxy_for(url: str) -> str | None:
     """The proxy the environment names for ``url`` (``HTTP_PROXY``, ``HTTPS_PROXY``,
     ``ALL_PROXY``, upper or lower case), or None when there is none or ``NO_PROXY`` names its
     host."""
+    if not any(name.lower().endswith("_proxy") for name in os.environ):
+        return None  # most runs: no need to import urllib.request (4 ms) to learn that
+    import urllib.request
+
     proxies = urllib.request.getproxies_environment()
     if not proxies:
         return None
