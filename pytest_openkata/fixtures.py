@@ -15,6 +15,7 @@ from pytest_openkata.backends import BackendError
 from pytest_openkata.cache import ResultCache
 from pytest_openkata.config import EvalSettings
 from pytest_openkata.items import ScenarioItem
+from pytest_openkata.prompt import SkillTexts
 from pytest_openkata.redact import Redactor
 from pytest_openkata.results import ScenarioResult
 from pytest_openkata.runner import Backends, RunOptions, SandboxSetup, run_scenario
@@ -102,7 +103,8 @@ def openkata_backends(
 def openkata_run_options(
     pytestconfig: pytest.Config, openkata_settings: EvalSettings
 ) -> RunOptions:
-    """Trials, judge votes, fencing, the content cache and prices of this run.
+    """Trials, judge votes, fencing, the content cache, prices and the skills' texts of this
+    run.
 
     The cache lives under pytest's cache folder (``.pytest_cache/d/openkata``), so
     ``--cache-clear`` empties it; with the cache provider disabled there is no cache.
@@ -119,6 +121,7 @@ def openkata_run_options(
         cache=cache,
         agent_prices=Prices(price.agent_input, price.agent_output),
         judge_prices=Prices(price.judge_input, price.judge_output),
+        skill_texts=SkillTexts(),
     )
 
 

@@ -23,19 +23,47 @@ def _read_error(path: Path) -> str:
     return f"reading {path.name}: open {path}: no such file or directory"
 
 
-def build_prompt(skill_dir: Path, scenario_dir: Path) -> str:
-    """Assemble the prompt for one scenario. Raises ``FileNotFoundError`` for a missing
-    SKILL.md or task.md, with the reference's message."""
+class SkillTexts:
+    """The skill's part of the prompts of a run (SKILL.md and the files of ``references/``,
+    ``scripts/`` and ``assets/``), read once per skill.
+
+    Every scenario of a skill starts its prompt with the same text; reading it once saves
+    most of the file reads of each scenario (which, on scenario threads, also means fewer
+    hand-overs of the interpreter lock), and every scenario of the run sees one version of
+    the skill even if it is edited meanwhile. A skill without SKILL.md is not remembered.
+    """
+
+    def __init__(self) -> None:
+        self._texts: dict[Path, list[str]] = {}
+
+    def of(self, skill_dir: Path) -> list[str]:
+        texts = self._texts.get(skill_dir)
+        if texts is None:
+            texts = self._texts[skill_dir] = skill_part(skill_dir)
+        return texts
+
+
+def skill_part(skill_dir: Path) -> list[str]:
+    """SKILL.md, then the ``--- <rel> ---`` sections of the skill's files. Raises
+    ``FileNotFoundError`` for a missing SKILL.md, with the reference's message."""
     reader = SkillReader(skill_dir)
-    parts: list[str] = []
     skill_text = _read(skill_dir / "SKILL.md", reader)
     if skill_text is None:
         raise FileNotFoundError(_read_error(skill_dir / "SKILL.md"))
-    parts.append(skill_text)
+    parts = [skill_text]
     for _source, rel, path in skill_files(skill_dir):
         text = _read(path, reader)
         if text is not None:
             parts.append(f"--- {rel} ---\n{text}")
+    return parts
+
+
+def build_prompt(skill_dir: Path, scenario_dir: Path, skill_texts: SkillTexts | None = None) -> str:
+    """Assemble the prompt for one scenario (the skill's part from ``skill_texts`` when
+    given). Raises ``FileNotFoundError`` for a missing SKILL.md or task.md, with the
+    reference's message."""
+    parts = list(skill_part(skill_dir) if skill_texts is None else skill_texts.of(skill_dir))
+    reader = SkillReader(skill_dir)
     task = _read(scenario_dir / "task.md", reader)
     if task is None:
         raise FileNotFoundError(_read_error(scenario_dir / "task.md"))

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from pytest_openkata.backends import BackendError, Completer
 from pytest_openkata.cache import ResultCache, cache_key
 from pytest_openkata.judge import JudgeError, JudgeRequest, ask_judge, judge_request
-from pytest_openkata.prompt import build_prompt
+from pytest_openkata.prompt import SkillTexts, build_prompt
 from pytest_openkata.results import (
     CallStats,
     CriterionResult,
@@ -93,6 +93,8 @@ class RunOptions:
     cache: ResultCache | None = None
     agent_prices: Prices = field(default_factory=Prices)
     judge_prices: Prices = field(default_factory=Prices)
+    # The skills' part of the prompts, read once per run (None: read for every scenario).
+    skill_texts: SkillTexts | None = None
 
     def __post_init__(self) -> None:
         if self.trials < 1 or self.judge_votes < 1:
@@ -352,7 +354,7 @@ def run_scenario(
         resolved = backends() if callable(backends) else backends
         scenario = load_scenario(scenario_dir)
         try:
-            prompt = build_prompt(scenario.skill_dir, scenario.path)
+            prompt = build_prompt(scenario.skill_dir, scenario.path, options.skill_texts)
         except FileNotFoundError as exc:
             raise ScenarioFailure(str(exc)) from exc
     except (ScenarioLoadError, ScenarioFailure, BackendError) as exc:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_openkata.prompt import build_prompt
+from pytest_openkata.prompt import SkillTexts, build_prompt
 
 WORKED_EXAMPLE = (
     "# Test Skill\n\nUse this skill.\n\n\n"
@@ -423,3 +423,38 @@ def test_a_skill_reached_through_a_symlink_is_read_in_full(tmp_path: Path) -> No
     scenario_through_link = linked / scenario.relative_to(skill)
     assert build_prompt(linked, scenario_through_link) == build_prompt(skill, scenario)
     assert "--- guide.md ---\nguide\n" in build_prompt(linked, scenario_through_link)
+
+
+# --- the skill's part, read once per run ------------------------------------------------------
+
+
+def test_skill_texts_give_the_same_prompts_as_reading_every_time(test_skill: Path) -> None:
+    second = test_skill / "evals" / "scenario-1"
+    write(second / "task.md", "Another task.\n")
+    texts = SkillTexts()
+    for scenario in (test_skill / "evals" / "scenario-0", second):
+        assert build_prompt(test_skill, scenario, texts) == build_prompt(test_skill, scenario)
+
+
+def test_a_run_sees_one_version_of_the_skill(tmp_path: Path) -> None:
+    skill, scenario = minimal_skill(tmp_path)
+    texts = SkillTexts()
+    assert build_prompt(skill, scenario, texts) == "S\n\n\nTask.\n"
+
+    write(skill / "SKILL.md", "Edited while the run goes on.\n")
+    write(scenario / "task.md", "Task, edited too.\n")
+
+    assert build_prompt(skill, scenario, texts) == "S\n\n\nTask, edited too.\n"
+    assert build_prompt(skill, scenario, SkillTexts()).startswith("Edited while the run")
+
+
+def test_a_skill_without_skill_md_is_not_remembered(tmp_path: Path) -> None:
+    skill, scenario = minimal_skill(tmp_path)
+    (skill / "SKILL.md").unlink()
+    texts = SkillTexts()
+    with pytest.raises(FileNotFoundError, match=r"reading SKILL\.md"):
+        build_prompt(skill, scenario, texts)
+
+    write(skill / "SKILL.md", "Written late.\n")
+
+    assert build_prompt(skill, scenario, texts) == "Written late.\n\n\nTask.\n"
