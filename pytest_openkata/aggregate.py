@@ -7,6 +7,7 @@ scenario's result through ``user_properties``, whichever worker ran it.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,12 +18,14 @@ from pytest_openkata.config import EvalSettings
 from pytest_openkata.items import result_from_properties
 from pytest_openkata.report import (
     ReportConfig,
+    ResultsReport,
     SkillStats,
     auto_report_path,
     build_report,
     output_report_path,
     read_skill_version,
     render_report,
+    report_timestamp,
     write_new_report,
 )
 from pytest_openkata.results import ScenarioResult, Usage
@@ -117,31 +120,46 @@ def _report_path(
     return None  # a partial run without --eval-output writes nothing, as the reference does
 
 
-def write_reports(summaries: list[SkillSummary], settings: EvalSettings, now: datetime) -> None:
-    config = ReportConfig(
-        backend=settings.backend,
-        agent_model=settings.model,
-        judge_model=settings.judge_model,
-        model_label=settings.model_label,
-        judge_backend=settings.judge_backend,
+def skill_report(summary: SkillSummary, settings: EvalSettings, now: datetime) -> ResultsReport:
+    """The results JSON of one skill, as a model."""
+    return build_report(
+        skill=summary.name,
+        skill_version=read_skill_version(summary.skill_dir),
+        timestamp=now,
+        config=ReportConfig(
+            backend=settings.backend,
+            agent_model=settings.model,
+            judge_model=settings.judge_model,
+            model_label=settings.model_label,
+            judge_backend=settings.judge_backend,
+        ),
+        threshold=settings.threshold,
+        results=summary.results,
+        overall=summary.overall,
+        passed=summary.passed,
+        stats=SkillStats(ci95=summary.interval, straddles_threshold=summary.straddles)
+        if summary.with_trials
+        else None,
     )
+
+
+def write_reports(
+    summaries: list[SkillSummary],
+    settings: EvalSettings,
+    now: datetime,
+    built: Mapping[Path, tuple[int, ResultsReport]] | None = None,
+) -> None:
+    """Write each skill's report; ``built`` holds reports made before the session's end
+    (with their number of scenarios), which only take the time ``now``."""
     for summary in summaries:
         path = _report_path(summary, settings, now, several_skills=len(summaries) > 1)
         if path is None:
             continue
-        report = build_report(
-            skill=summary.name,
-            skill_version=read_skill_version(summary.skill_dir),
-            timestamp=now,
-            config=config,
-            threshold=settings.threshold,
-            results=summary.results,
-            overall=summary.overall,
-            passed=summary.passed,
-            stats=SkillStats(ci95=summary.interval, straddles_threshold=summary.straddles)
-            if summary.with_trials
-            else None,
-        )
+        count, report = (built or {}).get(summary.skill_dir, (-1, None))
+        if report is None or count != len(summary.results):
+            report = skill_report(summary, settings, now)
+        else:
+            report = report.model_copy(update={"timestamp": report_timestamp(now)})
         try:
             summary.report_path = write_new_report(path, render_report(report))
         except OSError as exc:
@@ -170,6 +188,12 @@ class EvalAggregator:
         self.results: dict[str, ScenarioResult] = {}
         self.hard_failures: list[str] = []
         self.summaries: list[SkillSummary] = []
+        self._by_skill: dict[str, list[ScenarioResult]] = defaultdict(list)
+        # The report of each skill whose every scenario has a result, made as soon as the
+        # last one came in: pytest is then still running other skills' scenarios, and the
+        # session's end has only the time to put in (keyed by skill folder, with the number
+        # of scenarios it holds).
+        self._built: dict[Path, tuple[int, ResultsReport]] = {}
 
     # tryfirst: the terminal reporter later flips a parent report with failed subtests to
     # "failed"; here the parent's own outcome is still what its body did.
@@ -181,6 +205,7 @@ class EvalAggregator:
             result = result_from_properties(report.user_properties)
             if result is not None:
                 self.results[report.nodeid] = result
+                self._skill_result(result)
         result = self.results.get(report.nodeid)
         if report.failed and not _is_soft_failure(report, result):
             self.hard_failures.append(report.nodeid)
@@ -193,8 +218,18 @@ class EvalAggregator:
             list(self.results.values()), self.settings.threshold, self.config.rootpath
         )
         if session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
-            write_reports(self.summaries, self.settings, datetime.now(UTC))
+            write_reports(self.summaries, self.settings, datetime.now(UTC), self._built)
         self._set_exit_status(session)
+
+    def _skill_result(self, result: ScenarioResult) -> None:
+        results = self._by_skill[result.skill_dir]
+        results.append(result)
+        if len(results) != len(result.skill_scenarios):
+            return
+        (summary,) = summarise(list(results), self.settings.threshold, self.config.rootpath)
+        if summary.complete:
+            report = skill_report(summary, self.settings, datetime.now(UTC))
+            self._built[summary.skill_dir] = (len(results), report)
 
     def _set_exit_status(self, session: pytest.Session) -> None:
         if session.exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):

@@ -143,7 +143,7 @@ def build_report(
     return ResultsReport(
         skill=skill,
         skill_version=skill_version,
-        timestamp=_utc(timestamp).strftime(_RFC3339_SECONDS),
+        timestamp=report_timestamp(timestamp),
         config=config,
         threshold=threshold,
         scenarios=[_scenario_entry(result) for result in results] or None,
@@ -152,6 +152,11 @@ def build_report(
         usage=_usage_entry(sum((result.usage for result in results), Usage())),
         stats=stats,
     )
+
+
+def report_timestamp(moment: datetime) -> str:
+    """The report's ``timestamp`` field: UTC, to the second (a naive time is taken as UTC)."""
+    return _utc(moment).strftime(_RFC3339_SECONDS)
 
 
 def render_report(report: ResultsReport) -> str:

@@ -182,6 +182,30 @@ def test_reports_are_never_overwritten(
     assert not list(pytester.path.glob(".*.tmp"))
 
 
+def test_a_skill_done_early_has_its_report_made_then_but_timed_at_the_end(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    """Skill "a" is complete long before the session ends (skill "b" waits 1.2 s for its
+    agent): its report is made meanwhile, yet carries the session end's time, as "b"'s."""
+    write_skill(pytester.path, "a", {"scenario-0": TWO_CRITERIA})
+    write_skill(pytester.path, "b", {"scenario-0": TWO_CRITERIA})
+    late = Reply.chat(script.agent_answer)
+    script.agent_reply_when["# b\n"] = Reply(json=late.json, delay=1.2)
+
+    result = pytester.runpytest("skills", *eval_args(endpoint.base_url))
+
+    assert result.ret == pytest.ExitCode.OK
+    reports = {path.parts[-5]: path for path in reports_under(pytester.path)}
+    assert sorted(reports) == ["a", "b"]
+    stamps = {json.loads(path.read_text())["timestamp"] for path in reports.values()}
+    assert len(stamps) == 1
+    assert {path.name for path in reports.values()} == {
+        stamps.pop().replace(":", "").replace("Z", "") + ".json"
+    }
+    a = json.loads(reports["a"].read_text())
+    assert [c["name"] for c in a["scenarios"][0]["criteria"]] == ["a", "b"]
+
+
 def test_scenarios_are_reported_in_the_reference_order(
     pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
 ) -> None:
