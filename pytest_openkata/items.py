@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import functools
 import json
 import os
 import re
@@ -203,10 +204,12 @@ class ScenarioItem(pytest.Function):
             keywords.add(mode)
         return keywords
 
-    @property
+    @functools.cached_property
     def ihook(self):  # type: ignore[no-untyped-def]
         # The item's path is a folder no Directory collector loaded; without this, conftest
-        # hooks of the skill and above would not fire for the item.
+        # hooks of the skill and above would not fire for the item. Worked out once: every
+        # conftest.py of the skill and above is loaded before its scenarios are collected,
+        # and pytest asks for the item's hooks about 14 times per item.
         return self.parent.ihook
 
     def reportinfo(self) -> tuple[Path, None, str]:

@@ -22,6 +22,7 @@ import json
 import os
 import re
 import select
+import socket
 import ssl
 import threading
 import urllib.parse
@@ -131,6 +132,9 @@ class ModelClient:
         try:
             if connection.sock is None:
                 connection.connect()
+                # http.client sends the headers and the body in two writes; without this,
+                # Nagle's algorithm may hold the body back until the headers are acknowledged.
+                connection.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             phase = "write"
             connection.request("POST", route.target, content, {**route.headers, **headers})
             phase = "read"
