@@ -6,31 +6,36 @@ import hashlib
 import signal
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
-from pytest_openkata.agents import AgentSettings, make_agent
-from pytest_openkata.agents.kiro import EVAL_AGENT_SANDBOX, agent_config_json, prepare_agent_dir
 from pytest_openkata.backends import BackendError, Completer
-from pytest_openkata.backends.anthropic import AnthropicMessagesBackend
-from pytest_openkata.backends.cli import CLIBackend
 from pytest_openkata.backends.http import ModelClient, OpenAIChatBackend
 from pytest_openkata.config import EvalSettings
-from pytest_openkata.inflight import InFlightLimit, LimitedCompleter
 from pytest_openkata.retry import RetryPolicy
 from pytest_openkata.runner import Backends, SandboxSetup
 from pytest_openkata.sandbox import AgentCommand
+
+if TYPE_CHECKING:
+    from pytest_openkata.agents import AgentSettings
+    from pytest_openkata.backends.cli import CLIBackend
+
+# The agent CLIs, the anthropic backend and the in-flight cap are imported where they are
+# used: a run on the http backend (the common case) needs none of them, and every eval
+# session (every xdist worker) would otherwise import them before its first model call.
 
 CLI_BACKENDS = ("kiro", "claude", "codex", "command")
 IN_FLIGHT_FOLDER = "openkata-in-flight"
 
 
 def agent_settings(settings: EvalSettings) -> AgentSettings:
+    from pytest_openkata.agents import AgentSettings
+
     return AgentSettings(
         command=settings.agent_command,
         anthropic_base_url=settings.anthropic.base_url,
@@ -76,6 +81,8 @@ def _limited(
 ) -> Completer:
     if lock_folder is None or settings.max_in_flight < 1:
         return completer
+    from pytest_openkata.inflight import InFlightLimit, LimitedCompleter
+
     return LimitedCompleter(completer, InFlightLimit(lock_folder, endpoint, settings.max_in_flight))
 
 
@@ -83,6 +90,9 @@ def _backend(
     kind: str, model: str, settings: EvalSettings, client: ModelClient, *, agent: bool
 ) -> Completer:
     if kind in CLI_BACKENDS:
+        from pytest_openkata.agents import make_agent
+        from pytest_openkata.backends.cli import CLIBackend
+
         return CLIBackend(
             make_agent(kind, agent_settings(settings)),
             model=model,
@@ -90,6 +100,8 @@ def _backend(
             workspace_agent=agent,
         )
     if kind == "anthropic":
+        from pytest_openkata.backends.anthropic import AnthropicMessagesBackend
+
         return AnthropicMessagesBackend(
             client,
             base_url=settings.anthropic.base_url,
@@ -112,6 +124,7 @@ def _kiro_agent_for_skill(
     backend: CLIBackend, limit: Callable[[Completer], Completer]
 ) -> Callable[[Path], Completer]:
     """kiro's agent mode runs in a folder holding eval-agent.json and a link to the skill."""
+    from pytest_openkata.agents.kiro import prepare_agent_dir
 
     def for_skill(skill_dir: Path) -> Completer:
         return limit(backend.in_folder(partial(prepare_agent_dir, skill_dir)))
@@ -136,12 +149,17 @@ def build_backends(
     agent = _backend(settings.backend, settings.model, settings, client, agent=True)
     judge = _backend(settings.judge_backend, settings.judge_model, settings, client, agent=False)
     kiro_agent = None
-    if settings.backend == "kiro" and isinstance(agent, CLIBackend):
+    cli_backends = [
+        cast("CLIBackend", completer)
+        for kind, completer in ((settings.backend, agent), (settings.judge_backend, judge))
+        if kind in CLI_BACKENDS
+    ]
+    if settings.backend == "kiro":
         kiro_agent = _kiro_agent_for_skill(
-            agent,
+            cast("CLIBackend", agent),
             partial(_limited, endpoint=agent_endpoint, settings=settings, lock_folder=lock_folder),
         )
-    closers = tuple(c.close for c in (agent, judge) if isinstance(c, CLIBackend))
+    closers = tuple(c.close for c in cli_backends)
     return Backends(
         agent=_limited(agent, agent_endpoint, settings, lock_folder),
         judge=_limited(judge, judge_endpoint, settings, lock_folder),
@@ -150,9 +168,32 @@ def build_backends(
         agent_for_skill=kiro_agent,
         agent_identity=_identity(settings.backend, settings.model, settings),
         judge_identity=_identity(settings.judge_backend, settings.judge_model, settings),
-        sandbox_identity=sandbox_identity(settings),
+        sandbox_identity=_OnFirstUse(partial(sandbox_identity, settings)),
         closers=closers,
     )
+
+
+class _OnFirstUse(Mapping[str, Any]):
+    """A mapping worked out when first read: the sandbox's identity loads the agent CLIs'
+    modules, which a run without sandboxed scenarios never needs."""
+
+    def __init__(self, build: Callable[[], Mapping[str, Any]]) -> None:
+        self._build = build
+        self._built: Mapping[str, Any] | None = None
+
+    def _mapping(self) -> Mapping[str, Any]:
+        if self._built is None:
+            self._built = self._build()  # built twice at worst, by two threads: the same
+        return self._built
+
+    def __getitem__(self, key: str) -> Any:
+        return self._mapping()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._mapping())
+
+    def __len__(self) -> int:
+        return len(self._mapping())
 
 
 def close_backends(backends: Backends) -> None:
@@ -164,6 +205,9 @@ def close_backends(backends: Backends) -> None:
 def sandbox_agent(settings: EvalSettings) -> AgentCommand:
     """The agent command run in every sandbox, with the configured model (fix of the
     reference, which ran kiro-cli's default model whatever was configured)."""
+    from pytest_openkata.agents import make_agent
+    from pytest_openkata.agents.kiro import EVAL_AGENT_SANDBOX, agent_config_json
+
     agent = make_agent(settings.sandbox.agent, agent_settings(settings))
     invocation = agent.invocation(model=settings.model, workspace_agent=True, sandboxed=True)
     config = agent_config_json(EVAL_AGENT_SANDBOX) if settings.sandbox.agent == "kiro" else None
