@@ -17,6 +17,7 @@ import pytest
 from pytest_openkata.config import EvalSettings
 from pytest_openkata.items import result_from_properties
 from pytest_openkata.report import (
+    RenderedReport,
     ReportConfig,
     ResultsReport,
     SkillStats,
@@ -25,7 +26,6 @@ from pytest_openkata.report import (
     output_report_path,
     read_skill_version,
     render_report,
-    report_timestamp,
     write_new_report,
 )
 from pytest_openkata.results import ScenarioResult, Usage
@@ -147,21 +147,21 @@ def write_reports(
     summaries: list[SkillSummary],
     settings: EvalSettings,
     now: datetime,
-    built: Mapping[Path, tuple[int, ResultsReport]] | None = None,
+    built: Mapping[Path, tuple[int, RenderedReport]] | None = None,
 ) -> None:
-    """Write each skill's report; ``built`` holds reports made before the session's end
+    """Write each skill's report; ``built`` holds reports rendered before the session's end
     (with their number of scenarios), which only take the time ``now``."""
     for summary in summaries:
         path = _report_path(summary, settings, now, several_skills=len(summaries) > 1)
         if path is None:
             continue
-        count, report = (built or {}).get(summary.skill_dir, (-1, None))
-        if report is None or count != len(summary.results):
-            report = skill_report(summary, settings, now)
+        count, rendered = (built or {}).get(summary.skill_dir, (-1, None))
+        if rendered is not None and count == len(summary.results):
+            text = rendered.at(now)
         else:
-            report = report.model_copy(update={"timestamp": report_timestamp(now)})
+            text = render_report(skill_report(summary, settings, now))
         try:
-            summary.report_path = write_new_report(path, render_report(report))
+            summary.report_path = write_new_report(path, text)
         except OSError as exc:
             summary.report_error = f"could not write {path}: {exc.strerror or exc}"
 
@@ -189,11 +189,11 @@ class EvalAggregator:
         self.hard_failures: list[str] = []
         self.summaries: list[SkillSummary] = []
         self._by_skill: dict[str, list[ScenarioResult]] = defaultdict(list)
-        # The report of each skill whose every scenario has a result, made as soon as the
-        # last one came in: pytest is then still running other skills' scenarios, and the
-        # session's end has only the time to put in (keyed by skill folder, with the number
-        # of scenarios it holds).
-        self._built: dict[Path, tuple[int, ResultsReport]] = {}
+        # The report of each skill whose every scenario has a result, rendered as soon as
+        # the last one came in: pytest is then still running other skills' scenarios, and
+        # the session's end has only the time to put in (keyed by skill folder, with the
+        # number of scenarios it holds).
+        self._built: dict[Path, tuple[int, RenderedReport]] = {}
 
     # tryfirst: the terminal reporter later flips a parent report with failed subtests to
     # "failed"; here the parent's own outcome is still what its body did.
@@ -229,7 +229,7 @@ class EvalAggregator:
         (summary,) = summarise(list(results), self.settings.threshold, self.config.rootpath)
         if summary.complete:
             report = skill_report(summary, self.settings, datetime.now(UTC))
-            self._built[summary.skill_dir] = (len(results), report)
+            self._built[summary.skill_dir] = (len(results), RenderedReport.ahead(report))
 
     def _set_exit_status(self, session: pytest.Session) -> None:
         if session.exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):

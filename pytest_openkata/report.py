@@ -12,6 +12,7 @@ import re
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import suppress
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -162,6 +163,36 @@ def report_timestamp(moment: datetime) -> str:
 def render_report(report: ResultsReport) -> str:
     """Return the report text, byte-compatible with the reference's output."""
     return gojson.dumps(_report_dict(report))
+
+
+# The time in a report rendered ahead, replaced by the real one when it is written. Its
+# ``"timestamp": "..."`` line comes before any value a run supplies (the skill's name and
+# version come first, and a quote inside them is escaped), so the first one is the field.
+_TIME_TO_COME = "0001-01-01T00:00:00Z"
+
+
+@dataclass(frozen=True)
+class RenderedReport:
+    """A report rendered before its time is known (a skill done before the session's end):
+    :meth:`at` gives the same text :func:`render_report` would, for that time."""
+
+    head: str
+    tail: str
+
+    @classmethod
+    def ahead(cls, report: ResultsReport) -> RenderedReport:
+        text = render_report(report.model_copy(update={"timestamp": _TIME_TO_COME}))
+        head, found, tail = text.partition(_timestamp_field(_TIME_TO_COME))
+        if not found:
+            raise ValueError("the rendered report has no timestamp field")
+        return cls(head, tail)
+
+    def at(self, moment: datetime) -> str:
+        return self.head + _timestamp_field(report_timestamp(moment)) + self.tail
+
+
+def _timestamp_field(value: str) -> str:
+    return f'"timestamp": "{value}"'
 
 
 def read_skill_version(skill_dir: Path) -> str:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from pytest_openkata.report import (
+    RenderedReport,
     ReportConfig,
     ResultsReport,
     auto_report_path,
@@ -289,6 +290,32 @@ def test_real_reference_report_validates_and_renders_unchanged() -> None:
     report = ResultsReport.model_validate_json(text)
     assert isinstance(report.scenarios[0].percentage, float)
     assert render_report(report) == text
+
+
+@pytest.mark.parametrize(
+    "skill",
+    [
+        "commit-conventions",
+        'a "timestamp": "0001-01-01T00:00:00Z" in the name',
+        "0001-01-01T00:00:00Z",
+    ],
+)
+def test_a_report_rendered_ahead_takes_its_time_later_byte_for_byte(skill: str) -> None:
+    report = _simple_report(skill)
+    later = datetime(2026, 12, 1, 8, 30, 5, tzinfo=UTC)
+
+    rendered = RenderedReport.ahead(report)
+
+    expected = render_report(report.model_copy(update={"timestamp": "2026-12-01T08:30:05Z"}))
+    assert rendered.at(later) == expected
+    assert json.loads(rendered.at(later))["skill"] == skill
+
+
+def test_the_real_reference_report_rendered_ahead_is_unchanged() -> None:
+    text = REAL_REPORT.read_text(encoding="utf-8")
+    report = ResultsReport.model_validate_json(text)
+    stamp = datetime.strptime(report.timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    assert RenderedReport.ahead(report).at(stamp) == text
 
 
 # --- check 31 and 32: writing through the --output rule ----------------------------------
