@@ -18,7 +18,8 @@ the scenario up, under the pool's lock, so that calls start in pytest's order.
 Scenarios picked up together are prepared (read, their prompt built: up to their first call)
 one at a time, in pick-up order. Preparing is mostly small file reads, and every read hands
 the interpreter lock to another thread and then waits to get it back: 32 threads preparing at
-once took three times the CPU and sent the first round of calls over 100 ms instead of 50.
+once took two to three times the CPU, and the first 32 calls went out over 60-100 ms instead
+of 45-75 ms (200 scenarios at concurrency 32, benchmarks/concurrency.py).
 
 Which items come next: without xdist, the items after this one in ``session.items``; in an
 xdist worker, the indices xdist has queued for this worker (read, never changed). A scenario
