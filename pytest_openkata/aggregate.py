@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from pytest_openkata.config import EvalSettings
-from pytest_openkata.items import result_from_properties
+from pytest_openkata.items import result_of_report
 from pytest_openkata.report import (
     RenderedReport,
     ReportConfig,
@@ -202,7 +202,7 @@ class EvalAggregator:
         # Each of a scenario's reports (setup, subtests, call, teardown) carries the result;
         # it is decoded once.
         if report.nodeid not in self.results:
-            result = result_from_properties(report.user_properties)
+            result = result_of_report(report, self.config)
             if result is not None:
                 self.results[report.nodeid] = result
                 self._skill_result(result)

@@ -25,6 +25,7 @@ from pytest_openkata.slots import CallSlot
 from pytest_openkata.usage import Prices
 
 CACHE_FOLDER = "openkata"
+_encoded_key = pytest.StashKey[str]()  # a scenario result's JSON, made on its thread
 
 T = TypeVar("T")
 
@@ -157,7 +158,7 @@ def openkata_result(
         raise pytest.UsageError("openkata_result is only available to scenario items")
 
     def run(scenario: ScenarioItem, slot: CallSlot) -> ScenarioResult:
-        return run_scenario(
+        result = run_scenario(
             scenario.scenario_dir,
             openkata_backends,
             skill_dir=scenario.skill_dir,
@@ -165,10 +166,13 @@ def openkata_result(
             options=openkata_run_options,
             slot=slot,
         )
+        result = replace(result, skill_scenarios=list(scenario.skill_scenarios))
+        # Encoded here, on the scenario's thread: pytest's own thread reports every item.
+        scenario.stash[_encoded_key] = result.to_json()
+        return result
 
     result = openkata_scheduler.result(item, run)
-    result = replace(result, skill_scenarios=list(item.skill_scenarios))
-    item.record_result(result)
+    item.record_result(result, item.stash.get(_encoded_key, None))
     item.ihook.pytest_openkata_scenario_result(result=result, item=item)
     if result.error is not None:
         pytest.fail(f"scenario error: {result.error}", pytrace=False)
