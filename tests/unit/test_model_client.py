@@ -66,6 +66,17 @@ def tls_endpoint(authority: trustme.CA) -> Iterator[ScriptedEndpoint]:
         yield server
 
 
+@pytest.fixture
+def trusted_authority(
+    authority: trustme.CA, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> trustme.CA:
+    """The test authority, trusted through ``SSL_CERT_FILE``."""
+    bundle = tmp_path / "ca.pem"
+    authority.cert_pem.write_to_path(str(bundle))
+    monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
+    return authority
+
+
 def test_an_https_endpoint_whose_certificate_no_trusted_authority_signed_is_refused(
     client: ModelClient, tls_endpoint: ScriptedEndpoint
 ) -> None:
@@ -76,15 +87,8 @@ def test_an_https_endpoint_whose_certificate_no_trusted_authority_signed_is_refu
 
 
 def test_an_https_endpoint_is_trusted_through_ssl_cert_file(
-    client: ModelClient,
-    tls_endpoint: ScriptedEndpoint,
-    authority: trustme.CA,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    client: ModelClient, tls_endpoint: ScriptedEndpoint, trusted_authority: trustme.CA
 ) -> None:
-    bundle = tmp_path / "ca.pem"
-    authority.cert_pem.write_to_path(str(bundle))
-    monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
     tls_endpoint.enqueue(Reply.chat("over tls"))
 
     assert ask(client, tls_endpoint.base_url) == "over tls"
@@ -120,13 +124,9 @@ def test_no_proxy_naming_the_host_goes_direct(
 def test_an_https_endpoint_is_reached_through_an_http_proxy_tunnel(
     client: ModelClient,
     tls_endpoint: ScriptedEndpoint,
-    authority: trustme.CA,
-    tmp_path: Path,
+    trusted_authority: trustme.CA,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    bundle = tmp_path / "ca.pem"
-    authority.cert_pem.write_to_path(str(bundle))
-    monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
     tls_endpoint.enqueue(Reply.chat("through the tunnel"))
     with TunnelProxy() as proxy:
         monkeypatch.setenv("HTTPS_PROXY", proxy.url)
