@@ -140,7 +140,7 @@ class ModelClient:
             phase = "read"
             response = connection.getresponse()
             body = response.read()
-        except (OSError, http.client.HTTPException) as exc:
+        except (OSError, http.client.HTTPException, UnicodeError) as exc:  # Unicode: a bad host
             connection.close()
             raise NoAnswer(_describe(exc, phase, self.timeout)) from exc
         if response.will_close:
@@ -172,11 +172,11 @@ class ModelClient:
             if scheme not in ("http", "https") or not parts.hostname:
                 raise ValueError("the URL needs http:// or https:// and a host")
             port = parts.port or (443 if scheme == "https" else 80)
-        except ValueError as exc:
+            host = parts.hostname
+            if not host.isascii():
+                host = host.encode("idna").decode("ascii")
+        except ValueError as exc:  # UnicodeError (a host IDNA cannot encode) included
             raise NoAnswer(f"unsupported URL: {url!r}: {exc}") from None
-        host = parts.hostname
-        if not host.isascii():
-            host = host.encode("idna").decode("ascii")
         origin = _Origin(scheme, host, port, _proxy_parts(proxy_for(url)))
         target = parts.path or "/"
         if parts.query:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import re
 import ssl
 import time
 from collections.abc import Callable, Iterator
@@ -205,6 +206,24 @@ def test_requests_name_the_plugin(client: ModelClient, endpoint: ScriptedEndpoin
     ask(client, endpoint.base_url)
     assert endpoint.requests[0].headers["user-agent"].startswith("pytest-openkata/")
     assert endpoint.requests[0].headers["accept"] == "application/json"
+
+
+@pytest.mark.parametrize(
+    ("base_url", "failure"),
+    [
+        ("ftp://127.0.0.1", "unsupported URL"),
+        ("http://:8080", "unsupported URL"),
+        ("http://127.0.0.1:99999", "unsupported URL"),
+        ("http://ä..b", "unsupported URL"),
+        ("http://a..b", "connection failed"),
+    ],
+)
+def test_a_url_that_cannot_be_reached_is_a_transport_error(
+    client: ModelClient, base_url: str, failure: str
+) -> None:
+    url = re.escape(f"{base_url}/chat/completions")
+    with pytest.raises(TransportError, match=f"^POST {url}: {failure}"):
+        ask(client, base_url)
 
 
 def test_a_closed_client_refuses_calls(endpoint: ScriptedEndpoint) -> None:
