@@ -25,7 +25,6 @@ from pytest_openkata.slots import CallSlot
 from pytest_openkata.usage import Prices
 
 CACHE_FOLDER = "openkata"
-_encoded_key = pytest.StashKey[str]()  # a scenario result's JSON, made on its thread
 
 T = TypeVar("T")
 
@@ -62,7 +61,8 @@ def openkata_sandbox(openkata_settings: EvalSettings) -> Iterator[Callable[[], S
     """A factory of the Docker sandbox, connected on first use: a run without sandboxed
     scenarios never needs an engine, and a missing one errors only those scenarios."""
     # Imported here, as in openkata_backends: the plugin loads in every pytest run of the
-    # environment, and the backends (httpx, the agent CLIs) serve only runs with scenarios.
+    # environment, and the backends (the HTTP client, the agent CLIs) serve only runs with
+    # scenarios.
     from pytest_openkata.factory import build_sandbox, sigterm_as_interrupt
 
     factory = _Once(lambda: build_sandbox(openkata_settings))
@@ -167,12 +167,12 @@ def openkata_result(
             slot=slot,
         )
         result = replace(result, skill_scenarios=list(scenario.skill_scenarios))
-        # Encoded here, on the scenario's thread: pytest's own thread reports every item.
-        scenario.stash[_encoded_key] = result.to_json()
+        # Recorded (its JSON made) here, on the scenario's thread: pytest's own thread
+        # reports every item, and the item is not reported before its result is in.
+        scenario.record_result(result)
         return result
 
     result = openkata_scheduler.result(item, run)
-    item.record_result(result, item.stash.get(_encoded_key, None))
     item.ihook.pytest_openkata_scenario_result(result=result, item=item)
     if result.error is not None:
         pytest.fail(f"scenario error: {result.error}", pytrace=False)

@@ -215,13 +215,12 @@ class ScenarioItem(pytest.Function):
     def reportinfo(self) -> tuple[Path, None, str]:
         return self.path, None, f"{self.skill_dir.name}::{self.name}"
 
-    def record_result(self, result: ScenarioResult, encoded: str | None = None) -> None:
-        """Hand the result on to the controller (xdist copies user_properties unchanged);
-        ``encoded`` is its JSON when already made. Where this process is the one that
-        aggregates (no xdist), the result itself is kept for the aggregator too, which then
-        need not decode it."""
+    def record_result(self, result: ScenarioResult) -> None:
+        """Hand the result on to the controller (xdist copies user_properties unchanged).
+        Where this process is the one that aggregates (no xdist), the result itself is kept
+        for the aggregator too, which then need not decode it."""
         self.user_properties.append((PERCENTAGE_PROPERTY, f"{result.percentage:g}"))
-        self.user_properties.append((RESULT_PROPERTY, encoded or result.to_json()))
+        self.user_properties.append((RESULT_PROPERTY, result.to_json()))
         if not hasattr(self.config, "workerinput"):
             self.config.stash.setdefault(_results_here_key, {})[self.nodeid] = result
 
