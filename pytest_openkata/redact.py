@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable, Mapping
+
+from pytest_openkata.environ import environ_snapshot
 
 MASK = "***"
 _SECRET_NAME = re.compile(r"(API_?KEY|TOKEN|SECRET|PASSWORD)", re.IGNORECASE)
@@ -13,7 +14,7 @@ _MIN_SECRET_LENGTH = 8
 
 
 def secrets_from_environment(environ: Mapping[str, str] | None = None) -> set[str]:
-    environ = os.environ if environ is None else environ
+    environ = environ_snapshot() if environ is None else environ
     return {
         value
         for name, value in environ.items()

@@ -42,6 +42,7 @@ from typing import IO
 
 from pytest_openkata.agents import AgentCLI, AgentInvocation
 from pytest_openkata.backends import BackendError, MalformedResponseError, ResponseSchema
+from pytest_openkata.environ import environ_snapshot
 
 __all__ = [
     "ERROR_OUTPUT_CHARS",
@@ -235,7 +236,7 @@ class CLIBackend:
         private_dirs: dict[str, str],
     ) -> _Finished:
         name = self.agent.name
-        env = {**os.environ, **invocation.env, **private_dirs}
+        env = {**environ_snapshot(), **invocation.env, **private_dirs}
         executable = invocation.argv[0]
         if os.sep not in executable and shutil.which(executable, path=env.get("PATH")) is None:
             raise AgentNotFoundError(self._with_hint(f"{name} not found in PATH"))

@@ -35,6 +35,7 @@ from typing import Any, Self
 
 from pytest_openkata import __version__
 from pytest_openkata.backends import EndpointStatusError, MalformedResponseError, TransportError
+from pytest_openkata.environ import proxy_for
 
 __all__ = [
     "ModelClient",
@@ -285,24 +286,6 @@ def _describe(exc: BaseException, phase: str, timeout: float) -> str:
         return f"connection closed or protocol error: {detail}"
     kind = {"connect": "connection failed", "write": "write failed"}.get(phase, "read failed")
     return f"{kind}: {detail}"
-
-
-def proxy_for(url: str) -> str | None:
-    """The proxy the environment names for ``url`` (``HTTP_PROXY``, ``HTTPS_PROXY``,
-    ``ALL_PROXY``, upper or lower case), or None when there is none or ``NO_PROXY`` names its
-    host."""
-    if not any(name.lower().endswith("_proxy") for name in os.environ):
-        return None  # most runs: no need to import urllib.request (4 ms) to learn that
-    import urllib.request
-
-    proxies = urllib.request.getproxies_environment()
-    if not proxies:
-        return None
-    parts = urllib.parse.urlsplit(url)
-    proxy = proxies.get(parts.scheme.lower()) or proxies.get("all")
-    if not proxy or urllib.request.proxy_bypass_environment(parts.netloc, proxies):
-        return None
-    return proxy if "://" in proxy else f"http://{proxy}"
 
 
 def _proxy_parts(proxy: str | None) -> urllib.parse.SplitResult | None:

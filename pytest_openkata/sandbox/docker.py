@@ -25,7 +25,9 @@ from pathlib import Path
 import docker
 import docker.errors
 import requests.exceptions
+from docker.constants import MINIMUM_DOCKER_API_VERSION
 
+from pytest_openkata.environ import environ_snapshot, proxy_for
 from pytest_openkata.retry import RetryableError
 from pytest_openkata.sandbox import AgentCommand, SandboxError, SandboxRun
 from pytest_openkata.sandbox.workspace import (
@@ -121,13 +123,33 @@ def connect(timeout: float = 60.0) -> docker.DockerClient:
     """A client for the engine of ``DOCKER_HOST`` (or the default socket) that answers."""
     where = os.environ.get("DOCKER_HOST", "the default socket")
     try:
-        client = docker.from_env(timeout=int(timeout))
-        client.ping()
+        # The engine's API version is asked first, as docker.from_env() does, but by a client
+        # that already leaves the environment alone (see _engine_client).
+        probe = _engine_client(int(timeout), MINIMUM_DOCKER_API_VERSION)
+        try:
+            version = probe.version(api_version=False)["ApiVersion"]
+        finally:
+            probe.close()
+        return _engine_client(int(timeout), version)
     except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
         raise SandboxError(
             f"no Docker engine answers at {where} ({exc}); start one (dockerd) or set "
             "DOCKER_HOST; direct scenarios are not affected"
         ) from None
+
+
+def _engine_client(timeout: int, version: str) -> docker.DockerClient:
+    """A client that makes no request until asked, and whose requests never read
+    ``os.environ``: requests looks proxies up there on every call, which breaks when pytest's
+    thread changes a variable meanwhile (see :mod:`pytest_openkata.environ`). The proxy of an
+    engine reached over TCP is looked up once, here."""
+    client = docker.from_env(timeout=timeout, version=version, environment=environ_snapshot())
+    client.api.trust_env = False
+    base_url: str = client.api.base_url
+    if base_url.startswith(("http://", "https://")):
+        proxy = proxy_for(base_url)
+        if proxy is not None:
+            client.api.proxies = {base_url.split(":", 1)[0]: proxy}
     return client
 
 

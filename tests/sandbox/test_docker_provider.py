@@ -23,6 +23,8 @@ from pytest_openkata.sandbox.docker import (
     container_name,
     sweep_stale_containers,
 )
+from tests.support.churn import environment_churn
+from tests.support.endpoint import Reply, ScriptedEndpoint
 from tests.support.evals import write_scenario, write_skill
 
 KIRO = AgentCommand(
@@ -231,6 +233,55 @@ def test_no_engine_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: P
 
     with pytest.raises(SandboxError, match=r"no Docker engine answers at unix://.*no-such\.sock"):
         connect(timeout=5)
+
+
+def test_the_engine_answers_while_a_variable_changes_in_another_thread(use_engine: str) -> None:
+    # pytest's thread sets and removes PYTEST_CURRENT_TEST while scenarios call the engine;
+    # requests, left to read proxies from os.environ on each call, raised KeyError.
+    client = connect(timeout=30)
+    try:
+        with environment_churn():
+            for _ in range(200):
+                client.containers.list(all=True, filters={"label": f"{MANAGED}=true"})
+    finally:
+        client.close()
+
+
+def _engine_over_tcp(monkeypatch: pytest.MonkeyPatch, proxy: ScriptedEndpoint) -> None:
+    for name in ("DOCKER_TLS_VERIFY", "DOCKER_CERT_PATH", "NO_PROXY", "no_proxy", "http_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("DOCKER_HOST", "tcp://127.0.0.1:9")  # nothing listens there
+    monkeypatch.setenv("HTTP_PROXY", proxy.base_url)
+
+
+def test_an_engine_over_tcp_is_reached_through_the_proxy_the_environment_names(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with ScriptedEndpoint() as proxy:
+        proxy.respond_with(
+            lambda request: Reply(json={"ApiVersion": "1.41"} if "version" in request.path else [])
+        )
+        _engine_over_tcp(monkeypatch, proxy)
+        client = connect(timeout=5)
+        client.containers.list()
+        client.close()
+
+    assert client.api.api_version == "1.41"
+    assert [request.path.split("?")[0] for request in proxy.requests] == [
+        "http://127.0.0.1:9/version",
+        "http://127.0.0.1:9/v1.41/containers/json",
+    ]
+
+
+def test_an_engine_over_tcp_that_no_proxy_names_is_reached_directly(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with ScriptedEndpoint() as proxy:
+        _engine_over_tcp(monkeypatch, proxy)
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        with pytest.raises(SandboxError, match=r"no Docker engine answers at tcp://127\.0\.0\.1:9"):
+            connect(timeout=5)
+    assert proxy.requests == []
 
 
 def test_stale_containers_of_a_killed_run_are_swept(
