@@ -127,14 +127,13 @@ def openkata_run_options(
 
 
 @pytest.fixture(scope="session")
-def openkata_scheduler(
-    request: pytest.FixtureRequest, openkata_settings: EvalSettings
-) -> Iterator[ScenarioScheduler]:
+def openkata_scheduler(openkata_settings: EvalSettings) -> Iterator[ScenarioScheduler]:
     """Runs scenarios ahead on threads, up to ``concurrency`` agent runs and judge calls at
     once in this process (see :mod:`pytest_openkata.schedule`)."""
-    session = request.session
+    # No `request` argument: for every item, pytest makes a new definition of `request` (an
+    # inspect.signature() each) for each fixture of the item that takes it, cached or not.
     scheduler = ScenarioScheduler(
-        openkata_settings.concurrency, lambda item: upcoming_items(session, item)
+        openkata_settings.concurrency, lambda item: upcoming_items(item.session, item)
     )
     yield scheduler
     scheduler.close()
