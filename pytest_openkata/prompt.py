@@ -35,18 +35,27 @@ class SkillTexts:
 
     def __init__(self) -> None:
         self._texts: dict[Path, list[str]] = {}
+        self._readers: dict[Path, SkillReader] = {}
 
     def of(self, skill_dir: Path) -> list[str]:
         texts = self._texts.get(skill_dir)
         if texts is None:
-            texts = self._texts[skill_dir] = skill_part(skill_dir)
+            texts = self._texts[skill_dir] = skill_part(skill_dir, self.reader(skill_dir))
         return texts
 
+    def reader(self, skill_dir: Path) -> SkillReader:
+        """The skill's reader, made once: it resolves the skill folder, a system call per
+        folder from ``/`` down, and remembers the plain folders it has checked."""
+        reader = self._readers.get(skill_dir)
+        if reader is None:
+            reader = self._readers[skill_dir] = SkillReader(skill_dir)
+        return reader
 
-def skill_part(skill_dir: Path) -> list[str]:
+
+def skill_part(skill_dir: Path, reader: SkillReader | None = None) -> list[str]:
     """SKILL.md, then the ``--- <rel> ---`` sections of the skill's files. Raises
     ``FileNotFoundError`` for a missing SKILL.md, with the reference's message."""
-    reader = SkillReader(skill_dir)
+    reader = SkillReader(skill_dir) if reader is None else reader
     skill_text = _read(skill_dir / "SKILL.md", reader)
     if skill_text is None:
         raise FileNotFoundError(_read_error(skill_dir / "SKILL.md"))
@@ -62,8 +71,12 @@ def build_prompt(skill_dir: Path, scenario_dir: Path, skill_texts: SkillTexts | 
     """Assemble the prompt for one scenario (the skill's part from ``skill_texts`` when
     given). Raises ``FileNotFoundError`` for a missing SKILL.md or task.md, with the
     reference's message."""
-    parts = list(skill_part(skill_dir) if skill_texts is None else skill_texts.of(skill_dir))
-    reader = SkillReader(skill_dir)
+    if skill_texts is None:
+        reader = SkillReader(skill_dir)
+        parts = skill_part(skill_dir, reader)
+    else:
+        reader = skill_texts.reader(skill_dir)
+        parts = list(skill_texts.of(skill_dir))
     task = _read(scenario_dir / "task.md", reader)
     if task is None:
         raise FileNotFoundError(_read_error(scenario_dir / "task.md"))

@@ -458,3 +458,21 @@ def test_a_skill_without_skill_md_is_not_remembered(tmp_path: Path) -> None:
     write(skill / "SKILL.md", "Written late.\n")
 
     assert build_prompt(skill, scenario, texts) == "Written late.\n\n\nTask.\n"
+
+
+def test_a_shared_reader_still_checks_every_scenarios_files(tmp_path: Path) -> None:
+    skill, first = minimal_skill(tmp_path)
+    outside = outside_folder(tmp_path)
+    second = skill / "evals" / "scenario-1"
+    write(second / "task.md", "Second task.\n")
+    os.symlink(outside / "secret.md", second / "task-leak.md")
+    write(second / "inputs" / "real.txt", "real\n")
+    os.symlink(outside, second / "inputs" / "linked")
+    os.symlink(outside / "secret.md", second / "inputs" / "leak.md")
+    texts = SkillTexts()
+
+    build_prompt(skill, first, texts)
+    prompt = build_prompt(skill, second, texts)
+
+    assert SECRET not in prompt
+    assert prompt == "S\n\n\nSecond task.\n\n\n```real.txt\nreal\n```"
