@@ -7,6 +7,7 @@ and the field, so that one broken scenario errors on its own and the others stil
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -191,6 +192,10 @@ def load_scenario_options(path: Path) -> _ScenarioModel:
     """``scenario.json``; a missing file means the defaults (a sandboxed scenario)."""
     if not path.exists():
         return _ScenarioModel()
+    return _read_scenario_options(path)
+
+
+def _read_scenario_options(path: Path) -> _ScenarioModel:
     data = _go_keys(_read_json(path), _ScenarioModel.model_fields)
     try:
         return _ScenarioModel.model_validate(data)
@@ -206,24 +211,53 @@ def read_description(scenario_dir: Path) -> str:
         return ""
 
 
+def _entries(folder: Path) -> dict[str, os.DirEntry[str]]:
+    """The folder's entries by name (none for a folder that cannot be listed): one listing
+    instead of a system call for each file asked about."""
+    try:
+        with os.scandir(folder) as listing:
+            return {entry.name: entry for entry in listing}
+    except OSError:
+        return {}
+
+
+def _exists(entry: os.DirEntry[str] | None) -> bool:
+    """Whether an entry is there, as ``Path.exists()`` says (a broken symlink is not)."""
+    if entry is None:
+        return False
+    return not entry.is_symlink() or os.path.exists(entry.path)
+
+
 def load_scenario(scenario_dir: Path) -> Scenario:
     """Load and validate a scenario folder ``<skill>/evals/scenario-*``."""
     skill_dir = scenario_dir.parent.parent
     if not (skill_dir / "SKILL.md").is_file():
         raise ScenarioLoadError(skill_dir / "SKILL.md", f"SKILL.md not found in {skill_dir}")
+    entries = _entries(scenario_dir)
     # pytest imports these as initial conftests when the scenario folder is given as an argument.
-    traps = [scenario_dir / "conftest.py", scenario_dir / "__init__.py"]
-    traps += sorted(scenario_dir.glob("test*/conftest.py"))
-    for trap in traps:
-        if trap.exists():
-            raise ScenarioLoadError(
-                trap,
-                "Python files directly in a scenario folder can be imported by pytest; "
-                "move scenario files under inputs/",
-            )
-    options = load_scenario_options(scenario_dir / "scenario.json")
+    traps = [
+        scenario_dir / name for name in ("conftest.py", "__init__.py") if _exists(entries.get(name))
+    ]
+    traps += sorted(
+        trap
+        for name, entry in entries.items()
+        if name.startswith("test")
+        and entry.is_dir()
+        and (trap := Path(entry.path, "conftest.py")).exists()
+    )
+    if traps:
+        raise ScenarioLoadError(
+            traps[0],
+            "Python files directly in a scenario folder can be imported by pytest; "
+            "move scenario files under inputs/",
+        )
+    options_file = scenario_dir / "scenario.json"
+    if _exists(entries.get("scenario.json")):
+        options = _read_scenario_options(options_file)
+    else:
+        options = _ScenarioModel()
     task = scenario_dir / "task.md"
-    if not task.is_file():
+    if "task.md" not in entries or not entries["task.md"].is_file():
         raise ScenarioLoadError(task, "file not found (every scenario needs a task.md)")
     context, criteria = load_criteria(scenario_dir / "criteria.json")
     return Scenario(

@@ -230,6 +230,39 @@ def test_conftest_in_scenario_folder_is_an_error(tmp_path: Path) -> None:
     assert "inputs/" in error.message
 
 
+@pytest.mark.parametrize("trap", ["__init__.py", "tests/conftest.py", "test_data/conftest.py"])
+def test_files_pytest_would_import_from_a_scenario_folder_are_errors(
+    tmp_path: Path, trap: str
+) -> None:
+    scenario = make_scenario(tmp_path / "skill")
+    (scenario / trap).parent.mkdir(exist_ok=True)
+    (scenario / trap).write_text("x = 1\n", encoding="utf-8")
+    (scenario / "testing-notes").mkdir()  # a test* folder without a conftest.py is fine
+    assert load_error(scenario).path == scenario / trap
+
+
+def test_a_scenario_json_symlink_to_nothing_means_the_defaults(tmp_path: Path) -> None:
+    scenario = make_scenario(tmp_path / "skill")
+    (scenario / "scenario.json").symlink_to(tmp_path / "absent.json")
+    assert load_scenario(scenario).sandbox is True
+
+
+def test_a_scenario_json_that_is_a_folder_is_an_error(tmp_path: Path) -> None:
+    scenario = make_scenario(tmp_path / "skill")
+    (scenario / "scenario.json").mkdir()
+    error = load_error(scenario)
+    assert error.path == scenario / "scenario.json"
+    assert "cannot be read" in error.message
+
+
+def test_a_task_md_that_is_a_folder_is_missing(tmp_path: Path) -> None:
+    scenario = make_scenario(tmp_path / "skill", task=None)
+    (scenario / "task.md").mkdir()
+    error = load_error(scenario)
+    assert error.path == scenario / "task.md"
+    assert "file not found" in error.message
+
+
 def test_python_files_under_inputs_are_fine(tmp_path: Path) -> None:
     scenario = make_scenario(tmp_path / "skill")
     (scenario / "inputs").mkdir()
