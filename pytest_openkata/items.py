@@ -215,6 +215,18 @@ class ScenarioItem(pytest.Function):
     def reportinfo(self) -> tuple[Path, None, str]:
         return self.path, None, f"{self.skill_dir.name}::{self.name}"
 
+    @functools.cached_property
+    def location(self) -> tuple[str, int | None, str]:
+        # pytest works out an item's path relative to the rootdir once per file, and every
+        # scenario is a folder of its own: its evals folder's path (worked out once per skill)
+        # and its name give it for much less.
+        path, _, name = self.reportinfo()
+        root = str(self.config.rootpath)
+        if root == str(path) or root.startswith(os.path.join(str(path), "")):
+            return super().location  # the item's folder is the rootdir or above it
+        evals = self.session._node_location_to_relpath(path.parent)
+        return (path.name if evals == os.curdir else os.path.join(evals, path.name), None, name)
+
     def record_result(self, result: ScenarioResult) -> None:
         """Hand the result on to the controller (xdist copies user_properties unchanged).
         Where this process is the one that aggregates (no xdist), the result itself is kept

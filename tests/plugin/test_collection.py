@@ -79,6 +79,30 @@ def test_selection(
 
 
 @pytest.mark.parametrize(
+    ("rootdir", "expected"),
+    [
+        (".", "skills/alpha/evals/scenario-a"),
+        ("skills/alpha", "evals/scenario-a"),
+        ("skills/alpha/evals", "scenario-a"),
+        ("skills/beta", "../alpha/evals/scenario-a"),
+        ("skills/alpha/evals/scenario-a", "."),
+        ("skills/alpha/evals/scenario-a/inputs", ".."),
+    ],
+)
+def test_an_items_location_is_its_folder_from_the_rootdir(
+    pytester: pytest.Pytester, two_skills: Path, rootdir: str, expected: str
+) -> None:
+    (two_skills / "skills/alpha/evals/scenario-a/inputs").mkdir(exist_ok=True)
+
+    items, _ = pytester.inline_genitems("skills/alpha", f"--rootdir={rootdir}")
+    items = [item for item in items if item.name == "scenario-a"]
+
+    assert [item.location for item in items] == [(expected, None, "alpha::scenario-a")]
+    # As pytest works it out for any item (the plugin takes a shorter way).
+    assert items[0].location == pytest.Item.location.func(items[0])  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
     ("setup", "args"),
     [
         ("ini", ["-o", "norecursedirs=scenario-1*"]),
