@@ -127,13 +127,18 @@ def openkata_run_options(
 
 
 @pytest.fixture(scope="session")
-def openkata_scheduler(openkata_settings: EvalSettings) -> Iterator[ScenarioScheduler]:
+def openkata_scheduler(
+    pytestconfig: pytest.Config, openkata_settings: EvalSettings
+) -> Iterator[ScenarioScheduler]:
     """Runs scenarios ahead on threads, up to ``concurrency`` agent runs and judge calls at
     once in this process (see :mod:`pytest_openkata.schedule`)."""
     # No `request` argument: for every item, pytest makes a new definition of `request` (an
     # inspect.signature() each) for each fixture of the item that takes it, cached or not.
     scheduler = ScenarioScheduler(
-        openkata_settings.concurrency, lambda item: upcoming_items(item.session, item)
+        openkata_settings.concurrency,
+        lambda item: upcoming_items(item.session, item),
+        # An xdist worker may be sent more items at any time.
+        upcoming_is_final=not hasattr(pytestconfig, "workerinput"),
     )
     yield scheduler
     scheduler.close()

@@ -120,7 +120,12 @@ class ScenarioScheduler:
         self,
         concurrency: int,
         upcoming: Callable[[pytest.Item], Iterable[pytest.Item]],
+        *,
+        upcoming_is_final: bool = True,
     ) -> None:
+        """``upcoming`` gives the items to run after an item; when ``upcoming_is_final``,
+        what it gives is all there will be (without xdist), so that once every item it gave
+        has been queued, threads left without work end (see :meth:`_next`)."""
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
         self.concurrency = concurrency
@@ -134,7 +139,10 @@ class ScenarioScheduler:
         self._queue: deque[tuple[pytest.Item, RunFunction, Future[ScenarioResult]]] = deque()
         self._lock = threading.Condition()
         self._started = 0
+        self._live = 0  # threads of the pool not ended
         self._closed = False
+        self._upcoming_is_final = upcoming_is_final
+        self._all_queued = False  # every item there will be has been queued
         # Turns to prepare: the ticket of the next pick-up, and whose turn it is.
         self._tickets = 0
         self._turn = 0
@@ -153,8 +161,9 @@ class ScenarioScheduler:
                 self._futures[item.nodeid] = future
                 self._queue.append((item, run, future))
                 self._lock.notify()
-                if self._started < self.threads:  # one thread per submission, up to the pool
+                if self._live < self.threads:  # one thread per submission, up to the pool
                     self._started += 1
+                    self._live += 1
                     threading.Thread(
                         target=self._work,
                         name=f"openkata-scenario-{self._started}",
@@ -166,12 +175,19 @@ class ScenarioScheduler:
         self,
     ) -> tuple[pytest.Item, RunFunction, Future[ScenarioResult], Reservation, int]:
         """The next queued scenario, with its first call's place reserved and its turn to
-        prepare (both in pick-up order)."""
+        prepare (both in pick-up order).
+
+        Raises :class:`_PoolClosed`, and the thread ends, when the pool is closed, or when
+        there is no work left and none will come: threads then end while pytest still waits
+        for the last results, rather than all at once when the pool is closed, where the
+        hundred-odd of them competed for the interpreter lock with pytest's own thread
+        (tearing down, writing the reports) for 20 ms at concurrency 32."""
         with self._lock:
             while True:
-                while not self._queue and not self._closed:
+                while not self._queue and not self._closed and not self._all_queued:
                     self._lock.wait()
-                if self._closed:
+                if self._closed or not self._queue:
+                    self._live -= 1
                     raise _PoolClosed
                 item, run, future = self._queue.popleft()
                 if future.set_running_or_notify_cancel():
@@ -225,6 +241,11 @@ class ScenarioScheduler:
             if definitions is None or _fixture_definitions(upcoming) != definitions:
                 continue
             self._submit(upcoming, run)
+        else:
+            if self._upcoming_is_final and not self._all_queued:
+                with self._lock:
+                    self._all_queued = True
+                    self._lock.notify_all()
         try:
             return own.result()
         finally:

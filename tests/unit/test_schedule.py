@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -138,3 +139,62 @@ def test_a_scenario_without_a_call_or_that_fails_still_passes_the_turn_on() -> N
         scheduler.close()
 
     assert outcomes == ["cached: no call", "unreadable scenario", "called"] * 4
+
+
+def _join(threads: list[threading.Thread], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    for thread in threads:
+        thread.join(timeout=max(0.0, deadline - time.monotonic()))
+
+
+def _pool_threads(before: set[threading.Thread]) -> list[threading.Thread]:
+    return [
+        thread
+        for thread in threading.enumerate()
+        if thread not in before and thread.name.startswith("openkata-scenario-")
+    ]
+
+
+def _two_calls(item: Any, slot: CallSlot) -> Any:
+    for _call in range(2):
+        with slot:
+            pass
+    return item.nodeid
+
+
+def test_threads_end_once_every_scenario_is_queued_and_none_is_left() -> None:
+    items = [ItemWithFixtures(f"scenario-{n}") for n in range(12)]
+    before = set(threading.enumerate())
+    scheduler = _scheduler(items, 2)
+    try:
+        results = [scheduler.result(item, _two_calls) for item in items]  # type: ignore[arg-type]
+        pool = _pool_threads(before)
+        _join(pool)  # before the pool is closed
+        assert [thread.name for thread in pool if thread.is_alive()] == []
+    finally:
+        scheduler.close()
+
+    assert results == [item.nodeid for item in items]
+
+
+def test_threads_wait_for_more_work_when_more_items_may_come() -> None:
+    items = [ItemWithFixtures(f"scenario-{n}") for n in range(6)]
+    before = set(threading.enumerate())
+    scheduler = ScenarioScheduler(
+        2,
+        lambda item: items[items.index(item) + 1 :] if item in items else [],
+        upcoming_is_final=False,
+    )
+    try:
+        results = [scheduler.result(item, _two_calls) for item in items]  # type: ignore[arg-type]
+        waiting = _pool_threads(before)
+        assert waiting
+        assert all(thread.is_alive() for thread in waiting)
+        late = ItemWithFixtures("scenario-late")  # as xdist sends a worker more items
+        assert scheduler.result(late, _two_calls) == "scenario-late"  # type: ignore[arg-type]
+    finally:
+        scheduler.close()
+    _join(waiting)
+
+    assert results == [item.nodeid for item in items]
+    assert [thread.name for thread in waiting if thread.is_alive()] == []
