@@ -7,7 +7,7 @@ scenario's result through ``user_properties``, whichever worker ran it.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,12 +20,15 @@ from pytest_openkata.report import (
     RenderedReport,
     ReportConfig,
     ResultsReport,
+    ScenarioEntry,
     SkillStats,
     auto_report_path,
     build_report,
     output_report_path,
     read_skill_version,
     render_report,
+    scenario_entry,
+    scenario_text,
     write_new_report,
 )
 from pytest_openkata.results import ScenarioResult, Usage
@@ -120,8 +123,14 @@ def _report_path(
     return None  # a partial run without --eval-output writes nothing, as the reference does
 
 
-def skill_report(summary: SkillSummary, settings: EvalSettings, now: datetime) -> ResultsReport:
-    """The results JSON of one skill, as a model."""
+def skill_report(
+    summary: SkillSummary,
+    settings: EvalSettings,
+    now: datetime,
+    entries: Sequence[ScenarioEntry] | None = None,
+) -> ResultsReport:
+    """The results JSON of one skill, as a model (``entries``: its results' entries, when
+    made before)."""
     return build_report(
         skill=summary.name,
         skill_version=read_skill_version(summary.skill_dir),
@@ -140,6 +149,7 @@ def skill_report(summary: SkillSummary, settings: EvalSettings, now: datetime) -
         stats=SkillStats(ci95=summary.interval, straddles_threshold=summary.straddles)
         if summary.with_trials
         else None,
+        entries=entries,
     )
 
 
@@ -194,6 +204,9 @@ class EvalAggregator:
         # the session's end has only the time to put in (keyed by skill folder, with the
         # number of scenarios it holds).
         self._built: dict[Path, tuple[int, RenderedReport]] = {}
+        # Each result's report entry and its text there, made as the result comes in (keyed
+        # by the result's id: every result is kept in self.results meanwhile).
+        self._entries: dict[int, tuple[ScenarioEntry, str]] = {}
 
     # tryfirst: the terminal reporter later flips a parent report with failed subtests to
     # "failed"; here the parent's own outcome is still what its body did.
@@ -222,14 +235,19 @@ class EvalAggregator:
         self._set_exit_status(session)
 
     def _skill_result(self, result: ScenarioResult) -> None:
+        entry = scenario_entry(result)
+        self._entries[id(result)] = (entry, scenario_text(entry))
         results = self._by_skill[result.skill_dir]
         results.append(result)
         if len(results) != len(result.skill_scenarios):
             return
         (summary,) = summarise(list(results), self.settings.threshold, self.config.rootpath)
         if summary.complete:
-            report = skill_report(summary, self.settings, datetime.now(UTC))
-            self._built[summary.skill_dir] = (len(results), RenderedReport.ahead(report))
+            made = [self._entries[id(done)] for done in summary.results]
+            now = datetime.now(UTC)
+            report = skill_report(summary, self.settings, now, [entry for entry, _ in made])
+            rendered = RenderedReport.ahead(report, [text for _, text in made])
+            self._built[summary.skill_dir] = (len(results), rendered)
 
     def _set_exit_status(self, session: pytest.Session) -> None:
         if session.exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):

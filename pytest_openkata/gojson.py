@@ -46,6 +46,18 @@ def dumps(value: object) -> str:
     return "".join(parts)
 
 
+class Encoded(str):
+    """JSON text already encoded for the depth it is put at, written as it is."""
+
+
+def dumps_at(value: object, depth: int) -> str:
+    """``value`` encoded as :func:`dumps` encodes it ``depth`` levels in (without the final
+    newline): the text of an :class:`Encoded` to put there later."""
+    parts: list[str] = []
+    _encode(value, depth, parts)
+    return "".join(parts)
+
+
 def encode_string(text: str) -> str:
     """Quote and escape ``text`` as Go's encoder does with HTML escaping on."""
     # Python's own (C) quoting escapes quotes, backslashes and control characters as Go does;
@@ -92,6 +104,8 @@ def _encode(value: object, depth: int, parts: list[str]) -> None:
         _encode_array(value, depth, parts)  # type: ignore[arg-type]
     elif kind is float:
         parts.append(format_float(value))  # type: ignore[arg-type]
+    elif kind is Encoded:
+        parts.append(value)  # type: ignore[arg-type]
     else:
         _encode_other(value, depth, parts)
 

@@ -139,15 +139,19 @@ def build_report(
     overall: float,
     passed: bool,
     stats: SkillStats | None = None,
+    entries: Sequence[ScenarioEntry] | None = None,
 ) -> ResultsReport:
-    """Assemble the report; a naive ``timestamp`` is taken to be UTC."""
+    """Assemble the report; a naive ``timestamp`` is taken to be UTC. ``entries``, when
+    given, are the results' :func:`scenario_entry`, made before."""
+    if entries is None:
+        entries = [scenario_entry(result) for result in results]
     return ResultsReport(
         skill=skill,
         skill_version=skill_version,
         timestamp=report_timestamp(timestamp),
         config=config,
         threshold=threshold,
-        scenarios=[_scenario_entry(result) for result in results] or None,
+        scenarios=list(entries) or None,
         overall_percentage=float(overall),
         passed=passed,
         usage=_usage_entry(sum((result.usage for result in results), Usage())),
@@ -160,9 +164,20 @@ def report_timestamp(moment: datetime) -> str:
     return _utc(moment).strftime(_RFC3339_SECONDS)
 
 
-def render_report(report: ResultsReport) -> str:
-    """Return the report text, byte-compatible with the reference's output."""
-    return gojson.dumps(_report_dict(report))
+def render_report(report: ResultsReport, scenario_texts: Sequence[str] | None = None) -> str:
+    """Return the report text, byte-compatible with the reference's output.
+    ``scenario_texts``, when given, are its scenarios' :func:`scenario_text`, made before."""
+    return gojson.dumps(_report_dict(report, scenario_texts))
+
+
+# Where a scenario sits in a report: in the list under the top object's "scenarios" key.
+_SCENARIO_DEPTH = 2
+
+
+def scenario_text(entry: ScenarioEntry) -> str:
+    """A scenario's text in its skill's report: rendered as each result comes in, a skill's
+    report needs little more than joining them when its last scenario is done."""
+    return gojson.dumps_at(_scenario_dict(entry), _SCENARIO_DEPTH)
 
 
 # The time in a report rendered ahead, replaced by the real one when it is written. Its
@@ -180,8 +195,10 @@ class RenderedReport:
     tail: str
 
     @classmethod
-    def ahead(cls, report: ResultsReport) -> RenderedReport:
-        text = render_report(report.model_copy(update={"timestamp": _TIME_TO_COME}))
+    def ahead(
+        cls, report: ResultsReport, scenario_texts: Sequence[str] | None = None
+    ) -> RenderedReport:
+        text = render_report(report.model_copy(update={"timestamp": _TIME_TO_COME}), scenario_texts)
         head, found, tail = text.partition(_timestamp_field(_TIME_TO_COME))
         if not found:
             raise ValueError("the rendered report has no timestamp field")
@@ -273,7 +290,8 @@ def _scored(result: ScenarioResult | TrialResult) -> dict[str, Any]:
     }
 
 
-def _scenario_entry(result: ScenarioResult) -> ScenarioEntry:
+def scenario_entry(result: ScenarioResult) -> ScenarioEntry:
+    """A scenario's entry in its skill's report."""
     trials = [TrialEntry(trial=t.index, **_scored(t)) for t in result.trials]
     return ScenarioEntry(
         name=result.name,
@@ -292,14 +310,20 @@ def _usage_entry(usage: Usage) -> UsageEntry | None:
     return UsageEntry(agent=_from(CallEntry, usage.agent), judge=_from(CallEntry, usage.judge))
 
 
-def _report_dict(report: ResultsReport) -> dict[str, Any]:
+def _report_dict(
+    report: ResultsReport, scenario_texts: Sequence[str] | None = None
+) -> dict[str, Any]:
+    if scenario_texts is None:
+        scenarios: list[Any] = [_scenario_dict(s) for s in report.scenarios or ()]
+    else:
+        scenarios = [gojson.Encoded(text) for text in scenario_texts]
     data: dict[str, Any] = {
         "skill": report.skill,
         "skill_version": report.skill_version,
         "timestamp": report.timestamp,
         "config": _config_dict(report.config),
         "threshold": report.threshold,
-        "scenarios": [_scenario_dict(s) for s in report.scenarios or ()] or None,
+        "scenarios": scenarios or None,
         "overall_percentage": float(report.overall_percentage),
         "pass": report.passed,
     }

@@ -18,9 +18,12 @@ from pytest_openkata.report import (
     output_report_path,
     read_skill_version,
     render_report,
+    scenario_entry,
+    scenario_text,
     write_new_report,
 )
-from pytest_openkata.results import CriterionResult, ScenarioResult
+from pytest_openkata.results import CallStats, CriterionResult, ScenarioResult, Usage
+from pytest_openkata.trials import combine_trials, errored_trial, scored_trial
 
 NOW = datetime(2026, 6, 18, 11, 0, 0, tzinfo=UTC)
 TS = "2026-06-18T110000"
@@ -316,6 +319,64 @@ def test_the_real_reference_report_rendered_ahead_is_unchanged() -> None:
     report = ResultsReport.model_validate_json(text)
     stamp = datetime.strptime(report.timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
     assert RenderedReport.ahead(report).at(stamp) == text
+
+
+def _report_with_trials() -> ResultsReport:
+    usage = Usage(agent=CallStats(calls=1, input_tokens=12, output_tokens=3, seconds=0.25))
+    criteria = [CriterionResult("a <b> & c", True, 10, 10, "line\none \u2028")]
+    trials = [
+        scored_trial(1, criteria, usage=usage),
+        errored_trial(2, "judge said nothing"),
+        scored_trial(3, [CriterionResult("a <b> & c", False, 0, 10, "")]),
+    ]
+    result = combine_trials(
+        trials, skill="s", skill_dir="/s", name="scenario-0", description="with trials"
+    )
+    return build_report(
+        skill="s",
+        skill_version="",
+        timestamp=NOW,
+        config=ReportConfig(backend="http", agent_model="m", judge_model="m"),
+        threshold=95,
+        results=[result, _scenario("scenario-1")],
+        overall=16.5,
+        passed=False,
+    )
+
+
+@pytest.mark.parametrize(
+    "make_report",
+    [
+        _spec_example_report,
+        _report_with_trials,
+        lambda: ResultsReport.model_validate_json(REAL_REPORT.read_text(encoding="utf-8")),
+    ],
+    ids=["spec-example", "trials", "real-report"],
+)
+def test_scenario_texts_made_before_render_the_same_report(make_report) -> None:  # type: ignore[no-untyped-def]
+    report = make_report()
+    texts = [scenario_text(entry) for entry in report.scenarios or ()]
+
+    assert render_report(report, texts) == render_report(report)
+    stamp = datetime(2026, 12, 1, 8, 30, 5, tzinfo=UTC)
+    assert RenderedReport.ahead(report, texts).at(stamp) == RenderedReport.ahead(report).at(stamp)
+
+
+def test_entries_made_before_build_the_same_report() -> None:
+    results = _spec_example_results()
+    common = {
+        "skill": "test-skill",
+        "skill_version": "1.0.0",
+        "timestamp": NOW,
+        "config": ReportConfig(backend="kiro", agent_model="m", judge_model="m"),
+        "threshold": 95,
+        "results": results,
+        "overall": 33.3,
+        "passed": False,
+    }
+    made = build_report(**common, entries=[scenario_entry(r) for r in results])  # type: ignore[arg-type]
+
+    assert made == build_report(**common)  # type: ignore[arg-type]
 
 
 # --- check 31 and 32: writing through the --output rule ----------------------------------
