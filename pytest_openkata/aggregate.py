@@ -11,29 +11,22 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from pytest_openkata.config import EvalSettings
 from pytest_openkata.items import result_of_report
-from pytest_openkata.report import (
-    RenderedReport,
-    ReportConfig,
-    ResultsReport,
-    ScenarioEntry,
-    SkillStats,
-    auto_report_path,
-    build_report,
-    output_report_path,
-    read_skill_version,
-    render_report,
-    scenario_entry,
-    scenario_text,
-    write_new_report,
-)
 from pytest_openkata.results import ScenarioResult, Usage
 from pytest_openkata.scoring import meets_threshold, overall_percentage
 from pytest_openkata.stats import overall_interval_95, straddles
+
+if TYPE_CHECKING:
+    from pytest_openkata.report import RenderedReport, ResultsReport, ScenarioEntry
+
+# pytest_openkata.report is imported where it is used: its pydantic models cost every pytest
+# process that loads the plugin about 35 ms to build, and only the process that aggregates
+# evaluated scenarios renders a report (not an xdist worker, not a run without scenarios).
 
 
 @dataclass
@@ -115,6 +108,8 @@ def _spread(result: ScenarioResult) -> tuple[float, float, int]:
 def _report_path(
     summary: SkillSummary, settings: EvalSettings, now: datetime, several_skills: bool
 ) -> Path | None:
+    from pytest_openkata.report import auto_report_path, output_report_path
+
     if settings.output:
         path = output_report_path(settings.output, now)
         return path.with_name(f"{summary.name}-{path.name}") if several_skills else path
@@ -131,6 +126,8 @@ def skill_report(
 ) -> ResultsReport:
     """The results JSON of one skill, as a model (``entries``: its results' entries, when
     made before)."""
+    from pytest_openkata.report import ReportConfig, SkillStats, build_report, read_skill_version
+
     return build_report(
         skill=summary.name,
         skill_version=read_skill_version(summary.skill_dir),
@@ -161,6 +158,8 @@ def write_reports(
 ) -> None:
     """Write each skill's report; ``built`` holds reports rendered before the session's end
     (with their number of scenarios), which only take the time ``now``."""
+    from pytest_openkata.report import render_report, write_new_report
+
     for summary in summaries:
         path = _report_path(summary, settings, now, several_skills=len(summaries) > 1)
         if path is None:
@@ -235,6 +234,8 @@ class EvalAggregator:
         self._set_exit_status(session)
 
     def _skill_result(self, result: ScenarioResult) -> None:
+        from pytest_openkata.report import RenderedReport, scenario_entry, scenario_text
+
         entry = scenario_entry(result)
         self._entries[id(result)] = (entry, scenario_text(entry))
         results = self._by_skill[result.skill_dir]

@@ -215,6 +215,26 @@ def test_collection_keeps_ordinary_tests_beside_skills(
     assert "skills/alpha/scripts/test_helper.py::test_helper" in _collected(result)
 
 
+def test_a_run_without_scenarios_leaves_the_evaluation_modules_unloaded(
+    pytester: pytest.Pytester,
+) -> None:
+    # The plugin loads in every pytest run of its environment; what only an evaluation needs
+    # (reports, backends, the docker SDK) is imported when a run has scenarios.
+    pytester.makepyfile(
+        test_plain="""
+        import sys
+
+        def test_plain():
+            unloaded = ["pytest_openkata.report", "pytest_openkata.factory", "docker", "httpx"]
+            assert [name for name in unloaded if name in sys.modules] == []
+        """
+    )
+
+    result = pytester.runpytest_subprocess("-p", "openkata")
+
+    result.assert_outcomes(passed=1)
+
+
 def _broken_skill(root: Path) -> Path:
     skill = write_skill(root, "s", {"scenario-good": {"x": 1}})
     write_scenario(skill, "scenario-no-task", {"x": 1}).joinpath("task.md").unlink()
