@@ -203,8 +203,9 @@ class EvalAggregator:
         # the session's end has only the time to put in (keyed by skill folder, with the
         # number of scenarios it holds).
         self._built: dict[Path, tuple[int, RenderedReport]] = {}
-        # Each result's report entry and its text there, made as the result comes in (keyed
-        # by the result's id: every result is kept in self.results meanwhile).
+        # Each result's report entry and its text there, made as the result comes in and
+        # given up when its skill's report is built (keyed by the result's id: every result
+        # is kept in self.results meanwhile).
         self._entries: dict[int, tuple[ScenarioEntry, str]] = {}
 
     # tryfirst: the terminal reporter later flips a parent report with failed subtests to
@@ -244,7 +245,7 @@ class EvalAggregator:
             return
         (summary,) = summarise(list(results), self.settings.threshold, self.config.rootpath)
         if summary.complete:
-            made = [self._entries[id(done)] for done in summary.results]
+            made = [self._entries.pop(id(done)) for done in summary.results]
             now = datetime.now(UTC)
             report = skill_report(summary, self.settings, now, [entry for entry, _ in made])
             rendered = RenderedReport.ahead(report, [text for _, text in made])

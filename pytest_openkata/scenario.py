@@ -251,14 +251,15 @@ def load_scenario(scenario_dir: Path) -> Scenario:
             "Python files directly in a scenario folder can be imported by pytest; "
             "move scenario files under inputs/",
         )
-    options_file = scenario_dir / "scenario.json"
     if _exists(entries.get("scenario.json")):
-        options = _read_scenario_options(options_file)
+        options = _read_scenario_options(scenario_dir / "scenario.json")
     else:
         options = _ScenarioModel()
-    task = scenario_dir / "task.md"
-    if "task.md" not in entries or not entries["task.md"].is_file():
-        raise ScenarioLoadError(task, "file not found (every scenario needs a task.md)")
+    task = entries.get("task.md")
+    if task is None or not task.is_file():
+        raise ScenarioLoadError(
+            scenario_dir / "task.md", "file not found (every scenario needs a task.md)"
+        )
     context, criteria = load_criteria(scenario_dir / "criteria.json")
     return Scenario(
         skill_dir=skill_dir,
