@@ -89,7 +89,7 @@ def _post(client, url, body):
 
 @pytest.fixture(scope="session")
 def bench_post():  # POSTs one body the probe's way, for the plain baseline tests
-    from pytest_openkata.backends.transport import ModelClient
+    from pytest_openkata.providers.backends.transport import ModelClient
 
     with ModelClient(30) as client:
         yield lambda url, body: json.loads(_post(client, url, body).content)
@@ -117,7 +117,7 @@ def pytest_runtest_logfinish(nodeid, location):
         return
     began = time.perf_counter()
     if _probe["client"] is None:
-        from pytest_openkata.backends.transport import ModelClient
+        from pytest_openkata.providers.backends.transport import ModelClient
 
         _probe["client"] = ModelClient(30)
         with open(bodies_file, encoding="utf-8") as data:

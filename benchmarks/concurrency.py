@@ -58,7 +58,7 @@ import os
 
 import pytest
 
-from pytest_openkata.backends.transport import ModelClient
+from pytest_openkata.providers.backends.transport import ModelClient
 
 URL = os.environ["OPENKATA_BENCH_URL"] + "/chat/completions"
 BODY = {"model": "bench-model", "messages": [{"role": "user", "content": "hello"}]}
@@ -83,7 +83,7 @@ import json
 import os
 import threading
 
-from pytest_openkata.backends.transport import ModelClient, NoAnswer
+from pytest_openkata.providers.backends.transport import ModelClient, NoAnswer
 
 URL = os.environ["OPENKATA_BENCH_URL"] + "/chat/completions"
 BODY = {"model": "bench-model", "messages": [{"role": "user", "content": "hello"}]}

@@ -158,8 +158,12 @@ class Paths:
     """The two ways to run the same agent command on the same workspace."""
 
     def __init__(self, client: Any, image: str, root: Path, bare_limits: bool) -> None:
-        from pytest_openkata.sandbox import AgentCommand
-        from pytest_openkata.sandbox.docker import DockerLimits, DockerSandbox, workspace_archive
+        from pytest_openkata.providers.sandboxes import AgentCommand
+        from pytest_openkata.providers.sandboxes.docker import (
+            DockerLimits,
+            DockerSandbox,
+            workspace_archive,
+        )
 
         self.client = client
         self.image = image

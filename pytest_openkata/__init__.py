@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
-from pytest_openkata.config import ConfigError, EvalSettings
-from pytest_openkata.results import (
+from pytest_openkata.core.results import (
     CallStats,
     CriterionResult,
     ScenarioResult,
@@ -13,7 +12,8 @@ from pytest_openkata.results import (
     Usage,
     Verdict,
 )
-from pytest_openkata.stats import TrialStats
+from pytest_openkata.core.stats import TrialStats
+from pytest_openkata.infra.config import ConfigError, EvalSettings
 
 try:
     __version__ = version("pytest-openkata")

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_openkata.agents import AgentSettings, make_agent
-from pytest_openkata.backends.cli import AgentFailedError, CLIBackend
 from pytest_openkata.localmodel import LocalModelServer, cache_dir
+from pytest_openkata.providers.agents import AgentSettings, make_agent
+from pytest_openkata.providers.backends.cli import AgentFailedError, CLIBackend
 
 pytestmark = pytest.mark.e2e
 

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from pytest_openkata.backends.anthropic import AnthropicMessagesBackend
-from pytest_openkata.backends.http import OpenAIChatBackend, make_client
-from pytest_openkata.judge import JudgeError, run_judge
+from pytest_openkata.core.scenario import load_scenario
 from pytest_openkata.localmodel import LocalModelServer
-from pytest_openkata.report import ResultsReport
-from pytest_openkata.scenario import load_scenario
+from pytest_openkata.providers.backends.anthropic import AnthropicMessagesBackend
+from pytest_openkata.providers.backends.http import OpenAIChatBackend, make_client
+from pytest_openkata.providers.graders.judge import JudgeError, run_judge
+from pytest_openkata.providers.reporters.results_json import ResultsReport
 from tests.support.endpoint import Reply, ScriptedEndpoint
 from tests.support.evals import write_skill
 from tests.support.judged import JUDGE_ATTEMPTS, JUDGE_CUT_OFF, run_until_judged

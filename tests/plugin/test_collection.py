@@ -149,16 +149,18 @@ def test_a_conftest_that_keeps_a_folder_wins_over_norecursedirs(
     assert _collected(result) == ["skills/beta/evals::scenario-10"]
 
 
-def test_a_scenario_folder_is_not_taken_for_a_virtualenv(
+def test_a_scenario_folder_follows_pytests_virtualenv_rule(
     pytester: pytest.Pytester, two_skills: Path
 ) -> None:
-    # pytest skips folders holding pyvenv.cfg; a scenario folder is a leaf nothing is
-    # collected from, so the plugin does not probe it (README, "Usage").
+    # Scenario folders get every one of pytest's ignore rules through its public hook,
+    # the virtualenv rule included: pyvenv.cfg hides a folder unless --collect-in-virtualenv.
     (two_skills / "skills" / "alpha" / "evals" / "scenario-a" / "pyvenv.cfg").write_text("")
 
-    result = pytester.runpytest("--collect-only", "-q", "skills/alpha")
+    hidden = pytester.runpytest("--collect-only", "-q", "skills/alpha")
+    allowed = pytester.runpytest("--collect-only", "-q", "skills/alpha", "--collect-in-virtualenv")
 
-    assert _collected(result) == [
+    assert _collected(hidden) == ["skills/alpha/evals::scenario-b"]
+    assert _collected(allowed) == [
         "skills/alpha/evals::scenario-a",
         "skills/alpha/evals::scenario-b",
     ]
@@ -225,7 +227,12 @@ def test_a_run_without_scenarios_leaves_the_evaluation_modules_unloaded(
         import sys
 
         def test_plain():
-            unloaded = ["pytest_openkata.report", "pytest_openkata.factory", "docker", "httpx"]
+            unloaded = [
+                "pytest_openkata.providers.reporters.results_json",
+                "pytest_openkata.core.build",
+                "docker",
+                "httpx",
+            ]
             assert [name for name in unloaded if name in sys.modules] == []
         """
     )

@@ -119,9 +119,9 @@ def test_a_conftest_override_of_the_backends_is_used_for_its_skill_only(
         other.respond_with(other_script)
         (pytester.path / "skills" / "t" / "conftest.py").write_text(
             "import pytest\n"
-            "from pytest_openkata.backends.http import make_client\n"
-            "from pytest_openkata.config import HttpSettings\n"
-            "from pytest_openkata.factory import build_backends\n\n\n"
+            "from pytest_openkata.providers.backends.http import make_client\n"
+            "from pytest_openkata.infra.config import HttpSettings\n"
+            "from pytest_openkata.core.build import build_backends\n\n\n"
             "@pytest.fixture(scope='session')\n"
             "def openkata_backends(openkata_settings, openkata_sandbox):\n"
             f"    http = HttpSettings(base_url={other.base_url!r})\n"

@@ -9,7 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_openkata.judge import FENCE_INSTRUCTIONS, JUDGE_SYSTEM_PROMPT, fence_code
+from pytest_openkata.providers.graders.judge import (
+    FENCE_INSTRUCTIONS,
+    JUDGE_SYSTEM_PROMPT,
+    fence_code,
+)
 from tests.support.endpoint import RecordedRequest, Reply, ScriptedEndpoint
 from tests.support.evals import EvalScript, eval_args, reports_under, write_skill
 

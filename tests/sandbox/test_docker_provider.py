@@ -12,8 +12,8 @@ from pathlib import Path
 import docker
 import pytest
 
-from pytest_openkata.sandbox import AgentCommand, SandboxError
-from pytest_openkata.sandbox.docker import (
+from pytest_openkata.providers.sandboxes import AgentCommand, SandboxError
+from pytest_openkata.providers.sandboxes.docker import (
     MANAGED,
     OWNER_HOST,
     OWNER_PID,

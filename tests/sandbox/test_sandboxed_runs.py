@@ -16,8 +16,8 @@ import docker
 import pytest
 
 from pytest_openkata.localmodel import LocalModelServer
-from pytest_openkata.report import ResultsReport
-from pytest_openkata.sandbox.docker import MANAGED, OWNER_PID
+from pytest_openkata.providers.reporters.results_json import ResultsReport
+from pytest_openkata.providers.sandboxes.docker import MANAGED, OWNER_PID
 from tests.support.docker_engine import build_standin_image, private_dockerd
 from tests.support.endpoint import ScriptedEndpoint
 from tests.support.evals import EvalScript, eval_args, reports_under, write_scenario, write_skill

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_openkata.backends.http import CUT_OFF_MESSAGE
+from pytest_openkata.providers.backends.http import CUT_OFF_MESSAGE
 
 JUDGE_ATTEMPTS = 3
 JUDGE_CUT_OFF = f"judge parse failed after retry: {CUT_OFF_MESSAGE}"

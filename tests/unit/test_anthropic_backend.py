@@ -11,16 +11,16 @@ from typing import Any
 
 import pytest
 
-from pytest_openkata.backends import (
+from pytest_openkata.infra.usage import TokenUsage, recording
+from pytest_openkata.providers.backends import (
     BackendError,
     EndpointStatusError,
     MalformedResponseError,
     ResponseSchema,
     TransportError,
 )
-from pytest_openkata.backends.anthropic import AnthropicMessagesBackend, messages_url
-from pytest_openkata.backends.http import ModelClient, make_client
-from pytest_openkata.usage import TokenUsage, recording
+from pytest_openkata.providers.backends.anthropic import AnthropicMessagesBackend, messages_url
+from pytest_openkata.providers.backends.http import ModelClient, make_client
 from tests.support.endpoint import Reply, ScriptedEndpoint
 
 KEY = "sk-ant-test-key"

@@ -15,8 +15,8 @@ from types import MappingProxyType
 
 import pytest
 
-import pytest_openkata.cache as cache_module
-from pytest_openkata.cache import CACHE_MODES, ResultCache, cache_key, folder_digest
+import pytest_openkata.infra.cache as cache_module
+from pytest_openkata.infra.cache import CACHE_MODES, ResultCache, cache_key, folder_digest
 
 KEY = cache_key("agent", {"prompt": "hello"})
 OTHER_KEY = cache_key("agent", {"prompt": "goodbye"})

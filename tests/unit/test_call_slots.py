@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from pytest_openkata.slots import CallSlot, CallSlots, SlotsClosed
+from pytest_openkata.core.slots import CallSlot, CallSlots, SlotsClosed
 
 WAIT = 10.0  # seconds; only a broken implementation ever waits this long
 

@@ -18,24 +18,24 @@ from typing import Any
 
 import pytest
 
-from pytest_openkata.agents import (
+from pytest_openkata.providers.agents import (
     AgentConfigError,
     AgentInvocation,
     AgentSettings,
     make_agent,
 )
-from pytest_openkata.agents.claude import ClaudeAgent
-from pytest_openkata.agents.codex import CodexAgent
-from pytest_openkata.agents.command import CommandAgent
-from pytest_openkata.agents.kiro import (
+from pytest_openkata.providers.agents.claude import ClaudeAgent
+from pytest_openkata.providers.agents.codex import CodexAgent
+from pytest_openkata.providers.agents.command import CommandAgent
+from pytest_openkata.providers.agents.kiro import (
     EVAL_AGENT_DIRECT,
     EVAL_AGENT_SANDBOX,
     KiroAgent,
     agent_config_json,
     prepare_agent_dir,
 )
-from pytest_openkata.backends import BackendError, MalformedResponseError
-from pytest_openkata.backends.cli import (
+from pytest_openkata.providers.backends import BackendError, MalformedResponseError
+from pytest_openkata.providers.backends.cli import (
     ERROR_OUTPUT_CHARS,
     AgentFailedError,
     AgentNotFoundError,
@@ -43,7 +43,7 @@ from pytest_openkata.backends.cli import (
     CLIBackend,
     go_duration,
 )
-from pytest_openkata.judge import clean_output
+from pytest_openkata.providers.graders.judge import clean_output
 
 STANDINS = Path(__file__).resolve().parents[1] / "support" / "standins"
 STANDIN_KIRO = STANDINS / "kiro-cli"

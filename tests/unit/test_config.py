@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_openkata.config import (
+from pytest_openkata.infra.config import (
     CONFIG_FILE_NAME,
     FIELDS,
     FIELDS_BY_KEY,

@@ -8,7 +8,7 @@ import urllib.request
 
 import pytest
 
-from pytest_openkata.environ import environ_snapshot, proxies_from, proxy_for
+from pytest_openkata.infra.environ import environ_snapshot, proxies_from, proxy_for
 from tests.support.churn import CHURNED, environment_churn
 
 READS = 2000

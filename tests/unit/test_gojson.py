@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_openkata.gojson import Encoded, dumps, dumps_at
+from pytest_openkata.providers.reporters.gojson import Encoded, dumps, dumps_at
 
 REAL_REPORT = Path(
     "/work/shared/corpus/openkata/skills/critical-thinking/evals/results/"

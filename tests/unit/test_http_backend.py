@@ -11,21 +11,21 @@ from typing import Any
 
 import pytest
 
-from pytest_openkata.backends import (
+from pytest_openkata.infra.usage import TokenUsage, recording
+from pytest_openkata.providers.backends import (
     BackendError,
     EndpointStatusError,
     MalformedResponseError,
     ResponseSchema,
     TransportError,
 )
-from pytest_openkata.backends.http import (
+from pytest_openkata.providers.backends.http import (
     CUT_OFF_MESSAGE,
     ModelClient,
     OpenAIChatBackend,
     make_client,
     parse_retry_after,
 )
-from pytest_openkata.usage import TokenUsage, recording
 from tests.support.endpoint import RecordedRequest, Reply, ScriptedEndpoint
 
 KEY = "test-key"

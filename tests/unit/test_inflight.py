@@ -21,9 +21,9 @@ from typing import Any
 import httpx
 import pytest
 
-from pytest_openkata.backends import ResponseSchema
-from pytest_openkata.backends.http import ModelClient, OpenAIChatBackend, make_client
-from pytest_openkata.inflight import InFlightLimit, LimitedCompleter
+from pytest_openkata.infra.inflight import InFlightLimit, LimitedCompleter
+from pytest_openkata.providers.backends import ResponseSchema
+from pytest_openkata.providers.backends.http import ModelClient, OpenAIChatBackend, make_client
 from tests.support.endpoint import RecordedRequest, Reply, ScriptedEndpoint
 
 SPAWN = multiprocessing.get_context("spawn")

@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_openkata.backends import (
+from pytest_openkata.core.results import Verdict
+from pytest_openkata.core.scenario import Criterion
+from pytest_openkata.providers.backends import (
     BackendError,
     EndpointStatusError,
     ResponseSchema,
     TransportError,
 )
-from pytest_openkata.judge import (
+from pytest_openkata.providers.graders.judge import (
     JUDGE_MAX_ATTEMPTS,
     JUDGE_SYSTEM_PROMPT,
     JudgeError,
@@ -25,8 +27,6 @@ from pytest_openkata.judge import (
     run_judge,
     strip_ansi,
 )
-from pytest_openkata.results import Verdict
-from pytest_openkata.scenario import Criterion
 
 CRITERIA = (
     Criterion(name="criterion-a", description="Does A", max_score=10),

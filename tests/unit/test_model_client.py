@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import trustme
 
-from pytest_openkata.backends import TransportError
-from pytest_openkata.backends.http import ModelClient, OpenAIChatBackend, make_client
+from pytest_openkata.providers.backends import TransportError
+from pytest_openkata.providers.backends.http import ModelClient, OpenAIChatBackend, make_client
 from tests.support.endpoint import Reply, ScriptedEndpoint
 from tests.support.tunnel import TunnelProxy
 

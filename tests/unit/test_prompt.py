@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_openkata.prompt import SkillTexts, build_prompt
+from pytest_openkata.core.prompt import SkillTexts, build_prompt
 
 WORKED_EXAMPLE = (
     "# Test Skill\n\nUse this skill.\n\n\n"

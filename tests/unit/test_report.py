@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_openkata.report import (
+from pytest_openkata.core.results import CallStats, CriterionResult, ScenarioResult, Usage
+from pytest_openkata.core.trials import combine_trials, errored_trial, scored_trial
+from pytest_openkata.providers.reporters.results_json import (
     RenderedReport,
     ReportConfig,
     ResultsReport,
@@ -22,8 +24,6 @@ from pytest_openkata.report import (
     scenario_text,
     write_new_report,
 )
-from pytest_openkata.results import CallStats, CriterionResult, ScenarioResult, Usage
-from pytest_openkata.trials import combine_trials, errored_trial, scored_trial
 
 NOW = datetime(2026, 6, 18, 11, 0, 0, tzinfo=UTC)
 TS = "2026-06-18T110000"

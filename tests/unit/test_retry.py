@@ -6,13 +6,7 @@ from collections.abc import Callable, Iterable
 
 import pytest
 
-from pytest_openkata.backends import (
-    BackendError,
-    EndpointStatusError,
-    MalformedResponseError,
-    TransportError,
-)
-from pytest_openkata.retry import (
+from pytest_openkata.infra.retry import (
     NO_RETRY,
     RetriesExhaustedError,
     RetryableError,
@@ -20,6 +14,12 @@ from pytest_openkata.retry import (
     call_with_retry,
     delay_for,
     is_retryable,
+)
+from pytest_openkata.providers.backends import (
+    BackendError,
+    EndpointStatusError,
+    MalformedResponseError,
+    TransportError,
 )
 
 DEFAULT = RetryPolicy()

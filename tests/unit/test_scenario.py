@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from pytest_openkata.scenario import (
+from pytest_openkata.core.scenario import (
     Criterion,
     ScenarioLoadError,
     discover_scenarios,

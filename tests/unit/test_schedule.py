@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from pytest_openkata.schedule import SCENARIOS_PER_SLOT, ScenarioScheduler
-from pytest_openkata.slots import CallSlot, SlotsClosed
+from pytest_openkata.core.schedule import SCENARIOS_PER_SLOT, ScenarioScheduler
+from pytest_openkata.core.slots import CallSlot, SlotsClosed
 
 
 @dataclass(frozen=True)

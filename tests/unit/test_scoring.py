@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_openkata.results import CriterionResult, Verdict
-from pytest_openkata.scenario import Criterion
-from pytest_openkata.scoring import (
+from pytest_openkata.core.results import CriterionResult, Verdict
+from pytest_openkata.core.scenario import Criterion
+from pytest_openkata.core.scoring import (
     NO_VERDICT_REASON,
     match_verdicts,
     meets_threshold,

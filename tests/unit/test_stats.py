@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from pytest_openkata.stats import (
+from pytest_openkata.core.stats import (
     TrialStats,
     mean_interval_95,
     overall_interval_95,

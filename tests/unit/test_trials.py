@@ -1,4 +1,4 @@
-"""Combining judge votes and trials (pytest_openkata.trials)."""
+"""Combining judge votes and trials (pytest_openkata.core.trials)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from pytest_openkata.results import CallStats, CriterionResult, ScenarioResult, Usage
-from pytest_openkata.trials import combine_trials, errored_trial, majority, scored_trial
+from pytest_openkata.core.results import CallStats, CriterionResult, ScenarioResult, Usage
+from pytest_openkata.core.trials import combine_trials, errored_trial, majority, scored_trial
 
 
 def _ballot(*passed: bool) -> list[CriterionResult]:

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from pytest_openkata.usage import (
+from pytest_openkata.infra.usage import (
     Prices,
     TokenUsage,
     add_usage,

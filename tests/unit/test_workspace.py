@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_openkata.sandbox.workspace import (
+from pytest_openkata.core.workspace import (
     DEFAULT_EXCLUDE,
     FileContent,
     Snapshot,

@@ -1,0 +1,88 @@
+"""The agent prompt, byte-compatible with openkata-eval (spec section 4).
+
+Parts joined with a blank line: SKILL.md, then ``references/``, ``scripts/`` and ``assets/``
+as ``--- <rel> ---`` sections, then the scenario's ``task.md``, then ``inputs/`` as fenced
+blocks. Unlike the reference, no file is read through a symlink that leads out of the skill.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pytest_openkata.core.files import SkillReader, files_under, skill_files
+
+PART_SEPARATOR = "\n\n"
+
+
+def _read(path: Path, reader: SkillReader) -> str | None:
+    data = reader.read(path)
+    return None if data is None else data.decode("utf-8", errors="replace")
+
+
+def _read_error(path: Path) -> str:
+    return f"reading {path.name}: open {path}: no such file or directory"
+
+
+class SkillTexts:
+    """The skill's part of the prompts of a run (SKILL.md and the files of ``references/``,
+    ``scripts/`` and ``assets/``), read once per skill.
+
+    Every scenario of a skill starts its prompt with the same text; reading it once saves
+    most of the file reads of each scenario (which, on scenario threads, also means fewer
+    hand-overs of the interpreter lock), and every scenario of the run sees one version of
+    the skill even if it is edited meanwhile. A skill without SKILL.md is not remembered.
+    """
+
+    def __init__(self) -> None:
+        self._texts: dict[Path, list[str]] = {}
+        self._readers: dict[Path, SkillReader] = {}
+
+    def of(self, skill_dir: Path) -> list[str]:
+        texts = self._texts.get(skill_dir)
+        if texts is None:
+            texts = self._texts[skill_dir] = skill_part(skill_dir, self.reader(skill_dir))
+        return texts
+
+    def reader(self, skill_dir: Path) -> SkillReader:
+        """The skill's reader, made once: it resolves the skill folder, a system call per
+        folder from ``/`` down, and remembers the plain folders it has checked."""
+        reader = self._readers.get(skill_dir)
+        if reader is None:
+            reader = self._readers[skill_dir] = SkillReader(skill_dir)
+        return reader
+
+
+def skill_part(skill_dir: Path, reader: SkillReader | None = None) -> list[str]:
+    """SKILL.md, then the ``--- <rel> ---`` sections of the skill's files. Raises
+    ``FileNotFoundError`` for a missing SKILL.md, with the reference's message."""
+    reader = SkillReader(skill_dir) if reader is None else reader
+    skill_text = _read(skill_dir / "SKILL.md", reader)
+    if skill_text is None:
+        raise FileNotFoundError(_read_error(skill_dir / "SKILL.md"))
+    parts = [skill_text]
+    for _source, rel, path in skill_files(skill_dir):
+        text = _read(path, reader)
+        if text is not None:
+            parts.append(f"--- {rel} ---\n{text}")
+    return parts
+
+
+def build_prompt(skill_dir: Path, scenario_dir: Path, skill_texts: SkillTexts | None = None) -> str:
+    """Assemble the prompt for one scenario (the skill's part from ``skill_texts`` when
+    given). Raises ``FileNotFoundError`` for a missing SKILL.md or task.md, with the
+    reference's message."""
+    if skill_texts is None:
+        reader = SkillReader(skill_dir)
+        parts = skill_part(skill_dir, reader)
+    else:
+        reader = skill_texts.reader(skill_dir)
+        parts = list(skill_texts.of(skill_dir))
+    task = _read(scenario_dir / "task.md", reader)
+    if task is None:
+        raise FileNotFoundError(_read_error(scenario_dir / "task.md"))
+    parts.append(task)
+    for rel, path in files_under(scenario_dir / "inputs"):
+        text = _read(path, reader)
+        if text is not None:
+            parts.append(f"```{rel}\n{text.rstrip(chr(10))}\n```")
+    return PART_SEPARATOR.join(parts)

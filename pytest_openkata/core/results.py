@@ -1,0 +1,200 @@
+"""Plain result records handed from a scenario run to scoring, the controller and the reports.
+
+They travel from xdist workers to the controller through ``item.user_properties``, so they
+convert to and from JSON-able dicts.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, is_dataclass
+from typing import Any, TypeVar
+
+from pytest_openkata.core.stats import TrialStats
+
+N = TypeVar("N", int, float)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One judge verdict as parsed from the judge's answer."""
+
+    name: str
+    passed: bool
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class CriterionResult:
+    name: str
+    passed: bool
+    score: int
+    max_score: int
+    reason: str
+    # With several judge votes or trials: how many passed, of how many.
+    votes: tuple[int, int] | None = None
+
+    @classmethod
+    def judged(
+        cls,
+        name: str,
+        max_score: int,
+        passed: bool,
+        reason: str,
+        votes: tuple[int, int] | None = None,
+    ) -> CriterionResult:
+        """A judged criterion: all of its points when it passed, none otherwise."""
+        return cls(name, passed, max_score if passed else 0, max_score, reason, votes)
+
+
+@dataclass(frozen=True)
+class CallStats:
+    """The model calls of one role (agent or judge): live calls and calls answered from the
+    cache, tokens, seconds and cost of the live ones (None: not reported or not priced)."""
+
+    calls: int = 0
+    cached: int = 0
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    seconds: float = 0.0
+    cost_usd: float | None = None
+
+    def __add__(self, other: CallStats) -> CallStats:
+        return CallStats(
+            calls=self.calls + other.calls,
+            cached=self.cached + other.cached,
+            input_tokens=_add(self.input_tokens, other.input_tokens),
+            output_tokens=_add(self.output_tokens, other.output_tokens),
+            seconds=self.seconds + other.seconds,
+            cost_usd=_add(self.cost_usd, other.cost_usd),
+        )
+
+    @property
+    def empty(self) -> bool:
+        return self.calls == 0 and self.cached == 0
+
+
+def _add(left: N | None, right: N | None) -> N | None:
+    if left is None:
+        return right
+    if right is None:
+        return left
+    return left + right
+
+
+@dataclass(frozen=True)
+class Usage:
+    agent: CallStats = CallStats()
+    judge: CallStats = CallStats()
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(self.agent + other.agent, self.judge + other.judge)
+
+
+@dataclass(frozen=True)
+class TrialResult:
+    """One run of a scenario: agent, judge votes, score."""
+
+    index: int  # 1-based
+    criteria: list[CriterionResult] | None
+    score: int
+    max_score: int
+    percentage: float
+    passed: bool
+    error: str | None = None
+    agent_output: str | None = None
+    agent_cached: bool = False
+    judge_cached: int = 0  # judge votes answered from the cache
+    judge_errors: int = 0
+    usage: Usage = Usage()
+
+
+@dataclass(frozen=True)
+class ScenarioResult:
+    """The outcome of one scenario, in the shape of the reference's results JSON entry.
+
+    ``criteria`` is ``None`` for an errored scenario (``null`` in the report), and ``error``
+    carries the error text on its own so that an error can be told apart from a real 0 %.
+    With several trials, ``percentage`` is their mean and ``trials``/``stats`` hold the rest.
+    """
+
+    skill: str
+    skill_dir: str
+    name: str
+    description: str
+    criteria: list[CriterionResult] | None
+    score: int
+    max_score: int
+    percentage: float
+    passed: bool
+    error: str | None = None
+    # What a timed-out sandboxed agent printed and changed, kept for the report.
+    agent_output: str | None = None
+    skill_scenarios: list[str] = field(default_factory=list)
+    trials: list[TrialResult] = field(default_factory=list)
+    stats: TrialStats | None = None
+    usage: Usage = Usage()
+
+    @property
+    def judge_errors(self) -> int:
+        return sum(trial.judge_errors for trial in self.trials)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def to_json(self) -> str:
+        """The JSON of :meth:`to_dict`, written without copying the records first."""
+        return json.dumps(self, default=_fields)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ScenarioResult:
+        stats = data.get("stats")
+        return cls(
+            **{
+                **data,
+                "criteria": _criteria(data.get("criteria")),
+                "trials": [_trial(t) for t in data.get("trials", ())],
+                "stats": None if stats is None else _stats(stats),
+                "usage": _usage(data.get("usage")),
+            }
+        )
+
+
+def _fields(value: object) -> dict[str, Any]:
+    if is_dataclass(value) and not isinstance(value, type):
+        return value.__dict__
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
+def _criteria(data: list[dict[str, Any]] | None) -> list[CriterionResult] | None:
+    if data is None:
+        return None
+    return [
+        CriterionResult(**{**c, "votes": None if c.get("votes") is None else tuple(c["votes"])})
+        for c in data
+    ]
+
+
+def _usage(data: dict[str, Any] | None) -> Usage:
+    if data is None:
+        return Usage()
+    return Usage(CallStats(**data["agent"]), CallStats(**data["judge"]))
+
+
+def _trial(data: dict[str, Any]) -> TrialResult:
+    return TrialResult(
+        **{**data, "criteria": _criteria(data.get("criteria")), "usage": _usage(data["usage"])}
+    )
+
+
+def _stats(data: dict[str, Any]) -> TrialStats:
+    ci95 = data.get("ci95")
+    return TrialStats(
+        **{
+            **data,
+            "ci95": None if ci95 is None else (ci95[0], ci95[1]),
+            # JSON object keys are strings; k is an int in memory.
+            "pass_at_k": {int(k): v for k, v in data["pass_at_k"].items()},
+            "pass_hat_k": {int(k): v for k, v in data["pass_hat_k"].items()},
+        }
+    )

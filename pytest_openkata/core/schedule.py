@@ -1,0 +1,294 @@
+"""Concurrency without xdist: scenario runs start ahead of pytest, on a pool of threads.
+
+pytest runs items one after the other in one thread. A scenario run is mostly waiting (for a
+model, a CLI or a container), so when item *i* needs its result, the scheduler also queues the
+next scenarios this process will run on a pool of threads, and item *i* waits only for its own.
+pytest still sets up, reports and tears down each item in order; only the waiting overlaps, and
+a thread that finishes picks up the next queued scenario without waiting for pytest to reach it.
+
+``concurrency`` bounds the work in flight: at most that many agent runs and judge calls at once
+(:mod:`pytest_openkata.core.slots`), so an endpoint never sees more requests from this process, nor
+the Docker engine more sandboxes. The pool has ``SCENARIOS_PER_SLOT`` times as many threads, so
+that while some scenarios wait for their judge, others' agents already run: with one scenario
+per slot, the slots would idle in the last round, when fewer scenarios than slots are left
+(200 scenarios of two 0.2 s calls on 32 slots: 7 rounds of 0.4 s, 2.8 s, where 400 calls need
+13 turns of 0.2 s). A thread reserves its scenario's first call in the slots' queue as it picks
+the scenario up, under the pool's lock, so that calls start in pytest's order.
+
+Scenarios picked up together are prepared (read, their prompt built: up to their first call)
+one at a time, in pick-up order. Preparing is mostly small file reads, and every read hands
+the interpreter lock to another thread and then waits to get it back: 32 threads preparing at
+once took two to three times the CPU, and the first 32 calls went out over 60-100 ms instead
+of 45-75 ms (200 scenarios at concurrency 32, benchmarks/concurrency.py).
+
+Which items come next: without xdist, the items after this one in ``session.items``; in an
+xdist worker, the indices xdist has queued for this worker (read, never changed). A scenario
+is started ahead only when it would be run with the same fixtures as the current one (a skill
+whose ``conftest.py`` overrides the backends starts its own scenarios when its turn comes).
+With ``concurrency`` 1 every scenario runs in pytest's thread, exactly when its item runs.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future
+from typing import Any
+
+import pytest
+
+from pytest_openkata.core.results import ScenarioResult
+from pytest_openkata.core.slots import CallSlot, CallSlots, Reservation, SlotsClosed
+
+RunFunction = Callable[[Any, CallSlot], ScenarioResult]
+"""Runs the scenario of an item (a :class:`~pytest_openkata.plugin.items.ScenarioItem`), holding the
+given call slot around each of its calls."""
+
+SCENARIOS_PER_SLOT = 4
+"""Threads of the pool per call slot (see the module's docstring)."""
+
+
+# The fixtures a scenario run is built from: an item is started ahead only when it resolves
+# every one of them to the same definition as the item that starts it.
+RUN_FIXTURES = (
+    "openkata_result",
+    "openkata_backends",
+    "openkata_run_options",
+    "openkata_redactor",
+    "openkata_settings",
+    "openkata_sandbox",
+)
+
+
+def _fixture_definitions(item: pytest.Item) -> tuple[object, ...] | None:
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return None
+    definitions = info.name2fixturedefs
+    return tuple(definitions[name][-1] if definitions.get(name) else None for name in RUN_FIXTURES)
+
+
+def _xdist_queue(config: pytest.Config) -> Any | None:
+    """xdist's worker loop (the plugin that holds ``torun``), when this is a worker."""
+    if not hasattr(config, "workerinput"):
+        return None
+    for plugin in config.pluginmanager.get_plugins():
+        if hasattr(plugin, "torun") and hasattr(plugin, "nextitem_index"):
+            return plugin
+    return None
+
+
+_positions_key = pytest.StashKey[tuple[int, dict[str, int]]]()
+
+
+def _position(session: pytest.Session, item: pytest.Item) -> int | None:
+    """``item``'s index in ``session.items`` (the table is rebuilt if the list changes)."""
+    cached = session.stash.get(_positions_key, None)
+    if cached is None or cached[0] != id(session.items):
+        cached = (id(session.items), {it.nodeid: i for i, it in enumerate(session.items)})
+        session.stash[_positions_key] = cached
+    return cached[1].get(item.nodeid)
+
+
+def upcoming_items(session: pytest.Session, item: pytest.Item) -> Iterator[pytest.Item]:
+    """The items this process will run after ``item``, in order, as far as is known."""
+    interactor = _xdist_queue(session.config)
+    items = session.items
+    if interactor is None:
+        index = _position(session, item)
+        if index is not None:
+            for later in range(index + 1, len(items)):
+                yield items[later]
+        return
+    try:
+        with interactor.torun.lock() as queue:
+            queued = list(queue)
+        indices = [interactor.nextitem_index, *queued]
+    except (AttributeError, TypeError):  # another xdist version: look no further
+        return
+    for index in indices:
+        if isinstance(index, int) and 0 <= index < len(items) and items[index] is not item:
+            yield items[index]
+
+
+class ScenarioScheduler:
+    """Starts scenario runs ahead on a pool of threads and hands out their results; its
+    :attr:`slots` hold the calls of every run to ``concurrency`` at once."""
+
+    def __init__(
+        self,
+        concurrency: int,
+        upcoming: Callable[[pytest.Item], Iterable[pytest.Item]],
+        *,
+        upcoming_is_final: bool = True,
+    ) -> None:
+        """``upcoming`` gives the items to run after an item; when ``upcoming_is_final``,
+        what it gives is all there will be (without xdist), so that once every item it gave
+        has been queued, threads left without work end (see :meth:`_next`)."""
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+        self.concurrency = concurrency
+        self.slots = CallSlots(concurrency)
+        self.threads = SCENARIOS_PER_SLOT * concurrency
+        # Twice the pool: as many scenarios wait in the queue, so a thread that finishes
+        # starts the next one at once instead of when pytest reaches an item.
+        self.lookahead = 2 * self.threads - 1
+        self._upcoming = upcoming
+        self._futures: dict[str, Future[ScenarioResult]] = {}
+        self._queue: deque[tuple[pytest.Item, RunFunction, Future[ScenarioResult]]] = deque()
+        self._lock = threading.Condition()
+        self._started = 0
+        self._live = 0  # threads of the pool not ended
+        self._closed = False
+        self._upcoming_is_final = upcoming_is_final
+        self._all_queued = False  # every item there will be has been queued
+        # Turns to prepare: the ticket of the next pick-up, and whose turn it is.
+        self._tickets = 0
+        self._turn = 0
+        self._turns = threading.Lock()
+        self._gates: dict[int, threading.Lock] = {}  # ticket -> held until its turn comes
+
+    def _submit(self, item: pytest.Item, run: RunFunction) -> Future[ScenarioResult]:
+        with self._lock:
+            if self._closed:  # no thread would ever take it
+                closed = Future[ScenarioResult]()
+                closed.set_exception(SlotsClosed("the run is over"))
+                return closed
+            future = self._futures.get(item.nodeid)
+            if future is None:
+                future = Future[ScenarioResult]()
+                self._futures[item.nodeid] = future
+                self._queue.append((item, run, future))
+                self._lock.notify()
+                if self._live < self.threads:  # one thread per submission, up to the pool
+                    self._started += 1
+                    self._live += 1
+                    threading.Thread(
+                        target=self._work,
+                        name=f"openkata-scenario-{self._started}",
+                        daemon=True,
+                    ).start()
+            return future
+
+    def _next(
+        self,
+    ) -> tuple[pytest.Item, RunFunction, Future[ScenarioResult], Reservation, int]:
+        """The next queued scenario, with its first call's place reserved and its turn to
+        prepare (both in pick-up order).
+
+        Raises :class:`_PoolClosed`, and the thread ends, when the pool is closed, or when
+        there is no work left and none will come: threads then end while pytest still waits
+        for the last results, rather than all at once when the pool is closed, where the
+        hundred-odd of them competed for the interpreter lock with pytest's own thread
+        (tearing down, writing the reports) for 20 ms at concurrency 32."""
+        with self._lock:
+            while True:
+                while not self._queue and not self._closed and not self._all_queued:
+                    self._lock.wait()
+                if self._closed or not self._queue:
+                    self._live -= 1
+                    raise _PoolClosed
+                item, run, future = self._queue.popleft()
+                if future.set_running_or_notify_cancel():
+                    ticket, self._tickets = self._tickets, self._tickets + 1
+                    return item, run, future, self.slots.reserve(), ticket
+
+    def _wait_turn(self, ticket: int) -> None:
+        with self._turns:
+            if self._turn >= ticket or self._closed:
+                return
+            gate = self._gates[ticket] = threading.Lock()
+            gate.acquire()
+        gate.acquire()  # released by the scenario before this one, or by close()
+
+    def _pass_turn(self) -> None:
+        with self._turns:
+            self._turn += 1
+            gate = self._gates.pop(self._turn, None)
+        if gate is not None:
+            gate.release()
+
+    def _work(self) -> None:
+        while True:
+            try:
+                item, run, future, reservation, ticket = self._next()
+            except _PoolClosed:
+                return
+            slot = _PreparingInTurn(reservation, self._pass_turn)
+            try:
+                self._wait_turn(ticket)
+                future.set_result(run(item, slot))
+            except BaseException as exc:  # passed on to the item that waits for it
+                future.set_exception(exc)
+            finally:
+                slot.done()
+                reservation.close()
+
+    def result(self, item: pytest.Item, run: RunFunction) -> ScenarioResult:
+        """``item``'s result; starts it (and the next scenarios) if not yet started."""
+        if self.concurrency == 1:
+            return run(item, self.slots)
+        own = self._submit(item, run)
+        definitions = _fixture_definitions(item)
+        ahead = 0
+        for upcoming in self._upcoming(item):
+            if ahead >= self.lookahead:
+                break
+            ahead += 1
+            if upcoming.nodeid in self._futures:
+                continue
+            if definitions is None or _fixture_definitions(upcoming) != definitions:
+                continue
+            self._submit(upcoming, run)
+        else:
+            if self._upcoming_is_final and not self._all_queued:
+                with self._lock:
+                    self._all_queued = True
+                    self._lock.notify_all()
+        try:
+            return own.result()
+        finally:
+            with self._lock:
+                self._futures.pop(item.nodeid, None)
+
+    def close(self) -> None:
+        """Drop scenarios started ahead that no item asked for (``-x``, an interrupt): those
+        not started are cancelled, and those waiting for a call slot make no call."""
+        with self._lock:  # first, so that no thread reserves a place in closed slots
+            self._closed = True
+            queued, self._queue = self._queue, deque()
+            self._futures.clear()
+            self._lock.notify_all()
+        with self._turns:
+            gates, self._gates = list(self._gates.values()), {}
+        for gate in gates:
+            gate.release()
+        self.slots.close()
+        for _item, _run, future in queued:
+            future.cancel()
+
+
+class _PreparingInTurn:
+    """A scenario's call slot that ends its turn to prepare at its first call (or, with no
+    call, when the scenario is done)."""
+
+    def __init__(self, reservation: Reservation, pass_turn: Callable[[], None]) -> None:
+        self._reservation = reservation
+        self._pass_turn: Callable[[], None] | None = pass_turn
+
+    def done(self) -> None:
+        pass_turn, self._pass_turn = self._pass_turn, None
+        if pass_turn is not None:
+            pass_turn()
+
+    def __enter__(self) -> None:
+        self.done()
+        self._reservation.__enter__()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._reservation.__exit__(*exc_info)
+
+
+class _PoolClosed(Exception):
+    pass

@@ -1,0 +1,63 @@
+"""Pure scoring rules of openkata-eval (spec section 8)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pytest_openkata.core.results import CriterionResult, Verdict
+from pytest_openkata.core.scenario import Criterion
+
+NO_VERDICT_REASON = "no verdict returned"
+
+
+def match_verdicts(
+    criteria: Sequence[Criterion], verdicts: Sequence[Verdict]
+) -> list[CriterionResult]:
+    """Each criterion takes the first verdict with exactly its name; unknown names are ignored.
+
+    A criterion without a verdict fails. Unlike the reference (which leaves the reason empty),
+    its reason says that no verdict came back.
+    """
+    first: dict[str, Verdict] = {}
+    for verdict in verdicts:
+        first.setdefault(verdict.name, verdict)
+    results = []
+    for criterion in criteria:
+        verdict = first.get(criterion.name)
+        results.append(
+            CriterionResult.judged(
+                criterion.name,
+                criterion.max_score,
+                passed=verdict is not None and verdict.passed,
+                reason=verdict.reason if verdict is not None else NO_VERDICT_REASON,
+            )
+        )
+    return results
+
+
+def percentage(score: int, max_score: int) -> float:
+    # Divide, then multiply, as the reference does: 10/15*100 == 66.66666666666666.
+    return score / max_score * 100 if max_score > 0 else 0.0
+
+
+def scenario_totals(criteria: Sequence[CriterionResult]) -> tuple[int, int, float, bool]:
+    """Score, maximum, percentage and pass (a scenario passes only at 100 %)."""
+    score = sum(c.score for c in criteria)
+    max_score = sum(c.max_score for c in criteria)
+    pct = percentage(score, max_score)
+    return score, max_score, pct, pct >= 100
+
+
+def overall_percentage(percentages: Sequence[float]) -> float:
+    """Mean of scenario percentages with a plain left-to-right sum; 0 with no scenarios."""
+    if not percentages:
+        return 0.0
+    total = 0.0
+    for value in percentages:
+        total += value
+    return total / len(percentages)
+
+
+def meets_threshold(overall: float, threshold: int, scenario_count: int) -> bool:
+    """Inclusive and unrounded: 95.0 passes at 95; an empty run never passes."""
+    return scenario_count > 0 and overall >= float(threshold)

@@ -1,0 +1,5 @@
+"""The pytest adapter: options, collection, items, fixtures, scheduling glue, the xdist
+transport and the hooks that hand skill summaries to the reporters.
+
+The ``pytest11`` entry point is :mod:`pytest_openkata.plugin.hooks`.
+"""

@@ -1,0 +1,183 @@
+"""Fixtures: settings, backends, run options, the scheduler and the scenario result. Any of them
+can be overridden in a ``conftest.py`` (for example a per-skill judge)."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from typing import Generic, TypeVar
+
+import pytest
+
+from pytest_openkata.core.prompt import SkillTexts
+from pytest_openkata.core.results import ScenarioResult
+from pytest_openkata.core.run import Backends, RunOptions, SandboxSetup, run_scenario
+from pytest_openkata.core.schedule import ScenarioScheduler, upcoming_items
+from pytest_openkata.core.slots import CallSlot
+from pytest_openkata.infra.cache import ResultCache
+from pytest_openkata.infra.config import EvalSettings
+from pytest_openkata.infra.redact import Redactor
+from pytest_openkata.infra.usage import Prices
+from pytest_openkata.plugin.items import ScenarioItem
+from pytest_openkata.plugin.session import redactor_of, settings_of
+from pytest_openkata.providers.backends import BackendError
+
+CACHE_FOLDER = "openkata"
+
+T = TypeVar("T")
+
+
+class _Once(Generic[T]):
+    """Builds a value on first use, once, even when scenario threads ask at the same time."""
+
+    def __init__(self, build: Callable[[], T]) -> None:
+        self._build = build
+        self._lock = threading.Lock()
+        self.built: list[T] = []
+
+    def __call__(self) -> T:
+        with self._lock:
+            if not self.built:
+                self.built.append(self._build())
+            return self.built[0]
+
+
+@pytest.fixture(scope="session")
+def openkata_settings(pytestconfig: pytest.Config) -> EvalSettings:
+    """The resolved settings of this run."""
+    return settings_of(pytestconfig)
+
+
+@pytest.fixture(scope="session")
+def openkata_redactor(pytestconfig: pytest.Config) -> Redactor:
+    """Masks API keys and tokens in everything the plugin reports."""
+    return redactor_of(pytestconfig)
+
+
+@pytest.fixture(scope="session")
+def openkata_sandbox(openkata_settings: EvalSettings) -> Iterator[Callable[[], SandboxSetup]]:
+    """A factory of the Docker sandbox, connected on first use: a run without sandboxed
+    scenarios never needs an engine, and a missing one errors only those scenarios."""
+    # Imported here, as in openkata_backends: the plugin loads in every pytest run of the
+    # environment, and the backends (the HTTP client, the agent CLIs) serve only runs with
+    # scenarios.
+    from pytest_openkata.core.build import build_sandbox, sigterm_as_interrupt
+
+    factory = _Once(lambda: build_sandbox(openkata_settings))
+    with sigterm_as_interrupt():
+        yield factory
+    for setup in factory.built:
+        setup.sandbox.close()
+
+
+@pytest.fixture(scope="session")
+def openkata_backends(
+    pytestconfig: pytest.Config,
+    openkata_settings: EvalSettings,
+    openkata_sandbox: Callable[[], SandboxSetup],
+) -> Iterator[Callable[[], Backends]]:
+    """A factory for the agent and judge backends, shared by the session (one HTTP client).
+
+    A factory rather than the backends themselves, so that a backend that cannot be built
+    errors each scenario with a clear message instead of breaking fixture setup.
+    """
+    from pytest_openkata.core.build import build_backends, close_backends, in_flight_folder
+    from pytest_openkata.providers.backends.http import make_client
+
+    settings = openkata_settings
+    lock_folder = in_flight_folder(pytestconfig) if settings.max_in_flight else None
+    with make_client(float(settings.direct_timeout), settings.concurrency) as client:
+        factory = _Once(lambda: build_backends(settings, client, openkata_sandbox, lock_folder))
+        # Built here, in pytest's thread, before scenario threads compete for the interpreter
+        # (the first build imports the agent modules); if it fails, each scenario asks again
+        # and errors with the reason.
+        with contextlib.suppress(BackendError):
+            factory()
+        yield factory
+        for backends in factory.built:
+            close_backends(backends)
+
+
+@pytest.fixture(scope="session")
+def openkata_run_options(
+    pytestconfig: pytest.Config, openkata_settings: EvalSettings
+) -> RunOptions:
+    """Trials, judge votes, fencing, the content cache, prices and the skills' texts of this
+    run.
+
+    The cache lives under pytest's cache folder (``.pytest_cache/d/openkata``), so
+    ``--cache-clear`` empties it; with the cache provider disabled there is no cache.
+    """
+    settings = openkata_settings
+    cache = None
+    if settings.cache != "off" and getattr(pytestconfig, "cache", None) is not None:
+        cache = ResultCache(pytestconfig.cache.mkdir(CACHE_FOLDER), settings.cache)
+    price = settings.price
+    return RunOptions(
+        trials=settings.trials,
+        judge_votes=settings.judge_votes,
+        fence=settings.judge_fence,
+        cache=cache,
+        agent_prices=Prices(price.agent_input, price.agent_output),
+        judge_prices=Prices(price.judge_input, price.judge_output),
+        skill_texts=SkillTexts(),
+    )
+
+
+@pytest.fixture(scope="session")
+def openkata_scheduler(
+    pytestconfig: pytest.Config, openkata_settings: EvalSettings
+) -> Iterator[ScenarioScheduler]:
+    """Runs scenarios ahead on threads, up to ``concurrency`` agent runs and judge calls at
+    once in this process (see :mod:`pytest_openkata.core.schedule`)."""
+    # No `request` argument: for every item, pytest makes a new definition of `request` (an
+    # inspect.signature() each) for each fixture of the item that takes it, cached or not.
+    scheduler = ScenarioScheduler(
+        openkata_settings.concurrency,
+        lambda item: upcoming_items(item.session, item),
+        # An xdist worker may be sent more items at any time.
+        upcoming_is_final=not hasattr(pytestconfig, "workerinput"),
+    )
+    yield scheduler
+    scheduler.close()
+
+
+@pytest.fixture
+def openkata_result(
+    request: pytest.FixtureRequest,
+    openkata_backends: Callable[[], Backends],
+    openkata_redactor: Redactor,
+    openkata_run_options: RunOptions,
+    openkata_scheduler: ScenarioScheduler,
+) -> ScenarioResult:
+    """Runs the scenario (prompt, agent, judge, score; maybe started ahead by the scheduler)
+    and records its result.
+
+    A scenario that cannot be evaluated errors here, in setup, with the reason on one line.
+    """
+    item = request.node
+    if not isinstance(item, ScenarioItem):
+        raise pytest.UsageError("openkata_result is only available to scenario items")
+
+    def run(scenario: ScenarioItem, slot: CallSlot) -> ScenarioResult:
+        result = run_scenario(
+            scenario.scenario_dir,
+            openkata_backends,
+            skill_dir=scenario.skill_dir,
+            redact=openkata_redactor,
+            options=openkata_run_options,
+            slot=slot,
+        )
+        result = replace(result, skill_scenarios=list(scenario.skill_scenarios))
+        # Recorded (its JSON made) here, on the scenario's thread: pytest's own thread
+        # reports every item, and the item is not reported before its result is in.
+        scenario.record_result(result)
+        return result
+
+    result = openkata_scheduler.result(item, run)
+    item.ihook.pytest_openkata_scenario_result(result=result, item=item)
+    if result.error is not None:
+        pytest.fail(f"scenario error: {result.error}", pytrace=False)
+    return result

@@ -1,0 +1,149 @@
+"""pytest hooks of pytest-openkata: options, settings, collection, aggregation, reports."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Generator
+from pathlib import Path
+
+import pytest
+
+from pytest_openkata.core.summary import BODY_RAISED_ATTR, EvalAggregator
+from pytest_openkata.infra.config import (
+    FIELDS,
+    HELP,
+    ConfigError,
+    EvalSettings,
+    find_yaml_file,
+    resolve_settings,
+)
+from pytest_openkata.infra.redact import Redactor, secrets_from_environment
+from pytest_openkata.plugin import fixtures, hookspecs
+from pytest_openkata.plugin.heap import HeapFreezer
+from pytest_openkata.plugin.items import EvalsDir, ScenarioItem, is_evals_dir
+from pytest_openkata.plugin.session import redactor_key, settings_key
+from pytest_openkata.providers.reporters.junit import add_criteria_to_junit
+from pytest_openkata.providers.reporters.terminal import skill_lines
+
+AGGREGATOR_NAME = "openkata-aggregator"
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("openkata", "skill evals (pytest-openkata)")
+    for field in FIELDS:
+        if field.option:
+            group.addoption(
+                field.option,
+                dest=field.dest,
+                default=None,
+                metavar=field.metavar,
+                help=HELP[field.key],
+            )
+        parser.addini(field.ini, HELP[field.key], type="string", default=None)
+    group.addoption(
+        "--eval-config",
+        dest="eval_config",
+        default=None,
+        metavar="PATH",
+        help="settings file (default: .openkata-eval.yaml in the current folder or rootdir)",
+    )
+
+
+def _resolve(config: pytest.Config) -> EvalSettings:
+    search = [config.invocation_params.dir, config.rootpath]
+    try:
+        yaml_path = find_yaml_file(config.getoption("eval_config"), search)
+        return resolve_settings(
+            ini={f.dest: config.getini(f.ini) for f in FIELDS},
+            yaml_path=yaml_path,
+            environ=os.environ,
+            cli={f.dest: config.getoption(f.dest) for f in FIELDS if f.option},
+        )
+    except ConfigError as exc:
+        raise pytest.UsageError(f"pytest-openkata: {exc}") from None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    settings = _resolve(config)
+    config.stash[settings_key] = settings
+    config.stash[redactor_key] = Redactor({*settings.secrets, *secrets_from_environment()})
+    config.pluginmanager.register(fixtures, "openkata-fixtures")
+    config.pluginmanager.register(HeapFreezer(), "openkata-heap")
+    if not hasattr(config, "workerinput"):
+        config.pluginmanager.register(EvalAggregator(config, settings), AGGREGATOR_NAME)
+        config.pluginmanager.register(ControllerReports(), "openkata-controller-reports")
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    s = config.stash[settings_key]
+    defaults = EvalSettings()
+    extras = [
+        f"{name}={getattr(s, name)}"
+        for name in ("trials", "judge_votes", "cache", "concurrency", "max_in_flight")
+        if getattr(s, name) != getattr(defaults, name)
+    ]
+    if s.cache != "off" and getattr(config, "cache", None) is None:
+        extras.append("cache=off (no cacheprovider)")
+    return (
+        f"openkata: backend={s.backend} model={s.model} judge={s.judge_model} "
+        f"threshold={s.threshold}"
+        + (f" judge_backend={s.judge_backend}" if s.judge_backend != s.backend else "")
+        + "".join(f" {extra}" for extra in extras)
+    )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    if is_evals_dir(path):
+        return EvalsDir.from_parent(parent, path=path)
+    return None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    if isinstance(item, ScenarioItem) and call.when == "call":
+        # Subtest failures do not raise out of the body; anything else that did is a hard
+        # failure. The flag survives xdist's report serialisation.
+        setattr(report, BODY_RAISED_ATTR, call.excinfo is not None)
+    return report
+
+
+class ControllerReports:
+    """Terminal summary and JUnit entries, from the aggregator's results."""
+
+    @staticmethod
+    def _aggregator(config: pytest.Config) -> EvalAggregator:
+        return config.pluginmanager.get_plugin(AGGREGATOR_NAME)  # type: ignore[return-value]
+
+    @pytest.hookimpl(trylast=True)  # after pytest's junitxml has written its file
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        aggregator = self._aggregator(session.config)
+        xml_path = session.config.option.xmlpath
+        if aggregator.results and xml_path and Path(xml_path).is_file():
+            add_criteria_to_junit(Path(xml_path))
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        aggregator = self._aggregator(terminalreporter.config)
+        if not aggregator.summaries:
+            return
+        threshold = aggregator.settings.threshold
+        terminalreporter.write_sep("=", "openkata eval summary")
+        # One write per skill: a large suite has thousands of segments, and each write to
+        # the terminal costs more than marking a segment up.
+        writer = terminalreporter.config.get_terminal_writer()
+        for summary in aggregator.summaries:
+            block = [
+                "".join(
+                    writer.markup(text, **{colour: True}) if colour else text
+                    for text, colour in line
+                )
+                for line in skill_lines(summary, threshold)
+            ]
+            terminalreporter.write("\n".join(block) + "\n")

@@ -1,0 +1,73 @@
+"""Claude Code (``claude``, npm ``@anthropic-ai/claude-code``) in print mode.
+
+``claude -p --bare --model M`` reads the prompt from standard input and prints the answer.
+``--bare`` keeps runs reproducible: no hooks, plugins, auto-memory or CLAUDE.md discovery, and
+authentication strictly through ``ANTHROPIC_API_KEY``. On the host, ``CLAUDE_CONFIG_DIR`` is a
+fresh folder per call: Claude Code rewrites ``~/.claude.json`` on every start, and a copy of it
+running at the same time (an xdist worker, the user's own session) can leave that file missing
+with only a backup beside it, which makes the next start fail. Any Anthropic Messages endpoint works
+through ``ANTHROPIC_BASE_URL`` (llama-server's ``/v1/messages`` included); telemetry and other
+non-essential traffic are switched off.
+
+Tool approval follows kiro's rule (blanket approval only in a disposable sandbox):
+
+- workspace agent on the host: ``--permission-mode acceptEdits`` (file edits in the working
+  folder are allowed, other tools that need approval are refused);
+- sandboxed: ``--dangerously-skip-permissions`` with ``IS_SANDBOX=1``. Claude Code refuses
+  that flag when it runs as root ("cannot be used with root/sudo privileges") unless
+  ``IS_SANDBOX=1`` says it is inside a sandbox, and containers run as root.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pytest_openkata.providers.agents import UNUSED_KEY, AgentInvocation, AgentSettings
+
+__all__ = ["CLAUDE_CLI", "CLAUDE_CONFIG_VARIABLE", "CLAUDE_INSTALL_HINT", "ClaudeAgent"]
+
+CLAUDE_CLI = "claude"
+CLAUDE_INSTALL_HINT = "Install: npm install -g @anthropic-ai/claude-code"
+CLAUDE_CONFIG_VARIABLE = "CLAUDE_CONFIG_DIR"
+
+
+@dataclass(frozen=True)
+class ClaudeAgent:
+    """``claude -p``; see the module docstring."""
+
+    executable: str = CLAUDE_CLI
+    base_url: str = ""
+    api_key: str = field(default="", repr=False)
+    name: str = field(default=CLAUDE_CLI, init=False)
+    install_hint: str = field(default=CLAUDE_INSTALL_HINT, init=False)
+    output_in_errors: bool = field(default=True, init=False)
+
+    @classmethod
+    def from_settings(cls, settings: AgentSettings) -> ClaudeAgent:
+        return cls(
+            settings.executable or CLAUDE_CLI,
+            settings.anthropic_base_url,
+            settings.anthropic_api_key,
+        )
+
+    def invocation(
+        self, *, model: str, workspace_agent: bool, sandboxed: bool = False
+    ) -> AgentInvocation:
+        argv = [self.executable, "-p", "--bare", "--model", model]
+        env = {
+            "ANTHROPIC_API_KEY": self.api_key or UNUSED_KEY,
+            "DISABLE_TELEMETRY": "1",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        }
+        if self.base_url:
+            env["ANTHROPIC_BASE_URL"] = self.base_url
+        if sandboxed:
+            argv.append("--dangerously-skip-permissions")
+            env["IS_SANDBOX"] = "1"
+            return AgentInvocation(argv, env)
+        if workspace_agent:
+            argv += ["--permission-mode", "acceptEdits"]
+        return AgentInvocation(argv, env, private_dirs=(CLAUDE_CONFIG_VARIABLE,))
+
+    def clean(self, output: str) -> str:
+        return output

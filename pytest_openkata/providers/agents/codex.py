@@ -1,0 +1,83 @@
+"""OpenAI Codex (``codex``, npm ``@openai/codex``) in ``exec`` mode.
+
+``codex exec ... -`` reads the prompt from standard input and prints only the final answer on
+standard output (its progress goes to standard error). The model provider is defined on the
+command line as ``openkata``: the OpenAI *Responses* API at the configured base URL (Codex
+speaks no other wire protocol to custom providers), with the key taken from the environment
+variable ``OPENKATA_CODEX_KEY``. ``--ephemeral`` keeps session files out of ``~/.codex``.
+
+Sandbox policy: ``-s read-only`` for plain answers, ``-s workspace-write`` for a workspace agent
+on the host (Codex's own sandbox confines writes to the working folder), and, inside a
+disposable container, ``--dangerously-bypass-approvals-and-sandbox``: Codex's sandbox needs
+namespaces a container usually does not grant, and the container is the sandbox.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from pytest_openkata.providers.agents import UNUSED_KEY, AgentInvocation, AgentSettings
+
+__all__ = [
+    "CODEX_CLI",
+    "CODEX_INSTALL_HINT",
+    "CODEX_KEY_VARIABLE",
+    "CODEX_PROVIDER",
+    "DEFAULT_OPENAI_BASE_URL",
+    "CodexAgent",
+]
+
+CODEX_CLI = "codex"
+CODEX_INSTALL_HINT = "Install: npm install -g @openai/codex"
+CODEX_PROVIDER = "openkata"
+CODEX_KEY_VARIABLE = "OPENKATA_CODEX_KEY"
+DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
+
+
+def _toml_string(text: str) -> str:
+    """A TOML basic string: ``-c key=value`` parses ``value`` as TOML, and a quoted value can
+    never be read as a number, a boolean or a table."""
+    return json.dumps(text, ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class CodexAgent:
+    """``codex exec``; see the module docstring."""
+
+    executable: str = CODEX_CLI
+    base_url: str = ""
+    api_key: str = field(default="", repr=False)
+    name: str = field(default=CODEX_CLI, init=False)
+    install_hint: str = field(default=CODEX_INSTALL_HINT, init=False)
+    output_in_errors: bool = field(default=True, init=False)
+
+    @classmethod
+    def from_settings(cls, settings: AgentSettings) -> CodexAgent:
+        return cls(
+            settings.executable or CODEX_CLI, settings.openai_base_url, settings.openai_api_key
+        )
+
+    def invocation(
+        self, *, model: str, workspace_agent: bool, sandboxed: bool = False
+    ) -> AgentInvocation:
+        argv = [self.executable, "exec", "--skip-git-repo-check", "--ephemeral"]
+        if sandboxed:
+            argv.append("--dangerously-bypass-approvals-and-sandbox")
+        else:
+            argv += ["-s", "workspace-write" if workspace_agent else "read-only"]
+        argv += ["-m", model]
+        provider = f"model_providers.{CODEX_PROVIDER}"
+        for key, value in (
+            ("model_provider", CODEX_PROVIDER),
+            (f"{provider}.name", CODEX_PROVIDER),
+            (f"{provider}.base_url", self.base_url or DEFAULT_OPENAI_BASE_URL),
+            (f"{provider}.wire_api", "responses"),
+            (f"{provider}.env_key", CODEX_KEY_VARIABLE),
+        ):
+            argv += ["-c", f"{key}={_toml_string(value)}"]
+        argv.append("-")  # the prompt comes from standard input
+        return AgentInvocation(argv, {CODEX_KEY_VARIABLE: self.api_key or UNUSED_KEY})
+
+    def clean(self, output: str) -> str:
+        return output

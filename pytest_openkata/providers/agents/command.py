@@ -1,0 +1,47 @@
+"""Any agent as a shell command line: ``sh -c COMMAND``, the prompt on standard input.
+
+The command learns the configured model from ``OPENKATA_AGENT_MODEL``. Its output is taken
+as it is. The same command runs in every mode; the sandbox, if any, is the caller's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pytest_openkata.providers.agents import AgentConfigError, AgentInvocation, AgentSettings
+
+__all__ = ["COMMAND_AGENT", "MODEL_VARIABLE", "CommandAgent"]
+
+COMMAND_AGENT = "command"
+MODEL_VARIABLE = "OPENKATA_AGENT_MODEL"
+EMPTY_COMMAND = (
+    "the command agent needs a shell command line: set --eval-agent-command "
+    "(agent_command in the settings)"
+)
+
+
+@dataclass(frozen=True)
+class CommandAgent:
+    """``sh -c COMMAND``; ``shell`` replaces ``sh``. An empty command is refused."""
+
+    command: str
+    shell: str = "sh"
+    name: str = field(default=COMMAND_AGENT, init=False)
+    install_hint: str = field(default="", init=False)
+    output_in_errors: bool = field(default=True, init=False)
+
+    def __post_init__(self) -> None:
+        if not self.command.strip():
+            raise AgentConfigError(EMPTY_COMMAND)
+
+    @classmethod
+    def from_settings(cls, settings: AgentSettings) -> CommandAgent:
+        return cls(settings.command, settings.executable or "sh")
+
+    def invocation(
+        self, *, model: str, workspace_agent: bool, sandboxed: bool = False
+    ) -> AgentInvocation:
+        return AgentInvocation([self.shell, "-c", self.command], {MODEL_VARIABLE: model})
+
+    def clean(self, output: str) -> str:
+        return output

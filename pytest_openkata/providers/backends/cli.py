@@ -1,0 +1,378 @@
+"""The CLI backend: a coding-agent CLI run on the host as a Completer (spec section 5a).
+
+Every CLI agent gets the reference kiro backend's prompt, ``system + "\\n\\n" + user`` (so an
+empty system text leaves ``"\\n\\n"`` in front), on its **standard input**, never in ``argv``.
+Standard output is the answer, standard error is kept for the error text. The CLI runs in a
+new session; when the deadline passes, or when the CLI exits, its whole process group is
+killed, so no helper process it started outlives the call. There are no retries: the runner
+owns the retry policy.
+
+Errors, in the reference's priority order and texts (``<cli>`` is the agent's name, e.g.
+``kiro-cli``):
+
+- ``<cli> timed out after 2m0s`` (:class:`AgentTimeoutError`, with the partial output);
+- ``<cli> failed: exit status 1\\nstderr: <stderr>`` when the CLI wrote to standard error,
+  else ``<cli> failed: exit status 1`` (:class:`AgentFailedError`); a CLI ended by a signal
+  reads ``signal: killed`` instead of ``exit status <n>``;
+- ``<cli> not found in PATH`` plus the agent's install hint on a second line
+  (:class:`AgentNotFoundError`); any other start failure is ``<cli> failed: <error>``;
+- ``<cli> returned empty response`` when standard output is empty
+  (:class:`~.MalformedResponseError`).
+
+Deviation: the stderr in an error text loses its trailing white space. Error texts pass through
+``redact`` (the answer itself does not: it is the agent's output, masked where it is written).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from pytest_openkata.infra.environ import environ_snapshot
+from pytest_openkata.providers.agents import AgentCLI, AgentInvocation
+from pytest_openkata.providers.backends import BackendError, MalformedResponseError, ResponseSchema
+
+__all__ = [
+    "ERROR_OUTPUT_CHARS",
+    "PROMPT_SEPARATOR",
+    "AgentFailedError",
+    "AgentNotFoundError",
+    "AgentTimeoutError",
+    "CLIBackend",
+    "agent_prompt",
+    "go_duration",
+]
+
+PROMPT_SEPARATOR = "\n\n"
+# After the kill, how long to wait for output still in the pipes (a process that left the
+# group may keep them open).
+DRAIN_GRACE = 5.0
+ERROR_OUTPUT_CHARS = 2000
+_READ_SIZE = 65536
+
+CwdFactory = Callable[[], AbstractContextManager[Path | None]]
+
+
+class AgentFailedError(BackendError):
+    """The CLI could not be started or exited unsuccessfully."""
+
+    def __init__(self, message: str, *, exit_status: int | None = None, stderr: str = "") -> None:
+        super().__init__(message)
+        self.exit_status = exit_status
+        self.stderr = stderr
+
+
+class AgentNotFoundError(AgentFailedError):
+    """The CLI's executable does not exist."""
+
+
+class AgentTimeoutError(BackendError):
+    """The CLI did not finish in time and was killed; ``partial_output`` is what it printed."""
+
+    def __init__(
+        self, message: str, *, timeout: float, partial_output: str, partial_stderr: str = ""
+    ) -> None:
+        super().__init__(message)
+        self.timeout = timeout
+        self.partial_output = partial_output
+        self.partial_stderr = partial_stderr
+
+
+def agent_prompt(system: str, user: str) -> str:
+    """The text a CLI agent gets on standard input (the reference kiro backend's layout)."""
+    return system + PROMPT_SEPARATOR + user
+
+
+def go_duration(seconds: float) -> str:
+    """``seconds`` as Go's ``time.Duration.String()``: ``2m0s``, ``1m30s``, ``5s``, ``1h0m0s``,
+    ``1.5s``, ``250ms``."""
+    nanos = round(seconds * 1_000_000_000)
+    sign = "-" if nanos < 0 else ""
+    nanos = abs(nanos)
+    if nanos == 0:
+        return "0s"
+    if nanos < 1_000:
+        return f"{sign}{nanos}ns"
+    if nanos < 1_000_000:
+        return f"{sign}{_decimal(nanos, 3)}µs"
+    if nanos < 1_000_000_000:
+        return f"{sign}{_decimal(nanos, 6)}ms"
+    minutes, second_nanos = divmod(nanos, 60_000_000_000)
+    hours, minutes = divmod(minutes, 60)
+    text = f"{_decimal(second_nanos, 9)}s"
+    if hours:
+        return f"{sign}{hours}h{minutes}m{text}"
+    if minutes:
+        return f"{sign}{minutes}m{text}"
+    return f"{sign}{text}"
+
+
+def _decimal(value: int, digits: int) -> str:
+    """``value / 10**digits`` without trailing zeros, as Go prints duration fractions."""
+    whole, fraction = divmod(value, 10**digits)
+    decimals = str(fraction).rjust(digits, "0").rstrip("0")
+    return f"{whole}.{decimals}" if decimals else str(whole)
+
+
+def _no_cwd() -> AbstractContextManager[Path | None]:
+    return contextlib.nullcontext(None)
+
+
+def _identity(text: str) -> str:
+    return text
+
+
+class _LiveProcesses:
+    """The CLI processes running now, so that :meth:`CLIBackend.close` can end them."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pids: set[int] = set()
+        self.closed = False
+
+    def add(self, pid: int) -> None:
+        with self._lock:
+            self._pids.add(pid)
+            if self.closed:
+                _kill_group(pid)
+
+    def discard(self, pid: int) -> None:
+        """Called before the process is reaped: its group id cannot be reused until then."""
+        with self._lock:
+            self._pids.discard(pid)
+
+    def kill_all(self) -> None:
+        with self._lock:
+            self.closed = True
+            for pid in self._pids:
+                _kill_group(pid)
+
+
+@dataclass(frozen=True)
+class _Finished:
+    stdout: bytes
+    stderr: bytes
+    returncode: int
+    timed_out: bool
+
+
+class CLIBackend:
+    """A :class:`~.Completer` that runs an :class:`AgentCLI` per call.
+
+    ``cwd_factory`` gives, per call, a context manager yielding the working folder (``None``:
+    the current one), e.g. ``functools.partial(prepare_agent_dir, skill)`` for kiro's agent
+    mode; it is left once the CLI has exited. ``timeout`` (seconds) bounds each call.
+    """
+
+    def __init__(
+        self,
+        agent: AgentCLI,
+        *,
+        model: str,
+        timeout: float,
+        cwd_factory: CwdFactory | None = None,
+        workspace_agent: bool = False,
+        redact: Callable[[str], str] = _identity,
+    ) -> None:
+        if not timeout > 0:
+            raise ValueError(f"timeout must be positive seconds, got {timeout!r}")
+        self.agent = agent
+        self.model = model
+        self.timeout = timeout
+        self.workspace_agent = workspace_agent
+        self._cwd_factory = cwd_factory or _no_cwd
+        self._redact = redact
+        self._live = _LiveProcesses()
+
+    def in_folder(self, cwd_factory: CwdFactory) -> CLIBackend:
+        """The same backend running each call in the folder ``cwd_factory`` gives; it shares
+        this one's running processes, so :meth:`close` of either ends them all."""
+        view = copy.copy(self)
+        view._cwd_factory = cwd_factory
+        return view
+
+    def close(self) -> None:
+        """Kill the CLIs still running (scenarios abandoned after ``-x`` or Ctrl-C); later calls
+        are killed as they start."""
+        self._live.kill_all()
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}(agent={self.agent.name!r}, model={self.model!r}, "
+            f"workspace_agent={self.workspace_agent!r})"
+        )
+
+    def complete(self, system: str, user: str, *, schema: ResponseSchema | None = None) -> str:
+        """The agent's cleaned answer; ``schema`` is ignored (CLIs answer in free text)."""
+        invocation = self.agent.invocation(model=self.model, workspace_agent=self.workspace_agent)
+        prompt = agent_prompt(system, user).encode()
+        with self._cwd_factory() as cwd, contextlib.ExitStack() as stack:
+            private = {
+                variable: stack.enter_context(
+                    tempfile.TemporaryDirectory(prefix=f"openkata-{self.agent.name}-")
+                )
+                for variable in invocation.private_dirs
+            }
+            finished = self._run(invocation, prompt, cwd, private)
+        return self._answer(finished)
+
+    def _run(
+        self,
+        invocation: AgentInvocation,
+        prompt: bytes,
+        cwd: Path | None,
+        private_dirs: dict[str, str],
+    ) -> _Finished:
+        name = self.agent.name
+        env = {**environ_snapshot(), **invocation.env, **private_dirs}
+        executable = invocation.argv[0]
+        if os.sep not in executable and shutil.which(executable, path=env.get("PATH")) is None:
+            raise AgentNotFoundError(self._with_hint(f"{name} not found in PATH"))
+        try:
+            process = subprocess.Popen(
+                invocation.argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=cwd,
+                env=env,
+                start_new_session=True,
+            )
+        except FileNotFoundError as exc:
+            if cwd is not None and exc.filename == str(cwd):
+                raise AgentFailedError(self._redact(f"{name} failed: {exc}")) from exc
+            where = "in PATH" if os.sep not in executable else f"at {executable}"
+            raise AgentNotFoundError(self._with_hint(f"{name} not found {where}")) from exc
+        except OSError as exc:
+            raise AgentFailedError(self._redact(f"{name} failed: {exc}")) from exc
+        self._live.add(process.pid)
+        return _communicate(process, prompt, self.timeout, self._live)
+
+    def _with_hint(self, message: str) -> str:
+        hint = self.agent.install_hint
+        return self._redact(f"{message}\n{hint}" if hint else message)
+
+    def _answer(self, finished: _Finished) -> str:
+        name = self.agent.name
+        stdout = finished.stdout.decode(errors="replace")
+        stderr = finished.stderr.decode(errors="replace")
+        if finished.timed_out:
+            raise AgentTimeoutError(
+                self._redact(f"{name} timed out after {go_duration(self.timeout)}"),
+                timeout=self.timeout,
+                partial_output=self._redact(stdout),
+                partial_stderr=self._redact(stderr),
+            )
+        if finished.returncode != 0:
+            status = _exit_text(finished.returncode)
+            message = f"{name} failed: {status}"
+            if finished.stderr:
+                message += f"\nstderr: {stderr.rstrip()}"
+            elif stdout.strip() and self.agent.output_in_errors:
+                message += f"\nstdout: {_tail(stdout.rstrip())}"
+            raise AgentFailedError(
+                self._redact(message),
+                exit_status=finished.returncode,
+                stderr=self._redact(stderr),
+            )
+        if not finished.stdout:
+            raise MalformedResponseError(f"{name} returned empty response")
+        return self.agent.clean(stdout)
+
+
+def _tail(text: str) -> str:
+    """The end of ``text``, where a CLI prints why it stopped, at most ``ERROR_OUTPUT_CHARS``."""
+    if len(text) <= ERROR_OUTPUT_CHARS:
+        return text
+    return "..." + text[-ERROR_OUTPUT_CHARS:]
+
+
+def _exit_text(returncode: int) -> str:
+    """Go's ``ExitError`` text: ``exit status 2`` or ``signal: killed``."""
+    if returncode >= 0:
+        return f"exit status {returncode}"
+    try:
+        description = signal.strsignal(-returncode) or f"signal {-returncode}"
+    except ValueError:
+        description = f"signal {-returncode}"
+    return f"signal: {description.lower()}"
+
+
+def _communicate(
+    process: subprocess.Popen[bytes], prompt: bytes, timeout: float, live: _LiveProcesses
+) -> _Finished:
+    """Feed ``prompt``, collect both outputs, and kill the process group when the deadline
+    passes or the CLI exits (or the caller is interrupted)."""
+    stdin, out_pipe, err_pipe = process.stdin, process.stdout, process.stderr
+    if stdin is None or out_pipe is None or err_pipe is None:  # Popen was given PIPE for all
+        raise RuntimeError("the agent process has no pipes")
+    stdout: list[bytes] = []
+    stderr: list[bytes] = []
+    threads = [
+        threading.Thread(target=_feed, args=(stdin, prompt), daemon=True),
+        threading.Thread(target=_drain, args=(out_pipe, stdout), daemon=True),
+        threading.Thread(target=_drain, args=(err_pipe, stderr), daemon=True),
+    ]
+    for thread in threads:
+        thread.start()
+    try:
+        timed_out = not _wait_unreaped(process.pid, timeout)
+    finally:
+        # The leader is alive or an unreaped zombie here, so its group id cannot have been
+        # reused: killing the group reaches the CLI's own processes only.
+        _kill_group(process.pid)
+        live.discard(process.pid)
+        process.wait()
+    deadline = time.monotonic() + DRAIN_GRACE
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    return _Finished(b"".join(stdout), b"".join(stderr), process.returncode, timed_out)
+
+
+def _wait_unreaped(pid: int, timeout: float) -> bool:
+    """Wait until ``pid`` exits, without reaping it; False when ``timeout`` passed first."""
+    deadline = time.monotonic() + timeout
+    delay = 0.0005
+    while True:
+        try:
+            if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                return True
+        except ChildProcessError:
+            return True
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        delay = min(delay * 2, remaining, 0.05)
+        time.sleep(delay)
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def _feed(pipe: IO[bytes], data: bytes) -> None:
+    """Write the prompt and close standard input; a CLI that exits without reading it is fine."""
+    with contextlib.suppress(OSError):
+        pipe.write(data)
+    with contextlib.suppress(OSError):
+        pipe.close()
+
+
+def _drain(pipe: IO[bytes], sink: list[bytes]) -> None:
+    read = getattr(pipe, "read1", pipe.read)
+    with contextlib.suppress(OSError, ValueError):
+        while chunk := read(_READ_SIZE):
+            sink.append(chunk)

@@ -1,0 +1,127 @@
+"""The http backend: an OpenAI-compatible ``/chat/completions`` endpoint (spec section 5b).
+
+One :class:`~.ModelClient` per pytest session is shared by
+the agent and the judge backends, so connections are pooled; :func:`make_client` builds it.
+:class:`OpenAIChatBackend` sends one request per call and never retries: the runner owns the
+retry policy and decides from the exception class (and :attr:`EndpointStatusError.throttled`)
+what to do.
+
+Every successful call reports the ``usage.prompt_tokens`` and ``usage.completion_tokens`` of
+the response to :func:`~.record_tokens` (None for a count the body does not
+give as a non-negative integer); a failed call, a refused ``response_format`` included, records
+nothing.
+
+A structured answer (one asked with a ``schema``) that the endpoint cut off at its token limit
+(``finish_reason`` "length") is a :class:`MalformedResponseError`: it is incomplete JSON, and
+the judge would otherwise read fewer verdicts from it than criteria. A plain answer cut off
+there is returned as it is, as the reference returns it.
+
+The API key never appears in an exception text (see :mod:`.transport`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_openkata.infra.usage import record_tokens, usage_in
+from pytest_openkata.providers.backends import (
+    EndpointStatusError,
+    MalformedResponseError,
+    ResponseSchema,
+)
+from pytest_openkata.providers.backends.transport import (
+    ModelClient,
+    json_object,
+    make_client,
+    parse_retry_after,
+    post_json,
+)
+
+__all__ = [
+    "CUT_OFF_MESSAGE",
+    "ModelClient",
+    "OpenAIChatBackend",
+    "make_client",
+    "parse_retry_after",
+]
+
+# Statuses with which endpoints refuse a ``response_format`` they do not support
+# (llama-cpp-python's server answers a json_schema request with 500).
+_SCHEMA_REFUSED = frozenset({400, 404, 415, 422, 500, 501})
+CUT_OFF_MESSAGE = 'structured answer cut off at the token limit (finish_reason "length")'
+
+
+def _response_format(schema: ResponseSchema) -> dict[str, Any]:
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": schema.name, "strict": True, "schema": schema.schema},
+    }
+
+
+class OpenAIChatBackend:
+    """A :class:`~.Completer` for OpenAI-compatible chat endpoints."""
+
+    def __init__(self, client: ModelClient, *, base_url: str, api_key: str, model: str) -> None:
+        self.model = model
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self._client = client
+        self._api_key = api_key
+        # Whether the endpoint accepts ``response_format``: unknown until the first request
+        # with a schema, then remembered for the session.
+        self.structured_output: bool | None = None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(url={self.url!r}, model={self.model!r})"
+
+    def complete(self, system: str, user: str, *, schema: ResponseSchema | None = None) -> str:
+        messages = [{"role": "system", "content": system}] if system else []
+        messages.append({"role": "user", "content": user})
+        payload: dict[str, Any] = {"model": self.model, "messages": messages}
+        if schema is None or self.structured_output is False:
+            return self._post(payload)[0]
+        structured = {**payload, "response_format": _response_format(schema)}
+        try:
+            answer, finish_reason = self._post(structured)
+        except EndpointStatusError as exc:
+            if self.structured_output is not None or exc.status not in _SCHEMA_REFUSED:
+                raise
+            answer = self._post(payload)[0]  # raises on its own when the endpoint just fails
+            self.structured_output = False  # refused: plain text for the rest of the session
+            return answer
+        self.structured_output = True
+        if finish_reason == "length":
+            raise MalformedResponseError(CUT_OFF_MESSAGE)
+        return answer
+
+    def _post(self, payload: dict[str, Any]) -> tuple[str, object]:
+        """The answer and ``choices[0].finish_reason`` (None when absent)."""
+        headers = {"Content-Type": "application/json"}
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        data = json_object(post_json(self._client, self.url, payload, headers, self._api_key))
+        content = _content_of(data)
+        record_tokens(usage_in(data, "prompt_tokens", "completion_tokens"))
+        return content, data["choices"][0].get("finish_reason")
+
+
+def _content_of(data: dict[str, Any]) -> str:
+    """``choices[0].message.content`` of a chat completion body; null content is ``""``."""
+    choices = data.get("choices")
+    if not choices:
+        raise MalformedResponseError("no choices in response")
+    if not isinstance(choices, list):
+        raise MalformedResponseError(
+            f"parsing response: choices is a {type(choices).__name__}, not a list"
+        )
+    first = choices[0]
+    message = first.get("message") if isinstance(first, dict) else None
+    if not isinstance(message, dict):
+        raise MalformedResponseError("no message object in choices[0]")
+    content = message.get("content")
+    if content is None:
+        return ""
+    if not isinstance(content, str):
+        raise MalformedResponseError(
+            f"choices[0].message.content is a {type(content).__name__}, not a string"
+        )
+    return content

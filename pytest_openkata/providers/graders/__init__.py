@@ -1,0 +1,1 @@
+"""Graders: turn an agent's result into criterion results."""

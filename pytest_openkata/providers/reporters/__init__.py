@@ -1,0 +1,1 @@
+"""Reporters: write the skill summaries of a run somewhere."""

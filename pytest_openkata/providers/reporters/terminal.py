@@ -1,0 +1,146 @@
+"""The reference's terminal lines (spec section 9), as segments that carry their colour.
+
+Colour is applied by pytest's terminal writer, so it appears only when pytest uses colour.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from pytest_openkata.core.results import CallStats, CriterionResult, ScenarioResult, Usage
+from pytest_openkata.core.summary import SkillSummary
+
+Segment = tuple[str, str | None]  # text, colour name understood by pytest's terminal writer
+
+
+def _label(passed: bool) -> Segment:
+    return ("PASS", "green") if passed else ("FAIL", "red")
+
+
+def _votes(criterion: CriterionResult) -> str:
+    if criterion.votes is None:
+        return ""
+    passed, total = criterion.votes
+    return f" [{passed}/{total} passed]"
+
+
+def _trials_line(result: ScenarioResult) -> str | None:
+    summary = result.stats
+    if summary is None:
+        return None
+    n = summary.trials
+    interval = f", 95% CI {summary.ci95[0]:.1f}-{summary.ci95[1]:.1f}%" if summary.ci95 else ""
+    return (
+        f"    Trials: {summary.passes} of {n} passed; mean {summary.mean:.1f}%, "
+        f"sd {summary.stdev:.1f}{interval}; pass@{n} {summary.pass_at_k[n]:.2f}, "
+        f"pass^{n} {summary.pass_hat_k[n]:.2f}"
+    )
+
+
+def _cache_line(result: ScenarioResult) -> str | None:
+    agent, judge = result.usage.agent.cached, result.usage.judge.cached
+    if not agent and not judge:
+        return None
+    parts = []
+    if agent:
+        parts.append(f"{agent} agent answer{'s' if agent != 1 else ''}")
+    if judge:
+        parts.append(f"{judge} judge verdict{'s' if judge != 1 else ''}")
+    return f"    From the cache: {', '.join(parts)}"
+
+
+def _scenario_lines(result: ScenarioResult) -> Iterator[list[Segment]]:
+    yield [(f"  {result.name}: {result.description}", None)]
+    for c in result.criteria or ():
+        if c.passed:
+            yield [
+                ("    ", None),
+                ("✓", "green"),
+                (f" {c.name} ({c.score}/{c.max_score}){_votes(c)}", None),
+            ]
+        else:
+            reason = f" — {c.reason}" if c.reason else ""
+            yield [
+                ("    ", None),
+                ("✗", "red"),
+                (f" {c.name} ({c.score}/{c.max_score}){_votes(c)}{reason}", None),
+            ]
+    yield [
+        (f"    Score: {result.score}/{result.max_score} ({result.percentage:.0f}%) ", None),
+        _label(result.passed),
+    ]
+    for extra in (_trials_line(result), _cache_line(result)):
+        if extra is not None:
+            yield [(extra, None)]
+    yield []
+
+
+def _calls_text(role: str, calls: CallStats) -> str:
+    text = f"{role} {calls.calls} call{'s' if calls.calls != 1 else ''}"
+    if calls.input_tokens is not None or calls.output_tokens is not None:
+        text += f", {calls.input_tokens or 0:,} in / {calls.output_tokens or 0:,} out tokens"
+    text += f", {calls.seconds:.1f} s"
+    if calls.cached:
+        text += f" (+{calls.cached} from the cache)"
+    return text
+
+
+def usage_line(usage: Usage) -> str | None:
+    """The skill's model usage: calls, tokens, seconds, cost, cache hits."""
+    if usage.agent.empty and usage.judge.empty:
+        return None
+    line = f"  Usage: {_calls_text('agent', usage.agent)}; {_calls_text('judge', usage.judge)}"
+    cost = [c for c in (usage.agent.cost_usd, usage.judge.cost_usd) if c is not None]
+    if cost:
+        line += f"; cost ${sum(cost):.4f}"
+    return line
+
+
+def skill_lines(summary: SkillSummary, threshold: int) -> Iterator[list[Segment]]:
+    """One skill's block: header, scenarios, and the overall line."""
+    yield [(summary.display, None)]
+    for result in summary.results:
+        yield from _scenario_lines(result)
+    if summary.complete:
+        yield [
+            (f"  Overall: {summary.overall:.0f}% ", None),
+            _label(summary.passed),
+            (f" (threshold: {threshold}%)", None),
+        ]
+        if summary.with_trials and summary.interval is not None:
+            low, high = summary.interval
+            note = (
+                f": the threshold {threshold}% lies inside it, more trials would settle the gate"
+                if summary.straddles
+                else ""
+            )
+            yield [
+                (
+                    f"  95% CI of the overall: {low:.1f}-{high:.1f}%{note}",
+                    "yellow" if summary.straddles else None,
+                )
+            ]
+    else:
+        yield [
+            (
+                f"  Overall: {summary.overall:.0f}% (partial run: {len(summary.results)} of "
+                f"{summary.total_scenarios} scenarios; threshold {threshold}% not enforced)",
+                None,
+            )
+        ]
+    usage = usage_line(summary.usage)
+    if usage is not None:
+        yield [(usage, None)]
+    judge_errors = sum(result.judge_errors for result in summary.results)
+    if judge_errors:
+        yield [
+            (
+                f"  Judge errors: {judge_errors} (counted as scenario errors, not failed "
+                "criteria; pytest --lf asks the judge again, agent answers come from the cache)",
+                "red",
+            )
+        ]
+    if summary.report_path is not None:
+        yield [(f"  Report: {summary.report_path}", None)]
+    if summary.report_error is not None:
+        yield [(f"  Report not written: {summary.report_error}", "red")]
