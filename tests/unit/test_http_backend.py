@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import http.client
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from typing import Any
 
+import httpx
 import pytest
 
 from pytest_openkata.infra.usage import TokenUsage, recording
@@ -21,7 +21,6 @@ from pytest_openkata.providers.backends import (
 )
 from pytest_openkata.providers.backends.http import (
     CUT_OFF_MESSAGE,
-    ModelClient,
     OpenAIChatBackend,
     make_client,
     parse_retry_after,
@@ -29,6 +28,28 @@ from pytest_openkata.providers.backends.http import (
 from tests.support.endpoint import RecordedRequest, Reply, ScriptedEndpoint
 
 KEY = "test-key"
+
+# What the client would take from the machine: proxies that loopback calls must not go to.
+PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
+
+
+def loopback_client(timeout: float) -> httpx.Client:
+    """A client made without the machine's proxies (httpx reads them when it is made)."""
+    with pytest.MonkeyPatch.context() as environment:
+        for name in PROXY_VARIABLES:
+            environment.delenv(name, raising=False)
+            environment.delenv(name.lower(), raising=False)
+        return make_client(timeout)
+
+
+def causes(exc: BaseException) -> list[BaseException]:
+    """``exc``'s chain of causes, outermost first."""
+    chain = []
+    current: BaseException | None = exc
+    while current is not None:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain
 
 
 @pytest.fixture
@@ -38,20 +59,20 @@ def endpoint() -> Iterator[ScriptedEndpoint]:
 
 
 @pytest.fixture(scope="module")
-def client() -> Iterator[ModelClient]:
+def client() -> Iterator[httpx.Client]:
     """One client for the module, as one client serves a whole pytest session."""
-    with make_client(5.0) as http_client:
+    with loopback_client(5.0) as http_client:
         yield http_client
 
 
 def backend_for(
-    client: ModelClient, base_url: str, *, api_key: str = KEY, model: str = "gpt-4o"
+    client: httpx.Client, base_url: str, *, api_key: str = KEY, model: str = "gpt-4o"
 ) -> OpenAIChatBackend:
     return OpenAIChatBackend(client, base_url=base_url, api_key=api_key, model=model)
 
 
 @pytest.fixture
-def backend(client: ModelClient, endpoint: ScriptedEndpoint) -> OpenAIChatBackend:
+def backend(client: httpx.Client, endpoint: ScriptedEndpoint) -> OpenAIChatBackend:
     return backend_for(client, endpoint.base_url)
 
 
@@ -78,7 +99,7 @@ def test_check_21_post_with_key_and_system_message(
 
 
 def test_check_22_empty_system_and_key_send_one_user_message_and_no_auth(
-    client: ModelClient, endpoint: ScriptedEndpoint
+    client: httpx.Client, endpoint: ScriptedEndpoint
 ) -> None:
     endpoint.enqueue(Reply.chat("ok"))
     backend = backend_for(client, endpoint.base_url, api_key="")
@@ -99,11 +120,20 @@ def test_body_has_only_model_and_messages(
 
 
 def test_trailing_slashes_of_base_url_are_dropped(
-    client: ModelClient, endpoint: ScriptedEndpoint
+    client: httpx.Client, endpoint: ScriptedEndpoint
 ) -> None:
     endpoint.enqueue(Reply.chat("x"))
     backend_for(client, endpoint.base_url + "//").complete("", "u")
     assert endpoint.requests[0].path == "/v1/chat/completions"
+
+
+def test_endpoint_is_the_base_url_as_configured(client: httpx.Client) -> None:
+    backend = backend_for(client, "http://models.example/v1/")
+
+    assert backend.endpoint == "http://models.example/v1/"
+    assert backend.url == "http://models.example/v1/chat/completions"
+    with pytest.raises(AttributeError):
+        backend.endpoint = "http://elsewhere.example/v1"  # type: ignore[misc]
 
 
 def test_content_is_returned_as_is(backend: OpenAIChatBackend, endpoint: ScriptedEndpoint) -> None:
@@ -247,7 +277,7 @@ def test_unusable_completion(
 # -- transport errors -------------------------------------------------------------------------
 
 
-def test_connection_refused(client: ModelClient) -> None:
+def test_connection_refused(client: httpx.Client) -> None:
     with ScriptedEndpoint() as stopped:
         base_url = stopped.base_url
     backend = backend_for(client, base_url)
@@ -256,12 +286,12 @@ def test_connection_refused(client: ModelClient) -> None:
         backend.complete("", "u")
 
     assert str(caught.value) == f"POST {base_url}/chat/completions: connection refused"
-    assert isinstance(caught.value.__cause__.__cause__, ConnectionRefusedError)
+    assert any(isinstance(cause, ConnectionRefusedError) for cause in causes(caught.value))
 
 
 def test_timeout(endpoint: ScriptedEndpoint) -> None:
     endpoint.enqueue(Reply(json={}, delay=10))
-    with make_client(0.5) as quick:
+    with loopback_client(0.5) as quick:
         backend = backend_for(quick, endpoint.base_url)
         with pytest.raises(TransportError, match=r"timed out after 0\.5s$"):
             backend.complete("", "u")
@@ -275,10 +305,10 @@ def test_connection_closed_without_answer(
     with pytest.raises(TransportError) as caught:
         backend.complete("", "u")
     assert str(caught.value).startswith(f"POST {backend.url}: connection closed")
-    assert isinstance(caught.value.__cause__.__cause__, http.client.RemoteDisconnected)
+    assert isinstance(caught.value.__cause__, httpx.RemoteProtocolError)
 
 
-def test_empty_base_url_fails_as_transport_error(client: ModelClient) -> None:
+def test_empty_base_url_fails_as_transport_error(client: httpx.Client) -> None:
     with pytest.raises(TransportError, match=r"^POST /chat/completions: unsupported URL"):
         backend_for(client, "").complete("", "u")
 
@@ -291,7 +321,7 @@ def test_errors_are_distinct_backend_errors() -> None:
 
 def test_make_client_timeout() -> None:
     with make_client(2) as http_client:
-        assert http_client.timeout == 2.0
+        assert http_client.timeout == httpx.Timeout(2.0)  # connect, read, write and pool
     with pytest.raises(ValueError, match="positive"):
         make_client(0)
 

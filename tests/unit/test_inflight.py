@@ -23,7 +23,7 @@ import pytest
 
 from pytest_openkata.infra.inflight import InFlightLimit, LimitedCompleter
 from pytest_openkata.providers.backends import ResponseSchema
-from pytest_openkata.providers.backends.http import ModelClient, OpenAIChatBackend, make_client
+from pytest_openkata.providers.backends.http import OpenAIChatBackend, make_client
 from tests.support.endpoint import RecordedRequest, Reply, ScriptedEndpoint
 
 SPAWN = multiprocessing.get_context("spawn")
@@ -40,7 +40,7 @@ def echo(delay: float = 0.0) -> Callable[[RecordedRequest], Reply]:
 
 
 def limited(
-    client: ModelClient, base_url: str, directory: Path, name: str, slots: int
+    client: httpx.Client, base_url: str, directory: Path, name: str, slots: int
 ) -> LimitedCompleter:
     backend = OpenAIChatBackend(client, base_url=base_url, api_key="k", model="m")
     return LimitedCompleter(backend, InFlightLimit(directory, name, slots))
@@ -91,7 +91,7 @@ def hold_forever(directory: str, name: str, ready: Any) -> None:
 
 
 @pytest.fixture(scope="module")
-def client() -> Iterator[ModelClient]:
+def client() -> Iterator[httpx.Client]:
     with make_client(WAIT) as http_client:
         yield http_client
 
@@ -109,7 +109,7 @@ def questions(tags: list[str], threads: int, calls: int) -> list[str]:
 
 
 def test_threads_of_one_process_reach_the_cap_and_never_exceed_it(
-    client: ModelClient, endpoint: ScriptedEndpoint, locks: Path
+    client: httpx.Client, endpoint: ScriptedEndpoint, locks: Path
 ) -> None:
     endpoint.respond_with(echo(delay=0.1))
     completers = [limited(client, endpoint.base_url, locks, endpoint.base_url, 3)] * 12
@@ -125,7 +125,7 @@ def test_threads_of_one_process_reach_the_cap_and_never_exceed_it(
 
 
 def test_separate_limit_objects_of_one_endpoint_share_the_cap(
-    client: ModelClient, endpoint: ScriptedEndpoint, locks: Path
+    client: httpx.Client, endpoint: ScriptedEndpoint, locks: Path
 ) -> None:
     endpoint.respond_with(echo(delay=0.1))
     completers = [limited(client, endpoint.base_url, locks, "shared", 2) for _ in range(8)]
@@ -167,7 +167,7 @@ def test_processes_share_the_cap_through_the_lock_folder(
 
 
 def test_different_endpoints_do_not_share_slots(
-    client: ModelClient, endpoint: ScriptedEndpoint, locks: Path
+    client: httpx.Client, endpoint: ScriptedEndpoint, locks: Path
 ) -> None:
     endpoint.respond_with(echo(delay=0.1))
     first = limited(client, endpoint.base_url, locks, "http://one.example/v1", 1)
@@ -310,7 +310,7 @@ def test_a_negative_timeout_is_rejected(locks: Path) -> None:
 
 
 def test_limited_completer_delegates_schema_and_shows_the_inner_one(
-    client: ModelClient, endpoint: ScriptedEndpoint, locks: Path
+    client: httpx.Client, endpoint: ScriptedEndpoint, locks: Path
 ) -> None:
     endpoint.enqueue(Reply.chat('{"ok": true}'))
     completer = limited(client, endpoint.base_url, locks, endpoint.base_url, 1)
@@ -326,7 +326,7 @@ def test_limited_completer_delegates_schema_and_shows_the_inner_one(
 
 
 def test_limited_completer_releases_the_slot_when_the_call_fails(
-    client: ModelClient, endpoint: ScriptedEndpoint, locks: Path
+    client: httpx.Client, endpoint: ScriptedEndpoint, locks: Path
 ) -> None:
     endpoint.enqueue(Reply(status=500, body="down"), Reply.chat("back"))
     completer = limited(client, endpoint.base_url, locks, endpoint.base_url, 1)

@@ -1,6 +1,6 @@
 """The anthropic backend: the Anthropic Messages API, ``POST /v1/messages``.
 
-It shares the session's :class:`~.ModelClient` (see
+It shares the session's :class:`httpx.Client` (see
 :func:`~.make_client`) and follows the http backend in everything
 but the wire format: one request per call, no retries, failures raised as
 :class:`~.BackendError` subclasses with the same texts.
@@ -20,18 +20,23 @@ replaced with ``***``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import httpx
 
 from pytest_openkata.infra.usage import record_tokens, usage_in
-from pytest_openkata.providers.backends import MalformedResponseError, ResponseSchema
-from pytest_openkata.providers.backends.transport import (
-    ModelClient,
+from pytest_openkata.providers.backends import (
+    BackendContext,
+    MalformedResponseError,
+    ResponseSchema,
+)
+from pytest_openkata.providers.backends.client import (
     json_object,
     post_json,
     redact_secret,
 )
 
-__all__ = ["ANTHROPIC_VERSION", "AnthropicMessagesBackend", "messages_url"]
+__all__ = ["ANTHROPIC_VERSION", "AnthropicMessagesBackend", "from_context", "messages_url"]
 
 ANTHROPIC_VERSION = "2023-06-01"
 
@@ -40,13 +45,13 @@ class AnthropicMessagesBackend:
     """A :class:`~.Completer` for the Anthropic Messages API.
 
     ``base_url`` is the API root, e.g. ``https://api.anthropic.com``; a base URL that already
-    ends with ``/v1`` is accepted as well and gets no second ``/v1``. ``max_tokens`` caps the
-    answer's length, as the Messages API requires.
+    ends with ``/v1`` is accepted as well and gets no second ``/v1``; :attr:`endpoint` keeps it
+    as it was given. ``max_tokens`` caps the answer's length, as the Messages API requires.
     """
 
     def __init__(
         self,
-        client: ModelClient,
+        client: httpx.Client,
         *,
         base_url: str,
         api_key: str,
@@ -57,9 +62,15 @@ class AnthropicMessagesBackend:
             raise ValueError(f"max_tokens must be a positive integer, got {max_tokens!r}")
         self.model = model
         self.max_tokens = max_tokens
+        self._endpoint = base_url
         self.url = messages_url(base_url)
         self._client = client
         self._api_key = api_key
+
+    @property
+    def endpoint(self) -> str:
+        """The base URL as configured."""
+        return self._endpoint
 
     def __repr__(self) -> str:
         return self._redact(f"{type(self).__name__}(url={self.url!r}, model={self.model!r})")
@@ -92,6 +103,19 @@ class AnthropicMessagesBackend:
 
     def _redact(self, text: str) -> str:
         return redact_secret(text, self._api_key)
+
+
+def from_context(context: BackendContext) -> AnthropicMessagesBackend:
+    """The ``anthropic`` entry of the ``pytest_openkata.backends`` group: the endpoint of the
+    run's ``anthropic`` settings, on the session's client."""
+    anthropic = context.settings.anthropic
+    return AnthropicMessagesBackend(
+        context.client,
+        base_url=anthropic.base_url,
+        api_key=anthropic.api_key,
+        model=context.model,
+        max_tokens=anthropic.max_tokens,
+    )
 
 
 def messages_url(base_url: str) -> str:
@@ -128,3 +152,9 @@ def _block_text(index: int, block: Any) -> str | None:
             f"content[{index}].text is a {type(text).__name__}, not a string"
         )
     return text
+
+
+if TYPE_CHECKING:  # the protocol this provider implements, checked by mypy
+    from pytest_openkata.providers.backends import Completer
+
+    _implements: type[Completer] = AnthropicMessagesBackend

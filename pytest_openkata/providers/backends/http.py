@@ -1,7 +1,7 @@
 """The http backend: an OpenAI-compatible ``/chat/completions`` endpoint (spec section 5b).
 
-One :class:`~.ModelClient` per pytest session is shared by
-the agent and the judge backends, so connections are pooled; :func:`make_client` builds it.
+One :class:`httpx.Client` per pytest session is shared by the agent and the judge backends, so
+connections are kept between calls; :func:`make_client` builds it.
 :class:`OpenAIChatBackend` sends one request per call and never retries: the runner owns the
 retry policy and decides from the exception class (and :attr:`EndpointStatusError.throttled`)
 what to do.
@@ -16,21 +16,24 @@ A structured answer (one asked with a ``schema``) that the endpoint cut off at i
 the judge would otherwise read fewer verdicts from it than criteria. A plain answer cut off
 there is returned as it is, as the reference returns it.
 
-The API key never appears in an exception text (see :mod:`.transport`).
+The API key never appears in an exception text (see :mod:`.client`).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import httpx
 
 from pytest_openkata.infra.usage import record_tokens, usage_in
 from pytest_openkata.providers.backends import (
+    BackendContext,
+    BackendError,
     EndpointStatusError,
     MalformedResponseError,
     ResponseSchema,
 )
-from pytest_openkata.providers.backends.transport import (
-    ModelClient,
+from pytest_openkata.providers.backends.client import (
     json_object,
     make_client,
     parse_retry_after,
@@ -39,8 +42,8 @@ from pytest_openkata.providers.backends.transport import (
 
 __all__ = [
     "CUT_OFF_MESSAGE",
-    "ModelClient",
     "OpenAIChatBackend",
+    "from_context",
     "make_client",
     "parse_retry_after",
 ]
@@ -59,16 +62,26 @@ def _response_format(schema: ResponseSchema) -> dict[str, Any]:
 
 
 class OpenAIChatBackend:
-    """A :class:`~.Completer` for OpenAI-compatible chat endpoints."""
+    """A :class:`~.Completer` for OpenAI-compatible chat endpoints.
 
-    def __init__(self, client: ModelClient, *, base_url: str, api_key: str, model: str) -> None:
+    ``base_url`` is the API root that ``/chat/completions`` goes under, e.g.
+    ``https://api.openai.com/v1``; :attr:`endpoint` keeps it as it was given.
+    """
+
+    def __init__(self, client: httpx.Client, *, base_url: str, api_key: str, model: str) -> None:
         self.model = model
+        self._endpoint = base_url
         self.url = base_url.rstrip("/") + "/chat/completions"
         self._client = client
         self._api_key = api_key
         # Whether the endpoint accepts ``response_format``: unknown until the first request
         # with a schema, then remembered for the session.
         self.structured_output: bool | None = None
+
+    @property
+    def endpoint(self) -> str:
+        """The base URL as configured."""
+        return self._endpoint
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(url={self.url!r}, model={self.model!r})"
@@ -104,6 +117,21 @@ class OpenAIChatBackend:
         return content, data["choices"][0].get("finish_reason")
 
 
+def from_context(context: BackendContext) -> OpenAIChatBackend:
+    """The ``http`` entry of the ``pytest_openkata.backends`` group: the endpoint of the
+    run's ``http`` settings, on the session's client."""
+    http = context.settings.http
+    if not http.base_url:
+        raise BackendError(
+            "the http backend needs a base URL: set --eval-base-url, the environment "
+            "variable OPENKATA_EVAL_HTTP_BASE_URL, http.base_url in .openkata-eval.yaml "
+            "or the ini option eval_http_base_url"
+        )
+    return OpenAIChatBackend(
+        context.client, base_url=http.base_url, api_key=http.api_key, model=context.model
+    )
+
+
 def _content_of(data: dict[str, Any]) -> str:
     """``choices[0].message.content`` of a chat completion body; null content is ``""``."""
     choices = data.get("choices")
@@ -125,3 +153,9 @@ def _content_of(data: dict[str, Any]) -> str:
             f"choices[0].message.content is a {type(content).__name__}, not a string"
         )
     return content
+
+
+if TYPE_CHECKING:  # the protocol this provider implements, checked by mypy
+    from pytest_openkata.providers.backends import Completer
+
+    _implements: type[Completer] = OpenAIChatBackend
