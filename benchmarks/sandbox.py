@@ -1,7 +1,8 @@
 """Sandbox cost per scenario against a bare docker-SDK round trip.
 
-(a) the plugin's ``DockerSandbox.run`` with a trivial agent command
-    (``sh -c 'cat > /dev/null; echo done > out.txt'``) on a small skill workspace;
+(a) the plugin's sandboxed run (``run_in_sandbox``, the core's flow on the ``DockerProvider``)
+    with a trivial agent command (``sh -c 'cat > /dev/null; echo done > out.txt'``) on a small
+    skill workspace;
 (b) the floor the docker SDK allows for the same work: ``containers.create`` (same image,
     ``sleep``), ``start``, ``put_archive`` of the same workspace tar, ``exec_run`` of the same
     command, ``get_archive`` of the workspace (read to the end), ``remove(force=True)``.
@@ -158,21 +159,21 @@ class Paths:
     """The two ways to run the same agent command on the same workspace."""
 
     def __init__(self, client: Any, image: str, root: Path, bare_limits: bool) -> None:
+        from pytest_openkata.core.sandboxed import SandboxSetup
+        from pytest_openkata.core.scenario import load_scenario
+        from pytest_openkata.core.workspace import workspace_archive
         from pytest_openkata.providers.sandboxes import AgentCommand
-        from pytest_openkata.providers.sandboxes.docker import (
-            DockerLimits,
-            DockerSandbox,
-            workspace_archive,
-        )
+        from pytest_openkata.providers.sandboxes.docker import DockerLimits, DockerProvider
 
         self.client = client
         self.image = image
-        limits = DockerLimits(image=image, timeout=60, cpus=1, memory="512m", pids=256, mounts=())
-        self.sandbox = DockerSandbox(client, limits)
-        self.agent = AgentCommand(name="sh", argv=list(COMMAND))
-        self.skill, self.scenario = make_workspace(root)
-        self.prompt = (self.scenario / "task.md").read_text()
-        self.archive = workspace_archive(self.skill, self.scenario, None)
+        limits = DockerLimits(image=image, cpus=1, memory="512m", pids=256)
+        agent = AgentCommand(name="sh", argv=list(COMMAND))
+        self.setup = SandboxSetup(DockerProvider(client, limits), agent, NETWORK, timeout=60)
+        self.skill, scenario_dir = make_workspace(root)
+        self.scenario = load_scenario(scenario_dir)
+        self.prompt = (scenario_dir / "task.md").read_text()
+        self.archive = workspace_archive(self.skill, scenario_dir)
         self.bare_limits: dict[str, Any] = {}
         if bare_limits:
             self.bare_limits = {
@@ -183,16 +184,17 @@ class Paths:
             }
 
     def plugin(self) -> None:
-        """(a) the plugin's provider, as a sandboxed scenario runs it."""
-        run = self.sandbox.run(
-            skill_dir=self.skill,
-            scenario_dir=self.scenario,
-            network=NETWORK,
-            prompt=self.prompt,
-            agent=self.agent,
-        )
-        if run.exit_code != 0 or "out.txt" not in run.judge_text:
-            sys.exit(f"the plugin's run failed: exit {run.exit_code}\n{run.output}")
+        """(a) the plugin's flow on its Docker provider, as a sandboxed scenario runs it."""
+        from pytest_openkata.core.errors import ScenarioFailure
+        from pytest_openkata.core.sandboxed import run_in_sandbox
+        from pytest_openkata.infra.retry import NO_RETRY
+
+        try:
+            result = run_in_sandbox(self.scenario, self.prompt, self.setup, NO_RETRY)
+        except ScenarioFailure as exc:
+            sys.exit(f"the plugin's run failed: {exc}")
+        if "out.txt" not in result.text:
+            sys.exit(f"the plugin's run made no out.txt:\n{result.text}")
 
     def bare(self) -> None:
         """(b) the same work with the fewest docker SDK calls."""
@@ -239,7 +241,7 @@ def measure(
 
 def report(seconds: dict[str, list[float]], calls: dict[str, list[dict[str, float]]]) -> None:
     plugin, bare = median(seconds["plugin"]), median(seconds["bare"])
-    print(f"(a) DockerSandbox.run     median {plugin * 1e3:8.1f} ms")
+    print(f"(a) run_in_sandbox        median {plugin * 1e3:8.1f} ms")
     print(f"(b) bare docker SDK trip  median {bare * 1e3:8.1f} ms")
     print(f"{'median ms per run (calls) in':<28} {'(a) plugin':>14} {'(b) bare':>13}")
     for call in API_CALLS:

@@ -1,40 +1,47 @@
-"""Workspace snapshots, their diff and the text the judge reads (spec section 6 steps 9-13).
+"""The workspace of a sandboxed run: its files and their tar, snapshots, their diff and the text
+the judge reads (spec section 6 steps 6-13).
+
+:func:`workspace_files` lists what goes into the workspace, :func:`workspace_archive` packs it
+(with the agent's own files) as the tar put into a sandbox, and :func:`workspace_digest` hashes
+it for the cache key of a sandboxed run.
 
 A snapshot maps each regular file of the workspace, by its ``/``-separated relative path, to
-its content. The sandbox takes one before and one after the agent run from the tar stream that
-docker's ``get_archive`` yields; the stream is read in memory and nothing is extracted to the
-host disk, so no member (symlink, hardlink, ``..`` path) can write or read outside it.
+its content. A sandboxed run takes one before and one after the agent run from the tar stream
+the sandbox environment's ``get_archive`` yields; the stream is read in memory and nothing is
+extracted to the host disk, so no member (symlink, hardlink, ``..`` path) can write or read
+outside it.
 
 Compared with the reference (spec section 13 item 17):
 
 - a file larger than ``max_file_bytes`` keeps only its first bytes, with its full size and a
   SHA-256 of its full content, so that the diff still sees changes beyond the kept bytes;
-- snapshots leave out the tool files the agent did not produce (``DEFAULT_EXCLUDE``);
+- snapshots leave out the tool files the agent did not produce (``skill/`` by default, and
+  the agent's own files with :func:`tool_files_of`);
 - the judge text shows binary files as a note, and caps each file and the total content.
 
 With no limit reached and no binary file, ``judge_text`` gives the reference's text exactly.
-:func:`workspace_files` lists what goes into the workspace, and :func:`workspace_digest`
-hashes it for the cache key of a sandboxed run.
 """
 
 from __future__ import annotations
 
+import base64
 import codecs
 import hashlib
 import io
 import os
 import tarfile
-from collections.abc import Callable, Iterable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from pytest_openkata.core.files import SkillReader, files_under, skill_files
 
 DEFAULT_MAX_FILE_BYTES = 1 << 20
 BINARY_SNIFF_BYTES = 8192
-TOOL_FOLDERS = ("skill", ".kiro")
+TOOL_FOLDERS = ("skill",)  # what every workspace holds that the agent did not produce
 _READ_CHUNK = 1 << 16
 
 
@@ -89,9 +96,17 @@ def _utf8_decoder(errors: str) -> codecs.IncrementalDecoder:
 
 
 def default_exclude(path: str) -> bool:
-    """True for the tool files the agent did not produce: ``skill/**`` and ``.kiro/**``."""
+    """True for the tool files every workspace holds: ``skill/**``. The files an agent puts
+    into its workspace itself are left out with :func:`tool_files_of`."""
     top = path.split("/", 1)[0]
     return top in TOOL_FOLDERS
+
+
+def tool_files_of(agent_files: Iterable[tuple[str, bytes]]) -> Callable[[str], bool]:
+    """True for ``skill/**`` and for the top folders (or files) of the files the agent put
+    into its workspace itself (its configuration folder): the agent did not produce them."""
+    tops = {*TOOL_FOLDERS, *(name.split("/", 1)[0] for name, _ in agent_files)}
+    return lambda path: path.split("/", 1)[0] in tops
 
 
 def exclude_nothing(path: str) -> bool:
@@ -191,10 +206,10 @@ def snapshot_from_tar(
     """The regular files of a tar stream, read in memory (nothing is extracted).
 
     Directories, symlinks, hardlinks and devices are skipped, and no link is followed. With
-    ``strip_top``, the first path component (docker's ``workspace/``) is removed and a file at
-    the top level is skipped. Members with an absolute or ``..`` path are skipped. A path that
-    occurs twice keeps its last content, as extraction would. A corrupt or empty stream raises
-    ``tarfile.TarError``.
+    ``strip_top``, the first path component (the folder's own name, ``workspace/``) is removed
+    and a file at the top level is skipped. Members with an absolute or ``..`` path are
+    skipped. A path that occurs twice keeps its last content, as extraction would. A corrupt or
+    empty stream raises ``tarfile.TarError``.
     """
     snapshot: Snapshot = {}
     with tarfile.open(fileobj=_ChunkReader(chunks), mode="r|*") as archive:
@@ -374,6 +389,35 @@ def workspace_files(skill_dir: Path, scenario_dir: Path) -> list[tuple[str, byte
     return found
 
 
+def _add_file(tar: tarfile.TarFile, name: str, data: bytes) -> None:
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    info.mode = 0o644
+    info.mtime = int(time.time())
+    tar.addfile(info, io.BytesIO(data))
+
+
+def workspace_archive(
+    skill_dir: Path,
+    scenario_dir: Path,
+    agent_files: Iterable[tuple[str, bytes]] = (),
+    *,
+    prefix: str = "",
+    extra: Iterable[tuple[str, bytes]] = (),
+) -> bytes:
+    """The workspace (:func:`workspace_files`) and the agent's own files as a tar, each name
+    under ``prefix``, followed by the ``extra`` files as named."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for name, data in workspace_files(skill_dir, scenario_dir):
+            _add_file(tar, prefix + name, data)
+        for name, data in agent_files:
+            _add_file(tar, prefix + name, data)
+        for name, data in extra:
+            _add_file(tar, name, data)
+    return buffer.getvalue()
+
+
 def workspace_digest(skill_dir: Path, scenario_dir: Path) -> str:
     """A sha256 of the workspace's names and contents (the cache key of a sandboxed run)."""
     digest = hashlib.sha256()
@@ -382,3 +426,43 @@ def workspace_digest(skill_dir: Path, scenario_dir: Path) -> str:
         digest.update(len(encoded).to_bytes(8, "big") + encoded)
         digest.update(len(data).to_bytes(8, "big") + data)
     return digest.hexdigest()
+
+
+# --- the diff as JSON data (for the result cache) ----------------------------------------------
+
+
+def _content_to_json(content: FileContent) -> dict[str, Any]:
+    data: dict[str, Any] = {"data": base64.b64encode(content.data).decode("ascii")}
+    if content.truncated:
+        data.update(truncated=True, full_size=content.full_size, sha256=content.sha256)
+    return data
+
+
+def _content_from_json(data: Mapping[str, Any]) -> FileContent:
+    return FileContent(
+        base64.b64decode(data["data"]),
+        truncated=bool(data.get("truncated", False)),
+        full_size=int(data.get("full_size", -1)),
+        sha256=data.get("sha256"),
+    )
+
+
+def diff_to_json(diff: WorkspaceDiff) -> dict[str, Any]:
+    """The diff as JSON data; :func:`diff_from_json` gives it back equal."""
+    return {
+        "added": [[path, _content_to_json(content)] for path, content in diff.added],
+        "modified": [[path, _content_to_json(content)] for path, content in diff.modified],
+        "deleted": list(diff.deleted),
+        "unchanged": list(diff.unchanged),
+    }
+
+
+def diff_from_json(data: Mapping[str, Any]) -> WorkspaceDiff:
+    """A diff from :func:`diff_to_json`'s data; raises ValueError, KeyError or TypeError for
+    data of another shape."""
+    return WorkspaceDiff(
+        added=[(str(path), _content_from_json(content)) for path, content in data["added"]],
+        modified=[(str(path), _content_from_json(content)) for path, content in data["modified"]],
+        deleted=[str(path) for path in data["deleted"]],
+        unchanged=[str(path) for path in data["unchanged"]],
+    )

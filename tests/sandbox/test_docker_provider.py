@@ -1,83 +1,85 @@
-"""The Docker provider against a real engine, with a stand-in agent in a local image."""
+"""The Docker provider against a real engine, through the sandbox interface: create, exec, put
+and get archives, remove, close. The run built on it (workspace, snapshots, diff, outcomes) is
+tested in test_sandboxed_runs.py."""
 
 from __future__ import annotations
 
 import contextlib
+import io
 import os
+import socket
 import subprocess
 import sys
+import tarfile
+import threading
+import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import docker
+import docker.errors
+import docker.models.containers
 import pytest
+import requests
 
-from pytest_openkata.providers.sandboxes import AgentCommand, SandboxError
+from pytest_openkata.infra.retry import RetryableError
+from pytest_openkata.providers.sandboxes import ExecResult, SandboxError, SandboxSpec
 from pytest_openkata.providers.sandboxes.docker import (
+    KEEP_ALIVE,
     MANAGED,
     OWNER_HOST,
     OWNER_PID,
+    SCENARIO,
+    DockerEnvironment,
     DockerLimits,
-    DockerSandbox,
+    DockerProvider,
+    _engine_error,
     connect,
     container_name,
     sweep_stale_containers,
 )
+from pytest_openkata.providers.sandboxes.docker import WORKDIR as WORKSPACE
 from tests.support.churn import environment_churn
+from tests.support.docker_engine import EngineRelay, build_image_without_sleep
 from tests.support.endpoint import Reply, ScriptedEndpoint
-from tests.support.evals import write_scenario, write_skill
-
-KIRO = AgentCommand(
-    "kiro-cli",
-    [
-        "kiro-cli",
-        "chat",
-        "--agent",
-        "eval-agent",
-        "--trust-all-tools",
-        "--no-interactive",
-        "--model",
-        "model-x",
-    ],
-    agent_config='{"name":"eval-agent"}',
-)
 
 
 def _limits(image: str, **overrides: object) -> DockerLimits:
-    values: dict = {
-        "image": image,
-        "timeout": 60.0,
-        "cpus": 1.0,
-        "memory": "256m",
-        "pids": 64,
-        "mounts": (),
-    }
+    values: dict = {"image": image, "cpus": 1.0, "memory": "256m", "pids": 64}
     values.update(overrides)
     return DockerLimits(**values)
 
 
-def _scenario(tmp_path: Path, task: str, inputs: dict[str, str] | None = None) -> Path:
-    skill = write_skill(tmp_path, "s", {})
-    (skill / "references").mkdir()
-    (skill / "references" / "guide.md").write_text("a guide\n")
-    (skill / "references" / "ACKNOWLEDGMENTS.md").write_text("thanks\n")
-    scenario = write_scenario(skill, "scenario-0", {"x": 1}, sandbox=True, inputs=inputs)
-    (scenario / "task.md").write_text(task)
-    return scenario
+def _spec(name: str = "scenario-0", **overrides: object) -> SandboxSpec:
+    values: dict = {"name": name, "network": "none", "env": {}, "mounts": ()}
+    values.update(overrides)
+    return SandboxSpec(**values)
 
 
-def _run(
-    client: docker.DockerClient, image: str, scenario: Path, **limits: object
-) -> tuple[object, DockerSandbox]:
-    sandbox = DockerSandbox(client, _limits(image, **limits))
-    run = sandbox.run(
-        skill_dir=scenario.parent.parent,
-        scenario_dir=scenario,
-        network="none",
-        prompt=scenario.joinpath("task.md").read_text(),
-        agent=KIRO,
-    )
-    return run, sandbox
+def _tar(files: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def _files_of(chunks: object) -> dict[str, bytes]:
+    """The regular files of a tar stream of chunks, by member name."""
+    raw = b"".join(chunks)  # type: ignore[call-overload]
+    with tarfile.open(fileobj=io.BytesIO(raw)) as archive:
+        return {
+            member.name: archive.extractfile(member).read()  # type: ignore[union-attr]
+            for member in archive.getmembers()
+            if member.isreg()
+        }
+
+
+def _sh(environment: DockerEnvironment, script: str, timeout: float = 60.0) -> ExecResult:
+    return environment.exec(["sh", "-c", script], env={}, workdir=WORKSPACE, timeout=timeout)
 
 
 def _managed(client: docker.DockerClient) -> list:
@@ -91,141 +93,320 @@ def client(use_engine: str, docker_client: docker.DockerClient) -> docker.Docker
     return docker_client
 
 
-def test_workspace_layout_prompt_on_stdin_and_diff(
-    client: docker.DockerClient, standin_image: str, tmp_path: Path
+@pytest.fixture
+def provider(client: docker.DockerClient, standin_image: str) -> DockerProvider:
+    """A provider on the session's client (not closed: the client is shared)."""
+    return DockerProvider(client, _limits(standin_image))
+
+
+@pytest.fixture
+def environment(provider: DockerProvider) -> Iterator[DockerEnvironment]:
+    made = provider.create(_spec())
+    try:
+        yield made
+    finally:
+        made.remove()
+
+
+# --- create, exec, put, get, remove ----------------------------------------------------------
+
+
+def test_an_environment_runs_commands_takes_and_gives_archives_and_is_removed(
+    client: docker.DockerClient, provider: DockerProvider
 ) -> None:
-    task = (
-        "Edit the project.\n"
-        "STANDIN: shell ls -a /workspace /workspace/skill /workspace/skill/references\n"
-        "STANDIN: shell cat /workspace/.kiro/agents/eval-agent.json\n"
-        "STANDIN: write NOTES.md written by the agent\n"
-        "STANDIN: write src/app.py print('changed')\n"
-        "STANDIN: delete old.txt\n"
-    )
-    padding = "x" * 300_000  # far above one argument's 128 KiB limit
-    scenario = _scenario(
-        tmp_path, task + padding + "\n", {"src/app.py": "print('hi')\n", "old.txt": "old\n"}
-    )
+    environment = provider.create(_spec(env={"FROM_SPEC": "spec-value"}))
+    try:
+        assert [c.name for c in _managed(client)] == [environment.name]
+        environment.put_archive(
+            "/", _tar({"workspace/a.txt": b"alpha\n", "outside/b.txt": b"beta\n"})
+        )
 
-    run, _ = _run(client, standin_image, scenario)
+        result = environment.exec(
+            ["sh", "-c", 'pwd; cat a.txt ../outside/b.txt; echo "$FROM_SPEC $FROM_EXEC"; '
+                         "echo to-stderr >&2; echo made > made.txt; exit 4"],
+            env={"FROM_EXEC": "exec-value"}, workdir=WORKSPACE, timeout=60,
+        )  # fmt: skip
 
-    assert run.exit_code == 0
-    assert not run.timed_out
-    assert "model=model-x agent=eval-agent" in run.output  # the configured model reaches it
-    assert f"prompt bytes: {len(task) + len(padding) + 1}" in run.output
-    assert "task.md" in run.output
-    assert "guide.md" in run.output
-    assert "ACKNOWLEDGMENTS.md" not in run.output  # excluded, as from the prompt
-    assert '{"name":"eval-agent"}' in run.output
-    assert [path for path, _ in run.diff.added] == ["NOTES.md"]
-    assert [path for path, _ in run.diff.modified] == ["src/app.py"]
-    assert run.diff.deleted == ["old.txt"]
-    assert run.judge_text.startswith("## Agent Output\n\n> stand-in kiro-cli")
-    assert "### Added Files\n\n**NOTES.md**\n```\nwritten by the agent\n" in run.judge_text
-    assert _managed(client) == []  # removed after the run
+        assert (result.exit_code, result.timed_out) == (4, False)
+        # Standard output and error combined (the two streams' order is the engine's).
+        assert sorted(result.output.splitlines()) == sorted(
+            ["/workspace", "alpha", "beta", "spec-value exec-value", "to-stderr"]
+        )
+        assert "/workspace\nalpha\nbeta\n" in result.output  # one stream keeps its order
+        assert _files_of(environment.get_archive(WORKSPACE)) == {
+            "workspace/a.txt": b"alpha\n",
+            "workspace/made.txt": b"made\n",
+        }
+    finally:
+        environment.remove()
+    assert _managed(client) == []
+    environment.remove()  # idempotent
 
 
-def test_container_is_hardened_and_limited(
-    client: docker.DockerClient, standin_image: str, tmp_path: Path
+def test_exec_output_is_decoded_with_replacement(environment: DockerEnvironment) -> None:
+    result = _sh(environment, r"printf 'ok \377\376 end\n'")
+
+    assert result.output == "ok \ufffd\ufffd end\n"
+    assert result.exit_code == 0
+
+
+def test_a_broken_archive_and_a_missing_folder_are_errors_without_the_step(
+    environment: DockerEnvironment,
 ) -> None:
-    task = "STANDIN: shell grep NoNewPrivs /proc/self/status\nSTANDIN: shell cat /proc/net/dev\n"
-    run, _ = _run(client, standin_image, _scenario(tmp_path, task))
+    # The engine answers 500 to a broken tar: retryable, as every server error of the engine.
+    with pytest.raises(RetryableError, match=r"^Docker engine error: .*tar"):
+        environment.put_archive("/", b"not a tar at all" * 64)
+    with pytest.raises(
+        SandboxError, match=r"^404 Client Error.*Could not find the file /no/such/folder"
+    ):
+        environment.get_archive("/no/such/folder")
 
-    assert "NoNewPrivs:\t1" in run.output  # the agent cannot gain privileges
-    interfaces = [line.split(":")[0].strip() for line in run.output.splitlines() if ":" in line]
+
+# --- hardening, limits, labels, mounts -------------------------------------------------------
+
+
+def test_container_is_hardened_limited_and_labelled(
+    client: docker.DockerClient, standin_image: str
+) -> None:
+    limited = DockerProvider(client, _limits(standin_image, cpus=0.5, memory="96m", pids=77))
+    environment = limited.create(_spec("path/to/scenario-limits", env={"A": "1"}))
+    try:
+        result = _sh(environment, "grep NoNewPrivs /proc/self/status; cat /proc/net/dev")
+        container = client.containers.get(environment.name)
+    finally:
+        environment.remove()
+
+    assert "NoNewPrivs:\t1" in result.output  # the agent cannot gain privileges
+    interfaces = [line.split(":")[0].strip() for line in result.output.splitlines() if ":" in line]
     assert "lo" in interfaces
     assert "eth0" not in interfaces  # network "none"
+    host = container.attrs["HostConfig"]
+    assert host["PidsLimit"] == 77
+    assert host["Memory"] == 96 * 1024 * 1024
+    assert host["NanoCpus"] == 500_000_000
+    assert host["SecurityOpt"] == ["no-new-privileges"]
+    assert host["NetworkMode"] == "none"
+    config = container.attrs["Config"]
+    assert config["Cmd"] == KEEP_ALIVE == ["sleep", "2147483647"]
+    assert config["WorkingDir"] == WORKSPACE
+    assert "A=1" in config["Env"]
+    assert container.labels[MANAGED] == "true"
+    assert container.labels[OWNER_PID] == str(os.getpid())
+    assert container.labels[OWNER_HOST] == socket.gethostname()
+    assert container.labels[SCENARIO] == "path/to/scenario-limits"
+    assert container.name.startswith("openkata-eval-")
+    assert container.name.endswith("-path-to-scenario-limits")
 
-    limited = DockerSandbox(client, _limits(standin_image, cpus=0.5, memory="96m", pids=77))
-    container = limited._create("scenario-limits", "none", {})
-    try:
-        host = container.attrs["HostConfig"]
-        assert host["PidsLimit"] == 77
-        assert host["Memory"] == 96 * 1024 * 1024
-        assert host["NanoCpus"] == 500_000_000
-        assert host["SecurityOpt"] == ["no-new-privileges"]
-        assert host["NetworkMode"] == "none"
-        assert container.labels[MANAGED] == "true"
-        assert container.labels[OWNER_PID] == str(os.getpid())
-    finally:
-        container.remove(force=True)
 
-
-def test_credential_folders_are_read_only_and_only_mounted_when_present(
-    client: docker.DockerClient, standin_image: str, tmp_path: Path
+def test_host_folders_are_read_only_and_only_mounted_when_present(
+    provider: DockerProvider, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     credentials = tmp_path / "aws"
     credentials.mkdir()
     (credentials / "config").write_text("[default]\n")
-    task = (
-        "STANDIN: shell cat /root/.aws/config\n"
-        "STANDIN: shell echo stolen > /root/.aws/config || echo write refused\n"
-        "STANDIN: shell ls /root/.kiro || echo no kiro folder\n"
+    home = tmp_path / "home"
+    (home / "tool").mkdir(parents=True)
+    (home / "tool" / "login").write_text("logged in\n")
+    monkeypatch.setenv("HOME", str(home))
+    mounts = (
+        (str(credentials), "/root/.aws"),
+        (str(tmp_path / "absent"), "/root/.kiro"),
+        ("~/tool", "/root/.tool"),  # expanded by the provider too
     )
-    mounts = ((str(credentials), "/root/.aws"), (str(tmp_path / "absent"), "/root/.kiro"))
+    environment = provider.create(_spec(mounts=mounts))
+    try:
+        result = _sh(
+            environment,
+            "cat /root/.aws/config /root/.tool/login; "
+            "echo stolen > /root/.aws/config || echo write refused; "
+            "ls /root/.kiro || echo no kiro folder",
+        )
+    finally:
+        environment.remove()
 
-    run, _ = _run(client, standin_image, _scenario(tmp_path, task), mounts=mounts)
-
-    assert "[default]" in run.output
-    assert "write refused" in run.output
-    assert "no kiro folder" in run.output
+    assert "[default]" in result.output
+    assert "logged in" in result.output
+    assert "write refused" in result.output
+    assert "no kiro folder" in result.output
     assert (credentials / "config").read_text() == "[default]\n"
 
 
-def test_the_agent_cannot_write_to_the_host(
-    client: docker.DockerClient, standin_image: str, tmp_path: Path
-) -> None:
+def test_a_command_cannot_write_to_the_host(environment: DockerEnvironment) -> None:
     probe = Path("/tmp") / f"openkata-escape-{uuid.uuid4().hex}"
-    task = f"STANDIN: shell echo escaped > {probe} && echo wrote inside the container\n"
 
-    run, _ = _run(client, standin_image, _scenario(tmp_path, task))
+    result = _sh(
+        environment, f"mkdir -p /tmp && echo escaped > {probe} && echo wrote inside the container"
+    )
 
-    assert "wrote inside the container" in run.output
+    assert "wrote inside the container" in result.output
     assert not probe.exists()
 
 
-def test_symlinks_out_of_the_skill_are_not_copied_in(
-    client: docker.DockerClient, standin_image: str, tmp_path: Path
+# --- the host's timeout ----------------------------------------------------------------------
+
+
+def test_host_timeout_keeps_partial_output_and_the_files(
+    client: docker.DockerClient, provider: DockerProvider
 ) -> None:
-    secret = tmp_path / "host-secret.txt"
-    secret.write_text("host secret value\n")
-    scenario = _scenario(tmp_path, "STANDIN: shell ls -a /workspace; cat /workspace/leak.txt\n")
-    (scenario / "inputs").mkdir(exist_ok=True)
-    (scenario / "inputs" / "leak.txt").symlink_to(secret)
-    (scenario.parent.parent / "references" / "outside.md").symlink_to(secret)
+    environment = provider.create(_spec())
+    try:
+        started = time.monotonic()
+        result = _sh(environment, "echo early > early.txt; echo before the hang; sleep 600", 3.0)
+        elapsed = time.monotonic() - started
 
-    run, _ = _run(client, standin_image, scenario)
-
-    assert "host secret value" not in run.output
-    assert "cat: can't open '/workspace/leak.txt': No such file or directory" in run.output
-
-
-def test_host_timeout_keeps_partial_output_and_changes(
-    client: docker.DockerClient, standin_image: str, tmp_path: Path
-) -> None:
-    task = "STANDIN: write early.txt before the hang\nSTANDIN: sleep 600\n"
-
-    run, _ = _run(client, standin_image, _scenario(tmp_path, task), timeout=3.0)
-
-    assert run.timed_out
-    assert run.exit_code is None
-    assert "wrote early.txt" in run.output
-    assert [path for path, _ in run.diff.added] == ["early.txt"]
+        assert result == ExecResult("before the hang\n", None, True)
+        assert elapsed < 30
+        # The container was killed, its files stay readable until it is removed.
+        assert client.containers.get(environment.name).status != "running"
+        assert _files_of(environment.get_archive(WORKSPACE)) == {"workspace/early.txt": b"early\n"}
+    finally:
+        environment.remove()
     assert _managed(client) == []
 
 
-def test_agent_exit_status_is_reported(
-    client: docker.DockerClient, standin_image: str, tmp_path: Path
-) -> None:
-    run, _ = _run(client, standin_image, _scenario(tmp_path, "STANDIN: exit 3\n"))
-
-    assert run.exit_code == 3
+# --- errors and removal ----------------------------------------------------------------------
 
 
-def test_missing_image_is_a_clear_error(client: docker.DockerClient, tmp_path: Path) -> None:
-    with pytest.raises(SandboxError, match=r"image 'openkata-absent:1' not found.*docker build"):
-        _run(client, "openkata-absent:1", _scenario(tmp_path, "task\n"))
+def test_missing_image_is_a_clear_error(client: docker.DockerClient) -> None:
+    provider = DockerProvider(client, _limits("openkata-absent:1"))
+
+    with pytest.raises(
+        SandboxError,
+        match=r"^image 'openkata-absent:1' not found on the Docker engine: build it "
+        r"\(docker build -f Dockerfile\.eval -t openkata-absent:1 \.\) or set sandbox\.image$",
+    ):
+        provider.create(_spec())
     assert _managed(client) == []
+
+
+def test_a_container_that_cannot_start_is_removed(client: docker.DockerClient) -> None:
+    provider = DockerProvider(client, _limits(build_image_without_sleep(client)))
+
+    with pytest.raises(SandboxError, match=r"^docker start: .*sleep"):
+        provider.create(_spec())
+    assert _managed(client) == []
+
+
+@pytest.mark.parametrize("step", ["create", "start"])
+def test_a_container_interrupted_while_being_made_is_removed(
+    client: docker.DockerClient,
+    provider: DockerProvider,
+    monkeypatch: pytest.MonkeyPatch,
+    step: str,
+) -> None:
+    """Ctrl-C as the engine answers: the container exists, the provider has not returned it."""
+    collection = docker.models.containers.ContainerCollection
+    target = collection if step == "create" else docker.models.containers.Container
+    real = getattr(target, step)
+
+    def interrupted(*args: object, **kwargs: object) -> object:
+        real(*args, **kwargs)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(target, step, interrupted)
+
+    with pytest.raises(KeyboardInterrupt):
+        provider.create(_spec())
+    assert _managed(client) == []
+
+
+def test_close_removes_live_containers_and_refuses_new_ones(
+    use_engine: str, client: docker.DockerClient, standin_image: str
+) -> None:
+    provider = DockerProvider(connect(timeout=30), _limits(standin_image))
+    first, second = provider.create(_spec("a")), provider.create(_spec("b"))
+    second.remove()
+    assert [c.name for c in _managed(client)] == [first.name]
+
+    provider.close()  # as pytest ends: runs abandoned after -x, Ctrl-C or SIGTERM
+
+    assert _managed(client) == []
+    with pytest.raises(SandboxError, match=r"^the sandbox was closed: the run is over$"):
+        provider.create(_spec("c"))
+    assert _managed(client) == []
+    first.remove()  # a run that ends after close: nothing left to remove, no error
+
+
+def test_a_closed_provider_removes_what_it_makes_and_refuses_to_run(
+    client: docker.DockerClient, standin_image: str
+) -> None:
+    provider = DockerProvider(client, _limits(standin_image))
+    provider._closed = True  # closed while another thread was creating its container
+
+    with pytest.raises(SandboxError, match=r"^the sandbox was closed: the run is over$"):
+        provider.create(_spec())
+    assert _managed(client) == []
+
+
+def test_an_engine_that_stops_answering_is_a_clear_error(
+    use_engine: str,
+    client: docker.DockerClient,
+    standin_image: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    stopped = r"the Docker engine stopped answering \(ConnectionError\); check that dockerd is "
+    with EngineRelay(use_engine) as relay:
+        monkeypatch.setenv("DOCKER_HOST", relay.host)
+        provider = DockerProvider(connect(timeout=30), _limits(standin_image))
+        environment = provider.create(_spec())
+        try:
+            environment.put_archive("/", _tar({"workspace/a.txt": b"a\n"}))
+            relay.cut()
+
+            # The environment's errors leave the step to the core; create names its own.
+            with pytest.raises(SandboxError, match="^" + stopped):
+                _sh(environment, "true")
+            with pytest.raises(SandboxError, match="^" + stopped):
+                environment.put_archive("/", _tar({"workspace/b.txt": b"b\n"}))
+            with pytest.raises(SandboxError, match="^" + stopped):
+                environment.get_archive(WORKSPACE)
+            with pytest.raises(SandboxError, match="^docker create: " + stopped):
+                provider.create(_spec())
+            environment.remove()  # quietly: the next run's sweep would remove it
+            provider.close()
+        finally:
+            with contextlib.suppress(docker.errors.NotFound):
+                client.containers.get(environment.name).remove(force=True)
+
+
+def test_an_engine_that_stops_during_a_command_is_a_clear_error(
+    use_engine: str,
+    client: docker.DockerClient,
+    standin_image: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with EngineRelay(use_engine) as relay:
+        monkeypatch.setenv("DOCKER_HOST", relay.host)
+        provider = DockerProvider(connect(timeout=30), _limits(standin_image))
+        environment = provider.create(_spec())
+        cut = threading.Timer(1.0, relay.cut)
+        cut.start()
+        try:
+            with pytest.raises(SandboxError, match=r"^the Docker engine stopped answering"):
+                _sh(environment, "echo started; sleep 600")
+        finally:
+            cut.cancel()
+            with contextlib.suppress(docker.errors.NotFound):
+                client.containers.get(environment.name).remove(force=True)
+
+
+def test_server_errors_of_the_engine_are_retried_others_are_not() -> None:
+    def api_error(status: int) -> docker.errors.APIError:
+        response = requests.Response()
+        response.status_code = status
+        return docker.errors.APIError("engine said no", response, explanation="busy")
+
+    retryable = _engine_error(api_error(500), "docker create")
+    assert isinstance(retryable, RetryableError)
+    assert str(retryable) == "docker create: Docker engine error: busy"
+    assert isinstance(_engine_error(api_error(503)), RetryableError)
+    assert str(_engine_error(api_error(503))) == "Docker engine error: busy"
+    refused = _engine_error(api_error(409))
+    assert type(refused) is SandboxError
+    assert not str(refused).startswith(":")
+
+
+# --- the engine connection -------------------------------------------------------------------
 
 
 def test_no_engine_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -1,7 +1,11 @@
-"""Sandboxed scenarios run by pytest as users run them, in real containers."""
+"""Sandboxed runs: the core's flow (:func:`run_in_sandbox`) on the Docker provider and on a second,
+local provider written here, then sandboxed scenarios run by pytest as users run them, in real
+containers."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import re
@@ -9,16 +13,42 @@ import shutil
 import signal
 import subprocess
 import sys
+import tarfile
+import tempfile
+import threading
 import time
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import docker
 import pytest
 
+from pytest_openkata.core.errors import ScenarioFailure
+from pytest_openkata.core.results import AgentResult
+from pytest_openkata.core.sandboxed import SandboxSetup, run_in_sandbox
+from pytest_openkata.core.scenario import Scenario, load_scenario
+from pytest_openkata.infra.retry import (
+    NO_RETRY,
+    RetriesExhaustedError,
+    RetryableError,
+    RetryPolicy,
+)
 from pytest_openkata.localmodel import LocalModelServer
-from pytest_openkata.providers.reporters.results_json import ResultsReport
-from pytest_openkata.providers.sandboxes.docker import MANAGED, OWNER_PID
-from tests.support.docker_engine import build_standin_image, private_dockerd
+from pytest_openkata.providers.reporters.results_json import parse_report
+from pytest_openkata.providers.sandboxes import (
+    AgentCommand,
+    ExecResult,
+    SandboxError,
+    SandboxSpec,
+)
+from pytest_openkata.providers.sandboxes.docker import (
+    MANAGED,
+    OWNER_PID,
+    DockerLimits,
+    DockerProvider,
+    connect,
+)
+from tests.support.docker_engine import EngineRelay, build_standin_image, private_dockerd
 from tests.support.endpoint import ScriptedEndpoint
 from tests.support.evals import EvalScript, eval_args, reports_under, write_scenario, write_skill
 from tests.support.judged import run_until_judged
@@ -55,6 +85,502 @@ def _managed(client: docker.DockerClient) -> list:
     """Sandbox containers of this test process (in-process pytester runs included)."""
     labels = [f"{MANAGED}=true", f"{OWNER_PID}={os.getpid()}"]
     return client.containers.list(all=True, filters={"label": labels})
+
+
+# --- the flow on the Docker provider --------------------------------------------------------
+
+KIRO = AgentCommand(
+    "kiro-cli",
+    [
+        "kiro-cli",
+        "chat",
+        "--agent",
+        "eval-agent",
+        "--trust-all-tools",
+        "--no-interactive",
+        "--model",
+        "model-x",
+    ],
+    files=((".kiro/agents/eval-agent.json", b'{"name":"eval-agent"}'),),
+)
+
+
+def _docker_setup(
+    client: docker.DockerClient,
+    image: str,
+    *,
+    timeout: float = 60.0,
+    agent: AgentCommand = KIRO,
+    mounts: tuple[tuple[str, str], ...] = (),
+) -> SandboxSetup:
+    provider = DockerProvider(client, DockerLimits(image, cpus=1.0, memory="256m", pids=64))
+    return SandboxSetup(provider, agent, "none", timeout, mounts=mounts)
+
+
+def _scenario(root: Path, task: str, inputs: dict[str, str] | None = None) -> Scenario:
+    """A skill with a reference (and acknowledgments) and one sandboxed scenario."""
+    skill = write_skill(root, "s", {})
+    (skill / "references").mkdir()
+    (skill / "references" / "guide.md").write_text("a guide\n")
+    (skill / "references" / "ACKNOWLEDGMENTS.md").write_text("thanks\n")
+    folder = write_scenario(skill, "scenario-0", {"x": 1}, sandbox=True, inputs=inputs)
+    (folder / "task.md").write_text(task)
+    return load_scenario(folder)
+
+
+def _run(scenario: Scenario, setup: SandboxSetup, retry: RetryPolicy = NO_RETRY) -> AgentResult:
+    return run_in_sandbox(scenario, scenario.path.joinpath("task.md").read_text(), setup, retry)
+
+
+def test_workspace_layout_prompt_on_stdin_and_diff(
+    use_engine: str, docker_client: docker.DockerClient, standin_image: str, tmp_path: Path
+) -> None:
+    task = (
+        "Edit the project.\n"
+        "STANDIN: shell ls -a /workspace /workspace/skill /workspace/skill/references\n"
+        "STANDIN: shell cat /workspace/.kiro/agents/eval-agent.json\n"
+        "STANDIN: shell ls /openkata\n"
+        "STANDIN: write NOTES.md written by the agent\n"
+        "STANDIN: write src/app.py print('changed')\n"
+        "STANDIN: delete old.txt\n"
+    )
+    padding = "x" * 300_000  # far above one argument's 128 KiB limit
+    scenario = _scenario(
+        tmp_path, task + padding + "\n", {"src/app.py": "print('hi')\n", "old.txt": "old\n"}
+    )
+
+    result = _run(scenario, _docker_setup(docker_client, standin_image))
+
+    assert "model=model-x agent=eval-agent" in result.output  # the configured model reaches it
+    assert f"prompt bytes: {len(task) + len(padding) + 1}" in result.output
+    assert "task.md" in result.output
+    assert "guide.md" in result.output
+    assert "ACKNOWLEDGMENTS.md" not in result.output  # excluded, as from the prompt
+    assert '{"name":"eval-agent"}' in result.output
+    assert "prompt.md" in result.output  # in /openkata, outside the workspace
+    diff = result.changes
+    assert diff is not None
+    assert [path for path, _ in diff.added] == ["NOTES.md"]  # no prompt.md, no .kiro/
+    assert [path for path, _ in diff.modified] == ["src/app.py"]
+    assert diff.deleted == ["old.txt"]
+    assert diff.unchanged == ["task.md"]  # skill/ and the agent's files are left out
+    assert result.text.startswith("## Agent Output\n\n> stand-in kiro-cli")
+    assert result.text.startswith(f"## Agent Output\n\n{result.output}\n\n## Workspace Changes")
+    assert "### Added Files\n\n**NOTES.md**\n```\nwritten by the agent\n" in result.text
+    assert _managed(docker_client) == []  # removed after the run
+
+
+def test_host_folders_of_the_settings_and_of_the_agent_are_mounted_read_only_when_present(
+    use_engine: str,
+    docker_client: docker.DockerClient,
+    standin_image: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    credentials = tmp_path / "aws"
+    credentials.mkdir()
+    (credentials / "config").write_text("[default]\n")
+    home = tmp_path / "home"
+    (home / ".tool").mkdir(parents=True)
+    (home / ".tool" / "login").write_text("logged in\n")
+    monkeypatch.setenv("HOME", str(home))
+    agent = AgentCommand(
+        KIRO.name,
+        KIRO.argv,
+        files=KIRO.files,
+        mounts=(("~/.tool", "/root/.tool"), ("~/.kiro", "/root/.kiro")),  # ~/.kiro is absent
+    )
+    task = (
+        "STANDIN: shell cat /root/.aws/config /root/.tool/login\n"
+        "STANDIN: shell echo stolen > /root/.aws/config || echo write refused\n"
+        "STANDIN: shell echo stolen > /root/.tool/login || echo write refused again\n"
+        "STANDIN: shell ls /root/.kiro || echo no kiro folder\n"
+    )
+    setup = _docker_setup(
+        docker_client, standin_image, agent=agent, mounts=((str(credentials), "/root/.aws"),)
+    )
+
+    result = _run(_scenario(tmp_path, task), setup)
+
+    assert "[default]" in result.output
+    assert "logged in" in result.output
+    assert "write refused\n" in result.output
+    assert "write refused again" in result.output
+    assert "no kiro folder" in result.output
+    assert (credentials / "config").read_text() == "[default]\n"
+    assert (home / ".tool" / "login").read_text() == "logged in\n"
+
+
+def test_symlinks_out_of_the_skill_are_not_copied_in(
+    use_engine: str, docker_client: docker.DockerClient, standin_image: str, tmp_path: Path
+) -> None:
+    secret = tmp_path / "host-secret.txt"
+    secret.write_text("host secret value\n")
+    scenario = _scenario(tmp_path, "STANDIN: shell ls -a /workspace; cat /workspace/leak.txt\n")
+    (scenario.path / "inputs").mkdir(exist_ok=True)
+    (scenario.path / "inputs" / "leak.txt").symlink_to(secret)
+    (scenario.skill_dir / "references" / "outside.md").symlink_to(secret)
+
+    result = _run(scenario, _docker_setup(docker_client, standin_image))
+
+    assert "host secret value" not in result.output
+    assert "cat: can't open '/workspace/leak.txt': No such file or directory" in result.output
+
+
+def test_host_timeout_keeps_partial_output_and_changes(
+    use_engine: str, docker_client: docker.DockerClient, standin_image: str, tmp_path: Path
+) -> None:
+    task = "STANDIN: write early.txt before the hang\nSTANDIN: sleep 600\n"
+
+    with pytest.raises(ScenarioFailure) as failure:
+        _run(_scenario(tmp_path, task), _docker_setup(docker_client, standin_image, timeout=3.0))
+
+    assert str(failure.value) == (
+        "sandbox: kiro-cli timed out after 3 s (its partial output and workspace changes are "
+        "in the report's agent_output)"
+    )
+    partial = failure.value.agent_output or ""
+    assert "wrote early.txt" in partial
+    assert "sleeping 600" in partial
+    assert "### Added Files\n\n**early.txt**\n```\nbefore the hang\n" in partial
+    assert _managed(docker_client) == []
+
+
+def test_agent_exit_status_fails_the_trial_with_its_last_lines(
+    use_engine: str, docker_client: docker.DockerClient, standin_image: str, tmp_path: Path
+) -> None:
+    task = "".join(f"STANDIN: shell echo line {n}\n" for n in range(8)) + "STANDIN: exit 3\n"
+
+    with pytest.raises(ScenarioFailure) as failure:
+        _run(_scenario(tmp_path, task), _docker_setup(docker_client, standin_image))
+
+    assert str(failure.value) == (
+        "sandbox: kiro-cli: exit status 3\nline 4\nline 5\nline 6\nline 7\ndone"
+    )
+    assert failure.value.agent_output is None
+    assert _managed(docker_client) == []
+
+
+def test_a_missing_image_is_the_providers_error_unwrapped(
+    use_engine: str, docker_client: docker.DockerClient, tmp_path: Path
+) -> None:
+    with pytest.raises(SandboxError, match=r"^image 'openkata-absent:1' not found.*docker build"):
+        _run(_scenario(tmp_path, "task\n"), _docker_setup(docker_client, "openkata-absent:1"))
+    assert _managed(docker_client) == []
+
+
+def test_an_engine_that_stops_during_the_run_names_the_step(
+    use_engine: str,
+    docker_client: docker.DockerClient,
+    standin_image: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with EngineRelay(use_engine) as relay:
+        monkeypatch.setenv("DOCKER_HOST", relay.host)
+        setup = _docker_setup(connect(timeout=30), standin_image)
+        cut = threading.Timer(1.5, relay.cut)
+        cut.start()
+        try:
+            with pytest.raises(
+                SandboxError, match=r"^run kiro-cli: the Docker engine stopped answering \("
+            ):
+                _run(_scenario(tmp_path, "STANDIN: sleep 600\n"), setup)
+        finally:
+            cut.cancel()
+            for container in _managed(docker_client):  # the next run's sweep would
+                container.remove(force=True)
+
+
+# --- the flow on a second provider: local processes in a temporary folder --------------------
+
+
+class LocalEnvironment:
+    """A temporary folder standing for the environment's root; commands are local processes.
+
+    It isolates nothing (the host's network, no mounts, the host's programs): it only shows
+    what a provider has to do.
+    """
+
+    def __init__(self, root: Path, spec: SandboxSpec) -> None:
+        self.root = root
+        self.spec = spec
+
+    def _host(self, path: str) -> Path:
+        return self.root / path.lstrip("/")
+
+    def exec(
+        self, argv: Sequence[str], *, env: Mapping[str, str], workdir: str, timeout: float
+    ) -> ExecResult:
+        process = subprocess.Popen(
+            list(argv),
+            cwd=self._host(workdir),
+            env={**os.environ, **self.spec.env, **env},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # a timeout ends the command's children too
+        )
+        timed_out = False
+        try:
+            try:
+                output, _ = process.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                os.killpg(process.pid, signal.SIGKILL)
+                output, _ = process.communicate()  # what it printed before
+        except BaseException:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            raise
+        exit_code = None if timed_out else process.returncode
+        return ExecResult(output.decode("utf-8", errors="replace"), exit_code, timed_out)
+
+    def put_archive(self, path: str, data: bytes) -> None:
+        try:
+            with tarfile.open(fileobj=io.BytesIO(data)) as archive:
+                archive.extractall(self._host(path), filter="data")
+        except (tarfile.TarError, OSError) as exc:
+            raise SandboxError(f"cannot extract the archive: {exc}") from exc
+
+    def get_archive(self, path: str) -> Iterable[bytes]:
+        folder = self._host(path)
+        if not folder.is_dir():
+            raise SandboxError(f"no folder {path}")
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w") as archive:
+            archive.add(folder, arcname=folder.name)
+        data = buffer.getvalue()
+        return (data[start : start + 4096] for start in range(0, len(data), 4096))
+
+    def remove(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+class LocalProvider:
+    def __init__(self) -> None:
+        self.made: list[LocalEnvironment] = []
+
+    def create(self, spec: SandboxSpec) -> LocalEnvironment:
+        root = Path(tempfile.mkdtemp(prefix=f"openkata-local-{spec.name}-"))
+        environment = self._environment(root, spec)
+        self.made.append(environment)
+        return environment
+
+    def _environment(self, root: Path, spec: SandboxSpec) -> LocalEnvironment:
+        return LocalEnvironment(root, spec)
+
+    def close(self) -> None:
+        for environment in self.made:
+            environment.remove()
+
+
+# An agent CLI: the prompt on its standard input, a line "VERB args" of it for each action.
+LOCAL_AGENT_CODE = r"""
+import os, sys, time
+prompt = sys.stdin.read()
+print("local agent", *sys.argv[1:], "var=" + os.environ.get("AGENT_VAR", "unset"))
+print("prompt bytes:", len(prompt.encode()))
+print("workspace:", *sorted(os.listdir(".")))
+status = 0
+for line in prompt.splitlines():
+    verb, _, rest = line.partition(" ")
+    if verb == "WRITE":
+        path, _, text = rest.partition(" ")
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        with open(path, "w") as file:
+            file.write(text + "\n")
+        print("wrote", path)
+    elif verb == "DELETE":
+        os.remove(rest)
+        print("deleted", rest)
+    elif verb == "SLEEP":
+        print("sleeping", rest, flush=True)
+        time.sleep(float(rest))
+    elif verb == "EXIT":
+        status = int(rest)
+print("done")
+sys.exit(status)
+"""
+LOCAL_AGENT = AgentCommand(
+    "local-agent",
+    [sys.executable, "-u", "-c", LOCAL_AGENT_CODE, "--model", "model-y"],
+    env={"AGENT_VAR": "from-the-agent"},
+    files=((".local-agent/config.json", b'{"tools":[]}'),),
+)
+
+
+def _local_setup(provider: LocalProvider | None = None, timeout: float = 60.0) -> SandboxSetup:
+    return SandboxSetup(provider or LocalProvider(), LOCAL_AGENT, "host", timeout)
+
+
+def test_the_flow_runs_on_a_second_provider_that_only_creates_execs_puts_gets_and_removes(
+    tmp_path: Path,
+) -> None:
+    task = (
+        "Edit the project.\nWRITE notes/NOTES.md written locally\nWRITE src/app.py changed\n"
+        "DELETE old.txt\n"
+    )
+    scenario = _scenario(tmp_path, task, {"src/app.py": "print('hi')\n", "old.txt": "old\n"})
+    provider = LocalProvider()
+
+    result = _run(scenario, _local_setup(provider))
+
+    assert result.output.startswith(
+        f"local agent --model model-y var=from-the-agent\nprompt bytes: {len(task)}\n"
+        "workspace: .local-agent old.txt skill src task.md\n"
+    )
+    diff = result.changes
+    assert diff is not None
+    assert [path for path, _ in diff.added] == ["notes/NOTES.md"]
+    assert [path for path, _ in diff.modified] == ["src/app.py"]
+    assert diff.deleted == ["old.txt"]
+    assert diff.unchanged == ["task.md"]  # no skill/, no .local-agent/, no prompt
+    assert result.text == (
+        f"## Agent Output\n\n{result.output}\n\n## Workspace Changes\n\n"
+        "### Added Files\n\n**notes/NOTES.md**\n```\nwritten locally\n\n```\n\n"
+        "### Modified Files\n\n**src/app.py**\n```\nchanged\n\n```\n\n"
+        "### Deleted Files\n\n- old.txt\n\n"
+    )
+    [environment] = provider.made
+    assert environment.spec == SandboxSpec(
+        name="scenario-0", network="host", env={"AGENT_VAR": "from-the-agent"}, mounts=()
+    )
+    assert not environment.root.exists()  # removed
+
+
+def test_the_spec_gets_the_scenario_network_and_every_mount_expanded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", "/home/someone")
+    scenario = _scenario(tmp_path, "task\n")
+    scenario.path.joinpath("scenario.json").write_text('{"sandbox": true, "network": "none"}')
+    agent = AgentCommand(**{**vars(LOCAL_AGENT), "mounts": (("~/.agent", "/root/.agent"),)})
+    provider = LocalProvider()
+    setup = SandboxSetup(provider, agent, "host", 60.0, mounts=(("~/.aws", "/root/.aws"),))
+
+    _run(load_scenario(scenario.path), setup)
+
+    assert provider.made[0].spec.network == "none"
+    assert provider.made[0].spec.mounts == (
+        ("/home/someone/.aws", "/root/.aws"),
+        ("/home/someone/.agent", "/root/.agent"),
+    )
+
+
+def test_a_timed_out_agent_on_the_second_provider_keeps_its_partial_output(
+    tmp_path: Path,
+) -> None:
+    provider = LocalProvider()
+    scenario = _scenario(tmp_path, "WRITE early.txt before the hang\nSLEEP 600\n")
+
+    started = time.monotonic()
+    with pytest.raises(ScenarioFailure, match=r"^sandbox: local-agent timed out after 1\.5 s"):
+        _run(scenario, _local_setup(provider, timeout=1.5))
+
+    assert time.monotonic() - started < 30
+    assert not provider.made[0].root.exists()
+
+
+class FaultyEnvironment(LocalEnvironment):
+    """Each method first takes the next of its faults: an error to raise, bytes to give as the
+    archive, or None to work."""
+
+    faults: dict[str, list[BaseException | bytes | None]]
+
+    def _fault(self, method: str) -> bytes | None:
+        queue = self.faults.get(method, [])
+        fault = queue.pop(0) if queue else None
+        if isinstance(fault, BaseException):
+            raise fault
+        return fault
+
+    def put_archive(self, path: str, data: bytes) -> None:
+        self._fault("put_archive")
+        super().put_archive(path, data)
+
+    def get_archive(self, path: str) -> Iterable[bytes]:
+        garbage = self._fault("get_archive")
+        return [garbage] if garbage is not None else super().get_archive(path)
+
+    def exec(
+        self, argv: Sequence[str], *, env: Mapping[str, str], workdir: str, timeout: float
+    ) -> ExecResult:
+        self._fault("exec")
+        return super().exec(argv, env=env, workdir=workdir, timeout=timeout)
+
+
+class FaultyProvider(LocalProvider):
+    def __init__(self, **faults: list[BaseException | bytes | None]) -> None:
+        super().__init__()
+        self.faults = faults
+
+    def _environment(self, root: Path, spec: SandboxSpec) -> LocalEnvironment:
+        environment = FaultyEnvironment(root, spec)
+        environment.faults = self.faults
+        return environment
+
+
+@pytest.mark.parametrize(
+    ("faults", "message"),
+    [
+        ({"put_archive": [SandboxError("disk full")]}, "copy workspace: disk full"),
+        ({"get_archive": [SandboxError("gone")]}, "snapshot before: gone"),
+        ({"get_archive": [None, SandboxError("gone")]}, "snapshot after: gone"),
+        ({"exec": [SandboxError("no such program")]}, "run local-agent: no such program"),
+        (
+            {"get_archive": [b"garbage" * 100]},
+            "snapshot before: unreadable workspace archive: ",
+        ),
+    ],
+)
+def test_a_failed_step_of_the_provider_is_named_and_the_environment_removed(
+    tmp_path: Path, faults: dict[str, list[BaseException | bytes | None]], message: str
+) -> None:
+    provider = FaultyProvider(**faults)
+
+    with pytest.raises(SandboxError) as failure:
+        _run(_scenario(tmp_path, "WRITE a.txt a\n"), _local_setup(provider))
+
+    assert str(failure.value).startswith(message)
+    assert type(failure.value) is SandboxError
+    assert not provider.made[0].root.exists()
+
+
+def test_a_retryable_error_of_a_step_retries_the_whole_run(tmp_path: Path) -> None:
+    retry = RetryPolicy(attempts=3, base_delay=0.0, jitter=0.0)
+    scenario = _scenario(tmp_path, "WRITE a.txt a\n")
+    provider = FaultyProvider(put_archive=[RetryableError("engine busy")])
+
+    result = _run(scenario, _local_setup(provider), retry)
+
+    assert result.changes is not None
+    assert [path for path, _ in result.changes.added] == ["a.txt"]
+    assert len(provider.made) == 2
+    assert not any(environment.root.exists() for environment in provider.made)
+
+    busy = FaultyProvider(get_archive=[None, RetryableError("engine busy", retry_after=0)] * 3)
+    with pytest.raises(RetriesExhaustedError) as exhausted:
+        _run(scenario, _local_setup(busy), retry)
+    assert isinstance(exhausted.value.last_error, RetryableError)
+    assert str(exhausted.value.last_error) == "snapshot after: engine busy"
+    assert exhausted.value.last_error.retry_after == 0
+    assert len(busy.made) == 3
+
+    with pytest.raises(RetryableError, match=r"^copy workspace: engine busy$"):
+        _run(scenario, _local_setup(FaultyProvider(put_archive=[RetryableError("engine busy")])))
+
+
+def test_an_interrupted_run_removes_its_environment(tmp_path: Path) -> None:
+    provider = FaultyProvider(exec=[KeyboardInterrupt()])
+
+    with pytest.raises(KeyboardInterrupt):
+        _run(_scenario(tmp_path, "task\n"), _local_setup(provider))
+    assert not provider.made[0].root.exists()
+
+
+# --- sandboxed scenarios run by pytest -------------------------------------------------------
 
 
 def test_sandboxed_scenario_is_judged_on_output_and_changes(
@@ -120,7 +646,12 @@ def test_the_corpus_sandboxed_scenarios_all_run_in_containers(
 
     # 51 scenarios run (8 direct, 43 sandboxed); only the one without task.md errors.
     result.assert_outcomes(passed=51, errors=1)
-    result.stdout.fnmatch_lines(["*github-create-pr/evals/scenario-0/task.md: file not found*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at setup of github-create-pr::scenario-0*",
+            "*scenario error: evals/scenario-0/task.md: file not found*",
+        ]
+    )
 
 
 def test_timeout_agent_failure_and_missing_image_are_errors_with_reasons(
@@ -262,7 +793,7 @@ def test_example_skill_sandboxes_judged_by_the_local_model(
         "--eval-sandbox-mounts", "none",
     )  # fmt: skip
 
-    report = ResultsReport.model_validate_json(written.read_text())
+    report = parse_report(written.read_text())
     assert [s.name for s in report.scenarios or []] == [
         "scenario-amend-bad-message",
         "scenario-split-unrelated",

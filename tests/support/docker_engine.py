@@ -4,21 +4,28 @@
 and exports ``DOCKER_HOST``; without it, :func:`engine` starts one the same way for the test
 session. No registry is reachable here, so images are built locally from the host's static
 busybox (Debian's ``busybox-static``) plus the stand-in agent CLI.
+
+:class:`EngineRelay` stands between a client and the engine and can be cut, so that a test sees
+an engine stop answering while its containers live on (and are removed afterwards).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Self
 
 import docker
 import docker.errors
@@ -32,6 +39,10 @@ RUN ["/bin/busybox", "--install", "-s", "/bin"]
 COPY kiro-cli /usr/local/bin/kiro-cli
 ENV PATH=/usr/local/bin:/bin
 WORKDIR /workspace
+"""
+NO_SLEEP_DOCKERFILE = """\
+FROM scratch
+COPY marker /marker
 """
 
 
@@ -121,3 +132,88 @@ def build_standin_image(client: docker.DockerClient) -> str:
         Path(context, "Dockerfile").write_text(STANDIN_DOCKERFILE)
         client.images.build(path=context, tag=tag, rm=True)
     return tag
+
+
+def build_image_without_sleep(client: docker.DockerClient) -> str:
+    """An image with one file and no program at all: its containers are created, but cannot
+    start (their command, ``sleep``, is missing)."""
+    tag = "openkata-no-sleep:1"
+    try:
+        client.images.get(tag)
+        return tag
+    except docker.errors.ImageNotFound:
+        pass
+    with tempfile.TemporaryDirectory() as context:
+        Path(context, "marker").write_text("no programs here\n")
+        Path(context, "Dockerfile").write_text(NO_SLEEP_DOCKERFILE)
+        client.images.build(path=context, tag=tag, rm=True)
+    return tag
+
+
+class EngineRelay:
+    """A unix socket that relays every connection to the engine of ``upstream`` (a ``unix://``
+    or ``tcp://`` DOCKER_HOST), until :meth:`cut`: then the socket is gone and every relayed
+    connection is closed, as when the engine stops."""
+
+    def __init__(self, upstream: str) -> None:
+        self.upstream = upstream
+        # A short path: a unix socket's path has at most 107 bytes, pytest's tmp_path can be more.
+        self._folder = Path(tempfile.mkdtemp(prefix="openkata-relay-"))
+        self.path = self._folder / "engine.sock"
+        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._listener.bind(str(self.path))
+        self._listener.listen()
+        self._lock = threading.Lock()
+        self._sockets: list[socket.socket] = []
+
+    @property
+    def host(self) -> str:
+        """The DOCKER_HOST value that reaches the engine through the relay."""
+        return f"unix://{self.path}"
+
+    def __enter__(self) -> Self:
+        threading.Thread(target=self._accept, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.cut()
+
+    def cut(self) -> None:
+        self._listener.close()
+        shutil.rmtree(self._folder, ignore_errors=True)
+        with self._lock:
+            for sock in self._sockets:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+                sock.close()
+
+    def _connect_upstream(self) -> socket.socket:
+        if self.upstream.startswith("unix://"):
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.connect(self.upstream.removeprefix("unix://"))
+            return sock
+        host, _, port = self.upstream.removeprefix("tcp://").rpartition(":")
+        return socket.create_connection((host, int(port)))
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:  # cut
+                return
+            upstream = self._connect_upstream()
+            with self._lock:
+                self._sockets += [client, upstream]
+            threading.Thread(target=_relay, args=(client, upstream), daemon=True).start()
+            threading.Thread(target=_relay, args=(upstream, client), daemon=True).start()
+
+
+def _relay(source: socket.socket, sink: socket.socket) -> None:
+    try:
+        while chunk := source.recv(65536):
+            sink.sendall(chunk)
+    except OSError:
+        pass
+    finally:
+        with contextlib.suppress(OSError):
+            sink.shutdown(socket.SHUT_WR)

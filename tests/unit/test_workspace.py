@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import json
 import os
 import tarfile
 from collections.abc import Iterator
@@ -21,12 +22,19 @@ from pytest_openkata.core.workspace import (
     FileContent,
     Snapshot,
     WorkspaceDiff,
+    diff_from_json,
     diff_snapshots,
+    diff_to_json,
     exclude_nothing,
     judge_text,
     snapshot_directory,
     snapshot_from_tar,
+    tool_files_of,
+    workspace_archive,
+    workspace_digest,
+    workspace_files,
 )
+from tests.support.evals import write_scenario, write_skill
 
 PNG_BYTES = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"
 
@@ -394,12 +402,15 @@ def test_snapshot_from_tar_rejects_a_broken_stream() -> None:
 # --- tool files ------------------------------------------------------------------------------
 
 
+KIRO_FILES = ((".kiro/agents/eval-agent.json", b'{"name":"eval-agent"}'),)
+
+
 @pytest.mark.parametrize(
     ("path", "excluded"),
     [
         ("skill/SKILL.md", True),
         ("skill/references/guide.md", True),
-        (".kiro/agents/eval-agent.json", True),
+        (".kiro/agents/eval-agent.json", False),  # an agent's own files: tool_files_of
         ("skillful.md", False),
         ("skills/x.md", False),
         ("src/skill/x.md", False),
@@ -411,6 +422,31 @@ def test_default_exclude(path: str, excluded: bool) -> None:
     assert DEFAULT_EXCLUDE(path) is excluded
 
 
+@pytest.mark.parametrize(
+    ("path", "excluded"),
+    [
+        ("skill/SKILL.md", True),
+        ("skill/references/guide.md", True),
+        (".kiro/agents/eval-agent.json", True),
+        (".kiro/other.json", True),  # the whole top folder of the agent's files
+        ("skillful.md", False),
+        ("skills/x.md", False),
+        ("src/skill/x.md", False),
+        (".kirorc", False),
+        ("task.md", False),
+    ],
+)
+def test_tool_files_of_an_agent_with_its_own_files(path: str, excluded: bool) -> None:
+    assert tool_files_of(KIRO_FILES)(path) is excluded
+
+
+def test_tool_files_of_an_agent_without_files_are_the_default_ones() -> None:
+    exclude = tool_files_of(())
+    for path in ("skill/SKILL.md", ".kiro/agents/eval-agent.json", "task.md", "a/skill/b"):
+        assert exclude(path) is DEFAULT_EXCLUDE(path)
+    assert tool_files_of([("AGENTS.md", b"rules")])("AGENTS.md")  # a file at the top, too
+
+
 def test_snapshot_from_tar_leaves_out_tool_files_by_default() -> None:
     raw = make_tar(
         [
@@ -420,9 +456,112 @@ def test_snapshot_from_tar_leaves_out_tool_files_by_default() -> None:
         ]
     )
 
-    assert list(snapshot_from_tar(chunked(raw))) == ["skillful.md"]
+    assert sorted(snapshot_from_tar(chunked(raw))) == [
+        ".kiro/agents/eval-agent.json",
+        "skillful.md",
+    ]
+    assert list(snapshot_from_tar(chunked(raw), exclude=tool_files_of(KIRO_FILES))) == [
+        "skillful.md"
+    ]
     assert sorted(snapshot_from_tar(chunked(raw), exclude=exclude_nothing)) == [
         ".kiro/agents/eval-agent.json",
         "skill/SKILL.md",
         "skillful.md",
     ]
+
+
+# --- the workspace and its archive -----------------------------------------------------------
+
+
+def _skill_with_scenario(root: Path) -> tuple[Path, Path]:
+    skill = write_skill(root, "s", {})
+    (skill / "references").mkdir()
+    (skill / "references" / "guide.md").write_text("a guide\n")
+    (skill / "references" / "ACKNOWLEDGMENTS.md").write_text("thanks\n")
+    scenario = write_scenario(
+        skill, "scenario-0", {"x": 1}, inputs={"src/app.py": "print('hi')\n", "old.txt": "old\n"}
+    )
+    return skill, scenario
+
+
+def test_workspace_files_hold_the_skill_the_task_and_the_inputs_contents(tmp_path: Path) -> None:
+    skill, scenario = _skill_with_scenario(tmp_path)
+    secret = tmp_path / "host-secret.txt"
+    secret.write_text("host secret value\n")
+    (scenario / "inputs" / "leak.txt").symlink_to(secret)
+    (skill / "references" / "outside.md").symlink_to(secret)
+
+    files = dict(workspace_files(skill, scenario))
+
+    assert sorted(files) == [
+        "old.txt",
+        "skill/SKILL.md",
+        "skill/references/guide.md",  # ACKNOWLEDGMENTS.md is excluded, as from the prompt
+        "src/app.py",
+        "task.md",
+    ]
+    assert files["task.md"] == b"Do the task of scenario-0.\n"
+    assert b"host secret value\n" not in files.values()  # no symlink out of the skill is read
+
+
+def test_workspace_archive_puts_the_workspace_and_the_agent_files_under_the_prefix(
+    tmp_path: Path,
+) -> None:
+    skill, scenario = _skill_with_scenario(tmp_path)
+
+    raw = workspace_archive(
+        skill, scenario, KIRO_FILES, prefix="workspace/", extra=[("openkata/prompt.md", b"hi")]
+    )
+
+    with tarfile.open(fileobj=io.BytesIO(raw)) as archive:
+        members = {m.name: m for m in archive.getmembers()}
+        assert sorted(members) == [
+            "openkata/prompt.md",  # the extra files keep their names: outside the workspace
+            "workspace/.kiro/agents/eval-agent.json",
+            "workspace/old.txt",
+            "workspace/skill/SKILL.md",
+            "workspace/skill/references/guide.md",
+            "workspace/src/app.py",
+            "workspace/task.md",
+        ]
+        assert all(m.isreg() and m.mode == 0o644 for m in members.values())
+        prompt = archive.extractfile(members["openkata/prompt.md"])
+        assert prompt is not None
+        assert prompt.read() == b"hi"
+        for name, data in (*workspace_files(skill, scenario), *KIRO_FILES):
+            member = archive.extractfile(members[f"workspace/{name}"])
+            assert member is not None
+            assert member.read() == data
+
+
+def test_workspace_archive_without_prefix_or_agent_files(tmp_path: Path) -> None:
+    skill, scenario = _skill_with_scenario(tmp_path)
+
+    raw = workspace_archive(skill, scenario)
+
+    assert snapshot_from_tar(chunked(raw), strip_top=False, exclude=exclude_nothing) == {
+        name: FileContent(data) for name, data in workspace_files(skill, scenario)
+    }
+
+
+def test_workspace_digest_follows_names_and_contents(tmp_path: Path) -> None:
+    skill, scenario = _skill_with_scenario(tmp_path)
+    first = workspace_digest(skill, scenario)
+
+    assert workspace_digest(skill, scenario) == first
+    (scenario / "inputs" / "old.txt").write_text("changed\n")
+    changed = workspace_digest(skill, scenario)
+    assert changed != first
+    (scenario / "inputs" / "old.txt").rename(scenario / "inputs" / "new.txt")
+    assert workspace_digest(skill, scenario) not in (first, changed)  # the name counts too
+
+
+def test_a_diff_survives_its_json_form() -> None:
+    diff = WorkspaceDiff(
+        added=[("a.txt", FileContent(b"new")), ("b.bin", FileContent(PNG_BYTES))],
+        modified=[("c.txt", FileContent(b"x" * 4, truncated=True, full_size=9, sha256="ab"))],
+        deleted=["d.txt"],
+        unchanged=["e.txt"],
+    )
+
+    assert diff_from_json(json.loads(json.dumps(diff_to_json(diff)))) == diff

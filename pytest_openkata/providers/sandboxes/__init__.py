@@ -1,18 +1,37 @@
-"""Sandboxed scenarios: an environment interface, its providers and the workspace diff.
+"""Sandboxed scenarios: the environment interface its providers implement, and the agent command.
 
-A provider runs one agent command in a fresh, isolated environment holding the skill, the task
-and the scenario's inputs, and reports what the agent printed and changed. Docker is the one
-provider today (:mod:`pytest_openkata.providers.sandboxes.docker`).
+In the manner of Inspect AI's sandbox environments, a provider only creates environments, and
+an environment only executes commands, puts and gets files (as tar streams) and is removed.
+Everything else a sandboxed run does (building the workspace, the snapshots before and after,
+the diff, the judge's text, the outcome) lives once in the core
+(:mod:`pytest_openkata.core.sandboxed`), for every provider. Docker is the first provider
+(:mod:`pytest_openkata.providers.sandboxes.docker`); a provider is registered under the
+entry-point group ``pytest_openkata.sandboxes`` as ``factory(EvalSettings) -> SandboxProvider``.
+
+Errors: a provider raises :class:`SandboxError` for what is not worth retrying (no engine, a
+missing image, a refused archive), and
+:class:`~pytest_openkata.infra.retry.RetryableError` for what is (an engine's 5xx). The
+messages of an environment's methods do not name the step: the core puts the step it was at in
+front (``copy workspace: ...``). :meth:`SandboxProvider.create` names its own steps, which only
+the provider knows (``docker create: ...``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Protocol
 
-from pytest_openkata.core.workspace import WorkspaceDiff
 from pytest_openkata.providers.backends import BackendError
+
+__all__ = [
+    "AgentCommand",
+    "ExecResult",
+    "SandboxEnvironment",
+    "SandboxError",
+    "SandboxProvider",
+    "SandboxSpec",
+]
 
 
 class SandboxError(BackendError):
@@ -27,21 +46,77 @@ class AgentCommand:
     name: str
     argv: list[str]
     env: dict[str, str] = field(default_factory=dict)
-    agent_config: str | None = None  # kiro's .kiro/agents/eval-agent.json, when the agent uses one
+    # Files the agent needs in the workspace (kiro's .kiro/agents/eval-agent.json), by path;
+    # they are not counted as the agent's changes.
+    files: tuple[tuple[str, bytes], ...] = ()
+    # Host folders (``~`` allowed) the agent needs, mounted read-only when they exist.
+    mounts: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
-class SandboxRun:
-    output: str
-    exit_code: int | None
+class SandboxSpec:
+    """What one environment is created with."""
+
+    name: str  # the scenario's name (for the provider's names and labels)
+    network: str  # the provider's network name (Docker: host, none, a network's name)
+    env: Mapping[str, str]  # the environment's variables
+    # (host path, path in the environment), read-only; the host paths are already expanded
+    # (no ``~``). A provider mounts a host folder only when it exists.
+    mounts: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """What a command printed and how it ended."""
+
+    output: str  # standard output and error combined, UTF-8 decoded with replacement
+    exit_code: int | None  # None when it timed out
     timed_out: bool
-    diff: WorkspaceDiff
-    judge_text: str
 
 
-class Sandbox(Protocol):
-    def run(
-        self, *, skill_dir: Path, scenario_dir: Path, network: str, prompt: str, agent: AgentCommand
-    ) -> SandboxRun: ...
+class SandboxEnvironment(Protocol):
+    """One fresh, isolated environment, made by :meth:`SandboxProvider.create`.
 
-    def close(self) -> None: ...
+    Paths are absolute paths of the environment (``/workspace``); the environment's root is
+    writable.
+    """
+
+    def exec(
+        self, argv: Sequence[str], *, env: Mapping[str, str], workdir: str, timeout: float
+    ) -> ExecResult:
+        """Run ``argv`` in ``workdir``, with ``env`` added to the environment's variables.
+
+        The timeout is enforced from outside: the command is stopped, the result keeps the
+        output so far (``timed_out``, no exit code), and the environment's files stay readable
+        with :meth:`get_archive` until it is removed.
+        """
+        ...
+
+    def put_archive(self, path: str, data: bytes) -> None:
+        """Extract the tar ``data`` at the folder ``path``."""
+        ...
+
+    def get_archive(self, path: str) -> Iterable[bytes]:
+        """The folder at ``path`` as a tar stream whose members are under the folder's own name
+        (``workspace/...``), as chunks; errors while it is read are this module's errors too."""
+        ...
+
+    def remove(self) -> None:
+        """Remove the environment and everything in it. Idempotent; it does not raise (what
+        could not be removed is the provider's to clean up later)."""
+        ...
+
+
+class SandboxProvider(Protocol):
+    """Makes environments; one per run of the plugin, shared by its threads."""
+
+    def create(self, spec: SandboxSpec) -> SandboxEnvironment:
+        """A fresh environment, ready to run commands. What was made of it before a failure
+        (or an interrupt) is removed before the error leaves. After :meth:`close` it raises
+        :class:`SandboxError`."""
+        ...
+
+    def close(self) -> None:
+        """Remove every environment still live (runs abandoned after ``-x``, Ctrl-C,
+        SIGTERM), then release the engine."""
+        ...

@@ -1,60 +1,59 @@
 """The Docker sandbox provider, over the docker SDK (spec section 6, with its weaknesses fixed).
 
-One fresh container per scenario: labelled, limited (CPU, memory, processes), with
-no-new-privileges, the scenario's network, and credential folders mounted read-only only when
-configured and present. The workspace goes in and comes out as tar streams, so nothing of the
-container is ever unpacked on the host. The prompt reaches the agent on its standard input
-from a file outside the workspace, the host enforces the timeout (keeping the partial output
-and the diff), and the container is removed whatever happens, Ctrl-C and SIGTERM included.
+Engine work only; the run itself (workspace, snapshots, diff, judge text) is the core's
+(:mod:`pytest_openkata.core.sandboxed`). One fresh container per environment: labelled,
+limited (CPU, memory, processes), with no-new-privileges, the scenario's network, and host
+folders mounted read-only only when they exist. Files go in and come out as tar streams, so
+nothing of the container is ever unpacked on the host. The host enforces an exec's timeout
+(the container is killed, the partial output kept, its files stay readable), and every
+container is removed whatever happens: after its run, on a failure while it is created or
+started, and by :meth:`DockerProvider.close` on Ctrl-C and SIGTERM; those of a killed run are
+swept when the next one connects.
 """
 
 from __future__ import annotations
 
 import contextlib
-import io
 import os
 import secrets
 import socket
-import tarfile
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import docker
 import docker.errors
 import requests.exceptions
 from docker.constants import MINIMUM_DOCKER_API_VERSION
 
-from pytest_openkata.core.workspace import (
-    diff_snapshots,
-    judge_text,
-    snapshot_from_tar,
-    workspace_files,
-)
+from pytest_openkata.infra.config import EvalSettings
 from pytest_openkata.infra.environ import environ_snapshot, proxy_for
 from pytest_openkata.infra.retry import RetryableError
-from pytest_openkata.providers.sandboxes import AgentCommand, SandboxError, SandboxRun
+from pytest_openkata.providers.sandboxes import ExecResult, SandboxError, SandboxSpec
 
-WORKSPACE = "/workspace"
-PROMPT_DIR = "openkata"  # under the container's root, outside the workspace
-PROMPT_PATH = f"/{PROMPT_DIR}/prompt.md"
 LABEL = "openkata-eval"
 MANAGED = f"{LABEL}.managed"
 OWNER_PID = f"{LABEL}.pid"
 OWNER_HOST = f"{LABEL}.host"
+SCENARIO = f"{LABEL}.scenario"
+WORKDIR = "/workspace"  # the container's working folder
+KEEP_ALIVE = ["sleep", "2147483647"]  # the container's command; work runs through exec
 STOP_GRACE = 10.0
+
+_ENGINE_ERRORS = (docker.errors.DockerException, requests.exceptions.RequestException)
 
 
 @dataclass(frozen=True)
 class DockerLimits:
+    """The image every container runs and the limits it runs with."""
+
     image: str
-    timeout: float
     cpus: float
     memory: str
     pids: int
-    mounts: tuple[tuple[str, str], ...]  # (host path, container path), read-only
 
 
 def container_name(scenario: str) -> str:
@@ -67,35 +66,6 @@ def container_name(scenario: str) -> str:
     return f"{LABEL}-{int(time.time() * 1000)}-{unique}-{scenario.replace('/', '-')}"
 
 
-def _add_file(tar: tarfile.TarFile, name: str, data: bytes) -> None:
-    info = tarfile.TarInfo(name)
-    info.size = len(data)
-    info.mode = 0o644
-    info.mtime = int(time.time())
-    tar.addfile(info, io.BytesIO(data))
-
-
-def workspace_archive(
-    skill_dir: Path,
-    scenario_dir: Path,
-    agent_config: str | None,
-    *,
-    prefix: str = "",
-    extra: Iterable[tuple[str, bytes]] = (),
-) -> bytes:
-    """The workspace (:func:`workspace_files`) and the agent configuration as a tar, each
-    name under ``prefix``, followed by the ``extra`` files as named."""
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as tar:
-        for name, data in workspace_files(skill_dir, scenario_dir):
-            _add_file(tar, prefix + name, data)
-        if agent_config is not None:
-            _add_file(tar, f"{prefix}.kiro/agents/eval-agent.json", agent_config.encode())
-        for name, data in extra:
-            _add_file(tar, name, data)
-    return buffer.getvalue()
-
-
 def _process_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -106,16 +76,19 @@ def _process_alive(pid: int) -> bool:
     return True
 
 
-def _engine_error(exc: Exception, doing: str) -> Exception:
+def _engine_error(exc: Exception, doing: str | None = None) -> Exception:
+    """The error to raise for an engine failure; ``doing`` names the step when the caller is
+    the one to name it (an environment's errors get the step from the core)."""
+    prefix = f"{doing}: " if doing else ""
     if isinstance(exc, requests.exceptions.ConnectionError):
         return SandboxError(
-            f"{doing}: the Docker engine stopped answering ({exc.__class__.__name__}); "
+            f"{prefix}the Docker engine stopped answering ({exc.__class__.__name__}); "
             "check that dockerd is running and DOCKER_HOST points at it"
         )
     if isinstance(exc, docker.errors.APIError) and exc.is_server_error():
-        return RetryableError(f"{doing}: Docker engine error: {exc.explanation or exc}")
-    if isinstance(exc, docker.errors.DockerException):
-        return SandboxError(f"{doing}: {exc}")
+        return RetryableError(f"{prefix}Docker engine error: {exc.explanation or exc}")
+    if isinstance(exc, _ENGINE_ERRORS):
+        return SandboxError(f"{prefix}{exc}")
     return exc
 
 
@@ -131,7 +104,7 @@ def connect(timeout: float = 60.0) -> docker.DockerClient:
         finally:
             probe.close()
         return _engine_client(int(timeout), version)
-    except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+    except _ENGINE_ERRORS as exc:
         raise SandboxError(
             f"no Docker engine answers at {where} ({exc}); start one (dockerd) or set "
             "DOCKER_HOST; direct scenarios are not affected"
@@ -157,75 +130,176 @@ def sweep_stale_containers(client: docker.DockerClient) -> list[str]:
     """Remove this host's labelled containers whose pytest process is gone (a killed run)."""
     host = socket.gethostname()
     removed = []
-    filters = {"label": [f"{MANAGED}=true", f"{OWNER_HOST}={host}"]}
+    filters: dict[str, str | list[str] | bool] = {
+        "label": [f"{MANAGED}=true", f"{OWNER_HOST}={host}"]
+    }
     for container in client.containers.list(all=True, filters=filters):
         owner = container.labels.get(OWNER_PID, "")
         if owner.isdigit() and not _process_alive(int(owner)):
             container.remove(force=True)
-            removed.append(container.name)
+            removed.append(str(container.name))
     return removed
 
 
-class DockerSandbox:
-    """Runs agents in fresh containers of one engine."""
+def _remove_quietly(container: Any) -> None:
+    # An engine that fails here leaves a labelled container, swept by the next run.
+    with contextlib.suppress(*_ENGINE_ERRORS):
+        container.remove(force=True)
+
+
+class DockerEnvironment:
+    """One container of a :class:`DockerProvider`."""
+
+    def __init__(self, provider: DockerProvider, container: Any) -> None:
+        self._provider = provider
+        self.container = container
+
+    @property
+    def name(self) -> str:
+        return str(self.container.name)
+
+    def exec(
+        self, argv: Sequence[str], *, env: Mapping[str, str], workdir: str, timeout: float
+    ) -> ExecResult:
+        api = self._provider.client.api
+        try:
+            exec_id = api.exec_create(
+                self.container.id, list(argv), workdir=workdir, environment=dict(env)
+            )["Id"]
+            stream = api.exec_start(exec_id, stream=True)
+        except _ENGINE_ERRORS as exc:
+            raise _engine_error(exc) from exc
+        chunks: list[bytes] = []
+        failed: list[Exception] = []
+
+        def collect(stream: Iterable[bytes]) -> None:
+            try:
+                for chunk in stream:
+                    chunks.append(chunk)
+            except _ENGINE_ERRORS as exc:
+                failed.append(exc)
+
+        reader = threading.Thread(target=collect, args=(stream,), daemon=True)
+        reader.start()
+        reader.join(timeout)
+        timed_out = reader.is_alive()
+        try:
+            if timed_out:
+                self.container.kill()  # ends the command; its output and the files stay
+                reader.join(STOP_GRACE)
+            elif failed:
+                raise failed[0]
+            exit_code = None if timed_out else api.exec_inspect(exec_id).get("ExitCode")
+        except _ENGINE_ERRORS as exc:
+            raise _engine_error(exc) from exc
+        output = b"".join(chunks).decode("utf-8", errors="replace")
+        return ExecResult(output, exit_code, timed_out)
+
+    def put_archive(self, path: str, data: bytes) -> None:
+        try:
+            accepted = self.container.put_archive(path, data)
+        except _ENGINE_ERRORS as exc:
+            raise _engine_error(exc) from exc
+        if not accepted:
+            raise SandboxError("the engine refused the archive")
+
+    def get_archive(self, path: str) -> Iterable[bytes]:
+        try:
+            stream, _stat = self.container.get_archive(path)
+        except _ENGINE_ERRORS as exc:
+            raise _engine_error(exc) from exc
+        return _engine_errors_of(stream)
+
+    def remove(self) -> None:
+        self._provider._forget(self.container)
+        _remove_quietly(self.container)
+
+
+def _engine_errors_of(stream: Iterable[bytes]) -> Iterator[bytes]:
+    """The stream's chunks; an engine failure while it is read raises this module's errors."""
+    try:
+        yield from stream
+    except _ENGINE_ERRORS as exc:
+        raise _engine_error(exc) from exc
+
+
+class DockerProvider:
+    """Makes containers on one engine; shared by the run's threads."""
 
     def __init__(self, client: docker.DockerClient, limits: DockerLimits) -> None:
         self.client = client
         self.limits = limits
         self._lock = threading.Lock()
-        self._live: dict[str, object] = {}  # running containers by id
+        self._live: dict[str, Any] = {}  # containers not removed yet, by id
         self._closed = False
 
+    def create(self, spec: SandboxSpec) -> DockerEnvironment:
+        container = self._create(spec)
+        environment = DockerEnvironment(self, container)
+        try:
+            with self._lock:
+                self._live[container.id] = container
+                closed = self._closed
+            if closed:
+                raise SandboxError("the sandbox was closed: the run is over")
+            try:
+                container.start()
+            except _ENGINE_ERRORS as exc:
+                raise _engine_error(exc, "docker start") from exc
+        except BaseException:
+            environment.remove()
+            raise
+        return environment
+
     def close(self) -> None:
-        """Remove the containers still running (runs started ahead on other threads, when
-        pytest stops early or is interrupted), then close the client."""
+        """Remove the containers still live (runs started ahead on other threads, when pytest
+        stops early or is interrupted), then close the client."""
         with self._lock:
             self._closed = True
             live = list(self._live.values())
         for container in live:
-            with contextlib.suppress(
-                docker.errors.DockerException, requests.exceptions.RequestException
-            ):
-                container.remove(force=True)  # type: ignore[attr-defined]
+            _remove_quietly(container)
         self.client.close()
 
-    def _volumes(self) -> dict[str, dict[str, str]]:
+    def _forget(self, container: Any) -> None:
+        with self._lock:
+            self._live.pop(container.id, None)
+
+    def _volumes(self, mounts: Iterable[tuple[str, str]]) -> dict[str, dict[str, str]]:
         volumes = {}
-        for host, target in self.limits.mounts:
+        for host, target in mounts:
             path = Path(host).expanduser()
             if path.is_dir():
                 volumes[str(path)] = {"bind": target, "mode": "ro"}
         return volumes
 
-    def _create(self, scenario: str, network: str, env: dict[str, str]):  # type: ignore[no-untyped-def]
-        name = container_name(scenario)
+    def _create(self, spec: SandboxSpec) -> Any:
+        name = container_name(spec.name)
         try:
-            return self._create_named(name, scenario, network, env)
+            return self._create_named(name, spec)
         except BaseException:
             # Interrupted while the engine was creating it: remove it by name, if it exists.
-            with contextlib.suppress(
-                docker.errors.DockerException, requests.exceptions.RequestException
-            ):
+            with contextlib.suppress(*_ENGINE_ERRORS):
                 self.client.containers.get(name).remove(force=True)
             raise
 
-    def _create_named(self, name: str, scenario: str, network: str, env: dict[str, str]):  # type: ignore[no-untyped-def]
+    def _create_named(self, name: str, spec: SandboxSpec) -> Any:
         labels = {
             MANAGED: "true",
             OWNER_PID: str(os.getpid()),
             OWNER_HOST: socket.gethostname(),
-            f"{LABEL}.scenario": scenario,
+            SCENARIO: spec.name,
         }
         try:
             return self.client.containers.create(
                 self.limits.image,
-                ["sleep", "2147483647"],
+                KEEP_ALIVE,
                 name=name,
-                network_mode=network,
-                working_dir=WORKSPACE,
+                network_mode=spec.network,
+                working_dir=WORKDIR,
                 labels=labels,
-                environment=env,
-                volumes=self._volumes(),
+                environment=dict(spec.env),
+                volumes=self._volumes(spec.mounts),
                 nano_cpus=int(self.limits.cpus * 1e9),
                 mem_limit=self.limits.memory,
                 pids_limit=self.limits.pids,
@@ -238,76 +312,22 @@ class DockerSandbox:
                 f"(docker build -f Dockerfile.eval -t {self.limits.image} .) or set "
                 "sandbox.image"
             ) from None
-        except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+        except _ENGINE_ERRORS as exc:
             raise _engine_error(exc, "docker create") from exc
 
-    def run(
-        self, *, skill_dir: Path, scenario_dir: Path, network: str, prompt: str, agent: AgentCommand
-    ) -> SandboxRun:
-        container = self._create(scenario_dir.name, network, agent.env)
-        with self._lock:
-            self._live[container.id] = container
-            closed = self._closed
-        try:
-            if closed:
-                raise SandboxError("the sandbox was closed: the run is over")
-            return self._run_in(container, skill_dir, scenario_dir, prompt, agent)
-        finally:
-            with self._lock:
-                self._live.pop(container.id, None)
-            # An engine that fails here leaves a labelled container, swept by the next run.
-            with contextlib.suppress(
-                docker.errors.DockerException, requests.exceptions.RequestException
-            ):
-                container.remove(force=True)
 
-    def _run_in(self, container, skill_dir, scenario_dir, prompt, agent):  # type: ignore[no-untyped-def]
-        step = "docker start"
-        try:
-            container.start()
-            step = "copy workspace"
-            # One archive, extracted at the root: the workspace and, outside it, the prompt.
-            archive = workspace_archive(
-                skill_dir,
-                scenario_dir,
-                agent.agent_config,
-                prefix=f"{WORKSPACE.lstrip('/')}/",
-                extra=[(PROMPT_PATH.lstrip("/"), prompt.encode())],
-            )
-            if not container.put_archive("/", archive):
-                raise SandboxError(f"{step}: the engine refused the archive")
-            step = "snapshot before"
-            before = snapshot_from_tar(container.get_archive(WORKSPACE)[0])
-            step = f"run {agent.name}"
-            output, exit_code, timed_out = self._exec(container, agent)
-            step = "snapshot after"
-            after = snapshot_from_tar(container.get_archive(WORKSPACE)[0])
-        except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
-            raise _engine_error(exc, step) from exc
-        except tarfile.TarError as exc:
-            raise SandboxError(f"{step}: unreadable workspace archive: {exc}") from exc
-        diff = diff_snapshots(before, after)
-        return SandboxRun(output, exit_code, timed_out, diff, judge_text(output, diff))
+def from_settings(settings: EvalSettings) -> DockerProvider:
+    """The ``docker`` sandbox provider: connect to the engine of ``DOCKER_HOST`` (or the
+    default socket), sweep containers left by killed runs, and apply the settings' image and
+    limits."""
+    client = connect()
+    sweep_stale_containers(client)
+    box = settings.sandbox
+    limits = DockerLimits(image=box.image, cpus=box.cpus, memory=box.memory, pids=box.pids)
+    return DockerProvider(client, limits)
 
-    def _exec(self, container, agent: AgentCommand) -> tuple[str, int | None, bool]:  # type: ignore[no-untyped-def]
-        api = self.client.api
-        command = ["sh", "-c", f'exec "$@" < {PROMPT_PATH}', "sh", *agent.argv]
-        exec_id = api.exec_create(container.id, command, workdir=WORKSPACE, environment=agent.env)
-        chunks: list[bytes] = []
 
-        def collect(stream: Iterable[bytes]) -> None:
-            for chunk in stream:
-                chunks.append(chunk)
+if TYPE_CHECKING:  # the protocol this provider implements, checked by mypy
+    from pytest_openkata.providers.sandboxes import SandboxProvider
 
-        reader = threading.Thread(
-            target=collect, args=(api.exec_start(exec_id["Id"], stream=True),), daemon=True
-        )
-        reader.start()
-        reader.join(self.limits.timeout)
-        timed_out = reader.is_alive()
-        if timed_out:
-            container.kill()  # ends the agent; the partial output and the files stay readable
-            reader.join(STOP_GRACE)
-        output = b"".join(chunks).decode("utf-8", errors="replace")
-        exit_code = None if timed_out else api.exec_inspect(exec_id["Id"]).get("ExitCode")
-        return output, exit_code, timed_out
+    _implements: type[SandboxProvider] = DockerProvider

@@ -1,0 +1,248 @@
+"""A sandboxed scenario's agent run, once for every sandbox provider: the agent command, the
+workspace it runs in, and the result graders see (the agent's output and the workspace changes).
+
+The provider is the one ``sandbox.provider`` names in the registry
+(:mod:`pytest_openkata.providers.registry`); it only makes environments that execute commands,
+take and give tar streams, and are removed (:mod:`pytest_openkata.providers.sandboxes`).
+Everything else happens here: one archive holds the workspace (``/workspace``: the skill, the
+task, the inputs and the agent's own files) and, outside it, the prompt; the workspace is
+snapshotted before and after the agent runs, the snapshots are diffed, and the judge's text is
+built. The agent command is ``sandbox.agent``'s, with the files and host folders that agent
+asks for.
+"""
+
+from __future__ import annotations
+
+import tarfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pytest_openkata.core.errors import ScenarioFailure
+from pytest_openkata.core.results import AgentResult
+from pytest_openkata.core.scenario import Scenario
+from pytest_openkata.core.workspace import (
+    Snapshot,
+    WorkspaceDiff,
+    diff_snapshots,
+    judge_text,
+    snapshot_from_tar,
+    tool_files_of,
+    workspace_archive,
+)
+from pytest_openkata.infra.config import EvalSettings, SandboxSettings
+from pytest_openkata.infra.retry import RetryableError, RetryPolicy, call_with_retry
+from pytest_openkata.providers import registry
+from pytest_openkata.providers.agents import AgentSettings, make_agent
+from pytest_openkata.providers.backends import BackendError
+from pytest_openkata.providers.sandboxes import (
+    AgentCommand,
+    ExecResult,
+    SandboxEnvironment,
+    SandboxError,
+    SandboxProvider,
+    SandboxSpec,
+)
+
+T = TypeVar("T")
+
+WORKSPACE = "/workspace"
+# Outside the workspace, so the prompt is neither a file the agent sees there nor a change.
+PROMPT_PATH = "/openkata/prompt.md"
+# The prompt reaches the agent on its standard input: an argument has a 128 KiB limit. The
+# redirect is relative to the working folder, so a provider without its own root folder (a
+# temporary folder on the host) runs it unchanged.
+PROMPT_REDIRECT = f"../{PROMPT_PATH.lstrip('/')}"
+RUN_AGENT = ("sh", "-c", f'exec "$@" < {PROMPT_REDIRECT}', "sh")
+
+
+@dataclass(frozen=True)
+class SandboxSetup:
+    """A sandbox provider and the agent command it runs for every sandboxed scenario."""
+
+    sandbox: SandboxProvider
+    agent: AgentCommand
+    network: str  # used when the scenario names none
+    timeout: float
+    # Host folders (``~`` allowed) for every agent, besides the agent's own (sandbox.mounts);
+    # mounted read-only when they exist.
+    mounts: tuple[tuple[str, str], ...] = ()
+
+
+def agent_settings(settings: EvalSettings) -> AgentSettings:
+    return AgentSettings(
+        command=settings.agent_command,
+        anthropic_base_url=settings.anthropic.base_url,
+        anthropic_api_key=settings.anthropic.api_key,
+        openai_base_url=settings.http.base_url,
+        openai_api_key=settings.http.api_key,
+    )
+
+
+def sandbox_agent(settings: EvalSettings) -> AgentCommand:
+    """The agent command run in every sandbox, with the configured model (fix of the
+    reference, whose agent CLI ran its default model whatever was configured)."""
+    agent = make_agent(settings.sandbox.agent, agent_settings(settings))
+    invocation = agent.invocation(model=settings.model, workspace_agent=True, sandboxed=True)
+    return AgentCommand(
+        agent.name,
+        invocation.argv,
+        invocation.env,
+        files=agent.workspace_files(),
+        mounts=agent.credential_mounts,
+    )
+
+
+def _looks_secret(name: str) -> bool:
+    upper = name.upper()
+    return any(word in upper for word in ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL"))
+
+
+_DEFAULT_PROVIDER = SandboxSettings().provider
+
+
+def sandbox_identity(settings: EvalSettings) -> dict[str, Any]:
+    """What decides a sandboxed run besides its workspace, for the cache key: the provider,
+    the image, the agent command and the default network. Variables that look like
+    credentials are left out. Read from the settings, so a run answered from the cache needs
+    no sandbox engine."""
+    agent = sandbox_agent(settings)
+    env = {name: value for name, value in agent.env.items() if not _looks_secret(name)}
+    box = settings.sandbox
+    identity: dict[str, Any] = {
+        "image": box.image,
+        "argv": agent.argv,
+        "env": env,
+        "network": box.network,
+    }
+    if box.provider != _DEFAULT_PROVIDER:  # the keys made before there was a choice stay
+        identity["provider"] = box.provider
+    return identity
+
+
+def build_sandbox(settings: EvalSettings) -> SandboxSetup:
+    """Connect the configured sandbox provider and set up the agent command."""
+    factory = registry.SANDBOXES.load(settings.sandbox.provider)
+    box = settings.sandbox
+    return SandboxSetup(
+        factory(settings),
+        sandbox_agent(settings),
+        box.network,
+        float(box.timeout),
+        mounts=box.mounts,
+    )
+
+
+def sandbox_spec(scenario: Scenario, setup: SandboxSetup) -> SandboxSpec:
+    """What the scenario's environment is created with: the scenario's network (or the
+    configured one), the agent's variables, and the configured host folders and the agent's
+    own, ``~`` expanded."""
+    mounts = tuple(
+        (str(Path(host).expanduser()), target)
+        for host, target in (*setup.mounts, *setup.agent.mounts)
+    )
+    return SandboxSpec(
+        name=scenario.path.name,
+        network=scenario.network or setup.network,
+        env=dict(setup.agent.env),
+        mounts=mounts,
+    )
+
+
+@dataclass(frozen=True)
+class SandboxRun:
+    """One agent run in a sandbox: how it ended and what it changed."""
+
+    result: ExecResult
+    diff: WorkspaceDiff
+    judge_text: str
+
+
+def _at_step(step: str, call: Callable[[], T]) -> T:
+    """``call()``; a provider's error names ``step`` first, and keeps whether it is retried."""
+    try:
+        return call()
+    except RetryableError as exc:
+        raise RetryableError(
+            f"{step}: {exc}", retry_after=exc.retry_after, throttled=exc.throttled
+        ) from exc
+    except BackendError as exc:
+        raise SandboxError(f"{step}: {exc}") from exc
+
+
+def _snapshot(
+    environment: SandboxEnvironment, step: str, exclude: Callable[[str], bool]
+) -> Snapshot:
+    try:
+        return _at_step(
+            step, lambda: snapshot_from_tar(environment.get_archive(WORKSPACE), exclude=exclude)
+        )
+    except tarfile.TarError as exc:
+        raise SandboxError(f"{step}: unreadable workspace archive: {exc}") from exc
+
+
+def sandbox_run(scenario: Scenario, prompt: str, setup: SandboxSetup) -> SandboxRun:
+    """One run of the agent in a fresh environment, removed afterwards whatever happens."""
+    agent = setup.agent
+    # One archive, extracted at the root: the workspace and, outside it, the prompt.
+    archive = workspace_archive(
+        scenario.skill_dir,
+        scenario.path,
+        agent.files,
+        prefix=f"{WORKSPACE.lstrip('/')}/",
+        extra=[(PROMPT_PATH.lstrip("/"), prompt.encode())],
+    )
+    exclude = tool_files_of(agent.files)
+    environment = setup.sandbox.create(sandbox_spec(scenario, setup))
+    try:
+        _at_step("copy workspace", lambda: environment.put_archive("/", archive))
+        before = _snapshot(environment, "snapshot before", exclude)
+        result = _at_step(
+            f"run {agent.name}",
+            lambda: environment.exec(
+                [*RUN_AGENT, *agent.argv], env=agent.env, workdir=WORKSPACE, timeout=setup.timeout
+            ),
+        )
+        after = _snapshot(environment, "snapshot after", exclude)
+    finally:
+        environment.remove()
+    diff = diff_snapshots(before, after)
+    return SandboxRun(result, diff, judge_text(result.output, diff))
+
+
+def run_in_sandbox(
+    scenario: Scenario, prompt: str, setup: SandboxSetup, retry: RetryPolicy
+) -> AgentResult:
+    """Run the agent in a fresh sandbox; its output and workspace changes as graders see them.
+
+    A timed-out agent or one that exits non-zero ends the trial (:class:`ScenarioFailure`).
+    """
+    run = call_with_retry(
+        lambda: sandbox_run(scenario, prompt, setup), retry, describe="sandbox run"
+    )
+    name, result = setup.agent.name, run.result
+    if result.timed_out:
+        raise ScenarioFailure(
+            f"sandbox: {name} timed out after {setup.timeout:g} s (its partial output and "
+            "workspace changes are in the report's agent_output)",
+            agent_output=run.judge_text,
+        )
+    if result.exit_code != 0:
+        tail = result.output.strip().splitlines()[-5:]
+        detail = ("\n" + "\n".join(tail)) if tail else ""
+        raise ScenarioFailure(f"sandbox: {name}: exit status {result.exit_code}{detail}")
+    return AgentResult(run.judge_text, result.output, run.diff)
+
+
+__all__ = [
+    "SandboxRun",
+    "SandboxSetup",
+    "agent_settings",
+    "build_sandbox",
+    "run_in_sandbox",
+    "sandbox_agent",
+    "sandbox_identity",
+    "sandbox_run",
+    "sandbox_spec",
+]
