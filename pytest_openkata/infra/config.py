@@ -15,8 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-BACKENDS = ("kiro", "http", "anthropic", "claude", "codex", "command")
-SANDBOX_AGENTS = ("kiro", "claude", "codex", "command")
+from pytest_openkata.providers import registry
+
 ENV_PREFIX = "OPENKATA_EVAL_"
 CONFIG_FILE_NAME = ".openkata-eval.yaml"
 # Read by the reference's judge for debug output; not a setting, so not an unknown key.
@@ -45,6 +45,7 @@ class AnthropicSettings(BaseModel):
 class SandboxSettings(BaseModel):
     model_config = ConfigDict(frozen=True)
 
+    provider: str = "docker"
     image: str = "openkata-eval:latest"
     timeout: int = 300
     network: str = "host"
@@ -52,7 +53,8 @@ class SandboxSettings(BaseModel):
     cpus: float = 2.0
     memory: str = "2g"
     pids: int = 512
-    mounts: tuple[tuple[str, str], ...] = (("~/.aws", "/root/.aws"), ("~/.kiro", "/root/.kiro"))
+    # Host folders for every agent; an agent adds the ones it needs (kiro: ~/.aws, ~/.kiro).
+    mounts: tuple[tuple[str, str], ...] = ()
 
 
 class RetrySettings(BaseModel):
@@ -109,19 +111,24 @@ def _text(value: str) -> str:
     return value
 
 
-def _backend(value: str) -> str:
-    if value not in BACKENDS:
-        raise ValueError(f"unknown backend {value!r}; choose one of: {', '.join(BACKENDS)}")
-    return value
+def _one_of(names: Callable[[], tuple[str, ...]], kind: str) -> Callable[[str], str]:
+    """A registered provider name (the registry is read when a value is parsed)."""
+
+    def parse(value: str) -> str:
+        choices = names()
+        if value not in choices:
+            raise ValueError(f"unknown {kind} {value!r}; choose one of: {', '.join(choices)}")
+        return value
+
+    return parse
+
+
+_backend = _one_of(registry.backend_names, "backend")
+_sandbox_agent = _one_of(registry.AGENTS.names, "agent")
+_sandbox_provider = _one_of(registry.SANDBOXES.names, "sandbox provider")
 
 
 _WHOLE_NUMBER = re.compile(r"[+-]?[0-9]+")
-
-
-def _sandbox_agent(value: str) -> str:
-    if value not in SANDBOX_AGENTS:
-        raise ValueError(f"unknown agent {value!r}; choose one of: {', '.join(SANDBOX_AGENTS)}")
-    return value
 
 
 def _number(*, zero_allowed: bool) -> Callable[[str], float]:
@@ -212,6 +219,12 @@ class Setting:
     secret: bool = False
     cli: str | None = None
     metavar: str = "TEXT"
+    # Registered names the value must be one of, for the option's metavar and help.
+    choices: Callable[[], tuple[str, ...]] | None = None
+
+    @property
+    def shown_metavar(self) -> str:
+        return "|".join(self.choices()) if self.choices is not None else self.metavar
 
     @property
     def env(self) -> str:
@@ -232,8 +245,8 @@ class Setting:
 
 
 FIELDS: tuple[Setting, ...] = (
-    Setting("backend", _backend, metavar="kiro|http|anthropic"),
-    Setting("judge_backend", _backend, metavar="kiro|http|anthropic"),
+    Setting("backend", _backend, choices=registry.backend_names),
+    Setting("judge_backend", _backend, choices=registry.backend_names),
     Setting("model", _text, metavar="MODEL"),
     Setting("judge_model", _text, metavar="MODEL"),
     Setting("threshold", _int_between(0, 100), metavar="PERCENT"),
@@ -252,10 +265,11 @@ FIELDS: tuple[Setting, ...] = (
     Setting("anthropic.base_url", _text, cli="--eval-anthropic-base-url", metavar="URL"),
     Setting("anthropic.api_key", _text, secret=True),
     Setting("anthropic.max_tokens", _int_between(1, None), metavar="N"),
+    Setting("sandbox.provider", _sandbox_provider, choices=registry.SANDBOXES.names),
     Setting("sandbox.image", _text, metavar="IMAGE"),
     Setting("sandbox.timeout", _int_between(1, None), metavar="SECONDS"),
     Setting("sandbox.network", _text, metavar="NETWORK"),
-    Setting("sandbox.agent", _sandbox_agent, metavar="kiro|claude|codex|command"),
+    Setting("sandbox.agent", _sandbox_agent, choices=registry.AGENTS.names),
     Setting("sandbox.cpus", _positive_number, metavar="CPUS"),
     Setting("sandbox.memory", _memory, metavar="SIZE"),
     Setting("sandbox.pids", _int_between(1, None), metavar="N"),
@@ -269,9 +283,25 @@ FIELDS: tuple[Setting, ...] = (
 )
 FIELDS_BY_KEY = {f.key: f for f in FIELDS}
 
+
+def _listed(names: tuple[str, ...]) -> str:
+    return ", ".join(names[:-1]) + f" or {names[-1]}" if len(names) > 1 else "".join(names)
+
+
+def help_text(key: str) -> str:
+    """The help of a setting; lists of providers come from the registries."""
+    if key == "backend":
+        return f"agent backend: {_listed(registry.backend_names())} (default kiro)"
+    if key == "judge_backend":
+        return f"judge backend: {_listed(registry.backend_names())} (default: the agent backend)"
+    if key == "sandbox.agent":
+        return f"agent CLI run in the sandbox: {_listed(registry.AGENTS.names())} (default kiro)"
+    if key == "sandbox.provider":
+        return f"sandbox provider: {_listed(registry.SANDBOXES.names())} (default docker)"
+    return HELP[key]
+
+
 HELP = {
-    "backend": "agent backend: kiro, http, anthropic, claude, codex or command",
-    "judge_backend": "judge backend (defaults to the agent backend; http or anthropic)",
     "model": "model for agent calls",
     "judge_model": "model for judge calls (defaults to the agent model)",
     "threshold": "pass threshold percentage of a skill's overall score (default 95)",
@@ -295,12 +325,11 @@ HELP = {
     "sandbox.image": "Docker image for sandboxed scenarios",
     "sandbox.timeout": "seconds allowed for one sandboxed agent run (default 300)",
     "sandbox.network": "Docker network for sandboxed scenarios (default host)",
-    "sandbox.agent": "agent CLI run in the sandbox: kiro, claude, codex or command (default kiro)",
     "sandbox.cpus": "CPUs a sandbox may use (default 2)",
     "sandbox.memory": "memory a sandbox may use, e.g. 512m or 2g (default 2g)",
     "sandbox.pids": "processes a sandbox may run at once (default 512)",
-    "sandbox.mounts": "read-only credential folders, HOST:PATH,... or none "
-    "(default ~/.aws:/root/.aws,~/.kiro:/root/.kiro; mounted only when present)",
+    "sandbox.mounts": "read-only host folders for every sandbox, HOST:PATH,... or none (default "
+    "none; the agent adds its own, kiro ~/.aws and ~/.kiro; mounted only when present)",
     "retry.attempts": "attempts per model call or sandbox run on 429, 503 and 5xx (default 3)",
     "retry.budget": "seconds of back-off allowed per call across its retries (default 120)",
     "price.agent_input": "US dollars per million input tokens of the agent model",
@@ -331,14 +360,16 @@ def _apply(
     sources[field.key] = source
 
 
-def _flatten_yaml(data: Mapping[str, Any], path: Path) -> dict[str, object]:
+def _flatten(data: Mapping[str, Any], where: str) -> dict[str, object]:
+    """Sections (``http:``, ``sandbox:``, ...) as dotted keys; ``where`` names the source in
+    errors."""
     flat: dict[str, object] = {}
     sections = {f.key.partition(".")[0] for f in FIELDS if "." in f.key}
     for key, value in data.items():
         if key in sections and value == "":
             continue  # an empty section, e.g. every key under "http:" commented out
         if key in sections and not isinstance(value, Mapping):
-            raise ConfigError(f"{path}: key {key}: expected a mapping of keys")
+            raise ConfigError(f"{where}: key {key}: expected a mapping of keys")
         if isinstance(value, Mapping):
             for sub_key, sub_value in value.items():
                 flat[f"{key}.{sub_key}"] = sub_value
@@ -347,8 +378,28 @@ def _flatten_yaml(data: Mapping[str, Any], path: Path) -> dict[str, object]:
     for key in flat:
         if key not in FIELDS_BY_KEY:
             known = ", ".join(f.key for f in FIELDS)
-            raise ConfigError(f"{path}: unknown key {key!r}; known keys: {known}")
+            raise ConfigError(f"{where}: unknown key {key!r}; known keys: {known}")
     return flat
+
+
+def _flatten_yaml(data: Mapping[str, Any], path: Path) -> dict[str, object]:
+    return _flatten(data, str(path))
+
+
+def _argument_text(key: str, value: object) -> str | None:
+    """A keyword argument's value as the text a setting parses (None: not given)."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    if key == "sandbox.mounts" and isinstance(value, list | tuple):
+        pairs = [item if isinstance(item, str) else ":".join(map(str, item)) for item in value]
+        return ",".join(pairs) or "none"
+    raise ConfigError(
+        f"argument {key}: expected a string, number or boolean, got {type(value).__name__}"
+    )
 
 
 def read_yaml_file(path: Path) -> dict[str, object]:
@@ -376,11 +427,13 @@ def resolve_settings(
     yaml_path: Path | None,
     environ: Mapping[str, str],
     cli: Mapping[str, str | None],
+    arguments: Mapping[str, object] | None = None,
 ) -> EvalSettings:
     """Resolve every layer into one :class:`EvalSettings`.
 
     ``ini`` and ``cli`` are keyed by :attr:`Field.dest`; ``yaml_path`` is the config file
-    to read, if any.
+    to read, if any; ``arguments`` are keyword arguments of the Python API, named as the YAML
+    keys (sections as dicts), the last layer.
     """
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
@@ -405,6 +458,9 @@ def resolve_settings(
     for field in FIELDS:
         if field.option:
             _apply(values, sources, field, cli.get(field.dest), f"option {field.option}")
+    for key, raw in _flatten(arguments or {}, "arguments").items():
+        text = _argument_text(key, raw)
+        _apply(values, sources, FIELDS_BY_KEY[key], text, f"argument {key}")
 
     if not values.get("judge_backend"):
         values["judge_backend"] = values.get("backend", EvalSettings().backend)

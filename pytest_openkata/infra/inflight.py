@@ -189,13 +189,21 @@ def _try_lock(path: Path) -> int | None:
 
 
 class LimitedCompleter:
-    """A :class:`~.Completer` whose calls each hold a slot of ``limit``
-    while they run."""
+    """A :class:`~.Completer` whose calls each hold a slot of ``limit`` while they run."""
 
     def __init__(self, inner: Completer, limit: InFlightLimit) -> None:
         self.inner = inner
         self.limit = limit
         self.model = inner.model
+
+    @property
+    def endpoint(self) -> str:
+        return self.inner.endpoint
+
+    def for_skill(self, skill_dir: Path) -> Completer:
+        """The inner backend's view for ``skill_dir`` (an agent CLI's folder), still limited."""
+        for_skill = getattr(self.inner, "for_skill", None)
+        return self if for_skill is None else LimitedCompleter(for_skill(skill_dir), self.limit)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.inner!r}, slots={self.limit.slots})"

@@ -619,7 +619,10 @@ def test_an_empty_command_is_refused(command: str) -> None:
 
 
 def test_an_unknown_agent_is_refused() -> None:
-    with pytest.raises(AgentConfigError, match="unknown agent 'gemini'; choose one of: kiro,"):
+    with pytest.raises(
+        AgentConfigError,
+        match=r"^unknown agent 'gemini'; choose one of: claude, codex, command, kiro$",
+    ):
         make_agent("gemini", AgentSettings())
 
 
@@ -665,3 +668,25 @@ def test_calls_started_after_close_are_killed_at_once(tmp_path: Path) -> None:
 
     with pytest.raises(AgentFailedError, match="signal: killed"):
         view.complete("s", "u")
+
+
+# --- what an agent asks of its sandbox ---------------------------------------------------------
+
+
+def test_kiro_asks_for_its_credential_folders_and_its_config_other_agents_for_nothing() -> None:
+    from pytest_openkata.core.sandboxed import sandbox_agent
+    from pytest_openkata.infra.config import EvalSettings, SandboxSettings
+    from pytest_openkata.providers.sandboxes import AgentCommand
+
+    def agent(name: str) -> AgentCommand:
+        return sandbox_agent(EvalSettings(sandbox=SandboxSettings(agent=name)))
+
+    kiro, claude, codex = agent("kiro"), agent("claude"), agent("codex")
+
+    # As the reference mounts them for kiro-cli; nothing of the host for the others, and no
+    # folder for every agent unless sandbox.mounts names one.
+    assert kiro.mounts == (("~/.aws", "/root/.aws"), ("~/.kiro", "/root/.kiro"))
+    assert claude.mounts == codex.mounts == ()
+    assert EvalSettings().sandbox.mounts == ()
+    assert kiro.files == ((".kiro/agents/eval-agent.json", SANDBOX_JSON.encode()),)
+    assert claude.files == codex.files == ()

@@ -15,19 +15,27 @@ Three modes, chosen by the keyword arguments of :meth:`~AgentCLI.invocation`:
 - sandboxed (``sandboxed=True``, implies a workspace agent): the agent runs in a disposable
   container and is allowed every tool without asking.
 
-Agents (the registry of :func:`make_agent`): ``kiro`` (``kiro-cli``), ``claude`` (Claude Code),
-``codex`` (OpenAI Codex) and ``command`` (any shell command line).
+An agent also says what it needs around a run: files in its sandbox workspace
+(:meth:`~AgentCLI.workspace_files`, kiro's agent configuration), host folders mounted read-only
+in the sandbox (:attr:`~AgentCLI.credential_mounts`, kiro's ``~/.aws`` and ``~/.kiro``) and a
+working folder on the host (:meth:`~AgentCLI.host_folder`, kiro's agent folder).
+
+Agents are registered under the entry-point group ``pytest_openkata.agents``: each entry point
+names a factory that takes :class:`AgentSettings` and returns an :class:`AgentCLI`. The
+built-ins are ``kiro`` (``kiro-cli``), ``claude`` (Claude Code), ``codex`` (OpenAI Codex) and
+``command`` (any shell command line); :func:`make_agent` builds one by name.
 """
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 from pytest_openkata.providers.backends import BackendError
 
 __all__ = [
-    "AGENT_NAMES",
     "UNUSED_KEY",
     "AgentCLI",
     "AgentConfigError",
@@ -35,8 +43,6 @@ __all__ = [
     "AgentSettings",
     "make_agent",
 ]
-
-AGENT_NAMES = ("kiro", "claude", "codex", "command")
 
 UNUSED_KEY = "unused-key"
 """The API key given to a CLI when none is configured (local servers ignore it, and the CLIs
@@ -79,21 +85,39 @@ class AgentInvocation:
     private_dirs: tuple[str, ...] = ()
 
 
+Mount = tuple[str, str]
+"""A host folder (``~`` allowed) and where it appears in the sandbox, mounted read-only."""
+
+
 class AgentCLI(Protocol):
     """A coding-agent CLI.
 
     ``name`` is the CLI's name as error texts show it (``kiro-cli``, ``claude``, ``codex``,
     ``command``); ``install_hint`` is a line telling how to install it (may be empty).
-    ``sandboxed=True`` is for runs inside a disposable container only: it implies a workspace
-    agent and approves every tool (``--trust-all-tools``, ``--dangerously-skip-permissions``,
-    ...). ``output_in_errors`` says whether a failed run that printed nothing on standard error
-    shows its standard output instead: Claude Code prints its API errors there. kiro keeps the
-    reference's bare ``kiro-cli failed: exit status N``.
+    ``endpoint`` names where its requests go (a base URL, or the CLI itself), for cache keys
+    and the in-flight cap. ``sandboxed=True`` is for runs inside a disposable container only:
+    it implies a workspace agent and approves every tool (``--trust-all-tools``,
+    ``--dangerously-skip-permissions``, ...). ``output_in_errors`` says whether a failed run
+    that printed nothing on standard error shows its standard output instead: Claude Code
+    prints its API errors there. kiro keeps the reference's bare ``kiro-cli failed: exit
+    status N``. ``credential_mounts`` are host folders the agent needs in a sandbox (mounted
+    only when they exist).
     """
 
-    name: str
-    install_hint: str
-    output_in_errors: bool
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def install_hint(self) -> str: ...
+
+    @property
+    def output_in_errors(self) -> bool: ...
+
+    @property
+    def credential_mounts(self) -> tuple[Mount, ...]: ...
+
+    @property
+    def endpoint(self) -> str: ...
 
     def invocation(
         self, *, model: str, workspace_agent: bool, sandboxed: bool = False
@@ -101,20 +125,24 @@ class AgentCLI(Protocol):
 
     def clean(self, output: str) -> str: ...
 
+    def workspace_files(self) -> tuple[tuple[str, bytes], ...]:
+        """Files the agent needs in its sandbox workspace, by ``/``-separated relative path;
+        they are not part of what the agent changed."""
+        ...
+
+    def host_folder(self, skill_dir: Path) -> AbstractContextManager[Path | None]:
+        """The working folder of a workspace-agent run on the host (``None``: the current
+        one), prepared for ``skill_dir`` and removed when the context ends."""
+        ...
+
 
 def make_agent(name: str, settings: AgentSettings) -> AgentCLI:
-    """The agent called ``name`` (one of :data:`AGENT_NAMES`), configured from ``settings``."""
-    from pytest_openkata.providers.agents.claude import ClaudeAgent
-    from pytest_openkata.providers.agents.codex import CodexAgent
-    from pytest_openkata.providers.agents.command import CommandAgent
-    from pytest_openkata.providers.agents.kiro import KiroAgent
+    """The agent registered as ``name``, configured from ``settings``."""
+    from pytest_openkata.providers import registry
 
-    if name == "kiro":
-        return KiroAgent.from_settings(settings)
-    if name == "claude":
-        return ClaudeAgent.from_settings(settings)
-    if name == "codex":
-        return CodexAgent.from_settings(settings)
-    if name == "command":
-        return CommandAgent.from_settings(settings)
-    raise AgentConfigError(f"unknown agent {name!r}; choose one of: {', '.join(AGENT_NAMES)}")
+    try:
+        factory = registry.AGENTS.load(name)
+    except registry.UnknownProviderError as exc:
+        raise AgentConfigError(str(exc)) from None
+    agent: AgentCLI = factory(settings)
+    return agent

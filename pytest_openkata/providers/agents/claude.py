@@ -20,9 +20,12 @@ Tool approval follows kiro's rule (blanket approval only in a disposable sandbox
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pytest_openkata.providers.agents import UNUSED_KEY, AgentInvocation, AgentSettings
+from pytest_openkata.providers.agents import UNUSED_KEY, AgentInvocation, AgentSettings, Mount
 
 __all__ = ["CLAUDE_CLI", "CLAUDE_CONFIG_VARIABLE", "CLAUDE_INSTALL_HINT", "ClaudeAgent"]
 
@@ -41,6 +44,11 @@ class ClaudeAgent:
     name: str = field(default=CLAUDE_CLI, init=False)
     install_hint: str = field(default=CLAUDE_INSTALL_HINT, init=False)
     output_in_errors: bool = field(default=True, init=False)
+    credential_mounts: tuple[Mount, ...] = field(default=(), init=False)
+
+    @property
+    def endpoint(self) -> str:
+        return self.base_url or CLAUDE_CLI
 
     @classmethod
     def from_settings(cls, settings: AgentSettings) -> ClaudeAgent:
@@ -71,3 +79,15 @@ class ClaudeAgent:
 
     def clean(self, output: str) -> str:
         return output
+
+    def workspace_files(self) -> tuple[tuple[str, bytes], ...]:
+        return ()
+
+    def host_folder(self, skill_dir: Path) -> AbstractContextManager[Path | None]:
+        return nullcontext(None)
+
+
+if TYPE_CHECKING:  # the protocol this provider implements, checked by mypy
+    from pytest_openkata.providers.agents import AgentCLI
+
+    _implements: type[AgentCLI] = ClaudeAgent

@@ -15,9 +15,12 @@ namespaces a container usually does not grant, and the container is the sandbox.
 from __future__ import annotations
 
 import json
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pytest_openkata.providers.agents import UNUSED_KEY, AgentInvocation, AgentSettings
+from pytest_openkata.providers.agents import UNUSED_KEY, AgentInvocation, AgentSettings, Mount
 
 __all__ = [
     "CODEX_CLI",
@@ -51,6 +54,11 @@ class CodexAgent:
     name: str = field(default=CODEX_CLI, init=False)
     install_hint: str = field(default=CODEX_INSTALL_HINT, init=False)
     output_in_errors: bool = field(default=True, init=False)
+    credential_mounts: tuple[Mount, ...] = field(default=(), init=False)
+
+    @property
+    def endpoint(self) -> str:
+        return self.base_url or CODEX_CLI
 
     @classmethod
     def from_settings(cls, settings: AgentSettings) -> CodexAgent:
@@ -81,3 +89,15 @@ class CodexAgent:
 
     def clean(self, output: str) -> str:
         return output
+
+    def workspace_files(self) -> tuple[tuple[str, bytes], ...]:
+        return ()
+
+    def host_folder(self, skill_dir: Path) -> AbstractContextManager[Path | None]:
+        return nullcontext(None)
+
+
+if TYPE_CHECKING:  # the protocol this provider implements, checked by mypy
+    from pytest_openkata.providers.agents import AgentCLI
+
+    _implements: type[AgentCLI] = CodexAgent

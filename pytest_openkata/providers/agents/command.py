@@ -6,9 +6,12 @@ as it is. The same command runs in every mode; the sandbox, if any, is the calle
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pytest_openkata.providers.agents import AgentConfigError, AgentInvocation, AgentSettings
+from pytest_openkata.providers.agents import AgentConfigError, AgentInvocation, AgentSettings, Mount
 
 __all__ = ["COMMAND_AGENT", "MODEL_VARIABLE", "CommandAgent"]
 
@@ -29,6 +32,11 @@ class CommandAgent:
     name: str = field(default=COMMAND_AGENT, init=False)
     install_hint: str = field(default="", init=False)
     output_in_errors: bool = field(default=True, init=False)
+    credential_mounts: tuple[Mount, ...] = field(default=(), init=False)
+
+    @property
+    def endpoint(self) -> str:
+        return f"command: {self.command}"
 
     def __post_init__(self) -> None:
         if not self.command.strip():
@@ -45,3 +53,15 @@ class CommandAgent:
 
     def clean(self, output: str) -> str:
         return output
+
+    def workspace_files(self) -> tuple[tuple[str, bytes], ...]:
+        return ()
+
+    def host_folder(self, skill_dir: Path) -> AbstractContextManager[Path | None]:
+        return nullcontext(None)
+
+
+if TYPE_CHECKING:  # the protocol this provider implements, checked by mypy
+    from pytest_openkata.providers.agents import AgentCLI
+
+    _implements: type[AgentCLI] = CommandAgent

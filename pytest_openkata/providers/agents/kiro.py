@@ -23,9 +23,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pytest_openkata.providers.agents import AgentInvocation, AgentSettings
+from pytest_openkata.providers.agents import AgentInvocation, AgentSettings, Mount
 from pytest_openkata.providers.graders.judge import clean_output
 from pytest_openkata.providers.reporters.gojson import encode_string
 
@@ -154,6 +154,14 @@ class KiroAgent:
     name: str = field(default=KIRO_CLI, init=False)
     install_hint: str = field(default=KIRO_INSTALL_HINT, init=False)
     output_in_errors: bool = field(default=False, init=False)
+    # As the reference mounts them: kiro-cli's login lives in ~/.kiro, AWS profiles in ~/.aws.
+    credential_mounts: tuple[Mount, ...] = field(
+        default=(("~/.aws", "/root/.aws"), ("~/.kiro", "/root/.kiro")), init=False
+    )
+
+    @property
+    def endpoint(self) -> str:
+        return "kiro"
 
     @classmethod
     def from_settings(cls, settings: AgentSettings) -> KiroAgent:
@@ -174,3 +182,17 @@ class KiroAgent:
 
     def clean(self, output: str) -> str:
         return clean_output(output)
+
+    def workspace_files(self) -> tuple[tuple[str, bytes], ...]:
+        """The sandbox's ``.kiro/agents/eval-agent.json`` (spec section 6 step 8)."""
+        return ((AGENT_CONFIG_PATH.as_posix(), agent_config_json(EVAL_AGENT_SANDBOX).encode()),)
+
+    def host_folder(self, skill_dir: Path) -> AgentDir:
+        """A fresh agent folder for an agent-mode run on the host (spec 5a steps 1-4)."""
+        return prepare_agent_dir(skill_dir)
+
+
+if TYPE_CHECKING:  # the protocol this provider implements, checked by mypy
+    from pytest_openkata.providers.agents import AgentCLI
+
+    _implements: type[AgentCLI] = KiroAgent

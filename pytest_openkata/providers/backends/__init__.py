@@ -54,4 +54,22 @@ class Completer(Protocol):
 
     model: str
 
+    @property
+    def endpoint(self) -> str:
+        """Where the requests go (a base URL, or an agent CLI's name): part of cache keys and
+        the name of the in-flight cap's slots."""
+        ...
+
     def complete(self, system: str, user: str, *, schema: ResponseSchema | None = None) -> str: ...
+
+
+@dataclass(frozen=True)
+class BackendContext:
+    """What a backend factory of the ``pytest_openkata.backends`` entry-point group gets: the
+    run's settings, the model to ask, the session's shared HTTP client (an ``httpx.Client``)
+    and whether the backend serves the agent or the judge."""
+
+    settings: Any
+    model: str
+    client: Any
+    role: str

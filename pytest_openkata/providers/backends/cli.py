@@ -37,8 +37,9 @@ import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from pytest_openkata.infra.environ import environ_snapshot
 from pytest_openkata.providers.agents import AgentCLI, AgentInvocation
@@ -195,6 +196,17 @@ class CLIBackend:
         self._cwd_factory = cwd_factory or _no_cwd
         self._redact = redact
         self._live = _LiveProcesses()
+
+    @property
+    def endpoint(self) -> str:
+        return self.agent.endpoint
+
+    def for_skill(self, skill_dir: Path) -> CLIBackend:
+        """A workspace agent runs each call in the folder its agent prepares from the skill
+        (kiro's agent folder; for most agents the current folder)."""
+        if not self.workspace_agent:
+            return self
+        return self.in_folder(partial(self.agent.host_folder, skill_dir))
 
     def in_folder(self, cwd_factory: CwdFactory) -> CLIBackend:
         """The same backend running each call in the folder ``cwd_factory`` gives; it shares
@@ -376,3 +388,9 @@ def _drain(pipe: IO[bytes], sink: list[bytes]) -> None:
     with contextlib.suppress(OSError, ValueError):
         while chunk := read(_READ_SIZE):
             sink.append(chunk)
+
+
+if TYPE_CHECKING:  # the protocol this provider implements, checked by mypy
+    from pytest_openkata.providers.backends import Completer
+
+    _implements: type[Completer] = CLIBackend
