@@ -1,10 +1,18 @@
-"""pytest-openkata: evaluate AI agent skills with pytest, compatible with openkata-eval."""
+"""pytest-openkata: evaluate AI agent skills with pytest, compatible with openkata-eval.
+
+The public surface: :func:`evaluate` (a run without pytest), the result types every reporter
+and hook receives, the settings, and the protocols a provider implements (an agent CLI, a
+model backend, a grader, a reporter, a sandbox provider), each registered through its
+entry-point group (see :mod:`pytest_openkata.providers.registry`).
+"""
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
 
+from pytest_openkata._version import __version__
 from pytest_openkata.core.results import (
+    AgentResult,
     CallStats,
     CriterionResult,
     ScenarioResult,
@@ -13,22 +21,64 @@ from pytest_openkata.core.results import (
     Verdict,
 )
 from pytest_openkata.core.stats import TrialStats
+from pytest_openkata.core.summary import SkillSummary
 from pytest_openkata.infra.config import ConfigError, EvalSettings
+from pytest_openkata.providers.agents import AgentCLI, AgentInvocation, AgentSettings
+from pytest_openkata.providers.backends import BackendContext, BackendError, Completer
+from pytest_openkata.providers.graders import GradeError, Grader, Grading, GradingTask
+from pytest_openkata.providers.reporters import Reporter, RunReport
+from pytest_openkata.providers.sandboxes import (
+    AgentCommand,
+    ExecResult,
+    SandboxEnvironment,
+    SandboxError,
+    SandboxProvider,
+    SandboxSpec,
+)
 
-try:
-    __version__ = version("pytest-openkata")
-except PackageNotFoundError:  # running from a source tree that is not installed
-    __version__ = "0.0.0"
+if TYPE_CHECKING:
+    from pytest_openkata.core.evaluate import evaluate
 
 __all__ = [
+    "AgentCLI",
+    "AgentCommand",
+    "AgentInvocation",
+    "AgentResult",
+    "AgentSettings",
+    "BackendContext",
+    "BackendError",
     "CallStats",
+    "Completer",
     "ConfigError",
     "CriterionResult",
     "EvalSettings",
+    "ExecResult",
+    "GradeError",
+    "Grader",
+    "Grading",
+    "GradingTask",
+    "Reporter",
+    "RunReport",
+    "SandboxEnvironment",
+    "SandboxError",
+    "SandboxProvider",
+    "SandboxSpec",
     "ScenarioResult",
+    "SkillSummary",
     "TrialResult",
     "TrialStats",
     "Usage",
     "Verdict",
     "__version__",
+    "evaluate",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # evaluate() brings the run's machinery; the plugin, which loads in every pytest run of
+    # the environment, imports this package without needing it.
+    if name == "evaluate":
+        from pytest_openkata.core.evaluate import evaluate
+
+        return evaluate
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import docker
+import httpcore  # noqa: F401  (see below)
 import pytest
 
 from pytest_openkata.localmodel import LocalModelServer, prepare
@@ -15,8 +16,39 @@ from tests.support.docker_engine import build_standin_image, engine
 from tests.support.endpoint import ScriptedEndpoint
 from tests.support.evals import EvalScript
 
+# httpx imports httpcore on its first client and keeps httpcore's exception classes from then
+# on. pytester's in-process runs remove the modules they imported when they end; had the first
+# client been made in one, httpcore would be imported anew later and httpx would no longer
+# recognise its errors. Imported here, it outlives every in-process run.
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CORPUS = Path(os.environ.get("OPENKATA_CORPUS", REPO_ROOT.parent / "shared/corpus/openkata"))
+
+
+CORPUS_FIXTURES = frozenset({"corpus", "corpus_copy"})
+_corpus_note = pytest.StashKey[str]()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Without the third-party corpus (a user's clone has no ../shared), the tests that need
+    it are deselected, and the summary says so in one line; CI has it (.ci/run checks)."""
+    if (CORPUS / "skills").is_dir():
+        return
+    needing = [i for i in items if CORPUS_FIXTURES & set(getattr(i, "fixturenames", ()))]
+    if not needing:
+        return
+    items[:] = [item for item in items if item not in needing]
+    config.hook.pytest_deselected(items=needing)
+    config.stash[_corpus_note] = (
+        f"deselected {len(needing)} tests that need the openkata corpus: not found at "
+        f"{CORPUS} (set OPENKATA_CORPUS)"
+    )
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    note = terminalreporter.config.stash.get(_corpus_note, None)
+    if note is not None:
+        terminalreporter.write_line(note, yellow=True)
 
 
 @pytest.fixture(autouse=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pytest_openkata.core.files import SkillReader, files_under, skill_files
+from pytest_openkata.core.scenario import skill_relative
 
 PART_SEPARATOR = "\n\n"
 
@@ -20,7 +21,8 @@ def _read(path: Path, reader: SkillReader) -> str | None:
 
 
 def _read_error(path: Path) -> str:
-    return f"reading {path.name}: open {path}: no such file or directory"
+    # The reference's text, with the file relative to the skill folder: no machine path.
+    return f"reading {path.name}: open {skill_relative(path)}: no such file or directory"
 
 
 class SkillTexts:

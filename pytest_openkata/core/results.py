@@ -1,7 +1,8 @@
-"""Plain result records handed from a scenario run to scoring, the controller and the reports.
+"""The one representation of a result, from a scenario run to scoring, summaries and every
+reporter: plain frozen dataclasses.
 
-They travel from xdist workers to the controller through ``item.user_properties``, so they
-convert to and from JSON-able dicts.
+A :class:`ScenarioResult` converts to and from JSON-able dicts (:meth:`~ScenarioResult.to_dict`,
+:meth:`~ScenarioResult.from_dict`) for the pytest adapter's xdist transport.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from dataclasses import asdict, dataclass, field, is_dataclass
 from typing import Any, TypeVar
 
 from pytest_openkata.core.stats import TrialStats
+from pytest_openkata.core.workspace import WorkspaceDiff
 
 N = TypeVar("N", int, float)
 
@@ -89,6 +91,22 @@ class Usage:
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(self.agent + other.agent, self.judge + other.judge)
+
+
+@dataclass(frozen=True)
+class AgentResult:
+    """What the agent of one trial produced, as graders see it.
+
+    ``text`` is what the judge reads: a direct agent's answer, or for a sandboxed agent the
+    reference's judge text (its output, then the workspace changes). ``output`` is what the
+    agent printed; ``changes`` is the workspace diff of a sandboxed run (None for a direct
+    one); ``cached`` says the result came from the cache.
+    """
+
+    text: str
+    output: str
+    changes: WorkspaceDiff | None = None
+    cached: bool = False
 
 
 @dataclass(frozen=True)

@@ -1,76 +1,74 @@
-"""One scenario from folder to result: load -> prompt -> (agent -> judge votes) x trials -> score.
+"""One scenario from folder to result: load -> prompt -> (agent -> graders) x trials -> score.
 
 Every failure becomes data (an errored trial or scenario), never an exception, so that the
-caller decides how to show it and the controller can still count it as 0 %. Agent answers and
-judge verdicts go through the content cache (:mod:`pytest_openkata.infra.cache`) when one is given;
-errors are never cached. Each live call's tokens, seconds and cost are recorded.
+caller decides how to show it and the controller can still count it as 0 %. Agent results go
+through the content cache (:mod:`pytest_openkata.infra.cache`) when one is given, and so do
+the judge's verdicts (inside its grader); errors are never cached. Each live call's tokens,
+seconds and cost are recorded.
+
+The agent is a model backend, an agent CLI on the host, or (for a sandboxed scenario) an agent
+CLI in a sandbox (:mod:`pytest_openkata.core.sandboxed`). Every registered grader then grades
+the trial (:mod:`pytest_openkata.providers.graders`); their criterion results make the score.
 """
 
 from __future__ import annotations
 
-import time
+import functools
+import os
 from collections.abc import Callable, Mapping
-from contextlib import nullcontext
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, runtime_checkable
 
+from pytest_openkata.core.calls import NO_SLOTS, live_call
+from pytest_openkata.core.errors import ScenarioFailure
 from pytest_openkata.core.prompt import SkillTexts, build_prompt
 from pytest_openkata.core.results import (
+    AgentResult,
     CallStats,
     CriterionResult,
     ScenarioResult,
     TrialResult,
     Usage,
-    Verdict,
 )
+from pytest_openkata.core.sandboxed import SandboxSetup, run_in_sandbox
 from pytest_openkata.core.scenario import (
     Scenario,
     ScenarioLoadError,
     load_scenario,
     read_description,
 )
-from pytest_openkata.core.scoring import match_verdicts
 from pytest_openkata.core.slots import CallSlot
-from pytest_openkata.core.trials import combine_trials, errored_trial, majority, scored_trial
-from pytest_openkata.core.workspace import workspace_digest
+from pytest_openkata.core.trials import combine_trials, errored_trial, scored_trial
+from pytest_openkata.core.workspace import diff_from_json, diff_to_json, workspace_digest
 from pytest_openkata.infra.cache import ResultCache, cache_key
 from pytest_openkata.infra.retry import RetryPolicy, call_with_retry
-from pytest_openkata.infra.usage import Prices, TokenUsage, add_usage, cost_usd, recording
+from pytest_openkata.infra.usage import Prices
+from pytest_openkata.providers import registry
 from pytest_openkata.providers.backends import BackendError, Completer
-from pytest_openkata.providers.graders.judge import (
-    JudgeError,
-    JudgeRequest,
-    ask_judge,
-    judge_request,
-)
-from pytest_openkata.providers.sandboxes import AgentCommand, Sandbox
+from pytest_openkata.providers.graders import GradeError, Grader, GradingContext, GradingTask
+
+__all__ = [
+    "NO_SLOTS",
+    "Backends",
+    "RunOptions",
+    "ScenarioFailure",
+    "SkillAware",
+    "registered_graders",
+    "run_scenario",
+]
 
 DEFAULT_RETRY = RetryPolicy()
 NO_SANDBOX = "sandboxed scenarios need a sandbox provider, and none is configured"
 AGENT_CACHE = "agent"
-JUDGE_CACHE = "judge"
-
-T = TypeVar("T")
 
 
-class ScenarioFailure(Exception):
-    """Ends a trial (or, before the first trial, the scenario); its text is reported, with
-    what a timed-out agent printed and changed when there is any."""
+@runtime_checkable
+class SkillAware(Protocol):
+    """A backend whose answer depends on the skill folder it runs for (an agent CLI working in
+    a folder prepared from the skill, as kiro's agent mode does)."""
 
-    def __init__(self, message: str, agent_output: str | None = None) -> None:
-        super().__init__(message)
-        self.agent_output = agent_output
-
-
-@dataclass(frozen=True)
-class SandboxSetup:
-    """A sandbox provider and the agent command it runs for every sandboxed scenario."""
-
-    sandbox: Sandbox
-    agent: AgentCommand
-    network: str  # used when the scenario names none
-    timeout: float
+    def for_skill(self, skill_dir: Path) -> Completer: ...
 
 
 @dataclass(frozen=True)
@@ -79,8 +77,6 @@ class Backends:
     judge: Completer
     retry: RetryPolicy = DEFAULT_RETRY
     sandbox: Callable[[], SandboxSetup] | None = None
-    # For agents that work inside a folder prepared from the skill (kiro's agent mode).
-    agent_for_skill: Callable[[Path], Completer] | None = None
     # Backend kind, model and endpoint of each side, and the sandbox's image, agent command
     # and default network, for the cache keys (no secrets), known without connecting.
     agent_identity: Mapping[str, Any] = field(default_factory=dict)
@@ -90,12 +86,19 @@ class Backends:
     closers: tuple[Callable[[], None], ...] = ()
 
     def agent_of(self, skill_dir: Path) -> Completer:
-        return self.agent if self.agent_for_skill is None else self.agent_for_skill(skill_dir)
+        agent = self.agent
+        return agent.for_skill(skill_dir) if isinstance(agent, SkillAware) else agent
+
+
+@functools.cache
+def registered_graders() -> tuple[Grader, ...]:
+    """One instance of every registered grader, in name order."""
+    return tuple(registry.GRADERS.load(name)() for name in registry.GRADERS.names())
 
 
 @dataclass(frozen=True)
 class RunOptions:
-    """How to run each scenario: trials, judge votes, fencing, cache and prices."""
+    """How to run each scenario: trials, judge votes, fencing, cache, prices and graders."""
 
     trials: int = 1
     judge_votes: int = 1
@@ -105,91 +108,36 @@ class RunOptions:
     judge_prices: Prices = field(default_factory=Prices)
     # The skills' part of the prompts, read once per run (None: read for every scenario).
     skill_texts: SkillTexts | None = None
+    # The graders of every trial (None: every registered grader).
+    graders: tuple[Grader, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.trials < 1 or self.judge_votes < 1:
             raise ValueError("trials and judge_votes must be at least 1")
 
 
-@dataclass(frozen=True)
-class _Answer:
-    text: str
-    cached: bool
-    stats: CallStats
-
-
-NO_SLOTS: CallSlot = nullcontext()
-
-
-def _live_call(call: Callable[[], T], prices: Prices, slot: CallSlot) -> tuple[T, CallStats]:
-    """Run ``call`` in a call slot, timing it (not the wait for the slot) and collecting the
-    tokens the backend reported."""
-    with slot, recording() as entries:
-        started = time.perf_counter()
-        value = call()
-        seconds = time.perf_counter() - started
-    tokens = add_usage(entries) if entries else TokenUsage()
-    stats = CallStats(
-        calls=1,
-        input_tokens=tokens.input_tokens,
-        output_tokens=tokens.output_tokens,
-        seconds=seconds,
-        cost_usd=cost_usd(tokens, prices),
-    )
-    return value, stats
-
-
-def _cached(cache: ResultCache | None, kind: str, key: str) -> dict[str, Any] | None:
-    return None if cache is None else cache.get(kind, key)
-
-
-def _store(cache: ResultCache | None, kind: str, key: str, value: dict[str, Any]) -> None:
-    if cache is not None:
-        cache.put(kind, key, value)
-
-
-def _run_in_sandbox(
-    scenario: Scenario, prompt: str, setup: SandboxSetup, retry: RetryPolicy
-) -> str:
-    """The judge's text for a sandboxed scenario: the agent's output and workspace changes."""
-    run = call_with_retry(
-        lambda: setup.sandbox.run(
-            skill_dir=scenario.skill_dir,
-            scenario_dir=scenario.path,
-            network=scenario.network or setup.network,
-            prompt=prompt,
-            agent=setup.agent,
-        ),
-        retry,
-        describe="sandbox run",
-    )
-    name = setup.agent.name
-    if run.timed_out:
-        raise ScenarioFailure(
-            f"sandbox: {name} timed out after {setup.timeout:g} s (its partial output and "
-            "workspace changes are in the report's agent_output)",
-            agent_output=run.judge_text,
-        )
-    if run.exit_code != 0:
-        tail = run.output.strip().splitlines()[-5:]
-        detail = ("\n" + "\n".join(tail)) if tail else ""
-        raise ScenarioFailure(f"sandbox: {name}: exit status {run.exit_code}{detail}")
-    return run.judge_text
-
-
-def _cached_verdicts(entry: dict[str, Any] | None) -> list[Verdict] | None:
-    """The verdicts of a judge cache entry; None (a miss) when it holds anything else."""
-    if entry is None or not isinstance(entry.get("verdicts"), list):
+def _agent_from_cache(entry: dict[str, Any] | None) -> AgentResult | None:
+    """The agent result of a cache entry; None (a miss) when it holds anything else."""
+    if entry is None or not isinstance(entry.get("response"), str):
         return None
-    verdicts = []
-    for item in entry["verdicts"]:
-        if not isinstance(item, dict):
-            return None
-        name, passed, reason = item.get("name"), item.get("passed"), item.get("reason")
-        if not (isinstance(name, str) and isinstance(passed, bool) and isinstance(reason, str)):
-            return None
-        verdicts.append(Verdict(name, passed, reason))
-    return verdicts
+    output = entry.get("output", entry["response"])
+    changes = entry.get("changes")
+    try:
+        diff = None if changes is None else diff_from_json(changes)
+    except (KeyError, TypeError, ValueError):
+        return None
+    if not isinstance(output, str):
+        return None
+    return AgentResult(entry["response"], output, diff, cached=True)
+
+
+def _agent_to_cache(result: AgentResult) -> dict[str, Any]:
+    entry: dict[str, Any] = {"response": result.text}
+    if result.output != result.text:
+        entry["output"] = result.output
+    if result.changes is not None:
+        entry["changes"] = diff_to_json(result.changes)
+    return entry
 
 
 class _ScenarioRun:
@@ -212,6 +160,18 @@ class _ScenarioRun:
         self.redact = redact
         self.slot = slot
         self._agent_material: dict[str, Any] | None = None
+        self.graders = registered_graders() if options.graders is None else options.graders
+        self.grading = GradingContext(
+            judge=backends.judge,
+            judge_identity=backends.judge_identity,
+            retry=backends.retry,
+            votes=options.judge_votes,
+            fence=options.fence,
+            cache=options.cache,
+            prices=options.judge_prices,
+            redact=redact,
+            slot=slot,
+        )
 
     # -- the agent -------------------------------------------------------------------------
 
@@ -241,100 +201,78 @@ class _ScenarioRun:
         except BackendError as exc:
             raise ScenarioFailure(f"sandbox: {exc}") from exc
 
-    def _call_agent(self) -> str:
+    def _call_agent(self) -> AgentResult:
         scenario, retry = self.scenario, self.backends.retry
         if scenario.sandbox:
             try:
-                return _run_in_sandbox(scenario, self.prompt, self._sandbox(), retry)
+                return run_in_sandbox(scenario, self.prompt, self._sandbox(), retry)
             except BackendError as exc:
                 raise ScenarioFailure(f"sandbox: {exc}") from exc
         try:
             agent = self.backends.agent_of(scenario.skill_dir)
-            return call_with_retry(
+            answer = call_with_retry(
                 lambda: agent.complete("", self.prompt), retry, describe="agent call"
             )
         except BackendError as exc:
             raise ScenarioFailure(f"agent: {exc}") from exc
+        return AgentResult(answer, answer)
 
-    def agent_answer(self, trial: int) -> _Answer:
+    def agent_result(self, trial: int) -> tuple[AgentResult, CallStats]:
         cache = self.options.cache
         key = ""
         if cache is not None:
             key = cache_key(AGENT_CACHE, {**self._material(), "trial": trial})
-        hit = _cached(cache, AGENT_CACHE, key)
-        if hit is not None and isinstance(hit.get("response"), str):
-            return _Answer(hit["response"], True, CallStats(cached=1))
-        text, stats = _live_call(self._call_agent, self.options.agent_prices, self.slot)
-        # Secrets the agent printed or wrote never reach the judge, the cache or a report.
-        text = self.redact(text)
-        _store(cache, AGENT_CACHE, key, {"response": text})
-        return _Answer(text, False, stats)
-
-    # -- the judge -------------------------------------------------------------------------
-
-    def judge_vote(
-        self, request: JudgeRequest, trial: int, vote: int
-    ) -> tuple[list[Verdict], CallStats]:
-        cache = self.options.cache
-        key = ""
+            hit = _agent_from_cache(cache.get(AGENT_CACHE, key))
+            if hit is not None:
+                return hit, CallStats(cached=1)
+        result, stats = live_call(self._call_agent, self.options.agent_prices, self.slot)
+        # Secrets the agent printed or wrote never reach the graders, the cache or a report.
+        result = AgentResult(self.redact(result.text), self.redact(result.output), result.changes)
         if cache is not None:
-            material = {
-                "judge": dict(self.backends.judge_identity),
-                "system": request.system,
-                "user": request.user,
-                "schema": request.schema.schema,
-                "trial": trial,
-                "vote": vote,
-            }
-            key = cache_key(JUDGE_CACHE, material)
-        cached = _cached_verdicts(_cached(cache, JUDGE_CACHE, key))
-        if cached is not None:
-            return cached, CallStats(cached=1)
-        verdicts, stats = _live_call(
-            lambda: ask_judge(self.backends.judge, request, retry=self.backends.retry),
-            self.options.judge_prices,
-            self.slot,
-        )
-        verdicts = [replace(v, reason=self.redact(v.reason)) for v in verdicts]
-        _store(cache, JUDGE_CACHE, key, {"verdicts": [asdict(v) for v in verdicts]})
-        return verdicts, stats
+            cache.put(AGENT_CACHE, key, _agent_to_cache(result))
+        return result, stats
 
     # -- one trial -------------------------------------------------------------------------
 
+    def _error(self, exc: BaseException) -> str:
+        return error_text(exc, self.redact, self.scenario.skill_dir)
+
     def trial(self, index: int) -> TrialResult:
         try:
-            answer = self.agent_answer(index)
+            agent, agent_stats = self.agent_result(index)
         except ScenarioFailure as exc:
             output = None if exc.agent_output is None else self.redact(exc.agent_output)
-            return errored_trial(index, self.redact(str(exc)), agent_output=output)
-        usage = Usage(agent=answer.stats)
-        scenario, votes = self.scenario, self.options.judge_votes
-        request = judge_request(
-            answer.text, scenario.context, scenario.criteria, fence=self.options.fence
-        )
-        ballots: list[list[CriterionResult]] = []
-        for vote in range(1, votes + 1):
+            return errored_trial(index, self._error(exc), agent_output=output)
+        task = GradingTask(self.scenario, agent, index, self.grading)
+        judge_stats = CallStats()
+        criteria: list[CriterionResult] = []
+        for grader in self.graders:
             try:
-                verdicts, stats = self.judge_vote(request, index, vote)
-            except JudgeError as exc:
-                where = f"vote {vote} of {votes}: " if votes > 1 else ""
+                grading = grader.grade(task)
+            except GradeError as exc:
                 return errored_trial(
                     index,
-                    self.redact(f"judge: {where}{exc}"),
-                    agent_cached=answer.cached,
-                    judge_errors=1,
-                    usage=usage,
+                    self._error(exc),
+                    agent_cached=agent.cached,
+                    judge_errors=1 if exc.judge_error else 0,
+                    usage=Usage(agent_stats, judge_stats + exc.usage),
                 )
-            usage = Usage(usage.agent, usage.judge + stats)
-            ballots.append(match_verdicts(scenario.criteria, verdicts))
-        criteria = [replace(c, reason=self.redact(c.reason)) for c in majority(ballots)]
+            criteria.extend(grading.criteria)
+            judge_stats += grading.usage
+        usage = Usage(agent_stats, judge_stats)
         return scored_trial(
             index,
             criteria,
-            agent_cached=answer.cached,
-            judge_cached=usage.judge.cached,
+            agent_cached=agent.cached,
+            judge_cached=judge_stats.cached,
             usage=usage,
         )
+
+
+def error_text(exc: BaseException, redact: Callable[[str], str], skill_dir: Path) -> str:
+    """An error as reports show it: secrets masked, and files of the skill named relative to
+    the skill folder (reports are committed: they hold no machine paths)."""
+    return redact(str(exc)).replace(f"{skill_dir}{os.sep}", "")
 
 
 def run_scenario(
@@ -368,7 +306,7 @@ def run_scenario(
         except FileNotFoundError as exc:
             raise ScenarioFailure(str(exc)) from exc
     except (ScenarioLoadError, ScenarioFailure, BackendError) as exc:
-        trial = errored_trial(1, redact(str(exc)))
+        trial = errored_trial(1, error_text(exc, redact, skill_dir))
         return combine_trials([trial], description=read_description(scenario_dir), **identity)
     run = _ScenarioRun(scenario, prompt, resolved, options, redact=redact, slot=slot)
     count = scenario.trials or options.trials

@@ -43,14 +43,27 @@ class Scenario:
         return self.path.name
 
 
-class ScenarioLoadError(Exception):
-    """A scenario's files are missing or invalid."""
+def skill_relative(path: Path) -> str:
+    """``path`` as error texts name it: relative to its skill folder (the folder above the
+    nearest ``evals``), so that reports hold no machine paths; else as it is."""
+    for level, parent in enumerate(path.parents):
+        if parent.name == "evals" and level >= 1:
+            return path.relative_to(parent.parent).as_posix()
+    return str(path)
 
-    def __init__(self, path: Path, message: str, field: str | None = None) -> None:
+
+class ScenarioLoadError(Exception):
+    """A scenario's files are missing or invalid; the message names the file (relative to
+    its skill folder) and the field."""
+
+    def __init__(
+        self, path: Path, message: str, field: str | None = None, *, shown: str | None = None
+    ) -> None:
         self.path = path
         self.field = field
         self.message = message
-        where = f"{path}: {field}" if field else str(path)
+        shown = skill_relative(path) if shown is None else shown
+        where = f"{shown}: {field}" if field else shown
         super().__init__(f"{where}: {message}")
 
 
@@ -94,16 +107,17 @@ class _ScenarioModel(BaseModel):
 
 
 def _go_keys(data: Any, known: Iterable[str]) -> Any:
-    """Match object keys without regard to case and drop nulls, as Go's JSON decoding does."""
+    """Object keys as Go's ``encoding/json`` decodes them into a struct: a key matches a field
+    without regard to case, the last key for a field wins, and a null leaves it unchanged."""
     if not isinstance(data, Mapping):
         return data
     lowered = {k.lower(): k for k in known}
     result: dict[str, Any] = {}
     for key, value in data.items():
-        target = lowered.get(key.lower(), key)
-        if value is None or (target in result and key != target):
+        if value is None:
             continue
-        result[target] = value
+        name = str(key)
+        result[lowered.get(name.lower(), name)] = value
     return result
 
 
@@ -113,7 +127,8 @@ def _read_json(path: Path) -> Any:
     except FileNotFoundError:
         raise ScenarioLoadError(path, "file not found") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise ScenarioLoadError(path, f"cannot be read: {exc}") from None
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ScenarioLoadError(path, f"cannot be read: {reason}") from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
@@ -189,10 +204,21 @@ def load_criteria(path: Path) -> tuple[str, tuple[Criterion, ...]]:
 
 
 def load_scenario_options(path: Path) -> _ScenarioModel:
-    """``scenario.json``; a missing file means the defaults (a sandboxed scenario)."""
+    """``scenario.json``, the one reader of that file (keyword selection and the run both use
+    it); a missing file means the defaults (a sandboxed scenario)."""
     if not path.exists():
         return _ScenarioModel()
     return _read_scenario_options(path)
+
+
+def sandbox_mode(scenario_dir: Path) -> str | None:
+    """``"sandbox"`` or ``"direct"``, as the scenario will run; None when its scenario.json
+    cannot be read (the scenario then errors with the reason when it runs)."""
+    try:
+        options = load_scenario_options(scenario_dir / "scenario.json")
+    except ScenarioLoadError:
+        return None
+    return "sandbox" if options.sandbox else "direct"
 
 
 def _read_scenario_options(path: Path) -> _ScenarioModel:
@@ -232,7 +258,9 @@ def load_scenario(scenario_dir: Path) -> Scenario:
     """Load and validate a scenario folder ``<skill>/evals/scenario-*``."""
     skill_dir = scenario_dir.parent.parent
     if not (skill_dir / "SKILL.md").is_file():
-        raise ScenarioLoadError(skill_dir / "SKILL.md", f"SKILL.md not found in {skill_dir}")
+        raise ScenarioLoadError(
+            skill_dir / "SKILL.md", "file not found (every skill needs one)", shown="SKILL.md"
+        )
     entries = _entries(scenario_dir)
     # pytest imports these as initial conftests when the scenario folder is given as an argument.
     traps = [

@@ -1,6 +1,7 @@
-"""Concurrency without xdist: scenario runs start ahead of pytest, on a pool of threads.
+"""Concurrency without xdist: scenario runs start ahead of their turn, on a pool of threads.
 
-pytest runs items one after the other in one thread. A scenario run is mostly waiting (for a
+The caller (pytest, or :func:`pytest_openkata.evaluate`) asks for results one after the other
+in one thread; pytest runs items that way. A scenario run is mostly waiting (for a
 model, a CLI or a container), so when item *i* needs its result, the scheduler also queues the
 next scenarios this process will run on a pool of threads, and item *i* waits only for its own.
 pytest still sets up, reports and tears down each item in order; only the waiting overlaps, and
@@ -21,111 +22,47 @@ the interpreter lock to another thread and then waits to get it back: 32 threads
 once took two to three times the CPU, and the first 32 calls went out over 60-100 ms instead
 of 45-75 ms (200 scenarios at concurrency 32, benchmarks/concurrency.py).
 
-Which items come next: without xdist, the items after this one in ``session.items``; in an
-xdist worker, the indices xdist has queued for this worker (read, never changed). A scenario
-is started ahead only when it would be run with the same fixtures as the current one (a skill
-whose ``conftest.py`` overrides the backends starts its own scenarios when its turn comes).
-With ``concurrency`` 1 every scenario runs in pytest's thread, exactly when its item runs.
+Which jobs come next is the caller's to say (``upcoming``): the pytest adapter gives the items
+this process will run next that use the same fixtures (:mod:`pytest_openkata.plugin.scheduling`).
+A job is any hashable value (a pytest item, a scenario folder). With ``concurrency`` 1 every
+scenario runs in the caller's thread, exactly when its result is asked for.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable
 from concurrent.futures import Future
-from typing import Any
-
-import pytest
+from typing import Generic, TypeVar
 
 from pytest_openkata.core.results import ScenarioResult
 from pytest_openkata.core.slots import CallSlot, CallSlots, Reservation, SlotsClosed
 
-RunFunction = Callable[[Any, CallSlot], ScenarioResult]
-"""Runs the scenario of an item (a :class:`~pytest_openkata.plugin.items.ScenarioItem`), holding the
-given call slot around each of its calls."""
+J = TypeVar("J", bound=Hashable)
+
+RunFunction = Callable[[J, CallSlot], ScenarioResult]
+"""Runs the scenario of a job, holding the given call slot around each of its calls."""
 
 SCENARIOS_PER_SLOT = 4
 """Threads of the pool per call slot (see the module's docstring)."""
 
 
-# The fixtures a scenario run is built from: an item is started ahead only when it resolves
-# every one of them to the same definition as the item that starts it.
-RUN_FIXTURES = (
-    "openkata_result",
-    "openkata_backends",
-    "openkata_run_options",
-    "openkata_redactor",
-    "openkata_settings",
-    "openkata_sandbox",
-)
-
-
-def _fixture_definitions(item: pytest.Item) -> tuple[object, ...] | None:
-    info = getattr(item, "_fixtureinfo", None)
-    if info is None:
-        return None
-    definitions = info.name2fixturedefs
-    return tuple(definitions[name][-1] if definitions.get(name) else None for name in RUN_FIXTURES)
-
-
-def _xdist_queue(config: pytest.Config) -> Any | None:
-    """xdist's worker loop (the plugin that holds ``torun``), when this is a worker."""
-    if not hasattr(config, "workerinput"):
-        return None
-    for plugin in config.pluginmanager.get_plugins():
-        if hasattr(plugin, "torun") and hasattr(plugin, "nextitem_index"):
-            return plugin
-    return None
-
-
-_positions_key = pytest.StashKey[tuple[int, dict[str, int]]]()
-
-
-def _position(session: pytest.Session, item: pytest.Item) -> int | None:
-    """``item``'s index in ``session.items`` (the table is rebuilt if the list changes)."""
-    cached = session.stash.get(_positions_key, None)
-    if cached is None or cached[0] != id(session.items):
-        cached = (id(session.items), {it.nodeid: i for i, it in enumerate(session.items)})
-        session.stash[_positions_key] = cached
-    return cached[1].get(item.nodeid)
-
-
-def upcoming_items(session: pytest.Session, item: pytest.Item) -> Iterator[pytest.Item]:
-    """The items this process will run after ``item``, in order, as far as is known."""
-    interactor = _xdist_queue(session.config)
-    items = session.items
-    if interactor is None:
-        index = _position(session, item)
-        if index is not None:
-            for later in range(index + 1, len(items)):
-                yield items[later]
-        return
-    try:
-        with interactor.torun.lock() as queue:
-            queued = list(queue)
-        indices = [interactor.nextitem_index, *queued]
-    except (AttributeError, TypeError):  # another xdist version: look no further
-        return
-    for index in indices:
-        if isinstance(index, int) and 0 <= index < len(items) and items[index] is not item:
-            yield items[index]
-
-
-class ScenarioScheduler:
+class ScenarioScheduler(Generic[J]):
     """Starts scenario runs ahead on a pool of threads and hands out their results; its
     :attr:`slots` hold the calls of every run to ``concurrency`` at once."""
 
     def __init__(
         self,
         concurrency: int,
-        upcoming: Callable[[pytest.Item], Iterable[pytest.Item]],
+        upcoming: Callable[[J], Iterable[J]],
         *,
         upcoming_is_final: bool = True,
     ) -> None:
-        """``upcoming`` gives the items to run after an item; when ``upcoming_is_final``,
-        what it gives is all there will be (without xdist), so that once every item it gave
-        has been queued, threads left without work end (see :meth:`_next`)."""
+        """``upcoming`` gives the jobs to run after a job, as far as is known, that may start
+        ahead with the same run function; when ``upcoming_is_final``, what it gives is all
+        there will be (pytest without xdist), so that once every job it gave has been
+        queued, threads left without work end (see :meth:`_next`)."""
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
         self.concurrency = concurrency
@@ -135,8 +72,8 @@ class ScenarioScheduler:
         # starts the next one at once instead of when pytest reaches an item.
         self.lookahead = 2 * self.threads - 1
         self._upcoming = upcoming
-        self._futures: dict[str, Future[ScenarioResult]] = {}
-        self._queue: deque[tuple[pytest.Item, RunFunction, Future[ScenarioResult]]] = deque()
+        self._futures: dict[J, Future[ScenarioResult]] = {}
+        self._queue: deque[tuple[J, RunFunction[J], Future[ScenarioResult]]] = deque()
         self._lock = threading.Condition()
         self._started = 0
         self._live = 0  # threads of the pool not ended
@@ -149,16 +86,16 @@ class ScenarioScheduler:
         self._turns = threading.Lock()
         self._gates: dict[int, threading.Lock] = {}  # ticket -> held until its turn comes
 
-    def _submit(self, item: pytest.Item, run: RunFunction) -> Future[ScenarioResult]:
+    def _submit(self, item: J, run: RunFunction[J]) -> Future[ScenarioResult]:
         with self._lock:
             if self._closed:  # no thread would ever take it
                 closed = Future[ScenarioResult]()
                 closed.set_exception(SlotsClosed("the run is over"))
                 return closed
-            future = self._futures.get(item.nodeid)
+            future = self._futures.get(item)
             if future is None:
                 future = Future[ScenarioResult]()
-                self._futures[item.nodeid] = future
+                self._futures[item] = future
                 self._queue.append((item, run, future))
                 self._lock.notify()
                 if self._live < self.threads:  # one thread per submission, up to the pool
@@ -173,7 +110,7 @@ class ScenarioScheduler:
 
     def _next(
         self,
-    ) -> tuple[pytest.Item, RunFunction, Future[ScenarioResult], Reservation, int]:
+    ) -> tuple[J, RunFunction[J], Future[ScenarioResult], Reservation, int]:
         """The next queued scenario, with its first call's place reserved and its turn to
         prepare (both in pick-up order).
 
@@ -225,20 +162,17 @@ class ScenarioScheduler:
                 slot.done()
                 reservation.close()
 
-    def result(self, item: pytest.Item, run: RunFunction) -> ScenarioResult:
+    def result(self, item: J, run: RunFunction[J]) -> ScenarioResult:
         """``item``'s result; starts it (and the next scenarios) if not yet started."""
         if self.concurrency == 1:
             return run(item, self.slots)
         own = self._submit(item, run)
-        definitions = _fixture_definitions(item)
         ahead = 0
         for upcoming in self._upcoming(item):
             if ahead >= self.lookahead:
                 break
             ahead += 1
-            if upcoming.nodeid in self._futures:
-                continue
-            if definitions is None or _fixture_definitions(upcoming) != definitions:
+            if upcoming in self._futures:
                 continue
             self._submit(upcoming, run)
         else:
@@ -250,7 +184,7 @@ class ScenarioScheduler:
             return own.result()
         finally:
             with self._lock:
-                self._futures.pop(item.nodeid, None)
+                self._futures.pop(item, None)
 
     def close(self) -> None:
         """Drop scenarios started ahead that no item asked for (``-x``, an interrupt): those

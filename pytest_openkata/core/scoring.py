@@ -23,13 +23,13 @@ def match_verdicts(
         first.setdefault(verdict.name, verdict)
     results = []
     for criterion in criteria:
-        verdict = first.get(criterion.name)
+        found = first.get(criterion.name)
         results.append(
             CriterionResult.judged(
                 criterion.name,
                 criterion.max_score,
-                passed=verdict is not None and verdict.passed,
-                reason=verdict.reason if verdict is not None else NO_VERDICT_REASON,
+                passed=found is not None and found.passed,
+                reason=found.reason if found is not None else NO_VERDICT_REASON,
             )
         )
     return results

@@ -39,7 +39,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pytest_openkata import __version__
+from pytest_openkata._version import __version__
 
 logger = logging.getLogger(__name__)
 

@@ -58,6 +58,8 @@ def proxy_for(url: str) -> str | None:
     proxies = proxies_from(environ_snapshot())
     parts = urlsplit(url)
     proxy = proxies.get(parts.scheme.lower()) or proxies.get("all")
-    if not proxy or urllib.request.proxy_bypass_environment(parts.netloc, proxies):
+    # proxy_bypass_environment is urllib's own NO_PROXY rule; typeshed does not list it.
+    bypass = urllib.request.proxy_bypass_environment  # type: ignore[attr-defined]
+    if not proxy or bypass(parts.netloc, proxies):
         return None
     return proxy if "://" in proxy else f"http://{proxy}"

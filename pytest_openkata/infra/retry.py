@@ -186,7 +186,7 @@ def call_with_retry(
             if made >= policy.attempts:
                 verb = "throttled" if _is_throttle(exc) else "failed"
                 raise RetriesExhaustedError(
-                    f"{verb} after {_attempts_text(made)} (waited {waited:.1f} s): {exc}",
+                    f"{verb} after {_attempts_text(made)}: {exc}",
                     attempts=made,
                     last_error=exc,
                     waited=waited,
@@ -195,7 +195,7 @@ def call_with_retry(
             if waited + delay > policy.budget:
                 raise RetriesExhaustedError(
                     f"gave up after {_attempts_text(made)}: the retry budget of "
-                    f"{policy.budget:g} s would be exceeded (waited {waited:.1f} s): {exc}",
+                    f"{policy.budget:g} s would be exceeded: {exc}",
                     attempts=made,
                     last_error=exc,
                     waited=waited,

@@ -4,44 +4,43 @@ can be overridden in a ``conftest.py`` (for example a per-skill judge)."""
 from __future__ import annotations
 
 import contextlib
-import threading
+import hashlib
+import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import replace
-from typing import Generic, TypeVar
+from pathlib import Path
 
 import pytest
 
-from pytest_openkata.core.prompt import SkillTexts
 from pytest_openkata.core.results import ScenarioResult
-from pytest_openkata.core.run import Backends, RunOptions, SandboxSetup, run_scenario
-from pytest_openkata.core.schedule import ScenarioScheduler, upcoming_items
+from pytest_openkata.core.run import Backends, RunOptions, run_scenario
+from pytest_openkata.core.sandboxed import SandboxSetup
+from pytest_openkata.core.schedule import ScenarioScheduler
 from pytest_openkata.core.slots import CallSlot
 from pytest_openkata.infra.cache import ResultCache
 from pytest_openkata.infra.config import EvalSettings
+from pytest_openkata.infra.once import Once
 from pytest_openkata.infra.redact import Redactor
-from pytest_openkata.infra.usage import Prices
 from pytest_openkata.plugin.items import ScenarioItem
+from pytest_openkata.plugin.scheduling import upcoming_items
 from pytest_openkata.plugin.session import redactor_of, settings_of
 from pytest_openkata.providers.backends import BackendError
 
 CACHE_FOLDER = "openkata"
+IN_FLIGHT_FOLDER = "openkata-in-flight"
 
-T = TypeVar("T")
 
-
-class _Once(Generic[T]):
-    """Builds a value on first use, once, even when scenario threads ask at the same time."""
-
-    def __init__(self, build: Callable[[], T]) -> None:
-        self._build = build
-        self._lock = threading.Lock()
-        self.built: list[T] = []
-
-    def __call__(self) -> T:
-        with self._lock:
-            if not self.built:
-                self.built.append(self._build())
-            return self.built[0]
+def in_flight_folder(config: pytest.Config) -> Path:
+    """The lock folder of the in-flight cap, shared by the controller and every xdist worker
+    of a run: in pytest's cache folder, or with the cache provider disabled, in the temporary
+    folder under a name derived from the rootdir."""
+    cache = getattr(config, "cache", None)
+    if cache is not None:
+        return Path(cache.mkdir(IN_FLIGHT_FOLDER))
+    digest = hashlib.sha256(str(config.rootpath).encode()).hexdigest()[:16]
+    folder = Path(tempfile.gettempdir()) / f"{IN_FLIGHT_FOLDER}-{digest}"
+    folder.mkdir(exist_ok=True)
+    return folder
 
 
 @pytest.fixture(scope="session")
@@ -63,9 +62,10 @@ def openkata_sandbox(openkata_settings: EvalSettings) -> Iterator[Callable[[], S
     # Imported here, as in openkata_backends: the plugin loads in every pytest run of the
     # environment, and the backends (the HTTP client, the agent CLIs) serve only runs with
     # scenarios.
-    from pytest_openkata.core.build import build_sandbox, sigterm_as_interrupt
+    from pytest_openkata.core.build import sigterm_as_interrupt
+    from pytest_openkata.core.sandboxed import build_sandbox
 
-    factory = _Once(lambda: build_sandbox(openkata_settings))
+    factory = Once(lambda: build_sandbox(openkata_settings))
     with sigterm_as_interrupt():
         yield factory
     for setup in factory.built:
@@ -83,13 +83,13 @@ def openkata_backends(
     A factory rather than the backends themselves, so that a backend that cannot be built
     errors each scenario with a clear message instead of breaking fixture setup.
     """
-    from pytest_openkata.core.build import build_backends, close_backends, in_flight_folder
+    from pytest_openkata.core.build import build_backends, close_backends
     from pytest_openkata.providers.backends.http import make_client
 
     settings = openkata_settings
     lock_folder = in_flight_folder(pytestconfig) if settings.max_in_flight else None
     with make_client(float(settings.direct_timeout), settings.concurrency) as client:
-        factory = _Once(lambda: build_backends(settings, client, openkata_sandbox, lock_folder))
+        factory = Once(lambda: build_backends(settings, client, openkata_sandbox, lock_folder))
         # Built here, in pytest's thread, before scenario threads compete for the interpreter
         # (the first build imports the agent modules); if it fails, each scenario asks again
         # and errors with the reason.
@@ -110,20 +110,13 @@ def openkata_run_options(
     The cache lives under pytest's cache folder (``.pytest_cache/d/openkata``), so
     ``--cache-clear`` empties it; with the cache provider disabled there is no cache.
     """
+    from pytest_openkata.core.evaluate import run_options
+
     settings = openkata_settings
     cache = None
     if settings.cache != "off" and getattr(pytestconfig, "cache", None) is not None:
         cache = ResultCache(pytestconfig.cache.mkdir(CACHE_FOLDER), settings.cache)
-    price = settings.price
-    return RunOptions(
-        trials=settings.trials,
-        judge_votes=settings.judge_votes,
-        fence=settings.judge_fence,
-        cache=cache,
-        agent_prices=Prices(price.agent_input, price.agent_output),
-        judge_prices=Prices(price.judge_input, price.judge_output),
-        skill_texts=SkillTexts(),
-    )
+    return run_options(settings, cache)
 
 
 @pytest.fixture(scope="session")

@@ -8,22 +8,21 @@ from pathlib import Path
 
 import pytest
 
-from pytest_openkata.core.summary import BODY_RAISED_ATTR, EvalAggregator
 from pytest_openkata.infra.config import (
     FIELDS,
-    HELP,
     ConfigError,
     EvalSettings,
     find_yaml_file,
+    help_text,
     resolve_settings,
 )
 from pytest_openkata.infra.redact import Redactor, secrets_from_environment
-from pytest_openkata.plugin import fixtures, hookspecs
+from pytest_openkata.plugin import fixtures, hookspecs, xdist_transport
+from pytest_openkata.plugin.aggregate import BODY_RAISED_ATTR, EvalAggregator
 from pytest_openkata.plugin.heap import HeapFreezer
-from pytest_openkata.plugin.items import EvalsDir, ScenarioItem, is_evals_dir
+from pytest_openkata.plugin.items import EvalsDir, ScenarioItem, is_evals_dir, result_key
 from pytest_openkata.plugin.session import redactor_key, settings_key
-from pytest_openkata.providers.reporters.junit import add_criteria_to_junit
-from pytest_openkata.providers.reporters.terminal import skill_lines
+from pytest_openkata.plugin.xdist_transport import RESULT_ATTR
 
 AGGREGATOR_NAME = "openkata-aggregator"
 
@@ -40,10 +39,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 field.option,
                 dest=field.dest,
                 default=None,
-                metavar=field.metavar,
-                help=HELP[field.key],
+                metavar=field.shown_metavar,
+                help=help_text(field.key),
             )
-        parser.addini(field.ini, HELP[field.key], type="string", default=None)
+        parser.addini(field.ini, help_text(field.key), type="string", default=None)
     group.addoption(
         "--eval-config",
         dest="eval_config",
@@ -72,10 +71,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[settings_key] = settings
     config.stash[redactor_key] = Redactor({*settings.secrets, *secrets_from_environment()})
     config.pluginmanager.register(fixtures, "openkata-fixtures")
+    config.pluginmanager.register(xdist_transport, "openkata-xdist-transport")
     config.pluginmanager.register(HeapFreezer(), "openkata-heap")
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(EvalAggregator(config, settings), AGGREGATOR_NAME)
-        config.pluginmanager.register(ControllerReports(), "openkata-controller-reports")
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -108,42 +107,12 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
-    if isinstance(item, ScenarioItem) and call.when == "call":
-        # Subtest failures do not raise out of the body; anything else that did is a hard
-        # failure. The flag survives xdist's report serialisation.
-        setattr(report, BODY_RAISED_ATTR, call.excinfo is not None)
+    if isinstance(item, ScenarioItem):
+        result = item.stash.get(result_key, None)
+        if result is not None and call.when == "setup":
+            setattr(report, RESULT_ATTR, result)
+        if call.when == "call":
+            # Subtest failures do not raise out of the body; anything else that did is a
+            # hard failure. The flag survives xdist's report serialisation.
+            setattr(report, BODY_RAISED_ATTR, call.excinfo is not None)
     return report
-
-
-class ControllerReports:
-    """Terminal summary and JUnit entries, from the aggregator's results."""
-
-    @staticmethod
-    def _aggregator(config: pytest.Config) -> EvalAggregator:
-        return config.pluginmanager.get_plugin(AGGREGATOR_NAME)  # type: ignore[return-value]
-
-    @pytest.hookimpl(trylast=True)  # after pytest's junitxml has written its file
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        aggregator = self._aggregator(session.config)
-        xml_path = session.config.option.xmlpath
-        if aggregator.results and xml_path and Path(xml_path).is_file():
-            add_criteria_to_junit(Path(xml_path))
-
-    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
-        aggregator = self._aggregator(terminalreporter.config)
-        if not aggregator.summaries:
-            return
-        threshold = aggregator.settings.threshold
-        terminalreporter.write_sep("=", "openkata eval summary")
-        # One write per skill: a large suite has thousands of segments, and each write to
-        # the terminal costs more than marking a segment up.
-        writer = terminalreporter.config.get_terminal_writer()
-        for summary in aggregator.summaries:
-            block = [
-                "".join(
-                    writer.markup(text, **{colour: True}) if colour else text
-                    for text, colour in line
-                )
-                for line in skill_lines(summary, threshold)
-            ]
-            terminalreporter.write("\n".join(block) + "\n")

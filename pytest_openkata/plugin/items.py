@@ -8,21 +8,21 @@ evaluated is a setup *error*, while an unmet criterion is a failed *subtest*.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pluggy
 import pytest
 
 from pytest_openkata.core.results import ScenarioResult
-from pytest_openkata.core.scenario import discover_scenarios, is_scenario_dir
-
-RESULT_PROPERTY = "openkata_result"
-PERCENTAGE_PROPERTY = "openkata_percentage"
+from pytest_openkata.core.scenario import discover_scenarios, is_scenario_dir, sandbox_mode
+from pytest_openkata.providers.reporters.junit import (
+    PERCENTAGE_PROPERTY,
+    SCENARIO_PROPERTY,
+    scenario_key,
+)
 
 
 def is_evals_dir(path: Path) -> bool:
@@ -36,31 +36,6 @@ def is_evals_dir(path: Path) -> bool:
         return False
 
 
-def sandbox_mode(scenario_dir: Path) -> str | None:
-    """``"sandbox"`` or ``"direct"``, for ``-k`` selection; None when scenario.json cannot say
-    (the item then errors with the reason when it runs).
-
-    Only the ``sandbox`` key is read here, as Go would match it (any case; the last one wins);
-    the whole file is validated when the scenario runs. Collection reads every scenario.json,
-    so this stays cheap.
-    """
-    try:
-        data = json.loads((scenario_dir / "scenario.json").read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return "sandbox"  # the reference's default
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return None
-    if not isinstance(data, dict):
-        return None
-    values = [value for key, value in data.items() if key.lower() == "sandbox"]
-    value = values[-1] if values else True
-    if value is None:
-        value = True  # Go leaves the default in place for a null
-    if not isinstance(value, bool):
-        return None
-    return "sandbox" if value else "direct"
-
-
 class EvalsDir(pytest.Directory):
     """Collects one item per scenario folder and never looks further down.
 
@@ -71,25 +46,13 @@ class EvalsDir(pytest.Directory):
     def collect(self) -> Iterator[pytest.Item]:
         scenarios = discover_scenarios(self.path)
         names = tuple(s.name for s in scenarios)
-        # Every scenario of this folder resolves the same fixtures: work them out once (it is
-        # most of an item's collection time) and give each item its own copy.
-        shared = self.session._fixturemanager.getfixtureinfo(self, evaluate_scenario, None)  # type: ignore[arg-type]
         hook = self.ihook.pytest_ignore_collect
         for entry in scenarios:
             explicit = self.session.isinitpath(entry, with_parents=True)
             if not explicit and hook(collection_path=entry, config=self.config):
                 continue
-            fixtureinfo = dataclasses.replace(
-                shared,
-                names_closure=list(shared.names_closure),
-                name2fixturedefs=dict(shared.name2fixturedefs),
-            )
             yield ScenarioItem.from_parent(
-                self,
-                name=entry.name,
-                scenario_dir=entry,
-                skill_scenarios=names,
-                fixtureinfo=fixtureinfo,
+                self, name=entry.name, scenario_dir=entry, skill_scenarios=names
             )
 
 
@@ -128,50 +91,24 @@ class ScenarioItem(pytest.Function):
         return keywords
 
     @functools.cached_property
-    def ihook(self):  # type: ignore[no-untyped-def]
+    def ihook(self) -> pluggy.HookRelay:
         # The item's path is a folder no Directory collector loaded; without this, conftest
         # hooks of the skill and above would not fire for the item. Worked out once: every
         # conftest.py of the skill and above is loaded before its scenarios are collected,
         # and pytest asks for the item's hooks about 14 times per item.
+        assert self.parent is not None  # an item always has its evals folder as parent
         return self.parent.ihook
 
     def reportinfo(self) -> tuple[Path, None, str]:
         return self.path, None, f"{self.skill_dir.name}::{self.name}"
 
-    @functools.cached_property
-    def location(self) -> tuple[str, int | None, str]:
-        # pytest works out an item's path relative to the rootdir once per file, and every
-        # scenario is a folder of its own: its evals folder's path (worked out once per skill)
-        # and its name give it for much less.
-        path, _, name = self.reportinfo()
-        root = str(self.config.rootpath)
-        if root == str(path) or root.startswith(os.path.join(str(path), "")):
-            return super().location  # the item's folder is the rootdir or above it
-        evals = self.session._node_location_to_relpath(path.parent)
-        return (path.name if evals == os.curdir else os.path.join(evals, path.name), None, name)
-
     def record_result(self, result: ScenarioResult) -> None:
-        """Hand the result on to the controller (xdist copies user_properties unchanged).
-        Where this process is the one that aggregates (no xdist), the result itself is kept
-        for the aggregator too, which then need not decode it."""
+        """Keep the result for this item's reports (:mod:`.xdist_transport` carries it to
+        the controller) and name the scenario and its percentage in the JUnit file."""
+        self.stash[result_key] = result
+        key = scenario_key(self.skill_dir, self.name, self.config.rootpath)
+        self.user_properties.append((SCENARIO_PROPERTY, key))
         self.user_properties.append((PERCENTAGE_PROPERTY, f"{result.percentage:g}"))
-        self.user_properties.append((RESULT_PROPERTY, result.to_json()))
-        if not hasattr(self.config, "workerinput"):
-            self.config.stash.setdefault(_results_here_key, {})[self.nodeid] = result
 
 
-_results_here_key = pytest.StashKey[dict[str, ScenarioResult]]()
-
-
-def result_of_report(report: pytest.TestReport, config: pytest.Config) -> ScenarioResult | None:
-    """The result a scenario item's report carries: the one recorded in this process, or
-    else (from an xdist worker) decoded from its properties."""
-    here = config.stash.get(_results_here_key, {}).pop(report.nodeid, None)
-    return here if here is not None else result_from_properties(report.user_properties)
-
-
-def result_from_properties(properties: list[tuple[str, object]]) -> ScenarioResult | None:
-    for name, value in properties:
-        if name == RESULT_PROPERTY and isinstance(value, str):
-            return ScenarioResult.from_dict(json.loads(value))
-    return None
+result_key = pytest.StashKey[ScenarioResult]()

@@ -18,7 +18,7 @@ from pytest_openkata.localmodel import LocalModelServer
 from pytest_openkata.providers.backends.anthropic import AnthropicMessagesBackend
 from pytest_openkata.providers.backends.http import OpenAIChatBackend, make_client
 from pytest_openkata.providers.graders.judge import JudgeError, run_judge
-from pytest_openkata.providers.reporters.results_json import ResultsReport
+from pytest_openkata.providers.reporters.results_json import parse_report
 from tests.support.endpoint import Reply, ScriptedEndpoint
 from tests.support.evals import write_skill
 from tests.support.judged import JUDGE_ATTEMPTS, JUDGE_CUT_OFF, run_until_judged
@@ -55,7 +55,7 @@ def test_example_skill_direct_scenarios_give_a_complete_valid_report(
     )
 
     result.stdout.fnmatch_lines([f"  Report: {written.parent.name}/{written.name}"])
-    report = ResultsReport.model_validate_json(written.read_text())
+    report = parse_report(written.read_text())
     assert report.config.agent_model == "smollm2"
     assert [s.name for s in report.scenarios or []] == DIRECT_SCENARIOS
     for entry in report.scenarios or []:

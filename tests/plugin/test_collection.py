@@ -191,6 +191,25 @@ def test_direct_and_sandbox_keywords_select_by_scenario_mode(pytester: pytest.Py
     assert _collected(sandboxed) == ["skills/s/evals::scenario-1", "skills/s/evals::scenario-2"]
 
 
+def test_keyword_selection_and_the_run_read_scenario_json_alike(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    # One reader of scenario.json: Go's rule (any case, the last key wins) decides both -k
+    # and how the scenario runs, here directly (no sandbox is configured at all).
+    skill = write_skill(pytester.path, "s", {"scenario-0": {"x": 1}})
+    (skill / "evals" / "scenario-0" / "scenario.json").write_text(
+        '{"sandbox": true, "SANDBOX": false}'
+    )
+
+    sandboxed = pytester.runpytest("--collect-only", "-q", "skills", "-k", "sandbox")
+    direct = pytester.runpytest("skills", "-k", "direct", *eval_args(endpoint.base_url))
+
+    assert _collected(sandboxed) == []
+    assert direct.ret == pytest.ExitCode.OK
+    direct.assert_outcomes(passed=1)
+    assert script.agent_calls == 1
+
+
 def test_nothing_under_a_scenario_is_imported(
     pytester: pytest.Pytester, two_skills: Path, endpoint: ScriptedEndpoint, script: EvalScript
 ) -> None:
@@ -304,7 +323,7 @@ def test_skill_without_skill_md_errors_its_scenarios(
 
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(
-        ["scenario error: */skills/s/SKILL.md: SKILL.md not found in */skills/s"]
+        ["scenario error: SKILL.md: file not found (every skill needs one)"]
     )
 
 
@@ -327,8 +346,12 @@ def test_the_whole_corpus_runs_with_its_broken_scenarios_reported(
 
     # 8 direct scenarios run; 43 sandboxed ones and the one without task.md error on their own.
     result.assert_outcomes(passed=8, errors=44)
+    # Named relative to its skill folder (reports hold no machine paths), under the skill.
     result.stdout.fnmatch_lines(
-        ["scenario error: */github-create-pr/evals/scenario-0/task.md: file not found*"]
+        [
+            "*ERROR at setup of github-create-pr::scenario-0*",
+            "*scenario error: evals/scenario-0/task.md: file not found*",
+        ]
     )
     assert script.agent_calls == 8
     assert result.ret == pytest.ExitCode.TESTS_FAILED

@@ -37,7 +37,7 @@ def test_all_criteria_pass(
             "    ✓ b (5/5)",
             "    Score: 15/15 (100%) PASS",
             "  Overall: 100% PASS (threshold: 95%)",
-            "  Report: */skills/s/evals/results/claude-sonnet-4.6/*.json",
+            "  Report: skills/s/evals/results/claude-sonnet-4.6/*.json",
         ]
     )
     report = _only_report(pytester.path)
@@ -248,9 +248,8 @@ def test_endpoint_failure_is_a_scenario_error_not_a_failed_criterion(
     result.stdout.fnmatch_lines(
         [
             "*ERROR at setup of s::scenario-0*",
-            "scenario error: agent: failed after 3 attempts (waited 0.0 s): "
-            "HTTP 500: upstream exploded",
-            "  scenario-0: about scenario-0 (error: agent: failed after 3 attempts *: HTTP 500: *)",
+            "scenario error: agent: failed after 3 attempts: HTTP 500: upstream exploded",
+            "  scenario-0: about scenario-0 (error: agent: failed after 3 attempts: HTTP 500: *)",
             "    Score: 0/0 (0%) FAIL",
             "    Score: 4/4 (100%) PASS",
             "  Overall: 50% PASS (threshold: 40%)",
@@ -260,14 +259,14 @@ def test_endpoint_failure_is_a_scenario_error_not_a_failed_criterion(
     errored = _only_report(pytester.path)["scenarios"][0]
     assert errored == {
         "name": "scenario-0",
-        "description": "about scenario-0 (error: agent: failed after 3 attempts (waited 0.0 s): "
+        "description": "about scenario-0 (error: agent: failed after 3 attempts: "
         "HTTP 500: upstream exploded)",
         "criteria": None,
         "score": 0,
         "max_score": 0,
         "percentage": 0,
         "pass": False,
-        "error": "agent: failed after 3 attempts (waited 0.0 s): HTTP 500: upstream exploded",
+        "error": "agent: failed after 3 attempts: HTTP 500: upstream exploded",
     }
 
 
@@ -369,7 +368,7 @@ def test_throttling_that_never_ends_is_reported_as_such(
     result = pytester.runpytest("skills/s", *eval_args(endpoint.base_url))
 
     result.stdout.fnmatch_lines(
-        ["scenario error: agent: throttled after 3 attempts (waited 0.0 s): HTTP 429: slow down"]
+        ["scenario error: agent: throttled after 3 attempts: HTTP 429: slow down"]
     )
     assert script.agent_calls == 3
 

@@ -149,6 +149,18 @@ def test_out_of_range_random_values_are_clamped() -> None:
     assert delay_for(0, throttle(), policy, fixed(3.0)) == 1.0
 
 
+def test_the_error_text_holds_no_jittered_figure() -> None:
+    # Reports hold error texts: the same outcome must give the same text, whatever the
+    # random part of each wait was (the wait itself stays on the error).
+    errors = [
+        exhaust(Script([EndpointStatusError(502, "bad gateway")] * 3), rand=rand)[0]
+        for rand in (0.0, 0.7)
+    ]
+
+    assert str(errors[0]) == str(errors[1]) == "failed after 3 attempts: HTTP 502: bad gateway"
+    assert errors[0].waited != errors[1].waited
+
+
 def test_jitter_applies_through_call_with_retry() -> None:
     fn = Script([throttle(), throttle(), "ok"])
     _, sleeps = run(fn, RetryPolicy(base_delay=2.0, jitter=0.5), rand=1.0)
@@ -161,9 +173,7 @@ def test_jitter_applies_through_call_with_retry() -> None:
 def test_exhausted_throttle_message_and_attributes() -> None:
     last = throttle()
     error, sleeps = exhaust(Script([throttle(), throttle(), last]))
-    assert str(error) == (
-        "throttled after 3 attempts (waited 3.0 s): HTTP 429: rate limit exceeded"
-    )
+    assert str(error) == ("throttled after 3 attempts: HTTP 429: rate limit exceeded")
     assert sleeps == [1.0, 2.0]
     assert error.attempts == 3
     assert error.last_error is last
@@ -176,12 +186,12 @@ def test_exhausted_throttle_message_and_attributes() -> None:
 
 def test_exhausted_overloaded_529_also_says_throttled() -> None:
     error, _ = exhaust(Script([EndpointStatusError(529, "overloaded")]))
-    assert str(error) == "throttled after 3 attempts (waited 3.0 s): HTTP 529: overloaded"
+    assert str(error) == "throttled after 3 attempts: HTTP 529: overloaded"
 
 
 def test_exhausted_server_error_says_failed() -> None:
     error, _ = exhaust(Script([EndpointStatusError(503, "unavailable")]))
-    assert str(error) == "failed after 3 attempts (waited 3.0 s): HTTP 503: unavailable"
+    assert str(error) == "failed after 3 attempts: HTTP 503: unavailable"
     assert not error.throttled
 
 
@@ -191,8 +201,8 @@ def test_budget_stops_retrying_before_the_attempts_run_out() -> None:
     assert fn.calls == 2
     assert sleeps == [4.0]
     assert str(error) == (
-        "gave up after 2 attempts: the retry budget of 5 s would be exceeded "
-        "(waited 4.0 s): HTTP 429: rate limit exceeded"
+        "gave up after 2 attempts: the retry budget of 5 s would be exceeded: "
+        "HTTP 429: rate limit exceeded"
     )
     assert error.attempts == 2
     assert error.budget_exceeded
@@ -305,7 +315,7 @@ def test_transport_errors_are_retried_when_enabled() -> None:
 
 def test_exhausted_transport_retries_say_failed() -> None:
     error, _ = exhaust(Script([TransportError("timed out")]), RetryPolicy(retry_transport=True))
-    assert str(error) == "failed after 3 attempts (waited 3.0 s): timed out"
+    assert str(error) == "failed after 3 attempts: timed out"
 
 
 @pytest.mark.parametrize(
@@ -337,12 +347,12 @@ def test_retryable_error_without_retry_after_backs_off() -> None:
 
 def test_throttled_retryable_error_says_throttled_when_exhausted() -> None:
     error, _ = exhaust(Script([RetryableError("kiro-cli: throttled", throttled=True)]))
-    assert str(error) == "throttled after 3 attempts (waited 3.0 s): kiro-cli: throttled"
+    assert str(error) == "throttled after 3 attempts: kiro-cli: throttled"
 
 
 def test_unthrottled_retryable_error_says_failed_when_exhausted() -> None:
     error, _ = exhaust(Script([RetryableError("sandbox busy")]))
-    assert str(error) == "failed after 3 attempts (waited 3.0 s): sandbox busy"
+    assert str(error) == "failed after 3 attempts: sandbox busy"
 
 
 def test_nested_retry_exhaustion_is_not_retried_again() -> None:

@@ -20,6 +20,7 @@ from pytest_openkata.core.scenario import (
     load_criteria,
     load_scenario,
     read_description,
+    sandbox_mode,
 )
 
 CORPUS = Path("/work/shared/corpus/openkata/skills")
@@ -153,6 +154,25 @@ def test_scenario_json_keys_are_case_insensitive(tmp_path: Path) -> None:
     assert loaded.description == "Upper"
 
 
+@pytest.mark.parametrize(
+    ("text", "sandboxed"),
+    [
+        ('{"sandbox": true, "SANDBOX": false}', False),
+        ('{"SANDBOX": false, "sandbox": true}', True),
+        ('{"Sandbox": false, "sandbox": null}', False),
+    ],
+)
+def test_scenario_json_the_last_key_of_any_case_wins_and_null_changes_nothing(
+    tmp_path: Path, text: str, sandboxed: bool
+) -> None:
+    # Go's encoding/json: a key matches a field in any case, later keys overwrite earlier
+    # ones, a null leaves the field as it was. Keyword selection reads the same answer.
+    scenario = make_scenario(tmp_path / "skill", scenario_json=text)
+
+    assert load_scenario(scenario).sandbox is sandboxed
+    assert sandbox_mode(scenario) == ("sandbox" if sandboxed else "direct")
+
+
 def test_scenario_json_unknown_keys_are_ignored(tmp_path: Path) -> None:
     scenario = make_scenario(
         tmp_path / "skill",
@@ -209,7 +229,7 @@ def test_missing_task_md(tmp_path: Path) -> None:
     scenario = make_scenario(tmp_path / "skill", task=None)
     error = load_error(scenario)
     assert error.path == scenario / "task.md"
-    assert str(error).startswith(f"{scenario / 'task.md'}:")
+    assert str(error).startswith(f"evals/{scenario.name}/task.md:")
     assert "not found" in error.message
 
 
@@ -218,7 +238,7 @@ def test_missing_criteria_json(tmp_path: Path) -> None:
     (scenario / "criteria.json").unlink()
     error = load_error(scenario)
     assert error.path == scenario / "criteria.json"
-    assert str(error).startswith(f"{scenario / 'criteria.json'}:")
+    assert str(error).startswith(f"evals/{scenario.name}/criteria.json:")
     assert "not found" in error.message
 
 
@@ -280,7 +300,7 @@ def test_criteria_invalid_json_names_line_and_column(tmp_path: Path) -> None:
     assert error.field is None
     assert "not valid JSON" in error.message
     assert "line 2, column 16" in error.message
-    assert str(error).startswith(f"{scenario / 'criteria.json'}: not valid JSON")
+    assert str(error).startswith(f"evals/{scenario.name}/criteria.json: not valid JSON")
 
 
 @pytest.mark.parametrize(
@@ -296,7 +316,7 @@ def test_bad_max_score(tmp_path: Path, value: object, shown: str) -> None:
     assert error.field.endswith(".max_score")
     assert "positive integer" in error.message
     assert f"(got {shown})" in error.message
-    assert str(error).startswith(f"{scenario / 'criteria.json'}: {error.field}:")
+    assert str(error).startswith(f"evals/{scenario.name}/criteria.json: {error.field}:")
 
 
 def test_bad_max_score_in_second_item_names_its_index(tmp_path: Path) -> None:
@@ -428,9 +448,11 @@ def test_scenario_json_sandbox_as_string(tmp_path: Path) -> None:
     assert error.path == scenario / "scenario.json"
     assert error.field == "sandbox"
     assert error.message == 'must be true or false (got "false")'
+    # Named relative to the skill folder: error texts go into committed reports.
     assert (
-        str(error) == f'{scenario / "scenario.json"}: sandbox: must be true or false (got "false")'
+        str(error) == 'evals/scenario-0/scenario.json: sandbox: must be true or false (got "false")'
     )
+    assert str(tmp_path) not in str(error)
 
 
 def test_scenario_json_description_of_wrong_type(tmp_path: Path) -> None:

@@ -15,22 +15,9 @@ from pytest_openkata.core.slots import CallSlot, SlotsClosed
 
 @dataclass(frozen=True)
 class Item:
-    """What the scheduler reads of a pytest item: its node id."""
+    """A job: the scheduler needs nothing but a hashable value (pytest items are)."""
 
     nodeid: str
-
-
-@dataclass(frozen=True)
-class FixtureInfo:
-    name2fixturedefs: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class ItemWithFixtures(Item):
-    """An item whose fixtures are known: every such item resolves them alike, so the next
-    ones are started ahead."""
-
-    _fixtureinfo: FixtureInfo = FixtureInfo({})
 
 
 def _scheduler(items: list[Item], concurrency: int) -> ScenarioScheduler:
@@ -88,7 +75,7 @@ def test_concurrency_one_runs_in_the_calling_thread() -> None:
 
 
 def test_scenarios_are_prepared_one_at_a_time_in_the_order_they_were_picked_up() -> None:
-    items = [ItemWithFixtures(f"scenario-{n}") for n in range(24)]
+    items = [Item(f"scenario-{n}") for n in range(24)]
     scheduler = _scheduler(items, 4)
     events: list[tuple[str, str]] = []
     lock = threading.Lock()
@@ -116,7 +103,7 @@ def test_scenarios_are_prepared_one_at_a_time_in_the_order_they_were_picked_up()
 
 
 def test_a_scenario_without_a_call_or_that_fails_still_passes_the_turn_on() -> None:
-    items = [ItemWithFixtures(f"scenario-{n}") for n in range(12)]
+    items = [Item(f"scenario-{n}") for n in range(12)]
     scheduler = _scheduler(items, 3)
 
     def run(item: Any, slot: CallSlot) -> Any:
@@ -163,7 +150,7 @@ def _two_calls(item: Any, slot: CallSlot) -> Any:
 
 
 def test_threads_end_once_every_scenario_is_queued_and_none_is_left() -> None:
-    items = [ItemWithFixtures(f"scenario-{n}") for n in range(12)]
+    items = [Item(f"scenario-{n}") for n in range(12)]
     before = set(threading.enumerate())
     scheduler = _scheduler(items, 2)
     try:
@@ -178,7 +165,7 @@ def test_threads_end_once_every_scenario_is_queued_and_none_is_left() -> None:
 
 
 def test_threads_wait_for_more_work_when_more_items_may_come() -> None:
-    items = [ItemWithFixtures(f"scenario-{n}") for n in range(6)]
+    items = [Item(f"scenario-{n}") for n in range(6)]
     before = set(threading.enumerate())
     scheduler = ScenarioScheduler(
         2,
@@ -190,7 +177,7 @@ def test_threads_wait_for_more_work_when_more_items_may_come() -> None:
         waiting = _pool_threads(before)
         assert waiting
         assert all(thread.is_alive() for thread in waiting)
-        late = ItemWithFixtures("scenario-late")  # as xdist sends a worker more items
+        late = Item("scenario-late")  # as xdist sends a worker more items
         assert scheduler.result(late, _two_calls) == "scenario-late"  # type: ignore[arg-type]
     finally:
         scheduler.close()

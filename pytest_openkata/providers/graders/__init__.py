@@ -1,1 +1,86 @@
-"""Graders: turn an agent's result into criterion results."""
+"""Graders: turn what an agent produced into criterion results.
+
+A grader gets one trial's :class:`GradingTask` (the scenario, the agent's result and what the
+run provides: the judge model, the retry policy, the cache, the call slot) and returns a
+:class:`Grading`: its criterion results, in its own order, and the usage of the model calls it
+made. Every registered grader grades every trial, each the criteria it owns (the LLM judge owns
+``criteria.json``'s checklist); a grader with nothing to grade returns an empty grading and
+makes no call. A grader that cannot grade raises :class:`GradeError`: the trial errors, it is
+never a failed criterion.
+
+Graders are registered under the entry-point group ``pytest_openkata.graders``; each entry
+point names a class whose instances take no arguments. The built-in one is ``judge``
+(:mod:`pytest_openkata.providers.graders.judge`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from pytest_openkata.core.calls import NO_SLOTS
+from pytest_openkata.core.results import AgentResult, CallStats, CriterionResult
+from pytest_openkata.core.scenario import Scenario
+from pytest_openkata.core.slots import CallSlot
+from pytest_openkata.infra.cache import ResultCache
+from pytest_openkata.infra.retry import RetryPolicy
+from pytest_openkata.infra.usage import Prices
+from pytest_openkata.providers.backends import Completer
+
+__all__ = ["GradeError", "Grader", "Grading", "GradingContext", "GradingTask"]
+
+
+class GradeError(Exception):
+    """The grader could not grade this trial; ``judge_error`` counts it among the report's
+    ``judge_errors`` (a judge call or answer that failed)."""
+
+    def __init__(
+        self, message: str, *, judge_error: bool = False, usage: CallStats | None = None
+    ) -> None:
+        super().__init__(message)
+        self.judge_error = judge_error
+        self.usage = usage or CallStats()  # of the calls made before it failed
+
+
+@dataclass(frozen=True)
+class GradingContext:
+    """What a run gives its graders: the judge model and its identity (for cache keys), the
+    retry policy, judge votes and fencing, the cache, the judge's prices, the secret masker
+    and the call slot to hold around each live call."""
+
+    judge: Completer
+    judge_identity: Mapping[str, Any] = field(default_factory=dict)
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    votes: int = 1
+    fence: bool = False
+    cache: ResultCache | None = None
+    prices: Prices = field(default_factory=Prices)
+    redact: Callable[[str], str] = lambda text: text
+    slot: CallSlot = NO_SLOTS
+
+
+@dataclass(frozen=True)
+class GradingTask:
+    """One trial to grade: ``trial`` is 1-based."""
+
+    scenario: Scenario
+    agent: AgentResult
+    trial: int
+    context: GradingContext
+
+
+@dataclass(frozen=True)
+class Grading:
+    """A grader's criterion results and the usage of its model calls."""
+
+    criteria: list[CriterionResult] = field(default_factory=list)
+    usage: CallStats = field(default_factory=CallStats)
+
+
+class Grader(Protocol):
+    """Grades the criteria it owns; see the module docstring."""
+
+    name: str
+
+    def grade(self, task: GradingTask) -> Grading: ...

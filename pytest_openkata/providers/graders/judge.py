@@ -1,8 +1,10 @@
-"""The judge: ask a model whether an agent's response meets each checklist criterion.
+"""The LLM judge, a grader: ask a model whether an agent's response meets each criterion of
+``criteria.json``'s checklist.
 
-Builds the judge prompt, calls the judge backend (one immediate retry), parses its answer into
-:class:`Verdict` records and rejects suspicious results. Matching verdicts to criteria and
-scoring live in :mod:`pytest_openkata.core.scoring`.
+:class:`JudgeGrader` builds the judge prompt, asks the judge model once per vote (each vote
+cached on its own), parses each answer into :class:`Verdict` records (one immediate retry),
+rejects suspicious results, matches verdicts to criteria and takes each criterion's strict
+majority over the votes.
 
 The parser accepts every answer the reference (``parseJudgeResponse``) accepts, with the same
 Go ``encoding/json`` semantics, and more: it scans every ``[``/``{`` for a decodable value, so
@@ -17,13 +19,18 @@ import hashlib
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import asdict, dataclass, replace
+from typing import TYPE_CHECKING, Any
 
-from pytest_openkata.core.results import Verdict
+from pytest_openkata.core.calls import live_call
+from pytest_openkata.core.results import CallStats, CriterionResult, Verdict
 from pytest_openkata.core.scenario import Criterion
+from pytest_openkata.core.scoring import match_verdicts
+from pytest_openkata.core.trials import majority
+from pytest_openkata.infra.cache import cache_key
 from pytest_openkata.infra.retry import NO_RETRY, RetryPolicy, call_with_retry
 from pytest_openkata.providers.backends import BackendError, Completer, ResponseSchema
+from pytest_openkata.providers.graders import GradeError, Grading, GradingTask
 
 JUDGE_SYSTEM_PROMPT = """\
 You are an evaluation judge. Your job is to check the response of an AI agent against a
@@ -397,3 +404,87 @@ def run_judge(
     """Judge one agent response (see :func:`ask_judge`)."""
     request = judge_request(agent_response, context, criteria, fence=fence)
     return ask_judge(completer, request, retry=retry)
+
+
+# ---------------------------------------------------------------------------------------------
+# The grader
+
+JUDGE_CACHE = "judge"
+
+
+def _cached_verdicts(entry: dict[str, Any] | None) -> list[Verdict] | None:
+    """The verdicts of a judge cache entry; None (a miss) when it holds anything else."""
+    if entry is None or not isinstance(entry.get("verdicts"), list):
+        return None
+    verdicts = []
+    for item in entry["verdicts"]:
+        if not isinstance(item, dict):
+            return None
+        name, passed, reason = item.get("name"), item.get("passed"), item.get("reason")
+        if not (isinstance(name, str) and isinstance(passed, bool) and isinstance(reason, str)):
+            return None
+        verdicts.append(Verdict(name, passed, reason))
+    return verdicts
+
+
+class JudgeGrader:
+    """The checklist of ``criteria.json``, judged by the judge model (see the module
+    docstring); a scenario without criteria makes no judge call."""
+
+    name = "judge"
+
+    def grade(self, task: GradingTask) -> Grading:
+        scenario, context = task.scenario, task.context
+        if not scenario.criteria:
+            return Grading()
+        request = judge_request(
+            task.agent.text, scenario.context, scenario.criteria, fence=context.fence
+        )
+        usage = CallStats()
+        ballots: list[list[CriterionResult]] = []
+        for vote in range(1, context.votes + 1):
+            try:
+                verdicts, stats = self._vote(request, task, vote)
+            except JudgeError as exc:
+                where = f"vote {vote} of {context.votes}: " if context.votes > 1 else ""
+                message = context.redact(f"judge: {where}{exc}")
+                raise GradeError(message, judge_error=True, usage=usage) from exc
+            usage += stats
+            ballots.append(match_verdicts(scenario.criteria, verdicts))
+        criteria = [replace(c, reason=context.redact(c.reason)) for c in majority(ballots)]
+        return Grading(criteria, usage)
+
+    @staticmethod
+    def _vote(
+        request: JudgeRequest, task: GradingTask, vote: int
+    ) -> tuple[list[Verdict], CallStats]:
+        context = task.context
+        cache, key = context.cache, ""
+        if cache is not None:
+            material = {
+                "judge": dict(context.judge_identity),
+                "system": request.system,
+                "user": request.user,
+                "schema": request.schema.schema,
+                "trial": task.trial,
+                "vote": vote,
+            }
+            key = cache_key(JUDGE_CACHE, material)
+            cached = _cached_verdicts(cache.get(JUDGE_CACHE, key))
+            if cached is not None:
+                return cached, CallStats(cached=1)
+        verdicts, stats = live_call(
+            lambda: ask_judge(context.judge, request, retry=context.retry),
+            context.prices,
+            context.slot,
+        )
+        verdicts = [replace(v, reason=context.redact(v.reason)) for v in verdicts]
+        if cache is not None:
+            cache.put(JUDGE_CACHE, key, {"verdicts": [asdict(v) for v in verdicts]})
+        return verdicts, stats
+
+
+if TYPE_CHECKING:  # the protocol this provider implements, checked by mypy
+    from pytest_openkata.providers.graders import Grader
+
+    _implements: type[Grader] = JudgeGrader

@@ -1,1 +1,68 @@
-"""Reporters: write the skill summaries of a run somewhere."""
+"""Reporters: write the skill summaries of a run somewhere.
+
+Every registered reporter gets the same :class:`RunReport` once the run is over: the skill
+summaries (:class:`~pytest_openkata.core.summary.SkillSummary`, with every scenario's
+:class:`~pytest_openkata.core.results.ScenarioResult`), the settings and the finishing time.
+Reporters run in the order of their ``order`` attribute, then of their names: the results JSON
+reporter (0) records where it wrote each skill's report on its summary, so that reporters after
+it (the terminal, 100) can show it. A reporter that cannot write records the reason on the
+summary (``report_error``) rather than raising, where the run's outcome should say so.
+
+Reporters are registered under the entry-point group ``pytest_openkata.reporters``; each entry
+point names a class whose instances take no arguments. The built-ins are ``results_json``,
+``junit`` and ``terminal``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Protocol
+
+from pytest_openkata.core.summary import SkillSummary
+from pytest_openkata.infra.config import EvalSettings
+
+__all__ = ["Reporter", "RunReport", "Segment", "TerminalOutput", "reporters"]
+
+Segment = tuple[str, str | None]
+"""A piece of a terminal line and its colour name (``green``, ``red``, ``yellow``, or None)."""
+
+
+class TerminalOutput(Protocol):
+    """Where terminal lines go: pytest's terminal writer, or any stream."""
+
+    def write_lines(self, lines: Sequence[Sequence[Segment]]) -> None: ...
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """What every reporter gets. ``complete`` is False for a run that was interrupted or
+    stopped by an error of its own (no report files are written then); ``junit_xml`` is the
+    JUnit file pytest wrote, if any; ``terminal`` is None where nothing is shown."""
+
+    summaries: Sequence[SkillSummary]
+    settings: EvalSettings
+    finished_at: datetime
+    rootdir: Path
+    complete: bool = True
+    junit_xml: Path | None = None
+    terminal: TerminalOutput | None = None
+
+
+class Reporter(Protocol):
+    """Writes a run's summaries somewhere; see the module docstring."""
+
+    name: str
+    order: int
+
+    def report(self, run: RunReport) -> None: ...
+
+
+def reporters() -> list[Reporter]:
+    """One instance of every registered reporter, in the order they run."""
+    from pytest_openkata.providers import registry
+
+    made: list[Reporter] = [registry.REPORTERS.load(name)() for name in registry.REPORTERS.names()]
+    return sorted(made, key=lambda reporter: (reporter.order, reporter.name))

@@ -1,7 +1,11 @@
-"""The results JSON report: models, rendering, version lookup, paths and safe writing.
+"""The results JSON report: rendering, reading back, version lookup, paths and safe writing.
 
 The layout follows the reference runner's report (spec section 10) so that its tooling,
-``generate-versions`` in particular, reads our reports unchanged.
+``generate-versions`` in particular, reads our reports unchanged. A report is rendered from
+the run's one representation of a result (:class:`~pytest_openkata.core.results.ScenarioResult`
+in a :class:`~pytest_openkata.core.summary.SkillSummary`) straight into Go's JSON encoding;
+reading a report back (:func:`parse_report`) validates it with pydantic at that boundary and
+gives the same records.
 """
 
 from __future__ import annotations
@@ -12,19 +16,40 @@ import re
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from pytest_openkata.core.results import (
+    CallStats,
+    CriterionResult,
     ScenarioResult,
     TrialResult,
     Usage,
 )
-from pytest_openkata.providers.reporters import gojson
+from pytest_openkata.core.stats import TrialStats
+from pytest_openkata.core.summary import SkillSummary
+from pytest_openkata.infra.config import EvalSettings
+from pytest_openkata.providers.reporters import RunReport, gojson
+
+__all__ = [
+    "ReportConfig",
+    "ResultsJsonReporter",
+    "SkillReport",
+    "SkillStats",
+    "auto_report_path",
+    "build_report",
+    "output_report_path",
+    "parse_report",
+    "read_skill_version",
+    "render_report",
+    "report_path",
+    "skill_report",
+    "write_new_report",
+]
 
 _FILE_TIMESTAMP = "%Y-%m-%dT%H%M%S"
 _RFC3339_SECONDS = "%Y-%m-%dT%H:%M:%SZ"
@@ -33,14 +58,11 @@ _DIR_MODE = 0o755
 _FILE_MODE = 0o644
 
 
-class _ReportModel(BaseModel):
-    model_config = ConfigDict(populate_by_name=True, frozen=True)
+# --- what a report holds -----------------------------------------------------------------------
 
 
-M = TypeVar("M", bound=_ReportModel)
-
-
-class ReportConfig(_ReportModel):
+@dataclass(frozen=True)
+class ReportConfig:
     backend: str
     agent_model: str
     judge_model: str
@@ -48,84 +70,28 @@ class ReportConfig(_ReportModel):
     judge_backend: str = ""  # written only when the judge uses another backend than the agent
 
 
-class CriterionEntry(_ReportModel):
-    name: str
-    passed: bool = Field(alias="pass")
-    score: int
-    max_score: int
-    reason: str = ""
-    votes: tuple[int, int] | None = None
-
-
-class CallEntry(_ReportModel):
-    """One role's calls: live ones, cache hits, and the live ones' tokens, seconds, cost."""
-
-    calls: int
-    cached: int
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    seconds: float
-    cost_usd: float | None = None
-
-
-class UsageEntry(_ReportModel):
-    agent: CallEntry
-    judge: CallEntry
-
-
-class _ScoredEntry(_ReportModel):
-    """What a scenario and each of its trials have in common."""
-
-    criteria: list[CriterionEntry] | None
-    score: int
-    max_score: int
-    percentage: float
-    passed: bool = Field(alias="pass")
-    error: str | None = None
-    usage: UsageEntry | None = None
-
-
-class TrialEntry(_ScoredEntry):
-    trial: int
-
-
-class StatsEntry(_ReportModel):
-    trials: int
-    mean: float
-    stdev: float
-    ci95: tuple[float, float] | None
-    passes: int
-    pass_at_k: dict[int, float]
-    pass_hat_k: dict[int, float]
-
-
-class SkillStats(_ReportModel):
+@dataclass(frozen=True)
+class SkillStats:
     """The interval of the overall percentage, when scenarios ran several trials."""
 
     ci95: tuple[float, float] | None
     straddles_threshold: bool
 
 
-class ScenarioEntry(_ScoredEntry):
-    name: str
-    description: str
-    agent_output: str | None = None
-    judge_errors: int = 0
-    trials: list[TrialEntry] | None = None
-    stats: StatsEntry | None = None
+@dataclass(frozen=True)
+class SkillReport:
+    """One skill's results JSON: the header fields and the scenarios' results."""
 
-
-class ResultsReport(_ReportModel):
     skill: str
     skill_version: str
     timestamp: str
     config: ReportConfig
     threshold: int
-    scenarios: list[ScenarioEntry] | None
+    scenarios: Sequence[ScenarioResult]
     overall_percentage: float
-    passed: bool = Field(alias="pass")
-    usage: UsageEntry | None = None
+    passed: bool
     stats: SkillStats | None = None
+    usage: Usage = field(default_factory=Usage)
 
 
 def build_report(
@@ -139,23 +105,42 @@ def build_report(
     overall: float,
     passed: bool,
     stats: SkillStats | None = None,
-    entries: Sequence[ScenarioEntry] | None = None,
-) -> ResultsReport:
-    """Assemble the report; a naive ``timestamp`` is taken to be UTC. ``entries``, when
-    given, are the results' :func:`scenario_entry`, made before."""
-    if entries is None:
-        entries = [scenario_entry(result) for result in results]
-    return ResultsReport(
+) -> SkillReport:
+    """Assemble a report; a naive ``timestamp`` is taken to be UTC."""
+    return SkillReport(
         skill=skill,
         skill_version=skill_version,
         timestamp=report_timestamp(timestamp),
         config=config,
         threshold=threshold,
-        scenarios=list(entries) or None,
+        scenarios=list(results),
         overall_percentage=float(overall),
         passed=passed,
-        usage=_usage_entry(sum((result.usage for result in results), Usage())),
         stats=stats,
+        usage=sum((result.usage for result in results), Usage()),
+    )
+
+
+def skill_report(summary: SkillSummary, settings: EvalSettings, now: datetime) -> SkillReport:
+    """The results JSON of one skill's summary."""
+    return build_report(
+        skill=summary.name,
+        skill_version=read_skill_version(summary.skill_dir),
+        timestamp=now,
+        config=ReportConfig(
+            backend=settings.backend,
+            agent_model=settings.model,
+            judge_model=settings.judge_model,
+            model_label=settings.model_label,
+            judge_backend=settings.judge_backend,
+        ),
+        threshold=settings.threshold,
+        results=summary.results,
+        overall=summary.overall,
+        passed=summary.passed,
+        stats=SkillStats(ci95=summary.interval, straddles_threshold=summary.straddles)
+        if summary.with_trials
+        else None,
     )
 
 
@@ -164,52 +149,352 @@ def report_timestamp(moment: datetime) -> str:
     return _utc(moment).strftime(_RFC3339_SECONDS)
 
 
-def render_report(report: ResultsReport, scenario_texts: Sequence[str] | None = None) -> str:
-    """Return the report text, byte-compatible with the reference's output.
-    ``scenario_texts``, when given, are its scenarios' :func:`scenario_text`, made before."""
-    return gojson.dumps(_report_dict(report, scenario_texts))
+# --- rendering -----------------------------------------------------------------------------------
 
 
-# Where a scenario sits in a report: in the list under the top object's "scenarios" key.
-_SCENARIO_DEPTH = 2
+def render_report(report: SkillReport) -> str:
+    """The report text, byte-compatible with the reference's output (Go's encoding: ``100``
+    rather than ``100.0``, ``<>&`` escaped, two-space indentation, a final newline)."""
+    return gojson.dumps(_report_dict(report))
 
 
-def scenario_text(entry: ScenarioEntry) -> str:
-    """A scenario's text in its skill's report: rendered as each result comes in, a skill's
-    report needs little more than joining them when its last scenario is done."""
-    return gojson.dumps_at(_scenario_dict(entry), _SCENARIO_DEPTH)
+def _report_dict(report: SkillReport) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "skill": report.skill,
+        "skill_version": report.skill_version,
+        "timestamp": report.timestamp,
+        "config": _config_dict(report.config),
+        "threshold": report.threshold,
+        "scenarios": [_scenario_dict(s) for s in report.scenarios] or None,
+        "overall_percentage": float(report.overall_percentage),
+        "pass": report.passed,
+    }
+    # Keys after the reference's, each only when it says something.
+    if report.stats is not None:
+        data["stats"] = {
+            "ci95": _interval(report.stats.ci95),
+            "straddles_threshold": report.stats.straddles_threshold,
+        }
+    usage = _usage_dict(report.usage)
+    if usage is not None:
+        data["usage"] = usage
+    return data
 
 
-# The time in a report rendered ahead, replaced by the real one when it is written. Its
-# ``"timestamp": "..."`` line comes before any value a run supplies (the skill's name and
-# version come first, and a quote inside them is escaped), so the first one is the field.
-_TIME_TO_COME = "0001-01-01T00:00:00Z"
+def _config_dict(config: ReportConfig) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "backend": config.backend,
+        "agent_model": config.agent_model,
+        "judge_model": config.judge_model,
+    }
+    if config.model_label:
+        data["model_label"] = config.model_label
+    if config.judge_backend and config.judge_backend != config.backend:
+        data["judge_backend"] = config.judge_backend
+    return data
 
 
-@dataclass(frozen=True)
-class RenderedReport:
-    """A report rendered before its time is known (a skill done before the session's end):
-    :meth:`at` gives the same text :func:`render_report` would, for that time."""
-
-    head: str
-    tail: str
-
-    @classmethod
-    def ahead(
-        cls, report: ResultsReport, scenario_texts: Sequence[str] | None = None
-    ) -> RenderedReport:
-        text = render_report(report.model_copy(update={"timestamp": _TIME_TO_COME}), scenario_texts)
-        head, found, tail = text.partition(_timestamp_field(_TIME_TO_COME))
-        if not found:
-            raise ValueError("the rendered report has no timestamp field")
-        return cls(head, tail)
-
-    def at(self, moment: datetime) -> str:
-        return self.head + _timestamp_field(report_timestamp(moment)) + self.tail
+def _scored_dict(result: ScenarioResult | TrialResult) -> dict[str, Any]:
+    return {
+        "criteria": [_criterion_dict(c) for c in result.criteria or ()] or None,
+        "score": result.score,
+        "max_score": result.max_score,
+        "percentage": float(result.percentage),
+        "pass": result.passed,
+    }
 
 
-def _timestamp_field(value: str) -> str:
-    return f'"timestamp": "{value}"'
+def _scenario_dict(result: ScenarioResult) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "name": result.name,
+        "description": result.description,
+        **_scored_dict(result),
+    }
+    if result.error is not None:
+        data["error"] = result.error
+    if result.agent_output is not None:
+        data["agent_output"] = result.agent_output
+    if result.judge_errors:
+        data["judge_errors"] = result.judge_errors
+    if result.stats is not None:
+        stats = result.stats
+        data["stats"] = {
+            "trials": stats.trials,
+            "mean": float(stats.mean),
+            "stdev": float(stats.stdev),
+            "ci95": _interval(stats.ci95),
+            "passes": stats.passes,
+            "pass_at_k": {str(k): float(v) for k, v in stats.pass_at_k.items()},
+            "pass_hat_k": {str(k): float(v) for k, v in stats.pass_hat_k.items()},
+        }
+    if len(result.trials) > 1:
+        data["trials"] = [_trial_dict(t) for t in result.trials]
+    usage = _usage_dict(result.usage)
+    if usage is not None:
+        data["usage"] = usage
+    return data
+
+
+def _trial_dict(trial: TrialResult) -> dict[str, Any]:
+    data: dict[str, Any] = {"trial": trial.index, **_scored_dict(trial)}
+    if trial.error is not None:
+        data["error"] = trial.error
+    usage = _usage_dict(trial.usage)
+    if usage is not None:
+        data["usage"] = usage
+    return data
+
+
+def _interval(interval: tuple[float, float] | None) -> list[float] | None:
+    return None if interval is None else [float(interval[0]), float(interval[1])]
+
+
+def _usage_dict(usage: Usage) -> dict[str, Any] | None:
+    if usage.agent.empty and usage.judge.empty:
+        return None
+    return {"agent": _calls_dict(usage.agent), "judge": _calls_dict(usage.judge)}
+
+
+def _calls_dict(calls: CallStats) -> dict[str, Any]:
+    data: dict[str, Any] = {"calls": calls.calls, "cached": calls.cached}
+    if calls.input_tokens is not None:
+        data["input_tokens"] = calls.input_tokens
+    if calls.output_tokens is not None:
+        data["output_tokens"] = calls.output_tokens
+    data["seconds"] = round(float(calls.seconds), 3)
+    if calls.cost_usd is not None:
+        data["cost_usd"] = round(float(calls.cost_usd), 6)
+    return data
+
+
+def _criterion_dict(criterion: CriterionResult) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "name": criterion.name,
+        "pass": criterion.passed,
+        "score": criterion.score,
+        "max_score": criterion.max_score,
+        "reason": criterion.reason,
+    }
+    if criterion.votes is not None:
+        data["votes"] = {"pass": criterion.votes[0], "total": criterion.votes[1]}
+    return data
+
+
+# --- reading a report back (the boundary: pydantic validates the file) ----------------------------
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, frozen=True, extra="ignore")
+
+
+class _ConfigModel(_Model):
+    backend: str
+    agent_model: str
+    judge_model: str
+    model_label: str = ""
+    judge_backend: str = ""
+
+
+class _VotesModel(_Model):
+    passed: int = Field(alias="pass")
+    total: int
+
+
+class _CriterionModel(_Model):
+    name: str
+    passed: bool = Field(alias="pass")
+    score: int
+    max_score: int
+    reason: str = ""
+    votes: _VotesModel | None = None
+
+
+class _CallsModel(_Model):
+    calls: int
+    cached: int
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    seconds: float
+    cost_usd: float | None = None
+
+
+class _UsageModel(_Model):
+    agent: _CallsModel
+    judge: _CallsModel
+
+
+class _ScoredModel(_Model):
+    criteria: list[_CriterionModel] | None
+    score: int
+    max_score: int
+    percentage: float
+    passed: bool = Field(alias="pass")
+    error: str | None = None
+    usage: _UsageModel | None = None
+
+
+class _TrialModel(_ScoredModel):
+    trial: int
+
+
+class _StatsModel(_Model):
+    trials: int
+    mean: float
+    stdev: float
+    ci95: tuple[float, float] | None
+    passes: int
+    pass_at_k: dict[int, float]
+    pass_hat_k: dict[int, float]
+
+
+class _SkillStatsModel(_Model):
+    ci95: tuple[float, float] | None
+    straddles_threshold: bool
+
+
+class _ScenarioModel(_ScoredModel):
+    name: str
+    description: str
+    agent_output: str | None = None
+    judge_errors: int = 0
+    trials: list[_TrialModel] | None = None
+    stats: _StatsModel | None = None
+
+
+class _ReportModel(_Model):
+    skill: str
+    skill_version: str
+    timestamp: str
+    config: _ConfigModel
+    threshold: int
+    scenarios: list[_ScenarioModel] | None
+    overall_percentage: float
+    passed: bool = Field(alias="pass")
+    usage: _UsageModel | None = None
+    stats: _SkillStatsModel | None = None
+
+
+def _usage(model: _UsageModel | None) -> Usage:
+    if model is None:
+        return Usage()
+    return Usage(CallStats(**model.agent.model_dump()), CallStats(**model.judge.model_dump()))
+
+
+def _criteria(models: list[_CriterionModel] | None) -> list[CriterionResult] | None:
+    if models is None:
+        return None
+    return [
+        CriterionResult(
+            c.name,
+            c.passed,
+            c.score,
+            c.max_score,
+            c.reason,
+            None if c.votes is None else (c.votes.passed, c.votes.total),
+        )
+        for c in models
+    ]
+
+
+def _trial(model: _ScoredModel, index: int, judge_errors: int = 0) -> TrialResult:
+    return TrialResult(
+        index=index,
+        criteria=_criteria(model.criteria),
+        score=model.score,
+        max_score=model.max_score,
+        percentage=model.percentage,
+        passed=model.passed,
+        error=model.error,
+        judge_errors=judge_errors,
+        usage=_usage(model.usage),
+    )
+
+
+def _scenario(model: _ScenarioModel, skill: str) -> ScenarioResult:
+    if model.trials:
+        trials = [_trial(t, t.trial) for t in model.trials]
+        if model.judge_errors:  # the count is the scenario's: give it to its first trial
+            trials[0] = TrialResult(**{**trials[0].__dict__, "judge_errors": model.judge_errors})
+    else:
+        trials = [_trial(model, 1, model.judge_errors)]
+    stats = model.stats
+    return ScenarioResult(
+        skill=skill,
+        skill_dir="",
+        name=model.name,
+        description=model.description,
+        criteria=_criteria(model.criteria),
+        score=model.score,
+        max_score=model.max_score,
+        percentage=model.percentage,
+        passed=model.passed,
+        error=model.error,
+        agent_output=model.agent_output,
+        trials=trials,
+        stats=None if stats is None else TrialStats(**stats.model_dump()),
+        usage=_usage(model.usage),
+    )
+
+
+def parse_report(text: str | bytes) -> SkillReport:
+    """A results JSON read back into the records it was rendered from; raises
+    ``pydantic.ValidationError`` for a file that is not such a report."""
+    model = _ReportModel.model_validate_json(text)
+    stats = model.stats
+    return SkillReport(
+        skill=model.skill,
+        skill_version=model.skill_version,
+        timestamp=model.timestamp,
+        config=ReportConfig(**model.config.model_dump()),
+        threshold=model.threshold,
+        scenarios=[_scenario(s, model.skill) for s in model.scenarios or ()],
+        overall_percentage=model.overall_percentage,
+        passed=model.passed,
+        stats=None if stats is None else SkillStats(stats.ci95, stats.straddles_threshold),
+        usage=_usage(model.usage),
+    )
+
+
+# --- the reporter ---------------------------------------------------------------------------------
+
+
+def report_path(
+    summary: SkillSummary, settings: EvalSettings, now: datetime, several_skills: bool
+) -> Path | None:
+    """Where a skill's report goes: under ``--eval-output`` when given (prefixed with the
+    skill's name when several skills ran), else, for a complete skill only, the reference's
+    automatic path; None for a partial run without ``--eval-output``, as in the reference."""
+    if settings.output:
+        path = output_report_path(settings.output, now)
+        return path.with_name(f"{summary.name}-{path.name}") if several_skills else path
+    if summary.complete:
+        return auto_report_path(summary.skill_dir, settings.model, now)
+    return None
+
+
+class ResultsJsonReporter:
+    """Writes each skill's results JSON (see :func:`report_path`) and records the path written,
+    or why it could not be, on the skill's summary."""
+
+    name = "results_json"
+    order = 0
+
+    def report(self, run: RunReport) -> None:
+        if not run.complete:
+            return
+        several = len(run.summaries) > 1
+        for summary in run.summaries:
+            path = report_path(summary, run.settings, run.finished_at, several)
+            if path is None:
+                continue
+            text = render_report(skill_report(summary, run.settings, run.finished_at))
+            try:
+                summary.report_path = write_new_report(path, text)
+            except OSError as exc:
+                summary.report_error = f"could not write {path}: {exc.strerror or exc}"
+
+
+# --- paths and writing -------------------------------------------------------------------------
 
 
 def read_skill_version(skill_dir: Path) -> str:
@@ -270,167 +555,6 @@ def write_new_report(path: Path, text: str) -> Path:
         temp.unlink(missing_ok=True)
     _fsync_folder(path.parent)
     return written
-
-
-def _from(model: type[M], record: object) -> M:
-    """A report model filled from a result record's attributes of the same names."""
-    return model.model_validate(record, from_attributes=True)
-
-
-def _scored(result: ScenarioResult | TrialResult) -> dict[str, Any]:
-    criteria = [_from(CriterionEntry, c) for c in result.criteria or ()]
-    return {
-        "criteria": criteria or None,
-        "score": result.score,
-        "max_score": result.max_score,
-        "percentage": float(result.percentage),
-        "passed": result.passed,
-        "error": result.error,
-        "usage": _usage_entry(result.usage),
-    }
-
-
-def scenario_entry(result: ScenarioResult) -> ScenarioEntry:
-    """A scenario's entry in its skill's report."""
-    trials = [TrialEntry(trial=t.index, **_scored(t)) for t in result.trials]
-    return ScenarioEntry(
-        name=result.name,
-        description=result.description,
-        agent_output=result.agent_output,
-        judge_errors=result.judge_errors,
-        trials=trials if len(trials) > 1 else None,
-        stats=None if result.stats is None else _from(StatsEntry, result.stats),
-        **_scored(result),
-    )
-
-
-def _usage_entry(usage: Usage) -> UsageEntry | None:
-    if usage.agent.empty and usage.judge.empty:
-        return None
-    return UsageEntry(agent=_from(CallEntry, usage.agent), judge=_from(CallEntry, usage.judge))
-
-
-def _report_dict(
-    report: ResultsReport, scenario_texts: Sequence[str] | None = None
-) -> dict[str, Any]:
-    if scenario_texts is None:
-        scenarios: list[Any] = [_scenario_dict(s) for s in report.scenarios or ()]
-    else:
-        scenarios = [gojson.Encoded(text) for text in scenario_texts]
-    data: dict[str, Any] = {
-        "skill": report.skill,
-        "skill_version": report.skill_version,
-        "timestamp": report.timestamp,
-        "config": _config_dict(report.config),
-        "threshold": report.threshold,
-        "scenarios": scenarios or None,
-        "overall_percentage": float(report.overall_percentage),
-        "pass": report.passed,
-    }
-    # Keys after the reference's, each only when it says something.
-    if report.stats is not None:
-        data["stats"] = {
-            "ci95": _interval(report.stats.ci95),
-            "straddles_threshold": report.stats.straddles_threshold,
-        }
-    if report.usage is not None:
-        data["usage"] = _usage_dict(report.usage)
-    return data
-
-
-def _config_dict(config: ReportConfig) -> dict[str, Any]:
-    data: dict[str, Any] = {
-        "backend": config.backend,
-        "agent_model": config.agent_model,
-        "judge_model": config.judge_model,
-    }
-    if config.model_label:
-        data["model_label"] = config.model_label
-    if config.judge_backend and config.judge_backend != config.backend:
-        data["judge_backend"] = config.judge_backend
-    return data
-
-
-def _scored_dict(entry: ScenarioEntry | TrialEntry) -> dict[str, Any]:
-    return {
-        "criteria": [_criterion_dict(c) for c in entry.criteria or ()] or None,
-        "score": entry.score,
-        "max_score": entry.max_score,
-        "percentage": float(entry.percentage),
-        "pass": entry.passed,
-    }
-
-
-def _scenario_dict(scenario: ScenarioEntry) -> dict[str, Any]:
-    data: dict[str, Any] = {
-        "name": scenario.name,
-        "description": scenario.description,
-        **_scored_dict(scenario),
-    }
-    if scenario.error is not None:
-        data["error"] = scenario.error
-    if scenario.agent_output is not None:
-        data["agent_output"] = scenario.agent_output
-    if scenario.judge_errors:
-        data["judge_errors"] = scenario.judge_errors
-    if scenario.stats is not None:
-        stats = scenario.stats
-        data["stats"] = {
-            "trials": stats.trials,
-            "mean": float(stats.mean),
-            "stdev": float(stats.stdev),
-            "ci95": _interval(stats.ci95),
-            "passes": stats.passes,
-            "pass_at_k": {str(k): float(v) for k, v in stats.pass_at_k.items()},
-            "pass_hat_k": {str(k): float(v) for k, v in stats.pass_hat_k.items()},
-        }
-    if scenario.trials is not None:
-        data["trials"] = [_trial_dict(t) for t in scenario.trials]
-    if scenario.usage is not None:
-        data["usage"] = _usage_dict(scenario.usage)
-    return data
-
-
-def _trial_dict(trial: TrialEntry) -> dict[str, Any]:
-    data: dict[str, Any] = {"trial": trial.trial, **_scored_dict(trial)}
-    if trial.error is not None:
-        data["error"] = trial.error
-    if trial.usage is not None:
-        data["usage"] = _usage_dict(trial.usage)
-    return data
-
-
-def _interval(interval: tuple[float, float] | None) -> list[float] | None:
-    return None if interval is None else [float(interval[0]), float(interval[1])]
-
-
-def _usage_dict(usage: UsageEntry) -> dict[str, Any]:
-    return {"agent": _calls_dict(usage.agent), "judge": _calls_dict(usage.judge)}
-
-
-def _calls_dict(calls: CallEntry) -> dict[str, Any]:
-    data: dict[str, Any] = {"calls": calls.calls, "cached": calls.cached}
-    if calls.input_tokens is not None:
-        data["input_tokens"] = calls.input_tokens
-    if calls.output_tokens is not None:
-        data["output_tokens"] = calls.output_tokens
-    data["seconds"] = round(float(calls.seconds), 3)
-    if calls.cost_usd is not None:
-        data["cost_usd"] = round(float(calls.cost_usd), 6)
-    return data
-
-
-def _criterion_dict(criterion: CriterionEntry) -> dict[str, Any]:
-    data: dict[str, Any] = {
-        "name": criterion.name,
-        "pass": criterion.passed,
-        "score": criterion.score,
-        "max_score": criterion.max_score,
-        "reason": criterion.reason,
-    }
-    if criterion.votes is not None:
-        data["votes"] = {"pass": criterion.votes[0], "total": criterion.votes[1]}
-    return data
 
 
 def _utc(moment: datetime) -> datetime:
@@ -508,3 +632,9 @@ def _fsync_folder(folder: Path) -> None:
 def _candidate_paths(path: Path) -> Iterator[Path]:
     numbered = (path.with_name(f"{path.stem}-{n}{path.suffix}") for n in itertools.count(2))
     return itertools.chain([path], numbered)
+
+
+if TYPE_CHECKING:  # the protocol this provider implements, checked by mypy
+    from pytest_openkata.providers.reporters import Reporter
+
+    _implements: type[Reporter] = ResultsJsonReporter

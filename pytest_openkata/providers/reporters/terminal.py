@@ -1,16 +1,19 @@
 """The reference's terminal lines (spec section 9), as segments that carry their colour.
 
-Colour is applied by pytest's terminal writer, so it appears only when pytest uses colour.
+Colour is applied by the output (pytest's terminal writer), so it appears only when pytest
+uses colour.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pytest_openkata.core.results import CallStats, CriterionResult, ScenarioResult, Usage
 from pytest_openkata.core.summary import SkillSummary
-
-Segment = tuple[str, str | None]  # text, colour name understood by pytest's terminal writer
+from pytest_openkata.providers.reporters import RunReport, Segment
 
 
 def _label(passed: bool) -> Segment:
@@ -96,7 +99,17 @@ def usage_line(usage: Usage) -> str | None:
     return line
 
 
-def skill_lines(summary: SkillSummary, threshold: int) -> Iterator[list[Segment]]:
+def _shown(path: Path, rootdir: Path | None) -> str:
+    """A path under the rootdir relative to it, as pytest shows paths."""
+    if rootdir is not None and path.is_absolute():
+        with contextlib.suppress(ValueError):
+            return path.relative_to(rootdir).as_posix()
+    return str(path)
+
+
+def skill_lines(
+    summary: SkillSummary, threshold: int, rootdir: Path | None = None
+) -> Iterator[list[Segment]]:
     """One skill's block: header, scenarios, and the overall line."""
     yield [(summary.display, None)]
     for result in summary.results:
@@ -141,6 +154,27 @@ def skill_lines(summary: SkillSummary, threshold: int) -> Iterator[list[Segment]
             )
         ]
     if summary.report_path is not None:
-        yield [(f"  Report: {summary.report_path}", None)]
+        yield [(f"  Report: {_shown(summary.report_path, rootdir)}", None)]
     if summary.report_error is not None:
         yield [(f"  Report not written: {summary.report_error}", "red")]
+
+
+class TerminalReporter:
+    """Each skill's block of lines, written to the run's terminal output, one write per skill
+    (a large suite has thousands of segments)."""
+
+    name = "terminal"
+    order = 100
+
+    def report(self, run: RunReport) -> None:
+        if run.terminal is None:
+            return
+        for summary in run.summaries:
+            lines = skill_lines(summary, run.settings.threshold, run.rootdir)
+            run.terminal.write_lines(list(lines))
+
+
+if TYPE_CHECKING:  # the protocol this provider implements, checked by mypy
+    from pytest_openkata.providers.reporters import Reporter
+
+    _implements: type[Reporter] = TerminalReporter

@@ -1,0 +1,12 @@
+"""The failure that ends a trial or a scenario, raised inside a run and returned as data."""
+
+from __future__ import annotations
+
+
+class ScenarioFailure(Exception):
+    """Ends a trial (or, before the first trial, the scenario); its text is reported, with
+    what a timed-out agent printed and changed when there is any."""
+
+    def __init__(self, message: str, agent_output: str | None = None) -> None:
+        super().__init__(message)
+        self.agent_output = agent_output

@@ -1,0 +1,185 @@
+"""Evaluating skills without pytest: ``evaluate(paths, **settings)``.
+
+The same core as the pytest plugin, in the same order: discover the scenarios under the paths,
+run them (``concurrency`` agent runs and judge calls at once, started ahead on threads),
+summarise each skill, and hand the summaries to every registered reporter, so that the results
+JSON files are the ones a complete ``pytest`` run writes. Settings resolve as for pytest, less
+pytest's own layers: defaults, then ``.openkata-eval.yaml`` in the current folder, then the
+``OPENKATA_EVAL_*`` environment variables, then the keyword arguments, named as the YAML keys
+(sections as dicts: ``http={"base_url": ...}``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pytest_openkata.core.build import build_backends, close_backends, sigterm_as_interrupt
+from pytest_openkata.core.prompt import SkillTexts
+from pytest_openkata.core.results import ScenarioResult
+from pytest_openkata.core.run import RunOptions, run_scenario
+from pytest_openkata.core.sandboxed import build_sandbox
+from pytest_openkata.core.scenario import discover_scenarios, is_scenario_dir
+from pytest_openkata.core.schedule import ScenarioScheduler
+from pytest_openkata.core.slots import CallSlot
+from pytest_openkata.core.summary import SkillSummary, summarise
+from pytest_openkata.infra.cache import ResultCache
+from pytest_openkata.infra.config import ConfigError, EvalSettings, find_yaml_file, resolve_settings
+from pytest_openkata.infra.once import Once
+from pytest_openkata.infra.redact import Redactor, secrets_from_environment
+from pytest_openkata.infra.usage import Prices
+from pytest_openkata.providers.backends import BackendError
+from pytest_openkata.providers.reporters import RunReport, reporters
+
+__all__ = ["cache_folder", "evaluate", "find_scenarios", "run_options"]
+
+PathLike = str | os.PathLike[str]
+
+
+@dataclass(frozen=True)
+class _Job:
+    """One scenario to run, with the names of every scenario of its skill (for the gate)."""
+
+    scenario_dir: Path
+    skill_scenarios: tuple[str, ...]
+
+
+def _evals_folders(root: Path) -> Iterator[Path]:
+    """Every ``evals`` folder under ``root`` holding scenarios, never looking into one."""
+    for folder, subfolders, _files in os.walk(root):
+        here = Path(folder)
+        if here.name == "evals" and discover_scenarios(here):
+            subfolders.clear()
+            yield here
+            continue
+        subfolders[:] = sorted(
+            name for name in subfolders if not name.startswith(".") and name != "node_modules"
+        )
+
+
+def find_scenarios(paths: Iterable[PathLike]) -> list[Path]:
+    """The scenario folders ``paths`` name, in order and once each: a scenario folder, an
+    ``evals`` folder, a skill folder, or any folder above skills."""
+    found: dict[Path, None] = {}
+    for given in paths:
+        path = Path(given).absolute()
+        if not path.exists():
+            raise ConfigError(f"{given}: no such file or folder")
+        if is_scenario_dir(path) and path.parent.name == "evals":
+            found.setdefault(path)
+            continue
+        for evals in _evals_folders(path):
+            for scenario in discover_scenarios(evals):
+                found.setdefault(scenario)
+    return list(found)
+
+
+def cache_folder(root: Path) -> Path:
+    """The result cache of runs in ``root``: the one pytest runs there use
+    (``.pytest_cache/d/openkata``), so that either answers the other's repeats."""
+    pytest_cache = root / ".pytest_cache"
+    if not pytest_cache.exists():
+        pytest_cache.mkdir()
+        # As pytest marks its own cache folder: never committed.
+        (pytest_cache / ".gitignore").write_text("# Created by pytest-openkata.\n*\n")
+    folder = pytest_cache / "d" / "openkata"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def run_options(settings: EvalSettings, cache: ResultCache | None) -> RunOptions:
+    """Trials, votes, fencing, the cache, prices and the skills' texts of a run."""
+    price = settings.price
+    return RunOptions(
+        trials=settings.trials,
+        judge_votes=settings.judge_votes,
+        fence=settings.judge_fence,
+        cache=cache,
+        agent_prices=Prices(price.agent_input, price.agent_output),
+        judge_prices=Prices(price.judge_input, price.judge_output),
+        skill_texts=SkillTexts(),
+    )
+
+
+def _settings(arguments: dict[str, object]) -> EvalSettings:
+    here = Path.cwd()
+    return resolve_settings(
+        ini={},
+        yaml_path=find_yaml_file(None, [here]),
+        environ=os.environ,
+        cli={},
+        arguments=arguments,
+    )
+
+
+def evaluate(paths: PathLike | Iterable[PathLike], **settings: object) -> list[SkillSummary]:
+    """Evaluate the scenarios under ``paths`` and return each skill's summary, writing the
+    reports a complete ``pytest`` run writes (a skill of which only some scenarios ran is a
+    partial run: no threshold, no report unless ``output`` is set).
+
+    Raises :class:`~pytest_openkata.infra.config.ConfigError` for a bad setting or a path that
+    does not exist; a scenario that cannot be evaluated is an errored result, as in pytest.
+    """
+    resolved = _settings(settings)
+    given = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
+    jobs = [
+        _Job(scenario, tuple(s.name for s in discover_scenarios(scenario.parent)))
+        for scenario in find_scenarios(given)
+    ]
+    here = Path.cwd()
+    results = _run(jobs, resolved, here)
+    summaries = summarise(results, resolved.threshold, here)
+    run = RunReport(
+        summaries=summaries, settings=resolved, finished_at=datetime.now(UTC), rootdir=here
+    )
+    for reporter in reporters():
+        reporter.report(run)
+    return summaries
+
+
+def _run(jobs: list[_Job], settings: EvalSettings, here: Path) -> list[ScenarioResult]:
+    from pytest_openkata.providers.backends.client import make_client
+
+    redact = Redactor({*settings.secrets, *secrets_from_environment()})
+    cache = None if settings.cache == "off" else ResultCache(cache_folder(here), settings.cache)
+    options = run_options(settings, cache)
+    lock_folder = None
+    if settings.max_in_flight:
+        lock_folder = here / ".pytest_cache" / "d" / "openkata-in-flight"
+        lock_folder.mkdir(parents=True, exist_ok=True)
+    sandbox = Once(lambda: build_sandbox(settings))
+    following = {job: jobs[index + 1 :] for index, job in enumerate(jobs)}
+    scheduler: ScenarioScheduler[_Job] = ScenarioScheduler(
+        settings.concurrency, lambda job: following[job]
+    )
+    with (
+        sigterm_as_interrupt(),
+        make_client(float(settings.direct_timeout), settings.concurrency) as client,
+    ):
+        backends = Once(lambda: build_backends(settings, client, sandbox, lock_folder))
+        try:
+            with contextlib.suppress(BackendError):  # else each scenario errors with it
+                backends()  # built before scenario threads start
+
+            def run(job: _Job, slot: CallSlot) -> ScenarioResult:
+                result = run_scenario(
+                    job.scenario_dir,
+                    backends,
+                    skill_dir=job.scenario_dir.parent.parent,
+                    redact=redact,
+                    options=options,
+                    slot=slot,
+                )
+                return replace(result, skill_scenarios=list(job.skill_scenarios))
+
+            return [scheduler.result(job, run) for job in jobs]
+        finally:
+            scheduler.close()
+            for built in backends.built:
+                close_backends(built)
+            for setup in sandbox.built:
+                setup.sandbox.close()

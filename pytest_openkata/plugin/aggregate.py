@@ -1,0 +1,117 @@
+"""The controller's side of a run: every scenario's result, the reporters and the exit status.
+
+Registered only where reports are final (no xdist, or the xdist controller), it receives each
+scenario's result on its reports (:mod:`pytest_openkata.plugin.xdist`), whichever worker ran
+it. Once the session is over (after pytest's own JUnit file is written) it summarises the
+skills, hands them to every reporter, sets the exit status from the gate and calls the hook
+``pytest_openkata_skill_summary`` for each skill.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from pytest_openkata.core.results import ScenarioResult
+from pytest_openkata.core.summary import SkillSummary, gate_failed, summarise
+from pytest_openkata.infra.config import EvalSettings
+from pytest_openkata.plugin.xdist_transport import result_of
+from pytest_openkata.providers.reporters import RunReport, Segment, reporters
+
+BODY_RAISED_ATTR = "openkata_body_raised"
+
+_FINISHED = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
+
+
+def _is_soft_failure(report: pytest.TestReport, result: ScenarioResult | None) -> bool:
+    """An unmet criterion (a failed subtest, or the parent that "contains failed subtests")
+    is soft: it counts through the percentage, not through pytest's failure count."""
+    if result is None or report.when != "call":
+        return False
+    if isinstance(report, pytest.SubtestReport):
+        return True
+    return getattr(report, BODY_RAISED_ATTR, True) is False
+
+
+class _Terminal:
+    """Reporter lines kept until pytest's terminal summary writes them, in colour when pytest
+    uses colour."""
+
+    def __init__(self) -> None:
+        self.blocks: list[str] = []
+        self._writer: pytest.TerminalReporter | None = None
+
+    def attach(self, writer: pytest.TerminalReporter | None) -> None:
+        self._writer = writer
+
+    def write_lines(self, lines: Sequence[Sequence[Segment]]) -> None:
+        if self._writer is None:
+            return
+        markup = self._writer.config.get_terminal_writer().markup
+        self.blocks.append(
+            "\n".join(
+                "".join(markup(text, **{colour: True}) if colour else text for text, colour in line)
+                for line in lines
+            )
+        )
+
+
+class EvalAggregator:
+    """Collects scenario results and decides the run's outcome."""
+
+    def __init__(self, config: pytest.Config, settings: EvalSettings) -> None:
+        self.config = config
+        self.settings = settings
+        self.results: dict[str, ScenarioResult] = {}
+        self.hard_failures: list[str] = []
+        self.summaries: list[SkillSummary] = []
+        self.terminal = _Terminal()
+
+    # tryfirst: the terminal reporter later flips a parent report with failed subtests to
+    # "failed"; here the parent's own outcome is still what its body did.
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.nodeid not in self.results:
+            result = result_of(report)
+            if result is not None:
+                self.results[report.nodeid] = result
+        result = self.results.get(report.nodeid)
+        if report.failed and not _is_soft_failure(report, result):
+            self.hard_failures.append(report.nodeid)
+
+    @pytest.hookimpl(trylast=True)  # after pytest's junitxml has written its file
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if not self.results:
+            return
+        self.summaries = summarise(
+            self.results.values(), self.settings.threshold, self.config.rootpath
+        )
+        finished = session.exitstatus in _FINISHED
+        xml_path = self.config.getoption("xmlpath", None)  # --junitxml
+        self.terminal.attach(self.config.pluginmanager.get_plugin("terminalreporter"))
+        run = RunReport(
+            summaries=self.summaries,
+            settings=self.settings,
+            finished_at=datetime.now(UTC),
+            rootdir=self.config.rootpath,
+            complete=finished,
+            junit_xml=Path(xml_path) if xml_path else None,
+            terminal=self.terminal,
+        )
+        for reporter in reporters():
+            reporter.report(run)
+        if finished:  # interrupted, usage or internal errors keep pytest's own status
+            failed = gate_failed(self.summaries) or bool(self.hard_failures)
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED if failed else pytest.ExitCode.OK
+        for summary in self.summaries:
+            self.config.hook.pytest_openkata_skill_summary(summary=summary, config=self.config)
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        if not self.terminal.blocks:
+            return
+        terminalreporter.write_sep("=", "openkata eval summary")
+        for block in self.terminal.blocks:
+            terminalreporter.write(block + "\n")
