@@ -4,8 +4,9 @@ Every benchmark writes its skill folders into a fresh temporary folder and runs 
 a child process, so that the repository's own configuration (``addopts``, ``conftest.py``) never
 applies and pytest's cache never short-circuits a model call. A small recording plugin
 (:data:`RECORDER_CONFTEST`) is dropped into that folder as ``conftest.py``: it writes the
-session's own duration and every item's setup, call and teardown durations to a JSON file,
-and can measure endpoint round trips from inside the child, between items.
+session's own duration and, for every item, its setup, call and teardown durations and its
+whole run protocol (reports and hooks included) to a JSON file, and can measure endpoint round
+trips from inside the child, between items.
 """
 
 from __future__ import annotations
@@ -35,22 +36,27 @@ VENV_CACHE = Path.home() / ".cache" / "pytest-openkata"
 CHILD = argparse.Namespace(python=sys.executable)
 # Not OPENKATA_EVAL_*: the plugin rejects unknown variables of its own prefix.
 RECORD_ENV = "OPENKATA_BENCH_RECORD"  # where the recording conftest writes its JSON
-PROBE_ENV = "OPENKATA_BENCH_PROBE"  # "EVERY URL BODIES_FILE": see the probe below
+PROBE_ENV = "OPENKATA_BENCH_PROBE"  # "EVERY KIND URL BODIES_FILE": see the probe below
 
 # Written as conftest.py at the root of the temporary folder. It runs in the pytest child; with
 # xdist only the controller writes (workers forward their reports to it).
 #
 # The probe (only when OPENKATA_BENCH_PROBE is set): after every EVERY-th item, once the item
 # is over and outside its setup/call/teardown durations, the child POSTs each recorded body
-# to URL through a ModelClient of its own (the plugin's HTTP client, without the plugin's
-# backends, scheduler or pytest items) and records the round trips. They are thus measured in the
-# same process, at the same moments and under the same machine load as the plugin's calls.
+# to URL and records the round trips, measured in the same process, at the same moments and
+# under the same machine load as the items' own calls. KIND says which path the POSTs take:
+# "plugin" is the plugin's own (an httpx.Client from make_client, each call through post_json,
+# without the plugin's backends, scheduler or pytest items); "httpx" is a plain httpx.Client
+# and client.post, as the baseline tests make their calls. Everything is imported lazily, in the
+# session, so that the conftest takes no import off the plugin's own session time.
 RECORDER_CONFTEST = """\
 import json
 import os
 import time
 
 import pytest
+
+HEADERS = {"Content-Type": "application/json"}
 
 _started = None
 _started_at = None
@@ -63,6 +69,18 @@ def pytest_sessionstart(session):
     global _started, _started_at
     _started, _started_at = time.perf_counter(), time.time()
     return (yield)
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    # The item's whole cost: its phases, their reports and every hook around them (outermost),
+    # less the probe's own POSTs (made in pytest_runtest_logfinish, inside the protocol).
+    began, probed = time.perf_counter(), _probe["spent"]
+    try:
+        return (yield)
+    finally:
+        entry = _items.setdefault(item.nodeid, {"setup": 0.0, "call": 0.0, "teardown": 0.0})
+        entry["protocol"] = time.perf_counter() - began - (_probe["spent"] - probed)
 
 
 def pytest_runtest_logreport(report):
@@ -82,28 +100,44 @@ def pytest_openkata_scenario_result(result, item):
     entry["model_calls"] = seconds
 
 
-def _post(client, url, body):
-    # The plugin's own HTTP client, as its backends POST: nothing of the plugin around it.
-    return client.post(url, body, {"Content-Type": "application/json"})
+def _plugin_poster(bodies):
+    # The plugin's HTTP path: its session client and its one request, nothing else of it.
+    from pytest_openkata.providers.backends.client import make_client, post_json
+
+    client = make_client(30)
+    payloads = [json.loads(body) for body in bodies]  # the backends build dicts, not bytes
+
+    def post(index, url):
+        return post_json(client, url, payloads[index], HEADERS, "")
+
+    return client, post
 
 
-@pytest.fixture(scope="session")
-def bench_post():  # POSTs one body the probe's way, for the plain baseline tests
-    from pytest_openkata.providers.backends.transport import ModelClient
+def _httpx_poster(bodies):
+    # A plain httpx.Client, as the baseline tests POST.
+    import httpx
 
-    with ModelClient(30) as client:
-        yield lambda url, body: json.loads(_post(client, url, body).content)
+    client = httpx.Client(timeout=30)
+    contents = [body.encode() for body in bodies]
 
-
-def _post_all(client, url, bodies):
-    times = []
-    for body in bodies:
-        started = time.perf_counter()
-        response = _post(client, url, body)
-        json.loads(response.content)
-        times.append(time.perf_counter() - started)
+    def post(index, url):
+        response = client.post(url, content=contents[index], headers=HEADERS)
         if response.status_code != 200:
             raise RuntimeError(f"the probe's POST got HTTP {response.status_code}")
+        return response.content
+
+    return client, post
+
+
+_POSTERS = {"plugin": _plugin_poster, "httpx": _httpx_poster}
+
+
+def _post_all(post, url, count):
+    times = []
+    for index in range(count):
+        started = time.perf_counter()
+        json.loads(post(index, url))
+        times.append(time.perf_counter() - started)
     return times
 
 
@@ -111,19 +145,18 @@ def pytest_runtest_logfinish(nodeid, location):
     setting = os.environ.get("OPENKATA_BENCH_PROBE")
     if not setting:
         return
-    every, url, bodies_file = setting.split(" ", 2)
+    every, kind, url, bodies_file = setting.split(" ", 3)
     _probe["seen"] += 1
     if _probe["seen"] % int(every):
         return
     began = time.perf_counter()
     if _probe["client"] is None:
-        from pytest_openkata.providers.backends.transport import ModelClient
-
-        _probe["client"] = ModelClient(30)
         with open(bodies_file, encoding="utf-8") as data:
-            _probe["bodies"] = [body.encode() for body in json.load(data)]
-        _post_all(_probe["client"], url, _probe["bodies"])  # warm-up, not counted
-    _probe["seconds"] += _post_all(_probe["client"], url, _probe["bodies"])
+            bodies = json.load(data)
+        _probe["client"], _probe["post"] = _POSTERS[kind](bodies)
+        _probe["count"] = len(bodies)
+        _post_all(_probe["post"], url, _probe["count"])  # warm-up, not counted
+    _probe["seconds"] += _post_all(_probe["post"], url, _probe["count"])
     _probe["spent"] += time.perf_counter() - began
 
 
