@@ -7,8 +7,7 @@ A :class:`ScenarioResult` converts to and from JSON-able dicts (:meth:`~Scenario
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass, field, is_dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
 from pytest_openkata.core.stats import TrialStats
@@ -160,10 +159,6 @@ class ScenarioResult:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def to_json(self) -> str:
-        """The JSON of :meth:`to_dict`, written without copying the records first."""
-        return json.dumps(self, default=_fields)
-
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ScenarioResult:
         stats = data.get("stats")
@@ -176,12 +171,6 @@ class ScenarioResult:
                 "usage": _usage(data.get("usage")),
             }
         )
-
-
-def _fields(value: object) -> dict[str, Any]:
-    if is_dataclass(value) and not isinstance(value, type):
-        return value.__dict__
-    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
 def _criteria(data: list[dict[str, Any]] | None) -> list[CriterionResult] | None:

@@ -106,6 +106,15 @@ class _ScenarioModel(BaseModel):
     trials: int | None = Field(default=None, gt=0)
 
 
+class _Members(dict[str, Any]):
+    """A JSON object as ``json.loads`` makes it, which also keeps its members in document
+    order, repeated keys included: Go's decoder assigns them in that order."""
+
+    def __init__(self, pairs: list[tuple[str, Any]]) -> None:
+        super().__init__(pairs)
+        self.pairs = pairs
+
+
 def _go_keys(data: Any, known: Iterable[str]) -> Any:
     """Object keys as Go's ``encoding/json`` decodes them into a struct: a key matches a field
     without regard to case, the last key for a field wins, and a null leaves it unchanged."""
@@ -113,7 +122,8 @@ def _go_keys(data: Any, known: Iterable[str]) -> Any:
         return data
     lowered = {k.lower(): k for k in known}
     result: dict[str, Any] = {}
-    for key, value in data.items():
+    members = data.pairs if isinstance(data, _Members) else data.items()
+    for key, value in members:
         if value is None:
             continue
         name = str(key)
@@ -130,7 +140,7 @@ def _read_json(path: Path) -> Any:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise ScenarioLoadError(path, f"cannot be read: {reason}") from None
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_Members)
     except json.JSONDecodeError as exc:
         raise ScenarioLoadError(
             path, f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"

@@ -1,7 +1,7 @@
 """The controller's side of a run: every scenario's result, the reporters and the exit status.
 
 Registered only where reports are final (no xdist, or the xdist controller), it receives each
-scenario's result on its reports (:mod:`pytest_openkata.plugin.xdist`), whichever worker ran
+scenario's result on its reports (:mod:`.xdist_transport`), whichever worker ran
 it. Once the session is over (after pytest's own JUnit file is written) it summarises the
 skills, hands them to every reporter, sets the exit status from the gate and calls the hook
 ``pytest_openkata_skill_summary`` for each skill.

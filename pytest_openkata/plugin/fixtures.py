@@ -164,8 +164,7 @@ def openkata_result(
             slot=slot,
         )
         result = replace(result, skill_scenarios=list(scenario.skill_scenarios))
-        # Recorded (its JSON made) here, on the scenario's thread: pytest's own thread
-        # reports every item, and the item is not reported before its result is in.
+        # Recorded here, on the scenario's thread, before pytest reports the item.
         scenario.record_result(result)
         return result
 

@@ -182,11 +182,11 @@ def test_reports_are_never_overwritten(
     assert not list(pytester.path.glob(".*.tmp"))
 
 
-def test_a_skill_done_early_has_its_report_made_then_but_timed_at_the_end(
+def test_every_report_of_a_run_carries_the_session_ends_time(
     pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
 ) -> None:
     """Skill "a" is complete long before the session ends (skill "b" waits 1.2 s for its
-    agent): its report is made meanwhile, yet carries the session end's time, as "b"'s."""
+    agent); both reports carry the session end's time, and their names say it."""
     write_skill(pytester.path, "a", {"scenario-0": TWO_CRITERIA})
     write_skill(pytester.path, "b", {"scenario-0": TWO_CRITERIA})
     late = Reply.chat(script.agent_answer)
@@ -204,6 +204,31 @@ def test_a_skill_done_early_has_its_report_made_then_but_timed_at_the_end(
     }
     a = json.loads(reports["a"].read_text())
     assert [c["name"] for c in a["scenarios"][0]["criteria"]] == ["a", "b"]
+
+
+def test_a_report_names_broken_files_relative_to_the_skill_and_holds_no_machine_path(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    # Reports are committed to repositories: an error names the file from the skill folder.
+    skill = write_skill(
+        pytester.path, "s", {"scenario-0": TWO_CRITERIA, "scenario-1": TWO_CRITERIA}
+    )
+    (skill / "evals" / "scenario-1" / "criteria.json").write_text('{"checklist": [}')
+    write_scenario(skill, "scenario-2", TWO_CRITERIA).joinpath("task.md").unlink()
+
+    result = pytester.runpytest("skills", *eval_args(endpoint.base_url))
+
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    (report,) = reports_under(pytester.path)
+    text = report.read_text()
+    assert str(pytester.path) not in text
+    assert "/tmp" not in text
+    errors = [s.get("error") for s in json.loads(text)["scenarios"]]
+    assert errors[0] is None
+    assert errors[1].startswith("evals/scenario-1/criteria.json: not valid JSON: ")
+    assert errors[2] == (
+        "evals/scenario-2/task.md: file not found (every scenario needs a task.md)"
+    )
 
 
 def test_scenarios_are_reported_in_the_reference_order(

@@ -20,32 +20,10 @@ from pytest_openkata.providers.backends import (
     TransportError,
 )
 from pytest_openkata.providers.backends.anthropic import AnthropicMessagesBackend, messages_url
-from pytest_openkata.providers.backends.http import make_client
 from tests.support.endpoint import Reply, ScriptedEndpoint
+from tests.support.http import causes, loopback_client
 
 KEY = "sk-ant-test-key"
-
-# What the client would take from the machine: proxies that loopback calls must not go to.
-PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
-
-
-def loopback_client(timeout: float) -> httpx.Client:
-    """A client made without the machine's proxies (httpx reads them when it is made)."""
-    with pytest.MonkeyPatch.context() as environment:
-        for name in PROXY_VARIABLES:
-            environment.delenv(name, raising=False)
-            environment.delenv(name.lower(), raising=False)
-        return make_client(timeout)
-
-
-def causes(exc: BaseException) -> list[BaseException]:
-    """``exc``'s chain of causes, outermost first."""
-    chain = []
-    current: BaseException | None = exc
-    while current is not None:
-        chain.append(current)
-        current = current.__cause__ or current.__context__
-    return chain
 
 
 _ids = itertools.count(1)

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from pytest_openkata.infra.text import clean_output
 from pytest_openkata.providers.agents import (
     AgentConfigError,
     AgentInvocation,
@@ -43,7 +44,6 @@ from pytest_openkata.providers.backends.cli import (
     CLIBackend,
     go_duration,
 )
-from pytest_openkata.providers.graders.judge import clean_output
 
 STANDINS = Path(__file__).resolve().parents[1] / "support" / "standins"
 STANDIN_KIRO = STANDINS / "kiro-cli"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_openkata.providers.reporters.gojson import Encoded, dumps, dumps_at
+from pytest_openkata.providers.reporters.gojson import dumps
 
 REAL_REPORT = Path(
     "/work/shared/corpus/openkata/skills/critical-thinking/evals/results/"
@@ -168,17 +168,3 @@ def test_documents_round_trip_with_html_characters_escaped(seed: int) -> None:
     text = dumps(document)
     assert json.loads(text) == document
     assert not any(character in text for character in "<>&\u2028\u2029")
-
-
-def test_text_encoded_ahead_for_its_depth_is_put_in_as_it_is() -> None:
-    inner = {"name": "a <b>", "list": [1.0, {"x": None}], "empty": {}}
-    outer = {"top": [inner, {"k": [inner]}]}
-    ahead = {
-        "top": [
-            Encoded(dumps_at(inner, 2)),
-            {"k": [Encoded(dumps_at(inner, 4))]},
-        ]
-    }
-
-    assert dumps(ahead) == dumps(outer)
-    assert dumps_at("plain", 3) == '"plain"'

@@ -9,6 +9,7 @@ import pytest
 
 from pytest_openkata.core.results import Verdict
 from pytest_openkata.core.scenario import Criterion
+from pytest_openkata.infra.text import clean_output, strip_ansi
 from pytest_openkata.providers.backends import (
     BackendError,
     EndpointStatusError,
@@ -20,12 +21,10 @@ from pytest_openkata.providers.graders.judge import (
     JUDGE_SYSTEM_PROMPT,
     JudgeError,
     JudgeParseError,
-    clean_output,
     is_suspicious,
     judge_user_message,
     parse_verdicts,
     run_judge,
-    strip_ansi,
 )
 
 CRITERIA = (

@@ -160,6 +160,7 @@ def test_scenario_json_keys_are_case_insensitive(tmp_path: Path) -> None:
         ('{"sandbox": true, "SANDBOX": false}', False),
         ('{"SANDBOX": false, "sandbox": true}', True),
         ('{"Sandbox": false, "sandbox": null}', False),
+        ('{"sandbox": true, "Sandbox": false, "sandbox": true}', True),
     ],
 )
 def test_scenario_json_the_last_key_of_any_case_wins_and_null_changes_nothing(

@@ -28,7 +28,7 @@ built-ins are ``kiro`` (``kiro-cli``), ``claude`` (Claude Code), ``codex`` (Open
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -41,6 +41,7 @@ __all__ = [
     "AgentConfigError",
     "AgentInvocation",
     "AgentSettings",
+    "NeedsNothingAround",
     "make_agent",
 ]
 
@@ -134,6 +135,19 @@ class AgentCLI(Protocol):
         """The working folder of a workspace-agent run on the host (``None``: the current
         one), prepared for ``skill_dir`` and removed when the context ends."""
         ...
+
+
+class NeedsNothingAround:
+    """The defaults of an agent that needs nothing around its run: no files in its sandbox
+    workspace, no host folder mounted and the current folder on the host."""
+
+    credential_mounts: tuple[Mount, ...] = ()
+
+    def workspace_files(self) -> tuple[tuple[str, bytes], ...]:
+        return ()
+
+    def host_folder(self, skill_dir: Path) -> AbstractContextManager[Path | None]:
+        return nullcontext(None)
 
 
 def make_agent(name: str, settings: AgentSettings) -> AgentCLI:

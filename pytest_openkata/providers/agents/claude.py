@@ -20,12 +20,15 @@ Tool approval follows kiro's rule (blanket approval only in a disposable sandbox
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_openkata.providers.agents import UNUSED_KEY, AgentInvocation, AgentSettings, Mount
+from pytest_openkata.providers.agents import (
+    UNUSED_KEY,
+    AgentInvocation,
+    AgentSettings,
+    NeedsNothingAround,
+)
 
 __all__ = ["CLAUDE_CLI", "CLAUDE_CONFIG_VARIABLE", "CLAUDE_INSTALL_HINT", "ClaudeAgent"]
 
@@ -35,7 +38,7 @@ CLAUDE_CONFIG_VARIABLE = "CLAUDE_CONFIG_DIR"
 
 
 @dataclass(frozen=True)
-class ClaudeAgent:
+class ClaudeAgent(NeedsNothingAround):
     """``claude -p``; see the module docstring."""
 
     executable: str = CLAUDE_CLI
@@ -44,7 +47,6 @@ class ClaudeAgent:
     name: str = field(default=CLAUDE_CLI, init=False)
     install_hint: str = field(default=CLAUDE_INSTALL_HINT, init=False)
     output_in_errors: bool = field(default=True, init=False)
-    credential_mounts: tuple[Mount, ...] = field(default=(), init=False)
 
     @property
     def endpoint(self) -> str:
@@ -79,12 +81,6 @@ class ClaudeAgent:
 
     def clean(self, output: str) -> str:
         return output
-
-    def workspace_files(self) -> tuple[tuple[str, bytes], ...]:
-        return ()
-
-    def host_folder(self, skill_dir: Path) -> AbstractContextManager[Path | None]:
-        return nullcontext(None)
 
 
 if TYPE_CHECKING:  # the protocol this provider implements, checked by mypy

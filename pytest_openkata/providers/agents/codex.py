@@ -15,12 +15,15 @@ namespaces a container usually does not grant, and the container is the sandbox.
 from __future__ import annotations
 
 import json
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_openkata.providers.agents import UNUSED_KEY, AgentInvocation, AgentSettings, Mount
+from pytest_openkata.providers.agents import (
+    UNUSED_KEY,
+    AgentInvocation,
+    AgentSettings,
+    NeedsNothingAround,
+)
 
 __all__ = [
     "CODEX_CLI",
@@ -45,7 +48,7 @@ def _toml_string(text: str) -> str:
 
 
 @dataclass(frozen=True)
-class CodexAgent:
+class CodexAgent(NeedsNothingAround):
     """``codex exec``; see the module docstring."""
 
     executable: str = CODEX_CLI
@@ -54,7 +57,6 @@ class CodexAgent:
     name: str = field(default=CODEX_CLI, init=False)
     install_hint: str = field(default=CODEX_INSTALL_HINT, init=False)
     output_in_errors: bool = field(default=True, init=False)
-    credential_mounts: tuple[Mount, ...] = field(default=(), init=False)
 
     @property
     def endpoint(self) -> str:
@@ -89,12 +91,6 @@ class CodexAgent:
 
     def clean(self, output: str) -> str:
         return output
-
-    def workspace_files(self) -> tuple[tuple[str, bytes], ...]:
-        return ()
-
-    def host_folder(self, skill_dir: Path) -> AbstractContextManager[Path | None]:
-        return nullcontext(None)
 
 
 if TYPE_CHECKING:  # the protocol this provider implements, checked by mypy

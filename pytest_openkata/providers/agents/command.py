@@ -6,12 +6,15 @@ as it is. The same command runs in every mode; the sandbox, if any, is the calle
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_openkata.providers.agents import AgentConfigError, AgentInvocation, AgentSettings, Mount
+from pytest_openkata.providers.agents import (
+    AgentConfigError,
+    AgentInvocation,
+    AgentSettings,
+    NeedsNothingAround,
+)
 
 __all__ = ["COMMAND_AGENT", "MODEL_VARIABLE", "CommandAgent"]
 
@@ -24,7 +27,7 @@ EMPTY_COMMAND = (
 
 
 @dataclass(frozen=True)
-class CommandAgent:
+class CommandAgent(NeedsNothingAround):
     """``sh -c COMMAND``; ``shell`` replaces ``sh``. An empty command is refused."""
 
     command: str
@@ -32,7 +35,6 @@ class CommandAgent:
     name: str = field(default=COMMAND_AGENT, init=False)
     install_hint: str = field(default="", init=False)
     output_in_errors: bool = field(default=True, init=False)
-    credential_mounts: tuple[Mount, ...] = field(default=(), init=False)
 
     @property
     def endpoint(self) -> str:
@@ -53,12 +55,6 @@ class CommandAgent:
 
     def clean(self, output: str) -> str:
         return output
-
-    def workspace_files(self) -> tuple[tuple[str, bytes], ...]:
-        return ()
-
-    def host_folder(self, skill_dir: Path) -> AbstractContextManager[Path | None]:
-        return nullcontext(None)
 
 
 if TYPE_CHECKING:  # the protocol this provider implements, checked by mypy

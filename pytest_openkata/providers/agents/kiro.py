@@ -25,8 +25,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from pytest_openkata.infra.text import clean_output
 from pytest_openkata.providers.agents import AgentInvocation, AgentSettings, Mount
-from pytest_openkata.providers.graders.judge import clean_output
 from pytest_openkata.providers.reporters.gojson import encode_string
 
 __all__ = [

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -29,6 +28,7 @@ from pytest_openkata.core.scoring import match_verdicts
 from pytest_openkata.core.trials import majority
 from pytest_openkata.infra.cache import cache_key
 from pytest_openkata.infra.retry import NO_RETRY, RetryPolicy, call_with_retry
+from pytest_openkata.infra.text import clean_output, go_trim
 from pytest_openkata.providers.backends import BackendError, Completer, ResponseSchema
 from pytest_openkata.providers.graders import GradeError, Grading, GradingTask
 
@@ -58,14 +58,6 @@ SUSPICIOUS_BELOW_BYTES = 20
 NO_JSON_MESSAGE = "no JSON found in judge response"
 BAD_JSON_MESSAGE = "failed to parse judge JSON"
 
-_ANSI_RE = re.compile(r"\x1b\[[0-9;]*[a-zA-Z]")
-
-# Go's strings.TrimSpace set (unicode.White_Space). str.strip() would also remove \x1c-\x1f.
-_GO_WHITESPACE = (
-    "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009"
-    "\u200a\u2028\u2029\u202f\u205f\u3000"
-)
-
 
 class JudgeParseError(Exception):
     """The judge's answer holds no usable verdict array."""
@@ -73,28 +65,6 @@ class JudgeParseError(Exception):
 
 class JudgeError(Exception):
     """The judge step failed: no parsable answer after the retry, or a suspicious result."""
-
-
-# ---------------------------------------------------------------------------------------------
-# Output cleaning (the reference's cleanKiroOutput)
-
-
-def strip_ansi(text: str) -> str:
-    return _ANSI_RE.sub("", text)
-
-
-def _go_trim(text: str) -> str:
-    return text.strip(_GO_WHITESPACE)
-
-
-def clean_output(text: str) -> str:
-    """Remove ANSI codes, ``> `` lines and code-fence lines, then trim."""
-    kept = [
-        line
-        for line in strip_ansi(text).split("\n")
-        if not line.startswith("> ") and not _go_trim(line).startswith("```")
-    ]
-    return _go_trim("\n".join(kept))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -294,7 +264,7 @@ def _utf8_len(text: str) -> int:
 def is_suspicious(agent_response: str, verdicts: Sequence[Verdict]) -> bool:
     """A near-empty response that the judge passed on every returned verdict."""
     return (
-        _utf8_len(_go_trim(agent_response)) < SUSPICIOUS_BELOW_BYTES
+        _utf8_len(go_trim(agent_response)) < SUSPICIOUS_BELOW_BYTES
         and len(verdicts) > 0
         and all(verdict.passed for verdict in verdicts)
     )

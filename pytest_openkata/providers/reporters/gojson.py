@@ -46,18 +46,6 @@ def dumps(value: object) -> str:
     return "".join(parts)
 
 
-class Encoded(str):
-    """JSON text already encoded for the depth it is put at, written as it is."""
-
-
-def dumps_at(value: object, depth: int) -> str:
-    """``value`` encoded as :func:`dumps` encodes it ``depth`` levels in (without the final
-    newline): the text of an :class:`Encoded` to put there later."""
-    parts: list[str] = []
-    _encode(value, depth, parts)
-    return "".join(parts)
-
-
 def encode_string(text: str) -> str:
     """Quote and escape ``text`` as Go's encoder does with HTML escaping on."""
     # Python's own (C) quoting escapes quotes, backslashes and control characters as Go does;
@@ -95,22 +83,6 @@ def format_float(number: float) -> str:
 
 
 def _encode(value: object, depth: int, parts: list[str]) -> None:
-    kind = type(value)  # the exact types first: they are nearly all a report holds
-    if kind is str:
-        parts.append(encode_string(value))  # type: ignore[arg-type]
-    elif kind is dict:
-        _encode_object(value, depth, parts)  # type: ignore[arg-type]
-    elif kind is list:
-        _encode_array(value, depth, parts)  # type: ignore[arg-type]
-    elif kind is float:
-        parts.append(format_float(value))  # type: ignore[arg-type]
-    elif kind is Encoded:
-        parts.append(value)  # type: ignore[arg-type]
-    else:
-        _encode_other(value, depth, parts)
-
-
-def _encode_other(value: object, depth: int, parts: list[str]) -> None:
     if value is None:
         parts.append("null")
     elif isinstance(value, bool):
