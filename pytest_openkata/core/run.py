@@ -13,7 +13,6 @@ the trial (:mod:`pytest_openkata.providers.graders`); their criterion results ma
 
 from __future__ import annotations
 
-import functools
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -90,7 +89,6 @@ class Backends:
         return agent.for_skill(skill_dir) if isinstance(agent, SkillAware) else agent
 
 
-@functools.cache
 def registered_graders() -> tuple[Grader, ...]:
     """One instance of every registered grader, in name order."""
     return tuple(registry.GRADERS.load(name)() for name in registry.GRADERS.names())

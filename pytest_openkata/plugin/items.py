@@ -18,6 +18,7 @@ import pytest
 
 from pytest_openkata.core.results import ScenarioResult
 from pytest_openkata.core.scenario import discover_scenarios, is_scenario_dir, sandbox_mode
+from pytest_openkata.plugin import compat
 from pytest_openkata.providers.reporters.junit import (
     PERCENTAGE_PROPERTY,
     SCENARIO_PROPERTY,
@@ -46,13 +47,15 @@ class EvalsDir(pytest.Directory):
     def collect(self) -> Iterator[pytest.Item]:
         scenarios = discover_scenarios(self.path)
         names = tuple(s.name for s in scenarios)
-        hook = self.ihook.pytest_ignore_collect
+        ignored = compat.ignore_check(self)
+        fixture_info = compat.shared_fixture_info(self, evaluate_scenario)
         for entry in scenarios:
             explicit = self.session.isinitpath(entry, with_parents=True)
-            if not explicit and hook(collection_path=entry, config=self.config):
+            if not explicit and ignored(entry):
                 continue
+            extra = {} if fixture_info is None else {"fixtureinfo": fixture_info()}
             yield ScenarioItem.from_parent(
-                self, name=entry.name, scenario_dir=entry, skill_scenarios=names
+                self, name=entry.name, scenario_dir=entry, skill_scenarios=names, **extra
             )
 
 

@@ -72,15 +72,12 @@ class Registry:
         point = _entry_points(self.group).get(name)
         if point is None:
             raise UnknownProviderError(self.unknown(name))
-        return _load(point)
+        # Not remembered here: the module system keeps the module, and a factory held past
+        # it (a test runner that unloads modules between runs) would mix two copies of them.
+        return point.load()
 
     def unknown(self, name: str) -> str:
         return f"unknown {self.kind} {name!r}; choose one of: {', '.join(self.names()) or '(none)'}"
-
-
-@functools.cache
-def _load(point: EntryPoint) -> Any:
-    return point.load()
 
 
 AGENTS = Registry("pytest_openkata.agents", "agent")
@@ -99,4 +96,3 @@ def backend_names() -> tuple[str, ...]:
 def refresh() -> None:
     """Forget what was read from the metadata (after installing a distribution at run time)."""
     _entry_points.cache_clear()
-    _load.cache_clear()

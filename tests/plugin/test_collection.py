@@ -133,6 +133,39 @@ def test_scenario_folders_are_ignored_as_pytest_ignores_folders(
     ]
 
 
+def test_a_plugins_ignore_hook_is_asked_for_every_scenario_folder(
+    pytester: pytest.Pytester, two_skills: Path
+) -> None:
+    pytester.makepyfile(
+        ignoring="def pytest_ignore_collect(collection_path, config):\n"
+        "    return True if collection_path.name in ('scenario-a', 'scenario-10') else None\n"
+    )
+    pytester.syspathinsert()
+
+    result = pytester.runpytest("--collect-only", "-q", "-p", "ignoring", "skills")
+
+    assert _collected(result) == [
+        "skills/alpha/evals::scenario-b",
+        "skills/beta/evals::scenario-2",
+    ]
+
+
+def test_a_skills_conftest_ignores_only_below_its_folder(
+    pytester: pytest.Pytester, two_skills: Path
+) -> None:
+    (two_skills / "skills" / "beta" / "conftest.py").write_text(
+        "def pytest_ignore_collect(collection_path):\n"
+        "    return True if collection_path.name.startswith('scenario-') else None\n"
+    )
+
+    result = pytester.runpytest("--collect-only", "-q", "skills")
+
+    assert _collected(result) == [
+        "skills/alpha/evals::scenario-a",
+        "skills/alpha/evals::scenario-b",
+    ]
+
+
 def test_a_conftest_that_keeps_a_folder_wins_over_norecursedirs(
     pytester: pytest.Pytester, two_skills: Path
 ) -> None:
