@@ -492,6 +492,33 @@ def test_stale_containers_of_a_killed_run_are_swept(
                 container.remove(force=True)
 
 
+def test_the_sweep_is_not_broken_by_containers_that_other_runs_remove_meanwhile(
+    client: docker.DockerClient, standin_image: str
+) -> None:
+    # Other runs on the engine create and remove their containers while one sweeps (the CI
+    # failure: a container listed, then gone when looked at, raised NotFound from the sweep).
+    labels = {MANAGED: "true", OWNER_HOST: os.uname().nodename, OWNER_PID: str(os.getpid())}
+    stop = threading.Event()
+    churned = 0
+
+    def churn() -> None:
+        nonlocal churned
+        while not stop.is_set():
+            container = client.containers.create(standin_image, ["true"], labels=labels)
+            container.remove(force=True)
+            churned += 1
+
+    worker = threading.Thread(target=churn, daemon=True)
+    worker.start()
+    try:
+        for _ in range(40):
+            sweep_stale_containers(client)
+    finally:
+        stop.set()
+        worker.join(30)
+    assert churned > 0  # the sweeps did run while containers came and went
+
+
 def test_container_names_follow_the_reference() -> None:  # checks 42 and 43
     name = container_name("scenario-0")
     assert name.startswith("openkata-eval-")

@@ -127,17 +127,24 @@ def _engine_client(timeout: int, version: str) -> docker.DockerClient:
 
 
 def sweep_stale_containers(client: docker.DockerClient) -> list[str]:
-    """Remove this host's labelled containers whose pytest process is gone (a killed run)."""
+    """Remove this host's labelled containers whose pytest process is gone (a killed run).
+
+    The engine lists the containers with their labels in one answer: other runs create and
+    remove theirs meanwhile, and a container gone between a listing and a look at it (what
+    ``containers.list`` does for each) is simply no longer there to sweep.
+    """
     host = socket.gethostname()
     removed = []
     filters: dict[str, str | list[str] | bool] = {
         "label": [f"{MANAGED}=true", f"{OWNER_HOST}={host}"]
     }
-    for container in client.containers.list(all=True, filters=filters):
-        owner = container.labels.get(OWNER_PID, "")
+    for summary in client.api.containers(all=True, filters=filters):
+        owner = (summary.get("Labels") or {}).get(OWNER_PID, "")
         if owner.isdigit() and not _process_alive(int(owner)):
-            container.remove(force=True)
-            removed.append(str(container.name))
+            with contextlib.suppress(docker.errors.NotFound):
+                client.api.remove_container(summary["Id"], force=True)
+                names = summary.get("Names") or [summary["Id"]]
+                removed.append(str(names[0]).lstrip("/"))
     return removed
 
 
@@ -321,7 +328,10 @@ def from_settings(settings: EvalSettings) -> DockerProvider:
     default socket), sweep containers left by killed runs, and apply the settings' image and
     limits."""
     client = connect()
-    sweep_stale_containers(client)
+    try:
+        sweep_stale_containers(client)
+    except _ENGINE_ERRORS as exc:
+        raise _engine_error(exc, "sweeping containers of killed runs") from exc
     box = settings.sandbox
     limits = DockerLimits(image=box.image, cpus=box.cpus, memory=box.memory, pids=box.pids)
     return DockerProvider(client, limits)
