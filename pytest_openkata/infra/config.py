@@ -32,6 +32,7 @@ class HttpSettings(BaseModel):
 
     base_url: str = ""
     api_key: str = Field(default="", repr=False)
+    endpoint_id: str = ""
 
 
 class AnthropicSettings(BaseModel):
@@ -262,6 +263,7 @@ FIELDS: tuple[Setting, ...] = (
     Setting("max_in_flight", _int_between(0, None), metavar="N"),
     Setting("http.base_url", _text, cli="--eval-base-url", metavar="URL"),
     Setting("http.api_key", _text, secret=True),
+    Setting("http.endpoint_id", _text, metavar="ID"),
     Setting("anthropic.base_url", _text, cli="--eval-anthropic-base-url", metavar="URL"),
     Setting("anthropic.api_key", _text, secret=True),
     Setting("anthropic.max_tokens", _int_between(1, None), metavar="N"),
@@ -319,6 +321,8 @@ HELP = {
     "max_in_flight": "model requests in flight per endpoint across all workers (default 0: no cap)",
     "http.base_url": "base URL of the OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1",
     "http.api_key": "API key of the endpoint (never printed)",
+    "http.endpoint_id": "what answers at the base URL, for cache keys instead of the URL "
+    "(e.g. a model and its weights' digest when the port changes every run)",
     "anthropic.base_url": "base URL of the Anthropic Messages API (default https://api.anthropic.com)",
     "anthropic.api_key": "API key of the Anthropic Messages API (never printed)",
     "anthropic.max_tokens": "max_tokens of each Anthropic Messages API call (default 4096)",

@@ -177,3 +177,25 @@ def test_a_damaged_cache_entry_is_a_miss_not_a_crash(
     assert (len(judge_entries), len(agent_entries)) == (1, 1)
     result.assert_outcomes(passed=1)
     assert _calls(script) == (2, 2)
+
+
+def test_an_endpoint_named_by_what_answers_is_the_same_endpoint_on_another_port(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    # A local server gets a new port every run: http.endpoint_id names it for the cache.
+    write_skill(pytester.path, "s", {"scenario-0": TWO_CRITERIA})
+    named = ("--eval-http-endpoint-id", "smollm2 sha256:1234")
+    _run(pytester, endpoint, *named)
+
+    with ScriptedEndpoint() as moved:
+        again = EvalScript()
+        moved.respond_with(again)
+        same = _run(pytester, moved, *named)
+        changed = _run(pytester, moved, "--eval-http-endpoint-id", "smollm2 sha256:5678")
+
+    assert _calls(script) == (1, 1)
+    assert same.ret == pytest.ExitCode.OK
+    same.stdout.fnmatch_lines(["    From the cache: 1 agent answer, 1 judge verdict"])
+    assert changed.ret == pytest.ExitCode.OK
+    changed.stdout.no_fnmatch_line("*From the cache*")
+    assert _calls(again) == (1, 1)  # another identity: another endpoint, asked anew

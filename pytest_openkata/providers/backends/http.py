@@ -65,12 +65,21 @@ class OpenAIChatBackend:
     """A :class:`~.Completer` for OpenAI-compatible chat endpoints.
 
     ``base_url`` is the API root that ``/chat/completions`` goes under, e.g.
-    ``https://api.openai.com/v1``; :attr:`endpoint` keeps it as it was given.
+    ``https://api.openai.com/v1``; :attr:`endpoint` keeps it as it was given, unless
+    ``endpoint_id`` names what answers there (a local server on a new port every run).
     """
 
-    def __init__(self, client: httpx.Client, *, base_url: str, api_key: str, model: str) -> None:
+    def __init__(
+        self,
+        client: httpx.Client,
+        *,
+        base_url: str,
+        api_key: str,
+        model: str,
+        endpoint_id: str = "",
+    ) -> None:
         self.model = model
-        self._endpoint = base_url
+        self._endpoint = endpoint_id or base_url
         self.url = base_url.rstrip("/") + "/chat/completions"
         self._client = client
         self._api_key = api_key
@@ -80,7 +89,7 @@ class OpenAIChatBackend:
 
     @property
     def endpoint(self) -> str:
-        """The base URL as configured."""
+        """The endpoint's identity: ``endpoint_id`` when given, else the base URL."""
         return self._endpoint
 
     def __repr__(self) -> str:
@@ -128,7 +137,11 @@ def from_context(context: BackendContext) -> OpenAIChatBackend:
             "or the ini option eval_http_base_url"
         )
     return OpenAIChatBackend(
-        context.client, base_url=http.base_url, api_key=http.api_key, model=context.model
+        context.client,
+        base_url=http.base_url,
+        api_key=http.api_key,
+        model=context.model,
+        endpoint_id=http.endpoint_id,
     )
 
 
