@@ -20,10 +20,16 @@ from pytest_openkata.core.summary import SkillSummary, gate_failed, summarise
 from pytest_openkata.infra.config import EvalSettings
 from pytest_openkata.plugin.xdist_transport import result_of
 from pytest_openkata.providers.reporters import RunReport, Segment, reporters
+from pytest_openkata.providers.reporters.terminal import gate_line
 
 BODY_RAISED_ATTR = "openkata_body_raised"
 
 _FINISHED = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
+_STOPPED: dict[int, str] = {  # what ended a run that did not finish
+    pytest.ExitCode.INTERRUPTED: "interrupted",
+    pytest.ExitCode.INTERNAL_ERROR: "internal error",
+    pytest.ExitCode.USAGE_ERROR: "usage error",
+}
 
 
 def _is_soft_failure(report: pytest.TestReport, result: ScenarioResult | None) -> bool:
@@ -50,13 +56,18 @@ class _Terminal:
     def write_lines(self, lines: Sequence[Sequence[Segment]]) -> None:
         if self._writer is None:
             return
+        self.blocks.append("\n".join(self.render(line) for line in lines))
+
+    def render(self, line: Sequence[Segment]) -> str:
+        if self._writer is None:
+            return ""
         markup = self._writer.config.get_terminal_writer().markup
-        self.blocks.append(
-            "\n".join(
-                "".join(markup(text, **{colour: True}) if colour else text for text, colour in line)
-                for line in lines
-            )
-        )
+        return "".join(markup(text, **{colour: True}) if colour else text for text, colour in line)
+
+    def write_last_line(self, line: Sequence[Segment]) -> None:
+        """A line after pytest's own final line (at ``pytest_unconfigure``)."""
+        if self._writer is not None:
+            self._writer.write_line(self.render(line))
 
 
 class EvalAggregator:
@@ -69,6 +80,8 @@ class EvalAggregator:
         self.hard_failures: list[str] = []
         self.summaries: list[SkillSummary] = []
         self.terminal = _Terminal()
+        self._session: pytest.Session | None = None
+        self._stopped: str | None = None
 
     # tryfirst: the terminal reporter later flips a parent report with failed subtests to
     # "failed"; here the parent's own outcome is still what its body did.
@@ -106,6 +119,10 @@ class EvalAggregator:
         if finished:  # interrupted, usage or internal errors keep pytest's own status
             failed = gate_failed(self.summaries) or bool(self.hard_failures)
             session.exitstatus = pytest.ExitCode.TESTS_FAILED if failed else pytest.ExitCode.OK
+        else:
+            status = int(session.exitstatus)
+            self._stopped = _STOPPED.get(status, f"exit status {status}")
+        self._session = session
         for summary in self.summaries:
             self.config.hook.pytest_openkata_skill_summary(summary=summary, config=self.config)
 
@@ -115,3 +132,22 @@ class EvalAggregator:
         terminalreporter.write_sep("=", "openkata eval summary")
         for block in self.terminal.blocks:
             terminalreporter.write(block + "\n")
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        """The gate's decision and the exit status, as the run's last line: pytest's terminal
+        reporter writes its final ``N passed in …`` line at the end of its own
+        ``pytest_sessionfinish``, after every other plugin's, and nothing of the session comes
+        after ``pytest_unconfigure`` (pytest writes a late KeyboardInterrupt here too)."""
+        if self._session is None or not self.summaries:
+            return
+        errored = {nodeid for nodeid in self.hard_failures if nodeid in self.results}
+        failed = set(self.hard_failures) - errored
+        line = gate_line(
+            self.summaries,
+            self.settings.threshold,
+            int(self._session.exitstatus),
+            stopped=self._stopped,
+            errored=len(errored),
+            failed=len(failed),
+        )
+        self.terminal.write_last_line(line)

@@ -60,10 +60,17 @@ class EvalsDir(pytest.Directory):
 
 
 def evaluate_scenario(openkata_result: ScenarioResult, subtests: pytest.Subtests) -> None:
-    """Each criterion is a subtest named after it, passing or failing with its points."""
+    """Each criterion is a subtest named after it and its points, ``[bang-marker (0/20)]``,
+    passing or failing.
+
+    The points are in the subtest's message, not a keyword argument: pytest shows keyword
+    arguments with ``repr``, and pytest 9.1 applies that ``repr`` again to a report that comes
+    back from an xdist worker (``points="'0/20'"`` under ``-n``, ``points='0/20'`` without).
+    The message is shown as it is, the same with and without ``-n``, on every pytest 9.
+    """
     for criterion in openkata_result.criteria or ():
         points = f"{criterion.score}/{criterion.max_score}"
-        with subtests.test(msg=criterion.name, points=points):
+        with subtests.test(msg=f"{criterion.name} ({points})"):
             if not criterion.passed:
                 reason = f": {criterion.reason}" if criterion.reason else ""
                 message = f"criterion {criterion.name!r} not met ({points}){reason}"

@@ -192,7 +192,7 @@ def test_a_scenario_runs_with_the_installed_agent_grader_and_reporter_by_name(
     )  # fmt: skip
 
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
-    result.stdout.fnmatch_lines(["*SUBPASS*[[]says-echo[]]*points='5/5'*"])
+    result.stdout.fnmatch_lines(["*SUBPASS*[[]says-echo (5/5)[]]*"])
     (report,) = reports_under(pytester.path)
     (scenario,) = json.loads(report.read_text())["scenarios"]
     assert [c["name"] for c in scenario["criteria"]] == ["judged", "says-echo"]

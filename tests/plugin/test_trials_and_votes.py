@@ -66,7 +66,7 @@ def test_trials_score_the_mean_and_report_each_trial_with_statistics(
     result.stdout.fnmatch_lines(
         [
             "    ✓ b (5/5) [2/3 passed]",
-            "    Score: 15/15 (89%) FAIL",
+            "    Score: 15/15 by majority; mean over 3 trials 89% FAIL",
             "    Trials: 2 of 3 passed; mean 88.9%, sd 19.2, 95% CI *; pass@3 1.00, pass^3 0.00",
             "  Overall: 89% FAIL (threshold: 95%)",
             "  95% CI of the overall: *-100.0%: the threshold 95% lies inside it, more trials "

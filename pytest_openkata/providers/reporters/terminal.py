@@ -7,7 +7,7 @@ uses colour.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -52,9 +52,44 @@ def _cache_line(result: ScenarioResult) -> str | None:
     return f"    From the cache: {', '.join(parts)}"
 
 
+def _header(result: ScenarioResult) -> str:
+    """The scenario's name and description. An errored scenario's description carries the
+    reference's ``(error: ...)`` suffix (as in the report); it is left out here, where the
+    ``ERROR:`` line says it, so that the error text appears once in the block."""
+    description = result.description
+    suffix = f" (error: {result.error})"
+    if result.criteria is None and result.error is not None and description.endswith(suffix):
+        description = description[: -len(suffix)]
+    return f"  {result.name}: {description}"
+
+
+def _score_line(result: ScenarioResult) -> list[Segment]:
+    """The reference's ``Score: 80/100 (80%) FAIL``; with several trials, which figure is the
+    majority over the trials and which the mean (the one the gate uses)."""
+    if result.stats is None:
+        text = f"    Score: {result.score}/{result.max_score} ({result.percentage:.0f}%) "
+    else:
+        text = (
+            f"    Score: {result.score}/{result.max_score} by majority; "
+            f"mean over {result.stats.trials} trials {result.percentage:.0f}% "
+        )
+    return [(text, None), _label(result.passed)]
+
+
+def _error_line(error: str) -> list[Segment]:
+    return [("    ", None), ("ERROR", "red"), (f": {error}", None)]
+
+
 def _scenario_lines(result: ScenarioResult) -> Iterator[list[Segment]]:
-    yield [(f"  {result.name}: {result.description}", None)]
-    for c in result.criteria or ():
+    yield [(_header(result), None)]
+    if result.criteria is None:  # errored: no criterion, no score, no statistics
+        yield _error_line(result.error or "no result")
+        cache = _cache_line(result)
+        if cache is not None:
+            yield [(cache, None)]
+        yield []
+        return
+    for c in result.criteria:
         if c.passed:
             yield [
                 ("    ", None),
@@ -68,13 +103,12 @@ def _scenario_lines(result: ScenarioResult) -> Iterator[list[Segment]]:
                 ("✗", "red"),
                 (f" {c.name} ({c.score}/{c.max_score}){_votes(c)}{reason}", None),
             ]
-    yield [
-        (f"    Score: {result.score}/{result.max_score} ({result.percentage:.0f}%) ", None),
-        _label(result.passed),
-    ]
+    yield _score_line(result)
     for extra in (_trials_line(result), _cache_line(result)):
         if extra is not None:
             yield [(extra, None)]
+    if result.error is not None:  # some trials errored: scored, and an error all the same
+        yield _error_line(result.error)
     yield []
 
 
@@ -157,6 +191,66 @@ def skill_lines(
         yield [(f"  Report: {_shown(summary.report_path, rootdir)}", None)]
     if summary.report_error is not None:
         yield [(f"  Report not written: {summary.report_error}", "red")]
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'s' if count != 1 else ''}"
+
+
+def _gate_percentage(summary: SkillSummary, threshold: int) -> str:
+    """The overall percentage as the overall line rounds it, with as many decimals as it takes
+    for the comparison to read right (94.6 against 95 is ``94.6% < 95%``, not ``95% < 95%``)."""
+    for digits in range(4):
+        text = f"{summary.overall:.{digits}f}"
+        if (float(text) >= threshold) == summary.passed:
+            return f"{text}%"
+    return f"{summary.overall!r}%"
+
+
+def _skill_gate(summary: SkillSummary, threshold: int) -> str:
+    if not summary.complete:
+        return f"{summary.name} partial, threshold not enforced"
+    relation = ">=" if summary.passed else "<"
+    return f"{summary.name} {_gate_percentage(summary, threshold)} {relation} {threshold}%"
+
+
+def gate_line(
+    summaries: Sequence[SkillSummary],
+    threshold: int,
+    exit_status: int,
+    *,
+    stopped: str | None = None,
+    errored: int = 0,
+    failed: int = 0,
+) -> list[Segment]:
+    """The run's last line: the gate's decision and why the exit status is what it is.
+
+    Per complete skill ``name 88% < 95%`` or ``name 100% >= 95%`` (a skill that ran in part:
+    ``name partial, threshold not enforced``), then what else failed the run: ``errored``
+    scenarios, ``failed`` ordinary tests, reports not written; then the status:
+    ``commit-message 88% < 95%: exit 1``. When no skill ran completely the threshold is not
+    enforced (``partial run: threshold not enforced, exit 0``); ``stopped`` names what ended
+    a run that did not finish (``interrupted``), whose status is pytest's own.
+    """
+    if stopped is not None:
+        text = f"{stopped}: threshold not enforced, exit {exit_status}"
+        return [(text, "green" if exit_status == 0 else "red")]
+    enforced = any(summary.complete for summary in summaries)
+    reasons = [
+        "; ".join(_skill_gate(summary, threshold) for summary in summaries)
+        if enforced
+        else "partial run: threshold not enforced"
+    ]
+    if errored:
+        reasons.append(f"{_plural(errored, 'scenario')} errored")
+    if failed:
+        reasons.append(f"{_plural(failed, 'ordinary test')} failed")
+    unwritten = sum(1 for summary in summaries if summary.report_error is not None)
+    if unwritten:
+        reasons.append(f"{_plural(unwritten, 'report')} not written")
+    separator = ": " if enforced else ", "
+    text = f"{'; '.join(reasons)}{separator}exit {exit_status}"
+    return [(text, "green" if exit_status == 0 else "red")]
 
 
 class TerminalReporter:
