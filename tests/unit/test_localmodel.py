@@ -1,9 +1,17 @@
-"""Failures of the local-model tooling are clear and quick, never a hang."""
+"""Failures of the local-model tooling are clear and quick, never a hang; no process is left."""
 
 from __future__ import annotations
 
+import hashlib
+import os
+import signal
 import stat
+import subprocess
+import sys
+import threading
+import time
 import types
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -15,6 +23,10 @@ from pytest_openkata.localmodel import (
     build_server,
     main,
     server_binary,
+)
+
+linux_only = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG and /proc are Linux's"
 )
 
 
@@ -89,7 +101,9 @@ def test_run_without_a_command_is_a_usage_error(capsys: pytest.CaptureFixture[st
 def test_run_points_the_command_at_the_server_with_a_patient_timeout(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    server = types.SimpleNamespace(base_url="http://127.0.0.1:8123/v1", model="smollm2")
+    server = types.SimpleNamespace(
+        base_url="http://127.0.0.1:8123/v1", model="smollm2", identity="smollm2 weights sha256:1"
+    )
     monkeypatch.delenv("OPENKATA_EVAL_DIRECT_TIMEOUT", raising=False)
     monkeypatch.setenv("OPENKATA_EVAL_BACKEND", "kiro")
 
@@ -98,6 +112,212 @@ def test_run_points_the_command_at_the_server_with_a_patient_timeout(
     assert environment["OPENKATA_EVAL_BACKEND"] == "http"
     assert environment["OPENKATA_EVAL_HTTP_BASE_URL"] == "http://127.0.0.1:8123/v1"
     assert environment["OPENKATA_EVAL_MODEL"] == "smollm2"
+    assert environment["OPENKATA_EVAL_HTTP_ENDPOINT_ID"] == "smollm2 weights sha256:1"
     assert environment["OPENKATA_EVAL_DIRECT_TIMEOUT"] == "600"
     monkeypatch.setenv("OPENKATA_EVAL_DIRECT_TIMEOUT", "30")
     assert localmodel._environment(server)["OPENKATA_EVAL_DIRECT_TIMEOUT"] == "30"  # type: ignore[arg-type]
+
+
+def test_the_server_is_known_by_what_answers_not_by_its_port(tmp_path: Path) -> None:
+    binary = tmp_path / "llama-server-0.3.36" / "llama-server"
+    binary.parent.mkdir()
+    binary.write_bytes(b"")
+    weights, other = tmp_path / "a.gguf", tmp_path / "b.gguf"
+    weights.write_bytes(b"weights")
+    other.write_bytes(b"other weights")
+
+    first = LocalModelServer(binary, weights, port=8123)
+    second = LocalModelServer(binary, weights, port=8124)
+
+    assert first.identity == second.identity
+    assert first.identity == (
+        f"smollm2 weights sha256:{hashlib.sha256(b'weights').hexdigest()} "
+        "llama-server llama-server-0.3.36"
+    )
+    assert LocalModelServer(binary, other, port=8123).identity != first.identity
+
+
+# --- no leaked processes ------------------------------------------------------------------
+
+
+def _state(pid: int) -> str | None:
+    """The process's state letter (``Z`` for a zombie), None once it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:
+        return None
+
+
+def _eventually(condition: Callable[[], bool], within: float, what: str) -> None:
+    deadline = time.monotonic() + within
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"not {what} within {within:g} s", pytrace=False)
+        time.sleep(0.05)
+
+
+def _written_pid(path: Path, process: subprocess.Popen[bytes] | None = None) -> int:
+    _eventually(
+        lambda: path.exists() or (process is not None and process.poll() is not None),
+        30,
+        f"{path.name} written",
+    )
+    assert path.exists(), f"exited with {process and process.returncode} before writing it"
+    return int(path.read_text())
+
+
+@pytest.fixture
+def kill_after() -> Iterator[list[int]]:
+    """Pids to SIGKILL at the end of the test if still there (a failed test leaves none)."""
+    pids: list[int] = []
+    yield pids
+    for pid in pids:
+        if _state(pid) not in {None, "Z"}:
+            os.kill(pid, signal.SIGKILL)
+
+
+PARENT = """
+import subprocess, sys, time
+from pathlib import Path
+from pytest_openkata.localmodel import _parent_death_preexec
+
+child = subprocess.Popen(["sleep", "600"], preexec_fn=_parent_death_preexec())
+Path(sys.argv[1] + ".partial").write_text(str(child.pid))
+Path(sys.argv[1] + ".partial").replace(sys.argv[1])
+time.sleep(600)
+"""
+
+
+@linux_only
+def test_a_child_with_the_parent_death_signal_ends_when_its_parent_is_killed(
+    tmp_path: Path, kill_after: list[int]
+) -> None:
+    pid_file = tmp_path / "child-pid"
+    parent = subprocess.Popen([sys.executable, "-c", PARENT, str(pid_file)], start_new_session=True)
+    kill_after.append(parent.pid)
+    child = _written_pid(pid_file, parent)
+    kill_after.append(child)
+
+    parent.kill()
+    parent.wait(timeout=30)
+
+    _eventually(lambda: _state(child) in {None, "Z"}, 30, "the child killed with its parent")
+
+
+@linux_only
+def test_a_child_whose_parent_died_before_the_signal_was_set_kills_itself(
+    tmp_path: Path,
+) -> None:
+    ran = tmp_path / "ran"
+    # Expecting another parent than this process: as if the parent had died and the child
+    # had been handed to init between the fork and the prctl.
+    preexec = localmodel._parent_death_preexec(parent=os.getppid())
+
+    completed = subprocess.run(["touch", str(ran)], preexec_fn=preexec, timeout=30, check=False)
+
+    assert completed.returncode == -signal.SIGKILL
+    assert not ran.exists()  # killed before exec
+
+
+@linux_only
+def test_the_parent_death_signal_is_set_only_from_the_main_thread() -> None:
+    # Linux sends it when the forking *thread* ends: from a worker thread it would kill the
+    # server with the thread.
+    from_thread: list[object] = []
+    thread = threading.Thread(target=lambda: from_thread.append(localmodel._parent_death_preexec()))
+    thread.start()
+    thread.join(timeout=30)
+
+    assert from_thread == [None]
+    assert localmodel._parent_death_preexec() is not None
+
+
+class _Interrupted(BaseException):
+    pass
+
+
+def _raise_interrupted(signum: int, frame: object) -> None:
+    raise _Interrupted
+
+
+@linux_only
+def test_a_server_interrupted_while_starting_is_stopped(
+    tmp_path: Path, kill_after: list[int]
+) -> None:
+    pid_file = tmp_path / "server-pid"
+    binary = _script(tmp_path, "llama-server", f"echo $$ > {pid_file}; exec sleep 600")
+    previous = signal.signal(signal.SIGALRM, _raise_interrupted)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 1.0)  # like a Ctrl-C while it loads
+        with pytest.raises(_Interrupted), LocalModelServer(binary, tmp_path / "w.gguf"):
+            pytest.fail("the server never answers: not reached")
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    server = _written_pid(pid_file)
+    kill_after.append(server)
+
+    assert _state(server) is None  # stopped and waited for
+
+
+def _signalled_wait(signals: localmodel._StopSignals, signum: int) -> None:
+    with signals.interruptible():
+        signal.raise_signal(signum)
+        time.sleep(30)  # not reached: the handler raises first
+
+
+def test_the_first_stop_signal_ends_an_interruptible_wait_and_later_ones_are_noted() -> None:
+    previous = signal.getsignal(signal.SIGTERM)
+    with localmodel._StopSignals() as signals:
+        with pytest.raises(localmodel._Stopped):
+            _signalled_wait(signals, signal.SIGTERM)
+
+        assert signals.signum == signal.SIGTERM
+        signal.raise_signal(signal.SIGINT)  # while cleaning up: noted, nothing is raised
+        assert signals.repeated
+        with pytest.raises(localmodel._Stopped), signals.interruptible():
+            pytest.fail("a signal already received stops the next wait at once")
+
+    assert signal.getsignal(signal.SIGTERM) is previous
+
+
+def test_a_stop_signal_outside_a_wait_is_only_recorded() -> None:
+    with localmodel._StopSignals() as signals:
+        signal.raise_signal(signal.SIGHUP)  # e.g. while a process is being started
+
+        assert signals.signum == signal.SIGHUP
+        assert not signals.repeated
+        with pytest.raises(localmodel._Stopped):
+            signals.raise_if_stopped()
+
+
+def test_a_stop_signal_ignored_at_start_stays_ignored() -> None:
+    previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)  # as under nohup
+    try:
+        with localmodel._StopSignals() as signals:
+            assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+            signal.raise_signal(signal.SIGHUP)
+            assert signals.signum is None
+        assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGHUP, previous)
+
+
+@linux_only
+def test_a_group_of_zombies_only_is_not_alive(kill_after: list[int]) -> None:
+    process = subprocess.Popen(["sleep", "600"], start_new_session=True)
+    kill_after.append(process.pid)
+    assert localmodel._group_alive(process.pid)
+
+    os.kill(process.pid, signal.SIGKILL)
+    _eventually(lambda: _state(process.pid) == "Z", 30, "a zombie")  # not waited for yet
+
+    assert not localmodel._group_alive(process.pid)
+    process.wait(timeout=30)
+    assert not localmodel._group_alive(process.pid)
+
+
+def test_exit_statuses_are_a_shells() -> None:
+    assert localmodel._exit_status(0) == 0
+    assert localmodel._exit_status(3) == 3
+    assert localmodel._exit_status(-signal.SIGTERM) == 128 + signal.SIGTERM
