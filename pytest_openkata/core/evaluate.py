@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -166,15 +166,15 @@ def _run(jobs: list[_Job], settings: EvalSettings, here: Path) -> list[ScenarioR
                 backends()  # built before scenario threads start
 
             def run(job: _Job, slot: CallSlot) -> ScenarioResult:
-                result = run_scenario(
+                return run_scenario(
                     job.scenario_dir,
                     backends,
                     skill_dir=job.scenario_dir.parent.parent,
                     redact=redact,
                     options=options,
                     slot=slot,
+                    skill_scenarios=job.skill_scenarios,
                 )
-                return replace(result, skill_scenarios=list(job.skill_scenarios))
 
             return [scheduler.result(job, run) for job in jobs]
         finally:

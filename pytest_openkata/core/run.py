@@ -14,10 +14,10 @@ the trial (:mod:`pytest_openkata.providers.graders`); their criterion results ma
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from pytest_openkata.core.calls import NO_SLOTS, live_call
 from pytest_openkata.core.errors import ScenarioFailure
@@ -44,7 +44,7 @@ from pytest_openkata.infra.cache import ResultCache, cache_key
 from pytest_openkata.infra.retry import RetryPolicy, call_with_retry
 from pytest_openkata.infra.usage import Prices
 from pytest_openkata.providers import registry
-from pytest_openkata.providers.backends import BackendError, Completer
+from pytest_openkata.providers.backends import BackendError, Completer, SkillAware
 from pytest_openkata.providers.graders import GradeError, Grader, GradingContext, GradingTask
 
 __all__ = [
@@ -60,14 +60,6 @@ __all__ = [
 DEFAULT_RETRY = RetryPolicy()
 NO_SANDBOX = "sandboxed scenarios need a sandbox provider, and none is configured"
 AGENT_CACHE = "agent"
-
-
-@runtime_checkable
-class SkillAware(Protocol):
-    """A backend whose answer depends on the skill folder it runs for (an agent CLI working in
-    a folder prepared from the skill, as kiro's agent mode does)."""
-
-    def for_skill(self, skill_dir: Path) -> Completer: ...
 
 
 @dataclass(frozen=True)
@@ -282,6 +274,7 @@ def run_scenario(
     redact: Callable[[str], str] = lambda text: text,
     options: RunOptions = RunOptions(),
     slot: CallSlot = NO_SLOTS,
+    skill_scenarios: Sequence[str] = (),
 ) -> ScenarioResult:
     """Run one scenario and return its result; errors are returned as errored results.
 
@@ -289,6 +282,7 @@ def run_scenario(
     agent CLI) errors the scenarios that need it, like any other agent failure. The number of
     trials is the scenario's own (``scenario.json``) or else ``options.trials``. ``slot`` is
     held around every live agent run and judge call (cache hits need none).
+    ``skill_scenarios`` names every scenario of the skill, for the gate's completeness.
     """
     skill_dir = skill_dir or scenario_dir.parent.parent
     identity = {
@@ -305,8 +299,15 @@ def run_scenario(
             raise ScenarioFailure(str(exc)) from exc
     except (ScenarioLoadError, ScenarioFailure, BackendError) as exc:
         trial = errored_trial(1, error_text(exc, redact, skill_dir))
-        return combine_trials([trial], description=read_description(scenario_dir), **identity)
+        return combine_trials(
+            [trial],
+            description=read_description(scenario_dir),
+            skill_scenarios=skill_scenarios,
+            **identity,
+        )
     run = _ScenarioRun(scenario, prompt, resolved, options, redact=redact, slot=slot)
     count = scenario.trials or options.trials
     trials = [run.trial(index) for index in range(1, count + 1)]
-    return combine_trials(trials, description=scenario.description, **identity)
+    return combine_trials(
+        trials, description=scenario.description, skill_scenarios=skill_scenarios, **identity
+    )

@@ -76,9 +76,16 @@ def _error_text(trials: Sequence[TrialResult]) -> str | None:
 
 
 def combine_trials(
-    trials: Sequence[TrialResult], *, skill: str, skill_dir: str, name: str, description: str
+    trials: Sequence[TrialResult],
+    *,
+    skill: str,
+    skill_dir: str,
+    name: str,
+    description: str,
+    skill_scenarios: Sequence[str] = (),
 ) -> ScenarioResult:
-    """The result of a scenario (``skill``, ``skill_dir``, ``name``) from its ``trials``.
+    """The result of a scenario (``skill``, ``skill_dir``, ``name``, with the names of every
+    scenario of its skill) from its ``trials``.
 
     When every trial errored the result has the reference's errored shape (``criteria:
     null``, 0 %, ``(error: ...)`` appended to the description).
@@ -90,6 +97,7 @@ def combine_trials(
         "skill": skill,
         "skill_dir": skill_dir,
         "name": name,
+        "skill_scenarios": list(skill_scenarios),
         "error": error,
         "agent_output": next((t.agent_output for t in trials if t.agent_output is not None), None),
         "trials": list(trials),

@@ -38,6 +38,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pytest_openkata.providers.backends import SkillAware
+
 if TYPE_CHECKING:
     from pytest_openkata.providers.backends import Completer, ResponseSchema
 
@@ -202,8 +204,9 @@ class LimitedCompleter:
 
     def for_skill(self, skill_dir: Path) -> Completer:
         """The inner backend's view for ``skill_dir`` (an agent CLI's folder), still limited."""
-        for_skill = getattr(self.inner, "for_skill", None)
-        return self if for_skill is None else LimitedCompleter(for_skill(skill_dir), self.limit)
+        if not isinstance(self.inner, SkillAware):
+            return self
+        return LimitedCompleter(self.inner.for_skill(skill_dir), self.limit)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.inner!r}, slots={self.limit.slots})"

@@ -7,7 +7,6 @@ import contextlib
 import hashlib
 import tempfile
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -162,8 +161,8 @@ def openkata_result(
             redact=openkata_redactor,
             options=openkata_run_options,
             slot=slot,
+            skill_scenarios=scenario.skill_scenarios,
         )
-        result = replace(result, skill_scenarios=list(scenario.skill_scenarios))
         # Recorded here, on the scenario's thread, before pytest reports the item.
         scenario.record_result(result)
         return result

@@ -34,7 +34,6 @@ __all__ = [
     "Registry",
     "UnknownProviderError",
     "backend_names",
-    "refresh",
 ]
 
 
@@ -91,8 +90,3 @@ def backend_names() -> tuple[str, ...]:
     """What ``backend`` and ``judge_backend`` accept: model backends and agent CLIs (run on
     the host), sorted."""
     return tuple(sorted({*BACKENDS.names(), *AGENTS.names()}))
-
-
-def refresh() -> None:
-    """Forget what was read from the metadata (after installing a distribution at run time)."""
-    _entry_points.cache_clear()

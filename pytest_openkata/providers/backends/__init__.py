@@ -8,7 +8,8 @@ criterion and a throttle from any other error without reading message text.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
 
 
 class BackendError(Exception):
@@ -61,6 +62,14 @@ class Completer(Protocol):
         ...
 
     def complete(self, system: str, user: str, *, schema: ResponseSchema | None = None) -> str: ...
+
+
+@runtime_checkable
+class SkillAware(Protocol):
+    """A backend whose answer depends on the skill folder it runs for (an agent CLI working in
+    a folder prepared from the skill, as kiro's agent mode does)."""
+
+    def for_skill(self, skill_dir: Path) -> Completer: ...
 
 
 @dataclass(frozen=True)
