@@ -144,11 +144,13 @@ def test_a_server_stopped_mid_run_errors_the_rest_clearly(
         finally:
             del os.environ["LOCAL_MODEL_PID"]
 
-    result.stdout.fnmatch_lines(
+    result.stdout.fnmatch_lines(["*ERROR at setup of s::scenario-1*"])
+    # Refused, or reset or closed when a kept-alive connection to the killed server is reused
+    # before its closing is seen (the kinds the client names for a server that is gone).
+    result.stdout.re_match_lines(
         [
-            "*ERROR at setup of s::scenario-1*",
-            # refused, or reset when a kept-alive connection to the killed server is reused
-            "scenario error: agent: POST http://127.0.0.1:*/v1/chat/completions: *onnection re*",
+            r"scenario error: agent: POST http://127\.0\.0\.1:\d+/v1/chat/completions: "
+            r"(connection refused|connection closed or protocol error)"
         ]
     )
     assert "ERROR at setup of s::scenario-0" not in result.stdout.str()
