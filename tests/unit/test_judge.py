@@ -444,3 +444,5 @@ def test_the_judge_asks_for_a_schema_naming_only_the_criteria() -> None:
     assert names == [["criterion-a"], ["criterion-b"]]
     assert verdicts["minItems"] == verdicts["maxItems"] == 2
     assert schema.schema["required"] == ["verdicts"]
+    reasons = [item["properties"]["reason"] for item in verdicts["prefixItems"]]
+    assert reasons == [{"type": "string", "maxLength": 160}] * 2

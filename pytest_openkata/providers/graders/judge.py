@@ -270,13 +270,19 @@ def is_suspicious(agent_response: str, verdicts: Sequence[Verdict]) -> bool:
     )
 
 
+REASON_MAX_CHARS = 160
+
+
 def verdict_schema(criteria: Sequence[Criterion]) -> ResponseSchema:
     """The structured-output schema of a judge answer: ``{"verdicts": [...]}`` with exactly
     one verdict per criterion, in checklist order, each naming its criterion.
 
     Each position's name is an enum of one criterion (``prefixItems``), so a constrained
     decoder can neither invent a criterion nor repeat one; an ``items`` schema with the enum
-    of all names lets small models repeat a name and skip another.
+    of all names lets small models repeat a name and skip another. A reason has at most
+    :data:`REASON_MAX_CHARS` characters (the prompt asks for a short one): a constrained
+    decoder then closes it, where a small model decoding greedily could repeat itself inside
+    one string until the token limit cut the whole answer off.
     """
     names = list(dict.fromkeys(c.name for c in criteria))
 
@@ -286,7 +292,7 @@ def verdict_schema(criteria: Sequence[Criterion]) -> ResponseSchema:
             "properties": {
                 "name": {"type": "string", "enum": [name]},
                 "pass": {"type": "boolean"},
-                "reason": {"type": "string"},
+                "reason": {"type": "string", "maxLength": REASON_MAX_CHARS},
             },
             "required": ["name", "pass", "reason"],
             "additionalProperties": False,
