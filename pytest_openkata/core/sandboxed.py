@@ -102,17 +102,28 @@ def _looks_secret(name: str) -> bool:
 _DEFAULT_PROVIDER = SandboxSettings().provider
 
 
+def _endpoint_named(settings: EvalSettings) -> Callable[[str], str]:
+    """Replaces the HTTP base URL in an agent's argument or variable by ``http.endpoint_id``
+    when one is set: the agent's endpoint is then known by what answers there, as the
+    backend's is, and not by a port that changes every run."""
+    base_url, endpoint_id = settings.http.base_url, settings.http.endpoint_id
+    if not (base_url and endpoint_id):
+        return lambda text: text
+    return lambda text: text.replace(base_url, endpoint_id)
+
+
 def sandbox_identity(settings: EvalSettings) -> dict[str, Any]:
     """What decides a sandboxed run besides its workspace, for the cache key: the provider,
     the image, the agent command and the default network. Variables that look like
     credentials are left out. Read from the settings, so a run answered from the cache needs
     no sandbox engine."""
     agent = sandbox_agent(settings)
-    env = {name: value for name, value in agent.env.items() if not _looks_secret(name)}
+    named = _endpoint_named(settings)
+    env = {name: named(value) for name, value in agent.env.items() if not _looks_secret(name)}
     box = settings.sandbox
     identity: dict[str, Any] = {
         "image": box.image,
-        "argv": agent.argv,
+        "argv": [named(arg) for arg in agent.argv],
         "env": env,
         "network": box.network,
     }

@@ -5,11 +5,10 @@ The CLIs are installed once into ``~/.cache/pytest-openkata/npm`` (``npm install
 a failed install is an error, never a skip. A 135M model's answer is not checked for content.
 
 llama-server caps answers at ``--n-predict`` tokens only for requests without ``max_tokens``;
-Claude Code asks for 32000, and a rambling 135M model then writes until its context is full
-(minutes, holding the server's one slot). ``CLAUDE_CODE_MAX_OUTPUT_TOKENS`` bounds it, and
-Claude Code then fails a rambling answer ("exceeded the 256 output token maximum"): about one
-call in eight here. That failure is the model's, not the integration's, so the Claude Code test
-asks again, up to ``CLAUDE_ATTEMPTS`` times, and any other failure fails at once.
+Claude Code asks for 32000, and a rambling 135M model would write until its context is full
+(minutes, holding the server's one slot). ``CLAUDE_CODE_MAX_OUTPUT_TOKENS`` bounds it (Claude
+Code fails an answer cut there). The server decodes greedily with a fixed seed, and nothing is
+retried; Claude Code's own request changes from run to run (see the test).
 """
 
 from __future__ import annotations
@@ -31,8 +30,7 @@ NPM_PACKAGES = ("@anthropic-ai/claude-code", "@openai/codex")
 NPM_INSTALL_TIMEOUT = 1800
 CLI_TIMEOUT = 400.0  # Codex sends a long system prompt: about 50 s idle, 160 s under load
 CLAUDE_MAX_OUTPUT_TOKENS = "256"
-CLAUDE_ATTEMPTS = 5
-RAMBLING = f"exceeded the {CLAUDE_MAX_OUTPUT_TOKENS} output token maximum"
+CUT_AT_THE_MAXIMUM = f"exceeded the {CLAUDE_MAX_OUTPUT_TOKENS} output token maximum"
 PROMPT = "Reply with one word: hello"
 
 
@@ -93,20 +91,19 @@ def test_claude_code_answers_through_the_anthropic_route(
 
     backend = _backend("claude", settings, tmp_path)
 
-    rambled: list[str] = []
-    for _ in range(CLAUDE_ATTEMPTS):
-        try:
-            answer = backend.complete("", PROMPT)
-            break
-        except AgentFailedError as exc:
-            if RAMBLING not in str(exc):
-                raise
-            rambled.append(str(exc))
-    else:
-        pytest.fail(f"every answer was cut at the token maximum: {rambled}", pytrace=False)
+    answer: str | None
+    try:
+        answer = backend.complete("", PROMPT)
+    except AgentFailedError as exc:
+        # Claude Code's system prompt holds the date and the working folder, so its request,
+        # and with it even a greedy answer, differs from one run to the next. A rambling
+        # answer is cut at the maximum and Claude Code says so: it read the streamed answer
+        # to its end through the route, which is what this test is about.
+        assert CUT_AT_THE_MAXIMUM in str(exc)  # noqa: PT017
+        answer = None
 
     assert not (home / ".claude.json").exists()
-    assert answer.strip()
+    assert answer is None or answer.strip()
 
 
 def test_codex_answers_through_the_responses_route(

@@ -24,6 +24,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_openkata.localmodel import LLAMA_CPP_PYTHON_VERSION, cache_dir
+
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.skipif(
@@ -198,10 +200,13 @@ class Command:
         return port
 
     def llama_server(self) -> Proc:
-        def child() -> int | None:
-            return next((p for p in _children(self.pid) if _name(p) == "llama-server"), None)
+        return self.child_named("llama-server")
 
-        found = self._wait("llama-server among its children", child)
+    def child_named(self, name: str) -> Proc:
+        def child() -> int | None:
+            return next((p for p in _children(self.pid) if _name(p) == name), None)
+
+        found = self._wait(f"{name} among its children", child)
         assert isinstance(found, int)
         return self._saw(found)
 
@@ -247,7 +252,9 @@ def launch(local_model_files: tuple[Path, Path], tmp_path: Path) -> Iterator[Lau
     test run's own are: a background job ignores SIGINT), SIGHUP ignored when asked."""
     commands: list[Command] = []
 
-    def start(*args: str, ignore_sighup: bool = False) -> Command:
+    def start(
+        *args: str, ignore_sighup: bool = False, env: dict[str, str] | None = None
+    ) -> Command:
         def reset_signals() -> None:
             for signum in SIGNALS:
                 signal.signal(signum, signal.SIG_DFL)
@@ -263,6 +270,7 @@ def launch(local_model_files: tuple[Path, Path], tmp_path: Path) -> Iterator[Lau
                 stdout=out,
                 stderr=err,
                 cwd=tmp_path,
+                env=env,
                 start_new_session=True,
                 preexec_fn=reset_signals,  # noqa: PLW1509 (tests run in the main thread)
             )
@@ -308,7 +316,15 @@ def test_run_stops_the_command_its_group_and_llama_server_on(
     launch: Launch, child_script: Path, tmp_path: Path, signum: int
 ) -> None:
     pids_file = tmp_path / "pids"
-    run = launch("run", "--", sys.executable, str(child_script), str(pids_file), "--grandchild")
+    run = launch(
+        "run",
+        "--no-sandbox",
+        "--",
+        sys.executable,
+        str(child_script),
+        str(pids_file),
+        "--grandchild",
+    )
     (child, grandchild), port = run.started_cmd(pids_file)
     assert run.port(LOCAL_MODEL, "stderr") == port
     server = run.llama_server()
@@ -338,7 +354,7 @@ def test_run_killed_leaves_neither_the_command_nor_llama_server_behind(
     launch: Launch, child_script: Path, tmp_path: Path
 ) -> None:
     pids_file = tmp_path / "pids"
-    run = launch("run", "--", sys.executable, str(child_script), str(pids_file))
+    run = launch("run", "--no-sandbox", "--", sys.executable, str(child_script), str(pids_file))
     (child,), port = run.started_cmd(pids_file)
     server = run.llama_server()
 
@@ -354,7 +370,7 @@ def test_run_kills_a_command_group_that_ignores_the_signal_after_the_grace_perio
 ) -> None:
     pids_file = tmp_path / "pids"
     run = launch(
-        "run", "--", sys.executable, str(child_script), str(pids_file),
+        "run", "--no-sandbox", "--", sys.executable, str(child_script), str(pids_file),
         "--grandchild", "--ignore-sigterm",
     )  # fmt: skip
     (child, grandchild), port = run.started_cmd(pids_file)
@@ -378,7 +394,7 @@ def test_run_passes_the_command_status_on_and_stops_what_it_left_running(
         f"mv {left}.partial {left}; "
         f"while [ ! -e {go} ]; do sleep 0.1; done; exit 3"
     )
-    run = launch("run", "--", "sh", "-c", script)
+    run = launch("run", "--no-sandbox", "--", "sh", "-c", script)
     (leftover,), port = run.started_cmd(left)
     server = run.llama_server()
 
@@ -400,3 +416,66 @@ def test_a_sighup_ignored_at_start_stays_ignored(launch: Launch) -> None:
     status = serve.end()
     _assert_all_gone([("llama-server", server)], port)
     assert status == 128 + signal.SIGTERM, serve.output()  # not 129: SIGHUP did nothing
+
+
+# --- run with a private Docker engine -------------------------------------------------------
+
+
+@pytest.fixture
+def private_engine_env(sandbox_archive: Path, tmp_path: Path) -> dict[str, str]:
+    """The environment of a ``run`` that starts its own engine, in a cache of its own: the
+    built llama-server and the sandbox's root file system are linked from the real cache, the
+    engine's data folder is new (the image is imported into it from the archive)."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    real = cache_dir()
+    for name in (f"llama-server-{LLAMA_CPP_PYTHON_VERSION}", "sandbox"):
+        (cache / name).symlink_to(real / name)
+    env = {**os.environ, "OPENKATA_LOCAL_MODEL_CACHE": str(cache)}
+    env["OPENKATA_LOCAL_ENGINE"] = "private"
+    return env
+
+
+ENGINE_LINE = re.compile(r"Docker engine at unix://(\S+)/docker\.sock \(private")
+
+
+def _engine_socket(run: Command) -> Path:
+    found = run._wait(
+        "the private engine's line", lambda: ENGINE_LINE.search(run.stderr.read_text())
+    )
+    assert isinstance(found, re.Match)
+    return Path(found.group(1))
+
+
+@pytest.mark.parametrize("signum", [*SIGNALS, signal.SIGKILL], ids=_signal_name)
+def test_run_stops_its_private_engine_the_command_and_llama_server_on(
+    launch: Launch,
+    child_script: Path,
+    tmp_path: Path,
+    private_engine_env: dict[str, str],
+    signum: int,
+) -> None:
+    pids_file = tmp_path / "pids"
+    run = launch(
+        "run", "--", sys.executable, str(child_script), str(pids_file), env=private_engine_env
+    )
+    (child,), port = run.started_cmd(pids_file)
+    engine = run.child_named("dockerd")
+    runtime = _engine_socket(run)
+    engine_tree = [Proc.of(pid) for pid in _descendants(engine.pid)]  # containerd among them
+    assert engine_tree, "dockerd started no containerd"
+    server = run.llama_server()
+
+    os.kill(run.pid, signum)
+
+    status = run.end()
+    _assert_all_gone(
+        [("CMD", child), ("llama-server", server), ("dockerd", engine)]
+        + [("a process of the engine", proc) for proc in engine_tree],
+        port,
+    )
+    if signum == signal.SIGKILL:  # the parent-death signal stopped the engine: no clean-up ran
+        assert status == -signal.SIGKILL, run.output()
+    else:
+        assert status == 128 + signum, run.output()
+        assert not runtime.exists()  # its socket and runtime folder are removed

@@ -51,7 +51,7 @@ from pytest_openkata.providers.sandboxes.docker import (
 from tests.support.docker_engine import EngineRelay, build_standin_image, private_dockerd
 from tests.support.endpoint import ScriptedEndpoint
 from tests.support.evals import EvalScript, eval_args, reports_under, write_scenario, write_skill
-from tests.support.judged import run_until_judged
+from tests.support.judged import run_judged
 
 EXAMPLE_SKILL = Path(__file__).resolve().parents[2] / "skills" / "commit-message"
 
@@ -785,7 +785,7 @@ def test_example_skill_sandboxes_judged_by_the_local_model(
     shutil.copytree(EXAMPLE_SKILL, pytester.path / "skills" / "commit-message",
                     ignore=shutil.ignore_patterns("results"))  # fmt: skip
 
-    result, written = run_until_judged(
+    result, written = run_judged(
         pytester,
         "skills/commit-message", "-k", "sandbox",
         "--eval-backend", "http", "--eval-base-url", local_model.base_url,

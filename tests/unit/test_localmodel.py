@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import signal
 import stat
@@ -17,6 +18,8 @@ from pathlib import Path
 import pytest
 
 from pytest_openkata import localmodel
+from pytest_openkata.core.sandboxed import sandbox_identity
+from pytest_openkata.infra.config import EvalSettings, HttpSettings, SandboxSettings
 from pytest_openkata.localmodel import (
     LocalModelError,
     LocalModelServer,
@@ -132,9 +135,13 @@ def test_the_server_is_known_by_what_answers_not_by_its_port(tmp_path: Path) -> 
     assert first.identity == second.identity
     assert first.identity == (
         f"smollm2 weights sha256:{hashlib.sha256(b'weights').hexdigest()} "
-        "llama-server llama-server-0.3.36"
+        "llama-server llama-server-0.3.36 context 16384 n-predict 1536 temperature 0 seed 0 "
+        "--dry-multiplier 0.8 --no-cache-prompt"
     )
     assert LocalModelServer(binary, other, port=8123).identity != first.identity
+    # Other sampling defaults give other answers: they are part of what answers.
+    assert LocalModelServer(binary, weights, seed=7).identity != first.identity
+    assert LocalModelServer(binary, weights, temperature=0.8).identity != first.identity
 
 
 # --- no leaked processes ------------------------------------------------------------------
@@ -321,3 +328,58 @@ def test_exit_statuses_are_a_shells() -> None:
     assert localmodel._exit_status(0) == 0
     assert localmodel._exit_status(3) == 3
     assert localmodel._exit_status(-signal.SIGTERM) == 128 + signal.SIGTERM
+
+
+# --- signs of life, the sandbox's cache key --------------------------------------------------
+
+
+CMAKE_LINES = [
+    f"[{percent:3d}%] Building CXX object x{percent}.o\n" for percent in range(0, 101, 4)
+]
+
+
+def test_build_progress_is_a_line_per_tenth_when_not_on_a_terminal() -> None:
+    stream = io.StringIO()
+    progress = localmodel.BuildProgress("compiling llama-server", stream)
+
+    for line in ["-- Configuring done\n", *CMAKE_LINES, "[100%] Built target llama-server\n"]:
+        progress(line)
+
+    assert stream.getvalue().splitlines() == [
+        f"compiling llama-server: {percent}%"
+        for percent in (0, 12, 20, 32, 40, 52, 60, 72, 80, 92, 100)
+    ]
+
+
+def test_build_progress_rewrites_one_line_on_a_terminal() -> None:
+    controller, terminal = os.openpty()
+    with os.fdopen(terminal, "w") as stream:
+        progress = localmodel.BuildProgress("compiling llama-server", stream)
+        for line in [*CMAKE_LINES[:3], "[  8%] Linking\n", CMAKE_LINES[-1]]:
+            progress(line)
+    shown = b""
+    while not shown.endswith(b"\n"):
+        shown += os.read(controller, 1024)
+    os.close(controller)
+
+    assert shown.decode().replace("\r\n", "\n") == (
+        "\rcompiling llama-server:   0%\rcompiling llama-server:   4%"
+        "\rcompiling llama-server:   8%\rcompiling llama-server: 100%\n"
+    )
+
+
+def test_the_sandboxed_agent_is_known_by_the_endpoint_id_not_by_its_port() -> None:
+    def identity(base_url: str, endpoint_id: str) -> dict[str, object]:
+        settings = EvalSettings(
+            http=HttpSettings(base_url=base_url, endpoint_id=endpoint_id),
+            sandbox=SandboxSettings(agent="codex", image="local:1"),
+        )
+        return sandbox_identity(settings)
+
+    named = identity("http://127.0.0.1:4001/v1", "smollm2 weights sha256:1")
+
+    assert named == identity("http://127.0.0.1:4002/v1", "smollm2 weights sha256:1")
+    assert 'model_providers.openkata.base_url="smollm2 weights sha256:1"' in named["argv"]
+    assert named != identity("http://127.0.0.1:4001/v1", "another model")
+    # Without an endpoint id, the URL is what names the endpoint.
+    assert identity("http://127.0.0.1:4001/v1", "") != identity("http://127.0.0.1:4002/v1", "")

@@ -1,0 +1,429 @@
+"""An offline sandbox for the local model: a Docker engine and an image, with no registry.
+
+``python -m pytest_openkata.localmodel run`` uses this module so that sandboxed scenarios run
+on a machine with no registry and no account:
+
+- **The engine.** The one ``DOCKER_HOST`` names, else the system's socket when it answers;
+  otherwise (or with ``OPENKATA_LOCAL_ENGINE=private``) a private ``dockerd`` on its own
+  socket, with no bridge and no iptables rules (the host's network is left alone), started
+  for the run and stopped with it. Its data folder is kept under the cache, so what it holds
+  (the image) survives the run; one run at a time uses it.
+- **The image.** A Debian base from ``debootstrap`` (minbase, with git and CA certificates),
+  the OpenAI Codex CLI from npm (its static binary, and the ``rg`` it searches with), and
+  ``/workspace`` as the working folder. The root file system is kept as a tar archive named by
+  everything it is made of (Debian suite, packages, Codex version, machine), so each engine
+  imports it in seconds and only the first build downloads anything.
+- **The agent.** Codex, talking to the local model through its Responses route; Claude Code
+  asks for 32000 answer tokens and fails an answer cut short, which a 135M model's often is.
+  Containers use the host's network (the private engine has no other), so the agent reaches
+  the model on loopback.
+
+Every step says what it does and how long it took; a step that fails says which, with the end
+of its log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Self
+
+import docker
+import docker.errors
+
+from pytest_openkata.localmodel import (
+    LocalModelError,
+    Log,
+    _parent_death_preexec,
+    _run,
+    _stderr,
+    cache_dir,
+)
+
+__all__ = [
+    "CODEX_VERSION",
+    "SANDBOX_AGENT",
+    "LocalEngine",
+    "engine_answers",
+    "image_tag",
+    "local_sandbox",
+    "prepare_image",
+    "sandbox_environment",
+]
+
+CODEX_PACKAGE = "@openai/codex"
+CODEX_VERSION = "0.171.0"
+DEBIAN_SUITE = "bookworm"
+DEBIAN_PACKAGES = ("git", "ca-certificates")
+MIRROR_VARIABLE = "OPENKATA_LOCAL_SANDBOX_MIRROR"
+DEFAULT_MIRROR = "http://deb.debian.org/debian"
+IMAGE_REPOSITORY = "openkata-local-sandbox"
+SANDBOX_AGENT = "codex"
+SYSTEM_SOCKET = "unix:///var/run/docker.sock"
+# "private": always start a private engine, whatever DOCKER_HOST and the system's socket say.
+ENGINE_VARIABLE = "OPENKATA_LOCAL_ENGINE"
+ENGINE_START_TIMEOUT = 60.0
+ENGINE_STOP_TIMEOUT = 30.0
+# The image's settings; part of the recipe, so changing them makes a new image.
+IMAGE_CHANGES = (
+    "WORKDIR /workspace",
+    "ENV PATH=/usr/local/bin:/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "ENV HOME=/root",
+    'CMD ["sleep", "infinity"]',
+)
+# Git refuses to commit without an author; agents commit in the workspace.
+GITCONFIG = "[user]\n\tname = openkata agent\n\temail = agent@openkata.invalid\n"
+# Codex's npm package ships one static (musl) build per machine.
+CODEX_TARGETS = {
+    "x86_64": ("linux-x64", "x86_64-unknown-linux-musl"),
+    "aarch64": ("linux-arm64", "aarch64-unknown-linux-musl"),
+}
+
+
+def _codex_target() -> tuple[str, str]:
+    machine = platform.machine()
+    try:
+        return CODEX_TARGETS[machine]
+    except KeyError:
+        raise LocalModelError(
+            f"the local sandbox image is built for x86_64 and aarch64 only, not {machine}"
+        ) from None
+
+
+def image_tag() -> str:
+    """The image's name, derived from everything it is made of."""
+    recipe = {
+        "suite": DEBIAN_SUITE,
+        "packages": DEBIAN_PACKAGES,
+        "codex": CODEX_VERSION,
+        "machine": platform.machine(),
+        "changes": IMAGE_CHANGES,
+        "gitconfig": GITCONFIG,
+    }
+    digest = hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:12]
+    return f"{IMAGE_REPOSITORY}:{DEBIAN_SUITE}-codex-{CODEX_VERSION}-{digest}"
+
+
+def sandbox_environment(engine_host: str, image: str) -> dict[str, str]:
+    """The settings a run needs to use the engine and the image with the local model: the
+    Codex agent reaches the model at ``http.base_url`` over the host's network."""
+    return {
+        "DOCKER_HOST": engine_host,
+        "OPENKATA_EVAL_SANDBOX_IMAGE": image,
+        "OPENKATA_EVAL_SANDBOX_AGENT": SANDBOX_AGENT,
+        "OPENKATA_EVAL_SANDBOX_NETWORK": "host",
+    }
+
+
+class _Step:
+    """Logs a step's start and, when it ends, how long it took."""
+
+    def __init__(self, log: Log, what: str, log_file: Path | None = None) -> None:
+        self.log, self.what, self.log_file = log, what, log_file
+
+    def __enter__(self) -> Self:
+        self.start = time.monotonic()
+        self.log(f"{self.what} …" + (f" (log: {self.log_file})" if self.log_file else ""))
+        return self
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        if exc_type is None:
+            self.log(f"{self.what}: done in {time.monotonic() - self.start:.0f} s")
+
+
+def _install_debian_package(command: str, package: str, log: Log) -> str:
+    """The path of ``command``, installing its Debian package when it is missing and this
+    process may (root with apt-get); otherwise an error that says what to install."""
+    found = shutil.which(command) or shutil.which(command, path="/usr/sbin:/sbin")
+    if found:
+        return found
+    if os.geteuid() != 0 or shutil.which("apt-get") is None:
+        raise LocalModelError(f"{command} is not installed: apt-get install {package}")
+    log_file = cache_dir() / f"apt-{package}.log"
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    with _Step(log, f"installing {package} (apt-get)", log_file):
+        env_apt = ["env", "DEBIAN_FRONTEND=noninteractive", "apt-get"]
+        _run([*env_apt, "update", "-qq"], log_file)
+        _run([*env_apt, "install", "-y", "-qq", package], log_file)
+    found = shutil.which(command) or shutil.which(command, path="/usr/sbin:/sbin")
+    if not found:
+        raise LocalModelError(f"apt-get installed {package}, but {command} is not on PATH")
+    return found
+
+
+# --- the engine ---------------------------------------------------------------------------
+
+
+def engine_answers(host: str) -> bool:
+    try:
+        client = docker.DockerClient(base_url=host, timeout=5)
+        try:
+            client.ping()
+        finally:
+            client.close()
+    except (docker.errors.DockerException, OSError):
+        return False
+    return True
+
+
+class LocalEngine:
+    """The Docker engine of a run: the configured one, or a private ``dockerd`` started by
+    :meth:`start` and stopped by :meth:`stop` (also when its start is interrupted).
+
+    The private engine gets the parent-death signal SIGTERM, so it shuts down cleanly when
+    the process that started it dies without stopping it.
+    """
+
+    def __init__(self, log: Log = _stderr) -> None:
+        self.log = log
+        self.host = ""
+        self.private = False
+        self._process: subprocess.Popen[bytes] | None = None
+        self._runtime: Path | None = None
+        self._lock: IO[str] | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return None if self._process is None else self._process.pid
+
+    def start(self) -> Self:
+        if os.environ.get(ENGINE_VARIABLE, "") == "private":
+            return self._start_private_or_stop()
+        configured = os.environ.get("DOCKER_HOST", "")
+        if configured:
+            if not engine_answers(configured):
+                raise LocalModelError(
+                    f"DOCKER_HOST={configured} does not answer; unset it to let the run start "
+                    "a private engine"
+                )
+            self.host = configured
+            self.log(f"Docker engine at {configured}")
+            return self
+        if engine_answers(SYSTEM_SOCKET):
+            self.host = SYSTEM_SOCKET
+            self.log(f"Docker engine at {SYSTEM_SOCKET}")
+            return self
+        return self._start_private_or_stop()
+
+    def _start_private_or_stop(self) -> Self:
+        try:
+            self._start_private()
+        except BaseException:  # an interruption too: no engine is left behind
+            self.stop()
+            raise
+        return self
+
+    def _data_root(self) -> Path:
+        data = cache_dir() / "docker"
+        data.mkdir(parents=True, exist_ok=True)
+        self._lock = (data / "lock").open("w")
+        try:
+            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise LocalModelError(
+                f"another run's private Docker engine uses {data}: wait for it to end, or "
+                "set DOCKER_HOST to an engine"
+            ) from None
+        return data / "data"
+
+    def _start_private(self) -> None:
+        dockerd = _install_debian_package("dockerd", "docker.io", self.log)
+        data = self._data_root()
+        with _Step(self.log, "starting a private Docker engine"):
+            # A short path: a unix socket's path has at most 107 bytes.
+            self._runtime = runtime = Path(tempfile.mkdtemp(prefix="openkata-dockerd-"))
+            self.host = f"unix://{runtime}/docker.sock"
+            with (runtime / "dockerd.log").open("wb") as log:
+                self._process = subprocess.Popen(
+                    [
+                        dockerd, "--host", self.host, "--data-root", str(data),
+                        "--exec-root", str(runtime / "exec"),
+                        "--pidfile", str(runtime / "docker.pid"),
+                        "--iptables=false", "--ip6tables=false", "--bridge=none",
+                        "--storage-driver=overlay2",
+                    ],
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    preexec_fn=_parent_death_preexec(signal.SIGTERM),  # noqa: PLW1509
+                )  # fmt: skip
+            self.private = True
+            deadline = time.monotonic() + ENGINE_START_TIMEOUT
+            while not engine_answers(self.host):
+                if self._process.poll() is not None or time.monotonic() > deadline:
+                    raise LocalModelError(
+                        f"the private Docker engine did not start; end of its log:\n"
+                        f"{self._log_tail()}"
+                    )
+                time.sleep(0.2)
+        self.log(f"Docker engine at {self.host} (private, data in {data})")
+
+    def _log_tail(self) -> str:
+        assert self._runtime is not None
+        text = (self._runtime / "dockerd.log").read_text(errors="replace")
+        return "\n".join(text.splitlines()[-20:])
+
+    def stop(self) -> None:
+        process, self._process = self._process, None
+        if process is not None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=ENGINE_STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        runtime, self._runtime = self._runtime, None
+        if runtime is not None:
+            # dockerd can leave its network namespace mounted under its exec folder.
+            netns = runtime / "exec" / "netns" / "default"
+            if netns.exists():
+                subprocess.run(["umount", str(netns)], check=False, capture_output=True)
+            shutil.rmtree(runtime, ignore_errors=True)
+        lock, self._lock = self._lock, None
+        if lock is not None:
+            lock.close()  # releases the data folder
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
+# --- the image ------------------------------------------------------------------------------
+
+
+def _install_codex(log: Log) -> tuple[Path, Path]:
+    """Codex's static binary and its ``rg``, installed from npm once per version."""
+    package, triple = _codex_target()
+    prefix = cache_dir() / "sandbox" / f"codex-{CODEX_VERSION}"
+    vendor = prefix / "node_modules" / "@openai" / f"codex-{package}" / "vendor" / triple
+    binaries = vendor / "bin" / "codex", vendor / "codex-path" / "rg"
+    if all(path.is_file() for path in binaries):
+        return binaries
+    npm = shutil.which("npm")
+    if npm is None:
+        raise LocalModelError("npm is not on PATH: it installs the sandbox's agent CLI (Codex)")
+    prefix.mkdir(parents=True, exist_ok=True)
+    log_file = prefix / "npm.log"
+    with _Step(log, f"installing {CODEX_PACKAGE}@{CODEX_VERSION} from npm", log_file):
+        _run(
+            [npm, "install", "--no-fund", "--no-audit", "--prefix", str(prefix),
+             f"{CODEX_PACKAGE}@{CODEX_VERSION}"],
+            log_file,
+        )  # fmt: skip
+    missing = [str(path) for path in binaries if not path.is_file()]
+    if missing:
+        raise LocalModelError(f"npm installed {CODEX_PACKAGE} without {', '.join(missing)}")
+    return binaries
+
+
+def _debootstrap(rootfs: Path, log_file: Path, log: Log) -> None:
+    if os.geteuid() != 0:
+        raise LocalModelError(
+            "building the sandbox image needs root (debootstrap); build it once as root with "
+            "`python -m pytest_openkata.localmodel build --sandbox`, or run with --no-sandbox"
+        )
+    debootstrap = _install_debian_package("debootstrap", "debootstrap", log)
+    mirror = os.environ.get(MIRROR_VARIABLE, DEFAULT_MIRROR)
+    with _Step(log, f"debootstrap {DEBIAN_SUITE} from {mirror}", log_file):
+        _run(
+            [debootstrap, "--variant=minbase", f"--include={','.join(DEBIAN_PACKAGES)}",
+             DEBIAN_SUITE, str(rootfs), mirror],
+            log_file,
+        )  # fmt: skip
+
+
+def rootfs_archive(log: Log = _stderr) -> Path:
+    """The image's root file system as a tar archive, built once per recipe."""
+    archive = cache_dir() / "sandbox" / f"{image_tag().replace(':', '_')}.tar"
+    if archive.is_file():
+        return archive
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    with (archive.parent / "build.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another run building the same archive finishes first
+        if not archive.is_file():
+            _build_rootfs_archive(archive, log)
+    return archive
+
+
+def _build_rootfs_archive(archive: Path, log: Log) -> None:
+    work = Path(tempfile.mkdtemp(prefix="rootfs-", dir=archive.parent))
+    log_file = archive.with_suffix(".log")
+    log_file.unlink(missing_ok=True)
+    try:
+        rootfs = work / "rootfs"
+        _debootstrap(rootfs, log_file, log)
+        for binary in _install_codex(log):
+            shutil.copy2(binary, rootfs / "usr" / "local" / "bin" / binary.name)
+        (rootfs / "root" / ".gitconfig").write_text(GITCONFIG)
+        (rootfs / "workspace").mkdir(exist_ok=True)
+        for cache in ("var/cache/apt/archives", "var/lib/apt/lists"):
+            for entry in (rootfs / cache).glob("*"):
+                if entry.is_file():
+                    entry.unlink()
+        staged = work / "rootfs.tar"
+        with _Step(log, "packing the root file system"):
+            _run(["tar", "-C", str(rootfs), "--numeric-owner", "-cf", str(staged), "."], log_file)
+        staged.replace(archive)  # atomic: a half-written archive is never taken from the cache
+    finally:
+        _unmount_under(work)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _unmount_under(folder: Path) -> None:
+    """Unmounts what an interrupted debootstrap left mounted in its target (``/proc``,
+    ``/sys``), deepest first, so that removing the folder cannot reach the host's."""
+    try:
+        mounts = Path("/proc/self/mounts").read_text().splitlines()
+    except OSError:
+        return
+    prefix = f"{folder.resolve()}/"
+    targets = [line.split()[1] for line in mounts if len(line.split()) > 1]
+    for target in sorted((t for t in targets if t.startswith(prefix)), reverse=True):
+        subprocess.run(["umount", "-l", target], check=False, capture_output=True)
+
+
+def prepare_image(engine_host: str, log: Log = _stderr) -> str:
+    """The image's tag in the engine at ``engine_host``, importing (and first building) it when
+    the engine does not have it."""
+    tag = image_tag()
+    client = docker.DockerClient(base_url=engine_host, timeout=600)
+    try:
+        try:
+            client.images.get(tag)
+            log(f"sandbox image {tag}: present")
+            return tag
+        except docker.errors.ImageNotFound:
+            pass
+        archive = rootfs_archive(log)
+        repository, _, version = tag.partition(":")
+        with _Step(log, f"importing the sandbox image {tag}"):
+            try:
+                client.api.import_image_from_file(
+                    str(archive), repository=repository, tag=version, changes=list(IMAGE_CHANGES)
+                )
+                client.images.get(tag)
+            except docker.errors.DockerException as exc:
+                raise LocalModelError(f"the engine did not import {archive}: {exc}") from exc
+        return tag
+    finally:
+        client.close()
+
+
+@contextlib.contextmanager
+def local_sandbox(log: Log = _stderr) -> Iterator[dict[str, str]]:
+    """An engine with the image in it, as the settings a run needs; the engine stops after."""
+    with LocalEngine(log) as engine:
+        yield sandbox_environment(engine.host, prepare_image(engine.host, log))
