@@ -182,11 +182,14 @@ class LocalEngine:
     :meth:`start` and stopped by :meth:`stop` (also when its start is interrupted).
 
     The private engine gets the parent-death signal SIGTERM, so it shuts down cleanly when
-    the process that started it dies without stopping it.
+    the process that started it dies without stopping it. Its data folder is
+    ``data_root`` when given (the caller's to remove), else the cache's, which one engine at a
+    time may use.
     """
 
-    def __init__(self, log: Log = _stderr) -> None:
+    def __init__(self, log: Log = _stderr, data_root: Path | None = None) -> None:
         self.log = log
+        self.data_root = data_root
         self.host = ""
         self.private = False
         self._process: subprocess.Popen[bytes] | None = None
@@ -199,7 +202,7 @@ class LocalEngine:
 
     def start(self) -> Self:
         if os.environ.get(ENGINE_VARIABLE, "") == "private":
-            return self._start_private_or_stop()
+            return self.start_private()
         configured = os.environ.get("DOCKER_HOST", "")
         if configured:
             if not engine_answers(configured):
@@ -214,9 +217,10 @@ class LocalEngine:
             self.host = SYSTEM_SOCKET
             self.log(f"Docker engine at {SYSTEM_SOCKET}")
             return self
-        return self._start_private_or_stop()
+        return self.start_private()
 
-    def _start_private_or_stop(self) -> Self:
+    def start_private(self) -> Self:
+        """Starts a private engine, whatever else answers."""
         try:
             self._start_private()
         except BaseException:  # an interruption too: no engine is left behind
@@ -225,6 +229,8 @@ class LocalEngine:
         return self
 
     def _data_root(self) -> Path:
+        if self.data_root is not None:
+            return self.data_root
         data = cache_dir() / "docker"
         data.mkdir(parents=True, exist_ok=True)
         self._lock = (data / "lock").open("w")

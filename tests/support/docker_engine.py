@@ -15,12 +15,9 @@ import contextlib
 import hashlib
 import os
 import shutil
-import signal
 import socket
-import subprocess
 import tempfile
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -29,6 +26,8 @@ from typing import Self
 
 import docker
 import docker.errors
+
+from pytest_openkata.localsandbox import LocalEngine
 
 STANDINS = Path(__file__).parent / "standins"
 BUSYBOX = Path("/bin/busybox")
@@ -62,42 +61,18 @@ class PrivateEngine:
 
 @contextmanager
 def private_dockerd() -> Iterator[PrivateEngine]:
-    """Start dockerd on its own socket and data folder; yield it; stop it."""
-    dockerd = shutil.which("dockerd")
-    if dockerd is None:
-        raise RuntimeError(
-            "no Docker engine: DOCKER_HOST is not set and dockerd is not installed "
-            "(apt-get install docker.io, or run the tests through .ci/run)"
-        )
-    runtime = Path(tempfile.mkdtemp(prefix="openkata-dockerd-"))
-    host = f"unix://{runtime}/docker.sock"
-    log = (runtime / "dockerd.log").open("w")
-    process = subprocess.Popen(
-        [
-            dockerd, "--host", host, "--data-root", str(runtime / "data"),
-            "--exec-root", str(runtime / "exec"), "--pidfile", str(runtime / "docker.pid"),
-            "--iptables=false", "--ip6tables=false", "--bridge=none",
-            "--storage-driver=overlay2",
-        ],
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 60
-        while not _answers(host):
-            if process.poll() is not None or time.monotonic() > deadline:
-                tail = (runtime / "dockerd.log").read_text()[-2000:]
-                raise RuntimeError(f"dockerd did not start:\n{tail}")
-            time.sleep(0.2)
-        yield PrivateEngine(host, process.pid)
-    finally:
-        process.send_signal(signal.SIGTERM)
+    """Start dockerd on its own socket and a new data folder (the quick start's private
+    engine); yield it; stop it and remove the folder."""
+    with tempfile.TemporaryDirectory(
+        prefix="openkata-dockerd-data-", ignore_cleanup_errors=True
+    ) as data:
+        private = LocalEngine(log=lambda _: None, data_root=Path(data))
         try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
-        shutil.rmtree(runtime, ignore_errors=True)
+            private.start_private()
+            assert private.pid is not None
+            yield PrivateEngine(private.host, private.pid)
+        finally:
+            private.stop()
 
 
 @contextmanager
