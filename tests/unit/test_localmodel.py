@@ -383,3 +383,16 @@ def test_the_sandboxed_agent_is_known_by_the_endpoint_id_not_by_its_port() -> No
     assert named != identity("http://127.0.0.1:4001/v1", "another model")
     # Without an endpoint id, the URL is what names the endpoint.
     assert identity("http://127.0.0.1:4001/v1", "") != identity("http://127.0.0.1:4002/v1", "")
+
+
+def test_a_build_step_with_progress_logs_every_line_and_names_its_failure(tmp_path: Path) -> None:
+    log_file = tmp_path / "build.log"
+    seen: list[str] = []
+    script = "print('[ 50%] compiling'); print('[100%] linking'); raise SystemExit(3)"
+
+    with pytest.raises(localmodel.LocalModelError, match="exited with 3") as raised:
+        localmodel._run([sys.executable, "-c", script], log_file, progress=seen.append)
+
+    assert seen == ["[ 50%] compiling\n", "[100%] linking\n"]
+    assert log_file.read_text().endswith("[ 50%] compiling\n[100%] linking\n")
+    assert "[100%] linking" in str(raised.value)  # the end of the log is shown
