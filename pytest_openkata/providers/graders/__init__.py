@@ -62,12 +62,14 @@ class GradingContext:
 
 @dataclass(frozen=True)
 class GradingTask:
-    """One trial to grade: ``trial`` is 1-based."""
+    """One trial to grade: ``trial`` is 1-based; ``arm`` names a baseline arm (``""`` for the
+    run's own arm, the one with the skill as it is), for cache keys that keep arms apart."""
 
     scenario: Scenario
     agent: AgentResult
     trial: int
     context: GradingContext
+    arm: str = ""
 
 
 @dataclass(frozen=True)

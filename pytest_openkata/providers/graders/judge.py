@@ -445,6 +445,8 @@ class JudgeGrader:
                 "trial": task.trial,
                 "vote": vote,
             }
+            if task.arm:  # a baseline arm's verdicts are its own (keys of the own arm unchanged)
+                material["arm"] = task.arm
             key = cache_key(JUDGE_CACHE, material)
             cached = _cached_verdicts(cache.get(JUDGE_CACHE, key))
             if cached is not None:
