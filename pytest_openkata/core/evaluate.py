@@ -91,8 +91,11 @@ def cache_folder(root: Path) -> Path:
     return folder
 
 
-def run_options(settings: EvalSettings, cache: ResultCache | None) -> RunOptions:
-    """Trials, votes, fencing, the cache, prices and the skills' texts of a run."""
+def run_options(
+    settings: EvalSettings, cache: ResultCache | None, refs_folder: Path | None = None
+) -> RunOptions:
+    """Trials, votes, fencing, the cache, prices, the skills' texts and the baseline arm of a
+    run (``refs_folder``: where the skills' files at a git ref are extracted)."""
     price = settings.price
     return RunOptions(
         trials=settings.trials,
@@ -102,6 +105,8 @@ def run_options(settings: EvalSettings, cache: ResultCache | None) -> RunOptions
         agent_prices=Prices(price.agent_input, price.agent_output),
         judge_prices=Prices(price.judge_input, price.judge_output),
         skill_texts=SkillTexts(),
+        baseline=settings.baseline,
+        refs_folder=refs_folder,
     )
 
 
@@ -146,7 +151,7 @@ def _run(jobs: list[_Job], settings: EvalSettings, here: Path) -> list[ScenarioR
 
     redact = Redactor({*settings.secrets, *secrets_from_environment()})
     cache = None if settings.cache == "off" else ResultCache(cache_folder(here), settings.cache)
-    options = run_options(settings, cache)
+    options = run_options(settings, cache, cache_folder(here).parent / "openkata-refs")
     lock_folder = None
     if settings.max_in_flight:
         lock_folder = here / ".pytest_cache" / "d" / "openkata-in-flight"

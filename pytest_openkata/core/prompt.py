@@ -69,16 +69,24 @@ def skill_part(skill_dir: Path, reader: SkillReader | None = None) -> list[str]:
     return parts
 
 
-def build_prompt(skill_dir: Path, scenario_dir: Path, skill_texts: SkillTexts | None = None) -> str:
+def build_prompt(
+    skill_dir: Path,
+    scenario_dir: Path,
+    skill_texts: SkillTexts | None = None,
+    *,
+    skill: Path | bool = True,
+) -> str:
     """Assemble the prompt for one scenario (the skill's part from ``skill_texts`` when
     given). Raises ``FileNotFoundError`` for a missing SKILL.md or task.md, with the
-    reference's message."""
-    if skill_texts is None:
-        reader = SkillReader(skill_dir)
-        parts = skill_part(skill_dir, reader)
-    else:
-        reader = skill_texts.reader(skill_dir)
-        parts = list(skill_texts.of(skill_dir))
+    reference's message.
+
+    ``skill`` says where the skill's part comes from: the skill folder (True), another copy
+    of the skill (a folder: the skill at an earlier version), or nowhere (False: the prompt
+    of a baseline arm without the skill holds the task and the inputs only)."""
+    source = skill_dir if skill is True else skill
+    texts = SkillTexts() if skill_texts is None else skill_texts
+    reader = texts.reader(skill_dir)
+    parts = [] if source is False else list(texts.of(source))
     task = _read(scenario_dir / "task.md", reader)
     if task is None:
         raise FileNotFoundError(_read_error(scenario_dir / "task.md"))

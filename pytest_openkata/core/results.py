@@ -34,6 +34,8 @@ class CriterionResult:
     reason: str
     # With several judge votes or trials: how many passed, of how many.
     votes: tuple[int, int] | None = None
+    # Who gave the verdict: the judge (criteria.json) or a deterministic check (checks.json).
+    kind: str = "judge"
 
     @classmethod
     def judged(
@@ -151,6 +153,10 @@ class ScenarioResult:
     trials: list[TrialResult] = field(default_factory=list)
     stats: TrialStats | None = None
     usage: Usage = Usage()
+    # The arm this result is of: "" for the run's own, else a baseline arm's name
+    # (:mod:`pytest_openkata.core.arms`); a result of the own arm carries its baseline's.
+    arm: str = ""
+    baseline: ScenarioResult | None = None
 
     @property
     def judge_errors(self) -> int:
@@ -162,6 +168,7 @@ class ScenarioResult:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ScenarioResult:
         stats = data.get("stats")
+        baseline = data.get("baseline")
         return cls(
             **{
                 **data,
@@ -169,6 +176,7 @@ class ScenarioResult:
                 "trials": [_trial(t) for t in data.get("trials", ())],
                 "stats": None if stats is None else _stats(stats),
                 "usage": _usage(data.get("usage")),
+                "baseline": None if baseline is None else cls.from_dict(baseline),
             }
         )
 

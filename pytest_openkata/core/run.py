@@ -13,13 +13,17 @@ the trial (:mod:`pytest_openkata.providers.graders`); their criterion results ma
 
 from __future__ import annotations
 
+import hashlib
 import os
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from pytest_openkata.core.arms import OWN_ARM, Arm, ArmError, baseline_arm
 from pytest_openkata.core.calls import NO_SLOTS, live_call
+from pytest_openkata.core.checks import Check, CommandOutcome, command_checks
 from pytest_openkata.core.errors import ScenarioFailure
 from pytest_openkata.core.prompt import SkillTexts, build_prompt
 from pytest_openkata.core.results import (
@@ -30,7 +34,12 @@ from pytest_openkata.core.results import (
     TrialResult,
     Usage,
 )
-from pytest_openkata.core.sandboxed import SandboxSetup, run_in_sandbox
+from pytest_openkata.core.sandboxed import (
+    SandboxSetup,
+    check_scripts,
+    replay_commands,
+    run_agent_in_sandbox,
+)
 from pytest_openkata.core.scenario import (
     Scenario,
     ScenarioLoadError,
@@ -45,7 +54,13 @@ from pytest_openkata.infra.retry import RetryPolicy, call_with_retry
 from pytest_openkata.infra.usage import Prices
 from pytest_openkata.providers import registry
 from pytest_openkata.providers.backends import BackendError, Completer, SkillAware
-from pytest_openkata.providers.graders import GradeError, Grader, GradingContext, GradingTask
+from pytest_openkata.providers.graders import (
+    DEFAULT_ORDER,
+    GradeError,
+    Grader,
+    GradingContext,
+    GradingTask,
+)
 
 __all__ = [
     "NO_SLOTS",
@@ -60,6 +75,7 @@ __all__ = [
 DEFAULT_RETRY = RetryPolicy()
 NO_SANDBOX = "sandboxed scenarios need a sandbox provider, and none is configured"
 AGENT_CACHE = "agent"
+CHECKS_CACHE = "checks"
 
 
 @dataclass(frozen=True)
@@ -82,8 +98,10 @@ class Backends:
 
 
 def registered_graders() -> tuple[Grader, ...]:
-    """One instance of every registered grader, in name order."""
-    return tuple(registry.GRADERS.load(name)() for name in registry.GRADERS.names())
+    """One instance of every registered grader, by ``order`` and then name (the judge's
+    criteria come first in every result, as the reference lists them)."""
+    made = [registry.GRADERS.load(name)() for name in registry.GRADERS.names()]
+    return tuple(sorted(made, key=lambda g: (getattr(g, "order", DEFAULT_ORDER), g.name)))
 
 
 @dataclass(frozen=True)
@@ -100,6 +118,10 @@ class RunOptions:
     skill_texts: SkillTexts | None = None
     # The graders of every trial (None: every registered grader).
     graders: tuple[Grader, ...] | None = None
+    # The baseline arm every scenario also runs in (``--eval-baseline``; "" for none), and
+    # where the skills' files at a git ref are extracted.
+    baseline: str = ""
+    refs_folder: Path | None = None
 
     def __post_init__(self) -> None:
         if self.trials < 1 or self.judge_votes < 1:
@@ -130,6 +152,29 @@ def _agent_to_cache(result: AgentResult) -> dict[str, Any]:
     return entry
 
 
+def _commands_from_cache(entry: dict[str, Any] | None) -> dict[str, CommandOutcome] | None:
+    """The command outcomes of a checks cache entry; None (a miss) for anything else."""
+    if entry is None or not isinstance(entry.get("commands"), dict):
+        return None
+    outcomes = {}
+    for name, item in entry["commands"].items():
+        if not isinstance(item, dict):
+            return None
+        code, output, timed_out = item.get("exit_code"), item.get("output"), item.get("timed_out")
+        if not (
+            (code is None or isinstance(code, int))
+            and isinstance(output, str)
+            and isinstance(timed_out, bool)
+        ):
+            return None
+        outcomes[name] = CommandOutcome(code, output, timed_out)
+    return outcomes
+
+
+def _commands_to_cache(outcomes: Mapping[str, CommandOutcome]) -> dict[str, Any]:
+    return {"commands": {name: asdict(outcome) for name, outcome in outcomes.items()}}
+
+
 class _ScenarioRun:
     """The trials of one loaded scenario."""
 
@@ -142,8 +187,10 @@ class _ScenarioRun:
         *,
         redact: Callable[[str], str],
         slot: CallSlot,
+        arm: Arm = OWN_ARM,
     ) -> None:
         self.scenario = scenario
+        self.arm = arm
         self.prompt = prompt
         self.backends = backends
         self.options = options
@@ -169,17 +216,21 @@ class _ScenarioRun:
         """The agent side of every trial's cache key: backend, model, prompt and, for a
         sandboxed scenario, the image, agent command, network and workspace content."""
         if self._agent_material is None:
-            scenario = self.scenario
+            scenario, arm = self.scenario, self.arm
             material: dict[str, Any] = {"prompt": self.prompt}
             if scenario.sandbox:
                 identity = self.backends.sandbox_identity
                 material["sandbox"] = {
                     **identity,
                     "network": scenario.network or identity.get("network", ""),
-                    "workspace": workspace_digest(scenario.skill_dir, scenario.path),
+                    "workspace": workspace_digest(
+                        scenario.skill_dir, scenario.path, skill=arm.skill
+                    ),
                 }
             else:
                 material["agent"] = dict(self.backends.agent_identity)
+            if arm.is_baseline:  # the own arm's keys stay those of a run without a baseline
+                material["arm"] = arm.name
             self._agent_material = material
         return self._agent_material
 
@@ -191,11 +242,21 @@ class _ScenarioRun:
         except BackendError as exc:
             raise ScenarioFailure(f"sandbox: {exc}") from exc
 
-    def _call_agent(self) -> AgentResult:
+    def _commands(self) -> list[Check]:
+        return command_checks(self.scenario.checks)
+
+    def _call_agent(self) -> tuple[AgentResult, dict[str, CommandOutcome]]:
         scenario, retry = self.scenario, self.backends.retry
         if scenario.sandbox:
             try:
-                return run_in_sandbox(scenario, self.prompt, self._sandbox(), retry)
+                return run_agent_in_sandbox(
+                    scenario,
+                    self.prompt,
+                    self._sandbox(),
+                    retry,
+                    commands=self._commands(),
+                    skill=self.arm.skill,
+                )
             except BackendError as exc:
                 raise ScenarioFailure(f"sandbox: {exc}") from exc
         try:
@@ -205,22 +266,71 @@ class _ScenarioRun:
             )
         except BackendError as exc:
             raise ScenarioFailure(f"agent: {exc}") from exc
-        return AgentResult(answer, answer)
+        return AgentResult(answer, answer), {}
 
-    def agent_result(self, trial: int) -> tuple[AgentResult, CallStats]:
+    def _commands_key(self, agent_key: str) -> str:
+        """The cache key of the command checks' outcomes on one agent result: the checks'
+        commands and scripts besides the agent's key, so that changing only ``checks.json``
+        (or a script) runs only the checks again."""
+        scripts = sorted(check_scripts(self.scenario))
+        return cache_key(
+            CHECKS_CACHE,
+            {
+                "agent": agent_key,
+                "commands": [[c.name, c.run, c.timeout] for c in self._commands()],
+                "scripts": [[name, hashlib.sha256(data).hexdigest()] for name, data in scripts],
+            },
+        )
+
+    def _replayed_commands(self, agent: AgentResult) -> dict[str, CommandOutcome]:
+        if agent.changes is None:
+            raise ScenarioFailure("checks: the cached agent result holds no workspace changes")
+        try:
+            return replay_commands(
+                self.scenario,
+                self._sandbox(),
+                agent.changes,
+                self._commands(),
+                skill=self.arm.skill,
+            )
+        except BackendError as exc:
+            raise ScenarioFailure(f"sandbox: checks: {exc}") from exc
+
+    def agent_result(self, trial: int) -> tuple[AgentResult, CallStats, dict[str, CommandOutcome]]:
+        """The agent's result of one trial, its calls, and how each command check ended on it
+        (run with the agent, or again on a cached result's workspace when they are not cached)."""
         cache = self.options.cache
         key = ""
+        commands_wanted = bool(self._commands())
         if cache is not None:
             key = cache_key(AGENT_CACHE, {**self._material(), "trial": trial})
             hit = _agent_from_cache(cache.get(AGENT_CACHE, key))
             if hit is not None:
-                return hit, CallStats(cached=1)
-        result, stats = live_call(self._call_agent, self.options.agent_prices, self.slot)
+                if not commands_wanted:
+                    return hit, CallStats(cached=1), {}
+                commands_key = self._commands_key(key)
+                outcomes = _commands_from_cache(cache.get(CHECKS_CACHE, commands_key))
+                if outcomes is None:
+                    outcomes = self._redacted(self._replayed_commands(hit))
+                    cache.put(CHECKS_CACHE, commands_key, _commands_to_cache(outcomes))
+                return hit, CallStats(cached=1), outcomes
+        (result, outcomes), stats = live_call(
+            self._call_agent, self.options.agent_prices, self.slot
+        )
         # Secrets the agent printed or wrote never reach the graders, the cache or a report.
         result = AgentResult(self.redact(result.text), self.redact(result.output), result.changes)
+        outcomes = self._redacted(outcomes)
         if cache is not None:
             cache.put(AGENT_CACHE, key, _agent_to_cache(result))
-        return result, stats
+            if commands_wanted:
+                cache.put(CHECKS_CACHE, self._commands_key(key), _commands_to_cache(outcomes))
+        return result, stats, outcomes
+
+    def _redacted(self, outcomes: dict[str, CommandOutcome]) -> dict[str, CommandOutcome]:
+        return {
+            name: replace(outcome, output=self.redact(outcome.output))
+            for name, outcome in outcomes.items()
+        }
 
     # -- one trial -------------------------------------------------------------------------
 
@@ -229,11 +339,13 @@ class _ScenarioRun:
 
     def trial(self, index: int) -> TrialResult:
         try:
-            agent, agent_stats = self.agent_result(index)
+            agent, agent_stats, commands = self.agent_result(index)
         except ScenarioFailure as exc:
             output = None if exc.agent_output is None else self.redact(exc.agent_output)
             return errored_trial(index, self._error(exc), agent_output=output)
-        task = GradingTask(self.scenario, agent, index, self.grading)
+        task = GradingTask(
+            self.scenario, agent, index, self.grading, arm=self.arm.name, commands=commands
+        )
         judge_stats = CallStats()
         criteria: list[CriterionResult] = []
         for grader in self.graders:
@@ -307,7 +419,47 @@ def run_scenario(
         )
     run = _ScenarioRun(scenario, prompt, resolved, options, redact=redact, slot=slot)
     count = scenario.trials or options.trials
-    trials = [run.trial(index) for index in range(1, count + 1)]
-    return combine_trials(
+    baseline = _baseline_run(scenario, resolved, options, redact=redact, slot=slot)
+    if baseline is None or isinstance(baseline, TrialResult):
+        trials = [run.trial(index) for index in range(1, count + 1)]
+        other = None if baseline is None else [baseline]
+    else:
+        # Interleaved, so that a drift of the endpoint over the run touches both arms alike.
+        trials, other = [], []
+        for index in range(1, count + 1):
+            trials.append(run.trial(index))
+            other.append(baseline.trial(index))
+    result = combine_trials(
         trials, description=scenario.description, skill_scenarios=skill_scenarios, **identity
     )
+    if other is None:
+        return result
+    arm = options.baseline
+    compared = combine_trials(
+        other, description=scenario.description, skill_scenarios=skill_scenarios, **identity
+    )
+    return replace(result, baseline=replace(compared, arm=arm))
+
+
+def _baseline_run(
+    scenario: Scenario,
+    backends: Backends,
+    options: RunOptions,
+    *,
+    redact: Callable[[str], str],
+    slot: CallSlot,
+) -> _ScenarioRun | TrialResult | None:
+    """The run of the scenario's baseline arm; an errored trial when that arm cannot be made
+    (an unknown git ref), None without a baseline."""
+    if not options.baseline:
+        return None
+    try:
+        refs = options.refs_folder or Path(tempfile.gettempdir()) / "openkata-refs"
+        arm = baseline_arm(options.baseline, scenario.skill_dir, refs)
+        assert arm is not None
+        prompt = build_prompt(
+            scenario.skill_dir, scenario.path, options.skill_texts, skill=arm.skill
+        )
+    except (ArmError, FileNotFoundError) as exc:
+        return errored_trial(1, error_text(exc, redact, scenario.skill_dir))
+    return _ScenarioRun(scenario, prompt, backends, options, redact=redact, slot=slot, arm=arm)

@@ -14,18 +14,22 @@ asks for.
 from __future__ import annotations
 
 import tarfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
+from pytest_openkata.core.checks import Check, CommandOutcome
 from pytest_openkata.core.errors import ScenarioFailure
+from pytest_openkata.core.files import SkillReader, files_under
 from pytest_openkata.core.results import AgentResult
 from pytest_openkata.core.scenario import Scenario
 from pytest_openkata.core.workspace import (
     Snapshot,
     WorkspaceDiff,
     diff_snapshots,
+    files_archive,
     judge_text,
     snapshot_from_tar,
     tool_files_of,
@@ -54,6 +58,8 @@ PROMPT_PATH = "/openkata/prompt.md"
 # redirect is relative to the working folder, so a provider without its own root folder (a
 # temporary folder on the host) runs it unchanged.
 PROMPT_REDIRECT = f"../{PROMPT_PATH.lstrip('/')}"
+# Where the check scripts (the scenario's checks/ folder) are copied once the agent exited.
+CHECKS_DIR = "/openkata/checks"
 RUN_AGENT = ("sh", "-c", f'exec "$@" < {PROMPT_REDIRECT}', "sh")
 
 
@@ -163,11 +169,13 @@ def sandbox_spec(scenario: Scenario, setup: SandboxSetup) -> SandboxSpec:
 
 @dataclass(frozen=True)
 class SandboxRun:
-    """One agent run in a sandbox: how it ended and what it changed."""
+    """One agent run in a sandbox: how it ended, what it changed and, when the agent exited
+    0, how each command check ended."""
 
     result: ExecResult
     diff: WorkspaceDiff
     judge_text: str
+    commands: dict[str, CommandOutcome] | None = None
 
 
 def _at_step(step: str, call: Callable[[], T]) -> T:
@@ -193,8 +201,54 @@ def _snapshot(
         raise SandboxError(f"{step}: unreadable workspace archive: {exc}") from exc
 
 
-def sandbox_run(scenario: Scenario, prompt: str, setup: SandboxSetup) -> SandboxRun:
-    """One run of the agent in a fresh environment, removed afterwards whatever happens."""
+def check_scripts(scenario: Scenario) -> list[tuple[str, bytes]]:
+    """The scenario's ``checks/`` folder, by path under :data:`CHECKS_DIR` (never in the
+    workspace or the prompt)."""
+    reader = SkillReader(scenario.skill_dir)
+    found = []
+    for rel, path in files_under(scenario.path / "checks"):
+        data = reader.read(path)
+        if data is not None:
+            found.append((f"{CHECKS_DIR.lstrip('/')}/{rel}", data))
+    return found
+
+
+def _exec_check(environment: SandboxEnvironment, check: Check) -> ExecResult:
+    return environment.exec(
+        ["sh", "-c", check.run],
+        env={"OPENKATA_CHECKS": CHECKS_DIR},
+        workdir=WORKSPACE,
+        timeout=check.timeout,
+    )
+
+
+def run_commands(
+    environment: SandboxEnvironment, scenario: Scenario, commands: Sequence[Check]
+) -> dict[str, CommandOutcome]:
+    """Copy the check scripts in (only now: the agent has exited, so it could neither read
+    nor change them) and run each command check in ``/workspace``, in order."""
+    scripts = check_scripts(scenario)
+    if scripts:
+        archive = files_archive(scripts, mode=0o755)
+        _at_step("copy check scripts", lambda: environment.put_archive("/", archive))
+    outcomes: dict[str, CommandOutcome] = {}
+    for check in commands:
+        result = _at_step(f"check {check.name!r}", partial(_exec_check, environment, check))
+        outcomes[check.name] = CommandOutcome(result.exit_code, result.output, result.timed_out)
+    return outcomes
+
+
+def sandbox_run(
+    scenario: Scenario,
+    prompt: str,
+    setup: SandboxSetup,
+    *,
+    commands: Sequence[Check] = (),
+    skill: Path | bool = True,
+) -> SandboxRun:
+    """One run of the agent in a fresh environment, removed afterwards whatever happens; when
+    the agent exited 0, the ``commands`` checks run in it next. ``skill`` is where
+    ``/workspace/skill`` comes from (:func:`~pytest_openkata.core.workspace.workspace_files`)."""
     agent = setup.agent
     # One archive, extracted at the root: the workspace and, outside it, the prompt.
     archive = workspace_archive(
@@ -203,9 +257,11 @@ def sandbox_run(scenario: Scenario, prompt: str, setup: SandboxSetup) -> Sandbox
         agent.files,
         prefix=f"{WORKSPACE.lstrip('/')}/",
         extra=[(PROMPT_PATH.lstrip("/"), prompt.encode())],
+        skill=skill,
     )
     exclude = tool_files_of(agent.files)
     environment = setup.sandbox.create(sandbox_spec(scenario, setup))
+    outcomes = None
     try:
         _at_step("copy workspace", lambda: environment.put_archive("/", archive))
         before = _snapshot(environment, "snapshot before", exclude)
@@ -216,21 +272,77 @@ def sandbox_run(scenario: Scenario, prompt: str, setup: SandboxSetup) -> Sandbox
             ),
         )
         after = _snapshot(environment, "snapshot after", exclude)
+        if commands and result.exit_code == 0 and not result.timed_out:
+            outcomes = run_commands(environment, scenario, commands)
     finally:
         environment.remove()
     diff = diff_snapshots(before, after)
-    return SandboxRun(result, diff, judge_text(result.output, diff))
+    return SandboxRun(result, diff, judge_text(result.output, diff), outcomes)
 
 
-def run_in_sandbox(
-    scenario: Scenario, prompt: str, setup: SandboxSetup, retry: RetryPolicy
-) -> AgentResult:
-    """Run the agent in a fresh sandbox; its output and workspace changes as graders see them.
+def replay_commands(
+    scenario: Scenario,
+    setup: SandboxSetup,
+    changes: WorkspaceDiff,
+    commands: Sequence[Check],
+    *,
+    skill: Path | bool = True,
+) -> dict[str, CommandOutcome]:
+    """Run the command checks on the workspace an earlier agent run left (its result came from
+    the cache): a fresh environment gets the workspace as it was before that run, then the
+    run's changes. Only the workspace is rebuilt: whatever else the agent changed in its
+    environment is not there."""
+    agent = setup.agent
+    prefix = f"{WORKSPACE.lstrip('/')}/"
+    cut = [path for path, content in (*changes.added, *changes.modified) if content.truncated]
+    if cut:
+        raise ScenarioFailure(
+            f"checks: {cut[0]} is larger than the cached workspace keeps, so the checks cannot "
+            "run again on it; run with --eval-cache refresh"
+        )
+    base = workspace_archive(
+        scenario.skill_dir, scenario.path, agent.files, prefix=prefix, skill=skill
+    )
+    overlay = files_archive(
+        (prefix + path, content.data) for path, content in (*changes.added, *changes.modified)
+    )
+    environment = setup.sandbox.create(sandbox_spec(scenario, setup))
+    try:
+        _at_step("copy workspace", lambda: environment.put_archive("/", base))
+        _at_step("copy the agent's changes", lambda: environment.put_archive("/", overlay))
+        if changes.deleted:
+            removed = _at_step(
+                "remove the files the agent deleted",
+                lambda: environment.exec(
+                    ["rm", "-f", "--", *changes.deleted], env={}, workdir=WORKSPACE, timeout=60
+                ),
+            )
+            if removed.exit_code != 0:
+                raise SandboxError(f"remove the files the agent deleted: {removed.output.strip()}")
+        return run_commands(environment, scenario, commands)
+    finally:
+        environment.remove()
 
-    A timed-out agent or one that exits non-zero ends the trial (:class:`ScenarioFailure`).
+
+def run_agent_in_sandbox(
+    scenario: Scenario,
+    prompt: str,
+    setup: SandboxSetup,
+    retry: RetryPolicy,
+    *,
+    commands: Sequence[Check] = (),
+    skill: Path | bool = True,
+) -> tuple[AgentResult, dict[str, CommandOutcome]]:
+    """Run the agent in a fresh sandbox, then the ``commands`` checks in it; the agent's
+    output and workspace changes as graders see them, and how each command ended.
+
+    A timed-out agent or one that exits non-zero ends the trial (:class:`ScenarioFailure`):
+    no check runs then.
     """
     run = call_with_retry(
-        lambda: sandbox_run(scenario, prompt, setup), retry, describe="sandbox run"
+        lambda: sandbox_run(scenario, prompt, setup, commands=commands, skill=skill),
+        retry,
+        describe="sandbox run",
     )
     name, result = setup.agent.name, run.result
     if result.timed_out:
@@ -243,14 +355,27 @@ def run_in_sandbox(
         tail = result.output.strip().splitlines()[-5:]
         detail = ("\n" + "\n".join(tail)) if tail else ""
         raise ScenarioFailure(f"sandbox: {name}: exit status {result.exit_code}{detail}")
-    return AgentResult(run.judge_text, result.output, run.diff)
+    return AgentResult(run.judge_text, result.output, run.diff), run.commands or {}
+
+
+def run_in_sandbox(
+    scenario: Scenario, prompt: str, setup: SandboxSetup, retry: RetryPolicy
+) -> AgentResult:
+    """Run the agent in a fresh sandbox; its output and workspace changes as graders see them
+    (:func:`run_agent_in_sandbox` without checks)."""
+    return run_agent_in_sandbox(scenario, prompt, setup, retry)[0]
 
 
 __all__ = [
+    "CHECKS_DIR",
     "SandboxRun",
     "SandboxSetup",
     "agent_settings",
     "build_sandbox",
+    "check_scripts",
+    "replay_commands",
+    "run_agent_in_sandbox",
+    "run_commands",
     "run_in_sandbox",
     "sandbox_agent",
     "sandbox_identity",

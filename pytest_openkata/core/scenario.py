@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +16,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from pytest_openkata.core.checks import CHECK_TYPES, Check
+
 SCENARIO_PREFIX = "scenario-"
+CHECKS_FILE = "checks.json"
 
 
 @dataclass(frozen=True)
@@ -37,6 +41,7 @@ class Scenario:
     context: str
     criteria: tuple[Criterion, ...]
     trials: int | None = None  # scenario.json's own trial count, overriding the setting
+    checks: tuple[Check, ...] = ()  # checks.json's deterministic checks
 
     @property
     def name(self) -> str:
@@ -94,7 +99,7 @@ class _CriteriaModel(BaseModel):
 
     context: str = ""
     type: str = ""
-    checklist: list[_CriterionModel] = Field(min_length=1)
+    checklist: list[_CriterionModel]
 
 
 class _ScenarioModel(BaseModel):
@@ -189,8 +194,9 @@ def _validation_error(path: Path, exc: ValidationError, data: Any) -> ScenarioLo
     return ScenarioLoadError(path, message, field)
 
 
-def load_criteria(path: Path) -> tuple[str, tuple[Criterion, ...]]:
-    """The context and checklist of a ``criteria.json``."""
+def load_criteria(path: Path, *, allow_empty: bool = False) -> tuple[str, tuple[Criterion, ...]]:
+    """The context and checklist of a ``criteria.json``; the checklist may be empty only when
+    ``allow_empty`` (a scenario whose ``checks.json`` holds checks)."""
     raw = _read_json(path)
     data = _go_keys(raw, _CriteriaModel.model_fields)
     if isinstance(data, Mapping) and isinstance(data.get("checklist"), list):
@@ -202,6 +208,12 @@ def load_criteria(path: Path) -> tuple[str, tuple[Criterion, ...]]:
         model = _CriteriaModel.model_validate(data)
     except ValidationError as exc:
         raise _validation_error(path, exc, data) from None
+    if not model.checklist and not allow_empty:
+        raise ScenarioLoadError(
+            path,
+            "must hold at least one criterion (or checks.json at least one check)",
+            "checklist",
+        )
     seen: set[str] = set()
     for index, item in enumerate(model.checklist):
         if item.name in seen:
@@ -298,7 +310,15 @@ def load_scenario(scenario_dir: Path) -> Scenario:
         raise ScenarioLoadError(
             scenario_dir / "task.md", "file not found (every scenario needs a task.md)"
         )
-    context, criteria = load_criteria(scenario_dir / "criteria.json")
+    checks: tuple[Check, ...] = ()
+    if _exists(entries.get(CHECKS_FILE)):
+        checks = load_checks(scenario_dir / CHECKS_FILE, sandboxed=options.sandbox)
+    context, criteria = load_criteria(scenario_dir / "criteria.json", allow_empty=bool(checks))
+    clash = next((c.name for c in criteria if c.name in {k.name for k in checks}), None)
+    if clash is not None:
+        raise ScenarioLoadError(
+            scenario_dir / CHECKS_FILE, f"check name {clash!r} is also a criterion of criteria.json"
+        )
     return Scenario(
         skill_dir=skill_dir,
         path=scenario_dir,
@@ -308,4 +328,165 @@ def load_scenario(scenario_dir: Path) -> Scenario:
         trials=options.trials,
         context=context,
         criteria=criteria,
+        checks=checks,
     )
+
+
+# --- checks.json -------------------------------------------------------------------------------
+
+
+class _CheckModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=True)
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    max_score: int = Field(gt=0)
+    type: str
+
+
+class _CommandCheckModel(_CheckModel):
+    run: str = Field(min_length=1)
+    timeout: float = Field(default=60.0, gt=0)
+
+
+class _FileCheckModel(_CheckModel):
+    path: str = Field(min_length=1)
+    absent: bool = False
+
+
+class _FileRegexCheckModel(_FileCheckModel):
+    pattern: str = Field(min_length=1)
+
+
+class _OutputRegexCheckModel(_CheckModel):
+    pattern: str = Field(min_length=1)
+    absent: bool = False
+
+
+class _JsonSchemaCheckModel(_CheckModel):
+    json_schema: dict[str, Any] = Field(alias="schema")
+    path: str = ""
+
+
+class _DiffCheckModel(_CheckModel):
+    changed: list[str] = []
+    unchanged: list[str] = []
+
+
+_CHECK_MODELS: dict[str, type[_CheckModel]] = {
+    "command": _CommandCheckModel,
+    "file": _FileCheckModel,
+    "file_regex": _FileRegexCheckModel,
+    "output_regex": _OutputRegexCheckModel,
+    "json_schema": _JsonSchemaCheckModel,
+    "diff": _DiffCheckModel,
+}
+assert set(_CHECK_MODELS) == set(CHECK_TYPES)
+
+
+def _check_field(index: int, item: Any, key: str | int | None = None) -> str:
+    name = item.get("name") if isinstance(item, Mapping) else None
+    where = f"[{index}]" + (f" ({name!r})" if isinstance(name, str) and name else "")
+    return where if key is None else f"{where}.{key}"
+
+
+def _check_error(path: Path, index: int, item: Any, exc: ValidationError) -> ScenarioLoadError:
+    import difflib
+
+    first = exc.errors()[0]
+    loc = first["loc"]
+    key = loc[0] if loc else None
+    kind = first["type"]
+    if kind == "extra_forbidden":
+        model = _CHECK_MODELS[item["type"]]
+        known = [f.alias or name for name, f in model.model_fields.items()]
+        close = difflib.get_close_matches(str(key), known, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(known)}"
+        message = f"unknown key for a {item['type']} check{hint}"
+    elif kind in {"too_short", "string_too_short"}:
+        message = "must not be empty"
+    else:
+        message = _MESSAGES.get(kind, first["msg"])
+        if kind == "float_type":
+            message = "must be a number of seconds"
+        if kind != "missing":
+            message += f" (got {json.dumps(first.get('input'))})"
+    return ScenarioLoadError(path, message, _check_field(index, item, key))
+
+
+def _check_of(path: Path, index: int, item: Any) -> Check:
+    if not isinstance(item, Mapping):
+        raise ScenarioLoadError(path, "must be an object", f"[{index}]")
+    kind = item.get("type")
+    if kind not in _CHECK_MODELS:
+        got = "is required" if kind is None else f"unknown check type {json.dumps(kind)}"
+        choose = f"{got}; choose one of: {', '.join(CHECK_TYPES)}"
+        raise ScenarioLoadError(path, choose, _check_field(index, item, "type"))
+    try:
+        model = _CHECK_MODELS[kind].model_validate(dict(item))
+    except ValidationError as exc:
+        raise _check_error(path, index, item, exc) from None
+    values = model.model_dump(by_alias=False)
+    fields: dict[str, Any] = {
+        "name": model.name,
+        "description": model.description,
+        "max_score": model.max_score,
+        "type": kind,
+    }
+    if kind == "command":
+        fields.update(run=values["run"], timeout=float(values["timeout"]))
+    if "path" in values:
+        fields["path"] = values["path"]
+    if "absent" in values:
+        fields["absent"] = values["absent"]
+    if "pattern" in values:
+        try:
+            fields["pattern"] = re.compile(values["pattern"], re.MULTILINE)
+        except re.error as exc:
+            raise ScenarioLoadError(
+                path, f"not a valid regular expression: {exc}", _check_field(index, item, "pattern")
+            ) from None
+    if kind == "json_schema":
+        from jsonschema import Draft202012Validator
+        from jsonschema.exceptions import SchemaError
+
+        try:
+            Draft202012Validator.check_schema(values["json_schema"])
+        except SchemaError as exc:
+            raise ScenarioLoadError(
+                path, f"not a valid JSON schema: {exc.message}", _check_field(index, item, "schema")
+            ) from None
+        fields["schema"] = values["json_schema"]
+    if kind == "diff":
+        if not values["changed"] and not values["unchanged"]:
+            raise ScenarioLoadError(
+                path, "a diff check needs changed or unchanged globs", _check_field(index, item)
+            )
+        fields.update(changed=tuple(values["changed"]), unchanged=tuple(values["unchanged"]))
+    return Check(**fields)
+
+
+def load_checks(path: Path, *, sandboxed: bool) -> tuple[Check, ...]:
+    """The checks of a ``checks.json`` (a list of check objects). Checks that read the
+    workspace need a sandboxed scenario: in a direct one they are an error, as is any bad key,
+    type, pattern or schema, and a name given twice."""
+    data = _read_json(path)
+    if not isinstance(data, list):
+        raise ScenarioLoadError(path, "must be a list of checks", "(top level)")
+    checks: list[Check] = []
+    for index, item in enumerate(data):
+        check = _check_of(path, index, item)
+        if any(c.name == check.name for c in checks):
+            raise ScenarioLoadError(
+                path, f"duplicate check name {check.name!r}", _check_field(index, item, "name")
+            )
+        if check.reads_workspace and not sandboxed:
+            what = "json_schema check with a path" if check.type == "json_schema" else check.type
+            raise ScenarioLoadError(
+                path,
+                f"a {what} check reads the workspace, which only a sandboxed scenario has "
+                '(scenario.json: "sandbox": true)',
+                _check_field(index, item, "path" if check.type == "json_schema" else "type"),
+            )
+        checks.append(check)
+    return tuple(checks)

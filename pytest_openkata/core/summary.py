@@ -11,9 +11,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_openkata.core.arms import SAME
+from pytest_openkata.core.compare import SkillComparison, compare_skill
 from pytest_openkata.core.results import ScenarioResult, Usage
 from pytest_openkata.core.scoring import meets_threshold, overall_percentage
 from pytest_openkata.core.stats import overall_interval_95, straddles
+
+REGRESSES = "regresses"  # the uplift verdict of a skill that does worse than its baseline
 
 
 @dataclass
@@ -32,6 +36,8 @@ class SkillSummary:
     # With several trials: the 95 % interval of ``overall`` and whether it holds the threshold.
     interval: tuple[float, float] | None = None
     straddles: bool = False
+    # With a baseline arm: both arms compared (None without one).
+    comparison: SkillComparison | None = None
 
     @property
     def with_trials(self) -> bool:
@@ -39,7 +45,18 @@ class SkillSummary:
 
     @property
     def usage(self) -> Usage:
-        return sum((result.usage for result in self.results), Usage())
+        """Every model call of the skill's scenarios, those of a baseline arm included."""
+        own = sum((result.usage for result in self.results), Usage())
+        return own + sum((r.baseline.usage for r in self.results if r.baseline), Usage())
+
+    @property
+    def regresses(self) -> bool:
+        """The uplift's verdict is that the skill does worse than its baseline (never for an
+        A/A run, whose arms are the same)."""
+        comparison = self.comparison
+        if comparison is None or comparison.uplift is None or comparison.arm == SAME:
+            return False
+        return comparison.uplift.verdict == REGRESSES
 
     @property
     def name(self) -> str:
@@ -85,6 +102,7 @@ def summarise(
                 passed=meets_threshold(overall, threshold, len(skill_results)),
                 interval=interval,
                 straddles=straddles(interval, threshold),
+                comparison=compare_skill(skill_results),
             )
         )
     return summaries
@@ -97,7 +115,11 @@ def _spread(result: ScenarioResult) -> tuple[float, float, int]:
     return result.percentage, result.stats.stdev, result.stats.trials
 
 
-def gate_failed(summaries: Iterable[SkillSummary]) -> bool:
-    """Whether the run fails its gate: a complete skill below its threshold, or a report that
-    could not be written."""
-    return any(summary.gate_failed or summary.report_error for summary in summaries)
+def gate_failed(summaries: Iterable[SkillSummary], *, require_uplift: bool = False) -> bool:
+    """Whether the run fails its gate: a complete skill below its threshold, a report that
+    could not be written, or with ``require_uplift`` a skill that regresses against its
+    baseline."""
+    return any(
+        summary.gate_failed or summary.report_error or (require_uplift and summary.regresses)
+        for summary in summaries
+    )

@@ -10,6 +10,7 @@ trials that ran, and the statistics of :mod:`pytest_openkata.core.stats` come al
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from pytest_openkata.core.results import CriterionResult, ScenarioResult, TrialResult, Usage
 from pytest_openkata.core.scoring import overall_percentage, scenario_totals
@@ -34,7 +35,13 @@ def majority(ballots: Sequence[Sequence[CriterionResult]]) -> list[CriterionResu
         passed = passes * 2 > total
         reason = next(result.reason for result in column if result.passed == passed)
         combined.append(
-            CriterionResult.judged(first.name, first.max_score, passed, reason, (passes, total))
+            replace(
+                first,
+                passed=passed,
+                score=first.max_score if passed else 0,
+                reason=reason,
+                votes=(passes, total),
+            )
         )
     return combined
 

@@ -373,15 +373,27 @@ def judge_text(
     )
 
 
-def workspace_files(skill_dir: Path, scenario_dir: Path) -> list[tuple[str, bytes]]:
+def workspace_files(
+    skill_dir: Path, scenario_dir: Path, *, skill: Path | bool | None = True
+) -> list[tuple[str, bytes]]:
     """The workspace's files by name: ``skill/…``, ``task.md`` and the contents of ``inputs/``.
-    Symlinks leading out of the skill are never followed."""
+    Symlinks leading out of the skill are never followed.
+
+    ``skill`` says where ``skill/`` comes from: the skill folder itself (True), another copy
+    of the skill (a folder: the skill at an earlier version), or nowhere (False or None: a
+    baseline arm without the skill)."""
     reader = SkillReader(skill_dir)
-    sources = [(f"skill/{src}/{rel}", path) for src, rel, path in skill_files(skill_dir)]
-    sources.insert(0, ("skill/SKILL.md", skill_dir / "SKILL.md"))
-    sources.append(("task.md", scenario_dir / "task.md"))
-    sources += list(files_under(scenario_dir / "inputs"))
     found = []
+    if skill is not False and skill is not None:
+        source = skill_dir if skill is True else skill
+        source_reader = reader if skill is True else SkillReader(source)
+        parts = [("skill/SKILL.md", source / "SKILL.md")]
+        parts += [(f"skill/{src}/{rel}", path) for src, rel, path in skill_files(source)]
+        for name, path in parts:
+            data = source_reader.read(path)
+            if data is not None:
+                found.append((name, data))
+    sources = [("task.md", scenario_dir / "task.md"), *files_under(scenario_dir / "inputs")]
     for name, path in sources:
         data = reader.read(path)
         if data is not None:
@@ -389,10 +401,10 @@ def workspace_files(skill_dir: Path, scenario_dir: Path) -> list[tuple[str, byte
     return found
 
 
-def _add_file(tar: tarfile.TarFile, name: str, data: bytes) -> None:
+def _add_file(tar: tarfile.TarFile, name: str, data: bytes, mode: int = 0o644) -> None:
     info = tarfile.TarInfo(name)
     info.size = len(data)
-    info.mode = 0o644
+    info.mode = mode
     info.mtime = int(time.time())
     tar.addfile(info, io.BytesIO(data))
 
@@ -404,24 +416,37 @@ def workspace_archive(
     *,
     prefix: str = "",
     extra: Iterable[tuple[str, bytes]] = (),
+    skill: Path | bool | None = True,
 ) -> bytes:
-    """The workspace (:func:`workspace_files`) and the agent's own files as a tar, each name
-    under ``prefix``, followed by the ``extra`` files as named."""
+    """The workspace (:func:`workspace_files`, ``skill`` as there) and the agent's own files
+    as a tar, each name under ``prefix``, followed by the ``extra`` files as named."""
+    return files_archive(
+        [
+            *(
+                (prefix + name, data)
+                for name, data in workspace_files(skill_dir, scenario_dir, skill=skill)
+            ),
+            *((prefix + name, data) for name, data in agent_files),
+            *extra,
+        ]
+    )
+
+
+def files_archive(files: Iterable[tuple[str, bytes]], *, mode: int = 0o644) -> bytes:
+    """A tar of the files, by name, each with ``mode``."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
-        for name, data in workspace_files(skill_dir, scenario_dir):
-            _add_file(tar, prefix + name, data)
-        for name, data in agent_files:
-            _add_file(tar, prefix + name, data)
-        for name, data in extra:
-            _add_file(tar, name, data)
+        for name, data in files:
+            _add_file(tar, name, data, mode)
     return buffer.getvalue()
 
 
-def workspace_digest(skill_dir: Path, scenario_dir: Path) -> str:
+def workspace_digest(
+    skill_dir: Path, scenario_dir: Path, *, skill: Path | bool | None = True
+) -> str:
     """A sha256 of the workspace's names and contents (the cache key of a sandboxed run)."""
     digest = hashlib.sha256()
-    for name, data in workspace_files(skill_dir, scenario_dir):
+    for name, data in workspace_files(skill_dir, scenario_dir, skill=skill):
         encoded = name.encode()
         digest.update(len(encoded).to_bytes(8, "big") + encoded)
         digest.update(len(data).to_bytes(8, "big") + data)

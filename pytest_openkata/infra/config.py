@@ -96,6 +96,8 @@ class EvalSettings(BaseModel):
     judge_fence: bool = True
     cache: str = "on"
     max_in_flight: int = 0
+    baseline: str = ""
+    require_uplift: bool = False
     http: HttpSettings = HttpSettings()
     anthropic: AnthropicSettings = AnthropicSettings()
     sandbox: SandboxSettings = SandboxSettings()
@@ -127,6 +129,16 @@ def _one_of(names: Callable[[], tuple[str, ...]], kind: str) -> Callable[[str], 
 _backend = _one_of(registry.backend_names, "backend")
 _sandbox_agent = _one_of(registry.AGENTS.names, "agent")
 _sandbox_provider = _one_of(registry.SANDBOXES.names, "sandbox provider")
+
+
+def _baseline(value: str) -> str:
+    """``without-skill``, ``same``, ``none`` (no baseline) or a git ref."""
+    text = value.strip()
+    if text.lower() in {"none", "off"}:
+        return ""
+    if text.startswith("-") or any(char.isspace() for char in text):
+        raise ValueError(f"{value!r} is not without-skill, same, none or a git ref")
+    return text
 
 
 _WHOLE_NUMBER = re.compile(r"[+-]?[0-9]+")
@@ -222,6 +234,8 @@ class Setting:
     metavar: str = "TEXT"
     # Registered names the value must be one of, for the option's metavar and help.
     choices: Callable[[], tuple[str, ...]] | None = None
+    # A boolean given on the command line as a bare flag (``--eval-require-uplift``).
+    flag: bool = False
 
     @property
     def shown_metavar(self) -> str:
@@ -261,6 +275,8 @@ FIELDS: tuple[Setting, ...] = (
     Setting("judge_fence", _boolean, metavar="true|false"),
     Setting("cache", _cache_mode, metavar="on|off|refresh"),
     Setting("max_in_flight", _int_between(0, None), metavar="N"),
+    Setting("baseline", _baseline, metavar="without-skill|same|REF"),
+    Setting("require_uplift", _boolean, flag=True),
     Setting("http.base_url", _text, cli="--eval-base-url", metavar="URL"),
     Setting("http.api_key", _text, secret=True),
     Setting("http.endpoint_id", _text, metavar="ID"),
@@ -319,6 +335,10 @@ HELP = {
     "cache": "reuse cached agent answers and verdicts: on, off or refresh (default on; "
     "--cache-clear empties it)",
     "max_in_flight": "model requests in flight per endpoint across all workers (default 0: no cap)",
+    "baseline": "also run every scenario in a baseline arm and report the uplift: without-skill, "
+    "same (an A/A run) or a git ref of the skill's files (default none)",
+    "require_uplift": "exit 1 when the uplift verdict against the baseline is 'regresses' "
+    "(never with --eval-baseline same)",
     "http.base_url": "base URL of the OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1",
     "http.api_key": "API key of the endpoint (never printed)",
     "http.endpoint_id": "what answers at the base URL, for cache keys instead of the URL "

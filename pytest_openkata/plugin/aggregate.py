@@ -117,7 +117,9 @@ class EvalAggregator:
         for reporter in reporters():
             reporter.report(run)
         if finished:  # interrupted, usage or internal errors keep pytest's own status
-            failed = gate_failed(self.summaries) or bool(self.hard_failures)
+            failed = gate_failed(
+                self.summaries, require_uplift=self.settings.require_uplift
+            ) or bool(self.hard_failures)
             session.exitstatus = pytest.ExitCode.TESTS_FAILED if failed else pytest.ExitCode.OK
         else:
             status = int(session.exitstatus)
@@ -149,5 +151,6 @@ class EvalAggregator:
             stopped=self._stopped,
             errored=len(errored),
             failed=len(failed),
+            require_uplift=self.settings.require_uplift,
         )
         self.terminal.write_last_line(line)

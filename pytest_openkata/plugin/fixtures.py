@@ -27,19 +27,25 @@ from pytest_openkata.providers.backends import BackendError
 
 CACHE_FOLDER = "openkata"
 IN_FLIGHT_FOLDER = "openkata-in-flight"
+REFS_FOLDER = "openkata-refs"  # the skills' files at the git ref of --eval-baseline
+
+
+def shared_folder(config: pytest.Config, name: str) -> Path:
+    """A folder shared by the controller and every xdist worker of a run: in pytest's cache
+    folder, or with the cache provider disabled, in the temporary folder under a name derived
+    from the rootdir."""
+    cache = getattr(config, "cache", None)
+    if cache is not None:
+        return Path(cache.mkdir(name))
+    digest = hashlib.sha256(str(config.rootpath).encode()).hexdigest()[:16]
+    folder = Path(tempfile.gettempdir()) / f"{name}-{digest}"
+    folder.mkdir(exist_ok=True)
+    return folder
 
 
 def in_flight_folder(config: pytest.Config) -> Path:
-    """The lock folder of the in-flight cap, shared by the controller and every xdist worker
-    of a run: in pytest's cache folder, or with the cache provider disabled, in the temporary
-    folder under a name derived from the rootdir."""
-    cache = getattr(config, "cache", None)
-    if cache is not None:
-        return Path(cache.mkdir(IN_FLIGHT_FOLDER))
-    digest = hashlib.sha256(str(config.rootpath).encode()).hexdigest()[:16]
-    folder = Path(tempfile.gettempdir()) / f"{IN_FLIGHT_FOLDER}-{digest}"
-    folder.mkdir(exist_ok=True)
-    return folder
+    """The lock folder of the in-flight cap (:func:`shared_folder`)."""
+    return shared_folder(config, IN_FLIGHT_FOLDER)
 
 
 @pytest.fixture(scope="session")
@@ -115,7 +121,7 @@ def openkata_run_options(
     cache = None
     if settings.cache != "off" and getattr(pytestconfig, "cache", None) is not None:
         cache = ResultCache(pytestconfig.cache.mkdir(CACHE_FOLDER), settings.cache)
-    return run_options(settings, cache)
+    return run_options(settings, cache, shared_folder(pytestconfig, REFS_FOLDER))
 
 
 @pytest.fixture(scope="session")
@@ -171,4 +177,8 @@ def openkata_result(
     item.ihook.pytest_openkata_scenario_result(result=result, item=item)
     if result.error is not None:
         pytest.fail(f"scenario error: {result.error}", pytrace=False)
+    baseline = result.baseline
+    if baseline is not None and baseline.error is not None:
+        # The comparison the run was asked for cannot be made: an error, not a criterion.
+        pytest.fail(f"baseline {baseline.arm}: {baseline.error}", pytrace=False)
     return result

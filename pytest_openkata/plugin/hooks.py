@@ -34,7 +34,16 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("openkata", "skill evals (pytest-openkata)")
     for field in FIELDS:
-        if field.option:
+        if field.option and field.flag:
+            group.addoption(
+                field.option,
+                dest=field.dest,
+                action="store_const",
+                const="true",
+                default=None,
+                help=help_text(field.key),
+            )
+        elif field.option:
             group.addoption(
                 field.option,
                 dest=field.dest,

@@ -9,8 +9,9 @@ makes no call. A grader that cannot grade raises :class:`GradeError`: the trial 
 never a failed criterion.
 
 Graders are registered under the entry-point group ``pytest_openkata.graders``; each entry
-point names a class whose instances take no arguments. The built-in one is ``judge``
-(:mod:`pytest_openkata.providers.graders.judge`).
+point names a class whose instances take no arguments. The built-ins are ``judge``
+(:mod:`pytest_openkata.providers.graders.judge`) and ``checks``, the deterministic checks of
+``checks.json`` (:mod:`pytest_openkata.providers.graders.checks`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from pytest_openkata.core.calls import NO_SLOTS
+from pytest_openkata.core.checks import CommandOutcome
 from pytest_openkata.core.results import AgentResult, CallStats, CriterionResult
 from pytest_openkata.core.scenario import Scenario
 from pytest_openkata.core.slots import CallSlot
@@ -28,7 +30,9 @@ from pytest_openkata.infra.retry import RetryPolicy
 from pytest_openkata.infra.usage import Prices
 from pytest_openkata.providers.backends import Completer
 
-__all__ = ["GradeError", "Grader", "Grading", "GradingContext", "GradingTask"]
+__all__ = ["DEFAULT_ORDER", "GradeError", "Grader", "Grading", "GradingContext", "GradingTask"]
+
+DEFAULT_ORDER = 50
 
 
 class GradeError(Exception):
@@ -70,6 +74,8 @@ class GradingTask:
     trial: int
     context: GradingContext
     arm: str = ""
+    # The outcome of each command check (checks.json), run in the sandbox after the agent.
+    commands: Mapping[str, CommandOutcome] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -81,7 +87,9 @@ class Grading:
 
 
 class Grader(Protocol):
-    """Grades the criteria it owns; see the module docstring."""
+    """Grades the criteria it owns; see the module docstring. Graders run, and their results
+    are listed, in the order of an ``order`` attribute when they have one (default
+    :data:`DEFAULT_ORDER`; the judge 0, the checks 10), then of their names."""
 
     name: str
 

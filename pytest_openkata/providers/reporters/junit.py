@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_openkata.core.results import ScenarioResult
+from pytest_openkata.core.summary import SkillSummary
 from pytest_openkata.providers.reporters import RunReport
 
 SCENARIO_PROPERTY = "openkata_scenario"
@@ -51,6 +52,7 @@ def _criterion_cases(scenario_case: ET.Element, result: ScenarioResult) -> list[
         _property(properties, "points", str(criterion.score))
         _property(properties, "max_points", str(criterion.max_score))
         _property(properties, "reason", criterion.reason)
+        _property(properties, "kind", criterion.kind)
         if not criterion.passed:
             failure = ET.SubElement(
                 case,
@@ -83,6 +85,9 @@ def _augment_suite(suite: ET.Element, results: Mapping[str, ScenarioResult]) -> 
         _property(properties, "openkata_score", f"{result.score}/{result.max_score}")
         if result.error is not None:
             _property(properties, "openkata_error", result.error)
+        if result.baseline is not None:
+            _property(properties, "openkata_baseline_arm", result.baseline.arm)
+            _property(properties, "openkata_baseline_percentage", f"{result.baseline.percentage:g}")
         position = list(suite).index(case) + 1
         for offset, criterion_case in enumerate(_criterion_cases(case, result)):
             suite.insert(position + offset, criterion_case)
@@ -92,14 +97,54 @@ def _augment_suite(suite: ET.Element, results: Mapping[str, ScenarioResult]) -> 
         suite.set(attribute, str(sum(1 for c in cases if c.find(child) is not None)))
 
 
-def add_criteria_to_junit(path: Path, results: Mapping[str, ScenarioResult]) -> None:
+def uplift_properties(summary: SkillSummary) -> list[tuple[str, str]]:
+    """A skill's uplift as suite properties, ``openkata_uplift.<skill>.<figure>``."""
+    comparison = summary.comparison
+    if comparison is None:
+        return []
+    prefix = f"openkata_uplift.{summary.name}."
+    figures = [("arm", comparison.arm)]
+    uplift = comparison.uplift
+    if uplift is not None:
+        figures += [
+            ("with", f"{uplift.with_mean:g}"),
+            ("without", f"{uplift.without_mean:g}"),
+            ("difference", f"{uplift.difference:g}"),
+            ("ci95", f"{uplift.ci95[0]:g} {uplift.ci95[1]:g}"),
+            ("normalized_gain", f"{uplift.normalized_gain:g}"),
+            ("p_value", f"{uplift.p_value:g}"),
+            ("test", uplift.test),
+            ("verdict", uplift.verdict),
+        ]
+    return [(prefix + name, value) for name, value in figures]
+
+
+def _add_suite_properties(suite: ET.Element, figures: list[tuple[str, str]]) -> None:
+    if not figures:
+        return
+    properties = suite.find("properties")
+    if properties is None:
+        properties = ET.Element("properties")
+        suite.insert(0, properties)
+    for name, value in figures:
+        _property(properties, name, value)
+
+
+def add_criteria_to_junit(
+    path: Path,
+    results: Mapping[str, ScenarioResult],
+    suite_properties: list[tuple[str, str]] | None = None,
+) -> None:
     """Rewrite the JUnit file in place (atomically) with per-criterion testcases;
-    ``results`` are keyed by :func:`scenario_key`."""
+    ``results`` are keyed by :func:`scenario_key`; ``suite_properties`` go to the first
+    suite."""
     tree = ET.parse(path)
     root = tree.getroot()
     suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
     for suite in suites:
         _augment_suite(suite, results)
+    if suites:
+        _add_suite_properties(suites[0], suite_properties or [])
     fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -125,7 +170,8 @@ class JUnitReporter:
             for result in summary.results
         }
         if results:
-            add_criteria_to_junit(run.junit_xml, results)
+            figures = [pair for summary in run.summaries for pair in uplift_properties(summary)]
+            add_criteria_to_junit(run.junit_xml, results, figures)
 
 
 if TYPE_CHECKING:  # the protocol this provider implements, checked by mypy

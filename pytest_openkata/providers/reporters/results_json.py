@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pytest_openkata.core.compare import SkillComparison
 from pytest_openkata.core.results import (
     CallStats,
     CriterionResult,
@@ -92,6 +93,7 @@ class SkillReport:
     passed: bool
     stats: SkillStats | None = None
     usage: Usage = field(default_factory=Usage)
+    comparison: SkillComparison | None = None
 
 
 def build_report(
@@ -105,8 +107,12 @@ def build_report(
     overall: float,
     passed: bool,
     stats: SkillStats | None = None,
+    comparison: SkillComparison | None = None,
 ) -> SkillReport:
-    """Assemble a report; a naive ``timestamp`` is taken to be UTC."""
+    """Assemble a report; a naive ``timestamp`` is taken to be UTC. Its usage counts every
+    model call, a baseline arm's included."""
+    usage = sum((result.usage for result in results), Usage())
+    usage += sum((r.baseline.usage for r in results if r.baseline is not None), Usage())
     return SkillReport(
         skill=skill,
         skill_version=skill_version,
@@ -117,7 +123,8 @@ def build_report(
         overall_percentage=float(overall),
         passed=passed,
         stats=stats,
-        usage=sum((result.usage for result in results), Usage()),
+        usage=usage,
+        comparison=comparison,
     )
 
 
@@ -141,6 +148,7 @@ def skill_report(summary: SkillSummary, settings: EvalSettings, now: datetime) -
         stats=SkillStats(ci95=summary.interval, straddles_threshold=summary.straddles)
         if summary.with_trials
         else None,
+        comparison=summary.comparison,
     )
 
 
@@ -178,6 +186,45 @@ def _report_dict(report: SkillReport) -> dict[str, Any]:
     usage = _usage_dict(report.usage)
     if usage is not None:
         data["usage"] = usage
+    if report.comparison is not None:
+        data["uplift"] = _uplift_dict(report.comparison)
+    return data
+
+
+def _uplift_dict(comparison: SkillComparison) -> dict[str, Any]:
+    data: dict[str, Any] = {"arm": comparison.arm}
+    uplift = comparison.uplift
+    if uplift is not None:
+        data.update(
+            {
+                "with": float(uplift.with_mean),
+                "without": float(uplift.without_mean),
+                "difference": float(uplift.difference),
+                "ci95": _interval(uplift.ci95),
+                "normalized_gain": float(uplift.normalized_gain),
+                "p_value": float(uplift.p_value),
+                "test": uplift.test,
+                "verdict": uplift.verdict,
+                "scenarios": uplift.scenarios,
+            }
+        )
+        if uplift.mcnemar is not None:
+            data["mcnemar"] = {
+                "passed_with_only": uplift.mcnemar.b,
+                "passed_without_only": uplift.mcnemar.c,
+                "p_value": float(uplift.mcnemar.p_value),
+            }
+    data["criteria"] = [
+        {
+            "scenario": move.scenario,
+            "name": move.name,
+            "with": float(move.with_rate),
+            "without": float(move.without_rate),
+        }
+        for move in comparison.criteria
+    ] or None
+    if comparison.left_out:
+        data["left_out"] = [{"scenario": name, "why": why} for name, why in comparison.left_out]
     return data
 
 
@@ -232,6 +279,26 @@ def _scenario_dict(result: ScenarioResult) -> dict[str, Any]:
     usage = _usage_dict(result.usage)
     if usage is not None:
         data["usage"] = usage
+    if result.baseline is not None:
+        data["baseline"] = _baseline_dict(result.baseline)
+    return data
+
+
+def _baseline_dict(baseline: ScenarioResult) -> dict[str, Any]:
+    """A scenario's baseline arm: its name and percentage first, then the rest of its result."""
+    data: dict[str, Any] = {
+        "arm": baseline.arm,
+        "percentage": float(baseline.percentage),
+        "score": baseline.score,
+        "max_score": baseline.max_score,
+        "pass": baseline.passed,
+        "criteria": [_criterion_dict(c) for c in baseline.criteria or ()] or None,
+    }
+    if baseline.error is not None:
+        data["error"] = baseline.error
+    usage = _usage_dict(baseline.usage)
+    if usage is not None:
+        data["usage"] = usage
     return data
 
 
@@ -277,6 +344,8 @@ def _criterion_dict(criterion: CriterionResult) -> dict[str, Any]:
     }
     if criterion.votes is not None:
         data["votes"] = {"pass": criterion.votes[0], "total": criterion.votes[1]}
+    if criterion.kind != "judge":
+        data["kind"] = criterion.kind
     return data
 
 
@@ -307,6 +376,7 @@ class _CriterionModel(_Model):
     max_score: int
     reason: str = ""
     votes: _VotesModel | None = None
+    kind: str = "judge"
 
 
 class _CallsModel(_Model):
@@ -352,6 +422,10 @@ class _SkillStatsModel(_Model):
     straddles_threshold: bool
 
 
+class _BaselineModel(_ScoredModel):
+    arm: str
+
+
 class _ScenarioModel(_ScoredModel):
     name: str
     description: str
@@ -359,6 +433,7 @@ class _ScenarioModel(_ScoredModel):
     judge_errors: int = 0
     trials: list[_TrialModel] | None = None
     stats: _StatsModel | None = None
+    baseline: _BaselineModel | None = None
 
 
 class _ReportModel(_Model):
@@ -391,6 +466,7 @@ def _criteria(models: list[_CriterionModel] | None) -> list[CriterionResult] | N
             c.max_score,
             c.reason,
             None if c.votes is None else (c.votes.passed, c.votes.total),
+            c.kind,
         )
         for c in models
     ]
@@ -418,11 +494,13 @@ def _scenario(model: _ScenarioModel, skill: str) -> ScenarioResult:
     else:
         trials = [_trial(model, 1, model.judge_errors)]
     stats = model.stats
+    baseline = model.baseline
     return ScenarioResult(
         skill=skill,
         skill_dir="",
         name=model.name,
         description=model.description,
+        baseline=None if baseline is None else _baseline(baseline, model, skill),
         criteria=_criteria(model.criteria),
         score=model.score,
         max_score=model.max_score,
@@ -433,6 +511,24 @@ def _scenario(model: _ScenarioModel, skill: str) -> ScenarioResult:
         trials=trials,
         stats=None if stats is None else TrialStats(**stats.model_dump()),
         usage=_usage(model.usage),
+    )
+
+
+def _baseline(model: _BaselineModel, scenario: _ScenarioModel, skill: str) -> ScenarioResult:
+    return ScenarioResult(
+        skill=skill,
+        skill_dir="",
+        name=scenario.name,
+        description=scenario.description,
+        criteria=_criteria(model.criteria),
+        score=model.score,
+        max_score=model.max_score,
+        percentage=model.percentage,
+        passed=model.passed,
+        error=model.error,
+        trials=[_trial(model, 1)],
+        usage=_usage(model.usage),
+        arm=model.arm,
     )
 
 

@@ -11,6 +11,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pytest_openkata.core.compare import SkillComparison
 from pytest_openkata.core.results import CallStats, CriterionResult, ScenarioResult, Usage
 from pytest_openkata.core.summary import SkillSummary
 from pytest_openkata.providers.reporters import RunReport, Segment
@@ -76,6 +77,62 @@ def _score_line(result: ScenarioResult) -> list[Segment]:
     return [(text, None), _label(result.passed)]
 
 
+def _baseline_line(result: ScenarioResult) -> str | None:
+    baseline = result.baseline
+    if baseline is None:
+        return None
+    if baseline.criteria is None:
+        return f"    Baseline ({baseline.arm}): errored: {baseline.error}"
+    change = result.percentage - baseline.percentage
+    return (
+        f"    Baseline ({baseline.arm}): {baseline.score}/{baseline.max_score} "
+        f"({baseline.percentage:.0f}%); with the skill {change:+.0f} points"
+    )
+
+
+def _points(value: float) -> str:
+    return f"{value:+.1f}"
+
+
+def uplift_lines(comparison: SkillComparison) -> Iterator[list[Segment]]:
+    """The uplift block of a skill compared with its baseline arm."""
+    uplift = comparison.uplift
+    if uplift is None:
+        yield [(f"  Uplift against {comparison.arm}: no scenario scored in both arms", "yellow")]
+    else:
+        low, high = uplift.ci95
+        colour = {"improves": "green", "regresses": "red"}.get(uplift.verdict, "yellow")
+        yield [
+            (
+                f"  Uplift against {comparison.arm}: with the skill {uplift.with_mean:.1f}%, "
+                f"{comparison.arm} {uplift.without_mean:.1f}% over "
+                f"{_plural(uplift.scenarios, 'scenario')}; "
+                f"difference {_points(uplift.difference)} points (95% CI {_points(low)} to "
+                f"{_points(high)})",
+                None,
+            )
+        ]
+        tests = f"p = {uplift.p_value:.3g} ({uplift.test})"
+        if uplift.mcnemar is not None:
+            m = uplift.mcnemar
+            tests += (
+                f"; criteria: McNemar p = {m.p_value:.3g} ({m.b} passed with the skill only, "
+                f"{m.c} without it only)"
+            )
+        yield [
+            (f"    normalized gain {uplift.normalized_gain:.2f}; {tests}; verdict: ", None),
+            (uplift.verdict, colour),
+        ]
+    moved = comparison.moved_most()
+    if moved:
+        shown = "; ".join(
+            f"{m.scenario} {m.name} {m.without_rate:.0%} -> {m.with_rate:.0%}" for m in moved
+        )
+        yield [(f"    moved most: {shown}", None)]
+    for name, why in comparison.left_out:
+        yield [(f"    left out: {name} ({why})", "yellow")]
+
+
 def _error_line(error: str) -> list[Segment]:
     return [("    ", None), ("ERROR", "red"), (f": {error}", None)]
 
@@ -104,7 +161,7 @@ def _scenario_lines(result: ScenarioResult) -> Iterator[list[Segment]]:
                 (f" {c.name} ({c.score}/{c.max_score}){_votes(c)}{reason}", None),
             ]
     yield _score_line(result)
-    for extra in (_trials_line(result), _cache_line(result)):
+    for extra in (_baseline_line(result), _trials_line(result), _cache_line(result)):
         if extra is not None:
             yield [(extra, None)]
     if result.error is not None:  # some trials errored: scored, and an error all the same
@@ -175,6 +232,8 @@ def skill_lines(
                 None,
             )
         ]
+    if summary.comparison is not None:
+        yield from uplift_lines(summary.comparison)
     usage = usage_line(summary.usage)
     if usage is not None:
         yield [(usage, None)]
@@ -222,6 +281,7 @@ def gate_line(
     stopped: str | None = None,
     errored: int = 0,
     failed: int = 0,
+    require_uplift: bool = False,
 ) -> list[Segment]:
     """The run's last line: the gate's decision and why the exit status is what it is.
 
@@ -245,6 +305,10 @@ def gate_line(
         reasons.append(f"{_plural(errored, 'scenario')} errored")
     if failed:
         reasons.append(f"{_plural(failed, 'ordinary test')} failed")
+    regressed = [s.name for s in summaries if require_uplift and s.regresses]
+    if regressed:
+        verb = "regresses" if len(regressed) == 1 else "regress"
+        reasons.append(f"{', '.join(regressed)} {verb} against the baseline")
     unwritten = sum(1 for summary in summaries if summary.report_error is not None)
     if unwritten:
         reasons.append(f"{_plural(unwritten, 'report')} not written")

@@ -1,0 +1,302 @@
+"""Deterministic checks (``checks.json``): exact verdicts on what an agent produced.
+
+A check is graded without a model: a shell command run in the sandbox after the agent
+finished, a file of the workspace, a pattern in a file or in the agent's output, a JSON
+schema, or which files changed. This module holds the checks as loaded
+(:class:`Check`, read and validated in :mod:`pytest_openkata.core.scenario`), the evidence a
+trial gives them (:class:`Evidence`) and the verdict of each (:func:`evaluate_check`).
+
+Every check refuses a false pass that peers' users ran into: a directory or an empty file is
+not a file, a pattern that must be absent does not pass on a missing file or on an empty
+output, a glob of ``unchanged`` that matches no file of the workspace is an error of the
+check and not a pass, and no check runs for a trial whose agent errored (the trial ends
+before grading). What cannot be decided (a command that cannot start or runs out of time,
+a file larger than the snapshot keeps) raises :class:`CheckError`: the trial errors, it is
+never a failed check.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytest_openkata.core.results import CriterionResult
+from pytest_openkata.core.workspace import FileContent, WorkspaceDiff
+
+__all__ = [
+    "CHECK_KIND",
+    "CHECK_TYPES",
+    "WORKSPACE_TYPES",
+    "Check",
+    "CheckError",
+    "CommandOutcome",
+    "Evidence",
+    "evaluate_check",
+    "workspace_path",
+]
+
+CHECK_KIND = "check"
+CHECK_TYPES = ("command", "file", "file_regex", "output_regex", "json_schema", "diff")
+# The types that read the sandbox's workspace (json_schema only with a path).
+WORKSPACE_TYPES = frozenset({"command", "file", "file_regex", "diff"})
+DEFAULT_COMMAND_TIMEOUT = 60.0
+# The shell's statuses for a command that could not be started: not executable, not found.
+CANNOT_START = {126: "not executable", 127: "not found"}
+REASON_TAIL_LINES = 5
+REASON_TAIL_CHARS = 400
+
+
+class CheckError(Exception):
+    """The check cannot give a verdict; the trial errors (never a failed check)."""
+
+
+@dataclass(frozen=True)
+class Check:
+    """One entry of ``checks.json``; which fields matter depends on ``type``.
+
+    ``pattern`` is compiled (multiline) and ``schema`` checked when the file is loaded, so that
+    a bad one errors the scenario before any agent runs.
+    """
+
+    name: str
+    description: str
+    max_score: int
+    type: str
+    run: str = ""
+    timeout: float = DEFAULT_COMMAND_TIMEOUT
+    path: str = ""
+    pattern: re.Pattern[str] | None = None
+    absent: bool = False
+    schema: Mapping[str, Any] | None = None
+    changed: tuple[str, ...] = ()
+    unchanged: tuple[str, ...] = ()
+
+    @property
+    def reads_workspace(self) -> bool:
+        """Whether it needs a sandboxed scenario's workspace."""
+        return self.type in WORKSPACE_TYPES or (self.type == "json_schema" and bool(self.path))
+
+
+@dataclass(frozen=True)
+class CommandOutcome:
+    """How a check's command ended in the sandbox: its exit status (None when it timed out)
+    and what it printed."""
+
+    exit_code: int | None
+    output: str
+    timed_out: bool = False
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What one trial gives its checks: the agent's final output, and for a sandboxed run the
+    workspace before the agent ran (``before``: path -> bytes, tool files left out), the
+    diff, and the outcome of every command check by name."""
+
+    output: str
+    before: Mapping[str, bytes] | None = None
+    diff: WorkspaceDiff | None = None
+    commands: Mapping[str, CommandOutcome] = field(default_factory=dict)
+
+    def files_after(self) -> dict[str, FileContent]:
+        """The workspace's regular files once the agent finished."""
+        if self.before is None or self.diff is None:
+            raise CheckError("no workspace: this check needs a sandboxed scenario")
+        files = {path: FileContent(data) for path, data in self.before.items()}
+        for path in self.diff.deleted:
+            files.pop(path, None)
+        files.update(self.diff.added)
+        files.update(self.diff.modified)
+        return files
+
+    def changed_paths(self) -> list[str]:
+        if self.diff is None:
+            raise CheckError("no workspace: this check needs a sandboxed scenario")
+        diff = self.diff
+        return sorted({*(p for p, _ in diff.added), *(p for p, _ in diff.modified), *diff.deleted})
+
+
+def workspace_path(path: str) -> str:
+    """A check's ``path`` as snapshots name files: relative to ``/workspace``, ``/``-separated."""
+    text = path.strip().replace("\\", "/")
+    for prefix in ("/workspace/", "./"):
+        if text.startswith(prefix):
+            text = text[len(prefix) :]
+    return text.strip("/")
+
+
+def _verdict(check: Check, passed: bool, reason: str) -> CriterionResult:
+    score = check.max_score if passed else 0
+    return CriterionResult(check.name, passed, score, check.max_score, reason, kind=CHECK_KIND)
+
+
+def _tail(output: str) -> str:
+    lines = output.strip().splitlines()[-REASON_TAIL_LINES:]
+    text = " | ".join(line.strip() for line in lines if line.strip())
+    return text if len(text) <= REASON_TAIL_CHARS else "…" + text[-REASON_TAIL_CHARS:]
+
+
+def _command(check: Check, evidence: Evidence) -> CriterionResult:
+    outcome = evidence.commands.get(check.name)
+    if outcome is None:
+        raise CheckError("its command did not run")
+    if outcome.timed_out:
+        raise CheckError(f"command timed out after {check.timeout:g} s")
+    if outcome.exit_code in CANNOT_START:
+        detail = _tail(outcome.output)
+        raise CheckError(
+            f"command cannot start ({CANNOT_START[outcome.exit_code]}, exit status "
+            f"{outcome.exit_code})" + (f": {detail}" if detail else "")
+        )
+    tail = _tail(outcome.output) or "no output"
+    if outcome.exit_code == 0:
+        return _verdict(check, True, f"exit status 0: {tail}")
+    return _verdict(check, False, f"exit status {outcome.exit_code}: {tail}")
+
+
+def _file_state(path: str, files: Mapping[str, FileContent]) -> tuple[FileContent | None, str]:
+    """The file at ``path`` (None when it is not a non-empty regular file) and why."""
+    content = files.get(path)
+    if content is None:
+        if any(name.startswith(f"{path}/") for name in files) or path == "":
+            return None, f"{path or '/workspace'} is a directory, not a file"
+        return None, f"{path} does not exist"
+    if content.full_size == 0:
+        return None, f"{path} is empty"
+    return content, f"{path} is a file of {content.full_size} bytes"
+
+
+def _file(check: Check, evidence: Evidence) -> CriterionResult:
+    path = workspace_path(check.path)
+    content, why = _file_state(path, evidence.files_after())
+    present = content is not None
+    return _verdict(check, present != check.absent, why)
+
+
+def _search(check: Check, text: str, where: str) -> CriterionResult:
+    assert check.pattern is not None  # validated at load
+    match = check.pattern.search(text)
+    if match is None:
+        found = f"{where} does not match {check.pattern.pattern!r}"
+    else:
+        found = f"{where} matches {check.pattern.pattern!r}: {match.group(0)[:80]!r}"
+    return _verdict(check, (match is not None) != check.absent, found)
+
+
+def _text_of(path: str, content: FileContent) -> str:
+    if content.is_binary:
+        raise CheckError(f"{path} is a binary file: a pattern needs text")
+    if content.truncated:
+        raise CheckError(
+            f"{path} has {content.full_size} bytes, more than the workspace snapshot keeps"
+        )
+    return content.text
+
+
+def _file_regex(check: Check, evidence: Evidence) -> CriterionResult:
+    path = workspace_path(check.path)
+    content, why = _file_state(path, evidence.files_after())
+    if content is None:  # absent or not: a pattern in a missing file decides nothing
+        return _verdict(check, False, why)
+    return _search(check, _text_of(path, content), path)
+
+
+def _nonempty_output(evidence: Evidence) -> str | None:
+    return evidence.output if evidence.output.strip() else None
+
+
+def _output_regex(check: Check, evidence: Evidence) -> CriterionResult:
+    output = _nonempty_output(evidence)
+    if output is None:
+        return _verdict(check, False, "the agent's output is empty")
+    return _search(check, output, "the agent's output")
+
+
+_FENCED_JSON = re.compile(r"```(?:json)?[ \t]*\n(.*?)\n```", re.DOTALL)
+
+
+def _json_document(text: str) -> Any:
+    """The JSON document of a text: all of it, or its one fenced code block."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    blocks = _FENCED_JSON.findall(text)
+    if len(blocks) == 1:
+        return json.loads(blocks[0])
+    raise ValueError("not a JSON document")
+
+
+def _json_schema(check: Check, evidence: Evidence) -> CriterionResult:
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import best_match
+
+    if check.path:
+        path = workspace_path(check.path)
+        content, why = _file_state(path, evidence.files_after())
+        if content is None:
+            return _verdict(check, False, why)
+        text, where = _text_of(path, content), path
+    else:
+        output = _nonempty_output(evidence)
+        if output is None:
+            return _verdict(check, False, "the agent's output is empty")
+        text, where = output, "the agent's output"
+    try:
+        document = _json_document(text)
+    except ValueError as exc:
+        return _verdict(check, False, f"{where} is not JSON ({exc})")
+    assert check.schema is not None  # validated at load
+    error = best_match(Draft202012Validator(check.schema).iter_errors(document))
+    if error is None:
+        return _verdict(check, True, f"{where} matches the schema")
+    at = "/".join(str(part) for part in error.absolute_path) or "(root)"
+    return _verdict(check, False, f"{where} at {at}: {error.message}"[:REASON_TAIL_CHARS])
+
+
+def matches(path: str, glob: str) -> bool:
+    """A path matches a glob (``*`` also crosses ``/``), or lies in the folder it names."""
+    folder = glob.rstrip("/")
+    return fnmatch.fnmatchcase(path, glob) or path.startswith(f"{folder}/")
+
+
+def _diff(check: Check, evidence: Evidence) -> CriterionResult:
+    changed = evidence.changed_paths()
+    before = evidence.before or {}
+    problems: list[str] = []
+    for glob in check.changed:
+        if not any(matches(path, glob) for path in changed):
+            problems.append(f"nothing matching {glob!r} changed")
+    for glob in check.unchanged:
+        if not any(matches(path, glob) for path in before):
+            raise CheckError(f"unchanged: {glob!r} matches no file of the workspace")
+        touched = [path for path in changed if matches(path, glob)]
+        if touched:
+            problems.append(f"{', '.join(touched[:5])} changed (unchanged: {glob!r})")
+    if problems:
+        return _verdict(check, False, "; ".join(problems))
+    shown = ", ".join(changed[:5]) + (" …" if len(changed) > 5 else "")
+    return _verdict(check, True, f"changed: {shown or 'nothing'}")
+
+
+_EVALUATORS = {
+    "command": _command,
+    "file": _file,
+    "file_regex": _file_regex,
+    "output_regex": _output_regex,
+    "json_schema": _json_schema,
+    "diff": _diff,
+}
+
+
+def evaluate_check(check: Check, evidence: Evidence) -> CriterionResult:
+    """The verdict of one check; raises :class:`CheckError` when there can be none."""
+    return _EVALUATORS[check.type](check, evidence)
+
+
+def command_checks(checks: Sequence[Check]) -> list[Check]:
+    return [check for check in checks if check.type == "command"]

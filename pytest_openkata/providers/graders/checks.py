@@ -1,0 +1,64 @@
+"""The deterministic checks of ``checks.json``, a grader beside the judge.
+
+Each check gives an exact verdict (:mod:`pytest_openkata.core.checks`) on the trial's
+evidence: the agent's final output, and for a sandboxed scenario the workspace before the
+agent ran, the diff and the outcome of the command checks, which the core ran in the sandbox
+after the agent (:mod:`pytest_openkata.core.sandboxed`). No check reaches the judge. A check
+that cannot give a verdict errors the trial, naming ``checks.json`` and the check.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from pytest_openkata.core.checks import CheckError, Evidence, evaluate_check
+from pytest_openkata.core.scenario import CHECKS_FILE, Scenario
+from pytest_openkata.core.workspace import default_exclude, workspace_files
+from pytest_openkata.providers.graders import GradeError, Grading, GradingTask
+
+
+def workspace_before(scenario: Scenario) -> dict[str, bytes]:
+    """The workspace's files as the snapshot before the agent holds them: the task and the
+    inputs (the skill's folder is a tool folder, left out of snapshots and diffs)."""
+    return {
+        name: data
+        for name, data in workspace_files(scenario.skill_dir, scenario.path)
+        if not default_exclude(name)
+    }
+
+
+class ChecksGrader:
+    """Grades ``checks.json``'s checks; a scenario without checks makes it do nothing."""
+
+    name = "checks"
+    order = 10
+
+    def grade(self, task: GradingTask) -> Grading:
+        scenario = task.scenario
+        if not scenario.checks:
+            return Grading()
+        agent = task.agent
+        evidence = Evidence(
+            output=agent.output,
+            before=workspace_before(scenario) if scenario.sandbox else None,
+            diff=agent.changes,
+            commands=task.commands,
+        )
+        redact = task.context.redact
+        results = []
+        for index, check in enumerate(scenario.checks):
+            try:
+                result = evaluate_check(check, evidence)
+            except CheckError as exc:
+                where = f"{CHECKS_FILE}: [{index}] ({check.name!r})"
+                raise GradeError(redact(f"{where}: {exc}")) from exc
+            # A command's output can echo a secret of the environment.
+            results.append(replace(result, reason=redact(result.reason)))
+        return Grading(results)
+
+
+if TYPE_CHECKING:  # the protocol this provider implements, checked by mypy
+    from pytest_openkata.providers.graders import Grader
+
+    _implements: type[Grader] = ChecksGrader
