@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from pytest_openkata.core.checks import CHECK_TYPES, Check
+from pytest_openkata.core.checks import CHECK_TYPES, Check, workspace_path
 
 SCENARIO_PREFIX = "scenario-"
 CHECKS_FILE = "checks.json"
@@ -336,7 +336,7 @@ def load_scenario(scenario_dir: Path) -> Scenario:
 
 
 class _CheckModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     name: str = Field(min_length=1)
     description: str = ""
@@ -393,16 +393,20 @@ def _check_field(index: int, item: Any, key: str | int | None = None) -> str:
 def _check_error(path: Path, index: int, item: Any, exc: ValidationError) -> ScenarioLoadError:
     import difflib
 
-    first = exc.errors()[0]
+    errors = exc.errors()
+    # A typo'd key first: it is also why the key it misspells is missing.
+    first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
     loc = first["loc"]
     key = loc[0] if loc else None
     kind = first["type"]
-    if kind == "extra_forbidden":
+    if kind == "greater_than" and key == "timeout":
+        message = f"must be a positive number of seconds (got {json.dumps(first.get('input'))})"
+    elif kind == "extra_forbidden":
         model = _CHECK_MODELS[item["type"]]
         known = [f.alias or name for name, f in model.model_fields.items()]
         close = difflib.get_close_matches(str(key), known, n=1)
         hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(known)}"
-        message = f"unknown key for a {item['type']} check{hint}"
+        message = f"unknown key for a check of type {item['type']}{hint}"
     elif kind in {"too_short", "string_too_short"}:
         message = "must not be empty"
     else:
@@ -418,7 +422,7 @@ def _check_of(path: Path, index: int, item: Any) -> Check:
     if not isinstance(item, Mapping):
         raise ScenarioLoadError(path, "must be an object", f"[{index}]")
     kind = item.get("type")
-    if kind not in _CHECK_MODELS:
+    if not isinstance(kind, str) or kind not in _CHECK_MODELS:
         got = "is required" if kind is None else f"unknown check type {json.dumps(kind)}"
         choose = f"{got}; choose one of: {', '.join(CHECK_TYPES)}"
         raise ScenarioLoadError(path, choose, _check_field(index, item, "type"))
@@ -462,7 +466,10 @@ def _check_of(path: Path, index: int, item: Any) -> Check:
             raise ScenarioLoadError(
                 path, "a diff check needs changed or unchanged globs", _check_field(index, item)
             )
-        fields.update(changed=tuple(values["changed"]), unchanged=tuple(values["unchanged"]))
+        fields.update(
+            changed=tuple(workspace_path(glob) for glob in values["changed"]),
+            unchanged=tuple(workspace_path(glob) for glob in values["unchanged"]),
+        )
     return Check(**fields)
 
 
@@ -481,10 +488,14 @@ def load_checks(path: Path, *, sandboxed: bool) -> tuple[Check, ...]:
                 path, f"duplicate check name {check.name!r}", _check_field(index, item, "name")
             )
         if check.reads_workspace and not sandboxed:
-            what = "json_schema check with a path" if check.type == "json_schema" else check.type
+            what = (
+                "json_schema check with a path"
+                if check.type == "json_schema"
+                else f"{check.type} check"
+            )
             raise ScenarioLoadError(
                 path,
-                f"a {what} check reads the workspace, which only a sandboxed scenario has "
+                f"a {what} reads the workspace, which only a sandboxed scenario has "
                 '(scenario.json: "sandbox": true)',
                 _check_field(index, item, "path" if check.type == "json_schema" else "type"),
             )
