@@ -96,6 +96,8 @@ def pytest_report_header(config: pytest.Config) -> str:
     ]
     if s.cache != "off" and getattr(config, "cache", None) is None:
         extras.append("cache=off (no cacheprovider)")
+    if s.baseline:
+        extras.append(f"baseline={s.baseline}")
     return (
         f"openkata: backend={s.backend} model={s.model} judge={s.judge_model} "
         f"threshold={s.threshold}"

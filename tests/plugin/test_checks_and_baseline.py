@@ -401,3 +401,54 @@ def test_a_scenario_whose_baseline_errored_is_left_out_of_the_comparison(
         {"scenario": "scenario-1", "why": "errored in the without-skill arm"}
     ]
     assert report["scenarios"][1]["percentage"] == 100  # the gate's arm is unaffected
+
+
+def test_the_comparison_is_the_same_under_xdist(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, aware: SkillAwareScript
+) -> None:
+    write_skill(pytester.path, "s", SIX)
+    args = eval_args(endpoint.base_url, "--eval-baseline", "without-skill", "--eval-cache", "off")
+
+    serial = pytester.runpytest("skills/s", *args, "--eval-output", "serial/")
+    spread = pytester.runpytest("skills/s", *args, "--eval-output", "spread/", "-n", "2")
+
+    [one] = (pytester.path / "serial").iterdir()
+    [two] = (pytester.path / "spread").iterdir()
+    first, second = json.loads(one.read_text()), json.loads(two.read_text())
+    assert second["uplift"] == first["uplift"]
+
+    def arms(report: dict) -> list[dict]:  # timings aside
+        return [{**s["baseline"], "usage": None} for s in report["scenarios"]]
+
+    assert arms(second) == arms(first)
+    serial.stdout.fnmatch_lines(["openkata: * baseline=without-skill"])
+    spread.stdout.fnmatch_lines(["*verdict: improves"])
+
+
+def test_checks_follow_the_majority_of_trials(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint
+) -> None:
+    answers = iter(
+        [f"{text}, in an answer long enough to judge." for text in ("ANSWER-1", "none", "ANSWER-3")]
+    )
+
+    def answer(request: RecordedRequest) -> Reply:
+        messages = request.json["messages"]
+        if messages[0]["role"] == "system":
+            names = CRITERION_LINE.findall(messages[-1]["content"])
+            verdicts = [{"name": n, "pass": True, "reason": "ok"} for n, _ in names]
+            return Reply.chat(json.dumps(verdicts))
+        return Reply.chat(next(answers))
+
+    endpoint.respond_with(answer)
+    skill = write_skill(pytester.path, "s", {"scenario-0": {"judged": 70}})
+    _checks(skill / "evals" / "scenario-0", [ANSWER_CHECK])
+
+    pytester.runpytest("skills/s", *eval_args(endpoint.base_url, "--eval-trials", "3"))
+
+    [scenario] = _report(pytester.path)["scenarios"]
+    check = scenario["criteria"][1]
+    assert (check["name"], check["pass"], check["votes"], check["kind"]) == (
+        "names-the-answer", True, {"pass": 2, "total": 3}, "check",
+    )  # fmt: skip
+    assert [t["percentage"] for t in scenario["trials"]] == [100, 70, 100]
