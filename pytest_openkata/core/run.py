@@ -23,7 +23,7 @@ from typing import Any
 
 from pytest_openkata.core.arms import OWN_ARM, Arm, ArmError, baseline_arm
 from pytest_openkata.core.calls import NO_SLOTS, live_call
-from pytest_openkata.core.checks import Check, CommandOutcome, command_checks
+from pytest_openkata.core.checks import CANNOT_START, Check, CommandOutcome, command_checks
 from pytest_openkata.core.errors import ScenarioFailure
 from pytest_openkata.core.prompt import SkillTexts, build_prompt
 from pytest_openkata.core.results import (
@@ -171,6 +171,12 @@ def _commands_from_cache(entry: dict[str, Any] | None) -> dict[str, CommandOutco
     return outcomes
 
 
+def _cacheable(outcomes: Mapping[str, CommandOutcome]) -> bool:
+    """Whether every command gave a verdict: one that timed out or could not start is an
+    error of the trial, and errors are never cached."""
+    return not any(o.timed_out or o.exit_code in CANNOT_START for o in outcomes.values())
+
+
 def _commands_to_cache(outcomes: Mapping[str, CommandOutcome]) -> dict[str, Any]:
     return {"commands": {name: asdict(outcome) for name, outcome in outcomes.items()}}
 
@@ -312,7 +318,8 @@ class _ScenarioRun:
                 outcomes = _commands_from_cache(cache.get(CHECKS_CACHE, commands_key))
                 if outcomes is None:
                     outcomes = self._redacted(self._replayed_commands(hit))
-                    cache.put(CHECKS_CACHE, commands_key, _commands_to_cache(outcomes))
+                    if _cacheable(outcomes):
+                        cache.put(CHECKS_CACHE, commands_key, _commands_to_cache(outcomes))
                 return hit, CallStats(cached=1), outcomes
         (result, outcomes), stats = live_call(
             self._call_agent, self.options.agent_prices, self.slot
@@ -322,7 +329,7 @@ class _ScenarioRun:
         outcomes = self._redacted(outcomes)
         if cache is not None:
             cache.put(AGENT_CACHE, key, _agent_to_cache(result))
-            if commands_wanted:
+            if commands_wanted and _cacheable(outcomes):
                 cache.put(CHECKS_CACHE, self._commands_key(key), _commands_to_cache(outcomes))
         return result, stats, outcomes
 

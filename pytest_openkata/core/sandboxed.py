@@ -235,6 +235,8 @@ def run_commands(
     for check in commands:
         result = _at_step(f"check {check.name!r}", partial(_exec_check, environment, check))
         outcomes[check.name] = CommandOutcome(result.exit_code, result.output, result.timed_out)
+        if result.timed_out:  # the environment was stopped with it: nothing more can run
+            break
     return outcomes
 
 
@@ -291,7 +293,8 @@ def replay_commands(
     """Run the command checks on the workspace an earlier agent run left (its result came from
     the cache): a fresh environment gets the workspace as it was before that run, then the
     run's changes. Only the workspace is rebuilt: whatever else the agent changed in its
-    environment is not there."""
+    environment is not there, and as snapshots keep no file modes, a changed file is
+    executable when it starts with ``#!``."""
     agent = setup.agent
     prefix = f"{WORKSPACE.lstrip('/')}/"
     cut = [path for path, content in (*changes.added, *changes.modified) if content.truncated]
@@ -303,13 +306,17 @@ def replay_commands(
     base = workspace_archive(
         scenario.skill_dir, scenario.path, agent.files, prefix=prefix, skill=skill
     )
-    overlay = files_archive(
+    # Snapshots keep no file modes: a script (``#!``) is made executable again.
+    changed = [
         (prefix + path, content.data) for path, content in (*changes.added, *changes.modified)
-    )
+    ]
+    overlay = files_archive([(n, d) for n, d in changed if not d.startswith(b"#!")])
+    scripts = files_archive([(n, d) for n, d in changed if d.startswith(b"#!")], mode=0o755)
     environment = setup.sandbox.create(sandbox_spec(scenario, setup))
     try:
         _at_step("copy workspace", lambda: environment.put_archive("/", base))
         _at_step("copy the agent's changes", lambda: environment.put_archive("/", overlay))
+        _at_step("copy the agent's scripts", lambda: environment.put_archive("/", scripts))
         if changes.deleted:
             removed = _at_step(
                 "remove the files the agent deleted",

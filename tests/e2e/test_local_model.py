@@ -60,9 +60,11 @@ def test_example_skill_direct_scenarios_give_a_complete_valid_report(
     assert [s.name for s in report.scenarios or []] == DIRECT_SCENARIOS
     for entry in report.scenarios or []:
         assert entry.error is None, entry.error
-        expected = [c.name for c in load_scenario(example_skill / "evals" / entry.name).criteria]
+        loaded = load_scenario(example_skill / "evals" / entry.name)
+        expected = [c.name for c in (*loaded.criteria, *loaded.checks)]
         assert [c.name for c in entry.criteria or []] == expected
-        assert entry.max_score == 100
+        # The judged checklist (100 points) and the exact checks.
+        assert entry.max_score == 100 + sum(check.max_score for check in loaded.checks)
         assert entry.score == sum(c.score for c in entry.criteria or [])
     assert report.overall_percentage == sum(s.percentage for s in report.scenarios or []) / 2
 

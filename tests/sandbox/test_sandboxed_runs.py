@@ -611,7 +611,18 @@ def test_sandboxed_scenario_is_judged_on_output_and_changes(
     assert _managed(docker_client) == []
 
 
-def test_example_skill_runs_completely_with_sandboxes(
+def _no_match(scenario: str, check: str) -> str:
+    """The reason of an output_regex check of the example skill that did not match."""
+    [pattern] = [
+        c.pattern
+        for c in load_scenario(EXAMPLE_SKILL / "evals" / scenario).checks
+        if c.name == check
+    ]
+    assert pattern is not None
+    return f"the agent's output does not match {pattern.pattern!r}"
+
+
+def test_example_skill_runs_completely_with_sandboxes_and_its_checks_see_an_idle_agent(
     pytester: pytest.Pytester,
     endpoint: ScriptedEndpoint,
     script: EvalScript,
@@ -625,11 +636,43 @@ def test_example_skill_runs_completely_with_sandboxes(
         "skills/commit-message", *_sandbox_args(endpoint.base_url, standin_image)
     )
 
-    result.assert_outcomes(passed=4)
-    assert result.ret == pytest.ExitCode.OK
+    # Every scenario ran; the scripted judge passes every criterion, but the stand-in agent
+    # (which acts only on STANDIN lines) changed nothing, and the exact checks say so.
+    result.assert_outcomes(failed=4 + 9)  # the four scenarios and their nine failed checks
     [report] = reports_under(pytester.path)
     scenarios = json.loads(report.read_text())["scenarios"]
-    assert [s["pass"] for s in scenarios] == [True] * 4
+    assert [s.get("error") for s in scenarios] == [None] * 4
+    judged = [c for s in scenarios for c in s["criteria"] if "kind" not in c]
+    assert all(c["pass"] for c in judged)
+    checks = {
+        (s["name"], c["name"]): (c["pass"], c["reason"])
+        for s in scenarios
+        for c in s["criteria"]
+        if c.get("kind") == "check"
+    }
+    assert checks == {
+        ("scenario-amend-bad-message", "draft-still-a-file"): (
+            True, "DRAFT_COMMIT_MSG is a file of 550 bytes"),
+        ("scenario-amend-bad-message", "only-the-draft-changed"): (
+            False, "nothing matching 'DRAFT_COMMIT_MSG' changed"),
+        ("scenario-amend-bad-message", "no-issue-number"): (
+            False, "DRAFT_COMMIT_MSG matches '#[0-9]+': '#4521'"),
+        ("scenario-amend-bad-message", "header-at-most-72"): (
+            False, "exit status 1: header of 116 characters"),
+        ("scenario-breaking-api", "bang-before-colon"): (
+            False, _no_match("scenario-breaking-api", "bang-before-colon")),
+        ("scenario-breaking-api", "breaking-change-footer-line"): (
+            False, _no_match("scenario-breaking-api", "breaking-change-footer-line")),
+        ("scenario-single-fix", "fix-header-line"): (
+            False, _no_match("scenario-single-fix", "fix-header-line")),
+        ("scenario-split-unrelated", "commits-file-written"): (
+            False, "COMMITS.md does not exist"),
+        ("scenario-split-unrelated", "existing-files-untouched"): (
+            False, "nothing matching 'COMMITS.md' changed"),
+        ("scenario-split-unrelated", "two-fenced-messages"): (
+            False, "exit status 1: no COMMITS.md"),
+    }  # fmt: skip
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # below the threshold
 
 
 def test_the_corpus_sandboxed_scenarios_all_run_in_containers(
@@ -800,12 +843,13 @@ def test_example_skill_sandboxes_judged_by_the_local_model(
     ]
     for entry in report.scenarios or []:
         assert entry.error is None, entry.error
-        assert entry.max_score == 100
-        assert len(entry.criteria or []) == len(
-            json.loads((EXAMPLE_SKILL / "evals" / entry.name / "criteria.json").read_text())[
-                "checklist"
-            ]
-        )
+        loaded = load_scenario(EXAMPLE_SKILL / "evals" / entry.name)
+        # The judged checklist (100 points) and the exact checks.
+        assert entry.max_score == 100 + sum(check.max_score for check in loaded.checks)
+        assert [c.name for c in entry.criteria or []] == [
+            *(c.name for c in loaded.criteria),
+            *(c.name for c in loaded.checks),
+        ]
     result.stdout.fnmatch_lines(["*partial run: 2 of 4 scenarios*"])
 
 
