@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pytest_openkata._version import __version__
+from pytest_openkata.core.checks import Check, CommandOutcome
+from pytest_openkata.core.compare import CriterionMove, SkillComparison
 from pytest_openkata.core.results import (
     AgentResult,
     CallStats,
@@ -22,6 +24,7 @@ from pytest_openkata.core.results import (
 )
 from pytest_openkata.core.stats import TrialStats
 from pytest_openkata.core.summary import SkillSummary
+from pytest_openkata.core.uplift import McNemar, Uplift
 from pytest_openkata.infra.config import ConfigError, EvalSettings
 from pytest_openkata.providers.agents import AgentCLI, AgentInvocation, AgentSettings
 from pytest_openkata.providers.backends import BackendContext, BackendError, Completer
@@ -48,8 +51,11 @@ __all__ = [
     "BackendContext",
     "BackendError",
     "CallStats",
+    "Check",
+    "CommandOutcome",
     "Completer",
     "ConfigError",
+    "CriterionMove",
     "CriterionResult",
     "EvalSettings",
     "ExecResult",
@@ -57,6 +63,7 @@ __all__ = [
     "Grader",
     "Grading",
     "GradingTask",
+    "McNemar",
     "Reporter",
     "RunReport",
     "SandboxEnvironment",
@@ -64,9 +71,11 @@ __all__ = [
     "SandboxProvider",
     "SandboxSpec",
     "ScenarioResult",
+    "SkillComparison",
     "SkillSummary",
     "TrialResult",
     "TrialStats",
+    "Uplift",
     "Usage",
     "Verdict",
     "__version__",

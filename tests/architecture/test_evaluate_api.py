@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.architecture.test_core_without_pytest import run_without_pytest
-from tests.support.endpoint import ScriptedEndpoint
+from tests.support.endpoint import Reply, ScriptedEndpoint
 from tests.support.evals import EvalScript, eval_args, reports_under, write_skill
 
 SKILL = {"scenario-a": {"good": 6, "bad": 4}, "scenario-b": {"good": 10}}
@@ -158,3 +158,35 @@ def test_a_missing_path_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 
     with pytest.raises(ConfigError, match=r"^nowhere: no such file or folder$"):
         evaluate("nowhere")
+
+
+def test_evaluate_with_a_baseline_gives_the_skill_s_comparison(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, verdicts: EvalScript
+) -> None:
+    verdicts.agent_reply_when = {"Follow the rules.": Reply.chat("A skilled answer, long enough.")}
+    verdicts.by_context = {}
+    write_skill(pytester.path, "s", SKILL)
+
+    result = run_without_pytest(
+        f"""
+        from pytest_openkata import evaluate
+        (summary,) = evaluate(
+            "skills", backend="http", http={{"base_url": {endpoint.base_url!r}}},
+            baseline="without-skill",
+        )
+        comparison = summary.comparison
+        print(comparison.arm, comparison.uplift.scenarios, comparison.uplift.test)
+        print(sorted(r.baseline.arm for r in summary.results))
+        """,
+        cwd=pytester.path,
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "without-skill 2 sign-flip exact",
+        "['without-skill', 'without-skill']",
+    ]
+    # Two arms of two scenarios: four agent calls, the baseline's without the skill's text.
+    assert verdicts.agent_calls == 4
+    (report,) = reports_under(pytester.path)
+    assert json.loads(report.read_text())["uplift"]["arm"] == "without-skill"
