@@ -80,7 +80,7 @@ START_TIMEOUT = 60.0
 # A 135M model often rambles until its context is full. The reference's clients send no
 # max_tokens, so the server caps their answers; a client that sends max_tokens (the Messages
 # API requires it, Claude Code asks for 32000) gets what it asked for. The cap leaves room for
-# a judge's verdicts on about eight criteria, each reason at most 160 characters long.
+# a judge's verdicts on about eight criteria with short reasons.
 MAX_ANSWER_TOKENS = 1536
 # Codex's first request alone is about 4500 tokens; its second, after a tool call, no longer
 # fits in SmolLM2's own 8192.

@@ -128,13 +128,13 @@ def test_a_configured_engine_that_does_not_answer_is_named(
         LocalEngine(log=lambda _: None).start()
 
 
-def _quick_start(project: Path, docker_host: str) -> subprocess.CompletedProcess[str]:
+def _quick_start(project: Path, docker_host: str, *extra: str) -> subprocess.CompletedProcess[str]:
     """Command 1 of the README, as a user types it, in ``project``, on the session's engine."""
     return subprocess.run(
         [
             sys.executable, "-m", "pytest_openkata.localmodel", "run", "--",
             sys.executable, "-m", "pytest", "skills/commit-message", "--eval-output", "reports/",
-            "-p", "no:randomly",
+            "-p", "no:randomly", *extra,
         ],
         cwd=project,
         env={**os.environ, "DOCKER_HOST": docker_host},
@@ -187,3 +187,33 @@ def test_the_quick_start_scores_the_whole_skill_offline_and_a_repeat_comes_from_
     )
     assert "sandbox image" in first.stderr
     assert "first answer in" in first.stderr
+
+    # Does the skill help? The with-skill arm comes from the cache, the baseline arm runs.
+    compared = _quick_start(project, docker_host, "--eval-baseline", "without-skill")
+
+    shown = compared.stdout + compared.stderr
+    assert re.search(
+        r"^  Uplift against without-skill: with the skill [0-9.]+%, without-skill [0-9.]+% "
+        r"over 4 scenarios; difference [+-][0-9.]+ points \(95% CI [+-][0-9.]+ to [+-][0-9.]+\)$",
+        compared.stdout,
+        re.MULTILINE,
+    ), shown
+    assert re.search(
+        r"^    normalized gain -?[0-9.]+; p = [0-9.e-]+ \(sign-flip exact\); criteria: McNemar "
+        r"p = [0-9.e-]+ \(\d+ passed with the skill only, \d+ without it only\); verdict: "
+        r"(improves|regresses|no-difference|inconclusive)$",
+        compared.stdout,
+        re.MULTILINE,
+    ), shown
+    assert "left out:" not in compared.stdout, shown
+    assert SCORE_LINE.findall(compared.stdout) == scores  # the gate's arm is unchanged
+    [newest] = sorted(set((project / "reports").glob("results-*.json")) - set(reports))
+    uplift = json.loads(newest.read_text())["uplift"]
+    assert uplift["arm"] == "without-skill"
+    assert uplift["scenarios"] == 4
+    assert set(uplift) >= {
+        "with", "without", "difference", "ci95", "normalized_gain", "p_value", "test", "verdict",
+    }  # fmt: skip
+    baseline_usage = re.search(r"^  Usage: agent (\d+) calls?, ", compared.stdout, re.MULTILINE)
+    assert baseline_usage is not None
+    assert int(baseline_usage.group(1)) == 4, shown  # only the baseline arm ran

@@ -10,7 +10,9 @@ pytester subprocess runs and for any other client::
         assert endpoint.requests[0].json["model"] == "m"
 
 Replies come from a FIFO queue (:meth:`ScriptedEndpoint.enqueue`) or, for routing on the
-request's content, from a function (:meth:`ScriptedEndpoint.respond_with`). With neither, the
+request's content, from a function (:meth:`ScriptedEndpoint.respond_with`), such as
+:class:`StrictStructuredOutput`, which answers structured requests only when their schema keeps
+to the subset that OpenAI's strict mode (and Anthropic's tool schemas) accept. With neither, the
 server answers 500 ``no scripted reply left``. Header names in :class:`RecordedRequest` are
 lower-case.
 
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import itertools
 import json as jsonlib
+import re
 import ssl
 import sys
 import threading
@@ -37,7 +40,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Self
 
-__all__ = ["RecordedRequest", "Reply", "Responder", "ScriptedEndpoint"]
+__all__ = [
+    "RecordedRequest",
+    "Reply",
+    "Responder",
+    "ScriptedEndpoint",
+    "StrictStructuredOutput",
+    "strict_subset_violations",
+]
 
 _ids = itertools.count(1)
 
@@ -95,6 +105,21 @@ class Reply:
                     }
                 ],
                 "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+            }
+        )
+
+    @classmethod
+    def message(cls, *blocks: dict[str, Any], stop_reason: str = "end_turn") -> Reply:
+        """A 200 Anthropic Messages answer whose ``content`` is ``blocks``."""
+        return cls(
+            json={
+                "id": f"msg_scripted_{next(_ids)}",
+                "type": "message",
+                "role": "assistant",
+                "model": "claude-scripted",
+                "content": list(blocks),
+                "stop_reason": stop_reason,
+                "usage": {"input_tokens": 0, "output_tokens": 0},
             }
         )
 
@@ -405,3 +430,146 @@ def _json_or_none(body: bytes) -> Any | None:
         return jsonlib.loads(body)
     except ValueError:
         return None
+
+
+# --- a structured-output endpoint that keeps to the strict subset ----------------------------
+
+# Keywords OpenAI's strict mode refuses (and Anthropic's structured outputs do not support).
+STRICT_FORBIDDEN = ("prefixItems", "minItems", "maxItems", "minLength", "maxLength")
+# The property keys Anthropic accepts in a tool's input schema.
+ANTHROPIC_PROPERTY_KEY = re.compile(r"[a-zA-Z0-9_.-]{1,64}")
+
+
+def strict_subset_violations(
+    schema: Any, *, key_pattern: re.Pattern[str] | None = None, path: str = "$"
+) -> list[str]:
+    """What in ``schema`` a strict structured-output API refuses, one line per finding: a
+    forbidden keyword, an object without ``additionalProperties: false``, a property missing
+    from ``required``, and with ``key_pattern`` a property key that does not match it."""
+    if isinstance(schema, list):
+        return [
+            finding
+            for index, item in enumerate(schema)
+            for finding in strict_subset_violations(
+                item, key_pattern=key_pattern, path=f"{path}[{index}]"
+            )
+        ]
+    if not isinstance(schema, dict):
+        return []
+    found = [
+        f"{path}: {keyword} is not supported" for keyword in STRICT_FORBIDDEN if keyword in schema
+    ]
+    properties = schema.get("properties")
+    if schema.get("type") == "object" or isinstance(properties, dict):
+        if schema.get("additionalProperties") is not False:
+            found.append(f"{path}: additionalProperties must be false")
+        required = schema.get("required", [])
+        for key in properties if isinstance(properties, dict) else {}:
+            if key not in required:
+                found.append(f"{path}: property {key!r} is not in required")
+            if key_pattern is not None and not key_pattern.fullmatch(key):
+                found.append(f"{path}: property key {key!r} does not match {key_pattern.pattern}")
+    for key, value in schema.items():
+        if key == "properties" and isinstance(value, dict):
+            for name, sub in value.items():
+                found += strict_subset_violations(
+                    sub, key_pattern=key_pattern, path=f"{path}.properties[{name!r}]"
+                )
+        elif isinstance(value, (dict, list)) and key not in ("required", "enum"):
+            found += strict_subset_violations(value, key_pattern=key_pattern, path=f"{path}.{key}")
+    return found
+
+
+def instance_of(schema: Any) -> Any:
+    """A value that follows ``schema``: every property present, ``true`` for booleans, a
+    string that names its property for strings."""
+    return _instance(schema, "")
+
+
+def _instance(schema: Any, key: str) -> Any:
+    if not isinstance(schema, dict):
+        return None
+    kind = schema.get("type")
+    if kind == "object" or "properties" in schema:
+        return {name: _instance(sub, name) for name, sub in schema.get("properties", {}).items()}
+    if kind == "boolean":
+        return True
+    if kind == "string":
+        return f"the {key} of a scripted answer"
+    if kind == "array":
+        return []
+    if kind in ("integer", "number"):
+        return 0
+    return None
+
+
+@dataclass
+class StrictStructuredOutput:
+    """A responder (for :meth:`ScriptedEndpoint.respond_with`) for both APIs that enforces the
+    strict subset on every structured request and answers it with :func:`instance_of` its
+    schema: ``/chat/completions`` with a ``response_format`` json_schema, ``/v1/messages`` with
+    one tool forced by ``tool_choice`` (whose property keys must also match
+    :data:`ANTHROPIC_PROPERTY_KEY`). A request that breaks the subset gets 400 with the
+    findings and counts in :attr:`refused`; a plain request gets ``plain_answer``."""
+
+    plain_answer: str = "a plain answer"
+    refused: list[str] = field(default_factory=list)
+    structured: int = 0
+    plain: int = 0
+
+    def __call__(self, request: RecordedRequest) -> Reply:
+        body = request.json if isinstance(request.json, dict) else {}
+        if request.path.endswith("/chat/completions"):
+            return self._chat(body)
+        if request.path.endswith("/messages"):
+            return self._messages(body)
+        return Reply(status=404, body=f"no route {request.path}")
+
+    def _refuse(self, findings: list[str]) -> Reply:
+        self.refused.extend(findings)
+        return Reply(
+            status=400,
+            json={"error": {"type": "invalid_request_error", "message": "; ".join(findings)}},
+        )
+
+    def _chat(self, body: dict[str, Any]) -> Reply:
+        response_format = body.get("response_format")
+        if response_format is None:
+            self.plain += 1
+            return Reply.chat(self.plain_answer)
+        wrapper = response_format.get("json_schema", {})
+        findings = [] if wrapper.get("strict") is True else ["json_schema.strict must be true"]
+        schema = wrapper.get("schema")
+        if not isinstance(schema, dict) or schema.get("type") != "object":
+            findings.append("the root of the schema must be an object")
+        findings += strict_subset_violations(schema)
+        if findings:
+            return self._refuse(findings)
+        self.structured += 1
+        return Reply.chat(jsonlib.dumps(instance_of(schema)))
+
+    def _messages(self, body: dict[str, Any]) -> Reply:
+        tools = body.get("tools")
+        if tools is None:
+            self.plain += 1
+            return Reply.message({"type": "text", "text": self.plain_answer})
+        findings = []
+        if not (isinstance(tools, list) and len(tools) == 1 and isinstance(tools[0], dict)):
+            return self._refuse(["expected exactly one tool"])
+        tool = tools[0]
+        if body.get("tool_choice") != {"type": "tool", "name": tool.get("name")}:
+            findings.append("tool_choice must force the tool")
+        schema = tool.get("input_schema")
+        if not isinstance(schema, dict) or schema.get("type") != "object":
+            findings.append("input_schema must be an object schema")
+        findings += strict_subset_violations(schema, key_pattern=ANTHROPIC_PROPERTY_KEY)
+        if findings:
+            return self._refuse(findings)
+        self.structured += 1
+        call = {
+            "type": "tool_use",
+            "id": f"toolu_{next(_ids)}",
+            "name": tool["name"],
+            "input": instance_of(schema),
+        }
+        return Reply.message(call, stop_reason="tool_use")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
@@ -19,8 +20,13 @@ from pytest_openkata.providers.backends import (
     ResponseSchema,
     TransportError,
 )
-from pytest_openkata.providers.backends.anthropic import AnthropicMessagesBackend, messages_url
-from tests.support.endpoint import Reply, ScriptedEndpoint
+from pytest_openkata.providers.backends.anthropic import (
+    CUT_OFF_MESSAGE,
+    TOOL_DESCRIPTION,
+    AnthropicMessagesBackend,
+    messages_url,
+)
+from tests.support.endpoint import ANTHROPIC_PROPERTY_KEY, RecordedRequest, Reply, ScriptedEndpoint
 from tests.support.http import causes, loopback_client
 
 KEY = "sk-ant-test-key"
@@ -176,18 +182,305 @@ def test_messages_url(base_url: str, expected: str) -> None:
     assert messages_url(base_url) == expected
 
 
-def test_schema_does_not_change_the_body(
+# -- structured output: a forced tool ---------------------------------------------------------
+
+VERDICT = {
+    "type": "object",
+    "properties": {"pass": {"type": "boolean"}, "reason": {"type": "string"}},
+    "required": ["pass", "reason"],
+    "additionalProperties": False,
+}
+SCHEMA = ResponseSchema(
+    name="judge_verdicts",
+    schema={
+        "type": "object",
+        "properties": {"fix-type": VERDICT, "body-why": VERDICT},
+        "required": ["fix-type", "body-why"],
+        "additionalProperties": False,
+    },
+)
+ANSWER = {"fix-type": {"pass": True, "reason": "ok"}, "body-why": {"pass": False, "reason": "no"}}
+
+
+def tool_use(given: object, *, name: str = "judge_verdicts") -> dict[str, Any]:
+    return {"type": "tool_use", "id": f"toolu_{next(_ids)}", "name": name, "input": given}
+
+
+def structured(*blocks: dict[str, Any], stop_reason: str = "tool_use") -> Reply:
+    return Reply.message(*blocks, stop_reason=stop_reason)
+
+
+def _refuse_tools(request: RecordedRequest) -> Reply:
+    if "tools" in request.json:
+        return Reply(status=400, body="tools.0.custom.input_schema: JSON schema is invalid")
+    return message(text("plain answer"))
+
+
+def test_schema_is_sent_as_a_forced_tool_and_its_input_is_the_answer(
     backend: AnthropicMessagesBackend, endpoint: ScriptedEndpoint
 ) -> None:
-    endpoint.enqueue(message(text("a")), message(text("b")))
-    schema = ResponseSchema(name="verdicts", schema={"type": "object"})
+    endpoint.enqueue(structured(tool_use(ANSWER)))
+
+    answer = backend.complete("s", "u", schema=SCHEMA)
+
+    assert json.loads(answer) == ANSWER
+    assert list(json.loads(answer)) == ["fix-type", "body-why"]
+    [request] = endpoint.requests
+    assert request.json == {
+        "model": "m",
+        "max_tokens": 4096,
+        "messages": [{"role": "user", "content": "u"}],
+        "system": "s",
+        "tools": [
+            {
+                "name": "judge_verdicts",
+                "description": TOOL_DESCRIPTION,
+                "input_schema": SCHEMA.schema,
+            }
+        ],
+        "tool_choice": {"type": "tool", "name": "judge_verdicts"},
+    }
+    assert backend.structured_output is True
+
+
+def test_calls_without_a_schema_send_no_tool(
+    backend: AnthropicMessagesBackend, endpoint: ScriptedEndpoint
+) -> None:
+    endpoint.enqueue(message(text("a")))
 
     assert backend.complete("s", "u") == "a"
-    assert backend.complete("s", "u", schema=schema) == "b"
 
-    plain, constrained = endpoint.requests
-    assert constrained.body == plain.body
-    assert set(constrained.json) == {"model", "max_tokens", "messages", "system"}
+    assert set(endpoint.requests[0].json) == {"model", "max_tokens", "messages", "system"}
+    assert backend.structured_output is None
+
+
+def test_text_before_the_tool_call_is_not_the_answer(
+    backend: AnthropicMessagesBackend, endpoint: ScriptedEndpoint
+) -> None:
+    endpoint.enqueue(
+        structured(text("Let me record that."), tool_use({"x": 1}, name="other"), tool_use(ANSWER))
+    )
+    assert json.loads(backend.complete("s", "u", schema=SCHEMA)) == ANSWER
+
+
+def test_an_endpoint_that_ignores_the_tool_answers_in_text(
+    backend: AnthropicMessagesBackend, endpoint: ScriptedEndpoint
+) -> None:
+    # llama-server does so when the model's chat template has no tool calls.
+    endpoint.enqueue(message(text('[{"name": "fix-type", "pass": true}]')))
+
+    assert backend.complete("s", "u", schema=SCHEMA) == '[{"name": "fix-type", "pass": true}]'
+
+    assert backend.structured_output is True  # accepted, not refused: it is asked again
+    assert "tools" in endpoint.requests[0].json
+
+
+def test_a_tool_call_cut_off_at_max_tokens_is_malformed(
+    backend: AnthropicMessagesBackend, endpoint: ScriptedEndpoint
+) -> None:
+    endpoint.enqueue(structured(tool_use({"fix-type": {}}), stop_reason="max_tokens"))
+
+    with pytest.raises(MalformedResponseError) as caught:
+        backend.complete("s", "u", schema=SCHEMA)
+
+    assert str(caught.value) == CUT_OFF_MESSAGE
+    assert backend.structured_output is True  # the tool was accepted; the answer was cut
+
+
+def test_a_text_answer_cut_off_at_max_tokens_is_returned(
+    backend: AnthropicMessagesBackend, endpoint: ScriptedEndpoint
+) -> None:
+    endpoint.enqueue(structured(text("went on and"), stop_reason="max_tokens"))
+    assert backend.complete("s", "u", schema=SCHEMA) == "went on and"
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        (None, "content[0].input is a NoneType, not an object"),
+        ([1], "content[0].input is a list, not an object"),
+    ],
+)
+def test_a_tool_input_that_is_no_object_is_malformed(
+    backend: AnthropicMessagesBackend, endpoint: ScriptedEndpoint, given: object, expected: str
+) -> None:
+    endpoint.enqueue(structured(tool_use(given)))
+
+    with pytest.raises(MalformedResponseError) as caught:
+        backend.complete("s", "u", schema=SCHEMA)
+
+    assert str(caught.value) == expected
+    assert backend.structured_output is None
+
+
+def test_refused_tool_falls_back_to_text_and_is_remembered(
+    backend: AnthropicMessagesBackend, endpoint: ScriptedEndpoint
+) -> None:
+    endpoint.respond_with(_refuse_tools)
+
+    assert backend.complete("s", "u", schema=SCHEMA) == "plain answer"
+    assert backend.structured_output is False
+    assert backend.complete("s", "again", schema=SCHEMA) == "plain answer"
+
+    sent = [("tools" in r.json, "tool_choice" in r.json) for r in endpoint.requests]
+    assert sent == [(True, True), (False, False), (False, False)]  # asked once, not again
+
+
+@pytest.mark.parametrize("status", [400, 404, 415, 422, 500, 501])
+def test_each_refusal_status_falls_back(
+    backend: AnthropicMessagesBackend, endpoint: ScriptedEndpoint, status: int
+) -> None:
+    endpoint.enqueue(Reply(status=status, body="no tools here"), message(text("plain")))
+
+    assert backend.complete("s", "u", schema=SCHEMA) == "plain"
+    assert backend.structured_output is False
+
+
+@pytest.mark.parametrize("status", [401, 429, 503, 529])
+def test_other_statuses_are_not_taken_for_a_refusal(
+    backend: AnthropicMessagesBackend, endpoint: ScriptedEndpoint, status: int
+) -> None:
+    endpoint.enqueue(Reply(status=status, body="nope"), message(text("late")))
+
+    with pytest.raises(EndpointStatusError) as caught:
+        backend.complete("s", "u", schema=SCHEMA)
+
+    assert caught.value.status == status
+    assert len(endpoint.requests) == 1
+    assert backend.structured_output is None
+
+
+def test_an_endpoint_that_fails_anyway_is_not_taken_for_a_refusal(
+    backend: AnthropicMessagesBackend, endpoint: ScriptedEndpoint
+) -> None:
+    endpoint.enqueue(Reply(status=500, body="down"), Reply(status=500, body="still down"))
+
+    with pytest.raises(EndpointStatusError, match="HTTP 500: still down"):
+        backend.complete("s", "u", schema=SCHEMA)
+
+    assert backend.structured_output is None
+
+
+def test_a_refusal_after_an_accepted_tool_is_an_error(
+    backend: AnthropicMessagesBackend, endpoint: ScriptedEndpoint
+) -> None:
+    endpoint.enqueue(structured(tool_use(ANSWER)), Reply(status=500, body="boom"))
+    backend.complete("s", "u", schema=SCHEMA)
+
+    with pytest.raises(EndpointStatusError, match="HTTP 500: boom"):
+        backend.complete("s", "u", schema=SCHEMA)
+
+    assert len(endpoint.requests) == 2
+    assert backend.structured_output is True
+
+
+def test_a_refused_tool_records_only_the_answered_call(
+    backend: AnthropicMessagesBackend, endpoint: ScriptedEndpoint
+) -> None:
+    endpoint.enqueue(
+        Reply(status=400, body="tools are not supported"),
+        message_with_usage("plain", {"input_tokens": 30, "output_tokens": 4}),
+    )
+    with recording() as usage:
+        assert backend.complete("s", "u", schema=SCHEMA) == "plain"
+    assert usage == [TokenUsage(30, 4)]
+
+
+def test_a_cut_off_tool_call_records_its_usage(
+    backend: AnthropicMessagesBackend, endpoint: ScriptedEndpoint
+) -> None:
+    endpoint.enqueue(
+        Reply(
+            json={
+                "content": [tool_use({})],
+                "stop_reason": "max_tokens",
+                "usage": {"input_tokens": 9, "output_tokens": 4096},
+            }
+        )
+    )
+    with recording() as usage, pytest.raises(MalformedResponseError):
+        backend.complete("s", "u", schema=SCHEMA)
+    assert usage == [TokenUsage(9, 4096)]
+
+
+# -- property keys Anthropic refuses in a tool's input schema -----------------------------------
+
+ODD = ["fix type", "Header ≤ 72 — “no period”", "Ünïcode", "fix_type", "y" * 70]
+
+
+def _odd_schema() -> ResponseSchema:
+    return ResponseSchema(
+        name="judge_verdicts",
+        schema={
+            "type": "object",
+            "properties": {name: VERDICT for name in ODD},
+            "required": ODD,
+            "additionalProperties": False,
+        },
+    )
+
+
+def test_refused_keys_go_out_as_aliases_and_come_back_as_they_were(
+    backend: AnthropicMessagesBackend, endpoint: ScriptedEndpoint
+) -> None:
+    aliases = ["fix_type_2", "Header___72____no_period_", "Unicode", "fix_type", "y" * 64]
+
+    def answer(request: RecordedRequest) -> Reply:
+        [tool] = request.json["tools"]
+        keys = list(tool["input_schema"]["properties"])
+        return structured(tool_use({key: {"pass": True, "reason": key} for key in keys}))
+
+    endpoint.respond_with(answer)
+
+    restored = json.loads(backend.complete("s", "u", schema=_odd_schema()))
+
+    assert list(restored) == ODD
+    assert [verdict["reason"] for verdict in restored.values()] == aliases
+    [tool] = endpoint.requests[0].json["tools"]
+    sent = tool["input_schema"]
+    assert list(sent["properties"]) == sent["required"] == aliases
+    assert sent["properties"]["fix_type"] == VERDICT  # an allowed key is left as it is
+    assert sent["properties"]["fix_type_2"] == {
+        **VERDICT,
+        "description": 'Stands for the key "fix type".',
+    }
+    assert all(ANTHROPIC_PROPERTY_KEY.fullmatch(key) for key in sent["properties"])
+    assert _odd_schema().schema["properties"]["fix type"] == VERDICT  # the schema is not changed
+
+
+def test_aliases_reach_nested_properties_and_array_items(
+    backend: AnthropicMessagesBackend, endpoint: ScriptedEndpoint
+) -> None:
+    inner = {
+        "type": "object",
+        "properties": {"a b": {"type": "string", "description": "the a and b"}},
+        "required": ["a b"],
+        "additionalProperties": False,
+    }
+    schema = ResponseSchema(
+        name="nested",
+        schema={
+            "type": "object",
+            "properties": {"list of": {"type": "array", "items": inner}, "one": inner},
+            "required": ["list of", "one"],
+            "additionalProperties": False,
+        },
+    )
+    given = {"list_of": [{"a_b": "x"}, {"a_b": "y"}], "one": {"a_b": "z"}, "extra key": 1}
+    endpoint.enqueue(structured(tool_use(given, name="nested")))
+
+    restored = json.loads(backend.complete("s", "u", schema=schema))
+
+    assert restored == {
+        "list of": [{"a b": "x"}, {"a b": "y"}],
+        "one": {"a b": "z"},
+        "extra key": 1,
+    }
+    sent = endpoint.requests[0].json["tools"][0]["input_schema"]
+    assert sent["properties"]["one"]["properties"]["a_b"]["description"] == (
+        'Stands for the key "a b". the a and b'
+    )
+    assert sent["properties"]["list_of"]["items"]["required"] == ["a_b"]
 
 
 # -- answers ----------------------------------------------------------------------------------

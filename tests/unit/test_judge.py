@@ -5,10 +5,13 @@ Spec references: section 5a (clean), section 7, section 12 checks 24-30.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from pytest_openkata.core.results import Verdict
 from pytest_openkata.core.scenario import Criterion
+from pytest_openkata.core.scoring import NO_VERDICT_REASON, match_verdicts
 from pytest_openkata.infra.text import clean_output, strip_ansi
 from pytest_openkata.providers.backends import (
     BackendError,
@@ -25,6 +28,7 @@ from pytest_openkata.providers.graders.judge import (
     judge_user_message,
     parse_verdicts,
     run_judge,
+    verdict_schema,
 )
 
 CRITERIA = (
@@ -427,22 +431,177 @@ def test_run_judge_trivial_response_with_a_failure_is_fine() -> None:
     assert [v.passed for v in verdicts] == [True, False]
 
 
-def test_the_judge_asks_for_a_schema_naming_only_the_criteria() -> None:
+def test_the_judge_asks_for_a_schema_keyed_by_the_criteria() -> None:
     completer = ScriptedCompleter(
-        '{"verdicts": [{"name": "criterion-a", "pass": true, '
-        '"reason": "r"}, {"name": "criterion-b", "pass": false, '
-        '"reason": "s"}]}'
+        '{"criterion-a": {"pass": true, "reason": "r"}, '
+        '"criterion-b": {"pass": false, "reason": "s"}}'
     )
 
     verdicts = run_judge(completer, LONG_RESPONSE, "ctx", CRITERIA)
 
-    assert [v.name for v in verdicts] == ["criterion-a", "criterion-b"]
+    assert verdicts == [Verdict("criterion-a", True, "r"), Verdict("criterion-b", False, "s")]
     [schema] = completer.schemas
     assert schema is not None
-    verdicts = schema.schema["properties"]["verdicts"]
-    names = [item["properties"]["name"]["enum"] for item in verdicts["prefixItems"]]
-    assert names == [["criterion-a"], ["criterion-b"]]
-    assert verdicts["minItems"] == verdicts["maxItems"] == 2
-    assert schema.schema["required"] == ["verdicts"]
-    reasons = [item["properties"]["reason"] for item in verdicts["prefixItems"]]
-    assert reasons == [{"type": "string", "maxLength": 160}] * 2
+    verdict = {
+        "type": "object",
+        "properties": {"pass": {"type": "boolean"}, "reason": {"type": "string"}},
+        "required": ["pass", "reason"],
+        "additionalProperties": False,
+    }
+    assert schema.schema == {
+        "type": "object",
+        "properties": {"criterion-a": verdict, "criterion-b": verdict},
+        "required": ["criterion-a", "criterion-b"],
+        "additionalProperties": False,
+    }
+    assert list(schema.schema["properties"]) == ["criterion-a", "criterion-b"]  # checklist order
+
+
+def test_a_criterion_listed_twice_is_one_property() -> None:
+    criteria = (*CRITERIA, Criterion(name="criterion-a", description="Again", max_score=1))
+
+    schema = verdict_schema(criteria).schema
+
+    assert list(schema["properties"]) == schema["required"] == ["criterion-a", "criterion-b"]
+
+
+def test_criterion_names_are_property_names_as_they_are() -> None:
+    names = ["header ≤ 72 chars — no period", 'says "done"', "<b> & </b>", "ünïcödé 日本"]
+    criteria = [Criterion(name=name, description="d", max_score=1) for name in names]
+
+    schema = verdict_schema(criteria).schema
+
+    assert list(schema["properties"]) == schema["required"] == names
+
+
+# --- the keyed shape of the structured-output schema -----------------------------------------
+
+KEYED = (
+    '{"criterion-a": {"pass": true, "reason": "good"}, '
+    '"criterion-b": {"pass": false, "reason": "missing"}}'
+)
+KEYED_VERDICTS = [Verdict("criterion-a", True, "good"), Verdict("criterion-b", False, "missing")]
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        pytest.param(KEYED, id="bare"),
+        pytest.param(f'{{"verdicts": {KEYED}}}', id="wrapped"),
+        pytest.param(f'{{"note": "two criteria", "results": {KEYED}}}', id="wrapped among others"),
+        pytest.param(f"Here you are:\n```json\n{KEYED}\n```", id="fenced after prose"),
+        pytest.param(f"{KEYED} [see above]", id="trailing brackets"),
+    ],
+)
+def test_parse_keyed_verdicts(raw: str) -> None:
+    assert parse_verdicts(raw) == KEYED_VERDICTS
+
+
+def test_parse_keyed_verdicts_keeps_the_order_given() -> None:
+    raw = '{"z": {"pass": true, "reason": ""}, "a": {"pass": false, "reason": ""}}'
+    assert [v.name for v in parse_verdicts(raw)] == ["z", "a"]
+
+
+def test_parse_keyed_names_are_the_keys_exactly() -> None:
+    names = ["header ≤ 72 chars — no period", 'says "done"', "<b> & </b>", "ünïcödé 日本"]
+    verdicts = {name: {"pass": True, "reason": "ok"} for name in names}
+    assert [v.name for v in parse_verdicts(json.dumps(verdicts, ensure_ascii=False))] == names
+    assert [v.name for v in parse_verdicts(json.dumps(verdicts))] == names  # \u escapes
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        pytest.param(
+            '{"a": {"PASS": "true", "Reason": "r"}}', [Verdict("a", True, "r")], id="key case"
+        ),
+        pytest.param('{"a": {"pass": null}}', [Verdict("a", False, "")], id="null pass"),
+        pytest.param(
+            '{"a": {"pass": true, "reason": "r", "score": 3}}',
+            [Verdict("a", True, "r")],
+            id="unknown fields ignored",
+        ),
+        pytest.param(
+            '{"name": {"pass": true, "reason": "n"}, "pass": {"pass": false, "reason": "p"}}',
+            [Verdict("name", True, "n"), Verdict("pass", False, "p")],
+            id="criteria named name and pass",
+        ),
+        pytest.param(
+            '{"verdicts": {"pass": {"pass": true, "reason": "r"}}}',
+            [Verdict("pass", True, "r")],
+            id="wrapped criterion named pass",
+        ),
+        pytest.param(
+            '{"verdicts": {"pass": true, "reason": "r"}}',
+            [Verdict("verdicts", True, "r")],
+            id="criterion named verdicts",
+        ),
+    ],
+)
+def test_parse_keyed_decoding(raw: str, expected: list[Verdict]) -> None:
+    assert parse_verdicts(raw) == expected
+
+
+def test_parse_keyed_repeated_key_is_one_verdict_the_last() -> None:
+    # A constrained decoder cannot repeat a key (additionalProperties is false and every key
+    # required once); in a plain-text answer a repeated key is one member, as in JSON.
+    raw = (
+        '{"a": {"pass": true, "reason": "first"}, "b": {"pass": true, "reason": ""}, '
+        '"a": {"pass": false, "reason": "last"}}'
+    )
+    assert parse_verdicts(raw) == [Verdict("a", False, "last"), Verdict("b", True, "")]
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        pytest.param("{}", id="empty object"),
+        pytest.param('{"verdicts": {}}', id="empty wrapper"),
+        pytest.param('{"a": {"reason": "no pass"}}', id="member without pass"),
+        pytest.param('{"a": {"pass": 1}}', id="number pass"),
+        pytest.param('{"a": {"pass": true, "reason": 5}}', id="number reason"),
+        pytest.param('{"a": {"pass": true}, "b": null}', id="null member"),
+        pytest.param('{"a": {"pass": true}, "b": true}', id="boolean member"),
+        pytest.param('{"x": {"name": "a", "pass": true}}', id="members with names"),
+        pytest.param(
+            f'{{"one": {KEYED}, "two": {KEYED}}}', id="ambiguous wrapper of keyed verdicts"
+        ),
+        pytest.param(
+            f'{{"one": {KEYED}, "two": {ONE_VERDICT}}}', id="ambiguous wrapper of both shapes"
+        ),
+    ],
+)
+def test_parse_keyed_rejects(raw: str) -> None:
+    with pytest.raises(JudgeParseError, match=r"^failed to parse judge JSON$"):
+        parse_verdicts(raw)
+
+
+def test_parse_deeply_nested_keyed_objects_is_a_parse_error() -> None:
+    raw = '{"a": {"pass": ' * 400 + "true" + "}}" * 400
+    with pytest.raises(JudgeParseError, match=r"^failed to parse judge JSON$"):
+        parse_verdicts(raw)
+
+
+def test_keyed_verdicts_with_a_missing_and_an_unknown_criterion() -> None:
+    # The parser returns what the judge said; matching fails the missing criterion and ignores
+    # the unknown one, as with the array.
+    raw = (
+        '{"criterion-b": {"pass": true, "reason": "ok"}, '
+        '"criterion-z": {"pass": true, "reason": ""}}'
+    )
+
+    verdicts = parse_verdicts(raw)
+    results = match_verdicts(CRITERIA, verdicts)
+
+    assert [v.name for v in verdicts] == ["criterion-b", "criterion-z"]
+    assert [(r.name, r.passed, r.reason) for r in results] == [
+        ("criterion-a", False, NO_VERDICT_REASON),
+        ("criterion-b", True, "ok"),
+    ]
+
+
+def test_a_keyed_answer_that_fails_to_parse_is_asked_again() -> None:
+    judge = ScriptedCompleter('{"criterion-a": {"pass": "maybe"}}', KEYED)
+
+    assert run_judge(judge, LONG_RESPONSE, "", CRITERIA) == KEYED_VERDICTS
+    assert len(judge.calls) == 2

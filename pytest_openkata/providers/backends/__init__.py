@@ -46,6 +46,13 @@ class ResponseSchema:
     schema: dict[str, Any]
 
 
+# Statuses with which endpoints refuse a structured-output request they do not support
+# (llama-cpp-python's server answers a json_schema request with 500). A backend that gets one
+# on its first structured request, and then an answer to the same request without the
+# structure, answers in plain text for the rest of the session.
+SCHEMA_REFUSED_STATUSES = frozenset({400, 404, 415, 422, 500, 501})
+
+
 class Completer(Protocol):
     """What the runner and the judge need from a backend.
 

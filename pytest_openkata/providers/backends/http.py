@@ -27,6 +27,7 @@ import httpx
 
 from pytest_openkata.infra.usage import record_tokens, usage_in
 from pytest_openkata.providers.backends import (
+    SCHEMA_REFUSED_STATUSES,
     BackendContext,
     BackendError,
     EndpointStatusError,
@@ -48,9 +49,6 @@ __all__ = [
     "parse_retry_after",
 ]
 
-# Statuses with which endpoints refuse a ``response_format`` they do not support
-# (llama-cpp-python's server answers a json_schema request with 500).
-_SCHEMA_REFUSED = frozenset({400, 404, 415, 422, 500, 501})
 CUT_OFF_MESSAGE = 'structured answer cut off at the token limit (finish_reason "length")'
 
 
@@ -105,7 +103,7 @@ class OpenAIChatBackend:
         try:
             answer, finish_reason = self._post(structured)
         except EndpointStatusError as exc:
-            if self.structured_output is not None or exc.status not in _SCHEMA_REFUSED:
+            if self.structured_output is not None or exc.status not in SCHEMA_REFUSED_STATUSES:
                 raise
             answer = self._post(payload)[0]  # raises on its own when the endpoint just fails
             self.structured_output = False  # refused: plain text for the rest of the session

@@ -10,11 +10,14 @@ The parser accepts every answer the reference (``parseJudgeResponse``) accepts, 
 Go ``encoding/json`` semantics, and more: it scans every ``[``/``{`` for a decodable value, so
 brackets in preamble prose or trailing text do not break it; it unwraps wrapper objects,
 accepts ``"pass": "true"`` and reads loose verdict objects (one object, JSON Lines, or an array
-broken by a trailing comma).
+broken by a trailing comma). It also reads the shape of the structured-output schema
+(:func:`verdict_schema`): an object keyed by criterion name, ``{"a": {"pass": true, "reason":
+"..."}}``, bare or in a wrapper object.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from collections.abc import Sequence
@@ -47,7 +50,10 @@ Example of the expected shape:
 [{"name": "handles-errors", "pass": true, "reason": "the failure path is covered"}, \
 {"name": "adds-tests", "pass": false, "reason": "no tests were written"}]
 
-Write nothing before or after the array: no prose, no markdown, no code fences."""
+Write nothing before or after the array: no prose, no markdown, no code fences.
+
+If your answer is bound to a JSON schema, follow the schema instead: it asks for the same \
+verdicts as one object keyed by criterion name."""
 
 # One call plus one immediate retry, as in the reference.
 JUDGE_MAX_ATTEMPTS = 2
@@ -192,19 +198,50 @@ def _is_verdict_object(value: Any) -> bool:
     }
 
 
-def _unwrap(obj: _JSONObject) -> list[Any]:
-    """The one member of a wrapper object (``{"verdicts": [...]}``) that is a list of objects."""
-    lists = [value for _, value in obj.members if _is_object_list(value)]
-    if len(lists) != 1:
+def _is_keyed(value: Any) -> bool:
+    """Whether ``value`` has the shape of verdicts keyed by criterion name: a non-empty object
+    whose every member is an object with a ``pass`` field and no ``name`` field."""
+
+    def nameless_verdict(member: Any) -> bool:
+        if not isinstance(member, _JSONObject):
+            return False
+        fields = {_field_of(key) for key, _ in member.members}
+        return "pass" in fields and "name" not in fields
+
+    return (
+        isinstance(value, _JSONObject)
+        and bool(value.members)
+        and all(nameless_verdict(member) for _, member in value.members)
+    )
+
+
+def _keyed_verdicts(obj: _JSONObject) -> list[Verdict]:
+    """The verdicts of an object keyed by criterion name, in member order. A name given twice
+    is one verdict: the last one, in the first one's place (a JSON object's keys are unique)."""
+    if not _is_keyed(obj):
         raise _NotVerdicts
-    return lists[0]
+    verdicts: dict[str, Verdict] = {}
+    for key, member in obj.members:
+        verdicts[key] = replace(_verdict_from(member), name=key)
+    return list(verdicts.values())
 
 
 def _verdicts_of(value: Any) -> list[Verdict]:
-    items = _unwrap(value) if isinstance(value, _JSONObject) else value
-    if not _is_object_list(items):
+    """The verdicts of a decoded value: an array of verdict objects, an object keyed by
+    criterion name, or a wrapper object with exactly one member of either shape."""
+    if _is_object_list(value):
+        return [_verdict_from(item) for item in value]
+    if not isinstance(value, _JSONObject):
         raise _NotVerdicts
-    return [_verdict_from(item) for item in items]
+    with contextlib.suppress(_NotVerdicts):
+        return _keyed_verdicts(value)
+    held = [member for _, member in value.members if _is_object_list(member) or _is_keyed(member)]
+    if len(held) != 1:
+        raise _NotVerdicts
+    [inner] = held
+    if isinstance(inner, list):
+        return [_verdict_from(item) for item in inner]
+    return _keyed_verdicts(inner)
 
 
 def parse_verdicts(raw: str) -> list[Verdict]:
@@ -212,8 +249,11 @@ def parse_verdicts(raw: str) -> list[Verdict]:
 
     Every ``[`` or ``{`` of the cleaned text that is not inside an already decoded value is a
     candidate. The first candidate holding verdicts wins; an empty verdict list is used only
-    when no candidate holds any. Loose verdict objects (a lone object, JSON Lines, or the
-    elements of an array broken by a trailing comma or truncation) together form one candidate.
+    when no candidate holds any. Verdicts are an array of verdict objects, an object keyed by
+    criterion name whose members are verdict objects without a ``name`` (the key is the name),
+    or a wrapper object with exactly one member of either shape. Loose verdict objects (a lone
+    object, JSON Lines, or the elements of an array broken by a trailing comma or truncation)
+    together form one candidate.
     """
     text = clean_output(raw)
     starts = [index for index, char in enumerate(text) if char in "[{"]
@@ -235,10 +275,13 @@ def parse_verdicts(raw: str) -> list[Verdict]:
             value, decoded_until = _DECODER.raw_decode(text, start)
         except (ValueError, RecursionError):
             continue
-        try:
-            if _is_verdict_object(value):
+        if _is_verdict_object(value):
+            try:
                 loose.append(_verdict_from(value))
                 continue
+            except _NotVerdicts:
+                pass  # perhaps verdicts keyed by criteria named "name" and "pass"
+        try:
             verdicts = _verdicts_of(value)
         except _NotVerdicts:
             continue
@@ -270,46 +313,38 @@ def is_suspicious(agent_response: str, verdicts: Sequence[Verdict]) -> bool:
     )
 
 
-REASON_MAX_CHARS = 160
-
-
 def verdict_schema(criteria: Sequence[Criterion]) -> ResponseSchema:
-    """The structured-output schema of a judge answer: ``{"verdicts": [...]}`` with exactly
-    one verdict per criterion, in checklist order, each naming its criterion.
+    """The structured-output schema of a judge answer: an object with one member per
+    criterion, keyed by its name in checklist order, each ``{"pass": boolean, "reason":
+    string}``.
 
-    Each position's name is an enum of one criterion (``prefixItems``), so a constrained
-    decoder can neither invent a criterion nor repeat one; an ``items`` schema with the enum
-    of all names lets small models repeat a name and skip another. A reason has at most
-    :data:`REASON_MAX_CHARS` characters (the prompt asks for a short one): a constrained
-    decoder then closes it, where a small model decoding greedily could repeat itself inside
-    one string until the token limit cut the whole answer off.
+    Every criterion is required and ``additionalProperties`` is false at both levels, so a
+    constrained decoder can neither skip nor invent a criterion, and a JSON object cannot
+    repeat a key. The schema keeps to the subset that every structured-output API accepts
+    (OpenAI's strict mode, Anthropic, Gemini, llama.cpp and vLLM grammars): no ``prefixItems``,
+    no size or length constraints. The root needs no wrapper: it is an object already.
+
+    Reasons have no ``maxLength``: the prompt asks for a short one, and the built-in local
+    model (greedy decoding with llama.cpp's DRY penalty) ends its reasons on its own in this
+    shape. The anthropic backend sends criterion names that Anthropic does not allow as
+    property keys under aliases (see :mod:`~.backends.anthropic`).
     """
     names = list(dict.fromkeys(c.name for c in criteria))
 
-    def verdict(name: str) -> dict[str, Any]:
+    def verdict() -> dict[str, Any]:
         return {
             "type": "object",
-            "properties": {
-                "name": {"type": "string", "enum": [name]},
-                "pass": {"type": "boolean"},
-                "reason": {"type": "string", "maxLength": REASON_MAX_CHARS},
-            },
-            "required": ["name", "pass", "reason"],
+            "properties": {"pass": {"type": "boolean"}, "reason": {"type": "string"}},
+            "required": ["pass", "reason"],
             "additionalProperties": False,
         }
 
-    verdicts = {
-        "type": "array",
-        "prefixItems": [verdict(name) for name in names],
-        "minItems": len(names),
-        "maxItems": len(names),
-    }
     return ResponseSchema(
         name="judge_verdicts",
         schema={
             "type": "object",
-            "properties": {"verdicts": verdicts},
-            "required": ["verdicts"],
+            "properties": {name: verdict() for name in names},
+            "required": names,
             "additionalProperties": False,
         },
     )
@@ -408,6 +443,7 @@ class JudgeGrader:
     docstring); a scenario without criteria makes no judge call."""
 
     name = "judge"
+    order = 0
 
     def grade(self, task: GradingTask) -> Grading:
         scenario, context = task.scenario, task.context
