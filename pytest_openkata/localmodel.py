@@ -14,7 +14,8 @@ Command line::
 
 ``run`` sets ``OPENKATA_EVAL_BACKEND=http``, ``OPENKATA_EVAL_HTTP_BASE_URL`` and
 ``OPENKATA_EVAL_MODEL`` for CMD, so ``run -- pytest skills/x`` evaluates a skill on it, and
-``OPENKATA_EVAL_DIRECT_TIMEOUT=600`` unless the environment already has one.
+``OPENKATA_EVAL_DIRECT_TIMEOUT=600`` and ``OPENKATA_EVAL_JUDGE_REASON_MAX_CHARS=160`` unless
+the environment already has them.
 
 No process outlives ``serve`` or ``run``; what happens on each path:
 
@@ -619,11 +620,16 @@ def _announce(server: LocalModelServer) -> None:
 LOCAL_CALL_TIMEOUT = "600"
 # A sandboxed agent makes several such calls (Codex: about a minute each on 2 cores).
 LOCAL_AGENT_TIMEOUT = "900"
+LOCAL_REASON_MAX_CHARS = "160"
 
 
 def _environment(server: LocalModelServer) -> dict[str, str]:
     return {
         "OPENKATA_EVAL_DIRECT_TIMEOUT": LOCAL_CALL_TIMEOUT,  # unless the user set one
+        # A 135M model decoding greedily repeats itself inside a judge's reason until the token
+        # cap cuts the answer off, unless the grammar closes the reason (llama.cpp takes the
+        # cap that the portable schema leaves out).
+        "OPENKATA_EVAL_JUDGE_REASON_MAX_CHARS": LOCAL_REASON_MAX_CHARS,
         **os.environ,
         "OPENKATA_EVAL_BACKEND": "http",
         "OPENKATA_EVAL_HTTP_BASE_URL": server.base_url,

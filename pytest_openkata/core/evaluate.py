@@ -107,6 +107,7 @@ def run_options(
         skill_texts=SkillTexts(),
         baseline=settings.baseline,
         refs_folder=refs_folder,
+        judge_reason_max_chars=settings.judge_reason_max_chars,
     )
 
 

@@ -122,6 +122,8 @@ class RunOptions:
     # where the skills' files at a git ref are extracted.
     baseline: str = ""
     refs_folder: Path | None = None
+    # The judge schema's cap on a reason's length (0: none, the portable schema).
+    judge_reason_max_chars: int = 0
 
     def __post_init__(self) -> None:
         if self.trials < 1 or self.judge_votes < 1:
@@ -214,6 +216,7 @@ class _ScenarioRun:
             prices=options.judge_prices,
             redact=redact,
             slot=slot,
+            reason_max_chars=options.judge_reason_max_chars,
         )
 
     # -- the agent -------------------------------------------------------------------------

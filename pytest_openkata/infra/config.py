@@ -94,6 +94,7 @@ class EvalSettings(BaseModel):
     trials: int = 1
     judge_votes: int = 1
     judge_fence: bool = True
+    judge_reason_max_chars: int = 0
     cache: str = "on"
     max_in_flight: int = 0
     baseline: str = ""
@@ -273,6 +274,7 @@ FIELDS: tuple[Setting, ...] = (
     Setting("trials", _int_between(1, None), metavar="N"),
     Setting("judge_votes", _int_between(1, None), metavar="K"),
     Setting("judge_fence", _boolean, metavar="true|false"),
+    Setting("judge_reason_max_chars", _int_between(0, None), metavar="N"),
     Setting("cache", _cache_mode, metavar="on|off|refresh"),
     Setting("max_in_flight", _int_between(0, None), metavar="N"),
     Setting("baseline", _baseline, metavar="without-skill|same|REF"),
@@ -332,6 +334,8 @@ HELP = {
     "judge_votes": "judge calls per trial; each criterion takes the majority (default 1)",
     "judge_fence": "fence the agent's output in the judge prompt (default true; false: the "
     "reference's exact layout)",
+    "judge_reason_max_chars": "cap a judge reason's length in its structured-output schema, for "
+    "grammar-constrained local servers only (default 0: no cap; OpenAI's strict mode refuses it)",
     "cache": "reuse cached agent answers and verdicts: on, off or refresh (default on; "
     "--cache-clear empties it)",
     "max_in_flight": "model requests in flight per endpoint across all workers (default 0: no cap)",

@@ -452,3 +452,24 @@ def test_checks_follow_the_majority_of_trials(
         "names-the-answer", True, {"pass": 2, "total": 3}, "check",
     )  # fmt: skip
     assert [t["percentage"] for t in scenario["trials"]] == [100, 70, 100]
+
+
+def test_the_reason_cap_setting_reaches_the_judge_schema_and_only_then(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, aware: SkillAwareScript
+) -> None:
+    write_skill(pytester.path, "s", {"scenario-0": {"applies-rule": 1}})
+
+    pytester.runpytest("skills/s", *eval_args(endpoint.base_url, "--eval-cache", "off"))
+    pytester.runpytest(
+        "skills/s",
+        *eval_args(endpoint.base_url, "--eval-cache", "off", "--eval-judge-reason-max-chars", "90"),
+    )
+
+    judged = [r for r in endpoint.requests if r.json["messages"][0]["role"] == "system"]
+    reasons = [
+        r.json["response_format"]["json_schema"]["schema"]["properties"]["applies-rule"][
+            "properties"
+        ]["reason"]
+        for r in judged
+    ]
+    assert reasons == [{"type": "string"}, {"type": "string", "maxLength": 90}]

@@ -157,6 +157,14 @@ def test_the_judge_schema_keeps_to_the_strict_subset() -> None:
     assert len(refused_keys) == 7
 
 
+def test_a_reason_cap_is_added_only_when_asked_and_leaves_the_strict_subset() -> None:
+    capped = verdict_schema(CRITERIA, reason_max_chars=160).schema
+
+    reasons = [verdict["properties"]["reason"] for verdict in capped["properties"].values()]
+    assert reasons == [{"type": "string", "maxLength": 160}] * len(reasons)
+    assert len(strict_subset_violations(capped)) == len(reasons)  # for local servers only
+
+
 # --- judge sessions against the strict endpoint -----------------------------------------------
 
 

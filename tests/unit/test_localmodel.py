@@ -108,6 +108,7 @@ def test_run_points_the_command_at_the_server_with_a_patient_timeout(
         base_url="http://127.0.0.1:8123/v1", model="smollm2", identity="smollm2 weights sha256:1"
     )
     monkeypatch.delenv("OPENKATA_EVAL_DIRECT_TIMEOUT", raising=False)
+    monkeypatch.delenv("OPENKATA_EVAL_JUDGE_REASON_MAX_CHARS", raising=False)
     monkeypatch.setenv("OPENKATA_EVAL_BACKEND", "kiro")
 
     environment = localmodel._environment(server)  # type: ignore[arg-type]
@@ -117,6 +118,7 @@ def test_run_points_the_command_at_the_server_with_a_patient_timeout(
     assert environment["OPENKATA_EVAL_MODEL"] == "smollm2"
     assert environment["OPENKATA_EVAL_HTTP_ENDPOINT_ID"] == "smollm2 weights sha256:1"
     assert environment["OPENKATA_EVAL_DIRECT_TIMEOUT"] == "600"
+    assert environment["OPENKATA_EVAL_JUDGE_REASON_MAX_CHARS"] == "160"
     monkeypatch.setenv("OPENKATA_EVAL_DIRECT_TIMEOUT", "30")
     assert localmodel._environment(server)["OPENKATA_EVAL_DIRECT_TIMEOUT"] == "30"  # type: ignore[arg-type]
 

@@ -62,6 +62,8 @@ class GradingContext:
     prices: Prices = field(default_factory=Prices)
     redact: Callable[[str], str] = lambda text: text
     slot: CallSlot = NO_SLOTS
+    # A cap on the length of a judge's reason in its schema (0: none; see judge.verdict_schema).
+    reason_max_chars: int = 0
 
 
 @dataclass(frozen=True)

@@ -313,7 +313,7 @@ def is_suspicious(agent_response: str, verdicts: Sequence[Verdict]) -> bool:
     )
 
 
-def verdict_schema(criteria: Sequence[Criterion]) -> ResponseSchema:
+def verdict_schema(criteria: Sequence[Criterion], *, reason_max_chars: int = 0) -> ResponseSchema:
     """The structured-output schema of a judge answer: an object with one member per
     criterion, keyed by its name in checklist order, each ``{"pass": boolean, "reason":
     string}``.
@@ -330,11 +330,14 @@ def verdict_schema(criteria: Sequence[Criterion]) -> ResponseSchema:
     property keys under aliases (see :mod:`~.backends.anthropic`).
     """
     names = list(dict.fromkeys(c.name for c in criteria))
+    reason: dict[str, Any] = {"type": "string"}
+    if reason_max_chars > 0:
+        reason["maxLength"] = reason_max_chars
 
     def verdict() -> dict[str, Any]:
         return {
             "type": "object",
-            "properties": {"pass": {"type": "boolean"}, "reason": {"type": "string"}},
+            "properties": {"pass": {"type": "boolean"}, "reason": reason},
             "required": ["pass", "reason"],
             "additionalProperties": False,
         }
@@ -361,12 +364,17 @@ class JudgeRequest:
 
 
 def judge_request(
-    agent_response: str, context: str, criteria: Sequence[Criterion], *, fence: bool = False
+    agent_response: str,
+    context: str,
+    criteria: Sequence[Criterion],
+    *,
+    fence: bool = False,
+    reason_max_chars: int = 0,
 ) -> JudgeRequest:
     return JudgeRequest(
         system=judge_system_prompt(fence=fence),
         user=judge_user_message(agent_response, context, criteria, fence=fence),
-        schema=verdict_schema(criteria),
+        schema=verdict_schema(criteria, reason_max_chars=reason_max_chars),
         agent_response=agent_response,
     )
 
@@ -450,7 +458,11 @@ class JudgeGrader:
         if not scenario.criteria:
             return Grading()
         request = judge_request(
-            task.agent.text, scenario.context, scenario.criteria, fence=context.fence
+            task.agent.text,
+            scenario.context,
+            scenario.criteria,
+            fence=context.fence,
+            reason_max_chars=context.reason_max_chars,
         )
         usage = CallStats()
         ballots: list[list[CriterionResult]] = []
