@@ -79,14 +79,25 @@ def _first_line(data: bytes) -> str:
 
 def skill_at_ref(skill_dir: Path, ref: str, folder: Path) -> Path:
     """The skill's files as they are at git ref ``ref``, extracted once under ``folder``
-    (by commit, so that every process of a run and later runs share one copy)."""
+    (by commit, so that every process of a run and later runs share one copy). Every failure
+    is an :class:`ArmError`.
+
+    The files come from ``git archive``, so a ``.gitattributes`` ``export-ignore`` or
+    ``export-subst`` of the repository applies to them, as to a release archive."""
+    try:
+        return _extracted(skill_dir, ref, folder)
+    except (OSError, tarfile.TarError, ValueError) as exc:
+        raise ArmError(f"{ref}: the skill's files cannot be extracted: {exc}") from exc
+
+
+def _extracted(skill_dir: Path, ref: str, folder: Path) -> Path:
     top = _git(skill_dir, "rev-parse", "--show-toplevel")
     if top.returncode != 0:
-        raise ArmError(f"baseline {ref}: the skill is not in a git repository")
+        raise ArmError(f"{ref}: the skill is not in a git repository")
     root = Path(top.stdout.decode().strip())
     found = _git(root, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
     if found.returncode != 0:
-        raise ArmError(f"baseline {ref}: no such git ref (a tag, branch or commit)")
+        raise ArmError(f"{ref}: no such git ref (a tag, branch or commit)")
     commit = found.stdout.decode().strip()
     rel = skill_dir.resolve().relative_to(root.resolve()).as_posix()
     key = hashlib.sha256(f"{commit}\0{rel}".encode()).hexdigest()[:20]
@@ -97,17 +108,17 @@ def skill_at_ref(skill_dir: Path, ref: str, folder: Path) -> Path:
             return copy
         listed = _git(root, "ls-tree", "--name-only", commit, "--", rel)
         if listed.returncode != 0 or not listed.stdout.strip():
-            raise ArmError(f"baseline {ref}: {rel} does not exist at {ref} ({commit[:12]})")
+            raise ArmError(f"{ref}: {rel} does not exist at {ref} ({commit[:12]})")
         archive = _git(root, "archive", "--format=tar", commit, "--", rel)
         if archive.returncode != 0:
-            raise ArmError(f"baseline {ref}: git archive: {_first_line(archive.stderr)}")
+            raise ArmError(f"{ref}: git archive: {_first_line(archive.stderr)}")
         folder.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".ref-", dir=folder))
         try:
             with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
                 tar.extractall(staging, filter="data")
             if not (staging / rel / "SKILL.md").is_file():
-                raise ArmError(f"baseline {ref}: {rel} has no SKILL.md at {ref}")
+                raise ArmError(f"{ref}: {rel} has no SKILL.md at {ref}")
             try:
                 os.rename(staging, target)
             except OSError:  # another process extracted it meanwhile

@@ -1,9 +1,9 @@
 """A skill's two arms side by side: the uplift and the criteria the skill moves.
 
 The scenario is the unit of the comparison (:mod:`pytest_openkata.core.uplift`): each
-scenario scored in both arms gives one pair of percentages. A scenario whose arm errored in
-every trial has no percentage there and is left out, and named, rather than counted as 0 %:
-an error says nothing about the skill. Per criterion, the pass rate of each arm over the
+scenario scored in both arms gives one pair of percentages. A scenario with an error in either
+arm (in any trial) is left out, and named, rather than compared with an errored trial counted
+as 0 %: an error says nothing about the skill. Per criterion, the pass rate of each arm over the
 trials that ran says where the skill works.
 """
 
@@ -77,8 +77,8 @@ def compare_skill(results: Sequence[ScenarioResult], *, seed: int = 0) -> SkillC
         if baseline is None:
             left_out.append((result.name, "no baseline run"))
             continue
-        if result.criteria is None or baseline.criteria is None:
-            which = "with the skill" if result.criteria is None else f"in the {arm} arm"
+        if result.error is not None or baseline.error is not None:
+            which = "with the skill" if result.error is not None else f"in the {arm} arm"
             left_out.append((result.name, f"errored {which}"))
             continue
         pairs.append((result.percentage, baseline.percentage))

@@ -13,6 +13,7 @@ the trial (:mod:`pytest_openkata.providers.graders`); their criterion results ma
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import tempfile
@@ -294,14 +295,17 @@ class _ScenarioRun:
     def _replayed_commands(self, agent: AgentResult) -> dict[str, CommandOutcome]:
         if agent.changes is None:
             raise ScenarioFailure("checks: the cached agent result holds no workspace changes")
+        setup, changes, commands = self._sandbox(), agent.changes, self._commands()
         try:
-            return replay_commands(
-                self.scenario,
-                self._sandbox(),
-                agent.changes,
-                self._commands(),
-                skill=self.arm.skill,
-            )
+            # A sandbox like the agent's own: it holds a call slot, and is retried alike.
+            with self.slot:
+                return call_with_retry(
+                    lambda: replay_commands(
+                        self.scenario, setup, changes, commands, skill=self.arm.skill
+                    ),
+                    self.backends.retry,
+                    describe="sandbox run of the checks",
+                )
         except BackendError as exc:
             raise ScenarioFailure(f"sandbox: checks: {exc}") from exc
 
@@ -451,6 +455,13 @@ def run_scenario(
     return replace(result, baseline=replace(compared, arm=arm))
 
 
+@functools.cache
+def _private_refs_folder() -> Path:
+    """Where a run given no ``refs_folder`` extracts skills at a git ref: a folder of this
+    process's own (a shared, predictable one could be planted by another user)."""
+    return Path(tempfile.mkdtemp(prefix="openkata-refs-"))
+
+
 def _baseline_run(
     scenario: Scenario,
     backends: Backends,
@@ -464,7 +475,7 @@ def _baseline_run(
     if not options.baseline:
         return None
     try:
-        refs = options.refs_folder or Path(tempfile.gettempdir()) / "openkata-refs"
+        refs = options.refs_folder or _private_refs_folder()
         arm = baseline_arm(options.baseline, scenario.skill_dir, refs)
         assert arm is not None
         prompt = build_prompt(

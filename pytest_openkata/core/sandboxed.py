@@ -225,8 +225,9 @@ def _exec_check(environment: SandboxEnvironment, check: Check) -> ExecResult:
 def run_commands(
     environment: SandboxEnvironment, scenario: Scenario, commands: Sequence[Check]
 ) -> dict[str, CommandOutcome]:
-    """Copy the check scripts in (only now: the agent has exited, so it could neither read
-    nor change them) and run each command check in ``/workspace``, in order."""
+    """Copy the check scripts in (only now, once the agent's command has exited: the agent
+    never saw them, though a process it left running in the background could) and run each
+    command check in ``/workspace``, in order."""
     scripts = check_scripts(scenario)
     if scripts:
         archive = files_archive(scripts, mode=0o755)

@@ -16,7 +16,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from pytest_openkata.core.checks import CHECK_TYPES, Check, workspace_path
+from pytest_openkata.core.checks import (
+    CHECK_TYPES,
+    DEFAULT_COMMAND_TIMEOUT,
+    Check,
+    workspace_path,
+)
 
 SCENARIO_PREFIX = "scenario-"
 CHECKS_FILE = "checks.json"
@@ -346,7 +351,7 @@ class _CheckModel(BaseModel):
 
 class _CommandCheckModel(_CheckModel):
     run: str = Field(min_length=1)
-    timeout: float = Field(default=60.0, gt=0)
+    timeout: float = Field(default=DEFAULT_COMMAND_TIMEOUT, gt=0)
 
 
 class _FileCheckModel(_CheckModel):

@@ -16,8 +16,7 @@ from pytest_openkata.core.compare import SkillComparison, compare_skill
 from pytest_openkata.core.results import ScenarioResult, Usage
 from pytest_openkata.core.scoring import meets_threshold, overall_percentage
 from pytest_openkata.core.stats import overall_interval_95, straddles
-
-REGRESSES = "regresses"  # the uplift verdict of a skill that does worse than its baseline
+from pytest_openkata.core.uplift import REGRESSES
 
 
 @dataclass
@@ -45,9 +44,7 @@ class SkillSummary:
 
     @property
     def usage(self) -> Usage:
-        """Every model call of the skill's scenarios, those of a baseline arm included."""
-        own = sum((result.usage for result in self.results), Usage())
-        return own + sum((r.baseline.usage for r in self.results if r.baseline), Usage())
+        return usage_of(self.results)
 
     @property
     def regresses(self) -> bool:
@@ -70,6 +67,16 @@ class SkillSummary:
     @property
     def gate_failed(self) -> bool:
         return self.complete and not self.passed
+
+
+def usage_of(results: Iterable[ScenarioResult]) -> Usage:
+    """Every model call of the results, those of their baseline arms included."""
+    total = Usage()
+    for result in results:
+        total += result.usage
+        if result.baseline is not None:
+            total += result.baseline.usage
+    return total
 
 
 def _display(path: Path, rootdir: Path) -> str:

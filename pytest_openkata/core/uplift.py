@@ -20,6 +20,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 __all__ = [
+    "IMPROVES",
+    "INCONCLUSIVE",
+    "NO_DIFFERENCE",
+    "REGRESSES",
     "McNemar",
     "Uplift",
     "bootstrap_interval_95",
@@ -42,10 +46,10 @@ _CHUNK_WIDTH = 8
 _SIGN_FLIP_EXACT = "sign-flip exact"
 _SIGN_FLIP_MONTE_CARLO = "sign-flip monte-carlo"
 
-_IMPROVES = "improves"
-_REGRESSES = "regresses"
-_NO_DIFFERENCE = "no-difference"
-_INCONCLUSIVE = "inconclusive"
+IMPROVES = "improves"
+REGRESSES = "regresses"
+NO_DIFFERENCE = "no-difference"
+INCONCLUSIVE = "inconclusive"
 
 
 def _plain_mean(values: Sequence[float]) -> float:
@@ -278,12 +282,12 @@ def verdict(
         raise ValueError(f"verdict needs alpha in (0, 1), got {alpha!r}")
     significant = p_value < alpha
     if significant and low > 0.0:
-        return _IMPROVES
+        return IMPROVES
     if significant and high < 0.0:
-        return _REGRESSES
+        return REGRESSES
     if -margin <= low and high <= margin:
-        return _NO_DIFFERENCE
-    return _INCONCLUSIVE
+        return NO_DIFFERENCE
+    return INCONCLUSIVE
 
 
 @dataclass(frozen=True)

@@ -280,6 +280,12 @@ def test_without_skill_runs_every_scenario_again_without_the_skill_and_reports_t
     figures = {p.get("name"): p.get("value") for p in suite.find("properties") or ()}
     assert figures["openkata_uplift.s.verdict"] == "improves"
     assert figures["openkata_uplift.s.difference"] == "50"
+    assert figures["openkata_uplift.s.ci95"] == "50 50"
+    assert figures["openkata_uplift.s.p_value"] == "0.03125"
+    [case] = [c for c in suite.iter("testcase") if c.get("name") == "scenario-0"]
+    scenario_figures = {p.get("name"): p.get("value") for p in case.iter("property")}
+    assert scenario_figures["openkata_baseline_arm"] == "without-skill"
+    assert scenario_figures["openkata_baseline_percentage"] == "50"
     assert result.ret == pytest.ExitCode.OK
 
     # The arms are cached apart: a repeat makes no call at all.
@@ -360,7 +366,7 @@ def test_a_git_ref_compares_the_skill_with_its_files_at_that_ref(
     assert (report["uplift"]["with"], report["uplift"]["without"]) == (100, 0)
     # The working tree is untouched: the old files were extracted elsewhere.
     assert (skill / "SKILL.md").read_text() == f"# s\n\n{SKILL_RULE}\n"
-    unknown.stdout.fnmatch_lines(["*baseline v9: baseline v9: no such git ref*"])
+    unknown.stdout.fnmatch_lines(["*baseline v9: v9: no such git ref*"])
     unknown.assert_outcomes(errors=1)
 
 
@@ -473,3 +479,20 @@ def test_the_reason_cap_setting_reaches_the_judge_schema_and_only_then(
         for r in judged
     ]
     assert reasons == [{"type": "string"}, {"type": "string", "maxLength": 90}]
+
+
+def test_a_baseline_added_later_runs_only_the_baseline_arm(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, aware: SkillAwareScript
+) -> None:
+    write_skill(pytester.path, "s", {"scenario-0": {"applies-rule": 1}, "scenario-1": {"c": 1}})
+    pytester.runpytest("skills/s", *eval_args(endpoint.base_url))
+    assert (len(aware.prompts), aware.judge_calls) == (2, 2)
+
+    result = pytester.runpytest(
+        "skills/s", *eval_args(endpoint.base_url, "--eval-baseline", "without-skill")
+    )
+
+    # The own arm's answers and verdicts come from the first run's cache entries.
+    assert (len(aware.prompts), aware.judge_calls) == (4, 4)
+    assert all(SKILL_RULE not in prompt for prompt in aware.prompts[2:])
+    result.stdout.fnmatch_lines(["*agent 2 calls*(+2 from the cache)*"])

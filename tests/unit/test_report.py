@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import stat
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from pytest_openkata.core.compare import compare_skill
 from pytest_openkata.core.results import CallStats, CriterionResult, ScenarioResult, Usage
 from pytest_openkata.core.trials import combine_trials, errored_trial, scored_trial
 from pytest_openkata.providers.reporters.results_json import (
@@ -317,14 +319,58 @@ def _report_with_trials() -> SkillReport:
     )
 
 
+def _report_with_baseline() -> SkillReport:
+    """Two scenarios, each with a without-skill arm; one of the arms errored."""
+
+    def result(name: str, passed: bool, baseline_error: str | None) -> ScenarioResult:
+        own = combine_trials(
+            [scored_trial(1, [CriterionResult.judged("a", 10, True, "ok")])],
+            skill="s", skill_dir="/s", name=name, description=name,
+        )  # fmt: skip
+        other = [errored_trial(1, baseline_error)] if baseline_error else [
+            scored_trial(1, [CriterionResult.judged("a", 10, passed, "so so")])
+        ]  # fmt: skip
+        compared = combine_trials(other, skill="s", skill_dir="/s", name=name, description=name)
+        return dataclasses.replace(own, baseline=dataclasses.replace(compared, arm="without-skill"))
+
+    results = [result("scenario-0", False, None), result("scenario-1", True, "agent: HTTP 500")]
+    return build_report(
+        skill="s",
+        skill_version="1.0.0",
+        timestamp=NOW,
+        config=ReportConfig(backend="http", agent_model="m", judge_model="m"),
+        threshold=95,
+        results=results,
+        overall=100.0,
+        passed=True,
+        comparison=compare_skill(results),
+    )
+
+
+def test_a_baseline_and_its_uplift_are_read_back() -> None:
+    report = _report_with_baseline()
+
+    again = parse_report(render_report(report))
+
+    assert again.comparison == report.comparison
+    assert again.comparison is not None
+    assert again.comparison.left_out == [("scenario-1", "errored in the without-skill arm")]
+    [first, second] = again.scenarios
+    assert first.baseline is not None
+    assert (first.baseline.arm, first.baseline.percentage) == ("without-skill", 0)
+    assert second.baseline is not None
+    assert second.baseline.error == "agent: HTTP 500"
+
+
 @pytest.mark.parametrize(
     "make_report",
     [
         _spec_example_report,
         _report_with_trials,
+        _report_with_baseline,
         lambda: parse_report(REAL_REPORT.read_text(encoding="utf-8")),
     ],
-    ids=["spec-example", "trials", "real-report"],
+    ids=["spec-example", "trials", "baseline", "real-report"],
 )
 def test_a_report_read_back_renders_byte_for_byte(make_report) -> None:  # type: ignore[no-untyped-def]
     text = render_report(make_report())

@@ -14,18 +14,14 @@ from typing import TYPE_CHECKING
 
 from pytest_openkata.core.checks import CheckError, Evidence, evaluate_check
 from pytest_openkata.core.scenario import CHECKS_FILE, Scenario
-from pytest_openkata.core.workspace import default_exclude, workspace_files
+from pytest_openkata.core.workspace import workspace_files
 from pytest_openkata.providers.graders import GradeError, Grading, GradingTask
 
 
 def workspace_before(scenario: Scenario) -> dict[str, bytes]:
     """The workspace's files as the snapshot before the agent holds them: the task and the
     inputs (the skill's folder is a tool folder, left out of snapshots and diffs)."""
-    return {
-        name: data
-        for name, data in workspace_files(scenario.skill_dir, scenario.path)
-        if not default_exclude(name)
-    }
+    return dict(workspace_files(scenario.skill_dir, scenario.path, skill=False))
 
 
 class ChecksGrader:

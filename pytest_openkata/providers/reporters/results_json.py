@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pytest_openkata.core.compare import SkillComparison
+from pytest_openkata.core.compare import CriterionMove, SkillComparison
 from pytest_openkata.core.results import (
     CallStats,
     CriterionResult,
@@ -32,7 +32,8 @@ from pytest_openkata.core.results import (
     Usage,
 )
 from pytest_openkata.core.stats import TrialStats
-from pytest_openkata.core.summary import SkillSummary
+from pytest_openkata.core.summary import SkillSummary, usage_of
+from pytest_openkata.core.uplift import McNemar, Uplift
 from pytest_openkata.infra.config import EvalSettings
 from pytest_openkata.providers.reporters import RunReport, gojson
 
@@ -111,8 +112,7 @@ def build_report(
 ) -> SkillReport:
     """Assemble a report; a naive ``timestamp`` is taken to be UTC. Its usage counts every
     model call, a baseline arm's included."""
-    usage = sum((result.usage for result in results), Usage())
-    usage += sum((r.baseline.usage for r in results if r.baseline is not None), Usage())
+    usage = usage_of(results)
     return SkillReport(
         skill=skill,
         skill_version=skill_version,
@@ -289,10 +289,7 @@ def _baseline_dict(baseline: ScenarioResult) -> dict[str, Any]:
     data: dict[str, Any] = {
         "arm": baseline.arm,
         "percentage": float(baseline.percentage),
-        "score": baseline.score,
-        "max_score": baseline.max_score,
-        "pass": baseline.passed,
-        "criteria": [_criterion_dict(c) for c in baseline.criteria or ()] or None,
+        **_scored_dict(baseline),
     }
     if baseline.error is not None:
         data["error"] = baseline.error
@@ -436,6 +433,70 @@ class _ScenarioModel(_ScoredModel):
     baseline: _BaselineModel | None = None
 
 
+class _McNemarModel(_Model):
+    passed_with_only: int
+    passed_without_only: int
+    p_value: float
+
+
+class _MoveModel(_Model):
+    scenario: str
+    name: str
+    with_rate: float = Field(alias="with")
+    without_rate: float = Field(alias="without")
+
+
+class _LeftOutModel(_Model):
+    scenario: str
+    why: str
+
+
+class _UpliftModel(_Model):
+    arm: str
+    with_mean: float | None = Field(default=None, alias="with")
+    without_mean: float | None = Field(default=None, alias="without")
+    difference: float = 0.0
+    ci95: tuple[float, float] = (0.0, 0.0)
+    normalized_gain: float = 0.0
+    p_value: float = 1.0
+    test: str = ""
+    verdict: str = ""
+    scenarios: int = 0
+    mcnemar: _McNemarModel | None = None
+    criteria: list[_MoveModel] | None = None
+    left_out: list[_LeftOutModel] | None = None
+
+
+def _comparison(model: _UpliftModel) -> SkillComparison:
+    uplift = None
+    if model.with_mean is not None and model.without_mean is not None:
+        mcnemar = model.mcnemar
+        uplift = Uplift(
+            arm=model.arm,
+            with_mean=model.with_mean,
+            without_mean=model.without_mean,
+            difference=model.difference,
+            ci95=model.ci95,
+            normalized_gain=model.normalized_gain,
+            p_value=model.p_value,
+            test=model.test,
+            verdict=model.verdict,
+            scenarios=model.scenarios,
+            mcnemar=None
+            if mcnemar is None
+            else McNemar(mcnemar.passed_with_only, mcnemar.passed_without_only, mcnemar.p_value),
+        )
+    return SkillComparison(
+        arm=model.arm,
+        uplift=uplift,
+        criteria=[
+            CriterionMove(m.scenario, m.name, m.with_rate, m.without_rate)
+            for m in model.criteria or ()
+        ],
+        left_out=[(item.scenario, item.why) for item in model.left_out or ()],
+    )
+
+
 class _ReportModel(_Model):
     skill: str
     skill_version: str
@@ -447,6 +508,7 @@ class _ReportModel(_Model):
     passed: bool = Field(alias="pass")
     usage: _UsageModel | None = None
     stats: _SkillStatsModel | None = None
+    uplift: _UpliftModel | None = None
 
 
 def _usage(model: _UsageModel | None) -> Usage:
@@ -548,6 +610,7 @@ def parse_report(text: str | bytes) -> SkillReport:
         passed=model.passed,
         stats=None if stats is None else SkillStats(stats.ci95, stats.straddles_threshold),
         usage=_usage(model.usage),
+        comparison=None if model.uplift is None else _comparison(model.uplift),
     )
 
 
