@@ -353,6 +353,7 @@ def test_a_git_ref_compares_the_skill_with_its_files_at_that_ref(
     (skill / "SKILL.md").write_text(f"# s\n\n{SKILL_RULE}\n")
 
     pytester.runpytest("skills/s", *eval_args(endpoint.base_url, "--eval-baseline", "v1"))
+    [report] = _reports(pytester.path)
     unknown = pytester.runpytest(
         "skills/s", *eval_args(endpoint.base_url, "--eval-baseline", "v9", "--eval-cache", "off")
     )
@@ -361,7 +362,6 @@ def test_a_git_ref_compares_the_skill_with_its_files_at_that_ref(
     assert len(old) == 1
     assert SKILL_RULE not in old[0]
     assert old[0].endswith("Do the task of scenario-0.\n")
-    report = _reports(pytester.path)[0]
     assert report["scenarios"][0]["baseline"]["arm"] == "v1"
     assert (report["uplift"]["with"], report["uplift"]["without"]) == (100, 0)
     # The working tree is untouched: the old files were extracted elsewhere.
