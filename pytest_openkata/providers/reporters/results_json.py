@@ -291,19 +291,20 @@ def _baseline_dict(baseline: ScenarioResult) -> dict[str, Any]:
         "percentage": float(baseline.percentage),
         **_scored_dict(baseline),
     }
-    if baseline.error is not None:
-        data["error"] = baseline.error
-    usage = _usage_dict(baseline.usage)
-    if usage is not None:
-        data["usage"] = usage
-    return data
+    return _with_error_and_usage(data, baseline)
 
 
 def _trial_dict(trial: TrialResult) -> dict[str, Any]:
-    data: dict[str, Any] = {"trial": trial.index, **_scored_dict(trial)}
-    if trial.error is not None:
-        data["error"] = trial.error
-    usage = _usage_dict(trial.usage)
+    return _with_error_and_usage({"trial": trial.index, **_scored_dict(trial)}, trial)
+
+
+def _with_error_and_usage(
+    data: dict[str, Any], result: ScenarioResult | TrialResult
+) -> dict[str, Any]:
+    """``data`` followed by the result's ``error`` and ``usage``, each only when there is one."""
+    if result.error is not None:
+        data["error"] = result.error
+    usage = _usage_dict(result.usage)
     if usage is not None:
         data["usage"] = usage
     return data
