@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
 from pytest_openkata.core.stats import TrialStats
-from pytest_openkata.core.workspace import WorkspaceDiff
+from pytest_openkata.core.workspace import FileChange, WorkspaceDiff
 
 N = TypeVar("N", int, float)
 
@@ -111,6 +111,24 @@ class AgentResult:
 
 
 @dataclass(frozen=True)
+class TrialTrace:
+    """What one trial saw and did besides its verdicts, kept so that an author can see why a
+    criterion failed: the run log and the HTML, Markdown and pytest reports show it.
+
+    ``output`` is the agent's final output; ``judged`` is what the judge read where it is not
+    ``output`` (a sandboxed run adds the workspace changes); ``changes`` the workspace diff;
+    ``answers`` each grader's raw answers by grader name (the judge's verdicts per vote, the
+    command checks' outcomes); ``seconds`` the trial's wall time.
+    """
+
+    output: str = ""
+    judged: str | None = None
+    changes: tuple[FileChange, ...] = ()
+    answers: dict[str, list[Any]] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
 class TrialResult:
     """One run of a scenario: agent, judge votes, score."""
 
@@ -126,6 +144,12 @@ class TrialResult:
     judge_cached: int = 0  # judge votes answered from the cache
     judge_errors: int = 0
     usage: Usage = Usage()
+    trace: TrialTrace | None = None
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TrialResult:
+        """A trial from the dict :func:`dataclasses.asdict` made of one."""
+        return _trial(data)
 
 
 @dataclass(frozen=True)
@@ -157,6 +181,9 @@ class ScenarioResult:
     # (:mod:`pytest_openkata.core.arms`); a result of the own arm carries its baseline's.
     arm: str = ""
     baseline: ScenarioResult | None = None
+    # sha256 of what the arm ran: its prompt, task, criteria, checks and inputs
+    # (:func:`pytest_openkata.core.scenario.scenario_digests`); empty when it could not load.
+    digests: dict[str, str] = field(default_factory=dict)
 
     @property
     def judge_errors(self) -> int:
@@ -196,9 +223,21 @@ def _usage(data: dict[str, Any] | None) -> Usage:
     return Usage(CallStats(**data["agent"]), CallStats(**data["judge"]))
 
 
+def _trace(data: dict[str, Any] | None) -> TrialTrace | None:
+    if data is None:
+        return None
+    changes = tuple(FileChange(**change) for change in data.get("changes", ()))
+    return TrialTrace(**{**data, "changes": changes})
+
+
 def _trial(data: dict[str, Any]) -> TrialResult:
     return TrialResult(
-        **{**data, "criteria": _criteria(data.get("criteria")), "usage": _usage(data["usage"])}
+        **{
+            **data,
+            "criteria": _criteria(data.get("criteria")),
+            "usage": _usage(data["usage"]),
+            "trace": _trace(data.get("trace")),
+        }
     )
 
 

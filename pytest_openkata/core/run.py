@@ -17,6 +17,7 @@ import functools
 import hashlib
 import os
 import tempfile
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -33,6 +34,7 @@ from pytest_openkata.core.results import (
     CriterionResult,
     ScenarioResult,
     TrialResult,
+    TrialTrace,
     Usage,
 )
 from pytest_openkata.core.sandboxed import (
@@ -46,10 +48,18 @@ from pytest_openkata.core.scenario import (
     ScenarioLoadError,
     load_scenario,
     read_description,
+    scenario_digests,
 )
 from pytest_openkata.core.slots import CallSlot
 from pytest_openkata.core.trials import combine_trials, errored_trial, scored_trial
-from pytest_openkata.core.workspace import diff_from_json, diff_to_json, workspace_digest
+from pytest_openkata.core.workspace import (
+    FileChange,
+    diff_from_json,
+    diff_to_json,
+    file_changes,
+    workspace_digest,
+    workspace_files,
+)
 from pytest_openkata.infra.cache import ResultCache, cache_key
 from pytest_openkata.infra.retry import RetryPolicy, call_with_retry
 from pytest_openkata.infra.usage import Prices
@@ -220,6 +230,9 @@ class _ScenarioRun:
             reason_max_chars=options.judge_reason_max_chars,
         )
 
+    def digests(self) -> dict[str, str]:
+        return scenario_digests(self.scenario.path, self.prompt)
+
     # -- the agent -------------------------------------------------------------------------
 
     def _material(self) -> dict[str, Any]:
@@ -352,16 +365,23 @@ class _ScenarioRun:
         return error_text(exc, self.redact, self.scenario.skill_dir)
 
     def trial(self, index: int) -> TrialResult:
+        started = time.monotonic()
+
+        def seconds() -> float:
+            return round(time.monotonic() - started, 3)
+
         try:
             agent, agent_stats, commands = self.agent_result(index)
         except ScenarioFailure as exc:
             output = None if exc.agent_output is None else self.redact(exc.agent_output)
-            return errored_trial(index, self._error(exc), agent_output=output)
+            trace = TrialTrace(seconds=seconds())
+            return errored_trial(index, self._error(exc), agent_output=output, trace=trace)
         task = GradingTask(
             self.scenario, agent, index, self.grading, arm=self.arm.name, commands=commands
         )
         judge_stats = CallStats()
         criteria: list[CriterionResult] = []
+        answers: dict[str, list[Any]] = {}
         for grader in self.graders:
             try:
                 grading = grader.grade(task)
@@ -372,9 +392,12 @@ class _ScenarioRun:
                     agent_cached=agent.cached,
                     judge_errors=1 if exc.judge_error else 0,
                     usage=Usage(agent_stats, judge_stats + exc.usage),
+                    trace=self._trace(agent, answers, seconds()),
                 )
             criteria.extend(grading.criteria)
             judge_stats += grading.usage
+            if grading.answers:
+                answers[grader.name] = grading.answers
         usage = Usage(agent_stats, judge_stats)
         return scored_trial(
             index,
@@ -382,7 +405,19 @@ class _ScenarioRun:
             agent_cached=agent.cached,
             judge_cached=judge_stats.cached,
             usage=usage,
+            trace=self._trace(agent, answers, seconds()),
         )
+
+    def _trace(
+        self, agent: AgentResult, answers: dict[str, list[Any]], seconds: float
+    ) -> TrialTrace:
+        changes: tuple[FileChange, ...] = ()
+        if agent.changes is not None:
+            scenario = self.scenario
+            before = dict(workspace_files(scenario.skill_dir, scenario.path, skill=False))
+            changes = file_changes(before, agent.changes)
+        judged = None if agent.text == agent.output else agent.text
+        return TrialTrace(agent.output, judged, changes, answers, seconds)
 
 
 def error_text(exc: BaseException, redact: Callable[[str], str], skill_dir: Path) -> str:
@@ -446,13 +481,14 @@ def run_scenario(
     result = combine_trials(
         trials, description=scenario.description, skill_scenarios=skill_scenarios, **identity
     )
+    result = replace(result, digests=run.digests())
     if other is None:
         return result
-    arm = options.baseline
     compared = combine_trials(
         other, description=scenario.description, skill_scenarios=skill_scenarios, **identity
     )
-    return replace(result, baseline=replace(compared, arm=arm))
+    digests = {} if not isinstance(baseline, _ScenarioRun) else baseline.digests()
+    return replace(result, baseline=replace(compared, arm=options.baseline, digests=digests))
 
 
 @functools.cache

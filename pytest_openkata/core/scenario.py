@@ -6,6 +6,7 @@ and the field, so that one broken scenario errors on its own and the others stil
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -22,6 +23,7 @@ from pytest_openkata.core.checks import (
     Check,
     workspace_path,
 )
+from pytest_openkata.core.files import files_under
 
 SCENARIO_PREFIX = "scenario-"
 CHECKS_FILE = "checks.json"
@@ -506,3 +508,27 @@ def load_checks(path: Path, *, sandboxed: bool) -> tuple[Check, ...]:
             )
         checks.append(check)
     return tuple(checks)
+
+
+DIGESTED_FILES = {"task": "task.md", "criteria": "criteria.json", "checks": CHECKS_FILE}
+
+
+def scenario_digests(scenario_dir: Path, prompt: str) -> dict[str, str]:
+    """sha256 of what one arm of a scenario ran: its prompt, and its task, criteria, checks
+    and inputs on disk (a missing file is left out), so that a comparison of two runs can
+    tell a scenario whose task, criteria or inputs changed from one whose agent did."""
+    digests = {"prompt": hashlib.sha256(prompt.encode()).hexdigest()}
+    for key, name in DIGESTED_FILES.items():
+        try:
+            digests[key] = hashlib.sha256((scenario_dir / name).read_bytes()).hexdigest()
+        except OSError:
+            continue
+    inputs = hashlib.sha256()
+    for rel, path in files_under(scenario_dir / "inputs"):
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue
+        inputs.update(f"{rel}\0{hashlib.sha256(data).hexdigest()}\0".encode())
+    digests["inputs"] = inputs.hexdigest()
+    return digests

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import base64
 import codecs
+import difflib
 import hashlib
 import io
 import os
@@ -371,6 +372,54 @@ def judge_text(
         + _section("Modified Files", diff.modified, max_file_chars, budget)
         + _deleted_section(diff.deleted)
     )
+
+
+# --- the diff as authors read it ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """One workspace file the agent added, modified or deleted: a unified diff of its text,
+    or a note where there is no text to show (a binary file, one cut at the snapshot's cap)."""
+
+    path: str
+    status: str  # "added", "modified" or "deleted"
+    diff: str
+
+
+def _lines(data: bytes) -> list[str]:
+    return data.decode("utf-8", errors="replace").splitlines(keepends=True)
+
+
+def _unified(path: str, before: bytes | None, after: FileContent | None) -> str:
+    """A unified diff of one file's text, or a note where its text cannot be shown."""
+    if after is not None and after.is_binary:
+        return f"(binary file, {after.full_size} bytes, content not shown)\n"
+    if before is not None and b"\0" in before[:BINARY_SNIFF_BYTES]:
+        return f"(binary file, {len(before)} bytes, content not shown)\n"
+    old = _lines(before) if before is not None else []
+    new = _lines(after.data) if after is not None else []
+    diff = difflib.unified_diff(
+        old,
+        new,
+        fromfile="/dev/null" if before is None else f"a/{path}",
+        tofile="/dev/null" if after is None else f"b/{path}",
+    )
+    text = "".join(line if line.endswith("\n") else line + "\n" for line in diff)
+    if after is not None and after.truncated:
+        text += f"(the snapshot kept the first {len(after.data)} of {after.full_size} bytes)\n"
+    return text
+
+
+def file_changes(before: Mapping[str, bytes], diff: WorkspaceDiff) -> tuple[FileChange, ...]:
+    """Each added, modified and deleted file of ``diff`` as a unified diff against the
+    workspace ``before`` the agent ran (its task and inputs), in path order."""
+    changes = [
+        *(FileChange(p, "added", _unified(p, None, c)) for p, c in diff.added),
+        *(FileChange(p, "modified", _unified(p, before.get(p), c)) for p, c in diff.modified),
+        *(FileChange(p, "deleted", _unified(p, before.get(p), None)) for p in diff.deleted),
+    ]
+    return tuple(sorted(changes, key=lambda change: change.path))
 
 
 def workspace_files(

@@ -99,6 +99,14 @@ class EvalSettings(BaseModel):
     max_in_flight: int = 0
     baseline: str = ""
     require_uplift: bool = False
+    log_dir: str = ".openkata/runs"
+    log_keep: int = 20
+    html: str = ""
+    markdown: str = ""
+    csv: str = ""
+    compare: str = ""
+    regression_tolerance: float = 0.0
+    fail_on_regression: bool = False
     http: HttpSettings = HttpSettings()
     anthropic: AnthropicSettings = AnthropicSettings()
     sandbox: SandboxSettings = SandboxSettings()
@@ -140,6 +148,12 @@ def _baseline(value: str) -> str:
     if text.startswith("-") or any(char.isspace() for char in text):
         raise ValueError(f"{value!r} is not without-skill, same, none or a git ref")
     return text
+
+
+def _log_dir(value: str) -> str:
+    """A folder for run logs, or ``off`` (``none``) for no run log."""
+    text = value.strip()
+    return "" if text.lower() in {"off", "none"} else text
 
 
 _WHOLE_NUMBER = re.compile(r"[+-]?[0-9]+")
@@ -279,6 +293,14 @@ FIELDS: tuple[Setting, ...] = (
     Setting("max_in_flight", _int_between(0, None), metavar="N"),
     Setting("baseline", _baseline, metavar="without-skill|same|REF"),
     Setting("require_uplift", _boolean, flag=True),
+    Setting("log_dir", _log_dir, metavar="PATH|off"),
+    Setting("log_keep", _int_between(1, None), metavar="N"),
+    Setting("html", _text, metavar="PATH"),
+    Setting("markdown", _text, metavar="PATH"),
+    Setting("csv", _text, metavar="PATH"),
+    Setting("compare", _text, metavar="auto|PATH"),
+    Setting("regression_tolerance", _non_negative_number, metavar="POINTS"),
+    Setting("fail_on_regression", _boolean, flag=True),
     Setting("http.base_url", _text, cli="--eval-base-url", metavar="URL"),
     Setting("http.api_key", _text, secret=True),
     Setting("http.endpoint_id", _text, metavar="ID"),
@@ -343,6 +365,17 @@ HELP = {
     "same (an A/A run) or a git ref of the skill's files (default none)",
     "require_uplift": "exit 1 when the uplift verdict against the baseline is 'regresses' "
     "(never with --eval-baseline same)",
+    "log_dir": "folder of the run logs, one JSON Lines file per run, relative to the rootdir "
+    "(default .openkata/runs; off: none)",
+    "log_keep": "run logs kept in the log folder, the newest (default 20)",
+    "html": "also write the run as one self-contained HTML file at PATH",
+    "markdown": "also write the run as Markdown at PATH",
+    "csv": "also write one CSV row per skill, scenario, trial, arm and criterion at PATH",
+    "compare": "compare with an earlier run: a results JSON, a run log, or auto (each skill's "
+    "newest earlier report of the same model)",
+    "regression_tolerance": "points a scenario may fall before the comparison calls it a "
+    "regression (default 0)",
+    "fail_on_regression": "exit 1 when the comparison finds a regression or a missing scenario",
     "http.base_url": "base URL of the OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1",
     "http.api_key": "API key of the endpoint (never printed)",
     "http.endpoint_id": "what answers at the base URL, for cache keys instead of the URL "

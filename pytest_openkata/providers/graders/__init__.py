@@ -82,10 +82,12 @@ class GradingTask:
 
 @dataclass(frozen=True)
 class Grading:
-    """A grader's criterion results and the usage of its model calls."""
+    """A grader's criterion results, the usage of its model calls and its raw answers
+    (JSON-able, for the run log: what a judge answered, what a command printed)."""
 
     criteria: list[CriterionResult] = field(default_factory=list)
     usage: CallStats = field(default_factory=CallStats)
+    answers: list[Any] = field(default_factory=list)
 
 
 class Grader(Protocol):

@@ -9,7 +9,7 @@ that cannot give a verdict errors the trial, naming ``checks.json`` and the chec
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import asdict, replace
 from typing import TYPE_CHECKING
 
 from pytest_openkata.core.checks import CheckError, Evidence, evaluate_check
@@ -51,7 +51,10 @@ class ChecksGrader:
                 raise GradeError(redact(f"{where}: {exc}")) from exc
             # A command's output can echo a secret of the environment.
             results.append(replace(result, reason=redact(result.reason)))
-        return Grading(results)
+        answers = [
+            {"check": name, **asdict(outcome)} for name, outcome in sorted(task.commands.items())
+        ]
+        return Grading(results, answers=answers)
 
 
 if TYPE_CHECKING:  # the protocol this provider implements, checked by mypy

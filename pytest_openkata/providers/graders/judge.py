@@ -446,6 +446,15 @@ def _cached_verdicts(entry: dict[str, Any] | None) -> list[Verdict] | None:
     return verdicts
 
 
+def _answer(vote: int, verdicts: Sequence[Verdict], *, cached: bool) -> dict[str, Any]:
+    """One vote's verdicts as the judge gave them (after parsing), for the run log."""
+    return {
+        "vote": vote,
+        "cached": cached,
+        "verdicts": {v.name: {"pass": v.passed, "reason": v.reason} for v in verdicts},
+    }
+
+
 class JudgeGrader:
     """The checklist of ``criteria.json``, judged by the judge model (see the module
     docstring); a scenario without criteria makes no judge call."""
@@ -466,6 +475,7 @@ class JudgeGrader:
         )
         usage = CallStats()
         ballots: list[list[CriterionResult]] = []
+        answers: list[Any] = []
         for vote in range(1, context.votes + 1):
             try:
                 verdicts, stats = self._vote(request, task, vote)
@@ -475,8 +485,9 @@ class JudgeGrader:
                 raise GradeError(message, judge_error=True, usage=usage) from exc
             usage += stats
             ballots.append(match_verdicts(scenario.criteria, verdicts))
+            answers.append(_answer(vote, verdicts, cached=stats.cached > 0))
         criteria = [replace(c, reason=context.redact(c.reason)) for c in majority(ballots)]
-        return Grading(criteria, usage)
+        return Grading(criteria, usage, answers)
 
     @staticmethod
     def _vote(

@@ -10,16 +10,16 @@ summary (``report_error``) rather than raising, where the run's outcome should s
 
 Reporters are registered under the entry-point group ``pytest_openkata.reporters``; each entry
 point names a class whose instances take no arguments. The built-ins are ``results_json``,
-``junit`` and ``terminal``.
+``junit``, ``run_log`` and ``terminal``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from pytest_openkata.core.summary import SkillSummary
 from pytest_openkata.infra.config import EvalSettings
@@ -39,8 +39,9 @@ class TerminalOutput(Protocol):
 @dataclass(frozen=True)
 class RunReport:
     """What every reporter gets. ``complete`` is False for a run that was interrupted or
-    stopped by an error of its own (no report files are written then); ``junit_xml`` is the
-    JUnit file pytest wrote, if any; ``terminal`` is None where nothing is shown."""
+    stopped by an error of its own (no results JSON is written then, but a run log is);
+    ``junit_xml`` is the JUnit file pytest wrote, if any; ``terminal`` is None where nothing
+    is shown."""
 
     summaries: Sequence[SkillSummary]
     settings: EvalSettings
@@ -49,6 +50,11 @@ class RunReport:
     complete: bool = True
     junit_xml: Path | None = None
     terminal: TerminalOutput | None = None
+    # Further records for the run log, by kind (a comparison with an earlier run).
+    log_extras: Mapping[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # The files reporters wrote besides each skill's results JSON, by what they are ("run
+    # log", "HTML report"), for the terminal to list.
+    written: dict[str, Path] = field(default_factory=dict)
 
 
 class Reporter(Protocol):

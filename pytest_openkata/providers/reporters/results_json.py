@@ -10,12 +10,9 @@ gives the same records.
 
 from __future__ import annotations
 
-import itertools
 import os
 import re
-import tempfile
-from collections.abc import Iterator, Sequence
-from contextlib import suppress
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,6 +31,7 @@ from pytest_openkata.core.results import (
 from pytest_openkata.core.stats import TrialStats
 from pytest_openkata.core.summary import SkillSummary, usage_of
 from pytest_openkata.core.uplift import McNemar, Uplift
+from pytest_openkata.infra.atomic import write_new_report
 from pytest_openkata.infra.config import EvalSettings
 from pytest_openkata.providers.reporters import RunReport, gojson
 
@@ -56,8 +54,6 @@ __all__ = [
 _FILE_TIMESTAMP = "%Y-%m-%dT%H%M%S"
 _RFC3339_SECONDS = "%Y-%m-%dT%H:%M:%SZ"
 _VERSION_HEADING = re.compile(r"## \[([^\]]*)\]")
-_DIR_MODE = 0o755
-_FILE_MODE = 0o644
 
 
 # --- what a report holds -----------------------------------------------------------------------
@@ -699,24 +695,6 @@ def output_report_path(output: Path | str, now: datetime) -> Path:
     return Path(f"{base}-{stamp}{ext or '.json'}")
 
 
-def write_new_report(path: Path, text: str) -> Path:
-    """Write ``text`` atomically to ``path`` or, if taken, to ``<stem>-2<suffix>``, ``-3``...
-
-    The content goes to a temporary file in the target folder first and is then
-    hard-linked to the final name; ``os.link`` fails instead of replacing, so an existing
-    report is never overwritten, even by a concurrent writer. Returns the path written.
-    """
-    path = Path(path)
-    _make_folders(path.parent)
-    temp = _write_temp_file(path.parent, text)
-    try:
-        written = _link_to_free_name(temp, path)
-    finally:
-        temp.unlink(missing_ok=True)
-    _fsync_folder(path.parent)
-    return written
-
-
 def _utc(moment: datetime) -> datetime:
     if moment.tzinfo is None:
         return moment.replace(tzinfo=UTC)
@@ -741,57 +719,6 @@ def _go_ext(text: str) -> str:
         if char == ".":
             return text[index:]
     return ""
-
-
-def _make_folders(folder: Path) -> None:
-    """Like Go's ``os.MkdirAll(folder, 0755)``: every missing level gets mode 0755.
-
-    ``Path.mkdir(parents=True)`` would create the intermediate levels with mode 0777.
-    """
-    missing = list(itertools.takewhile(lambda p: not p.exists(), (folder, *folder.parents)))
-    for level in reversed(missing):
-        with suppress(FileExistsError):
-            level.mkdir(mode=_DIR_MODE)
-
-
-def _write_temp_file(folder: Path, text: str) -> Path:
-    fd, name = tempfile.mkstemp(dir=folder, prefix=".report-", suffix=".tmp")
-    temp = Path(name)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(text.encode("utf-8"))
-            handle.flush()
-            os.chmod(temp, _FILE_MODE)
-            os.fsync(handle.fileno())
-    except BaseException:
-        temp.unlink(missing_ok=True)
-        raise
-    return temp
-
-
-def _link_to_free_name(temp: Path, path: Path) -> Path:
-    for candidate in _candidate_paths(path):
-        try:
-            os.link(temp, candidate)
-        except FileExistsError:
-            continue
-        return candidate
-    raise AssertionError("unreachable: the candidate names never run out")
-
-
-def _fsync_folder(folder: Path) -> None:
-    """Make the new directory entry durable; best effort, not every platform allows it."""
-    with suppress(OSError):
-        fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def _candidate_paths(path: Path) -> Iterator[Path]:
-    numbered = (path.with_name(f"{path.stem}-{n}{path.suffix}") for n in itertools.count(2))
-    return itertools.chain([path], numbered)
 
 
 if TYPE_CHECKING:  # the protocol this provider implements, checked by mypy

@@ -330,6 +330,13 @@ class TerminalReporter:
         for summary in run.summaries:
             lines = skill_lines(summary, run.settings.threshold, run.rootdir)
             run.terminal.write_lines(list(lines))
+        if run.written:
+            run.terminal.write_lines(
+                [
+                    [(f"{what}: {_shown(path, run.rootdir)}", None)]
+                    for what, path in run.written.items()
+                ]
+            )
 
 
 if TYPE_CHECKING:  # the protocol this provider implements, checked by mypy

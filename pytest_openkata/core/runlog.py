@@ -1,0 +1,224 @@
+"""The run log: every scenario trial of a run, as JSON Lines, and reading one back.
+
+A run log is the input of every view of a run after the fact (the HTML, Markdown and CSV
+reports, a comparison with an earlier run). Its first record describes the run (the schema
+version, when it finished, whether it completed, its settings); then comes one record per
+scenario trial and arm, holding everything the trial saw and did: the digests of what it ran,
+every criterion's verdict, reason, points and votes, the agent's output and workspace changes
+(:class:`~pytest_openkata.core.results.TrialTrace`), each grader's raw answers, usage, timings,
+cache hits and errors. Skill folders are written relative to the run's root folder: a log
+holds no machine paths. Secrets were masked before any of it was recorded.
+
+Reading a log gives the scenario results back (:func:`read_run_log`): the trials of a scenario
+and arm are combined as the run combined them, so every reader sees what the run saw.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from pytest_openkata.core.results import ScenarioResult, TrialResult
+from pytest_openkata.core.trials import combine_trials
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "LoggedRun",
+    "RunInfo",
+    "RunLogError",
+    "log_lines",
+    "parse_run_log",
+    "read_run_log",
+    "relative_skill_dir",
+]
+
+SCHEMA_VERSION = 1
+RUN_RECORD = "run"
+TRIAL_RECORD = "trial"
+EXTRA_RECORD = "extra"
+
+# A trial record's keys that belong to its scenario (the same on every trial of it).
+_SCENARIO_KEYS = ("skill", "skill_dir", "scenario", "description", "skill_scenarios", "arm")
+
+
+class RunLogError(Exception):
+    """A run log that cannot be read; the message names the file and the line."""
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """The run a log is of: when it finished (ISO 8601, UTC), whether every selected scenario
+    ran, its threshold and the settings it ran with (no secrets)."""
+
+    finished_at: str
+    complete: bool = True
+    threshold: int = 95
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LoggedRun:
+    """A run as a log holds it: its description, its scenario results (each own-arm result
+    carries its baseline arm's), and the extra records other views added (by kind)."""
+
+    info: RunInfo
+    results: list[ScenarioResult]
+    extras: Mapping[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+
+def relative_skill_dir(skill_dir: str | Path, rootdir: Path) -> str:
+    """A skill folder as a log and every committed report name it: relative to the run's
+    root folder, or its own name when it lies elsewhere (never a machine path)."""
+    path = Path(skill_dir)
+    try:
+        return path.relative_to(rootdir).as_posix()
+    except ValueError:
+        return path.name
+
+
+def _trial_record(result: ScenarioResult, trial: TrialResult, skill_dir: str) -> dict[str, Any]:
+    return {
+        "record": TRIAL_RECORD,
+        "skill": result.skill,
+        "skill_dir": skill_dir,
+        "scenario": result.name,
+        "description": result.description.removesuffix(f" (error: {result.error})")
+        if result.criteria is None and result.error
+        else result.description,
+        "skill_scenarios": list(result.skill_scenarios),
+        "arm": result.arm,
+        "digests": dict(result.digests),
+        **_renamed(asdict(trial), "index", "trial"),
+    }
+
+
+def _renamed(data: dict[str, Any], old: str, new: str) -> dict[str, Any]:
+    return {new if key == old else key: value for key, value in data.items()}
+
+
+def _records(
+    info: RunInfo,
+    results: Iterable[ScenarioResult],
+    rootdir: Path,
+    extras: Mapping[str, Sequence[Mapping[str, Any]]],
+) -> Iterator[dict[str, Any]]:
+    yield {"record": RUN_RECORD, "schema": SCHEMA_VERSION, **asdict(info)}
+    ordered = sorted(results, key=lambda r: (relative_skill_dir(r.skill_dir, rootdir), r.name))
+    for result in ordered:
+        skill_dir = relative_skill_dir(result.skill_dir, rootdir)
+        arms = [result] if result.baseline is None else [result, result.baseline]
+        for trial_index in range(max(len(arm.trials) for arm in arms)):
+            for arm in arms:  # interleaved per trial, as the run ran them
+                if trial_index < len(arm.trials):
+                    yield _trial_record(arm, arm.trials[trial_index], skill_dir)
+    for kind, records in sorted(extras.items()):
+        for record in records:
+            yield {"record": EXTRA_RECORD, "kind": kind, **record}
+
+
+def log_lines(
+    info: RunInfo,
+    results: Iterable[ScenarioResult],
+    rootdir: Path,
+    extras: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+) -> str:
+    """The run log of a run's results as JSON Lines text (skill folders relative to
+    ``rootdir``); ``extras`` are further records by kind, e.g. a comparison with a baseline."""
+    return "".join(
+        json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n"
+        for record in _records(info, results, rootdir, extras or {})
+    )
+
+
+def read_run_log(path: Path) -> LoggedRun:
+    """The run a log file holds; :class:`RunLogError` when it cannot be read."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RunLogError(f"{path}: cannot read the run log: {exc}") from exc
+    return parse_run_log(text, source=str(path))
+
+
+def parse_run_log(text: str, *, source: str = "run log") -> LoggedRun:
+    """The run a log's text holds; :class:`RunLogError` naming ``source`` and the line."""
+    records = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise RunLogError(f"{source}: line {number}: not JSON: {exc.msg}") from exc
+        if not isinstance(record, dict):
+            raise RunLogError(f"{source}: line {number}: a record must be a JSON object")
+        records.append((number, record))
+    if not records or records[0][1].get("record") != RUN_RECORD:
+        raise RunLogError(f"{source}: line 1: not a run log (its first record must be the run)")
+    head = records[0][1]
+    if head.get("schema") != SCHEMA_VERSION:
+        raise RunLogError(
+            f"{source}: line 1: schema version {head.get('schema')!r} is not "
+            f"{SCHEMA_VERSION}, the one this version of pytest-openkata reads"
+        )
+    try:
+        info = RunInfo(
+            finished_at=str(head["finished_at"]),
+            complete=bool(head.get("complete", True)),
+            threshold=int(head.get("threshold", 95)),
+            settings=dict(head.get("settings") or {}),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise RunLogError(f"{source}: line 1: the run record lacks {exc}") from exc
+    trials: dict[tuple[str, str, str], tuple[dict[str, Any], list[TrialResult]]] = {}
+    extras: dict[str, list[dict[str, Any]]] = {}
+    for number, record in records[1:]:
+        kind = record.get("record")
+        if kind == EXTRA_RECORD:
+            rest = {k: v for k, v in record.items() if k not in ("record", "kind")}
+            extras.setdefault(str(record.get("kind")), []).append(rest)
+            continue
+        if kind != TRIAL_RECORD:
+            raise RunLogError(f"{source}: line {number}: unknown record {kind!r}")
+        try:
+            scenario = {key: record[key] for key in _SCENARIO_KEYS}
+            scenario["digests"] = dict(record.get("digests") or {})
+            fields = {
+                k: v
+                for k, v in _renamed(record, "trial", "index").items()
+                if k not in (*_SCENARIO_KEYS, "record", "digests")
+            }
+            trial = TrialResult.from_dict(fields)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise RunLogError(f"{source}: line {number}: not a trial record: {exc!r}") from exc
+        key = (scenario["skill_dir"], scenario["scenario"], scenario["arm"])
+        trials.setdefault(key, (scenario, []))[1].append(trial)
+    return LoggedRun(info, _combined(trials), extras)
+
+
+def _combined(
+    trials: Mapping[tuple[str, str, str], tuple[dict[str, Any], list[TrialResult]]],
+) -> list[ScenarioResult]:
+    by_arm: dict[tuple[str, str], dict[str, ScenarioResult]] = {}
+    for (skill_dir, name, arm), (scenario, arm_trials) in trials.items():
+        result = combine_trials(
+            sorted(arm_trials, key=lambda t: t.index),
+            skill=scenario["skill"],
+            skill_dir=str(PurePosixPath(skill_dir)),
+            name=name,
+            description=scenario["description"],
+            skill_scenarios=scenario["skill_scenarios"],
+        )
+        by_arm.setdefault((skill_dir, name), {})[arm] = replace(
+            result, arm=arm, digests=scenario["digests"]
+        )
+    results = []
+    for arms in by_arm.values():
+        own = arms.pop("", None)
+        if own is None:
+            continue  # a baseline arm without its own arm: nothing to compare it with
+        baseline = next(iter(arms.values()), None)
+        results.append(own if baseline is None else replace(own, baseline=baseline))
+    return sorted(results, key=lambda r: (r.skill_dir, r.name))

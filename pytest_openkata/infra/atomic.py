@@ -1,0 +1,89 @@
+"""Writing report files so that nothing is lost: atomically, and never over an existing file.
+
+A report is written to a temporary file in its folder first and then hard-linked to its
+name; ``os.link`` fails instead of replacing, so a report already there (or one a concurrent
+writer just made) is kept and the new one takes the next free name, ``<stem>-2<suffix>``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import suppress
+from pathlib import Path
+
+__all__ = ["write_new_report"]
+
+_DIR_MODE = 0o755
+_FILE_MODE = 0o644
+
+
+def write_new_report(path: Path, text: str | bytes) -> Path:
+    """Write ``text`` atomically to ``path`` or, if taken, to ``<stem>-2<suffix>``, ``-3``...
+
+    The content goes to a temporary file in the target folder first and is then
+    hard-linked to the final name; ``os.link`` fails instead of replacing, so an existing
+    report is never overwritten, even by a concurrent writer. Returns the path written.
+    """
+    path = Path(path)
+    _make_folders(path.parent)
+    temp = _write_temp_file(path.parent, text)
+    try:
+        written = _link_to_free_name(temp, path)
+    finally:
+        temp.unlink(missing_ok=True)
+    _fsync_folder(path.parent)
+    return written
+
+
+def _make_folders(folder: Path) -> None:
+    """Like Go's ``os.MkdirAll(folder, 0755)``: every missing level gets mode 0755.
+
+    ``Path.mkdir(parents=True)`` would create the intermediate levels with mode 0777.
+    """
+    missing = list(itertools.takewhile(lambda p: not p.exists(), (folder, *folder.parents)))
+    for level in reversed(missing):
+        with suppress(FileExistsError):
+            level.mkdir(mode=_DIR_MODE)
+
+
+def _write_temp_file(folder: Path, text: str | bytes) -> Path:
+    fd, name = tempfile.mkstemp(dir=folder, prefix=".report-", suffix=".tmp")
+    temp = Path(name)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(text.encode("utf-8") if isinstance(text, str) else text)
+            handle.flush()
+            os.chmod(temp, _FILE_MODE)
+            os.fsync(handle.fileno())
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+    return temp
+
+
+def _link_to_free_name(temp: Path, path: Path) -> Path:
+    for candidate in _candidate_paths(path):
+        try:
+            os.link(temp, candidate)
+        except FileExistsError:
+            continue
+        return candidate
+    raise AssertionError("unreachable: the candidate names never run out")
+
+
+def _fsync_folder(folder: Path) -> None:
+    """Make the new directory entry durable; best effort, not every platform allows it."""
+    with suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _candidate_paths(path: Path) -> Iterator[Path]:
+    numbered = (path.with_name(f"{path.stem}-{n}{path.suffix}") for n in itertools.count(2))
+    return itertools.chain([path], numbered)
