@@ -21,7 +21,9 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from pytest_openkata.core.regression import SkillChanges
 from pytest_openkata.core.results import ScenarioResult, TrialResult
+from pytest_openkata.core.summary import SkillSummary, summarise
 from pytest_openkata.core.trials import combine_trials
 
 __all__ = [
@@ -33,12 +35,14 @@ __all__ = [
     "parse_run_log",
     "read_run_log",
     "relative_skill_dir",
+    "skill_summaries",
 ]
 
 SCHEMA_VERSION = 1
 RUN_RECORD = "run"
 TRIAL_RECORD = "trial"
 EXTRA_RECORD = "extra"
+CHANGES_EXTRA = "changes"  # extra records of a comparison with an earlier run, one per skill
 
 # A trial record's keys that belong to its scenario (the same on every trial of it).
 _SCENARIO_KEYS = ("skill", "skill_dir", "scenario", "description", "skill_scenarios", "arm")
@@ -222,3 +226,16 @@ def _combined(
         baseline = next(iter(arms.values()), None)
         results.append(own if baseline is None else replace(own, baseline=baseline))
     return sorted(results, key=lambda r: (r.skill_dir, r.name))
+
+
+def skill_summaries(run: LoggedRun) -> list[SkillSummary]:
+    """The skills of a logged run, scored as the run scored them, each with its comparison
+    with an earlier run when the run made one; skill folders are the log's relative ones."""
+    summaries = summarise(run.results, run.info.threshold, Path())
+    changes = {
+        record["skill"]: SkillChanges.from_dict(record)
+        for record in run.extras.get(CHANGES_EXTRA, ())
+    }
+    for summary in summaries:
+        summary.changes = changes.get(summary.name)
+    return summaries

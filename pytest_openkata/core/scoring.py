@@ -61,3 +61,17 @@ def overall_percentage(percentages: Sequence[float]) -> float:
 def meets_threshold(overall: float, threshold: int, scenario_count: int) -> bool:
     """Inclusive and unrounded: 95.0 passes at 95; an empty run never passes."""
     return scenario_count > 0 and overall >= float(threshold)
+
+
+# The catalogue's colours of a scenario's bar: green from 95 %, yellow from 70 %, red below.
+GREEN_FROM = 95.0
+YELLOW_FROM = 70.0
+
+
+def catalogue_colour(value: float) -> str:
+    """``green``, ``yellow`` or ``red``, as the skill catalogue colours a percentage."""
+    if value >= GREEN_FROM:
+        return "green"
+    if value >= YELLOW_FROM:
+        return "yellow"
+    return "red"

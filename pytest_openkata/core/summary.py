@@ -13,6 +13,7 @@ from pathlib import Path
 
 from pytest_openkata.core.arms import SAME
 from pytest_openkata.core.compare import SkillComparison, compare_skill
+from pytest_openkata.core.regression import SkillChanges
 from pytest_openkata.core.results import ScenarioResult, Usage
 from pytest_openkata.core.scoring import meets_threshold, overall_percentage
 from pytest_openkata.core.stats import overall_interval_95, straddles
@@ -37,6 +38,8 @@ class SkillSummary:
     straddles: bool = False
     # With a baseline arm: both arms compared (None without one).
     comparison: SkillComparison | None = None
+    # With --eval-compare: the skill compared with an earlier run (None without one).
+    changes: SkillChanges | None = None
 
     @property
     def with_trials(self) -> bool:
