@@ -11,12 +11,14 @@ which the pytest adapter records on the item.
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pytest_openkata.core.excerpts import scenario_sections
 from pytest_openkata.core.results import ScenarioResult
 from pytest_openkata.core.summary import SkillSummary
 from pytest_openkata.providers.reporters import RunReport
@@ -66,6 +68,31 @@ def _criterion_cases(scenario_case: ET.Element, result: ScenarioResult) -> list[
     return cases
 
 
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _xml_text(text: str) -> str:
+    """Text XML 1.0 can hold: a character it cannot is shown as ``#xHH``, as pytest does."""
+    return _NOT_XML.sub(lambda match: f"#x{ord(match.group()):02X}", text)
+
+
+def _add_system_out(case: ET.Element, result: ScenarioResult) -> None:
+    """What the judge judged, for a scenario that failed or errored, in its testcase's
+    ``system-out`` (after any pytest wrote), as pytest's report sections show it."""
+    sections = scenario_sections(result)
+    if not sections:
+        return
+    text = _xml_text(
+        "".join(f"----- {title} -----\n{body.rstrip()}\n" for title, body in sections)
+    )
+    out = case.find("system-out")
+    if out is None:
+        out = ET.SubElement(case, "system-out")
+        out.text = text
+    else:
+        out.text = (out.text or "") + "\n" + text
+
+
 def _augment_suite(suite: ET.Element, results: Mapping[str, ScenarioResult]) -> None:
     for case in list(suite.findall("testcase")):
         properties = case.find("properties")
@@ -88,6 +115,7 @@ def _augment_suite(suite: ET.Element, results: Mapping[str, ScenarioResult]) -> 
         if result.baseline is not None:
             _property(properties, "openkata_baseline_arm", result.baseline.arm)
             _property(properties, "openkata_baseline_percentage", f"{result.baseline.percentage:g}")
+        _add_system_out(case, result)
         position = list(suite).index(case) + 1
         for offset, criterion_case in enumerate(_criterion_cases(case, result)):
             suite.insert(position + offset, criterion_case)

@@ -1,0 +1,60 @@
+"""What the judge judged, as pytest users look for it: the end of the agent's output and the
+workspace changes of a scenario that failed or errored, as report sections.
+
+pytest shows an item's report sections under a failure's traceback and with ``-rA``, as it
+shows captured output; the JUnit reporter writes the same text to the scenario testcase's
+``system-out``. An output is cut at its start (its end says how the agent finished) and the
+changes at their end, each with a note saying how much was left out.
+"""
+
+from __future__ import annotations
+
+from pytest_openkata.core.results import ScenarioResult, TrialResult
+
+__all__ = ["MAX_SECTION_CHARS", "scenario_sections"]
+
+MAX_SECTION_CHARS = 6000
+
+
+def _tail(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    left_out = len(text) - limit
+    return f"[… the first {left_out} of {len(text)} characters left out …]\n" + text[-limit:]
+
+
+def _head(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    left_out = len(text) - limit
+    return text[:limit] + f"\n[… the last {left_out} of {len(text)} characters left out …]\n"
+
+
+def _trial_sections(trial: TrialResult, suffix: str, limit: int) -> list[tuple[str, str]]:
+    trace = trial.trace
+    output = trace.output if trace is not None and trace.output else trial.agent_output
+    sections = []
+    if output:
+        sections.append((f"agent output{suffix}", _tail(output, limit)))
+    if trace is not None and trace.changes:
+        diff = "".join(change.diff for change in trace.changes)
+        sections.append((f"workspace changes{suffix}", _head(diff, limit)))
+    return sections
+
+
+def scenario_sections(
+    result: ScenarioResult, limit: int = MAX_SECTION_CHARS
+) -> list[tuple[str, str]]:
+    """``(title, text)`` sections of a scenario that failed or errored (none for one that
+    passed): per trial that did not pass, its agent output's end and its workspace diff; with
+    several trials the titles name the trial."""
+    if result.passed and result.error is None:
+        return []
+    several = len(result.trials) > 1
+    sections = []
+    for trial in result.trials:
+        if trial.passed:
+            continue
+        suffix = f" (trial {trial.index})" if several else ""
+        sections.extend(_trial_sections(trial, suffix, limit))
+    return sections
