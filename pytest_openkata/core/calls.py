@@ -7,6 +7,7 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from typing import TypeVar
 
+from pytest_openkata.core.activity import ACTIVITY
 from pytest_openkata.core.results import CallStats
 from pytest_openkata.core.slots import CallSlot
 from pytest_openkata.infra.usage import Prices, TokenUsage, add_usage, cost_usd, recording
@@ -17,10 +18,13 @@ NO_SLOTS: CallSlot = nullcontext()
 """A slot that never waits, for runs without a concurrency bound."""
 
 
-def live_call(call: Callable[[], T], prices: Prices, slot: CallSlot) -> tuple[T, CallStats]:
+def live_call(
+    call: Callable[[], T], prices: Prices, slot: CallSlot, role: str = ""
+) -> tuple[T, CallStats]:
     """Run ``call`` in a call slot, timing it (not the wait for the slot) and collecting the
-    tokens the backend reported."""
-    with slot, recording() as entries:
+    tokens the backend reported; ``role`` (``agent`` or ``judge``) counts it as in flight
+    for the progress line."""
+    with slot, recording() as entries, ACTIVITY.counting(role):
         started = time.perf_counter()
         value = call()
         seconds = time.perf_counter() - started

@@ -342,7 +342,7 @@ class _ScenarioRun:
                         cache.put(CHECKS_CACHE, commands_key, _commands_to_cache(outcomes))
                 return hit, CallStats(cached=1), outcomes
         (result, outcomes), stats = live_call(
-            self._call_agent, self.options.agent_prices, self.slot
+            self._call_agent, self.options.agent_prices, self.slot, "agent"
         )
         # Secrets the agent printed or wrote never reach the graders, the cache or a report.
         result = AgentResult(self.redact(result.text), self.redact(result.output), result.changes)

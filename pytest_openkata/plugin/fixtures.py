@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_openkata.core.activity import ACTIVITY
 from pytest_openkata.core.excerpts import scenario_sections
 from pytest_openkata.core.results import ScenarioResult
 from pytest_openkata.core.run import Backends, RunOptions, run_scenario
@@ -161,6 +162,10 @@ def openkata_result(
         raise pytest.UsageError("openkata_result is only available to scenario items")
 
     def run(scenario: ScenarioItem, slot: CallSlot) -> ScenarioResult:
+        with ACTIVITY.counting("running"):
+            return _run(scenario, slot)
+
+    def _run(scenario: ScenarioItem, slot: CallSlot) -> ScenarioResult:
         result = run_scenario(
             scenario.scenario_dir,
             openkata_backends,

@@ -17,7 +17,7 @@ from pytest_openkata.infra.config import (
     resolve_settings,
 )
 from pytest_openkata.infra.redact import Redactor, secrets_from_environment
-from pytest_openkata.plugin import fixtures, hookspecs, xdist_transport
+from pytest_openkata.plugin import fixtures, hookspecs, progress, xdist_transport
 from pytest_openkata.plugin.aggregate import BODY_RAISED_ATTR, EvalAggregator
 from pytest_openkata.plugin.heap import HeapFreezer
 from pytest_openkata.plugin.items import EvalsDir, ScenarioItem, is_evals_dir, result_key
@@ -84,6 +84,13 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(HeapFreezer(), "openkata-heap")
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(EvalAggregator(config, settings), AGGREGATOR_NAME)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    # Here, not at configure time: pytest's terminal reporter is registered by then.
+    config = session.config
+    if progress.wanted(config, os.environ):
+        config.pluginmanager.register(progress.ProgressLine(config), "openkata-progress")
 
 
 def pytest_report_header(config: pytest.Config) -> str:

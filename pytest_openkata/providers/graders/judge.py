@@ -514,6 +514,7 @@ class JudgeGrader:
             lambda: ask_judge(context.judge, request, retry=context.retry),
             context.prices,
             context.slot,
+            "judge",
         )
         verdicts = [replace(v, reason=context.redact(v.reason)) for v in verdicts]
         if cache is not None:
