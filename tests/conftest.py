@@ -54,10 +54,12 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
 @pytest.fixture(autouse=True)
 def _isolated_settings(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No OPENKATA_EVAL_* variable of the developer's shell reaches a test run."""
+    """No OPENKATA_EVAL_* variable of the developer's shell reaches a test run, nor the step
+    summary of a CI job that runs the suite (a run in a test would append to it)."""
     for name in list(os.environ):
         if name.startswith("OPENKATA_EVAL_"):
             monkeypatch.delenv(name)
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
 
 
 @pytest.fixture

@@ -139,8 +139,14 @@ def evaluate(paths: PathLike | Iterable[PathLike], **settings: object) -> list[S
     here = Path.cwd()
     results = _run(jobs, resolved, here)
     summaries = summarise(results, resolved.threshold, here)
+    from pytest_openkata.providers.reporters.baselines import attach_changes
+
     run = RunReport(
-        summaries=summaries, settings=resolved, finished_at=datetime.now(UTC), rootdir=here
+        summaries=summaries,
+        settings=resolved,
+        finished_at=datetime.now(UTC),
+        rootdir=here,
+        log_extras=attach_changes(summaries, resolved, here),
     )
     for reporter in reporters():
         reporter.report(run)

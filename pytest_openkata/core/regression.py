@@ -66,8 +66,7 @@ Fisher's exact test gives a p-value below this."""
 _TESTED_TRIALS = 3
 
 # Tables whose probabilities differ by less than this relative amount are equally extreme
-# (the tolerance of R's fisher.test and SciPy's fisher_exact), so that rounding cannot drop a
-# table as likely as the observed one from the two-sided sum.
+# (the tolerance of R's fisher.test and SciPy's fisher_exact, kept so that the p-values agree).
 _RELATIVE_TOLERANCE = 10**7  # 1 + 1e-7, as the fraction (10**7 + 1) / 10**7
 
 # Percentages closer than this (in points) are the same: a mean over trials added up in another
@@ -202,16 +201,23 @@ def fisher_exact_p_value(a: int, b: int, c: int, d: int) -> float:
     p-value is the sum of the probabilities of every table whose probability is at most the
     observed one's, times 1 + 1e-7 (the relative tolerance of R's ``fisher.test`` and SciPy's
     ``fisher_exact``). The probabilities share the denominator C(n, a + c), so the numerators
-    C(a + b, x)·C(c + d, a + c - x) are compared and summed as exact integers and divided once.
-    Raises ValueError for a negative cell; a table of zeros gives 1.0.
+    C(a + b, x)·C(c + d, a + c - x) are compared and summed as exact integers and divided once:
+    equally likely tables tie exactly, and the tolerance only keeps the results of those tools
+    where two tables differ by less than it. Raises ValueError for a negative cell; a table of
+    zeros gives 1.0.
     """
     cells = (a, b, c, d)
     if any(cell < 0 for cell in cells):
-        raise ValueError(f"Fisher's exact test needs counts >= 0, got {[list(cells[:2]), list(cells[2:])]}")
+        raise ValueError(
+            f"Fisher's exact test needs counts >= 0, got {[list(cells[:2]), list(cells[2:])]}"
+        )
     first_row, second_row, first_column = a + b, c + d, a + c
     low = max(0, first_column - second_row)
     high = min(first_row, first_column)
-    weights = [math.comb(first_row, x) * math.comb(second_row, first_column - x) for x in range(low, high + 1)]
+    weights = [
+        math.comb(first_row, x) * math.comb(second_row, first_column - x)
+        for x in range(low, high + 1)
+    ]
     observed = weights[a - low]
     extreme = sum(
         weight
@@ -368,9 +374,7 @@ def _not_comparable_reason(before: ScenarioResult, after: ScenarioResult) -> str
     return "; ".join(parts)
 
 
-def _change_interval(
-    before: Sequence[float], after: Sequence[float]
-) -> tuple[float, float] | None:
+def _change_interval(before: Sequence[float], after: Sequence[float]) -> tuple[float, float] | None:
     """Welch's 95 % interval of ``mean(after) - mean(before)`` from the trials' percentages,
     clamped to [-100, 100]; None unless both sides ran at least two trials.
 

@@ -59,6 +59,11 @@ class SkillSummary:
         return comparison.uplift.verdict == REGRESSES
 
     @property
+    def regressed(self) -> bool:
+        """The comparison with an earlier run found a regression or a missing scenario."""
+        return self.changes is not None and self.changes.failed
+
+    @property
     def name(self) -> str:
         return self.skill_dir.name
 
@@ -125,11 +130,20 @@ def _spread(result: ScenarioResult) -> tuple[float, float, int]:
     return result.percentage, result.stats.stdev, result.stats.trials
 
 
-def gate_failed(summaries: Iterable[SkillSummary], *, require_uplift: bool = False) -> bool:
+def gate_failed(
+    summaries: Iterable[SkillSummary],
+    *,
+    require_uplift: bool = False,
+    fail_on_regression: bool = False,
+) -> bool:
     """Whether the run fails its gate: a complete skill below its threshold, a report that
-    could not be written, or with ``require_uplift`` a skill that regresses against its
-    baseline."""
+    could not be written, with ``require_uplift`` a skill that regresses against its
+    baseline arm, or with ``fail_on_regression`` one whose comparison with an earlier run
+    found a regression or a missing scenario."""
     return any(
-        summary.gate_failed or summary.report_error or (require_uplift and summary.regresses)
+        summary.gate_failed
+        or summary.report_error
+        or (require_uplift and summary.regresses)
+        or (fail_on_regression and summary.regressed)
         for summary in summaries
     )

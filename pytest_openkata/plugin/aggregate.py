@@ -20,6 +20,7 @@ from pytest_openkata.core.summary import SkillSummary, gate_failed, summarise
 from pytest_openkata.infra.config import EvalSettings
 from pytest_openkata.plugin.xdist_transport import result_of
 from pytest_openkata.providers.reporters import RunReport, Segment, reporters
+from pytest_openkata.providers.reporters.baselines import attach_changes
 from pytest_openkata.providers.reporters.terminal import gate_line
 
 BODY_RAISED_ATTR = "openkata_body_raised"
@@ -105,6 +106,7 @@ class EvalAggregator:
         finished = session.exitstatus in _FINISHED
         xml_path = self.config.getoption("xmlpath", None)  # --junitxml
         self.terminal.attach(self.config.pluginmanager.get_plugin("terminalreporter"))
+        extras = attach_changes(self.summaries, self.settings, self.config.rootpath)
         run = RunReport(
             summaries=self.summaries,
             settings=self.settings,
@@ -113,12 +115,15 @@ class EvalAggregator:
             complete=finished,
             junit_xml=Path(xml_path) if xml_path else None,
             terminal=self.terminal,
+            log_extras=extras,
         )
         for reporter in reporters():
             reporter.report(run)
         if finished:  # interrupted, usage or internal errors keep pytest's own status
             failed = gate_failed(
-                self.summaries, require_uplift=self.settings.require_uplift
+                self.summaries,
+                require_uplift=self.settings.require_uplift,
+                fail_on_regression=self.settings.fail_on_regression,
             ) or bool(self.hard_failures)
             session.exitstatus = pytest.ExitCode.TESTS_FAILED if failed else pytest.ExitCode.OK
         else:
@@ -152,5 +157,6 @@ class EvalAggregator:
             errored=len(errored),
             failed=len(failed),
             require_uplift=self.settings.require_uplift,
+            fail_on_regression=self.settings.fail_on_regression,
         )
         self.terminal.write_last_line(line)

@@ -75,8 +75,19 @@ def _resolve(config: pytest.Config) -> EvalSettings:
         raise pytest.UsageError(f"pytest-openkata: {exc}") from None
 
 
+def _check_compare(settings: EvalSettings) -> None:
+    """An earlier run named by a path must be there before any token is spent on this one."""
+    spec = settings.compare
+    if spec and spec != "auto" and not Path(spec).expanduser().is_file():
+        raise pytest.UsageError(
+            f"pytest-openkata: --eval-compare: {spec}: no such file (give a results JSON, "
+            "a run log or auto)"
+        )
+
+
 def pytest_configure(config: pytest.Config) -> None:
     settings = _resolve(config)
+    _check_compare(settings)
     config.stash[settings_key] = settings
     config.stash[redactor_key] = Redactor({*settings.secrets, *secrets_from_environment()})
     config.pluginmanager.register(fixtures, "openkata-fixtures")

@@ -43,9 +43,9 @@ def test_a_run_writes_one_log_with_every_trial_its_verdicts_answers_and_digests(
     [log] = _logs(pytester.path)
     result.stdout.fnmatch_lines([f"run log: .openkata/runs/{log.name}"])
     head, *trials = _records(log)
-    assert head["record"] == "run" and head["schema"] == SCHEMA_VERSION
-    assert head["complete"] is True and head["threshold"] == 95
-    assert head["settings"]["agent"] == "http" and head["settings"]["trials"] == 2
+    assert (head["record"], head["schema"]) == ("run", SCHEMA_VERSION)
+    assert (head["complete"], head["threshold"]) == (True, 95)
+    assert (head["settings"]["agent"], head["settings"]["trials"]) == ("http", 2)
     assert [(t["scenario"], t["trial"], t["arm"]) for t in trials] == [
         ("scenario-a", 1, ""),
         ("scenario-a", 2, ""),
@@ -53,14 +53,15 @@ def test_a_run_writes_one_log_with_every_trial_its_verdicts_answers_and_digests(
         ("scenario-b", 2, ""),
     ]
     first = trials[0]
-    assert first["skill"] == "s" and first["skill_dir"] == "skills/s"
+    assert (first["skill"], first["skill_dir"]) == ("s", "skills/s")
     assert set(first["digests"]) >= {"prompt", "task", "criteria", "inputs"}
     verdicts = {c["name"]: (c["passed"], c["reason"], c["score"]) for c in first["criteria"]}
     assert verdicts == {"x": (True, "ok", 10), "y": (False, "y was ignored", 0)}
     [vote] = first["trace"]["answers"]["judge"]
-    assert vote["vote"] == 1 and vote["verdicts"]["y"] == {"pass": False, "reason": "y was ignored"}
+    assert vote["vote"] == 1
+    assert vote["verdicts"]["y"] == {"pass": False, "reason": "y was ignored"}
     assert first["trace"]["output"] == script.agent_answer
-    assert first["usage"]["agent"]["calls"] == 1 and first["usage"]["judge"]["calls"] == 1
+    assert (first["usage"]["agent"]["calls"], first["usage"]["judge"]["calls"]) == (1, 1)
     assert str(pytester.path) not in log.read_text()  # no machine paths
 
 
@@ -96,7 +97,8 @@ def test_the_log_reads_back_as_the_run_scored_it(
     assert [r.percentage for r in summary.results] == pytest.approx(
         [s["percentage"] for s in written["scenarios"]]
     )
-    assert summary.passed is written["pass"] is False
+    assert summary.passed is False
+    assert written["pass"] is False
 
 
 def test_under_xdist_the_controller_writes_one_log_of_every_scenario(
@@ -154,7 +156,8 @@ def test_log_dir_off_writes_no_log_and_log_keep_keeps_the_newest(
     pytester.runpytest("skills/s", *eval_args(endpoint.base_url), "--eval-log-keep", "2")
 
     kept = _logs(pytester.path)
-    assert len(kept) == 2 and kept[0] == old[-1]  # the newest old one, then this run's
+    assert len(kept) == 2
+    assert kept[0] == old[-1]  # the newest old one, then this run's
     assert (folder / "notes.txt").exists()
 
 

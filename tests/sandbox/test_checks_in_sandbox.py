@@ -319,13 +319,20 @@ def test_checks_grade_the_workspace_beside_the_judged_criteria(
         assert (case.find("failure") is None) is passed
     judged_case = {p.get("name"): p.get("value") for p in cases["clear"].iter("property")}
     assert judged_case["kind"] == "judge"
+    _assert_why_is_shown(pytester.path, cases)
+    assert _managed(docker_client) == []
+
+
+def _assert_why_is_shown(root: Path, cases: dict[str | None, ET.Element]) -> None:
+    """What the judge judged is where authors look for it: in the failed scenario's JUnit
+    testcase, and in the run log."""
     # The scenario failed: its testcase shows the workspace diff the judge saw.
     scenario_out = cases["scenario-0"].findtext("system-out") or ""
     assert "----- workspace changes -----" in scenario_out
     assert "+++ b/notes.md" in scenario_out
     # The run log holds the workspace diff per file, each command check's outcome, and
     # what the judge read (the output, then the changes).
-    [log] = (pytester.path / ".openkata" / "runs").glob("*.jsonl")
+    [log] = (root / ".openkata" / "runs").glob("*.jsonl")
     trace = json.loads(log.read_text().splitlines()[1])["trace"]
     changes = {c["path"]: (c["status"], c["diff"]) for c in trace["changes"]}
     assert set(changes) == {"docs/guide.md", "empty.txt", "notes.md"}
@@ -336,7 +343,6 @@ def test_checks_grade_the_workspace_beside_the_judged_criteria(
     assert commands == {"notes-not-empty": 0, "notes-say-nope": 1}
     assert trace["judged"].startswith("## Agent Output")
     assert "## Workspace Changes" in trace["judged"]
-    assert _managed(docker_client) == []
 
 
 def test_the_agent_never_sees_the_check_scripts_which_run_after_it(

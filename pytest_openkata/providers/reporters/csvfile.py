@@ -1,13 +1,122 @@
-"""The CSV rows (--eval-csv): being written."""
+"""The CSV rows (``--eval-csv PATH``): every verdict of a run, one row each, for spreadsheets
+and data frames.
+
+One row per skill, scenario, trial, arm and criterion, rendered from the run as its log holds
+it (:func:`~.runlog.logged_run`), so that the rows of a run and those rendered from its log
+afterwards are the same bytes. The columns, in order:
+
+- ``skill``: the skill's name (its folder's name, as the results JSON has it);
+- ``scenario``: the scenario folder's name;
+- ``trial``: the trial's number, from 1;
+- ``arm``: ``with-skill`` for the run's own arm (the skill as it is), else the baseline arm's
+  name (``without-skill``, ``same``, or the git ref of ``--eval-baseline REF``);
+- ``criterion``, ``kind`` (``judge`` or ``check``), ``passed`` (``true`` or ``false``),
+  ``points``, ``max_points`` and ``reason``: the criterion's verdict in that trial;
+- ``error``: empty on a criterion's row. A trial that errored gets one row of its own with
+  the error here and the criterion's columns empty (after its criteria's rows when it was
+  scored before it errored).
+
+Rows come in a fixed order: skills by folder, scenarios by name, trials by number, the own
+arm before the baseline arm, criteria in checklist order (the judge's, then the checks). The
+text is written with the standard ``csv`` module (RFC 4180 quoting: a field holding a comma,
+a quote or a line break is quoted, quotes doubled), in UTF-8, every row ending with ``\\n``
+and the header row first. It holds no timing, so the same outcome gives the same bytes.
+"""
 
 from __future__ import annotations
 
+import csv
+import io
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pytest_openkata.core.results import ScenarioResult, TrialResult
+from pytest_openkata.core.runlog import LoggedRun, skill_summaries
+from pytest_openkata.core.summary import SkillSummary
+from pytest_openkata.infra.atomic import write_new_report
 from pytest_openkata.providers.reporters import RunReport
+from pytest_openkata.providers.reporters.runlog import logged_run
+
+__all__ = ["COLUMNS", "OWN_ARM", "CsvReporter", "render_csv", "rows"]
+
+COLUMNS = (
+    "skill",
+    "scenario",
+    "trial",
+    "arm",
+    "criterion",
+    "kind",
+    "passed",
+    "points",
+    "max_points",
+    "reason",
+    "error",
+)
+OWN_ARM = "with-skill"
+"""The ``arm`` column of the run's own arm (its results carry the arm name ``""``)."""
+
+
+def _trial_rows(skill: str, arm: ScenarioResult, trial: TrialResult) -> Iterator[list[str]]:
+    where = [skill, arm.name, str(trial.index), arm.arm or OWN_ARM]
+    for criterion in trial.criteria or ():
+        yield [
+            *where,
+            criterion.name,
+            criterion.kind,
+            "true" if criterion.passed else "false",
+            str(criterion.score),
+            str(criterion.max_score),
+            criterion.reason,
+            "",
+        ]
+    if trial.error is not None:
+        yield [*where, "", "", "", "", "", "", trial.error]
+
+
+def rows(summaries: Sequence[SkillSummary]) -> Iterator[list[str]]:
+    """The rows of the skills' results in the order the module docstring gives, without the
+    header."""
+    for summary in sorted(summaries, key=lambda s: s.skill_dir.as_posix()):
+        for result in sorted(summary.results, key=lambda r: r.name):
+            arms = [result] if result.baseline is None else [result, result.baseline]
+            for index in sorted({trial.index for arm in arms for trial in arm.trials}):
+                for arm in arms:
+                    for trial in arm.trials:
+                        if trial.index == index:
+                            yield from _trial_rows(summary.name, arm, trial)
+
+
+def render_csv(run: LoggedRun, summaries: Sequence[SkillSummary] | None = None) -> str:
+    """The CSV text of a logged run: the header row, then :func:`rows`."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    writer.writerows(rows(skill_summaries(run) if summaries is None else summaries))
+    return buffer.getvalue()
 
 
 class CsvReporter:
+    """Writes the CSV rows where ``--eval-csv`` says (relative to the current folder), never
+    over an existing file, and records where on the run; a file that cannot be written is
+    recorded on every skill's summary, which fails the run."""
+
     name = "csv"
     order = 20
 
     def report(self, run: RunReport) -> None:
-        return None
+        if not run.settings.csv:
+            return
+        path = Path(run.settings.csv).expanduser()
+        try:
+            run.written["CSV rows"] = write_new_report(path, render_csv(logged_run(run)))
+        except OSError as exc:
+            problem = f"could not write the CSV rows {path}: {exc.strerror or exc}"
+            for summary in run.summaries:
+                summary.report_error = summary.report_error or problem
+
+
+if TYPE_CHECKING:  # the protocol this provider implements, checked by mypy
+    from pytest_openkata.providers.reporters import Reporter
+
+    _implements: type[Reporter] = CsvReporter

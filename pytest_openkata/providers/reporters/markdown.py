@@ -1,13 +1,632 @@
-"""The Markdown report (--eval-markdown) and the CI step summary: being written."""
+"""The Markdown report (``--eval-markdown PATH``) and the GitHub Actions step summary.
+
+Both are rendered from the run as its log holds it (:func:`~.runlog.logged_run`), so a report
+rendered during the run and one rendered from the log afterwards are the same bytes. The
+document holds no machine path, no secret (they were masked before the log was made), and
+nothing that changes between two runs with the same outcome: no clock time, no durations, no
+call counts. It is made of sections, overviews first and details last:
+
+- per skill: a heading with its overall percentage, the threshold and PASS, FAIL or partial; a
+  table with one row per scenario (its percentage, a bar of ten cells, the baseline arm's
+  percentage when there is one, the failed criteria with their reasons); the errors; the
+  uplift against the baseline arm; the comparison with an earlier run;
+- then, per skill and scenario, a ``<details>`` block with every criterion's reason, the end of
+  each trial's agent output and the files it changed.
+
+Text from scenarios, criteria, the agent and the judge is escaped wherever it goes: ``|`` and
+newlines cannot break a table row, ``<`` and ``&`` cannot open HTML, and Markdown's
+punctuation cannot start emphasis or links. The agent's output goes into a fenced block whose
+fence is longer than any run of backticks in it.
+
+When ``GITHUB_STEP_SUMMARY`` names a file, the same document is appended to it, in one write,
+as GitHub asks. GitHub refuses a step summary above 1 MiB, so what is appended is cut to stay
+under :data:`STEP_SUMMARY_LIMIT` with what the file already holds: later sections are dropped
+whole (a table keeps its header and loses its last rows), and a note says that it was cut and
+where the full report is. The ``--eval-markdown`` file is never cut.
+"""
 
 from __future__ import annotations
 
+import os
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_openkata.core.compare import SkillComparison
+from pytest_openkata.core.regression import SkillChanges
+from pytest_openkata.core.results import CriterionResult, ScenarioResult, TrialResult
+from pytest_openkata.core.runlog import LoggedRun, skill_summaries
+from pytest_openkata.core.scoring import catalogue_colour
+from pytest_openkata.core.summary import SkillSummary
+from pytest_openkata.infra.atomic import write_new_report
 from pytest_openkata.providers.reporters import RunReport
+from pytest_openkata.providers.reporters.runlog import logged_run
+
+__all__ = [
+    "STEP_SUMMARY_ENV",
+    "STEP_SUMMARY_LIMIT",
+    "MarkdownReporter",
+    "Section",
+    "append_step_summary",
+    "cut_to",
+    "escape",
+    "render_markdown",
+    "score_bar",
+    "sections",
+]
+
+STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"
+STEP_SUMMARY_LIMIT = 1_000_000
+"""The most bytes a step summary file may hold once ours is appended: GitHub's limit is
+1 MiB (1,048,576 bytes); this leaves room for what other steps' tools add."""
+
+BAR_CELLS = 10
+REASON_CHARS = 300  # a failed criterion's reason in the overview table; details have it all
+OUTPUT_TAIL_CHARS = 2000  # the end of a trial's agent output shown in its details
+
+_COLOUR_MARK = {"green": "🟢", "yellow": "🟡", "red": "🔴"}
+# What can start emphasis, code, a link, a strikethrough, a table cell, GitHub's math, or end a
+# heading; the characters that only matter at a line's start are never there (see escape).
+_MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_\[\]|~#$])")
+_NEWLINES = re.compile(r"\r\n|\r|\n")
+
+
+# --- escaping ------------------------------------------------------------------------------
+
+
+def escape(text: str) -> str:
+    """``text`` as literal inline Markdown, safe in a table cell and a list item: HTML's
+    ``&``, ``<`` and ``>`` become entities, Markdown's punctuation is backslash-escaped (GFM
+    splits table cells on unescaped ``|`` only), and line breaks become ``<br>``. Escaped
+    text is never put at a line's start, where ``-``, ``+``, ``>`` or ``1.`` would begin a
+    block, so those are left as they are."""
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    text = _MARKDOWN_PUNCTUATION.sub(r"\\\1", text)
+    return _NEWLINES.sub("<br>", text)
+
+
+def _html(text: str) -> str:
+    """``text`` inside an HTML element (a ``<summary>``), on one line."""
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _NEWLINES.sub(" ", text)
+
+
+def _shortened(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _fenced(text: str, info: str = "text") -> str:
+    """A fenced code block holding ``text`` literally: its fence is longer than any run of
+    backticks in it."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    body = text if text.endswith("\n") else text + "\n"
+    return f"{fence}{info}\n{body}{fence}\n"
+
+
+# --- figures -------------------------------------------------------------------------------
+
+
+def _percent(value: float, meets: float) -> str:
+    """A percentage with as few decimals as read right against ``meets``: no decimals when
+    whole, else one, more where rounding would cross ``meets`` (99.96 is not 100%)."""
+    if value == int(value):
+        return f"{value:.0f}%"
+    for digits in range(1, 5):
+        text = f"{value:.{digits}f}"
+        if (float(text) >= meets) == (value >= meets):
+            return f"{text}%"
+    return f"{value!r}%"
+
+
+def score_bar(value: float) -> str:
+    """A bar of :data:`BAR_CELLS` cells, one filled per whole tenth of ``value`` (a
+    percentage): only 100 % fills it."""
+    filled = min(BAR_CELLS, max(0, int(round(value, 6) * BAR_CELLS // 100)))
+    return "█" * filled + "░" * (BAR_CELLS - filled)
+
+
+def _points(value: float) -> str:
+    return f"{value:+.1f}"
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def _description(result: ScenarioResult) -> str:
+    """The scenario's description without the ``(error: ...)`` the reference appends to an
+    errored scenario's: the error is shown as one."""
+    suffix = f" (error: {result.error})"
+    if result.criteria is None and result.error and result.description.endswith(suffix):
+        return result.description[: -len(suffix)]
+    return result.description
+
+
+# --- sections ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Section:
+    """A piece of the document, ending with a blank line. ``head`` is how many of its first
+    lines a cut must keep for the rest to mean anything (a table's title, header and
+    delimiter); a section of ``head`` 0 is dropped whole or kept whole."""
+
+    text: str
+    head: int = 0
+
+
+def _run_section(run: LoggedRun, summaries: Sequence[SkillSummary]) -> Section:
+    passed = sum(1 for s in summaries if s.complete and s.passed)
+    failed = sum(1 for s in summaries if s.complete and not s.passed)
+    partial = sum(1 for s in summaries if not s.complete)
+    counts = [f"{passed} passed", f"{failed} failed"] + ([f"{partial} partial"] if partial else [])
+    errored = sum(1 for s in summaries for r in s.results if r.error is not None)
+    if errored:
+        counts.append(f"{_plural(errored, 'scenario')} errored")
+    lines = [f"# openkata eval: {_plural(len(summaries), 'skill')}, {', '.join(counts)}", ""]
+    settings = run.info.settings
+    described = _settings_line(settings, run.info.threshold)
+    if described:
+        lines += [described, ""]
+    if not run.info.complete:
+        lines += ["**This run did not finish:** only the scenarios that ran are shown.", ""]
+    return Section("\n".join(lines) + "\n")
+
+
+def _settings_line(settings: Mapping[str, Any], threshold: int) -> str:
+    parts = []
+    if settings.get("model"):
+        parts.append(
+            f"agent {escape(str(settings.get('agent', '')))} {escape(str(settings['model']))}"
+        )
+    if settings.get("judge_model"):
+        parts.append(
+            f"judge {escape(str(settings.get('judge', '')))} {escape(str(settings['judge_model']))}"
+        )
+    trials, votes = settings.get("trials"), settings.get("judge_votes")
+    if isinstance(trials, int) and isinstance(votes, int):
+        parts.append(f"{_plural(trials, 'trial')}, {_plural(votes, 'judge vote')}")
+    parts.append(f"threshold {threshold}%")
+    if settings.get("baseline"):
+        parts.append(f"baseline {escape(str(settings['baseline']))}")
+    return "Run with " + "; ".join(parts) + "."
+
+
+def _skill_heading(summary: SkillSummary, threshold: int) -> str:
+    name = escape(summary.display)
+    overall = _percent(summary.overall, threshold)
+    if not summary.complete:
+        return (
+            f"## ◐ {name}: {overall} partial run ({len(summary.results)} of "
+            f"{summary.total_scenarios} scenarios; threshold {threshold}% not enforced)"
+        )
+    verdict = "✅ " if summary.passed else "❌ "
+    word = "PASS" if summary.passed else "FAIL"
+    return f"## {verdict}{name}: {overall} {word} (threshold {threshold}%)"
+
+
+def _skill_head_section(summary: SkillSummary, threshold: int) -> Section:
+    results = summary.results
+    errored = sum(1 for r in results if r.error is not None)
+    passed = sum(1 for r in results if r.passed and r.error is None)
+    failed = len(results) - passed - errored
+    counts = [f"{passed} passed", f"{failed} failed"] + ([f"{errored} errored"] if errored else [])
+    lines = [_skill_heading(summary, threshold), ""]
+    lines += [f"{_plural(len(results), 'scenario')}: {', '.join(counts)}.", ""]
+    if summary.with_trials and summary.interval is not None:
+        low, high = summary.interval
+        note = (
+            f"; the threshold {threshold}% lies inside it, more trials would settle the gate"
+            if summary.straddles
+            else ""
+        )
+        lines += [f"95% CI of the overall: {low:.1f}–{high:.1f}%{note}.", ""]
+    return Section("\n".join(lines) + "\n")
+
+
+def _failed_cell(result: ScenarioResult) -> str:
+    if result.criteria is None:
+        return f"**error**: {escape(_shortened(result.error or 'no result', REASON_CHARS))}"
+    failed = [c for c in result.criteria if not c.passed]
+    cells = [
+        f"**{escape(c.name)}** ({c.score}/{c.max_score})"
+        + (f": {escape(_shortened(c.reason, REASON_CHARS))}" if c.reason else "")
+        for c in failed
+    ]
+    if result.error is not None:
+        cells.append(f"**error**: {escape(_shortened(result.error, REASON_CHARS))}")
+    return "<br>".join(cells)
+
+
+def _score_cells(result: ScenarioResult) -> tuple[str, str]:
+    if result.criteria is None:
+        return "⚠️ error", ""
+    mark = _COLOUR_MARK[catalogue_colour(result.percentage)]
+    warning = " ⚠️" if result.error is not None else ""
+    return f"{mark} {_percent(result.percentage, 100)}{warning}", score_bar(result.percentage)
+
+
+def _baseline_cell(result: ScenarioResult) -> str:
+    baseline = result.baseline
+    if baseline is None:
+        return "—"
+    if baseline.criteria is None:
+        return "⚠️ error"
+    return _percent(baseline.percentage, 100)
+
+
+def _table_section(summary: SkillSummary) -> Section:
+    arm = summary.comparison.arm if summary.comparison is not None else None
+    header = [
+        "Scenario",
+        "Score",
+        "",
+        *([escape(arm)] if arm is not None else []),
+        "Failed criteria",
+    ]
+    align = ["---", "---:", "---", *(["---:"] if arm is not None else []), "---"]
+    lines = [_row(header), _row(align)]
+    for result in summary.results:
+        score, bar = _score_cells(result)
+        baseline = [_baseline_cell(result)] if arm is not None else []
+        lines.append(_row([escape(result.name), score, bar, *baseline, _failed_cell(result)]))
+    return Section("\n".join(lines) + "\n\n", head=2)
+
+
+def _row(cells: Sequence[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def _errors_section(summary: SkillSummary) -> Section | None:
+    lines = []
+    for result in summary.results:
+        if result.error is not None:
+            lines.append(f"- {escape(result.name)}: {escape(result.error)}")
+        baseline = result.baseline
+        if baseline is not None and baseline.error is not None:
+            lines.append(
+                f"- {escape(result.name)} (baseline {escape(baseline.arm)}): "
+                f"{escape(baseline.error)}"
+            )
+    if not lines:
+        return None
+    return Section("\n".join(["**Errors**", "", *lines]) + "\n\n")
+
+
+def _uplift_section(comparison: SkillComparison) -> Section:
+    arm = escape(comparison.arm)
+    uplift = comparison.uplift
+    if uplift is None:
+        lines = [f"**Uplift against {arm}:** no scenario was scored in both arms."]
+    else:
+        low, high = uplift.ci95
+        tests = f"p = {uplift.p_value:.3g} ({escape(uplift.test)})"
+        if uplift.mcnemar is not None:
+            m = uplift.mcnemar
+            tests += (
+                f"; criteria: McNemar p = {m.p_value:.3g} ({m.b} passed with the skill only, "
+                f"{m.c} without it only)"
+            )
+        lines = [
+            f"**Uplift against {arm}** over {_plural(uplift.scenarios, 'scenario')}: "
+            f"with the skill {uplift.with_mean:.1f}%, {arm} {uplift.without_mean:.1f}%; "
+            f"difference {_points(uplift.difference)} points (95% CI {_points(low)} to "
+            f"{_points(high)}); normalized gain {uplift.normalized_gain:.2f}; {tests}; "
+            f"verdict: **{escape(uplift.verdict)}**"
+        ]
+    moved = "; ".join(
+        f"{escape(m.scenario)} {escape(m.name)} {m.without_rate:.0%} → {m.with_rate:.0%}"
+        for m in comparison.moved_most()
+    )
+    items = [f"- moved most: {moved}"] if moved else []
+    items += [f"- left out: {escape(name)} ({escape(why)})" for name, why in comparison.left_out]
+    if items:
+        lines += ["", *items]
+    return Section("\n".join(lines) + "\n\n")
+
+
+def _optional_percent(value: float | None) -> str:
+    return "—" if value is None else _percent(value, 100)
+
+
+def _changes_section(changes: SkillChanges) -> Section:
+    tiers: dict[str, int] = {}
+    for scenario in changes.scenarios:
+        tiers[scenario.tier] = tiers.get(scenario.tier, 0) + 1
+    counted = ", ".join(f"{count} {escape(tier)}" for tier, count in sorted(tiers.items()))
+    lines = [
+        f"**Compared with the earlier run {escape(changes.baseline)}** (tolerance "
+        f"{changes.tolerance:g} points): {counted or 'no scenario'}",
+        "",
+        _row(["Scenario", "Tier", "Before", "After", "Change", "Flipped criteria"]),
+        _row(["---", "---", "---:", "---:", "---:", "---"]),
+    ]
+    for scenario in changes.scenarios:
+        tier = escape(scenario.tier)
+        if scenario.reason:
+            tier += f" ({escape(scenario.reason)})"
+        change = "—" if scenario.change is None else _points(scenario.change)
+        if scenario.interval is not None:
+            change += f" ({_points(scenario.interval[0])} to {_points(scenario.interval[1])})"
+        flips = "<br>".join(
+            f"{escape(c.name)} {c.flip}" for c in scenario.criteria if c.flip is not None
+        )
+        lines.append(
+            _row(
+                [
+                    escape(scenario.name),
+                    tier,
+                    _optional_percent(scenario.before),
+                    _optional_percent(scenario.after),
+                    change,
+                    flips,
+                ]
+            )
+        )
+    return Section("\n".join(lines) + "\n\n", head=4)
+
+
+# --- details -------------------------------------------------------------------------------
+
+
+def _criterion_item(criterion: CriterionResult) -> str:
+    mark = "✓" if criterion.passed else "✗"
+    votes = ""
+    if criterion.votes is not None:
+        votes = f" [{criterion.votes[0]}/{criterion.votes[1]} passed]"
+    kind = " (check)" if criterion.kind == "check" else ""
+    reason = f": {escape(criterion.reason)}" if criterion.reason else ""
+    return (
+        f"- {mark} {escape(criterion.name)}{kind} ({criterion.score}/{criterion.max_score})"
+        f"{votes}{reason}"
+    )
+
+
+def _output_tail(output: str) -> tuple[str, bool]:
+    """The end of an agent's output, from a line's start where it is cut, and whether it
+    was cut."""
+    if len(output) <= OUTPUT_TAIL_CHARS:
+        return output, False
+    tail = output[-OUTPUT_TAIL_CHARS:]
+    newline = tail.find("\n")
+    if 0 <= newline < len(tail) - 1:
+        tail = tail[newline + 1 :]
+    return tail, True
+
+
+def _trial_lines(
+    trial: TrialResult, arm: str, several: bool, shown_error: str | None
+) -> Iterator[str]:
+    """A trial's error (unless it is ``shown_error``, already shown), the end of its agent's
+    output and the files it changed."""
+    where = ", ".join(
+        part
+        for part in (
+            f"trial {trial.index}" if several else "",
+            f"baseline arm {arm}" if arm else "",
+        )
+        if part
+    )
+    which = f" ({escape(where)})" if where else ""
+    if trial.error is not None and trial.error != shown_error:
+        yield f"Error{which}: {escape(trial.error)}"
+        yield ""
+    trace = trial.trace
+    output = trace.output if trace is not None and trace.output else trial.agent_output or ""
+    if output:
+        tail, cut = _output_tail(output)
+        said = f"the last {len(tail):,} of {len(output):,} characters" if cut else "all of it"
+        yield f"Agent output{which}, {said}:"
+        yield ""
+        yield _fenced(tail).rstrip("\n")
+        yield ""
+    if trace is not None and trace.changes:
+        changed = ", ".join(f"{escape(c.path)} ({escape(c.status)})" for c in trace.changes)
+        yield f"Changed files{which}: {changed}"
+        yield ""
+
+
+def _details_summary(result: ScenarioResult) -> str:
+    name = _html(result.name)
+    if result.criteria is None:
+        return f"{name}: error"
+    failed = sum(1 for c in result.criteria if not c.passed)
+    total = len(result.criteria)
+    noun = "criterion" if total == 1 else "criteria"
+    state = f"{failed} of {total} {noun} failed" if failed else "all met"
+    error = "; errored" if result.error is not None else ""
+    return f"{name}: {_percent(result.percentage, 100)} ({state}{error})"
+
+
+def _details_section(result: ScenarioResult) -> Section:
+    lines = ["<details>", f"<summary>{_details_summary(result)}</summary>", ""]
+    description = _description(result)
+    if description:
+        lines += [f"Description: {escape(description)}", ""]
+    if result.error is not None:
+        lines += [f"**Error:** {escape(result.error)}", ""]
+    if result.criteria:
+        lines += [_criterion_item(c) for c in result.criteria] + [""]
+    baseline = result.baseline
+    arms = [result] if baseline is None else [result, baseline]
+    several = any(len(arm.trials) > 1 for arm in arms)
+    if baseline is not None and baseline.criteria:
+        lines += [f"Criteria in the baseline arm {escape(baseline.arm)}:", ""]
+        lines += [_criterion_item(c) for c in baseline.criteria] + [""]
+    for arm in arms:
+        shown = result.error if arm is result else None
+        for trial in arm.trials:
+            lines += _trial_lines(trial, arm.arm, several, shown)
+    lines += ["</details>", ""]
+    return Section("\n".join(lines) + "\n")
+
+
+# --- the document --------------------------------------------------------------------------
+
+
+def sections(run: LoggedRun, summaries: Sequence[SkillSummary]) -> list[Section]:
+    """The document's sections in order: the run, every skill's overview, then the details."""
+    threshold = run.info.threshold
+    found = [_run_section(run, summaries)]
+    for summary in summaries:
+        found += [_skill_head_section(summary, threshold), _table_section(summary)]
+        errors = _errors_section(summary)
+        if errors is not None:
+            found.append(errors)
+        if summary.comparison is not None:
+            found.append(_uplift_section(summary.comparison))
+        if summary.changes is not None:
+            found.append(_changes_section(summary.changes))
+    if any(summary.results for summary in summaries):
+        found.append(Section("## Details\n\n"))
+    for summary in summaries:
+        found.append(Section(f"### {escape(summary.display)}\n\n"))
+        found += [_details_section(result) for result in summary.results]
+    return found
+
+
+def _joined(parts: Sequence[Section]) -> str:
+    return "".join(part.text for part in parts).rstrip("\n") + "\n"
+
+
+def render_markdown(run: LoggedRun, summaries: Sequence[SkillSummary] | None = None) -> str:
+    """The whole Markdown report of a logged run (its skills scored as the run scored them
+    unless ``summaries`` are given)."""
+    return _joined(sections(run, skill_summaries(run) if summaries is None else summaries))
+
+
+def _size(text: str) -> int:
+    return len(text.encode("utf-8"))
+
+
+def cut_note(full_report: str | None) -> str:
+    """The note that ends a cut step summary, naming where the full report is."""
+    where = (
+        f"the full report is {escape(full_report)}"
+        if full_report
+        else "write the full report with --eval-markdown PATH"
+    )
+    return (
+        "\n---\n\n**This summary was cut** to stay under GitHub's 1 MiB limit for a step "
+        f"summary; {where}.\n"
+    )
+
+
+def cut_to(parts: Sequence[Section], budget: int, full_report: str | None) -> str:
+    """The sections as one text of at most ``budget`` UTF-8 bytes: whole when they fit;
+    else those that fit in order, the first that does not cut after a whole line (keeping its
+    ``head``) or left out, the rest left out, and :func:`cut_note`. Empty when not even the
+    note fits."""
+    whole = _joined(parts)
+    if _size(whole) <= budget:
+        return whole
+    note = cut_note(full_report)
+    room = budget - _size(note)
+    if room < 0:
+        return ""
+    kept: list[str] = []
+    for part in parts:
+        size = _size(part.text)
+        if size <= room:
+            kept.append(part.text)
+            room -= size
+            continue
+        if part.head:
+            lines = part.text.splitlines(keepends=True)
+            prefix = []
+            for line in lines:
+                if _size(line) > room:
+                    break
+                prefix.append(line)
+                room -= _size(line)
+            if len(prefix) > part.head:
+                kept.append("".join(prefix))
+        break
+    body = "".join(kept).rstrip("\n")
+    return (body + "\n" if body else "") + note
+
+
+def append_step_summary(
+    path: Path,
+    parts: Sequence[Section],
+    full_report: str | None,
+    limit: int = STEP_SUMMARY_LIMIT,
+) -> None:
+    """Append the sections to the step summary file at ``path`` in one write, cut so that the
+    file holds at most ``limit`` bytes; a blank line separates them from what it holds."""
+    with path.open("a+b") as handle:
+        held = handle.seek(0, os.SEEK_END)
+        separator = b""
+        if held:
+            handle.seek(held - 1)
+            separator = b"\n" if handle.read(1) == b"\n" else b"\n\n"
+        text = cut_to(parts, limit - held - len(separator), full_report)
+        if text:
+            handle.write(separator + text.encode("utf-8"))
+
+
+# --- the reporter --------------------------------------------------------------------------
+
+
+def _shown(path: Path, rootdir: Path) -> str:
+    """A written file as a report may name it: relative to the rootdir, else its name."""
+    absolute = path if path.is_absolute() else Path.cwd() / path
+    try:
+        return absolute.relative_to(rootdir).as_posix()
+    except ValueError:
+        return path.name
+
+
+def _full_report(run: RunReport) -> str | None:
+    for what in ("Markdown report", "HTML report", "run log"):
+        path = run.written.get(what)
+        if path is not None:
+            return _shown(path, run.rootdir)
+    return None
+
+
+def _record_error(run: RunReport, problem: str) -> None:
+    for summary in run.summaries:
+        summary.report_error = summary.report_error or problem
 
 
 class MarkdownReporter:
+    """Writes the Markdown report where ``--eval-markdown`` says, and appends the step summary
+    where ``GITHUB_STEP_SUMMARY`` says (see the module docstring)."""
+
     name = "markdown"
     order = 20
 
     def report(self, run: RunReport) -> None:
-        return None
+        target = run.settings.markdown
+        step_summary = os.environ.get(STEP_SUMMARY_ENV, "")
+        if not target and not step_summary:
+            return
+        logged = logged_run(run)
+        parts = sections(logged, skill_summaries(logged))
+        if target:
+            path = Path(target).expanduser()
+            try:
+                run.written["Markdown report"] = write_new_report(path, _joined(parts))
+            except OSError as exc:
+                _record_error(
+                    run, f"could not write the Markdown report {path}: {exc.strerror or exc}"
+                )
+        if step_summary:
+            try:
+                append_step_summary(Path(step_summary), parts, _full_report(run))
+            except OSError as exc:
+                _record_error(
+                    run,
+                    f"could not append to the step summary {step_summary} "
+                    f"({STEP_SUMMARY_ENV}): {exc.strerror or exc}",
+                )
+
+
+if TYPE_CHECKING:  # the protocol this provider implements, checked by mypy
+    from pytest_openkata.providers.reporters import Reporter
+
+    _implements: type[Reporter] = MarkdownReporter

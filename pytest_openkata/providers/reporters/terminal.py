@@ -12,9 +12,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_openkata.core.compare import SkillComparison
+from pytest_openkata.core.regression import SkillChanges
 from pytest_openkata.core.results import CallStats, CriterionResult, ScenarioResult, Usage
 from pytest_openkata.core.summary import SkillSummary
 from pytest_openkata.providers.reporters import RunReport, Segment
+from pytest_openkata.providers.reporters.changes import changes_lines
 
 
 def _label(passed: bool) -> Segment:
@@ -234,6 +236,8 @@ def skill_lines(
         ]
     if summary.comparison is not None:
         yield from uplift_lines(summary.comparison)
+    if summary.changes is not None:
+        yield from changes_lines(summary.changes)
     usage = usage_line(summary.usage)
     if usage is not None:
         yield [(usage, None)]
@@ -282,6 +286,7 @@ def gate_line(
     errored: int = 0,
     failed: int = 0,
     require_uplift: bool = False,
+    fail_on_regression: bool = False,
 ) -> list[Segment]:
     """The run's last line: the gate's decision and why the exit status is what it is.
 
@@ -309,12 +314,24 @@ def gate_line(
     if regressed:
         verb = "regresses" if len(regressed) == 1 else "regress"
         reasons.append(f"{', '.join(regressed)} {verb} against the baseline")
+    if fail_on_regression:
+        reasons += [_regressions(s.changes) for s in summaries if s.changes and s.changes.failed]
     unwritten = sum(1 for summary in summaries if summary.report_error is not None)
     if unwritten:
         reasons.append(f"{_plural(unwritten, 'report')} not written")
     separator = ": " if enforced else ", "
     text = f"{'; '.join(reasons)}{separator}exit {exit_status}"
     return [(text, "green" if exit_status == 0 else "red")]
+
+
+def _regressions(changes: SkillChanges) -> str:
+    """``commit-message: 1 regression (scenario-a), 1 missing (scenario-b) against <label>``."""
+    parts = []
+    for what, found in (("regression", changes.regressions), ("missing", changes.missing)):
+        if found:
+            noun = _plural(len(found), what) if what == "regression" else f"{len(found)} missing"
+            parts.append(f"{noun} ({', '.join(change.name for change in found)})")
+    return f"{changes.skill}: {', '.join(parts)} against {changes.baseline}"
 
 
 class TerminalReporter:

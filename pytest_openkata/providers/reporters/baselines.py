@@ -1,0 +1,301 @@
+"""The earlier run that ``--eval-compare`` compares this run with, loaded for each skill.
+
+The setting is one of:
+
+- the path of a results JSON (:func:`~pytest_openkata.providers.reporters.results_json.
+  parse_report`): it is of one skill, matched by the skill's name;
+- the path of a run log (:func:`~pytest_openkata.core.runlog.parse_run_log`): it may hold
+  several skills, each matched by its folder relative to the run's root folder
+  (:func:`~pytest_openkata.core.runlog.relative_skill_dir`);
+- ``auto``: for each skill, its newest results JSON of the same model under
+  ``<skill>/evals/results/<model>/`` (the folder
+  :func:`~pytest_openkata.providers.reporters.results_json.auto_report_path` writes to), the
+  report this run wrote itself excluded.
+
+A relative path is relative to the current folder, as pytest's ``--junitxml``. What it names
+is told by its content, not its name: a run log's first line is its run record. A file that
+cannot be read, or is neither kind, or matches none of the run's skills, is an
+:class:`EarlierRunError` naming it. A skill the file does not hold, or that has no earlier
+report under ``auto``, is not an error: it gets no comparison, and its
+:class:`~pytest_openkata.core.regression.SkillChanges` says why in ``note``. The earlier run
+is named by its file name only, never by a machine path.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from pytest_openkata.core.regression import SkillChanges, compare_skill_runs
+from pytest_openkata.core.results import ScenarioResult
+from pytest_openkata.core.runlog import (
+    CHANGES_EXTRA,
+    RUN_RECORD,
+    RunLogError,
+    parse_run_log,
+    relative_skill_dir,
+)
+from pytest_openkata.core.summary import SkillSummary
+from pytest_openkata.infra.config import EvalSettings
+from pytest_openkata.providers.reporters.results_json import auto_report_path, parse_report
+
+__all__ = [
+    "AUTO",
+    "EarlierRun",
+    "EarlierRunError",
+    "attach_changes",
+    "compare_with_earlier",
+    "earlier_runs",
+    "newest_report",
+    "results_folder",
+]
+
+AUTO = "auto"
+
+_REPORT_NAME = re.compile(
+    r"(?P<stamp>[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{6})(?:-(?P<n>[0-9]+))?\.json"
+)
+"""The name of a report written to a skill's results folder: its UTC time, then ``-N`` for the
+Nth report of the same second (``write_new_report``)."""
+
+
+# Any time does: only the folder of the path a report of that time would go to is used.
+_ANY_TIME = datetime(2000, 1, 1, tzinfo=UTC)
+
+
+class EarlierRunError(Exception):
+    """The earlier run cannot be used; the message names the file and what is wrong."""
+
+
+@dataclass(frozen=True)
+class EarlierRun:
+    """A skill's results in the earlier run, and that run's file name (``label``). When there
+    is nothing to compare with, ``results`` is empty and ``note`` says why."""
+
+    label: str
+    results: tuple[ScenarioResult, ...]
+    note: str = ""
+
+
+def _shown(path: Path, rootdir: Path) -> str:
+    """A path as an error names it: relative to the root folder when it lies under it."""
+    try:
+        return path.resolve().relative_to(rootdir.resolve()).as_posix()
+    except (OSError, ValueError):
+        return str(path)
+
+
+def _validation_problem(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    where = ".".join(str(part) for part in first["loc"])
+    return f"{where}: {first['msg']}" if where else str(first["msg"])
+
+
+def _is_run_log(text: str) -> bool:
+    """Whether the text's first line is a run log's run record."""
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    try:
+        record = json.loads(first)
+    except json.JSONDecodeError:
+        return False
+    return isinstance(record, dict) and record.get("record") == RUN_RECORD
+
+
+def _read(path: Path, shown: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise EarlierRunError(f"{shown}: no such file") from None
+    except IsADirectoryError:
+        raise EarlierRunError(f"{shown}: a folder, not a results JSON or a run log") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise EarlierRunError(f"{shown}: cannot be read: {exc}") from exc
+
+
+def _report_results(text: str, shown: str) -> tuple[str, list[ScenarioResult]]:
+    """The skill's name and scenario results of a results JSON."""
+    try:
+        report = parse_report(text)
+    except ValidationError as exc:
+        raise EarlierRunError(
+            f"{shown}: neither a results JSON nor a run log ({_validation_problem(exc)})"
+        ) from exc
+    return report.skill, list(report.scenarios)
+
+
+def _from_report(
+    text: str, path: Path, shown: str, summaries: Sequence[SkillSummary]
+) -> dict[Path, EarlierRun]:
+    skill, results = _report_results(text, shown)
+    names = [summary.name for summary in summaries]
+    if skill not in names:
+        raise EarlierRunError(
+            f"{shown}: a report of skill {skill!r}, which this run did not run "
+            f"(it ran {', '.join(names) or 'no skill'})"
+        )
+    label = path.name
+    return {
+        summary.skill_dir: EarlierRun(label, tuple(results))
+        if summary.name == skill
+        else EarlierRun(label, (), note=f"not in {label}")
+        for summary in summaries
+    }
+
+
+def _from_log(
+    text: str, path: Path, shown: str, summaries: Sequence[SkillSummary], rootdir: Path
+) -> dict[Path, EarlierRun]:
+    try:
+        logged = parse_run_log(text, source=shown)
+    except RunLogError as exc:
+        raise EarlierRunError(str(exc)) from exc
+    by_skill: dict[str, list[ScenarioResult]] = {}
+    for result in logged.results:
+        by_skill.setdefault(result.skill_dir, []).append(result)
+    wanted = {
+        summary.skill_dir: relative_skill_dir(summary.skill_dir, rootdir) for summary in summaries
+    }
+    if not set(wanted.values()) & by_skill.keys():
+        raise EarlierRunError(
+            f"{shown}: a run log of {', '.join(sorted(by_skill)) or 'no skill'}, none of "
+            f"which this run ran (it ran {', '.join(wanted.values()) or 'no skill'})"
+        )
+    label = path.name
+    return {
+        skill_dir: EarlierRun(label, tuple(by_skill[relative]))
+        if relative in by_skill
+        else EarlierRun(label, (), note=f"not in {label}")
+        for skill_dir, relative in wanted.items()
+    }
+
+
+def results_folder(skill_dir: Path, model: str) -> Path:
+    """The folder of a skill's reports of ``model``: where this run's report goes when no
+    ``--eval-output`` is given."""
+    return auto_report_path(skill_dir, model, _ANY_TIME).parent
+
+
+def newest_report(folder: Path, exclude: Collection[Path] = ()) -> Path | None:
+    """The newest report of a results folder: of the files named as reports are written
+    there (``<UTC time>.json``, ``<UTC time>-N.json`` for the Nth of a second), the one of the
+    latest time and then the highest N, leaving out ``exclude``; None when there is none.
+
+    The catalogue takes the greatest name by plain string comparison, which sorts ``-2``
+    before its unnumbered name; ordering by time and number makes the second report of a
+    second the newer, as it is. Other names (``results-*.json``: ``--eval-output`` files) are
+    not reports of this folder's runs and are left out.
+    """
+    left_out = {path.resolve() for path in exclude}
+    try:
+        entries = list(folder.iterdir())
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise EarlierRunError(f"{folder}: cannot be listed: {exc.strerror or exc}") from exc
+    found = []
+    for path in entries:
+        match = _REPORT_NAME.fullmatch(path.name)
+        if match and path.is_file() and path.resolve() not in left_out:
+            found.append(((match["stamp"], int(match["n"] or 1)), path))
+    return max(found)[1] if found else None
+
+
+def _auto(
+    summaries: Sequence[SkillSummary], model: str, rootdir: Path, exclude: Collection[Path]
+) -> dict[Path, EarlierRun]:
+    earlier = {}
+    for summary in summaries:
+        folder = results_folder(summary.skill_dir, model)
+        path = newest_report(folder, exclude)
+        if path is None:
+            earlier[summary.skill_dir] = EarlierRun("", (), note=f"no earlier report of {model}")
+            continue
+        shown = _shown(path, rootdir)
+        _skill, results = _report_results(_read(path, shown), shown)
+        earlier[summary.skill_dir] = EarlierRun(path.name, tuple(results))
+    return earlier
+
+
+def earlier_runs(
+    spec: str,
+    summaries: Sequence[SkillSummary],
+    *,
+    model: str,
+    rootdir: Path,
+    exclude: Collection[Path] = (),
+) -> dict[Path, EarlierRun]:
+    """Each summary's skill folder and its results in the earlier run ``spec`` names (see the
+    module docstring); ``model`` is the run's agent model (``auto`` reads its folder),
+    ``exclude`` the reports this run wrote. Raises :class:`EarlierRunError`."""
+    if spec == AUTO:
+        return _auto(summaries, model, rootdir, exclude)
+    path = Path(spec).expanduser()
+    text = _read(path, spec)
+    if _is_run_log(text):
+        return _from_log(text, path, spec, summaries, rootdir)
+    return _from_report(text, path, spec, summaries)
+
+
+def compare_with_earlier(
+    summaries: Sequence[SkillSummary],
+    settings: EvalSettings,
+    rootdir: Path,
+    *,
+    exclude: Collection[Path] = (),
+) -> dict[Path, SkillChanges]:
+    """Each summary's skill folder and its comparison with the earlier run the ``compare``
+    setting names, with the ``regression_tolerance`` setting; empty without the setting.
+    A skill with nothing to compare with gets a :class:`SkillChanges` without scenarios whose
+    ``note`` says why. Raises :class:`EarlierRunError`."""
+    if not settings.compare:
+        return {}
+    earlier = earlier_runs(
+        settings.compare, summaries, model=settings.model, rootdir=rootdir, exclude=exclude
+    )
+    changes = {}
+    for summary in summaries:
+        run = earlier[summary.skill_dir]
+        if run.note:
+            changes[summary.skill_dir] = SkillChanges(
+                skill=summary.name,
+                baseline=run.label,
+                tolerance=float(settings.regression_tolerance),
+                scenarios=(),
+                note=run.note,
+            )
+            continue
+        changes[summary.skill_dir] = compare_skill_runs(
+            summary.results,
+            run.results,
+            skill=summary.name,
+            baseline=run.label,
+            tolerance=settings.regression_tolerance,
+        )
+    return changes
+
+
+def attach_changes(
+    summaries: Sequence[SkillSummary], settings: EvalSettings, rootdir: Path
+) -> dict[str, list[dict[str, Any]]]:
+    """Compare each skill with the earlier run (``compare`` setting) before the reporters run:
+    sets every summary's ``changes`` and returns the run log's extra records of them. An
+    earlier run that cannot be read is recorded on every summary as its ``report_error``
+    (which fails the run and says why), not raised: the run's own reports are still written."""
+    try:
+        changes = compare_with_earlier(summaries, settings, rootdir)
+    except EarlierRunError as exc:
+        for summary in summaries:
+            summary.report_error = summary.report_error or f"--eval-compare: {exc}"
+        return {}
+    for summary in summaries:
+        summary.changes = changes.get(summary.skill_dir)
+    if not changes:
+        return {}
+    return {CHANGES_EXTRA: [change.to_dict() for change in changes.values()]}

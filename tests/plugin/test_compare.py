@@ -1,0 +1,146 @@
+"""Comparing a run with an earlier one (``--eval-compare``), as users run it: two real runs
+against a scripted endpoint, the second compared with the first's report or log."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.support.endpoint import ScriptedEndpoint
+from tests.support.evals import EvalScript, eval_args, write_scenario, write_skill
+
+SCENARIOS = {"scenario-a": {"x": 10, "y": 5}, "scenario-b": {"z": 3}}
+
+
+def _run(pytester: pytest.Pytester, base_url: str, *extra: str) -> pytest.RunResult:
+    # Threshold 0: the gate never fails on the percentage, only on what is asked.
+    return pytester.runpytest(
+        "skills/s", *eval_args(base_url), "--eval-threshold", "0", "-p", "no:randomly", *extra
+    )
+
+
+def _logs(root: Path) -> list[Path]:
+    return sorted((root / ".openkata" / "runs").glob("*.jsonl"))
+
+
+def test_auto_compares_with_the_last_report_and_fails_on_a_regression_when_asked(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    write_skill(pytester.path, "s", SCENARIOS)
+    first = _run(pytester, endpoint.base_url)
+    assert first.ret == pytest.ExitCode.OK
+    [earlier] = pytester.path.glob("skills/s/evals/results/*/*.json")
+
+    script.verdicts["y"] = (False, "y is gone")
+    second = _run(
+        pytester, endpoint.base_url, "--eval-compare", "auto", "--eval-fail-on-regression",
+        "--eval-cache", "off",
+    )  # fmt: skip
+
+    assert second.ret == pytest.ExitCode.TESTS_FAILED
+    second.stdout.fnmatch_lines(
+        [
+            f"*Compared with {earlier.name}: 1 regression*1 unchanged*",
+            "*regression: scenario-a 100% -> 66.7% (-33.3 points); pass→fail: y*",
+        ]
+    )
+    last = second.stdout.lines[-1]
+    assert f"s: 1 regression (scenario-a) against {earlier.name}" in last
+    assert last.endswith("exit 1")
+    # The comparison is in the run log too, so that a report rendered from it shows it.
+    records = [json.loads(line) for line in _logs(pytester.path)[-1].read_text().splitlines()]
+    [changes] = [r for r in records if r.get("kind") == "changes"]
+    tiers = {s["name"]: s["tier"] for s in changes["scenarios"]}
+    assert tiers == {"scenario-a": "regression", "scenario-b": "unchanged"}
+
+
+def test_a_regression_within_the_tolerance_or_without_the_flag_passes(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    write_skill(pytester.path, "s", SCENARIOS)
+    _run(pytester, endpoint.base_url)
+    [earlier] = pytester.path.glob("skills/s/evals/results/*/*.json")
+    script.verdicts["y"] = (False, "y is gone")  # scenario-a falls by 33.3 points
+
+    within = _run(
+        pytester, endpoint.base_url, "--eval-compare", str(earlier), "--eval-fail-on-regression",
+        "--eval-regression-tolerance", "34", "--eval-cache", "off",
+    )  # fmt: skip
+    without_flag = _run(
+        pytester, endpoint.base_url, "--eval-compare", str(earlier), "--eval-cache", "off"
+    )
+
+    assert within.ret == pytest.ExitCode.OK
+    within.stdout.fnmatch_lines(["*Compared with*0 regressions*"])
+    assert without_flag.ret == pytest.ExitCode.OK
+    without_flag.stdout.fnmatch_lines(["*Compared with*1 regression*"])
+
+
+def test_a_scenario_removed_since_the_log_is_missing_and_fails_the_run(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    skill = write_skill(pytester.path, "s", SCENARIOS)
+    _run(pytester, endpoint.base_url)
+    [log] = _logs(pytester.path)
+    shutil.rmtree(skill / "evals" / "scenario-b")
+    write_scenario(skill, "scenario-c", {"w": 1})
+
+    result = _run(
+        pytester, endpoint.base_url, "--eval-compare", str(log), "--eval-fail-on-regression"
+    )
+
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*Compared with*1 new*1 missing*"])
+    assert "s: 1 missing (scenario-b)" in result.stdout.lines[-1]
+
+
+def test_a_deselected_scenario_is_left_out_not_missing(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    write_skill(pytester.path, "s", SCENARIOS)
+    _run(pytester, endpoint.base_url)
+    [log] = _logs(pytester.path)
+
+    result = _run(
+        pytester, endpoint.base_url, "-k", "scenario-a", "--eval-compare", str(log),
+        "--eval-fail-on-regression",
+    )  # fmt: skip
+
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["*Compared with*0 missing*"])
+
+
+def test_changed_criteria_make_a_scenario_not_comparable(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    skill = write_skill(pytester.path, "s", SCENARIOS)
+    _run(pytester, endpoint.base_url)
+    [log] = _logs(pytester.path)
+    write_scenario(skill, "scenario-a", {"x": 10, "y": 50})
+    script.verdicts["y"] = (False, "y is gone")
+
+    result = _run(
+        pytester, endpoint.base_url, "--eval-compare", str(log), "--eval-fail-on-regression"
+    )
+
+    assert result.ret == pytest.ExitCode.OK  # not a regression: the scenario is another one
+    result.stdout.fnmatch_lines(["*Compared with*0 regressions*", "*scenario-a*criteria.json*"])
+
+
+def test_an_earlier_run_that_is_not_there_or_not_readable_is_an_error(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    write_skill(pytester.path, "s", SCENARIOS)
+    (pytester.path / "broken.json").write_text("{not json")
+
+    absent = _run(pytester, endpoint.base_url, "--eval-compare", "nowhere.json")
+    broken = _run(pytester, endpoint.base_url, "--eval-compare", "broken.json")
+
+    assert absent.ret == pytest.ExitCode.USAGE_ERROR
+    absent.stderr.fnmatch_lines(["*--eval-compare: nowhere.json: no such file*"])
+    assert script.agent_calls == 2  # the absent file stopped the run before any call
+    assert broken.ret == pytest.ExitCode.TESTS_FAILED
+    broken.stdout.fnmatch_lines(["*Report not written: --eval-compare: *broken.json*"])
