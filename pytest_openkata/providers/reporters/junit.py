@@ -82,9 +82,7 @@ def _add_system_out(case: ET.Element, result: ScenarioResult) -> None:
     sections = scenario_sections(result)
     if not sections:
         return
-    text = _xml_text(
-        "".join(f"----- {title} -----\n{body.rstrip()}\n" for title, body in sections)
-    )
+    text = _xml_text("".join(f"----- {title} -----\n{body.rstrip()}\n" for title, body in sections))
     out = case.find("system-out")
     if out is None:
         out = ET.SubElement(case, "system-out")
