@@ -181,6 +181,8 @@ class ScenarioResult:
     # (:mod:`pytest_openkata.core.arms`); a result of the own arm carries its baseline's.
     arm: str = ""
     baseline: ScenarioResult | None = None
+    # The scenario's task.md as the agent got it (secrets masked), for the reports that show it.
+    task: str = ""
     # sha256 of what the arm ran: its prompt, task, criteria, checks and inputs
     # (:func:`pytest_openkata.core.scenario.scenario_digests`); empty when it could not load.
     digests: dict[str, str] = field(default_factory=dict)

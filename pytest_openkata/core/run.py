@@ -481,14 +481,24 @@ def run_scenario(
     result = combine_trials(
         trials, description=scenario.description, skill_scenarios=skill_scenarios, **identity
     )
-    result = replace(result, digests=run.digests())
+    result = replace(result, digests=run.digests(), task=_task_text(scenario, redact))
     if other is None:
         return result
     compared = combine_trials(
         other, description=scenario.description, skill_scenarios=skill_scenarios, **identity
     )
     digests = {} if not isinstance(baseline, _ScenarioRun) else baseline.digests()
-    return replace(result, baseline=replace(compared, arm=options.baseline, digests=digests))
+    return replace(
+        result,
+        baseline=replace(compared, arm=options.baseline, digests=digests, task=result.task),
+    )
+
+
+def _task_text(scenario: Scenario, redact: Callable[[str], str]) -> str:
+    try:
+        return redact((scenario.path / "task.md").read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        return ""
 
 
 @functools.cache

@@ -16,6 +16,7 @@ and arm are combined as the run combined them, so every reader sees what the run
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path, PurePosixPath
@@ -71,16 +72,14 @@ class LoggedRun:
     info: RunInfo
     results: list[ScenarioResult]
     extras: Mapping[str, list[dict[str, Any]]] = field(default_factory=dict)
+    source: str = "run log"  # what errors name: the log's file
 
 
 def relative_skill_dir(skill_dir: str | Path, rootdir: Path) -> str:
     """A skill folder as a log and every committed report name it: relative to the run's
-    root folder, or its own name when it lies elsewhere (never a machine path)."""
-    path = Path(skill_dir)
-    try:
-        return path.relative_to(rootdir).as_posix()
-    except ValueError:
-        return path.name
+    root folder (with ``..`` for one outside it, as the JUnit file names scenarios), never a
+    machine path; a skill that is the root folder itself is ``.``."""
+    return Path(os.path.relpath(Path(skill_dir), rootdir)).as_posix()
 
 
 def _trial_record(result: ScenarioResult, trial: TrialResult, skill_dir: str) -> dict[str, Any]:
@@ -94,6 +93,7 @@ def _trial_record(result: ScenarioResult, trial: TrialResult, skill_dir: str) ->
         else result.description,
         "skill_scenarios": list(result.skill_scenarios),
         "arm": result.arm,
+        "task": result.task,
         "digests": dict(result.digests),
         **_renamed(asdict(trial), "index", "trial"),
     }
@@ -120,7 +120,7 @@ def _records(
                     yield _trial_record(arm, arm.trials[trial_index], skill_dir)
     for kind, records in sorted(extras.items()):
         for record in records:
-            yield {"record": EXTRA_RECORD, "kind": kind, **record}
+            yield {"record": EXTRA_RECORD, "kind": kind, "data": dict(record)}
 
 
 def log_lines(
@@ -181,25 +181,44 @@ def parse_run_log(text: str, *, source: str = "run log") -> LoggedRun:
     for number, record in records[1:]:
         kind = record.get("record")
         if kind == EXTRA_RECORD:
-            rest = {k: v for k, v in record.items() if k not in ("record", "kind")}
-            extras.setdefault(str(record.get("kind")), []).append(rest)
+            data = record.get("data")
+            if not isinstance(data, dict):
+                raise RunLogError(f"{source}: line {number}: an extra record holds no data")
+            extras.setdefault(str(record.get("kind")), []).append(data)
             continue
         if kind != TRIAL_RECORD:
             raise RunLogError(f"{source}: line {number}: unknown record {kind!r}")
         try:
-            scenario = {key: record[key] for key in _SCENARIO_KEYS}
+            scenario = _scenario_fields(record)
             scenario["digests"] = dict(record.get("digests") or {})
+            scenario["task"] = str(record.get("task", ""))
             fields = {
                 k: v
                 for k, v in _renamed(record, "trial", "index").items()
-                if k not in (*_SCENARIO_KEYS, "record", "digests")
+                if k not in (*_SCENARIO_KEYS, "record", "digests", "task")
             }
             trial = TrialResult.from_dict(fields)
-        except (KeyError, TypeError, ValueError) as exc:
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
             raise RunLogError(f"{source}: line {number}: not a trial record: {exc!r}") from exc
         key = (scenario["skill_dir"], scenario["scenario"], scenario["arm"])
         trials.setdefault(key, (scenario, []))[1].append(trial)
-    return LoggedRun(info, _combined(trials), extras)
+    try:
+        results = _combined(trials)
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+        raise RunLogError(f"{source}: its trial records do not make results: {exc!r}") from exc
+    return LoggedRun(info, results, extras, source)
+
+
+def _scenario_fields(record: Mapping[str, Any]) -> dict[str, Any]:
+    """A trial record's scenario fields, checked: a malformed one raises ``TypeError``."""
+    fields = {key: record[key] for key in _SCENARIO_KEYS}
+    for key in ("skill", "skill_dir", "scenario", "description", "arm"):
+        if not isinstance(fields[key], str):
+            raise TypeError(f"{key} must be a string, not {fields[key]!r}")
+    names = fields["skill_scenarios"]
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise TypeError(f"skill_scenarios must be a list of names, not {names!r}")
+    return fields
 
 
 def _combined(
@@ -216,7 +235,7 @@ def _combined(
             skill_scenarios=scenario["skill_scenarios"],
         )
         by_arm.setdefault((skill_dir, name), {})[arm] = replace(
-            result, arm=arm, digests=scenario["digests"]
+            result, arm=arm, digests=scenario["digests"], task=scenario["task"]
         )
     results = []
     for arms in by_arm.values():
@@ -232,10 +251,15 @@ def skill_summaries(run: LoggedRun) -> list[SkillSummary]:
     """The skills of a logged run, scored as the run scored them, each with its comparison
     with an earlier run when the run made one; skill folders are the log's relative ones."""
     summaries = summarise(run.results, run.info.threshold, Path())
-    changes = {
-        record["skill"]: SkillChanges.from_dict(record)
-        for record in run.extras.get(CHANGES_EXTRA, ())
-    }
+    changes = {}
+    for number, record in enumerate(run.extras.get(CHANGES_EXTRA, ()), start=1):
+        try:
+            key = str(record.get("skill_dir") or record["skill"])
+            changes[key] = SkillChanges.from_dict(record)
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
+            raise RunLogError(
+                f"{run.source}: comparison record {number} cannot be read: {exc!r}"
+            ) from exc
     for summary in summaries:
-        summary.changes = changes.get(summary.name)
+        summary.changes = changes.get(summary.skill_dir.as_posix(), changes.get(summary.name))
     return summaries

@@ -38,8 +38,10 @@ class SkillSummary:
     straddles: bool = False
     # With a baseline arm: both arms compared (None without one).
     comparison: SkillComparison | None = None
-    # With --eval-compare: the skill compared with an earlier run (None without one).
+    # With --eval-compare: the skill compared with an earlier run (None without one), or why
+    # the earlier run could not be read.
     changes: SkillChanges | None = None
+    compare_error: str | None = None
 
     @property
     def with_trials(self) -> bool:
@@ -65,6 +67,9 @@ class SkillSummary:
 
     @property
     def name(self) -> str:
+        """The skill's name: its folder's (also where a run log names the folder ``.``)."""
+        if self.results:
+            return self.results[0].skill
         return self.skill_dir.name
 
     @property
@@ -137,12 +142,14 @@ def gate_failed(
     fail_on_regression: bool = False,
 ) -> bool:
     """Whether the run fails its gate: a complete skill below its threshold, a report that
-    could not be written, with ``require_uplift`` a skill that regresses against its
+    could not be written, an earlier run to compare with that could not be read, with
+    ``require_uplift`` a skill that regresses against its
     baseline arm, or with ``fail_on_regression`` one whose comparison with an earlier run
     found a regression or a missing scenario."""
     return any(
         summary.gate_failed
         or summary.report_error
+        or summary.compare_error
         or (require_uplift and summary.regresses)
         or (fail_on_regression and summary.regressed)
         for summary in summaries

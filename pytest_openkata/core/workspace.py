@@ -388,14 +388,23 @@ class FileChange:
 
 
 def _lines(data: bytes) -> list[str]:
-    return data.decode("utf-8", errors="replace").splitlines(keepends=True)
+    """The file's lines, each with its ``\n``; split at ``\n`` only, as diff and git do (a
+    form feed or U+2028 is part of its line)."""
+    parts = data.decode("utf-8", errors="replace").split("\n")
+    lines = [part + "\n" for part in parts[:-1]]
+    return [*lines, parts[-1]] if parts[-1] else lines
+
+
+def _diff_line(line: str) -> str:
+    """A line of the diff as text: a last line without its newline is marked, as diff does."""
+    return line if line.endswith("\n") else line + "\n\\ No newline at end of file\n"
 
 
 def _unified(path: str, before: bytes | None, after: FileContent | None) -> str:
     """A unified diff of one file's text, or a note where its text cannot be shown."""
     if after is not None and after.is_binary:
         return f"(binary file, {after.full_size} bytes, content not shown)\n"
-    if before is not None and b"\0" in before[:BINARY_SNIFF_BYTES]:
+    if before is not None and FileContent(before).is_binary:
         return f"(binary file, {len(before)} bytes, content not shown)\n"
     old = _lines(before) if before is not None else []
     new = _lines(after.data) if after is not None else []
@@ -404,8 +413,9 @@ def _unified(path: str, before: bytes | None, after: FileContent | None) -> str:
         new,
         fromfile="/dev/null" if before is None else f"a/{path}",
         tofile="/dev/null" if after is None else f"b/{path}",
+        lineterm="\n",
     )
-    text = "".join(line if line.endswith("\n") else line + "\n" for line in diff)
+    text = "".join(_diff_line(line) for line in diff)
     if after is not None and after.truncated:
         text += f"(the snapshot kept the first {len(after.data)} of {after.full_size} bytes)\n"
     return text

@@ -20,7 +20,6 @@ from pytest_openkata.core.summary import SkillSummary, gate_failed, summarise
 from pytest_openkata.infra.config import EvalSettings
 from pytest_openkata.plugin.xdist_transport import result_of
 from pytest_openkata.providers.reporters import RunReport, Segment, reporters
-from pytest_openkata.providers.reporters.baselines import attach_changes
 from pytest_openkata.providers.reporters.terminal import gate_line
 
 BODY_RAISED_ATTR = "openkata_body_raised"
@@ -106,6 +105,9 @@ class EvalAggregator:
         finished = session.exitstatus in _FINISHED
         xml_path = self.config.getoption("xmlpath", None)  # --junitxml
         self.terminal.attach(self.config.pluginmanager.get_plugin("terminalreporter"))
+        # Here, not at import: the plugin loads in runs without scenarios too (results_json).
+        from pytest_openkata.providers.reporters.baselines import attach_changes
+
         extras = attach_changes(self.summaries, self.settings, self.config.rootpath)
         run = RunReport(
             summaries=self.summaries,

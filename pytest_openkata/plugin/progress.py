@@ -20,6 +20,7 @@ shows scenarios done and tokens only.
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 from collections.abc import Generator, Iterator
@@ -37,13 +38,16 @@ __all__ = ["ProgressLine", "wanted"]
 
 REDRAW_SECONDS = 1.0
 _SAVE, _RESTORE, _ERASE = "\x1b7", "\x1b8", "\x1b[K"
-_EVALS_NODE = "/evals::"  # a scenario item's node id, e.g. skills/s/evals::scenario-a
+# A scenario item's node id: skills/s/evals::scenario-a, or evals::scenario-a at the skill.
+_EVALS_NODE = re.compile(r"(?:^|/)evals::")
 
 
 def wanted(config: pytest.Config, environ: os._Environ[str] | dict[str, str]) -> bool:
     """Whether a run shows the line: its terminal is a tty, output is not quiet, not in CI
-    (``CI`` set), not on an xdist worker, and the terminal understands cursor control."""
+    (``CI`` set), not on an xdist worker, the terminal understands cursor control, and
+    nothing else writes to the terminal while tests run (live logging, ``-s``)."""
     reporter = config.pluginmanager.get_plugin("terminalreporter")
+    live_logging = bool(config.getini("log_cli")) or config.getoption("log_cli_level", None)
     return bool(
         reporter is not None
         and getattr(reporter, "isatty", False)
@@ -51,6 +55,8 @@ def wanted(config: pytest.Config, environ: os._Environ[str] | dict[str, str]) ->
         and not environ.get("CI")
         and environ.get("TERM", "") != "dumb"
         and not hasattr(config, "workerinput")
+        and not live_logging
+        and config.getoption("capture", "fd") != "no"
     )
 
 
@@ -166,7 +172,7 @@ class ProgressLine:
 
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         self.xdist = True
-        self.total = max(self.total, sum(_EVALS_NODE in nodeid for nodeid in ids))
+        self.total = max(self.total, sum(_EVALS_NODE.search(nodeid) is not None for nodeid in ids))
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_logstart(self) -> Generator[None, None, None]:

@@ -134,7 +134,7 @@ def _quick_start(project: Path, docker_host: str, *extra: str) -> subprocess.Com
         [
             sys.executable, "-m", "pytest_openkata.localmodel", "run", "--",
             sys.executable, "-m", "pytest", "skills/commit-message", "--eval-output", "reports/",
-            "-p", "no:randomly", *extra,
+            "--eval-html", "reports/commit-message.html", "-p", "no:randomly", *extra,
         ],
         cwd=project,
         env={**os.environ, "DOCKER_HOST": docker_host},
@@ -159,7 +159,8 @@ def test_the_quick_start_scores_the_whole_skill_offline_and_a_repeat_comes_from_
     )
 
     first = _quick_start(project, docker_host)
-    second = _quick_start(project, docker_host)
+    [first_report] = (project / "reports").glob("results-*.json")
+    second = _quick_start(project, docker_host, "--eval-compare", str(first_report))
 
     output = first.stdout + first.stderr
     reports = sorted((project / "reports").glob("results-*.json"))
@@ -187,6 +188,19 @@ def test_the_quick_start_scores_the_whole_skill_offline_and_a_repeat_comes_from_
     )
     assert "sandbox image" in first.stderr
     assert "first answer in" in first.stderr
+    # The repeat compared with the first run: the same answers, nothing changed.
+    assert (
+        f"  Compared with {first_report.name}: 0 regressions, 0 improvements, 4 unchanged, "
+        "0 new, 0 missing"
+    ) in second.stdout, second.stdout
+    # Each run left its HTML report (the second beside the first) and its run log.
+    pages = sorted((project / "reports").glob("commit-message*.html"))
+    assert [p.name for p in pages] == ["commit-message-2.html", "commit-message.html"]
+    for page in pages:
+        html = page.read_text()
+        assert all(e.name in html for e in entries)
+    assert "HTML report: reports/commit-message.html" in first.stdout
+    assert len(list((project / ".openkata" / "runs").glob("*.jsonl"))) == 2
 
     # Does the skill help? The with-skill arm comes from the cache, the baseline arm runs.
     compared = _quick_start(project, docker_host, "--eval-baseline", "without-skill")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_openkata.providers.reporters.runlog import LOG_NAME
 from tests.support.endpoint import ScriptedEndpoint
 from tests.support.evals import EvalScript, eval_args, write_scenario, write_skill
 
@@ -23,7 +24,14 @@ def _run(pytester: pytest.Pytester, base_url: str, *extra: str) -> pytest.RunRes
 
 
 def _logs(root: Path) -> list[Path]:
-    return sorted((root / ".openkata" / "runs").glob("*.jsonl"))
+    """The run logs, oldest first (the second log of one second is ``…Z-2.jsonl``)."""
+
+    def order(path: Path) -> tuple[str, int]:
+        match = LOG_NAME.fullmatch(path.name)
+        assert match is not None
+        return match["stamp"], int(match["n"] or 1)
+
+    return sorted((root / ".openkata" / "runs").glob("*.jsonl"), key=order)
 
 
 def test_auto_compares_with_the_last_report_and_fails_on_a_regression_when_asked(
@@ -53,7 +61,8 @@ def test_auto_compares_with_the_last_report_and_fails_on_a_regression_when_asked
     # The comparison is in the run log too, so that a report rendered from it shows it.
     records = [json.loads(line) for line in _logs(pytester.path)[-1].read_text().splitlines()]
     [changes] = [r for r in records if r.get("kind") == "changes"]
-    tiers = {s["name"]: s["tier"] for s in changes["scenarios"]}
+    assert changes["data"]["skill_dir"] == "skills/s"
+    tiers = {s["name"]: s["tier"] for s in changes["data"]["scenarios"]}
     assert tiers == {"scenario-a": "regression", "scenario-b": "unchanged"}
 
 
@@ -143,4 +152,5 @@ def test_an_earlier_run_that_is_not_there_or_not_readable_is_an_error(
     absent.stderr.fnmatch_lines(["*--eval-compare: nowhere.json: no such file*"])
     assert script.agent_calls == 2  # the absent file stopped the run before any call
     assert broken.ret == pytest.ExitCode.TESTS_FAILED
-    broken.stdout.fnmatch_lines(["*Report not written: --eval-compare: *broken.json*"])
+    broken.stdout.fnmatch_lines(["*Not compared: --eval-compare: *broken.json*"])
+    assert "the earlier run to compare with could not be read" in broken.stdout.lines[-1]

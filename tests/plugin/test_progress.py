@@ -137,9 +137,11 @@ def test_the_status_line_shows_what_is_in_flight_and_is_gone_before_pytest_write
     [
         (["-q"], {}, "quiet"),
         ([], {"CI": "true"}, "in CI"),
+        (["-s"], {}, "output not captured: tests may write to the terminal"),
+        (["-o", "log_cli=true"], {}, "live logging writes to the terminal"),
     ],
 )
-def test_no_status_line_when_quiet_or_in_ci(
+def test_no_status_line_when_quiet_in_ci_or_when_something_else_writes(
     tmp_path: Path,
     endpoint: ScriptedEndpoint,
     script: EvalScript,

@@ -54,6 +54,7 @@ def test_a_run_writes_one_log_with_every_trial_its_verdicts_answers_and_digests(
     ]
     first = trials[0]
     assert (first["skill"], first["skill_dir"]) == ("s", "skills/s")
+    assert first["task"] == "Do the task of scenario-a.\n"
     assert set(first["digests"]) >= {"prompt", "task", "criteria", "inputs"}
     verdicts = {c["name"]: (c["passed"], c["reason"], c["score"]) for c in first["criteria"]}
     assert verdicts == {"x": (True, "ok", 10), "y": (False, "y was ignored", 0)}
@@ -227,3 +228,20 @@ def test_an_errored_scenario_shows_what_the_agent_printed_and_a_passing_one_noth
     assert "scenario error: judge" in text
     assert "MARKER-ERRORED" in text.split("Captured agent output setup")[1]
     assert "MARKER-PASSING" not in text
+
+
+def test_control_characters_in_reasons_and_output_leave_the_junit_file_readable(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    write_skill(pytester.path, "s", {"scenario-a": {"x": 1}})
+    script.agent_answer = "Coloured \x1b[31mred\x1b[0m output of an agent CLI, judged wanting."
+    script.verdicts["x"] = (False, "the reason quotes \x1b[31mred\x1b[0m")
+
+    pytester.runpytest("skills/s", *eval_args(endpoint.base_url), "--junitxml", "junit.xml")
+
+    root = ET.parse(pytester.path / "junit.xml").getroot()  # an XML 1.0 parser reads it
+    cases = {case.get("name"): case for case in root.iter("testcase")}
+    reason = {p.get("name"): p.get("value") for p in cases["x"].iter("property")}["reason"]
+    assert reason == "the reason quotes #x1B[31mred#x1B[0m"
+    assert cases["x"].findtext("failure") == reason
+    assert "Coloured #x1B[31mred" in (cases["scenario-a"].findtext("system-out") or "")

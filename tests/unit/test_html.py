@@ -604,7 +604,7 @@ def test_html_of_a_log_with_a_broken_comparison_record_exits_2(
 
     assert main([str(log)]) == 2
 
-    assert "'changes' record is not a comparison with an earlier run" in capsys.readouterr().err
+    assert "comparison record 1 cannot be read" in capsys.readouterr().err
 
 
 def test_python_m_pytest_openkata_html_runs_as_users_run_it(log_file: Path) -> None:
@@ -643,6 +643,7 @@ def test_eval_html_writes_the_page_the_run_log_renders_to_and_never_over_one(
     # Rendered live, it is byte for byte what its run log renders to afterwards.
     assert page.read_text() == render_html(read_run_log(_run_log(pytester.path)))
     assert "no tests were added" in parse(page.read_text()).text
+    assert "Do the task of scenario-a." in parse(page.read_text()).text  # the task, from the log
 
     for log in (pytester.path / ".openkata" / "runs").iterdir():
         log.unlink()

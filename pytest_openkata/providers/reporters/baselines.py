@@ -286,16 +286,21 @@ def attach_changes(
 ) -> dict[str, list[dict[str, Any]]]:
     """Compare each skill with the earlier run (``compare`` setting) before the reporters run:
     sets every summary's ``changes`` and returns the run log's extra records of them. An
-    earlier run that cannot be read is recorded on every summary as its ``report_error``
+    earlier run that cannot be read is recorded on every summary as its ``compare_error``
     (which fails the run and says why), not raised: the run's own reports are still written."""
     try:
         changes = compare_with_earlier(summaries, settings, rootdir)
     except EarlierRunError as exc:
         for summary in summaries:
-            summary.report_error = summary.report_error or f"--eval-compare: {exc}"
+            summary.compare_error = str(exc)
         return {}
     for summary in summaries:
         summary.changes = changes.get(summary.skill_dir)
     if not changes:
         return {}
-    return {CHANGES_EXTRA: [change.to_dict() for change in changes.values()]}
+    return {
+        CHANGES_EXTRA: [
+            {**change.to_dict(), "skill_dir": relative_skill_dir(skill_dir, rootdir)}
+            for skill_dir, change in changes.items()
+        ]
+    }

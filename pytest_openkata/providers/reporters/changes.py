@@ -38,10 +38,29 @@ _NOUNS = {
 _SHOWN = (REGRESSION, MISSING, NOT_COMPARABLE, IMPROVEMENT)
 
 
-def _percent(value: float) -> str:
-    """A percentage with one decimal where it has one: ``100%``, ``66.7%``."""
-    text = f"{value:.1f}"
-    return f"{text.removesuffix('.0')}%"
+def _percent(value: float, digits: int = 1) -> str:
+    """A percentage with ``digits`` decimals where it has them: ``100%``, ``66.7%``."""
+    text = f"{value:.{digits}f}"
+    return f"{text.rstrip('0').removesuffix('.') if '.' in text else text}%"
+
+
+def _both(before: float, after: float) -> tuple[str, str]:
+    """Two percentages with as many decimals as it takes for them to read apart when they are
+    apart (a fall from 100 to 99.96 is not ``100% -> 100%``)."""
+    for digits in range(1, 5):
+        shown = _percent(before, digits), _percent(after, digits)
+        if before == after or shown[0] != shown[1]:
+            return shown
+    return _percent(before, 6), _percent(after, 6)
+
+
+def _points(value: float) -> str:
+    """A change in points, never ``-0.0`` for a change that is not zero."""
+    for digits in range(1, 5):
+        text = f"{value:+.{digits}f}"
+        if value == 0 or float(text) != 0:
+            return text
+    return f"{value:+.6f}"
 
 
 def _count(changes: SkillChanges, tier: str) -> Segment:
@@ -88,12 +107,15 @@ def _flips(change: ScenarioChange) -> str:
 
 def _figures(change: ScenarioChange) -> str:
     """``100% -> 66.7% (-33.3 points, 95% CI -80.2 to +13.5; p = 0.0286)``."""
-    before = "-" if change.before is None else _percent(change.before)
-    after = "-" if change.after is None else _percent(change.after)
+    if change.before is not None and change.after is not None:
+        before, after = _both(change.before, change.after)
+    else:
+        before = "-" if change.before is None else _percent(change.before)
+        after = "-" if change.after is None else _percent(change.after)
     text = f"{before} -> {after}"
     if change.change is None:
         return text
-    details = [f"{change.change:+.1f} points"]
+    details = [f"{_points(change.change)} points"]
     if change.interval is not None:
         low, high = change.interval
         details[0] += f", 95% CI {low:+.1f} to {high:+.1f}"

@@ -31,7 +31,7 @@ import json
 import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,7 +43,6 @@ from pytest_openkata.core.compare import CriterionMove, SkillComparison
 from pytest_openkata.core.regression import UNCHANGED, ScenarioChange
 from pytest_openkata.core.results import CallStats, CriterionResult, ScenarioResult, TrialResult
 from pytest_openkata.core.runlog import (
-    CHANGES_EXTRA,
     LoggedRun,
     RunLogError,
     read_run_log,
@@ -438,12 +437,7 @@ def _ran_with(settings: Mapping[str, Any]) -> str:
 def page_view(run: LoggedRun, *, source: str = "run log") -> PageView:
     """What the page of ``run`` shows; :class:`RunLogError` (naming ``source``) when the log's
     comparison records are not well formed."""
-    try:
-        summaries = skill_summaries(run)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise RunLogError(
-            f"{source}: a {CHANGES_EXTRA!r} record is not a comparison with an earlier run: {exc!r}"
-        ) from exc
+    summaries = skill_summaries(replace(run, source=source))
     info = run.info
     skills = [
         _skill_view(index, summary, info.threshold)

@@ -35,8 +35,16 @@ def scenario_key(skill_dir: str | Path, name: str, rootdir: Path) -> str:
 _COUNTED = {"failures": "failure", "errors": "error", "skipped": "skipped"}
 
 
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _xml_text(text: str) -> str:
+    """Text XML 1.0 can hold: a character it cannot is shown as ``#xHH``, as pytest does."""
+    return _NOT_XML.sub(lambda match: f"#x{ord(match.group()):02X}", text)
+
+
 def _property(parent: ET.Element, name: str, value: str) -> None:
-    ET.SubElement(parent, "property", name=name, value=value)
+    ET.SubElement(parent, "property", name=name, value=_xml_text(value))
 
 
 def _criterion_cases(scenario_case: ET.Element, result: ScenarioResult) -> list[ET.Element]:
@@ -63,17 +71,9 @@ def _criterion_cases(scenario_case: ET.Element, result: ScenarioResult) -> list[
                 f"({criterion.score}/{criterion.max_score})",
                 type="CriterionNotMet",
             )
-            failure.text = criterion.reason
+            failure.text = _xml_text(criterion.reason)
         cases.append(case)
     return cases
-
-
-_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
-
-
-def _xml_text(text: str) -> str:
-    """Text XML 1.0 can hold: a character it cannot is shown as ``#xHH``, as pytest does."""
-    return _NOT_XML.sub(lambda match: f"#x{ord(match.group()):02X}", text)
 
 
 def _add_system_out(case: ET.Element, result: ScenarioResult) -> None:

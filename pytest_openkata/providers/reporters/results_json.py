@@ -647,7 +647,8 @@ class ResultsJsonReporter:
             try:
                 summary.report_path = write_new_report(path, text)
             except OSError as exc:
-                summary.report_error = f"could not write {path}: {exc.strerror or exc}"
+                problem = f"could not write {path}: {exc.strerror or exc}"
+                summary.report_error = summary.report_error or problem
 
 
 # --- paths and writing -------------------------------------------------------------------------

@@ -238,6 +238,8 @@ def skill_lines(
         yield from uplift_lines(summary.comparison)
     if summary.changes is not None:
         yield from changes_lines(summary.changes)
+    if summary.compare_error is not None:
+        yield [(f"  Not compared: --eval-compare: {summary.compare_error}", "red")]
     usage = usage_line(summary.usage)
     if usage is not None:
         yield [(usage, None)]
@@ -319,6 +321,8 @@ def gate_line(
     unwritten = sum(1 for summary in summaries if summary.report_error is not None)
     if unwritten:
         reasons.append(f"{_plural(unwritten, 'report')} not written")
+    if any(summary.compare_error is not None for summary in summaries):
+        reasons.append("the earlier run to compare with could not be read")
     separator = ": " if enforced else ", "
     text = f"{'; '.join(reasons)}{separator}exit {exit_status}"
     return [(text, "green" if exit_status == 0 else "red")]
