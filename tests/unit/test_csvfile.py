@@ -5,60 +5,16 @@ from __future__ import annotations
 import csv
 import io
 from dataclasses import replace
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from pytest_openkata.core.results import (
-    CallStats,
-    CriterionResult,
-    ScenarioResult,
-    TrialResult,
-    TrialTrace,
-    Usage,
-)
-from pytest_openkata.core.runlog import LoggedRun, RunInfo, log_lines, parse_run_log
-from pytest_openkata.core.summary import summarise
-from pytest_openkata.core.trials import combine_trials, errored_trial, scored_trial
 from pytest_openkata.infra.config import EvalSettings
-from pytest_openkata.providers.reporters import RunReport
 from pytest_openkata.providers.reporters.csvfile import COLUMNS, CsvReporter, render_csv
 from pytest_openkata.providers.reporters.runlog import logged_run
+from tests.support.results import judged, logged, report_of, scenario
 
-ROOT = Path("/checkout")
 QUOTED = 'says "no", then, a comma\nand a second line'
-
-
-def judged(name: str, points: int, passed: bool, reason: str = "ok") -> CriterionResult:
-    return CriterionResult.judged(name, points, passed, reason)
-
-
-def scenario(
-    name: str, *trials: list[CriterionResult] | str, skill: str = "s", seconds: float = 1.0
-) -> ScenarioResult:
-    made: list[TrialResult] = []
-    for index, trial in enumerate(trials, start=1):
-        extra = {
-            "trace": TrialTrace(output="answer", seconds=seconds),
-            "usage": Usage(agent=CallStats(calls=1, seconds=seconds)),
-        }
-        if isinstance(trial, str):
-            made.append(errored_trial(index, trial, **extra))
-        else:
-            made.append(scored_trial(index, trial, **extra))
-    return combine_trials(
-        made,
-        skill=skill,
-        skill_dir=str(ROOT / "skills" / skill),
-        name=name,
-        description=f"about {name}",
-        skill_scenarios=[name],
-    )
-
-
-def logged(results: list[ScenarioResult], finished_at: str = "2026-12-01T10:00:00Z") -> LoggedRun:
-    return parse_run_log(log_lines(RunInfo(finished_at), results, ROOT))
 
 
 def read_back(text: str) -> list[dict[str, str]]:
@@ -153,18 +109,9 @@ def test_an_errored_scenario_is_one_row_with_its_error() -> None:
 def test_the_same_outcome_gives_the_same_bytes() -> None:
     def run(seconds: float, finished_at: str) -> str:
         results = [scenario("scenario-a", [judged("x", 1, False, QUOTED)], seconds=seconds)]
-        return render_csv(logged(results, finished_at))
+        return render_csv(logged(results, finished_at=finished_at))
 
     assert run(1.0, "2026-12-01T10:00:00Z") == run(30.0, "2026-12-03T00:00:00Z")
-
-
-def report_of(results: list[ScenarioResult], settings: EvalSettings) -> RunReport:
-    return RunReport(
-        summaries=summarise(results, settings.threshold, ROOT),
-        settings=settings,
-        finished_at=datetime(2026, 12, 1, 10, 0, tzinfo=UTC),
-        rootdir=ROOT,
-    )
 
 
 def test_the_reporter_writes_relative_to_the_current_folder_and_never_overwrites(

@@ -35,8 +35,8 @@ from pytest_openkata.core.workspace import FileChange
 from pytest_openkata.providers.reporters.html import main, render_html
 from tests.support.endpoint import ScriptedEndpoint
 from tests.support.evals import EvalScript, eval_args, write_skill
+from tests.support.results import ROOT, checked, judged
 
-ROOT = Path("/checkout")
 HOSTILE = (
     '</script><script>window.PWNED=1</script><img src=x onerror="window.PWNED=2">'
     '<b id="injected">x</b>'
@@ -127,14 +127,6 @@ def parse(html: str) -> Page:
 
 
 # --- constructed results ---------------------------------------------------------------------
-
-
-def judged(name: str, points: int, passed: bool, reason: str = "ok") -> CriterionResult:
-    return CriterionResult.judged(name, points, passed, reason)
-
-
-def checked(name: str, points: int, passed: bool, reason: str) -> CriterionResult:
-    return CriterionResult(name, passed, points if passed else 0, points, reason, kind="check")
 
 
 USAGE = Usage(

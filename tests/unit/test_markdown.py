@@ -4,11 +4,8 @@ CommonMark parser (markdown-it-py, with GitHub's tables) to see what a reader wo
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from dataclasses import replace
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
 from markdown_it import MarkdownIt
@@ -20,26 +17,15 @@ from pytest_openkata.core.regression import (
     SkillChanges,
 )
 from pytest_openkata.core.results import (
-    CallStats,
-    CriterionResult,
     ScenarioResult,
-    TrialResult,
-    TrialTrace,
-    Usage,
 )
 from pytest_openkata.core.runlog import (
     CHANGES_EXTRA,
     LoggedRun,
-    RunInfo,
-    log_lines,
-    parse_run_log,
     skill_summaries,
 )
-from pytest_openkata.core.summary import summarise
-from pytest_openkata.core.trials import combine_trials, errored_trial, scored_trial
 from pytest_openkata.core.workspace import FileChange
 from pytest_openkata.infra.config import EvalSettings
-from pytest_openkata.providers.reporters import RunReport
 from pytest_openkata.providers.reporters.markdown import (
     STEP_SUMMARY_ENV,
     STEP_SUMMARY_LIMIT,
@@ -53,61 +39,13 @@ from pytest_openkata.providers.reporters.markdown import (
     sections,
 )
 from pytest_openkata.providers.reporters.runlog import logged_run
+from tests.support.results import judged, logged, report_of, scenario
 
-ROOT = Path("/checkout")
-SETTINGS = {"agent": "http", "model": "gpt-4o", "judge": "http", "judge_model": "gpt-4o"}
 NASTY = "a | b\nsecond line <script>alert(1)</script> *not bold* [no](link) `tick` $x$ & ~s~ #1"
-
-
-def judged(name: str, points: int, passed: bool, reason: str = "ok") -> CriterionResult:
-    return CriterionResult.judged(name, points, passed, reason)
-
-
-def scenario(
-    name: str,
-    *trials: list[CriterionResult] | str,
-    skill: str = "s",
-    arm: str = "",
-    output: str = "the agent's answer",
-    changes: tuple[FileChange, ...] = (),
-    seconds: float = 1.0,
-    total: int | None = None,
-) -> ScenarioResult:
-    """A scenario of skill ``skill`` whose trials are criteria (scored) or an error text."""
-    made: list[TrialResult] = []
-    for index, trial in enumerate(trials or ([judged("c", 1, True)],), start=1):
-        trace = TrialTrace(output=output, changes=changes, seconds=seconds)
-        usage = Usage(agent=CallStats(calls=1, seconds=seconds))
-        if isinstance(trial, str):
-            made.append(errored_trial(index, trial, trace=trace, usage=usage))
-        else:
-            made.append(scored_trial(index, trial, trace=trace, usage=usage))
-    names = [f"scenario-{n}" for n in range(total)] if total else [name]
-    result = combine_trials(
-        made,
-        skill=skill,
-        skill_dir=str(ROOT / "skills" / skill),
-        name=name,
-        description=f"about {name}",
-        skill_scenarios=names,
-    )
-    return replace(result, arm=arm)
 
 
 def with_baseline(own: ScenarioResult, baseline: ScenarioResult) -> ScenarioResult:
     return replace(own, baseline=replace(baseline, arm="without-skill"))
-
-
-def logged(
-    results: Sequence[ScenarioResult],
-    *,
-    complete: bool = True,
-    threshold: int = 95,
-    finished_at: str = "2026-12-01T10:00:00Z",
-    extras: dict[str, list[dict[str, Any]]] | None = None,
-) -> LoggedRun:
-    info = RunInfo(finished_at, complete=complete, threshold=threshold, settings=SETTINGS)
-    return parse_run_log(log_lines(info, results, ROOT, extras))
 
 
 # --- reading Markdown back -------------------------------------------------------------------
@@ -464,17 +402,6 @@ def test_the_step_summary_is_appended_after_what_the_file_holds_and_within_the_l
 
 
 # --- the reporter ----------------------------------------------------------------------------
-
-
-def report_of(
-    results: list[ScenarioResult], settings: EvalSettings, rootdir: Path = ROOT
-) -> RunReport:
-    return RunReport(
-        summaries=summarise(results, settings.threshold, rootdir),
-        settings=settings,
-        finished_at=datetime(2026, 12, 1, 10, 0, tzinfo=UTC),
-        rootdir=rootdir,
-    )
 
 
 def test_the_reporter_writes_the_markdown_report_relative_to_the_current_folder(
