@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_openkata.core.excerpts import scenario_sections
 from pytest_openkata.core.results import ScenarioResult
 from pytest_openkata.core.summary import SkillSummary, gate_failed, summarise
 from pytest_openkata.infra.config import EvalSettings
@@ -40,6 +41,16 @@ def _is_soft_failure(report: pytest.TestReport, result: ScenarioResult | None) -
     if isinstance(report, pytest.SubtestReport):
         return True
     return getattr(report, BODY_RAISED_ATTR, True) is False
+
+
+def _shows_why(report: pytest.TestReport, result: ScenarioResult) -> bool:
+    """Whether this report of a scenario shows what the judge judged: once per scenario, on
+    its setup error or on the call that holds its failed criteria (not on every subtest)."""
+    if isinstance(report, pytest.SubtestReport):
+        return False
+    if report.when == "setup":
+        return report.failed
+    return report.when == "call" and not result.passed
 
 
 class _Terminal:
@@ -94,6 +105,9 @@ class EvalAggregator:
         result = self.results.get(report.nodeid)
         if report.failed and not _is_soft_failure(report, result):
             self.hard_failures.append(report.nodeid)
+        if result is not None and _shows_why(report, result):
+            # Before pytest's terminal keeps the report to show it with the failures.
+            report.sections.extend(scenario_sections(result))
 
     @pytest.hookimpl(trylast=True)  # after pytest's junitxml has written its file
     def pytest_sessionfinish(self, session: pytest.Session) -> None:

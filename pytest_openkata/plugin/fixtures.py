@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from pytest_openkata.core.activity import ACTIVITY
-from pytest_openkata.core.excerpts import scenario_sections
 from pytest_openkata.core.results import ScenarioResult
 from pytest_openkata.core.run import Backends, RunOptions, run_scenario
 from pytest_openkata.core.sandboxed import SandboxSetup
@@ -181,8 +180,6 @@ def openkata_result(
 
     result = openkata_scheduler.result(item, run)
     item.ihook.pytest_openkata_scenario_result(result=result, item=item)
-    for title, text in scenario_sections(result):
-        item.add_report_section("setup", title, text)
     if result.error is not None:
         pytest.fail(f"scenario error: {result.error}", pytrace=False)
     baseline = result.baseline

@@ -189,7 +189,9 @@ def test_a_failed_scenario_shows_the_agent_output_in_pytest_and_junit(
         "skills/s", *eval_args(endpoint.base_url), "-rA", "--junitxml", "junit.xml"
     )
 
-    result.stdout.fnmatch_lines(["*Captured agent output setup*", "*MARKER-OUTPUT*"])
+    result.stdout.fnmatch_lines(["*- agent output -*", "*MARKER-OUTPUT*"])
+    # Once per scenario, not again for each of its failed criteria.
+    assert result.stdout.str().count("MARKER-OUTPUT") == 2
     root = ET.parse(pytester.path / "junit.xml").getroot()
     outs = {
         case.get("name"): case.findtext("system-out") or ""
@@ -226,7 +228,7 @@ def test_an_errored_scenario_shows_what_the_agent_printed_and_a_passing_one_noth
 
     text = result.stdout.str()
     assert "scenario error: judge" in text
-    assert "MARKER-ERRORED" in text.split("Captured agent output setup")[1]
+    assert "MARKER-ERRORED" in text.split("- agent output -")[1]
     assert "MARKER-PASSING" not in text
 
 
