@@ -415,7 +415,11 @@ class _ScenarioRun:
         if agent.changes is not None:
             scenario = self.scenario
             before = dict(workspace_files(scenario.skill_dir, scenario.path, skill=False))
-            changes = file_changes(before, agent.changes)
+            # The diff shows the files' text: a secret the agent wrote is masked here too.
+            changes = tuple(
+                FileChange(self.redact(c.path), c.status, self.redact(c.diff))
+                for c in file_changes(before, agent.changes)
+            )
         judged = None if agent.text == agent.output else agent.text
         return TrialTrace(agent.output, judged, changes, answers, seconds)
 

@@ -777,6 +777,10 @@ def test_secrets_are_redacted_before_the_judge_and_in_reports(
     assert "***" in judged
     written = [result.stdout.str(), (pytester.path / "j.xml").read_text()]
     written += [p.read_text() for p in reports_under(pytester.path)]
+    # The run log holds the workspace diff, which shows leak.txt's text.
+    [log] = (pytester.path / ".openkata" / "runs").glob("*.jsonl")
+    written.append(log.read_text())
+    assert "+++ b/leak.txt" in written[-1]
     assert all(token not in text for text in written)
 
 
