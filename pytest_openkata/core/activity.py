@@ -30,11 +30,9 @@ class Activity:
 
     @contextmanager
     def counting(self, what: str) -> Iterator[None]:
-        """Count ``what`` (``running``, ``agent`` or ``judge``; anything else is not
-        counted) while the block runs."""
+        """Count ``what`` (``running``, ``agent`` or ``judge``) while the block runs."""
         if what not in self._counts:
-            yield
-            return
+            raise ValueError(f"{what!r} is not counted; choose one of {', '.join(self._counts)}")
         with self._lock:
             self._counts[what] += 1
         try:

@@ -19,7 +19,7 @@ NO_SLOTS: CallSlot = nullcontext()
 
 
 def live_call(
-    call: Callable[[], T], prices: Prices, slot: CallSlot, role: str = ""
+    call: Callable[[], T], prices: Prices, slot: CallSlot, role: str
 ) -> tuple[T, CallStats]:
     """Run ``call`` in a call slot, timing it (not the wait for the slot) and collecting the
     tokens the backend reported; ``role`` (``agent`` or ``judge``) counts it as in flight

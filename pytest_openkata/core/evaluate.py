@@ -150,6 +150,10 @@ def evaluate(paths: PathLike | Iterable[PathLike], **settings: object) -> list[S
     )
     for reporter in reporters():
         reporter.report(run)
+    # A file of the whole run that could not be written fails every skill's gate here, where
+    # the summaries are all the caller gets.
+    for summary in summaries:
+        summary.report_error = summary.report_error or "; ".join(run.errors) or None
     return summaries
 
 

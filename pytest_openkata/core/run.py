@@ -230,6 +230,13 @@ class _ScenarioRun:
             reason_max_chars=options.judge_reason_max_chars,
         )
 
+    @functools.cached_property
+    def _workspace_before(self) -> dict[str, bytes]:
+        """The task and inputs as the workspace holds them before the agent, read once for
+        every trial's diff."""
+        scenario = self.scenario
+        return dict(workspace_files(scenario.skill_dir, scenario.path, skill=False))
+
     def digests(self) -> dict[str, str]:
         return scenario_digests(self.scenario.path, self.prompt)
 
@@ -413,12 +420,10 @@ class _ScenarioRun:
     ) -> TrialTrace:
         changes: tuple[FileChange, ...] = ()
         if agent.changes is not None:
-            scenario = self.scenario
-            before = dict(workspace_files(scenario.skill_dir, scenario.path, skill=False))
             # The diff shows the files' text: a secret the agent wrote is masked here too.
             changes = tuple(
                 FileChange(self.redact(c.path), c.status, self.redact(c.diff))
-                for c in file_changes(before, agent.changes)
+                for c in file_changes(self._workspace_before, agent.changes)
             )
         judged = None if agent.text == agent.output else agent.text
         return TrialTrace(agent.output, judged, changes, answers, seconds)

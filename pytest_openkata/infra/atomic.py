@@ -22,12 +22,15 @@ _FILE_MODE = 0o644
 
 def write_new_report(path: Path, text: str | bytes) -> Path:
     """Write ``text`` atomically to ``path`` or, if taken, to ``<stem>-2<suffix>``, ``-3``...
+    A ``path`` that is a folder raises :class:`IsADirectoryError`.
 
     The content goes to a temporary file in the target folder first and is then
     hard-linked to the final name; ``os.link`` fails instead of replacing, so an existing
     report is never overwritten, even by a concurrent writer. Returns the path written.
     """
     path = Path(path)
+    if path.is_dir():  # else the report would go to <folder>-2 beside it
+        raise IsADirectoryError(f"{path} is a folder, not a file name")
     _make_folders(path.parent)
     temp = _write_temp_file(path.parent, text)
     try:

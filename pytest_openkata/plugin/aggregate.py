@@ -93,6 +93,7 @@ class EvalAggregator:
         self.terminal = _Terminal()
         self._session: pytest.Session | None = None
         self._stopped: str | None = None
+        self._run_errors = 0
 
     # tryfirst: the terminal reporter later flips a parent report with failed subtests to
     # "failed"; here the parent's own outcome is still what its body did.
@@ -135,12 +136,13 @@ class EvalAggregator:
         )
         for reporter in reporters():
             reporter.report(run)
+        self._run_errors = len(run.errors)
         if finished:  # interrupted, usage or internal errors keep pytest's own status
             failed = gate_failed(
                 self.summaries,
                 require_uplift=self.settings.require_uplift,
                 fail_on_regression=self.settings.fail_on_regression,
-            ) or bool(self.hard_failures)
+            ) or bool(self.hard_failures or run.errors)
             session.exitstatus = pytest.ExitCode.TESTS_FAILED if failed else pytest.ExitCode.OK
         else:
             status = int(session.exitstatus)
@@ -174,5 +176,6 @@ class EvalAggregator:
             failed=len(failed),
             require_uplift=self.settings.require_uplift,
             fail_on_regression=self.settings.fail_on_regression,
+            run_errors=self._run_errors,
         )
         self.terminal.write_last_line(line)

@@ -109,6 +109,33 @@ def test_a_scenario_path_is_a_partial_run(
     assert reports_under(tmp_path) == []
 
 
+def test_evaluate_writes_the_run_log_and_a_file_it_cannot_write_fails_the_gate(
+    tmp_path: Path,
+    endpoint: ScriptedEndpoint,
+    verdicts: EvalScript,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    skill = write_skill(tmp_path, "s", SKILL)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "blocker").write_text("a file, not a folder\n")
+    from pytest_openkata import evaluate
+    from pytest_openkata.core.summary import gate_failed
+
+    summaries = evaluate(
+        skill,
+        backend="http",
+        http={"base_url": endpoint.base_url},
+        cache="off",
+        html="blocker/page.html",
+    )
+
+    assert len(list((tmp_path / ".openkata" / "runs").glob("*.jsonl"))) == 1
+    [summary] = summaries
+    assert summary.report_error is not None
+    assert "could not write the HTML report blocker/page.html" in summary.report_error
+    assert gate_failed(summaries)
+
+
 def test_a_repeat_is_answered_from_the_cache(
     tmp_path: Path,
     endpoint: ScriptedEndpoint,

@@ -131,7 +131,7 @@ def test_reports_are_never_overwritten_and_an_unwritable_one_fails_the_run(
         "skills/s", *eval_args(endpoint.base_url, "--eval-markdown", "blocker/r.md")
     )
 
-    blocked.stdout.fnmatch_lines(["  Report not written: could not write the Markdown report *"])
+    blocked.stdout.fnmatch_lines(["Not written: could not write the Markdown report *"])
     assert blocked.ret == pytest.ExitCode.TESTS_FAILED
 
 

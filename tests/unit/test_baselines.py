@@ -101,21 +101,18 @@ def test_auto_takes_the_newest_earlier_report_of_the_same_model(tmp_path: Path) 
     second = report(True, False, _at(10))
     third = report(False, False, _at(10))  # the same second: written as ...-2.json
     report(True, True, _at(11), model="other")  # newer, of another model
-    this_run = report(True, True, _at(12))  # the report this run wrote itself
     assert third.name == second.name.replace(".json", "-2.json")
 
     current = _summaries(tmp_path, _result(skill, "x", (True, True)))
-    earlier = earlier_runs(AUTO, current, model=MODEL, rootdir=tmp_path, exclude=[this_run])
+    earlier = earlier_runs(AUTO, current, model=MODEL, rootdir=tmp_path)
 
     run = earlier[skill]
     assert run.label == third.name
     assert _percentages(run) == [0.0]
     assert run.note == ""
-    # Without the exclusion this run's own report is the newest; without it and the -2 one,
-    # the report before them.
-    assert newest_report(this_run.parent) == this_run
-    assert newest_report(this_run.parent, [this_run, third]) == second
-    assert newest_report(this_run.parent, [this_run, third, second]) == oldest
+    # Without the -2 one, the report before them; without both, the oldest.
+    assert newest_report(third.parent, [third]) == second
+    assert newest_report(third.parent, [third, second]) == oldest
 
 
 def test_auto_reads_the_folder_of_a_model_with_a_slash(tmp_path: Path) -> None:

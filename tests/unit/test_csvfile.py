@@ -132,7 +132,7 @@ def test_the_reporter_writes_relative_to_the_current_folder_and_never_overwrites
     assert read_back(text)[0]["reason"] == QUOTED
 
 
-def test_rows_that_cannot_be_written_are_recorded_on_every_summary(tmp_path: Path) -> None:
+def test_rows_that_cannot_be_written_are_recorded_once_on_the_run(tmp_path: Path) -> None:
     (tmp_path / "blocker").write_text("a file, not a folder\n")
     results = [scenario("scenario-a", [judged("x", 1, True)]), scenario("b", "e", skill="t")]
     run = report_of(results, EvalSettings(csv=str(tmp_path / "blocker" / "rows.csv")))
@@ -140,9 +140,9 @@ def test_rows_that_cannot_be_written_are_recorded_on_every_summary(tmp_path: Pat
     CsvReporter().report(run)
 
     assert run.written == {}
-    for summary in run.summaries:
-        assert summary.report_error is not None
-        assert summary.report_error.startswith("could not write the CSV rows ")
+    [error] = run.errors
+    assert error.startswith("could not write the CSV rows ")
+    assert [summary.report_error for summary in run.summaries] == [None, None]
 
 
 def test_without_the_setting_nothing_is_written(

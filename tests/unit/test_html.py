@@ -670,8 +670,9 @@ def test_an_eval_html_that_cannot_be_written_fails_the_run_and_says_why(
 
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
-        ["*Report not written: could not write the HTML report taken (--eval-html): *folder*"]
+        ["Not written: could not write the HTML report taken (--eval-html): *folder*"]
     )
+    assert "1 report not written" in result.stdout.lines[-1]
     assert list((pytester.path / "taken").iterdir()) == []
 
 

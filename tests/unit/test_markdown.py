@@ -424,7 +424,7 @@ def test_the_reporter_writes_the_markdown_report_relative_to_the_current_folder(
     assert "x (0/10): missed" in text
 
 
-def test_a_report_that_cannot_be_written_is_recorded_on_every_summary(
+def test_a_report_that_cannot_be_written_is_recorded_once_on_the_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (tmp_path / "blocker").write_text("a file, not a folder\n")
@@ -435,10 +435,11 @@ def test_a_report_that_cannot_be_written_is_recorded_on_every_summary(
     MarkdownReporter().report(run)
 
     assert run.written == {}
-    for summary in run.summaries:
-        assert summary.report_error is not None
-        assert summary.report_error.startswith("could not write the Markdown report ")
-        assert "blocker" in summary.report_error
+    [markdown, step_summary] = run.errors
+    assert markdown.startswith("could not write the Markdown report ")
+    assert "blocker" in markdown
+    assert step_summary.startswith("could not append to the step summary ")
+    assert [summary.report_error for summary in run.summaries] == [None, None]
 
 
 def test_a_step_summary_that_cannot_be_appended_is_recorded(
@@ -449,10 +450,9 @@ def test_a_step_summary_that_cannot_be_appended_is_recorded(
 
     MarkdownReporter().report(run)
 
-    [summary] = run.summaries
-    assert summary.report_error is not None
-    assert summary.report_error.startswith("could not append to the step summary ")
-    assert STEP_SUMMARY_ENV in summary.report_error
+    [error] = run.errors
+    assert error.startswith("could not append to the step summary ")
+    assert STEP_SUMMARY_ENV in error
 
 
 def test_a_cut_step_summary_points_at_the_markdown_report_written_in_full(

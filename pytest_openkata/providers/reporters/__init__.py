@@ -5,8 +5,9 @@ summaries (:class:`~pytest_openkata.core.summary.SkillSummary`, with every scena
 :class:`~pytest_openkata.core.results.ScenarioResult`), the settings and the finishing time.
 Reporters run in the order of their ``order`` attribute, then of their names: the results JSON
 reporter (0) records where it wrote each skill's report on its summary, so that reporters after
-it (the terminal, 100) can show it. A reporter that cannot write records the reason on the
-summary (``report_error``) rather than raising, where the run's outcome should say so.
+it (the terminal, 100) can show it. A reporter that cannot write records the reason rather than
+raising, where the run's outcome should say so: on the skill's summary (``report_error``) for a
+skill's own report, on the run (``errors``) for a file of the whole run.
 
 Reporters are registered under the entry-point group ``pytest_openkata.reporters``; each entry
 point names a class whose instances take no arguments. The built-ins are ``results_json``,
@@ -55,6 +56,12 @@ class RunReport:
     # The files reporters wrote besides each skill's results JSON, by what they are ("run
     # log", "HTML report"), for the terminal to list.
     written: dict[str, Path] = field(default_factory=dict)
+    # What a reporter could not do for the whole run (a file it could not write): the run
+    # fails, and the terminal says each once.
+    errors: list[str] = field(default_factory=list)
+    # What several reporters derive from the run, made once and shared (the run log's text,
+    # the run read back from it: see ``runlog.logged_run``).
+    views: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 class Reporter(Protocol):

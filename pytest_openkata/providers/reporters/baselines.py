@@ -9,8 +9,8 @@ The setting is one of:
   (:func:`~pytest_openkata.core.runlog.relative_skill_dir`);
 - ``auto``: for each skill, its newest results JSON of the same model under
   ``<skill>/evals/results/<model>/`` (the folder
-  :func:`~pytest_openkata.providers.reporters.results_json.auto_report_path` writes to), the
-  report this run wrote itself excluded.
+  :func:`~pytest_openkata.providers.reporters.results_json.auto_report_path` writes to). The
+  comparison is made before this run's reports are written, so its own is never the newest.
 
 A relative path is relative to the current folder, as pytest's ``--junitxml``. What it names
 is told by its content, not its name: a run log's first line is its run record. A file that
@@ -207,13 +207,11 @@ def newest_report(folder: Path, exclude: Collection[Path] = ()) -> Path | None:
     return max(found)[1] if found else None
 
 
-def _auto(
-    summaries: Sequence[SkillSummary], model: str, rootdir: Path, exclude: Collection[Path]
-) -> dict[Path, EarlierRun]:
+def _auto(summaries: Sequence[SkillSummary], model: str, rootdir: Path) -> dict[Path, EarlierRun]:
     earlier = {}
     for summary in summaries:
         folder = results_folder(summary.skill_dir, model)
-        path = newest_report(folder, exclude)
+        path = newest_report(folder)
         if path is None:
             earlier[summary.skill_dir] = EarlierRun("", (), note=f"no earlier report of {model}")
             continue
@@ -229,13 +227,12 @@ def earlier_runs(
     *,
     model: str,
     rootdir: Path,
-    exclude: Collection[Path] = (),
 ) -> dict[Path, EarlierRun]:
     """Each summary's skill folder and its results in the earlier run ``spec`` names (see the
-    module docstring); ``model`` is the run's agent model (``auto`` reads its folder),
-    ``exclude`` the reports this run wrote. Raises :class:`EarlierRunError`."""
+    module docstring); ``model`` is the run's agent model (``auto`` reads its folder).
+    Raises :class:`EarlierRunError`."""
     if spec == AUTO:
-        return _auto(summaries, model, rootdir, exclude)
+        return _auto(summaries, model, rootdir)
     path = Path(spec).expanduser()
     text = _read(path, spec)
     if _is_run_log(text):
@@ -247,8 +244,6 @@ def compare_with_earlier(
     summaries: Sequence[SkillSummary],
     settings: EvalSettings,
     rootdir: Path,
-    *,
-    exclude: Collection[Path] = (),
 ) -> dict[Path, SkillChanges]:
     """Each summary's skill folder and its comparison with the earlier run the ``compare``
     setting names, with the ``regression_tolerance`` setting; empty without the setting.
@@ -256,9 +251,7 @@ def compare_with_earlier(
     ``note`` says why. Raises :class:`EarlierRunError`."""
     if not settings.compare:
         return {}
-    earlier = earlier_runs(
-        settings.compare, summaries, model=settings.model, rootdir=rootdir, exclude=exclude
-    )
+    earlier = earlier_runs(settings.compare, summaries, model=settings.model, rootdir=rootdir)
     changes = {}
     for summary in summaries:
         run = earlier[summary.skill_dir]

@@ -87,12 +87,12 @@ def rows(summaries: Sequence[SkillSummary]) -> Iterator[list[str]]:
                             yield from _trial_rows(summary.name, arm, trial)
 
 
-def render_csv(run: LoggedRun, summaries: Sequence[SkillSummary] | None = None) -> str:
+def render_csv(run: LoggedRun) -> str:
     """The CSV text of a logged run: the header row, then :func:`rows`."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(COLUMNS)
-    writer.writerows(rows(skill_summaries(run) if summaries is None else summaries))
+    writer.writerows(rows(skill_summaries(run)))
     return buffer.getvalue()
 
 
@@ -112,8 +112,7 @@ class CsvReporter:
             run.written["CSV rows"] = write_new_report(path, render_csv(logged_run(run)))
         except OSError as exc:
             problem = f"could not write the CSV rows {path}: {exc.strerror or exc}"
-            for summary in run.summaries:
-                summary.report_error = summary.report_error or problem
+            run.errors.append(problem)
 
 
 if TYPE_CHECKING:  # the protocol this provider implements, checked by mypy

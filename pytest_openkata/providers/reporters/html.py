@@ -569,8 +569,7 @@ class HtmlReporter:
         except (OSError, RunLogError) as exc:
             detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
             problem = f"could not write the HTML report {target} (--eval-html): {detail}"
-            for summary in run.summaries:
-                summary.report_error = summary.report_error or problem
+            run.errors.append(problem)
 
 
 def main(argv: list[str]) -> int:

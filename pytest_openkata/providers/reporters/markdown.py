@@ -492,10 +492,9 @@ def _joined(parts: Sequence[Section]) -> str:
     return "".join(part.text for part in parts).rstrip("\n") + "\n"
 
 
-def render_markdown(run: LoggedRun, summaries: Sequence[SkillSummary] | None = None) -> str:
-    """The whole Markdown report of a logged run (its skills scored as the run scored them
-    unless ``summaries`` are given)."""
-    return _joined(sections(run, skill_summaries(run) if summaries is None else summaries))
+def render_markdown(run: LoggedRun) -> str:
+    """The whole Markdown report of a logged run, its skills scored as the run scored them."""
+    return _joined(sections(run, skill_summaries(run)))
 
 
 def _size(text: str) -> int:
@@ -589,8 +588,7 @@ def _full_report(run: RunReport) -> str | None:
 
 
 def _record_error(run: RunReport, problem: str) -> None:
-    for summary in run.summaries:
-        summary.report_error = summary.report_error or problem
+    run.errors.append(problem)
 
 
 class MarkdownReporter:

@@ -53,13 +53,23 @@ def run_info(run: RunReport) -> RunInfo:
 
 
 def _log_text(run: RunReport) -> str:
-    results = [result for summary in run.summaries for result in summary.results]
-    return log_lines(run_info(run), results, run.rootdir, run.log_extras)
+    text = run.views.get("log text")
+    if text is None:
+        results = [result for summary in run.summaries for result in summary.results]
+        text = run.views["log text"] = log_lines(
+            run_info(run), results, run.rootdir, run.log_extras
+        )
+    return str(text)
 
 
 def logged_run(run: RunReport) -> LoggedRun:
-    """The run as its log holds it (read back from the log's text)."""
-    return parse_run_log(_log_text(run), source="this run's log")
+    """The run as its log holds it (read back from the log's text), made once per run and
+    shared by every reporter that renders it."""
+    logged = run.views.get("logged run")
+    if logged is None:
+        logged = run.views["logged run"] = parse_run_log(_log_text(run), source="this run's log")
+    assert isinstance(logged, LoggedRun)
+    return logged
 
 
 def log_folder(settings: EvalSettings, rootdir: Path) -> Path | None:
@@ -100,8 +110,7 @@ class RunLogReporter:
             prune_logs(folder, run.settings.log_keep)
         except OSError as exc:
             problem = f"could not write the run log under {folder}: {exc.strerror or exc}"
-            for summary in run.summaries:
-                summary.report_error = summary.report_error or problem
+            run.errors.append(problem)
 
 
 if TYPE_CHECKING:  # the protocol this provider implements, checked by mypy

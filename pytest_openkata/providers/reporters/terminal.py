@@ -289,6 +289,7 @@ def gate_line(
     failed: int = 0,
     require_uplift: bool = False,
     fail_on_regression: bool = False,
+    run_errors: int = 0,
 ) -> list[Segment]:
     """The run's last line: the gate's decision and why the exit status is what it is.
 
@@ -318,7 +319,7 @@ def gate_line(
         reasons.append(f"{', '.join(regressed)} {verb} against the baseline")
     if fail_on_regression:
         reasons += [_regressions(s.changes) for s in summaries if s.changes and s.changes.failed]
-    unwritten = sum(1 for summary in summaries if summary.report_error is not None)
+    unwritten = run_errors + sum(1 for summary in summaries if summary.report_error is not None)
     if unwritten:
         reasons.append(f"{_plural(unwritten, 'report')} not written")
     if any(summary.compare_error is not None for summary in summaries):
@@ -351,6 +352,8 @@ class TerminalReporter:
         for summary in run.summaries:
             lines = skill_lines(summary, run.settings.threshold, run.rootdir)
             run.terminal.write_lines(list(lines))
+        if run.errors:
+            run.terminal.write_lines([[(f"Not written: {error}", "red")] for error in run.errors])
         if run.written:
             run.terminal.write_lines(
                 [
