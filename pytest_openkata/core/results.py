@@ -191,6 +191,14 @@ class ScenarioResult:
     def judge_errors(self) -> int:
         return sum(trial.judge_errors for trial in self.trials)
 
+    @property
+    def plain_description(self) -> str:
+        """The description without the ``(error: ...)`` the reference appends to an errored
+        scenario's: the views that show the error on its own show this."""
+        if self.criteria is None and self.error is not None:
+            return self.description.removesuffix(f" (error: {self.error})")
+        return self.description
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 

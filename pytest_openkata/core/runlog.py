@@ -88,9 +88,7 @@ def _trial_record(result: ScenarioResult, trial: TrialResult, skill_dir: str) ->
         "skill": result.skill,
         "skill_dir": skill_dir,
         "scenario": result.name,
-        "description": result.description.removesuffix(f" (error: {result.error})")
-        if result.criteria is None and result.error
-        else result.description,
+        "description": result.plain_description,
         "skill_scenarios": list(result.skill_scenarios),
         "arm": result.arm,
         "task": result.task,

@@ -1,5 +1,5 @@
-"""Text rules of the reference runner shared by the judge and the kiro agent: Go's trimming
-and ``cleanKiroOutput``."""
+"""Text rules of the reference runner shared by the judge and the kiro agent (Go's trimming and
+``cleanKiroOutput``), and the wording the reporters share."""
 
 from __future__ import annotations
 
@@ -32,3 +32,13 @@ def clean_output(text: str) -> str:
         if not line.startswith("> ") and not go_trim(line).startswith("```")
     ]
     return go_trim("\n".join(kept))
+
+
+def plural(count: int, noun: str) -> str:
+    """``1 scenario``, ``2 scenarios``."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def signed_points(value: float) -> str:
+    """A difference in percentage points as the reports show it: ``+12.5``, ``-3.0``."""
+    return f"{value:+.1f}"

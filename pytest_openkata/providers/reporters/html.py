@@ -51,6 +51,7 @@ from pytest_openkata.core.runlog import (
 from pytest_openkata.core.scoring import catalogue_colour
 from pytest_openkata.core.summary import SkillSummary, usage_of
 from pytest_openkata.infra.atomic import write_new_report
+from pytest_openkata.infra.text import plural, signed_points
 from pytest_openkata.providers.reporters import RunReport
 from pytest_openkata.providers.reporters.runlog import logged_run
 
@@ -306,15 +307,6 @@ def _trial_view(trial: TrialResult) -> TrialView:
     )
 
 
-def _description(result: ScenarioResult) -> str:
-    """The scenario's description without the ``(error: ...)`` an errored result carries
-    (the page shows the error on its own)."""
-    suffix = f" (error: {result.error})"
-    if result.criteria is None and result.error is not None:
-        return result.description.removesuffix(suffix)
-    return result.description
-
-
 def _flaky(trials: Sequence[TrialResult]) -> bool:
     """Whether the trials disagree on passing or on some criterion's verdict."""
     if len({trial.passed for trial in trials}) > 1:
@@ -329,7 +321,7 @@ def _flaky(trials: Sequence[TrialResult]) -> bool:
 def _arm_view(result: ScenarioResult) -> ArmView:
     return ArmView(
         result=result,
-        description=_description(result),
+        description=result.plain_description,
         colour=catalogue_colour(result.percentage),
         trials=[_trial_view(trial) for trial in result.trials],
         flaky=len(result.trials) > 1 and _flaky(result.trials),
@@ -485,20 +477,12 @@ def _rate(value: float) -> str:
     return f"{value * 100:.0f}%"
 
 
-def _points(value: float) -> str:
-    return f"{value:+.1f}"
-
-
 def _count(value: int | None) -> str:
     return "—" if value is None else f"{value:,}"
 
 
 def _cost(value: float | None) -> str:
     return "not reported" if value is None else f"${value:.4f}"
-
-
-def _plural(count: int, noun: str) -> str:
-    return f"{count} {noun}{'s' if count != 1 else ''}"
 
 
 @functools.cache
@@ -513,7 +497,7 @@ def _environment() -> Environment:
         keep_trailing_newline=True,
     )
     environment.filters.update(
-        percent=_percent, rate=_rate, points=_points, count=_count, cost=_cost, plural=_plural
+        percent=_percent, rate=_rate, points=signed_points, count=_count, cost=_cost, plural=plural
     )
     return environment
 

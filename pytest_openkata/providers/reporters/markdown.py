@@ -41,6 +41,7 @@ from pytest_openkata.core.runlog import LoggedRun, skill_summaries
 from pytest_openkata.core.scoring import catalogue_colour
 from pytest_openkata.core.summary import SkillSummary
 from pytest_openkata.infra.atomic import write_new_report
+from pytest_openkata.infra.text import plural, signed_points
 from pytest_openkata.providers.reporters import RunReport
 from pytest_openkata.providers.reporters.runlog import logged_run
 
@@ -128,23 +129,6 @@ def score_bar(value: float) -> str:
     return "█" * filled + "░" * (BAR_CELLS - filled)
 
 
-def _points(value: float) -> str:
-    return f"{value:+.1f}"
-
-
-def _plural(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"
-
-
-def _description(result: ScenarioResult) -> str:
-    """The scenario's description without the ``(error: ...)`` the reference appends to an
-    errored scenario's: the error is shown as one."""
-    suffix = f" (error: {result.error})"
-    if result.criteria is None and result.error and result.description.endswith(suffix):
-        return result.description[: -len(suffix)]
-    return result.description
-
-
 # --- sections ------------------------------------------------------------------------------
 
 
@@ -165,8 +149,8 @@ def _run_section(run: LoggedRun, summaries: Sequence[SkillSummary]) -> Section:
     counts = [f"{passed} passed", f"{failed} failed"] + ([f"{partial} partial"] if partial else [])
     errored = sum(1 for s in summaries for r in s.results if r.error is not None)
     if errored:
-        counts.append(f"{_plural(errored, 'scenario')} errored")
-    lines = [f"# openkata eval: {_plural(len(summaries), 'skill')}, {', '.join(counts)}", ""]
+        counts.append(f"{plural(errored, 'scenario')} errored")
+    lines = [f"# openkata eval: {plural(len(summaries), 'skill')}, {', '.join(counts)}", ""]
     settings = run.info.settings
     described = _settings_line(settings, run.info.threshold)
     if described:
@@ -188,7 +172,7 @@ def _settings_line(settings: Mapping[str, Any], threshold: int) -> str:
         )
     trials, votes = settings.get("trials"), settings.get("judge_votes")
     if isinstance(trials, int) and isinstance(votes, int):
-        parts.append(f"{_plural(trials, 'trial')}, {_plural(votes, 'judge vote')}")
+        parts.append(f"{plural(trials, 'trial')}, {plural(votes, 'judge vote')}")
     parts.append(f"threshold {threshold}%")
     if settings.get("baseline"):
         parts.append(f"baseline {escape(str(settings['baseline']))}")
@@ -215,7 +199,7 @@ def _skill_head_section(summary: SkillSummary, threshold: int) -> Section:
     failed = len(results) - passed - errored
     counts = [f"{passed} passed", f"{failed} failed"] + ([f"{errored} errored"] if errored else [])
     lines = [_skill_heading(summary, threshold), ""]
-    lines += [f"{_plural(len(results), 'scenario')}: {', '.join(counts)}.", ""]
+    lines += [f"{plural(len(results), 'scenario')}: {', '.join(counts)}.", ""]
     if summary.with_trials and summary.interval is not None:
         low, high = summary.interval
         note = (
@@ -311,10 +295,10 @@ def _uplift_section(comparison: SkillComparison) -> Section:
                 f"{m.c} without it only)"
             )
         lines = [
-            f"**Uplift against {arm}** over {_plural(uplift.scenarios, 'scenario')}: "
+            f"**Uplift against {arm}** over {plural(uplift.scenarios, 'scenario')}: "
             f"with the skill {uplift.with_mean:.1f}%, {arm} {uplift.without_mean:.1f}%; "
-            f"difference {_points(uplift.difference)} points (95% CI {_points(low)} to "
-            f"{_points(high)}); normalized gain {uplift.normalized_gain:.2f}; {tests}; "
+            f"difference {signed_points(uplift.difference)} points (95% CI {signed_points(low)} to "
+            f"{signed_points(high)}); normalized gain {uplift.normalized_gain:.2f}; {tests}; "
             f"verdict: **{escape(uplift.verdict)}**"
         ]
     moved = "; ".join(
@@ -348,9 +332,11 @@ def _changes_section(changes: SkillChanges) -> Section:
         tier = escape(scenario.tier)
         if scenario.reason:
             tier += f" ({escape(scenario.reason)})"
-        change = "—" if scenario.change is None else _points(scenario.change)
+        change = "—" if scenario.change is None else signed_points(scenario.change)
         if scenario.interval is not None:
-            change += f" ({_points(scenario.interval[0])} to {_points(scenario.interval[1])})"
+            change += (
+                f" ({signed_points(scenario.interval[0])} to {signed_points(scenario.interval[1])})"
+            )
         flips = "<br>".join(
             f"{escape(c.name)} {c.flip}" for c in scenario.criteria if c.flip is not None
         )
@@ -443,7 +429,7 @@ def _details_summary(result: ScenarioResult) -> str:
 
 def _details_section(result: ScenarioResult) -> Section:
     lines = ["<details>", f"<summary>{_details_summary(result)}</summary>", ""]
-    description = _description(result)
+    description = result.plain_description
     if description:
         lines += [f"Description: {escape(description)}", ""]
     if result.error is not None:

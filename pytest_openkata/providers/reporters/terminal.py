@@ -15,6 +15,7 @@ from pytest_openkata.core.compare import SkillComparison
 from pytest_openkata.core.regression import SkillChanges
 from pytest_openkata.core.results import CallStats, CriterionResult, ScenarioResult, Usage
 from pytest_openkata.core.summary import SkillSummary
+from pytest_openkata.infra.text import plural, signed_points
 from pytest_openkata.providers.reporters import RunReport, Segment
 from pytest_openkata.providers.reporters.changes import changes_lines
 
@@ -59,11 +60,7 @@ def _header(result: ScenarioResult) -> str:
     """The scenario's name and description. An errored scenario's description carries the
     reference's ``(error: ...)`` suffix (as in the report); it is left out here, where the
     ``ERROR:`` line says it, so that the error text appears once in the block."""
-    description = result.description
-    suffix = f" (error: {result.error})"
-    if result.criteria is None and result.error is not None and description.endswith(suffix):
-        description = description[: -len(suffix)]
-    return f"  {result.name}: {description}"
+    return f"  {result.name}: {result.plain_description}"
 
 
 def _score_line(result: ScenarioResult) -> list[Segment]:
@@ -92,10 +89,6 @@ def _baseline_line(result: ScenarioResult) -> str | None:
     )
 
 
-def _points(value: float) -> str:
-    return f"{value:+.1f}"
-
-
 def uplift_lines(comparison: SkillComparison) -> Iterator[list[Segment]]:
     """The uplift block of a skill compared with its baseline arm."""
     uplift = comparison.uplift
@@ -108,9 +101,9 @@ def uplift_lines(comparison: SkillComparison) -> Iterator[list[Segment]]:
             (
                 f"  Uplift against {comparison.arm}: with the skill {uplift.with_mean:.1f}%, "
                 f"{comparison.arm} {uplift.without_mean:.1f}% over "
-                f"{_plural(uplift.scenarios, 'scenario')}; "
-                f"difference {_points(uplift.difference)} points (95% CI {_points(low)} to "
-                f"{_points(high)})",
+                f"{plural(uplift.scenarios, 'scenario')}; "
+                f"difference {signed_points(uplift.difference)} points "
+                f"(95% CI {signed_points(low)} to {signed_points(high)})",
                 None,
             )
         ]
@@ -258,10 +251,6 @@ def skill_lines(
         yield [(f"  Report not written: {summary.report_error}", "red")]
 
 
-def _plural(count: int, noun: str) -> str:
-    return f"{count} {noun}{'s' if count != 1 else ''}"
-
-
 def _gate_percentage(summary: SkillSummary, threshold: int) -> str:
     """The overall percentage as the overall line rounds it, with as many decimals as it takes
     for the comparison to read right (94.6 against 95 is ``94.6% < 95%``, not ``95% < 95%``)."""
@@ -310,9 +299,9 @@ def gate_line(
         else "partial run: threshold not enforced"
     ]
     if errored:
-        reasons.append(f"{_plural(errored, 'scenario')} errored")
+        reasons.append(f"{plural(errored, 'scenario')} errored")
     if failed:
-        reasons.append(f"{_plural(failed, 'ordinary test')} failed")
+        reasons.append(f"{plural(failed, 'ordinary test')} failed")
     regressed = [s.name for s in summaries if require_uplift and s.regresses]
     if regressed:
         verb = "regresses" if len(regressed) == 1 else "regress"
@@ -321,7 +310,7 @@ def gate_line(
         reasons += [_regressions(s.changes) for s in summaries if s.changes and s.changes.failed]
     unwritten = run_errors + sum(1 for summary in summaries if summary.report_error is not None)
     if unwritten:
-        reasons.append(f"{_plural(unwritten, 'report')} not written")
+        reasons.append(f"{plural(unwritten, 'report')} not written")
     if any(summary.compare_error is not None for summary in summaries):
         reasons.append("the earlier run to compare with could not be read")
     separator = ": " if enforced else ", "
@@ -334,7 +323,7 @@ def _regressions(changes: SkillChanges) -> str:
     parts = []
     for what, found in (("regression", changes.regressions), ("missing", changes.missing)):
         if found:
-            noun = _plural(len(found), what) if what == "regression" else f"{len(found)} missing"
+            noun = plural(len(found), what) if what == "regression" else f"{len(found)} missing"
             parts.append(f"{noun} ({', '.join(change.name for change in found)})")
     return f"{changes.skill}: {', '.join(parts)} against {changes.baseline}"
 
