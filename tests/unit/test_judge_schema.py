@@ -181,19 +181,26 @@ def _judge_twice(judge: Completer) -> list[list[Verdict]]:
     return [run_judge(judge, RESPONSE, "ctx", CRITERIA, fence=fence) for fence in (True, False)]
 
 
-def test_an_http_judge_session_makes_no_refused_call(
-    client: httpx.Client, endpoint: ScriptedEndpoint, strict: StrictStructuredOutput
+def _assert_two_structured_sessions(
+    judge: Completer, endpoint: ScriptedEndpoint, strict: StrictStructuredOutput
 ) -> None:
-    judge = _http(client, endpoint)
-
+    """Two judge sessions (fenced and not): both structured, none refused, every verdict read."""
     sessions = _judge_twice(judge)
 
     assert strict.refused == []
     assert (strict.structured, strict.plain) == (2, 0)
     assert len(endpoint.requests) == 2
-    assert judge.structured_output is True
+    assert getattr(judge, "structured_output", None) is True
     for verdicts in sessions:
         assert verdicts == [Verdict(name, True, SCRIPTED_REASON) for name in NAMES]
+
+
+def test_an_http_judge_session_makes_no_refused_call(
+    client: httpx.Client, endpoint: ScriptedEndpoint, strict: StrictStructuredOutput
+) -> None:
+    judge = _http(client, endpoint)
+
+    _assert_two_structured_sessions(judge, endpoint, strict)
     sent = endpoint.requests[0].json["response_format"]["json_schema"]["schema"]
     assert list(sent["properties"]) == NAMES  # the names themselves are the keys
 
@@ -203,14 +210,7 @@ def test_an_anthropic_judge_session_makes_no_refused_call(
 ) -> None:
     judge = _anthropic(client, endpoint)
 
-    sessions = _judge_twice(judge)
-
-    assert strict.refused == []
-    assert (strict.structured, strict.plain) == (2, 0)
-    assert len(endpoint.requests) == 2
-    assert judge.structured_output is True
-    for verdicts in sessions:
-        assert verdicts == [Verdict(name, True, SCRIPTED_REASON) for name in NAMES]
+    _assert_two_structured_sessions(judge, endpoint, strict)
     [tool] = endpoint.requests[0].json["tools"]
     keys = list(tool["input_schema"]["properties"])
     assert keys == [
