@@ -1,15 +1,33 @@
 """``python -m pytest_openkata``: commands around a run.
 
-``html LOG [-o PATH]`` renders the HTML report of a run from its run log.
+- ``html LOG [-o PATH]`` renders the HTML report of a run from its run log;
+- ``init skills/NAME`` and ``new-scenario skills/NAME ID [--sandbox]`` write what a new skill
+  or scenario needs;
+- ``effectiveness [SKILLS-ROOT]`` shows what the skill catalogue will show per skill and model.
+
+Each command's module is imported only when it is asked for.
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
+from collections.abc import Callable
 
-from pytest_openkata.providers.reporters import html
+# command name -> "module:function"; the function takes the remaining arguments and returns
+# the exit code.
+COMMANDS = {
+    "html": "pytest_openkata.providers.reporters.html:main",
+    "init": "pytest_openkata.commands.scaffold:init_main",
+    "new-scenario": "pytest_openkata.commands.scaffold:new_scenario_main",
+    "effectiveness": "pytest_openkata.commands.effectiveness:main",
+}
 
-COMMANDS = {"html": html.main}
+
+def command(name: str) -> Callable[[list[str]], int]:
+    module, _, function = COMMANDS[name].partition(":")
+    found: Callable[[list[str]], int] = getattr(importlib.import_module(module), function)
+    return found
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -18,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
         names = ", ".join(COMMANDS)
         print(f"usage: python -m pytest_openkata {{{names}}} ...", file=sys.stderr)
         return 2
-    return COMMANDS[args[0]](args[1:])
+    return command(args[0])(args[1:])
 
 
 if __name__ == "__main__":

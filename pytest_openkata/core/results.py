@@ -15,6 +15,13 @@ from pytest_openkata.core.workspace import FileChange, WorkspaceDiff
 
 N = TypeVar("N", int, float)
 
+# Why a trial errored (``TrialResult.error_kind``): its scenario's files or the run's own
+# configuration are broken, or something the run depends on failed (an endpoint, the judge,
+# an agent CLI, the sandbox engine, a check that could not run). A run whose scenarios errored
+# for the second reason holds back its report (see the results JSON reporter).
+SCENARIO_ERROR = "scenario"
+INFRASTRUCTURE_ERROR = "infrastructure"
+
 
 @dataclass(frozen=True)
 class Verdict:
@@ -145,6 +152,8 @@ class TrialResult:
     judge_errors: int = 0
     usage: Usage = Usage()
     trace: TrialTrace | None = None
+    # SCENARIO_ERROR or INFRASTRUCTURE_ERROR for an errored trial, else "".
+    error_kind: str = ""
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrialResult:
@@ -190,6 +199,16 @@ class ScenarioResult:
     @property
     def judge_errors(self) -> int:
         return sum(trial.judge_errors for trial in self.trials)
+
+    @property
+    def error_kind(self) -> str:
+        """Why the first errored trial errored (``""`` when none did)."""
+        return next((t.error_kind for t in self.trials if t.error is not None), "")
+
+    @property
+    def infrastructure_errors(self) -> int:
+        """Trials that errored because something the run depends on failed, not the scenario."""
+        return sum(1 for trial in self.trials if trial.error_kind == INFRASTRUCTURE_ERROR)
 
     @property
     def plain_description(self) -> str:

@@ -29,6 +29,8 @@ from pytest_openkata.core.checks import CANNOT_START, Check, CommandOutcome, com
 from pytest_openkata.core.errors import ScenarioFailure
 from pytest_openkata.core.prompt import SkillTexts, build_prompt
 from pytest_openkata.core.results import (
+    INFRASTRUCTURE_ERROR,
+    SCENARIO_ERROR,
     AgentResult,
     CallStats,
     CriterionResult,
@@ -468,7 +470,10 @@ def run_scenario(
         except FileNotFoundError as exc:
             raise ScenarioFailure(str(exc)) from exc
     except (ScenarioLoadError, ScenarioFailure, BackendError) as exc:
-        trial = errored_trial(1, error_text(exc, redact, skill_dir))
+        # A backend that cannot be built is the run's dependency failing; the rest is the
+        # scenario's own files (a missing SKILL.md or task, a broken criteria.json).
+        kind = INFRASTRUCTURE_ERROR if isinstance(exc, BackendError) else SCENARIO_ERROR
+        trial = errored_trial(1, error_text(exc, redact, skill_dir), kind=kind)
         return combine_trials(
             [trial],
             description=read_description(scenario_dir),
@@ -537,5 +542,5 @@ def _baseline_run(
             scenario.skill_dir, scenario.path, options.skill_texts, skill=arm.skill
         )
     except (ArmError, FileNotFoundError) as exc:
-        return errored_trial(1, error_text(exc, redact, scenario.skill_dir))
+        return errored_trial(1, error_text(exc, redact, scenario.skill_dir), kind=SCENARIO_ERROR)
     return _ScenarioRun(scenario, prompt, backends, options, redact=redact, slot=slot, arm=arm)

@@ -12,7 +12,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from pytest_openkata.core.results import CriterionResult, ScenarioResult, TrialResult, Usage
+from pytest_openkata.core.results import (
+    INFRASTRUCTURE_ERROR,
+    CriterionResult,
+    ScenarioResult,
+    TrialResult,
+    Usage,
+)
 from pytest_openkata.core.scoring import overall_percentage, scenario_totals
 from pytest_openkata.core.stats import trial_stats
 
@@ -59,7 +65,11 @@ def scored_trial(index: int, criteria: list[CriterionResult], **extra: object) -
     )
 
 
-def errored_trial(index: int, error: str, **extra: object) -> TrialResult:
+def errored_trial(
+    index: int, error: str, *, kind: str = INFRASTRUCTURE_ERROR, **extra: object
+) -> TrialResult:
+    """A trial that gave no verdict; ``kind`` says why (:data:`SCENARIO_ERROR`: its files or
+    the run's configuration are broken; else something the run depends on failed)."""
     return TrialResult(
         index=index,
         criteria=None,
@@ -68,6 +78,7 @@ def errored_trial(index: int, error: str, **extra: object) -> TrialResult:
         percentage=0.0,
         passed=False,
         error=error,
+        error_kind=kind,
         **extra,  # type: ignore[arg-type]
     )
 

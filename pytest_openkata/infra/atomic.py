@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import suppress
 from pathlib import Path
 
@@ -20,9 +20,10 @@ _DIR_MODE = 0o755
 _FILE_MODE = 0o644
 
 
-def write_new_report(path: Path, text: str | bytes) -> Path:
-    """Write ``text`` atomically to ``path`` or, if taken, to ``<stem>-2<suffix>``, ``-3``...
-    A ``path`` that is a folder raises :class:`IsADirectoryError`.
+def write_new_report(path: Path, text: str | bytes, others: Iterable[Path] | None = None) -> Path:
+    """Write ``text`` atomically to ``path`` or, if taken, to the first free name of ``others``
+    (default ``<stem>-2<suffix>``, ``-3``...; the names must not run out). A ``path`` that is
+    a folder raises :class:`IsADirectoryError`.
 
     The content goes to a temporary file in the target folder first and is then
     hard-linked to the final name; ``os.link`` fails instead of replacing, so an existing
@@ -34,7 +35,7 @@ def write_new_report(path: Path, text: str | bytes) -> Path:
     _make_folders(path.parent)
     temp = _write_temp_file(path.parent, text)
     try:
-        written = _link_to_free_name(temp, path)
+        written = _link_to_free_name(temp, path, others)
     finally:
         temp.unlink(missing_ok=True)
     _fsync_folder(path.parent)
@@ -67,8 +68,9 @@ def _write_temp_file(folder: Path, text: str | bytes) -> Path:
     return temp
 
 
-def _link_to_free_name(temp: Path, path: Path) -> Path:
-    for candidate in _candidate_paths(path):
+def _link_to_free_name(temp: Path, path: Path, others: Iterable[Path] | None) -> Path:
+    candidates = _candidate_paths(path) if others is None else itertools.chain([path], others)
+    for candidate in candidates:
         try:
             os.link(temp, candidate)
         except FileExistsError:

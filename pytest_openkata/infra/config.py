@@ -107,6 +107,7 @@ class EvalSettings(BaseModel):
     compare: str = ""
     regression_tolerance: float = 0.0
     fail_on_regression: bool = False
+    publish_errors: bool = False
     http: HttpSettings = HttpSettings()
     anthropic: AnthropicSettings = AnthropicSettings()
     sandbox: SandboxSettings = SandboxSettings()
@@ -301,6 +302,7 @@ FIELDS: tuple[Setting, ...] = (
     Setting("compare", _text, metavar="auto|PATH"),
     Setting("regression_tolerance", _non_negative_number, metavar="POINTS"),
     Setting("fail_on_regression", _boolean, flag=True),
+    Setting("publish_errors", _boolean, flag=True),
     Setting("http.base_url", _text, cli="--eval-base-url", metavar="URL"),
     Setting("http.api_key", _text, secret=True),
     Setting("http.endpoint_id", _text, metavar="ID"),
@@ -376,6 +378,9 @@ HELP = {
     "regression_tolerance": "points a scenario may fall before the comparison calls it a "
     "regression (default 0)",
     "fail_on_regression": "exit 1 when the comparison finds a regression or a missing scenario",
+    "publish_errors": "write the report under evals/results/ even when scenarios errored for "
+    "reasons outside the skill (default: beside the run logs, where the catalogue does not "
+    "count it)",
     "http.base_url": "base URL of the OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1",
     "http.api_key": "API key of the endpoint (never printed)",
     "http.endpoint_id": "what answers at the base URL, for cache keys instead of the URL "

@@ -281,7 +281,20 @@ def test_endpoint_failure_is_a_scenario_error_not_a_failed_criterion(
         ]
     )
     assert result.ret == pytest.ExitCode.TESTS_FAILED  # an error never lets the run pass
-    errored = _only_report(pytester.path)["scenarios"][0]
+    # Not where the catalogue reads: it would publish 0 % for a scenario the endpoint failed.
+    assert reports_under(pytester.path) == []
+    held = sorted((pytester.path / ".openkata/runs/unpublished/s").rglob("*.json"))
+    assert len(held) == 1
+    result.stdout.fnmatch_lines(
+        [
+            f"  Report: .openkata/runs/unpublished/s/{held[0].parent.name}/{held[0].name}",
+            "  Report not published: 1 scenario errored for reasons outside the skill (an "
+            "endpoint, the judge, an agent CLI or the sandbox engine), so this report is not in "
+            "evals/results/, where the catalogue would count it; --eval-publish-errors "
+            "publishes it anyway",
+        ]
+    )
+    errored = json.loads(held[0].read_text())["scenarios"][0]
     assert errored == {
         "name": "scenario-0",
         "description": "about scenario-0 (error: agent: failed after 3 attempts: "
@@ -292,6 +305,7 @@ def test_endpoint_failure_is_a_scenario_error_not_a_failed_criterion(
         "percentage": 0,
         "pass": False,
         "error": "agent: failed after 3 attempts: HTTP 500: upstream exploded",
+        "error_kind": "infrastructure",
     }
 
 
@@ -428,7 +442,8 @@ def test_api_key_never_reaches_output_report_or_junit(
     script.verdicts["c"] = (False, f"the answer quoted {key}")
 
     result = pytester.runpytest(
-        "skills/s", *eval_args(endpoint.base_url, "--junitxml=junit.xml", "-v")
+        "skills/s",
+        *eval_args(endpoint.base_url, "--junitxml=junit.xml", "-v", "--eval-publish-errors"),
     )
 
     assert endpoint.requests[0].headers["authorization"] == f"Bearer {key}"

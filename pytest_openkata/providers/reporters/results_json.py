@@ -10,11 +10,12 @@ gives the same records.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +34,7 @@ from pytest_openkata.core.summary import SkillSummary, usage_of
 from pytest_openkata.core.uplift import McNemar, Uplift
 from pytest_openkata.infra.atomic import write_new_report
 from pytest_openkata.infra.config import EvalSettings
+from pytest_openkata.infra.text import plural
 from pytest_openkata.providers.reporters import RunReport, gojson
 
 __all__ = [
@@ -134,7 +136,8 @@ def skill_report(summary: SkillSummary, settings: EvalSettings, now: datetime) -
             backend=settings.backend,
             agent_model=settings.model,
             judge_model=settings.judge_model,
-            model_label=settings.model_label,
+            # The catalogue shows the label as the model's name: without one, the model.
+            model_label=settings.model_label or settings.model,
             judge_backend=settings.judge_backend,
         ),
         threshold=settings.threshold,
@@ -255,6 +258,8 @@ def _scenario_dict(result: ScenarioResult) -> dict[str, Any]:
     }
     if result.error is not None:
         data["error"] = result.error
+        if result.error_kind:
+            data["error_kind"] = result.error_kind
     if result.agent_output is not None:
         data["agent_output"] = result.agent_output
     if result.judge_errors:
@@ -300,6 +305,8 @@ def _with_error_and_usage(
     """``data`` followed by the result's ``error`` and ``usage``, each only when there is one."""
     if result.error is not None:
         data["error"] = result.error
+        if result.error_kind:
+            data["error_kind"] = result.error_kind
     usage = _usage_dict(result.usage)
     if usage is not None:
         data["usage"] = usage
@@ -394,6 +401,7 @@ class _ScoredModel(_Model):
     percentage: float
     passed: bool = Field(alias="pass")
     error: str | None = None
+    error_kind: str = ""
     usage: _UsageModel | None = None
 
 
@@ -540,6 +548,7 @@ def _trial(model: _ScoredModel, index: int, judge_errors: int = 0) -> TrialResul
         percentage=model.percentage,
         passed=model.passed,
         error=model.error,
+        error_kind=model.error_kind,
         judge_errors=judge_errors,
         usage=_usage(model.usage),
     )
@@ -628,9 +637,48 @@ def report_path(
     return None
 
 
+UNPUBLISHED_FOLDER = "unpublished"
+
+
+def held_back(summary: SkillSummary, settings: EvalSettings) -> int:
+    """How many of the skill's scenarios errored because something the run depends on failed
+    (an endpoint, the judge, an agent CLI, the sandbox engine) when that keeps its report out
+    of ``evals/results/``; 0 when it is published there.
+
+    The catalogue counts the newest report of a model, so such a run would publish 0 % for
+    those scenarios over a good score. ``--eval-output`` (the user names the place) and
+    ``--eval-publish-errors`` publish it anyway."""
+    if settings.output or settings.publish_errors:
+        return 0
+    return sum(1 for result in summary.results if result.infrastructure_errors)
+
+
+def unpublished_report_path(
+    summary: SkillSummary, settings: EvalSettings, now: datetime, rootdir: Path
+) -> Path:
+    """Where a held-back report goes: beside the run logs, laid out as ``evals/results/``
+    (``<log folder>/unpublished/<skill>/<model>/<UTC time>.json``), so that it can be moved
+    there by hand once its errors are understood. With the run log off, the default log
+    folder is used."""
+    logs = rootdir / Path(settings.log_dir or EvalSettings().log_dir).expanduser()
+    published = auto_report_path(summary.skill_dir, settings.model, now)
+    return logs / UNPUBLISHED_FOLDER / summary.name / published.parent.name / published.name
+
+
+def later_names(path_at: Callable[[datetime], Path | None], now: datetime) -> Iterator[Path]:
+    """The names a report of ``now`` takes when its own is taken: the same name format at the
+    next free second. The catalogue takes the greatest name as the newest, and
+    ``<time>-2.json`` would sort before ``<time>.json``."""
+    for seconds in itertools.count(1):
+        path = path_at(now + timedelta(seconds=seconds))
+        if path is not None:
+            yield path
+
+
 class ResultsJsonReporter:
     """Writes each skill's results JSON (see :func:`report_path`) and records the path written,
-    or why it could not be, on the skill's summary."""
+    or why it could not be, on the skill's summary. A report whose scenarios errored for
+    reasons outside the skill is held back (:func:`held_back`)."""
 
     name = "results_json"
     order = 0
@@ -640,15 +688,34 @@ class ResultsJsonReporter:
             return
         several = len(run.summaries) > 1
         for summary in run.summaries:
-            path = report_path(summary, run.settings, run.finished_at, several)
+            namer = self._namer(run, summary, several)
+            path = namer(run.finished_at)
             if path is None:
                 continue
             text = render_report(skill_report(summary, run.settings, run.finished_at))
+            later = later_names(namer, run.finished_at)
             try:
-                summary.report_path = write_new_report(path, text)
+                summary.report_path = write_new_report(path, text, later)
             except OSError as exc:
                 problem = f"could not write {path}: {exc.strerror or exc}"
                 summary.report_error = summary.report_error or problem
+
+    @staticmethod
+    def _namer(
+        run: RunReport, summary: SkillSummary, several: bool
+    ) -> Callable[[datetime], Path | None]:
+        """The report's path for a time (None: no report), held back when it must be."""
+        settings = run.settings
+        errored = held_back(summary, settings)
+        if not errored or report_path(summary, settings, run.finished_at, several) is None:
+            return lambda moment: report_path(summary, settings, moment, several)
+        summary.report_held = (
+            f"{plural(errored, 'scenario')} errored for reasons outside the skill (an "
+            "endpoint, the judge, an agent CLI or the sandbox engine), so this report is not "
+            "in evals/results/, where the catalogue would count it; --eval-publish-errors "
+            "publishes it anyway"
+        )
+        return lambda moment: unpublished_report_path(summary, settings, moment, run.rootdir)
 
 
 # --- paths and writing -------------------------------------------------------------------------

@@ -247,6 +247,8 @@ def skill_lines(
         ]
     if summary.report_path is not None:
         yield [(f"  Report: {_shown(summary.report_path, rootdir)}", None)]
+    if summary.report_held is not None:
+        yield [(f"  Report not published: {summary.report_held}", "yellow")]
     if summary.report_error is not None:
         yield [(f"  Report not written: {summary.report_error}", "red")]
 
