@@ -1,0 +1,1126 @@
+"""Lint rules for skills and their scenarios: what is wrong on disk, found without running.
+
+Each rule is one function that returns its :class:`Finding` s; :func:`lint_scenario` and
+:func:`lint_skill` run every rule (in the order of :data:`SCENARIO_RULES` and
+:data:`SKILL_RULES`) and return each rule's findings, an empty list when it passed. Errors are
+what breaks a run or its reports; warnings are what is likely a mistake.
+
+The JSON rules validate with the scenario loader's own models and words
+(:mod:`pytest_openkata.core.scenario`, private parts included), so that lint never accepts a
+file the run rejects and names each problem as the run would; where the loader stops at the
+first problem, the rules go on and report every one. Nothing here raises for bad input.
+"""
+
+from __future__ import annotations
+
+import bisect
+import difflib
+import json
+import math
+import os
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ValidationError
+from pydantic_core import InitErrorDetails
+
+from pytest_openkata.core.checks import Check
+from pytest_openkata.core.scenario import (
+    CHECKS_FILE,
+    ScenarioLoadError,
+    _check_field,
+    _check_of,
+    _CriteriaModel,
+    _CriterionModel,
+    _go_keys,
+    _read_json,
+    _ScenarioModel,
+    _validation_error,
+    discover_scenarios,
+    load_checks,
+    load_criteria,
+    load_scenario_options,
+)
+from pytest_openkata.providers.reporters.results_json import read_skill_version
+
+__all__ = [
+    "SCENARIO_RULES",
+    "SKILL_RULES",
+    "STOP_WORDS",
+    "VAGUE_WORDS",
+    "Finding",
+    "Severity",
+    "lint_scenario",
+    "lint_skill",
+    "unknown_keys",
+]
+
+Severity = Literal["error", "warning"]
+
+CRITERIA_FILE = "criteria.json"
+OPTIONS_FILE = "scenario.json"
+TASK_FILE = "task.md"
+SKILL_FILE = "SKILL.md"
+CHANGELOG_FILE = "CHANGELOG.md"
+WEIGHTS_TOTAL = 100
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem: the rule that found it, the file relative to the skill folder (posix),
+    the 1-based line where it applies (None for the whole file) and what to do."""
+
+    rule: str
+    severity: Severity
+    file: str
+    line: int | None
+    message: str
+
+    def __str__(self) -> str:
+        where = self.file if self.line is None else f"{self.file}:{self.line}"
+        return f"{where}: {self.message}"
+
+
+# --- JSON with lines -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Node:
+    """A JSON value and the line it starts on; an object keeps its members (with their keys'
+    lines) and an array its items. ``value`` is the plain value of a scalar."""
+
+    line: int
+    value: Any = None
+    members: tuple[_Member, ...] | None = None
+    items: tuple[_Node, ...] | None = None
+
+    def member(self, key: str) -> _Member | None:
+        """The member Go's decoder assigns to the field ``key``: matched without regard to
+        case, the last one wins, and a null counts as absent (as ``_go_keys`` decides)."""
+        found = None
+        for member in self.members or ():
+            if member.key.lower() == key.lower() and not member.node.is_null:
+                found = member
+        return found
+
+    def scalar(self, key: str) -> Any:
+        member = self.member(key)
+        return None if member is None else member.node.value
+
+    @property
+    def is_null(self) -> bool:
+        return self.members is None and self.items is None and self.value is None
+
+
+@dataclass(frozen=True)
+class _Member:
+    key: str
+    line: int
+    node: _Node
+
+
+_SPACE = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
+
+
+class _LineParser:
+    """Parses a JSON text that ``json.loads`` accepted into :class:`_Node` s with lines."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.starts = [0] + [m.end() for m in re.finditer("\n", text)]
+
+    def line(self, pos: int) -> int:
+        return bisect.bisect_right(self.starts, pos)
+
+    def skip(self, pos: int) -> int:
+        match = _SPACE.match(self.text, pos)
+        return pos if match is None else match.end()
+
+    def parse(self, pos: int) -> tuple[_Node, int]:
+        pos = self.skip(pos)
+        char = self.text[pos]
+        if char == "{":
+            return self._object(pos)
+        if char == "[":
+            return self._array(pos)
+        value, end = _DECODER.raw_decode(self.text, pos)
+        return _Node(self.line(pos), value=value), end
+
+    def _object(self, start: int) -> tuple[_Node, int]:
+        members: list[_Member] = []
+        pos = self.skip(start + 1)
+        while self.text[pos] != "}":
+            key_pos = self.skip(pos)
+            key, pos = _DECODER.raw_decode(self.text, key_pos)
+            pos = self.skip(pos) + 1  # the colon
+            node, pos = self.parse(pos)
+            members.append(_Member(str(key), self.line(key_pos), node))
+            pos = self.skip(pos)
+            if self.text[pos] == ",":
+                pos += 1
+        return _Node(self.line(start), members=tuple(members)), pos + 1
+
+    def _array(self, start: int) -> tuple[_Node, int]:
+        items: list[_Node] = []
+        pos = self.skip(start + 1)
+        while self.text[pos] != "]":
+            node, pos = self.parse(pos)
+            items.append(node)
+            pos = self.skip(pos)
+            if self.text[pos] == ",":
+                pos = self.skip(pos + 1)
+        return _Node(self.line(start), items=tuple(items)), pos + 1
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _json_tree(path: Path) -> _Node | None:
+    """The file as :class:`_Node` s, or None when it is missing, unreadable or not JSON."""
+    text = _read_text(path)
+    if text is None:
+        return None
+    try:
+        json.loads(text)
+        return _LineParser(text).parse(0)[0]
+    except (ValueError, IndexError, RecursionError):
+        return None
+
+
+def _at(tree: _Node | None, loc: Iterable[int | str]) -> int | None:
+    """The line of the deepest part of ``loc`` (a pydantic error location) that is there."""
+    if tree is None:
+        return None
+    line, node = tree.line, tree
+    for step in loc:
+        if isinstance(step, int):
+            items = node.items or ()
+            if step >= len(items):
+                break
+            node = items[step]
+            line = node.line
+        else:
+            member = node.member(step)
+            if member is None:
+                break
+            node, line = member.node, member.line
+    return line
+
+
+# --- a scenario's files, read once ---------------------------------------------------------
+
+
+class _Scenario:
+    """A scenario folder and what the rules read of it, each read at most once."""
+
+    def __init__(self, path: Path, shown_root: Path | None) -> None:
+        self.path = path
+        self.skill_dir = path.parent.parent
+        self.shown_root = shown_root
+
+    def rel(self, path: Path) -> str:
+        """``path`` relative to the skill folder, as findings name files."""
+        try:
+            return path.relative_to(self.skill_dir).as_posix()
+        except ValueError:
+            return path.as_posix()
+
+    def file(self, name: str) -> str:
+        return self.rel(self.path / name)
+
+    @cached_property
+    def criteria(self) -> _Node | None:
+        return _json_tree(self.path / CRITERIA_FILE)
+
+    @cached_property
+    def checks(self) -> _Node | None:
+        return _json_tree(self.path / CHECKS_FILE)
+
+    @cached_property
+    def options(self) -> _Node | None:
+        return _json_tree(self.path / OPTIONS_FILE)
+
+    @cached_property
+    def task(self) -> str | None:
+        return _read_text(self.path / TASK_FILE)
+
+    @cached_property
+    def has_checks(self) -> bool:
+        """Whether checks.json holds checks, which lets criteria.json have none."""
+        return self.checks is not None and bool(self.checks.items)
+
+    @cached_property
+    def sandboxed(self) -> bool:
+        """As the run decides; a scenario.json that does not load counts as the default
+        (its own rule reports it)."""
+        try:
+            return load_scenario_options(self.path / OPTIONS_FILE).sandbox
+        except ScenarioLoadError:
+            return True
+
+    @cached_property
+    def checklist(self) -> tuple[_Node, ...]:
+        """The items of criteria.json's checklist (objects or not, so that indexes are the
+        loader's)."""
+        return _checklist(self.criteria)
+
+    @cached_property
+    def check_items(self) -> tuple[_Node, ...]:
+        """The items of checks.json's list."""
+        return () if self.checks is None else self.checks.items or ()
+
+    @cached_property
+    def skill_names(self) -> tuple[str, ...]:
+        """The names a task could call the skill by: its folder's, and SKILL.md's ``name``."""
+        names = [self.skill_dir.name]
+        front = _front_matter(self.skill_dir / SKILL_FILE)
+        name = front.data.get("name") if front.data is not None else None
+        if isinstance(name, str) and name.strip():
+            names.append(name.strip())
+        return tuple(dict.fromkeys(n for n in names if n))
+
+
+def _loader_finding(rule: str, exc: ScenarioLoadError, scenario: _Scenario) -> Finding:
+    """The loader's error as a finding: its file, field and message."""
+    message = f"{exc.field}: {exc.message}" if exc.field else exc.message
+    return Finding(rule, "error", scenario.rel(exc.path), None, message)
+
+
+def _with_loader(first: Finding | None, found: list[Finding]) -> list[Finding]:
+    """Every problem found, and the loader's own first one whenever the others lack it."""
+    if first is None or any(f.file == first.file and f.message == first.message for f in found):
+        return found
+    return [first, *found]
+
+
+def _model_findings(
+    rule: str,
+    scenario: _Scenario,
+    path: Path,
+    *,
+    model: type[BaseModel],
+    data: Any,
+    tree: _Node | None,
+) -> list[Finding]:
+    """Every error of validating ``data`` with the loader's ``model``, each worded by the
+    loader (which words only the first), with its line."""
+    try:
+        model.model_validate(data)
+    except ValidationError as exc:
+        findings = []
+        for error in exc.errors():
+            detail: InitErrorDetails = {
+                "type": error["type"],
+                "loc": error["loc"],
+                "input": error["input"],
+            }
+            if "ctx" in error:
+                detail["ctx"] = error["ctx"]
+            alone = ValidationError.from_exception_data(exc.title, [detail])
+            worded = _validation_error(path, alone, data)
+            finding = _loader_finding(rule, worded, scenario)
+            findings.append(_located(finding, _at(tree, error["loc"])))
+        return findings
+    return []
+
+
+def _located(finding: Finding, line: int | None) -> Finding:
+    return Finding(finding.rule, finding.severity, finding.file, line, finding.message)
+
+
+# --- scenario rules ------------------------------------------------------------------------
+
+
+def _files_rule(scenario: _Scenario) -> list[Finding]:
+    """task.md and criteria.json are there, and no Python file pytest would import."""
+    findings = []
+    if not (scenario.path / TASK_FILE).is_file():
+        message = (
+            "file not found (every scenario needs a task.md): write there the prompt the "
+            "agent is given"
+        )
+        findings.append(Finding("files", "error", scenario.file(TASK_FILE), None, message))
+    if not (scenario.path / CRITERIA_FILE).exists():
+        message = (
+            "file not found (every scenario needs a criteria.json): write there the judge's "
+            "weighted checklist (it may be empty when checks.json holds checks)"
+        )
+        findings.append(Finding("files", "error", scenario.file(CRITERIA_FILE), None, message))
+    for trap in _traps(scenario.path):
+        findings.append(
+            Finding(
+                "files",
+                "error",
+                scenario.rel(trap),
+                None,
+                "Python files directly in a scenario folder can be imported by pytest; "
+                "move scenario files under inputs/",
+            )
+        )
+    return findings
+
+
+def _traps(folder: Path) -> list[Path]:
+    """The files the loader refuses: conftest.py and __init__.py in the scenario folder, and
+    conftest.py in a ``test*`` folder of it."""
+    traps = [folder / name for name in ("conftest.py", "__init__.py") if (folder / name).exists()]
+    try:
+        entries = sorted(folder.iterdir())
+    except OSError:
+        return traps
+    for entry in entries:
+        if entry.name.startswith("test") and entry.is_dir() and (entry / "conftest.py").exists():
+            traps.append(entry / "conftest.py")
+    return traps
+
+
+def _criteria_rule(scenario: _Scenario) -> list[Finding]:
+    """criteria.json as the loader reads it: every type and value problem of its checklist,
+    an empty checklist, and criterion names given twice."""
+    path = scenario.path / CRITERIA_FILE
+    if not path.exists():
+        return []  # the files rule reports it
+    try:
+        load_criteria(path, allow_empty=scenario.has_checks)
+    except ScenarioLoadError as exc:
+        first = _loader_finding("criteria-json", exc, scenario)
+    else:
+        return []
+    try:
+        raw = _read_json(path)
+    except ScenarioLoadError:
+        return [_located(first, _json_error_line(path))]
+    data = _go_keys(raw, _CriteriaModel.model_fields)
+    if isinstance(data, Mapping) and isinstance(data.get("checklist"), list):
+        items = [_go_keys(c, _CriterionModel.model_fields) for c in data["checklist"]]
+        data = {**data, "checklist": items}
+    found = _model_findings(
+        "criteria-json", scenario, path, model=_CriteriaModel, data=data, tree=scenario.criteria
+    )
+    found += _duplicate_criteria(scenario)
+    return _with_loader(first, found)
+
+
+def _json_error_line(path: Path) -> int | None:
+    text = _read_text(path)
+    if text is None:
+        return None
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        return exc.lineno
+    except (ValueError, RecursionError):
+        return None
+    return None
+
+
+def _duplicate_criteria(scenario: _Scenario) -> list[Finding]:
+    findings = []
+    seen: set[str] = set()
+    for index, item in enumerate(scenario.checklist):
+        name = item.scalar("name")
+        if not isinstance(name, str) or not name:
+            continue
+        if name in seen:
+            member = item.member("name")
+            findings.append(
+                Finding(
+                    "criteria-json",
+                    "error",
+                    scenario.file(CRITERIA_FILE),
+                    None if member is None else member.line,
+                    f"checklist[{index}].name: duplicate criterion name {name!r}",
+                )
+            )
+        seen.add(name)
+    return findings
+
+
+def _options_rule(scenario: _Scenario) -> list[Finding]:
+    """scenario.json as the loader reads it: every field of a wrong type or value."""
+    path = scenario.path / OPTIONS_FILE
+    if not path.exists():
+        return []
+    try:
+        load_scenario_options(path)
+    except ScenarioLoadError as exc:
+        first = _loader_finding("scenario-json", exc, scenario)
+    else:
+        return []
+    try:
+        data = _go_keys(_read_json(path), _ScenarioModel.model_fields)
+    except ScenarioLoadError:
+        return [_located(first, _json_error_line(path))]
+    found = _model_findings(
+        "scenario-json", scenario, path, model=_ScenarioModel, data=data, tree=scenario.options
+    )
+    return _with_loader(first, found)
+
+
+def _checks_rule(scenario: _Scenario) -> list[Finding]:
+    """checks.json as the loader reads it, every check on its own; names given twice, and a
+    check named as a criterion."""
+    path = scenario.path / CHECKS_FILE
+    if not path.exists():
+        return []
+    first = None
+    try:
+        checks = list(load_checks(path, sandboxed=scenario.sandboxed))
+    except ScenarioLoadError as exc:
+        first = _loader_finding("checks-json", exc, scenario)
+        checks = []
+    found: list[Finding] = []
+    if first is not None:
+        try:
+            data = _read_json(path)
+        except ScenarioLoadError:
+            return [_located(first, _json_error_line(path))]
+        if not isinstance(data, list):
+            return [_located(first, 1)]
+        checks, found = _each_check(scenario, data)
+    found += _clashes(scenario, checks)
+    return _with_loader(first, found)
+
+
+def _each_check(scenario: _Scenario, data: list[Any]) -> tuple[list[Check], list[Finding]]:
+    """The checks that load, and the problems of every check as load_checks words them (it
+    stops at the first): its own, a name given before, a workspace check in a direct
+    scenario."""
+    path = scenario.path / CHECKS_FILE
+    nodes = scenario.check_items
+    checks: list[Check] = []
+    found: list[Finding] = []
+    names: set[str] = set()
+    for index, item in enumerate(data):
+        node = nodes[index] if index < len(nodes) else None
+        name = item.get("name") if isinstance(item, Mapping) else None
+        try:
+            check = _check_of(path, index, item)
+        except ScenarioLoadError as exc:
+            found.append(
+                _located(_loader_finding("checks-json", exc, scenario), _check_line(exc, node))
+            )
+        else:
+            checks.append(check)
+            if check.reads_workspace and not scenario.sandboxed:
+                found.append(_direct_workspace(scenario, index, item, check, node))
+        if isinstance(name, str) and name in names:
+            where = _check_field(index, item, "name")
+            line = None if node is None else _at(node, ["name"])
+            message = f"{where}: duplicate check name {name!r}"
+            found.append(Finding("checks-json", "error", scenario.rel(path), line, message))
+        if isinstance(name, str) and name:
+            names.add(name)
+    return checks, found
+
+
+def _check_line(exc: ScenarioLoadError, node: _Node | None) -> int | None:
+    """The line of the key a check's error names, else of the check."""
+    if node is None:
+        return None
+    for member in node.members or ():
+        if exc.field is not None and exc.field.endswith(f".{member.key}"):
+            return member.line
+    return node.line
+
+
+def _direct_workspace(
+    scenario: _Scenario, index: int, item: Any, check: Check, node: _Node | None
+) -> Finding:
+    is_schema = check.type == "json_schema"
+    what = "json_schema check with a path" if is_schema else f"{check.type} check"
+    key = "path" if is_schema else "type"
+    message = (
+        f"{_check_field(index, item, key)}: a {what} reads the workspace, which only a "
+        'sandboxed scenario has (scenario.json: "sandbox": true)'
+    )
+    line = None if node is None else _at(node, [key])
+    return Finding("checks-json", "error", scenario.file(CHECKS_FILE), line, message)
+
+
+def _clashes(scenario: _Scenario, checks: list[Check]) -> list[Finding]:
+    """Checks named as a criterion: their scores would be one verdict."""
+    criteria = {item.scalar("name") for item in scenario.checklist}
+    lines = {item.scalar("name"): _at(item, ["name"]) for item in scenario.check_items}
+    return [
+        Finding(
+            "checks-json",
+            "error",
+            scenario.file(CHECKS_FILE),
+            lines.get(check.name),
+            f"check name {check.name!r} is also a criterion of criteria.json",
+        )
+        for check in checks
+        if check.name in criteria
+    ]
+
+
+def _unknown_keys_rule(scenario: _Scenario) -> list[Finding]:
+    """Keys the run ignores (see :func:`unknown_keys`)."""
+    return unknown_keys(scenario.path)
+
+
+def _descriptions_rule(scenario: _Scenario) -> list[Finding]:
+    """Every criterion says what the judge looks for: an empty description is an error."""
+    findings = []
+    for index, item in enumerate(scenario.checklist):
+        if item.members is None:
+            continue
+        member = item.member("description")
+        text = None if member is None else member.node.value
+        if member is not None and not isinstance(text, str):
+            continue  # the criteria rule reports its type
+        if text is None or not text.strip():
+            findings.append(
+                Finding(
+                    "empty-descriptions",
+                    "error",
+                    scenario.file(CRITERIA_FILE),
+                    item.line if member is None else member.line,
+                    f"{_criterion_field(index, item)}: empty description: say what the judge "
+                    "should find in the agent's work to give this criterion its points",
+                )
+            )
+    return findings
+
+
+def _checklist(criteria: _Node | None) -> tuple[_Node, ...]:
+    member = None if criteria is None else criteria.member("checklist")
+    return () if member is None else member.node.items or ()
+
+
+def _criterion_field(index: int, item: _Node) -> str:
+    name = item.scalar("name")
+    return f"checklist[{index}]" + (f" ({name!r})" if isinstance(name, str) and name else "")
+
+
+def _weights_rule(scenario: _Scenario) -> list[Finding]:
+    """The scores of criteria.json sum to 100, as ``scripts/check-eval-weights.sh`` of the
+    reference requires (its runner does not). A scenario graded by checks only (an empty
+    checklist) needs its checks.json scores to sum to 100 instead. The points of checks beside
+    a checklist come on top, so that a repository's existing weights script still passes."""
+    if scenario.criteria is None:
+        return []  # missing or not JSON: other rules report it
+    if scenario.checklist or not scenario.check_items:
+        items, file = list(scenario.checklist), CRITERIA_FILE
+        total = sum(_number(item.scalar("max_score")) for item in items)
+    else:
+        file = CHECKS_FILE
+        total = sum(_number(_exact(item, "max_score")) for item in scenario.check_items)
+    if total == WEIGHTS_TOTAL:
+        return []
+    shown = _shown(scenario.path, scenario.shown_root)
+    message = f"FAIL: {shown} — sum={_text(total)} (expected {WEIGHTS_TOTAL})"
+    return [Finding("weights", "error", scenario.file(file), None, message)]
+
+
+def _exact(item: _Node, key: str) -> Any:
+    """A check's member by its exact key (checks.json keys are not matched by case)."""
+    return next((m.node.value for m in reversed(item.members or ()) if m.key == key), None)
+
+
+def _number(value: Any) -> float:
+    """A score as the reference script's awk adds it: numbers count, anything else is 0."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    return value if math.isfinite(value) else 0
+
+
+def _text(number: float) -> str:
+    return str(int(number)) if float(number).is_integer() else repr(float(number))
+
+
+def _shown(path: Path, root: Path | None) -> str:
+    try:
+        return Path(os.path.relpath(path, root if root is not None else Path.cwd())).as_posix()
+    except ValueError:  # another drive
+        return path.as_posix()
+
+
+def _task_names_skill_rule(scenario: _Scenario) -> list[Finding]:
+    """The task does not name the skill: a user states a problem, and a task that says which
+    skill to use tests obedience, not whether the skill helps. Prose is an error; code and
+    file names are a warning (they may be meant)."""
+    if scenario.task is None:
+        return []
+    findings = []
+    for mention in _mentions(scenario.task, scenario.skill_names):
+        if mention.in_code:
+            severity: Severity = "warning"
+            message = (
+                f"the task names the skill {mention.name!r} in code or a file name "
+                f"({mention.token!r}): rename it unless the name is what the task is about"
+            )
+        else:
+            severity = "error"
+            message = (
+                f"the task names the skill {mention.name!r}: describe the user's problem "
+                "instead, so that the eval shows whether the skill is found and helps"
+            )
+        findings.append(
+            Finding("task-names-skill", severity, scenario.file(TASK_FILE), mention.line, message)
+        )
+    return findings
+
+
+@dataclass(frozen=True)
+class _Mention:
+    name: str
+    line: int
+    token: str
+    in_code: bool
+
+
+def _mentions(text: str, names: Iterable[str]) -> Iterator[_Mention]:
+    """Whole-word, case-insensitive mentions of any of ``names`` (not inside a longer word
+    such as ``github-create-pr`` for ``create-pr``); in code when inside a code span or a
+    fenced block, or when part of a path or file name."""
+    patterns = [(n, re.compile(rf"(?<![\w-]){re.escape(n)}(?![\w-])", re.I)) for n in names]
+    for number, line, fenced in _markdown_lines(text):
+        spans = [] if fenced else _code_spans(line)
+        taken: list[tuple[int, int]] = []
+        for name, pattern in patterns:
+            for match in pattern.finditer(line):
+                if any(s < match.end() and match.start() < e for s, e in taken):
+                    continue
+                taken.append((match.start(), match.end()))
+                token = _token_at(line, match.start(), match.end())
+                in_span = any(s <= match.start() < e for s, e, _ in spans)
+                in_code = fenced or in_span or _is_path_token(token)
+                yield _Mention(name, number, token, in_code)
+
+
+def _token_at(line: str, start: int, end: int) -> str:
+    """The whitespace-delimited word around ``line[start:end]``, without enclosing
+    punctuation or a sentence's final full stop."""
+    left = start
+    while left > 0 and not line[left - 1].isspace():
+        left -= 1
+    right = end
+    while right < len(line) and not line[right].isspace():
+        right += 1
+    punctuation = "`\"'()[]<>{},;:!?*"
+    return line[left:right].lstrip(punctuation).rstrip(punctuation + ".")
+
+
+def _is_path_token(token: str) -> bool:
+    return "/" in token or "\\" in token or _EXTENSION.search(token) is not None
+
+
+_EXTENSION = re.compile(r"[\w-]\.[A-Za-z][A-Za-z0-9]{0,7}$")
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+def _markdown_lines(text: str) -> Iterator[tuple[int, str, bool]]:
+    """Each line of a Markdown text with its number and whether it belongs to a fenced code
+    block (its fence lines included). Indented code blocks are not told apart from prose."""
+    fence: str | None = None
+    for number, line in enumerate(text.splitlines(), start=1):
+        match = _FENCE.match(line)
+        if fence is None and match is not None:
+            fence = match.group(1)
+            yield number, line, True
+        elif fence is not None:
+            closing = match is not None and match.group(1)[0] == fence[0]
+            if closing and match is not None and len(match.group(1)) >= len(fence):
+                fence = None
+            yield number, line, True
+        else:
+            yield number, line, False
+
+
+def _code_spans(line: str) -> list[tuple[int, int, str]]:
+    """The code spans of one line: start, end and content. A run of backticks opens a span
+    that the next run of as many closes, as in CommonMark (spans across lines are not
+    recognised)."""
+    runs = [(m.start(), m.end()) for m in re.finditer(r"`+", line)]
+    spans = []
+    index = 0
+    while index < len(runs):
+        start, end = runs[index]
+        width = end - start
+        close = next(
+            (k for k in range(index + 1, len(runs)) if runs[k][1] - runs[k][0] == width), None
+        )
+        if close is None:
+            index += 1
+            continue
+        spans.append((start, runs[close][1], line[end : runs[close][0]].strip()))
+        index = close + 1
+    return spans
+
+
+def _referenced_inputs_rule(scenario: _Scenario) -> list[Finding]:
+    """Paths the task shows in code spans are in inputs/ (a leading ``inputs/`` names that
+    folder itself). A warning only: the task may ask the agent to create the file."""
+    if scenario.task is None:
+        return []
+    findings = []
+    seen: set[str] = set()
+    for number, line, fenced in _markdown_lines(scenario.task):
+        if fenced:
+            continue
+        for _, _, content in _code_spans(line):
+            path = _input_path(content)
+            if path is None or path in seen:
+                continue
+            seen.add(path)
+            if not _in_inputs(scenario.path, path):
+                findings.append(_missing_input(scenario, number, content))
+    return findings
+
+
+_NOT_IN_PATHS = re.compile(r"[\s*?<>{}\[\]|$=:;,\"'()@#%!&^~+`]")
+
+
+def _input_path(span: str) -> str | None:
+    """The relative path a code span shows, normalised, or None when it is no such path: it
+    needs a ``/`` or a file extension, and no spaces, URL, absolute or home path, command
+    syntax (``=``, ``$``, ``|``, options), placeholders or globs, or ``..``."""
+    if not span or span.startswith(("/", "\\", "-")) or _NOT_IN_PATHS.search(span):
+        return None
+    if "/" not in span and _EXTENSION.search(span) is None:
+        return None
+    parts = [p for p in span.replace("\\", "/").split("/") if p not in ("", ".")]
+    if not parts or ".." in parts:
+        return None
+    return "/".join(parts)
+
+
+def _in_inputs(scenario_dir: Path, path: str) -> bool:
+    if path == "inputs" or path.startswith("inputs/"):
+        return (scenario_dir / path).exists()
+    return (scenario_dir / "inputs" / path).exists()
+
+
+def _missing_input(scenario: _Scenario, line: int, span: str) -> Finding:
+    inputs = scenario.file("inputs")
+    message = (
+        f"the task refers to `{span}`, which is not in {inputs}/: add it there if the agent "
+        "should find it (ignore this if the task asks the agent to create it)"
+    )
+    return Finding("referenced-inputs", "warning", scenario.file(TASK_FILE), line, message)
+
+
+VAGUE_WORDS: tuple[str, ...] = (
+    "good",
+    "nice",
+    "clean",
+    "clear",
+    "clearly",
+    "proper",
+    "properly",
+    "appropriate",
+    "appropriately",
+    "reasonable",
+    "sensible",
+    "adequate",
+    "correct",
+    "correctly",
+    "well-written",
+    "well written",
+    "well-structured",
+    "well structured",
+    "high quality",
+    "high-quality",
+    "quality",
+)
+"""Verdict words that say a judge should like the work without saying what to look for."""
+
+STOP_WORDS: frozenset[str] = frozenset(
+    """a an the and or but of in on to for with by as at from is are be been being was were
+    it its it's this that these those there has have had does do very really overall
+    generally looks look seems seem should must will would is's all any some enough
+    response output answer result results code work solution agent content text""".split()  # noqa: SIM905
+)
+"""Words that name nothing to observe: articles, linking words, and the generic nouns for the
+agent's work as a whole ("the output is good")."""
+
+_CONCRETE = re.compile(
+    r"`|\"[^\"]+\"|“[^”]+”|‘[^’]+’|(?<!\w)'[^']+'(?!\w)|\d|[\w-]/|/[\w-]|[\w-]\.[A-Za-z]"
+)
+_VAGUE = re.compile(
+    r"(?<![\w-])(" + "|".join(re.escape(w) for w in VAGUE_WORDS) + r")(?![\w-])", re.I
+)
+_MAX_OBJECT_WORDS = 2
+
+
+def _vague_criteria_rule(scenario: _Scenario) -> list[Finding]:
+    """Criteria a judge cannot check. A description is vague when it uses a word of
+    :data:`VAGUE_WORDS`, shows nothing concrete (no code span, quoted text, number, path or
+    file name) and, without its vague and :data:`STOP_WORDS`, keeps at most two words: "The
+    code is clean and well-written" is vague, "Response presents a clear counterargument
+    against the user's stated position" is not. Conservative on purpose: a false warning on
+    a good criterion costs more than a missed vague one."""
+    findings = []
+    for index, item in enumerate(scenario.checklist):
+        text = item.scalar("description") if item.members is not None else None
+        if isinstance(text, str) and _is_vague(text):
+            member = item.member("description")
+            message = (
+                f"{_criterion_field(index, item)}: vague criterion {text.strip()!r}: say what "
+                "the judge should see in the work (a file, a section, a command, a value)"
+            )
+            line = item.line if member is None else member.line
+            findings.append(
+                Finding("vague-criteria", "warning", scenario.file(CRITERIA_FILE), line, message)
+            )
+    return findings
+
+
+def _is_vague(text: str) -> bool:
+    if _VAGUE.search(text) is None or _CONCRETE.search(text) is not None:
+        return False
+    rest = re.findall(r"[a-z][a-z'-]*", _VAGUE.sub(" ", text.lower()))
+    return len([w for w in rest if w not in STOP_WORDS]) <= _MAX_OBJECT_WORDS
+
+
+def _scenario_description_rule(scenario: _Scenario) -> list[Finding]:
+    """scenario.json has a description: the catalogue shows it."""
+    path = scenario.path / OPTIONS_FILE
+    try:
+        description = load_scenario_options(path).description
+    except ScenarioLoadError:
+        return []  # the scenario.json rule reports it
+    if description.strip():
+        return []
+    where = "no scenario.json" if not path.exists() else "scenario.json has no description"
+    message = (
+        f'{where}: add {{"description": "..."}} saying what the scenario tests, for the catalogue'
+    )
+    member = scenario.options.member("description") if scenario.options is not None else None
+    line = None if member is None else member.line
+    return [Finding("scenario-description", "warning", scenario.file(OPTIONS_FILE), line, message)]
+
+
+_SCENARIO_RULES: dict[str, Callable[[_Scenario], list[Finding]]] = {
+    "files": _files_rule,
+    "criteria-json": _criteria_rule,
+    "scenario-json": _options_rule,
+    "checks-json": _checks_rule,
+    "unknown-keys": _unknown_keys_rule,
+    "empty-descriptions": _descriptions_rule,
+    "weights": _weights_rule,
+    "task-names-skill": _task_names_skill_rule,
+    "referenced-inputs": _referenced_inputs_rule,
+    "vague-criteria": _vague_criteria_rule,
+    "scenario-description": _scenario_description_rule,
+}
+SCENARIO_RULES: tuple[str, ...] = tuple(_SCENARIO_RULES)
+"""The scenario rules in the order they run: required files; criteria.json, scenario.json
+and checks.json as the loader reads them; unknown keys; empty criterion descriptions; weights
+summing to 100; the task naming the skill; code-span paths missing from inputs/; vague
+criteria; scenario.json's description."""
+
+
+def lint_scenario(
+    scenario_dir: Path, *, shown_root: Path | None = None
+) -> dict[str, list[Finding]]:
+    """Every scenario rule's findings for ``<skill>/evals/scenario-*``. ``shown_root`` is what
+    the weights message names the folder relative to (the current directory by default)."""
+    scenario = _Scenario(scenario_dir, shown_root)
+    return {name: rule(scenario) for name, rule in _SCENARIO_RULES.items()}
+
+
+# --- unknown keys --------------------------------------------------------------------------
+
+
+_OPTION_KEYS = tuple(_ScenarioModel.model_fields)
+_CRITERIA_KEYS = tuple(_CriteriaModel.model_fields)
+_CRITERION_KEYS = tuple(_CriterionModel.model_fields)
+
+
+def unknown_keys(scenario_dir: Path) -> list[Finding]:
+    """The keys of scenario.json and criteria.json (top level and checklist items) that the
+    run ignores, as warnings with the closest known key. Keys match without regard to case,
+    as for Go's decoder (``"Sandbox"`` is known). A file that is missing or not JSON gives
+    none (other rules report it); checks.json's unknown keys are errors of its own rule."""
+    findings = []
+    scenario = _Scenario(scenario_dir, None)
+    if scenario.options is not None:
+        findings += _unknown(scenario.options, _OPTION_KEYS, scenario.file(OPTIONS_FILE), "")
+    if scenario.criteria is not None:
+        file = scenario.file(CRITERIA_FILE)
+        findings += _unknown(scenario.criteria, _CRITERIA_KEYS, file, "")
+        for index, item in enumerate(scenario.checklist):
+            findings += _unknown(item, _CRITERION_KEYS, file, f"{_criterion_field(index, item)}: ")
+    return findings
+
+
+def _unknown(node: _Node, known: tuple[str, ...], file: str, where: str) -> list[Finding]:
+    lowered = {k.lower() for k in known}
+    findings = []
+    for member in node.members or ():
+        if member.key.lower() in lowered:
+            continue
+        close = difflib.get_close_matches(member.key.lower(), known, n=1)
+        if close:
+            hint = f'; did you mean "{close[0]}"?'
+        else:
+            hint = f" (the run ignores it; the known keys are {', '.join(known)})"
+        message = f'{where}unknown key "{member.key}"{hint}'
+        findings.append(Finding("unknown-keys", "warning", file, member.line, message))
+    return findings
+
+
+# --- skill rules ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _FrontMatter:
+    """SKILL.md's YAML front matter: its mapping and the lines of its top-level keys, or the
+    problem (with its line) that keeps it from being read."""
+
+    data: dict[str, Any] | None
+    lines: Mapping[str, int]
+    problem: str | None = None
+    problem_line: int | None = None
+
+
+def _front_matter(path: Path) -> _FrontMatter:
+    text = _read_text(path)
+    if text is None:
+        return _FrontMatter(None, {}, "cannot be read as UTF-8 text", None)
+    lines = text.lstrip("\ufeff").splitlines()
+    if not lines or lines[0].rstrip() != "---":
+        return _FrontMatter(
+            None,
+            {},
+            "no YAML front matter: start SKILL.md with a `---` line, then `name:` and "
+            "`description:`, then a closing `---` line",
+            1,
+        )
+    end = next((i for i in range(1, len(lines)) if lines[i].rstrip() == "---"), None)
+    if end is None:
+        return _FrontMatter(
+            None, {}, "the front matter is not closed: add a `---` line after its last key", 1
+        )
+    try:
+        data = yaml.safe_load("\n".join(lines[1:end]))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = None if mark is None else mark.line + 2
+        problem = getattr(exc, "problem", None) or str(exc)
+        return _FrontMatter(None, {}, f"the front matter is not valid YAML: {problem}", line)
+    if not isinstance(data, dict):
+        return _FrontMatter(
+            None, {}, "the front matter must be YAML keys (`name:`, `description:`)", 2
+        )
+    keys: dict[str, int] = {}
+    for number, line_text in enumerate(lines[1:end], start=2):
+        match = re.match(r"([A-Za-z_][\w-]*)\s*:", line_text)
+        if match is not None:
+            keys.setdefault(match.group(1), number)
+    return _FrontMatter({str(k): v for k, v in data.items()}, keys)
+
+
+def _skill_md_rule(skill_dir: Path) -> list[Finding]:
+    """SKILL.md is there, with front matter whose ``name`` is the folder's name and whose
+    ``description`` is not empty."""
+    if not (skill_dir / SKILL_FILE).is_file():
+        message = "missing: every skill needs a SKILL.md, the instructions the agent is given"
+        return [Finding("skill-md", "error", SKILL_FILE, None, message)]
+    front = _front_matter(skill_dir / SKILL_FILE)
+    if front.data is None:
+        return [Finding("skill-md", "error", SKILL_FILE, front.problem_line, str(front.problem))]
+    findings = []
+    name = front.data.get("name")
+    if not isinstance(name, str) or not name.strip():
+        message = f"the front matter has no name: add `name: {skill_dir.name}`"
+        if name is not None and not isinstance(name, str):
+            message = (
+                f"the front matter's name must be text (got {name!r}): `name: {skill_dir.name}`"
+            )
+        findings.append(
+            Finding("skill-md", "error", SKILL_FILE, front.lines.get("name", 1), message)
+        )
+    elif name.strip() != skill_dir.name:
+        message = (
+            f"the front matter's name {name.strip()!r} differs from the folder's name "
+            f"{skill_dir.name!r}: make them the same"
+        )
+        findings.append(Finding("skill-md", "error", SKILL_FILE, front.lines.get("name"), message))
+    description = front.data.get("description")
+    if not isinstance(description, str) or not description.strip():
+        message = (
+            "the front matter has no description: add `description:` saying what the skill "
+            "does and when to use it (agents choose skills by it)"
+        )
+        line = front.lines.get("description", 1)
+        findings.append(Finding("skill-md", "error", SKILL_FILE, line, message))
+    return findings
+
+
+_VERSION_HEADING = re.compile(r"## \[([^\]]*)\]")
+_WHY_VERSION = (
+    "without one, reports carry an empty skill_version and the catalogue never counts them"
+)
+
+
+def _changelog_rule(skill_dir: Path) -> list[Finding]:
+    """CHANGELOG.md has a released version heading, by the reference's rule (the first
+    ``## [x]`` that is not ``## [Unreleased]``, read by ``read_skill_version``)."""
+    path = skill_dir / CHANGELOG_FILE
+    if read_skill_version(skill_dir):
+        return []
+    if not path.is_file():
+        message = (
+            "missing: add a CHANGELOG.md with a released version heading such as "
+            f"`## [1.0.0] - 2026-01-01`; {_WHY_VERSION}"
+        )
+        return [Finding("changelog", "error", CHANGELOG_FILE, None, message)]
+    text = _read_text(path) or ""
+    empty = next(
+        (
+            number
+            for number, line in enumerate(text.split("\n"), start=1)
+            if (match := _VERSION_HEADING.match(line)) and match.group(1) != "Unreleased"
+        ),
+        None,
+    )
+    if empty is not None:
+        message = (
+            f"the version heading `## []` is empty: put the released version in it; {_WHY_VERSION}"
+        )
+        return [Finding("changelog", "error", CHANGELOG_FILE, empty, message)]
+    message = (
+        "no released version heading (a `## [x]` line other than `## [Unreleased]`, e.g. "
+        f"`## [1.0.0] - 2026-01-01`): add one when the skill is released; {_WHY_VERSION}"
+    )
+    return [Finding("changelog", "error", CHANGELOG_FILE, None, message)]
+
+
+def _scenarios_rule(skill_dir: Path) -> list[Finding]:
+    """The skill has scenarios: without any, nothing evaluates it."""
+    if discover_scenarios(skill_dir / "evals"):
+        return []
+    message = (
+        "no evals/scenario-* folder: nothing evaluates this skill; add one with a task.md "
+        "and a criteria.json"
+    )
+    return [Finding("scenarios", "warning", "evals", None, message)]
+
+
+_SKILL_RULES: dict[str, Callable[[Path], list[Finding]]] = {
+    "skill-md": _skill_md_rule,
+    "changelog": _changelog_rule,
+    "scenarios": _scenarios_rule,
+}
+SKILL_RULES: tuple[str, ...] = tuple(_SKILL_RULES)
+"""The skill rules in the order they run: SKILL.md and its front matter; CHANGELOG.md's
+released version; at least one scenario."""
+
+
+def lint_skill(skill_dir: Path) -> dict[str, list[Finding]]:
+    """Every skill rule's findings for a skill folder (not its scenarios')."""
+    return {name: rule(skill_dir) for name, rule in _SKILL_RULES.items()}
