@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from pytest_openkata.core.activity import ACTIVITY
+from pytest_openkata.core.lint import unknown_keys
 from pytest_openkata.core.results import ScenarioResult
 from pytest_openkata.core.run import Backends, RunOptions, run_scenario
 from pytest_openkata.core.sandboxed import SandboxSetup
@@ -22,6 +23,7 @@ from pytest_openkata.infra.config import EvalSettings
 from pytest_openkata.infra.once import Once
 from pytest_openkata.infra.redact import Redactor
 from pytest_openkata.plugin.items import ScenarioItem
+from pytest_openkata.plugin.lint import warn_findings
 from pytest_openkata.plugin.scheduling import upcoming_items
 from pytest_openkata.plugin.session import redactor_of, settings_of
 from pytest_openkata.providers.backends import BackendError
@@ -178,6 +180,8 @@ def openkata_result(
         scenario.record_result(result)
         return result
 
+    # A typo'd key is ignored by the loader, as by the reference: say so before it runs.
+    warn_findings(unknown_keys(item.scenario_dir), item.skill_dir, item.config.rootpath)
     result = openkata_scheduler.result(item, run)
     item.ihook.pytest_openkata_scenario_result(result=result, item=item)
     if result.error is not None:

@@ -21,7 +21,14 @@ from pytest_openkata.plugin import fixtures, hookspecs, progress, xdist_transpor
 from pytest_openkata.plugin.aggregate import BODY_RAISED_ATTR, EvalAggregator
 from pytest_openkata.plugin.heap import HeapFreezer
 from pytest_openkata.plugin.items import EvalsDir, ScenarioItem, is_evals_dir, result_key
-from pytest_openkata.plugin.session import redactor_key, settings_key
+from pytest_openkata.plugin.session import (
+    LINT,
+    VALIDATE,
+    mode_key,
+    mode_of,
+    redactor_key,
+    settings_key,
+)
 from pytest_openkata.plugin.xdist_transport import RESULT_ATTR
 
 AGGREGATOR_NAME = "openkata-aggregator"
@@ -52,6 +59,25 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help=help_text(field.key),
             )
         parser.addini(field.ini, help_text(field.key), type="string", default=None)
+    group.addoption(
+        "--eval-lint",
+        action="store_true",
+        dest="eval_lint",
+        help="check skills and scenarios instead of evaluating them: no model, no sandbox",
+    )
+    group.addoption(
+        "--eval-lint-strict",
+        action="store_true",
+        dest="eval_lint_strict",
+        help="with --eval-lint: fail on warnings too",
+    )
+    group.addoption(
+        "--eval-validate",
+        action="store_true",
+        dest="eval_validate",
+        help="grade each scenario's solution/ (must score 100%%) and an empty agent (must "
+        "score below 50%%) instead of running the agent; writes no report",
+    )
     group.addoption(
         "--eval-config",
         dest="eval_config",
@@ -85,7 +111,17 @@ def _check_compare(settings: EvalSettings) -> None:
         )
 
 
+def _mode(config: pytest.Config) -> str:
+    lint, validate = config.getoption("eval_lint"), config.getoption("eval_validate")
+    if lint and validate:
+        raise pytest.UsageError("pytest-openkata: give --eval-lint or --eval-validate, not both")
+    if config.getoption("eval_lint_strict") and not lint:
+        raise pytest.UsageError("pytest-openkata: --eval-lint-strict needs --eval-lint")
+    return LINT if lint else VALIDATE if validate else ""
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    mode = config.stash[mode_key] = _mode(config)
     settings = _resolve(config)
     _check_compare(settings)
     config.stash[settings_key] = settings
@@ -93,7 +129,14 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(fixtures, "openkata-fixtures")
     config.pluginmanager.register(xdist_transport, "openkata-xdist-transport")
     config.pluginmanager.register(HeapFreezer(), "openkata-heap")
-    if not hasattr(config, "workerinput"):
+    controller = not hasattr(config, "workerinput")
+    if mode == VALIDATE:
+        from pytest_openkata.plugin import validation
+
+        config.pluginmanager.register(validation, "openkata-validation")
+        if controller:
+            config.pluginmanager.register(validation.ValidationSummary(), AGGREGATOR_NAME)
+    elif controller and mode == "":
         config.pluginmanager.register(EvalAggregator(config, settings), AGGREGATOR_NAME)
 
 
@@ -126,9 +169,33 @@ def pytest_report_header(config: pytest.Config) -> str:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    if mode_of(parent.config) == LINT:
+        from pytest_openkata.plugin import lint
+
+        if lint.is_skill_dir(path):
+            return lint.SkillLintDir.from_parent(parent, path=path)
+        if is_evals_dir(path):
+            return lint.EvalsLintDir.from_parent(parent, path=path)
+        return None
     if is_evals_dir(path):
         return EvalsDir.from_parent(parent, path=path)
     return None
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In lint and validate mode only the mode's own items run: the rest are deselected."""
+    mode = mode_of(config)
+    if not mode:
+        return
+    from pytest_openkata.plugin.lint import ScenarioLintItem, SkillLintItem
+    from pytest_openkata.plugin.validation import ValidationItem
+
+    wanted = (SkillLintItem, ScenarioLintItem) if mode == LINT else (ValidationItem,)
+    others = [item for item in items if not isinstance(item, wanted)]
+    if others:
+        items[:] = [item for item in items if isinstance(item, wanted)]
+        config.hook.pytest_deselected(items=others)
 
 
 @pytest.hookimpl(wrapper=True)

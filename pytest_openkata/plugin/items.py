@@ -9,7 +9,7 @@ evaluated is a setup *error*, while an unmet criterion is a failed *subtest*.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ import pytest
 from pytest_openkata.core.results import ScenarioResult
 from pytest_openkata.core.scenario import discover_scenarios, is_scenario_dir, sandbox_mode
 from pytest_openkata.plugin import compat
+from pytest_openkata.plugin.session import VALIDATE, mode_of
 from pytest_openkata.providers.reporters.junit import (
     PERCENTAGE_PROPERTY,
     SCENARIO_PROPERTY,
@@ -48,13 +49,18 @@ class EvalsDir(pytest.Directory):
         scenarios = discover_scenarios(self.path)
         names = tuple(s.name for s in scenarios)
         ignored = compat.ignore_check(self)
-        fixture_info = compat.shared_fixture_info(self, evaluate_scenario)
+        item_class = ScenarioItem
+        if mode_of(self.config) == VALIDATE:
+            from pytest_openkata.plugin.validation import ValidationItem
+
+            item_class = ValidationItem
+        fixture_info = compat.shared_fixture_info(self, item_class.body)
         for entry in scenarios:
             explicit = self.session.isinitpath(entry, with_parents=True)
             if not explicit and ignored(entry):
                 continue
             extra = {} if fixture_info is None else {"fixtureinfo": fixture_info()}
-            yield ScenarioItem.from_parent(
+            yield item_class.from_parent(
                 self, name=entry.name, scenario_dir=entry, skill_scenarios=names, **extra
             )
 
@@ -80,10 +86,13 @@ def evaluate_scenario(openkata_result: ScenarioResult, subtests: pytest.Subtests
 class ScenarioItem(pytest.Function):
     """One ``skills/<skill>/evals/scenario-*`` folder."""
 
+    # What the item runs: a subclass runs something else on the same folder.
+    body: Callable[..., None] = staticmethod(evaluate_scenario)
+
     def __init__(
         self, *, scenario_dir: Path, skill_scenarios: tuple[str, ...], **kwargs: Any
     ) -> None:
-        super().__init__(callobj=evaluate_scenario, **kwargs)
+        super().__init__(callobj=self.body, **kwargs)
         # The scenario folder is the item's path, so `pytest <scenario folder>` selects it.
         self.path = scenario_dir
         self.scenario_dir = scenario_dir

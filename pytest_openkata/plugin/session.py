@@ -17,3 +17,14 @@ def settings_of(config: pytest.Config) -> EvalSettings:
 
 def redactor_of(config: pytest.Config) -> Redactor:
     return config.stash[redactor_key]
+
+
+# What the run does instead of evaluating: "lint" (--eval-lint), "validate" (--eval-validate),
+# or "" for a run that evaluates.
+LINT = "lint"
+VALIDATE = "validate"
+mode_key = pytest.StashKey[str]()
+
+
+def mode_of(config: pytest.Config) -> str:
+    return config.stash.get(mode_key, "")

@@ -1,0 +1,135 @@
+"""``pytest --eval-lint``: scenarios and skills checked as pytest items, before any token is
+spent.
+
+In lint mode a skill folder (one with ``SKILL.md``, or with an ``evals`` folder of scenarios)
+is collected as one item for the skill and one per scenario, in place of the scenario items;
+every other item of the run is deselected. Each rule of
+:mod:`pytest_openkata.core.lint` is a subtest of its item: its errors fail it, its warnings
+are pytest warnings of the class :class:`EvalLintWarning` (``--eval-lint-strict`` makes them
+errors). No model, sandbox or network is used.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+
+import pytest
+
+from pytest_openkata.core.lint import Finding, lint_scenario, lint_skill
+from pytest_openkata.core.scenario import discover_scenarios, is_scenario_dir
+
+__all__ = [
+    "EvalLintWarning",
+    "EvalsLintDir",
+    "ScenarioLintItem",
+    "SkillLintDir",
+    "SkillLintItem",
+    "is_skill_dir",
+    "warn_findings",
+]
+
+SKILL_ITEM = "skill"
+
+
+class EvalLintWarning(UserWarning):
+    """A lint rule's warning, or an unknown key in a scenario's files seen during a run."""
+
+
+def is_skill_dir(path: Path) -> bool:
+    """A folder with ``SKILL.md``, or one whose ``evals`` folder holds scenarios (a skill
+    whose SKILL.md is missing, which its lint item then reports)."""
+    if (path / "SKILL.md").is_file():
+        return True
+    try:
+        return any(is_scenario_dir(entry) for entry in (path / "evals").iterdir())
+    except OSError:
+        return False
+
+
+class SkillLintDir(pytest.Directory):
+    """A skill in lint mode: its own item, then its scenarios; nothing else under it."""
+
+    def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
+        yield SkillLintItem.from_parent(self, name=SKILL_ITEM, skill_dir=self.path)
+        evals = self.path / "evals"
+        if evals.is_dir():
+            yield EvalsLintDir.from_parent(self, path=evals)
+
+
+class EvalsLintDir(pytest.Directory):
+    """A skill's ``evals`` folder in lint mode: one item per scenario folder."""
+
+    def collect(self) -> Iterator[pytest.Item]:
+        for entry in discover_scenarios(self.path):
+            yield ScenarioLintItem.from_parent(self, name=entry.name, scenario_dir=entry)
+
+
+def warn_findings(findings: Sequence[Finding], skill_dir: Path, rootdir: Path) -> None:
+    """Each finding as a pytest warning (:class:`EvalLintWarning`) located at its file and
+    line (relative to the rootdir), so pytest's warnings summary shows where it is."""
+    for finding in findings:
+        where = os.path.relpath(skill_dir / finding.file, rootdir)
+        warnings.warn_explicit(
+            EvalLintWarning(f"[{finding.rule}] {finding.message}"),
+            EvalLintWarning,
+            filename=Path(where).as_posix(),
+            lineno=finding.line or 0,
+        )
+
+
+def _check_rules(
+    findings: Mapping[str, list[Finding]],
+    subtests: pytest.Subtests,
+    item: pytest.Item,
+    skill_dir: Path,
+) -> None:
+    strict = bool(item.config.getoption("eval_lint_strict"))
+    for rule, found in findings.items():
+        with subtests.test(msg=rule):
+            errors = [f for f in found if strict or f.severity == "error"]
+            warn_findings([f for f in found if f not in errors], skill_dir, item.config.rootpath)
+            if errors:
+                pytest.fail("\n".join(str(f) for f in errors), pytrace=False)
+
+
+def lint_skill_rules(request: pytest.FixtureRequest, subtests: pytest.Subtests) -> None:
+    """The skill's rules (SKILL.md, CHANGELOG.md, its scenarios), each a subtest."""
+    item = request.node
+    assert isinstance(item, SkillLintItem)
+    _check_rules(lint_skill(item.skill_dir), subtests, item, item.skill_dir)
+
+
+def lint_scenario_rules(request: pytest.FixtureRequest, subtests: pytest.Subtests) -> None:
+    """The scenario's rules, each a subtest."""
+    item = request.node
+    assert isinstance(item, ScenarioLintItem)
+    findings = lint_scenario(item.path, shown_root=item.config.rootpath)
+    _check_rules(findings, subtests, item, item.path.parent.parent)
+
+
+class SkillLintItem(pytest.Function):
+    """The lint of one skill folder (``<skill>::skill``)."""
+
+    def __init__(self, *, skill_dir: Path, **kwargs: object) -> None:
+        super().__init__(callobj=lint_skill_rules, **kwargs)  # type: ignore[arg-type]
+        self.skill_dir = skill_dir
+        self.path = skill_dir / "SKILL.md"
+
+    def reportinfo(self) -> tuple[Path, None, str]:
+        return self.path, None, f"{self.skill_dir.name}::lint"
+
+
+class ScenarioLintItem(pytest.Function):
+    """The lint of one scenario folder."""
+
+    def __init__(self, *, scenario_dir: Path, **kwargs: object) -> None:
+        super().__init__(callobj=lint_scenario_rules, **kwargs)  # type: ignore[arg-type]
+        # The scenario folder is the item's path, so `pytest --eval-lint <scenario>` selects it.
+        self.path = scenario_dir
+        self.extra_keyword_matches.add(f"skill:{scenario_dir.parent.parent.name}")
+
+    def reportinfo(self) -> tuple[Path, None, str]:
+        return self.path, None, f"{self.path.parent.parent.name}::{self.name}::lint"
