@@ -1,0 +1,200 @@
+"""``python -m pytest_openkata effectiveness [SKILLS-ROOT] [--json] [--update-versions PATH]
+[--check]``: what the skill catalogue will show per skill and model.
+
+The rules are :mod:`pytest_openkata.core.catalogue`'s; this module parses the arguments,
+prints, and rewrites ``versions.json`` in place (atomically, keeping its mode). Notes (skipped
+report files, skills on one side only) go to stderr so that ``--json`` output stays exact.
+Exit codes: 0 ok, 1 ``--check`` found stale models or the versions file could not be written,
+2 bad arguments, a missing skills root or an unreadable versions file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import stat
+import sys
+import tempfile
+from pathlib import Path
+from typing import TextIO
+
+from pytest_openkata.core.catalogue import (
+    Catalogue,
+    SkillEntry,
+    VersionsFileError,
+    VersionsUpdate,
+    catalogue_document,
+    read_catalogue,
+    splice_versions,
+    stale_models,
+)
+from pytest_openkata.providers.reporters import gojson
+
+__all__ = ["main", "replace_in_place", "text_view"]
+
+_BUMP_ADVICE = "bump the version first and run the evals after the bump"
+
+
+def main(argv: list[str]) -> int:
+    """Print the catalogue of ``SKILLS-ROOT`` (text, or Go-encoded JSON with ``--json``),
+    update a versions.json's ``models`` entries, and/or check that no model is dropped.
+
+    The text view is left out when ``--update-versions`` or ``--check`` is given, so that CI
+    sees only their result; with ``--json`` their messages go to stderr."""
+    parser = argparse.ArgumentParser(
+        prog="python -m pytest_openkata effectiveness",
+        description="Show what the skill catalogue will show per skill and model.",
+    )
+    parser.add_argument("root", nargs="?", default="skills", help="the skills (default: skills)")
+    parser.add_argument("--json", action="store_true", help="print the catalogue's JSON")
+    parser.add_argument(
+        "--update-versions",
+        metavar="PATH",
+        help="rewrite the models entries of this versions.json in place",
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="exit 1 when a model's newest report is not for its skill's current version",
+    )
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse has printed why
+        return 0 if exc.code is None else exc.code if isinstance(exc.code, int) else 2
+    root = Path(args.root)
+    if not root.is_dir():
+        print(f"error: {root} is not a folder of skills", file=sys.stderr)
+        return 2
+    versions = Path(args.update_versions) if args.update_versions else None
+    try:
+        catalogue = read_catalogue(root)
+        update = _spliced(versions, catalogue) if versions is not None else None
+    except (OSError, VersionsFileError) as exc:
+        print(f"error: {_reason(exc)}", file=sys.stderr)
+        return 2
+    for skipped in catalogue.skipped:
+        print(f"note: skipped {skipped.path}: {skipped.reason}", file=sys.stderr)
+    messages = sys.stderr if args.json else sys.stdout
+    if args.json:
+        sys.stdout.write(gojson.dumps(catalogue_document(catalogue)))
+    elif versions is None and not args.check:
+        sys.stdout.write(text_view(catalogue))
+    status = 0
+    if versions is not None and update is not None:  # both or neither
+        status = _write_update(versions, update, root, messages)
+    if args.check:
+        status = max(status, _check(catalogue, messages))
+    return status
+
+
+def text_view(catalogue: Catalogue) -> str:
+    """Per skill its version and the version's source, then per model its label,
+    effectiveness and scenarios, or why it is not counted."""
+    if not catalogue.skills:
+        return f"no skills under {catalogue.root}\n"
+    lines: list[str] = []
+    for skill in catalogue.skills:
+        lines.append(_skill_title(skill))
+        for model in skill.models:
+            newest = model.newest
+            if not model.counted:
+                lines.append(f"  {model.model}: not counted: {model.why_dropped} ({newest.path})")
+                continue
+            label = f' "{newest.label}"' if newest.label else ""
+            lines.append(f"  {model.model}{label}: {newest.effectiveness}%")
+            for scenario in newest.scenarios:
+                verdict = "pass" if scenario.passed else "FAIL"
+                description = " ".join(scenario.description.split())
+                about = f": {description}" if description else ""
+                lines.append(f"    {verdict} {scenario.name}{about}")
+        if not skill.counted:
+            lines.append(f"  no model counts for {skill.version.version}")
+    return "\n".join(lines) + "\n"
+
+
+def replace_in_place(path: Path, text: str) -> None:
+    """Write ``text`` over ``path`` atomically: a temporary file in the same folder, given the
+    file's mode, then ``os.replace``; a symbolic link is followed, not replaced."""
+    target = Path(os.path.realpath(path))
+    mode = stat.S_IMODE(target.stat().st_mode)
+    fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(text.encode("utf-8"))
+            handle.flush()
+            os.fchmod(handle.fileno(), mode)
+            os.fsync(handle.fileno())
+        os.replace(name, target)
+    except BaseException:
+        Path(name).unlink(missing_ok=True)
+        raise
+
+
+def _spliced(path: Path, catalogue: Catalogue) -> VersionsUpdate:
+    # Bytes, not read_text: universal newlines would turn "\r\n" into "\n" on the way.
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise VersionsFileError(f"{path}: not UTF-8: {exc}") from exc
+    return splice_versions(text, catalogue, str(path))
+
+
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, OSError):
+        return f"cannot read {exc.filename}: {exc.strerror or exc}"
+    return str(exc)
+
+
+def _write_update(path: Path, update: VersionsUpdate, root: Path, out: TextIO) -> int:
+    if update.not_in_file:
+        names = ", ".join(update.not_in_file)
+        print(f"note: skills under {root} but not in {path} (not added): {names}", file=sys.stderr)
+    if update.not_under_root:
+        names = ", ".join(update.not_under_root)
+        print(
+            f"note: skills in {path} but not under {root} (left as they are): {names}",
+            file=sys.stderr,
+        )
+    if not update.changed:
+        print(f"{path} is up to date", file=out)
+        return 0
+    try:
+        replace_in_place(path, update.text)
+    except OSError as exc:
+        print(f"error: cannot write {path}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    changes = [
+        f"{what} for {', '.join(names)}"
+        for what, names in (
+            ("models added", update.added),
+            ("models replaced", update.replaced),
+            ("models removed", update.removed),
+        )
+        if names
+    ]
+    print(f"updated {path}: {'; '.join(changes)}", file=out)
+    return 0
+
+
+def _check(catalogue: Catalogue, out: TextIO) -> int:
+    stale = stale_models(catalogue)
+    if not stale:
+        models = sum(len(skill.counted) for skill in catalogue.skills)
+        print(
+            f"OK: every model's newest report is for its skill's current version "
+            f"(skills: {len(catalogue.skills)}, counted models: {models})",
+            file=out,
+        )
+        return 0
+    print(
+        f"{len(stale)} models have no counted report for their skill's current version "
+        f"({_BUMP_ADVICE}):",
+        file=out,
+    )
+    for skill, model in stale:
+        print(f"  {_skill_title(skill)}: {model.model}: {model.why_dropped}", file=out)
+    return 1
+
+
+def _skill_title(skill: SkillEntry) -> str:
+    return f"{skill.name} {skill.version.version} ({skill.version.source})"
