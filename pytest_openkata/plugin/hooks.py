@@ -17,10 +17,16 @@ from pytest_openkata.infra.config import (
     resolve_settings,
 )
 from pytest_openkata.infra.redact import Redactor, secrets_from_environment
-from pytest_openkata.plugin import fixtures, hookspecs, progress, xdist_transport
+from pytest_openkata.plugin import fixtures, hookspecs, lint, progress, validation, xdist_transport
 from pytest_openkata.plugin.aggregate import BODY_RAISED_ATTR, EvalAggregator
 from pytest_openkata.plugin.heap import HeapFreezer
-from pytest_openkata.plugin.items import EvalsDir, ScenarioItem, is_evals_dir, result_key
+from pytest_openkata.plugin.items import (
+    EvalsDir,
+    ScenarioItem,
+    ValidationItem,
+    is_evals_dir,
+    result_key,
+)
 from pytest_openkata.plugin.session import (
     LINT,
     VALIDATE,
@@ -131,8 +137,6 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(HeapFreezer(), "openkata-heap")
     controller = not hasattr(config, "workerinput")
     if mode == VALIDATE:
-        from pytest_openkata.plugin import validation
-
         config.pluginmanager.register(validation, "openkata-validation")
         if controller:
             config.pluginmanager.register(validation.ValidationSummary(), AGGREGATOR_NAME)
@@ -170,8 +174,6 @@ def pytest_report_header(config: pytest.Config) -> str:
 @pytest.hookimpl(tryfirst=True)
 def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Collector | None:
     if mode_of(parent.config) == LINT:
-        from pytest_openkata.plugin import lint
-
         if lint.is_skill_dir(path):
             return lint.SkillLintDir.from_parent(parent, path=path)
         if is_evals_dir(path):
@@ -188,10 +190,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     mode = mode_of(config)
     if not mode:
         return
-    from pytest_openkata.plugin.lint import ScenarioLintItem, SkillLintItem
-    from pytest_openkata.plugin.validation import ValidationItem
-
-    wanted = (SkillLintItem, ScenarioLintItem) if mode == LINT else (ValidationItem,)
+    wanted = (lint.SkillLintItem, lint.ScenarioLintItem) if mode == LINT else (ValidationItem,)
     others = [item for item in items if not isinstance(item, wanted)]
     if others:
         items[:] = [item for item in items if isinstance(item, wanted)]

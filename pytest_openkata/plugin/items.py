@@ -18,7 +18,7 @@ import pytest
 
 from pytest_openkata.core.results import ScenarioResult
 from pytest_openkata.core.scenario import discover_scenarios, is_scenario_dir, sandbox_mode
-from pytest_openkata.plugin import compat
+from pytest_openkata.plugin import compat, validation
 from pytest_openkata.plugin.session import VALIDATE, mode_of
 from pytest_openkata.providers.reporters.junit import (
     PERCENTAGE_PROPERTY,
@@ -49,11 +49,7 @@ class EvalsDir(pytest.Directory):
         scenarios = discover_scenarios(self.path)
         names = tuple(s.name for s in scenarios)
         ignored = compat.ignore_check(self)
-        item_class = ScenarioItem
-        if mode_of(self.config) == VALIDATE:
-            from pytest_openkata.plugin.validation import ValidationItem
-
-            item_class = ValidationItem
+        item_class = ValidationItem if mode_of(self.config) == VALIDATE else ScenarioItem
         fixture_info = compat.shared_fixture_info(self, item_class.body)
         for entry in scenarios:
             explicit = self.session.isinitpath(entry, with_parents=True)
@@ -128,6 +124,12 @@ class ScenarioItem(pytest.Function):
         key = scenario_key(self.skill_dir, self.name, self.config.rootpath)
         self.user_properties.append((SCENARIO_PROPERTY, key))
         self.user_properties.append((PERCENTAGE_PROPERTY, f"{result.percentage:g}"))
+
+
+class ValidationItem(ScenarioItem):
+    """One scenario folder in validate mode (:mod:`pytest_openkata.plugin.validation`)."""
+
+    body = staticmethod(validation.check_validation)
 
 
 result_key = pytest.StashKey[ScenarioResult]()

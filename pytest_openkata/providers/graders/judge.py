@@ -60,6 +60,7 @@ JUDGE_MAX_ATTEMPTS = 2
 
 # Below this many bytes (trimmed) an all-pass verdict set is treated as a judge failure.
 SUSPICIOUS_BELOW_BYTES = 20
+SUSPICIOUS_RESULT = "suspicious result: trivial agent response"
 
 NO_JSON_MESSAGE = "no JSON found in judge response"
 BAD_JSON_MESSAGE = "failed to parse judge JSON"
@@ -405,8 +406,8 @@ def ask_judge(
         raise JudgeError(f"judge parse failed after retry: {last_error}") from last_error
     if is_suspicious(request.agent_response, verdicts):
         raise JudgeError(
-            "suspicious result: trivial agent response "
-            f"({_utf8_len(request.agent_response)} chars) with all criteria passing"
+            f"{SUSPICIOUS_RESULT} ({_utf8_len(request.agent_response)} chars) with all "
+            "criteria passing"
         )
     return verdicts
 
