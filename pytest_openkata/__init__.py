@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_openkata._version import __version__
 from pytest_openkata.core.checks import Check, CommandOutcome
 from pytest_openkata.core.compare import CriterionMove, SkillComparison
+from pytest_openkata.core.lint import EvalLintWarning
 from pytest_openkata.core.results import (
     AgentResult,
     CallStats,
@@ -57,6 +58,7 @@ __all__ = [
     "ConfigError",
     "CriterionMove",
     "CriterionResult",
+    "EvalLintWarning",
     "EvalSettings",
     "ExecResult",
     "GradeError",

@@ -34,8 +34,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from pytest_openkata.core.scenario import read_skill_version
 from pytest_openkata.providers.reporters import gojson
-from pytest_openkata.providers.reporters.results_json import read_skill_version
 
 __all__ = [
     "DEFAULT_VERSION",

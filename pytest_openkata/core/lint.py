@@ -25,7 +25,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ValidationError
 from pydantic_core import InitErrorDetails
 
@@ -45,8 +44,8 @@ from pytest_openkata.core.scenario import (
     load_checks,
     load_criteria,
     load_scenario_options,
+    read_skill_version,
 )
-from pytest_openkata.providers.reporters.results_json import read_skill_version
 
 __all__ = [
     "SCENARIO_RULES",
@@ -68,6 +67,11 @@ TASK_FILE = "task.md"
 SKILL_FILE = "SKILL.md"
 CHANGELOG_FILE = "CHANGELOG.md"
 WEIGHTS_TOTAL = 100
+
+
+class EvalLintWarning(UserWarning):
+    """A lint rule's warning, or an unknown key in a scenario's files seen during a run, as
+    pytest shows it (``-W error::pytest_openkata.EvalLintWarning`` makes them errors)."""
 
 
 @dataclass(frozen=True)
@@ -1005,6 +1009,8 @@ def _front_matter(path: Path) -> _FrontMatter:
         return _FrontMatter(
             None, {}, "the front matter is not closed: add a `---` line after its last key", 1
         )
+    import yaml  # here: the plugin loads this module in every pytest run
+
     try:
         data = yaml.safe_load("\n".join(lines[1:end]))
     except yaml.YAMLError as exc:

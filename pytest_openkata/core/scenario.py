@@ -26,6 +26,7 @@ from pytest_openkata.core.checks import (
 from pytest_openkata.core.files import files_under
 
 SCENARIO_PREFIX = "scenario-"
+_VERSION_HEADING = re.compile(r"## \[([^\]]*)\]")
 CHECKS_FILE = "checks.json"
 
 
@@ -53,6 +54,22 @@ class Scenario:
     @property
     def name(self) -> str:
         return self.path.name
+
+
+def read_skill_version(skill_dir: Path) -> str:
+    """Return the first released version heading of ``<skill_dir>/CHANGELOG.md``, or ``""``.
+
+    Only an exact ``Unreleased`` is skipped (spec 13.32), and ``## []`` yields ``""``.
+    """
+    try:
+        raw = (Path(skill_dir) / "CHANGELOG.md").read_bytes()
+    except OSError:
+        return ""
+    for line in raw.decode("utf-8", errors="replace").split("\n"):
+        match = _VERSION_HEADING.match(line)
+        if match and match.group(1) != "Unreleased":
+            return match.group(1)
+    return ""
 
 
 def skill_relative(path: Path) -> str:

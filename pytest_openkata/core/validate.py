@@ -27,7 +27,6 @@ from pytest_openkata.core.sandboxed import WORKSPACE, SandboxSetup
 from pytest_openkata.core.scenario import ScenarioLoadError, load_scenario_options
 from pytest_openkata.core.slots import CallSlot
 from pytest_openkata.providers.backends import ResponseSchema
-from pytest_openkata.providers.graders.judge import SUSPICIOUS_RESULT
 from pytest_openkata.providers.sandboxes import AgentCommand
 
 __all__ = [
@@ -55,6 +54,9 @@ def judged_all_on_nothing(result: ScenarioResult) -> bool:
     """The empty agent's run errored because the judge passed every criterion on its empty
     answer: a real run rejects that as suspicious, and it means every criterion passes on
     nothing."""
+    # Here: the judge module is imported where a run needs it.
+    from pytest_openkata.providers.graders.judge import SUSPICIOUS_RESULT
+
     return result.error is not None and SUSPICIOUS_RESULT in result.error
 
 

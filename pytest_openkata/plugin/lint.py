@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_openkata.core.lint import Finding, lint_scenario, lint_skill
+from pytest_openkata.core.lint import EvalLintWarning, Finding, lint_scenario, lint_skill
 from pytest_openkata.core.scenario import discover_scenarios, is_scenario_dir
 
 __all__ = [
@@ -32,10 +32,6 @@ __all__ = [
 ]
 
 SKILL_ITEM = "skill"
-
-
-class EvalLintWarning(UserWarning):
-    """A lint rule's warning, or an unknown key in a scenario's files seen during a run."""
 
 
 def is_skill_dir(path: Path) -> bool:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -29,6 +28,7 @@ from pytest_openkata.core.results import (
     TrialResult,
     Usage,
 )
+from pytest_openkata.core.scenario import read_skill_version
 from pytest_openkata.core.stats import TrialStats
 from pytest_openkata.core.summary import SkillSummary, usage_of
 from pytest_openkata.core.uplift import McNemar, Uplift
@@ -55,7 +55,6 @@ __all__ = [
 
 _FILE_TIMESTAMP = "%Y-%m-%dT%H%M%S"
 _RFC3339_SECONDS = "%Y-%m-%dT%H:%M:%SZ"
-_VERSION_HEADING = re.compile(r"## \[([^\]]*)\]")
 
 
 # --- what a report holds -----------------------------------------------------------------------
@@ -719,22 +718,6 @@ class ResultsJsonReporter:
 
 
 # --- paths and writing -------------------------------------------------------------------------
-
-
-def read_skill_version(skill_dir: Path) -> str:
-    """Return the first released version heading of ``<skill_dir>/CHANGELOG.md``, or ``""``.
-
-    Only an exact ``Unreleased`` is skipped (spec 13.32), and ``## []`` yields ``""``.
-    """
-    try:
-        raw = (Path(skill_dir) / "CHANGELOG.md").read_bytes()
-    except OSError:
-        return ""
-    for line in raw.decode("utf-8", errors="replace").split("\n"):
-        match = _VERSION_HEADING.match(line)
-        if match and match.group(1) != "Unreleased":
-            return match.group(1)
-    return ""
 
 
 def auto_report_path(skill_dir: Path, model: str, now: datetime) -> Path:
