@@ -152,6 +152,10 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 def pytest_report_header(config: pytest.Config) -> str:
+    mode = mode_of(config)
+    if mode == LINT:
+        strict = ", warnings are errors" if config.getoption("eval_lint_strict") else ""
+        return f"openkata: lint (no model, no sandbox{strict})"
     s = config.stash[settings_key]
     defaults = EvalSettings()
     extras = [
@@ -168,6 +172,7 @@ def pytest_report_header(config: pytest.Config) -> str:
         f"threshold={s.threshold}"
         + (f" judge_backend={s.judge_backend}" if s.judge_backend != s.backend else "")
         + "".join(f" {extra}" for extra in extras)
+        + (" mode=validate (solutions and an empty agent; no report)" if mode == VALIDATE else "")
     )
 
 

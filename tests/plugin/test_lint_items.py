@@ -61,6 +61,7 @@ def test_a_clean_skill_lints_without_a_model_or_a_sandbox(pytester: pytest.Pytes
             "skills/notes/evals::scenario-1 PASSED*",
         ]
     )
+    result.stdout.fnmatch_lines(["openkata: lint (no model, no sandbox)"])
     rules = 2 * len(SCENARIO_RULES) + len(SKILL_RULES)  # each rule is a subtest
     result.stdout.fnmatch_lines([f"*= 3 passed, {rules} subtests passed in *"])
     assert "openkata eval summary" not in result.stdout.str()

@@ -82,6 +82,7 @@ def test_a_good_scenario_validates_without_calling_the_agent_and_writes_no_repor
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
         [
+            "openkata: backend=http * mode=validate (solutions and an empty agent; no report)",
             "*SUBPASSED[[]solution scores 100%[]]*",
             "*SUBPASSED[[]empty agent scores below 50%[]]*",
             "*= openkata validation =*",
