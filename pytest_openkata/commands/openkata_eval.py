@@ -344,8 +344,17 @@ def pytest_args(parsed: Parsed, target: Target) -> list[str]:
                 args += [flag.option, str(value)]
         elif value:
             args += [flag.option, str(value)]
+    path = target.path
+    if target.scenario is None:
+        # The skill's scenarios only, as the reference runs them: not the Python tests a skill
+        # folder may hold (its scripts' own, say).
+        path = f"{path}/evals"
+    else:
+        # The reference's scenario mode: not gated, and no report unless --output names one,
+        # even when the skill has no other scenario.
+        args.append("--eval-partial")
     # A path starting with "-" would read as an option.
-    args.append(f"./{target.path}" if target.path.startswith("-") else target.path)
+    args.append(f"./{path}" if path.startswith("-") else path)
     return args
 
 

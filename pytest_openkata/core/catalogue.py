@@ -277,7 +277,8 @@ class _ReportFields(_Fields):
 
     skill_version: str = ""
     timestamp: str
-    overall_percentage: float = 0.0
+    # Go's decoder refuses NaN and infinities, so the reference skips such a report.
+    overall_percentage: float = Field(default=0.0, allow_inf_nan=False)
     config: _ConfigFields = _ConfigFields()
     scenarios: list[_ScenarioFields] | None = None
 

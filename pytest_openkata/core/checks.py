@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_openkata.core.results import CriterionResult
+from pytest_openkata.core.results import INFRASTRUCTURE_ERROR, SCENARIO_ERROR, CriterionResult
 from pytest_openkata.core.workspace import FileContent, WorkspaceDiff
 
 __all__ = [
@@ -50,8 +50,17 @@ REASON_TAIL_LINES = 5
 REASON_TAIL_CHARS = 400
 
 
+NO_WORKSPACE = "no workspace: this check needs a sandboxed scenario"
+
+
 class CheckError(Exception):
-    """The check cannot give a verdict; the trial errors (never a failed check)."""
+    """The check cannot give a verdict; the trial errors (never a failed check). ``kind`` says
+    whose fault it is (``core.results``: a check that does not fit its scenario is the
+    scenario's own, a command that could not run is the run's)."""
+
+    def __init__(self, message: str, *, kind: str = INFRASTRUCTURE_ERROR) -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 @dataclass(frozen=True)
@@ -105,7 +114,7 @@ class Evidence:
     def files_after(self) -> dict[str, FileContent]:
         """The workspace's regular files once the agent finished."""
         if self.before is None or self.diff is None:
-            raise CheckError("no workspace: this check needs a sandboxed scenario")
+            raise CheckError(NO_WORKSPACE, kind=SCENARIO_ERROR)
         files = {path: FileContent(data) for path, data in self.before.items()}
         for path in self.diff.deleted:
             files.pop(path, None)
@@ -115,7 +124,7 @@ class Evidence:
 
     def changed_paths(self) -> list[str]:
         if self.diff is None:
-            raise CheckError("no workspace: this check needs a sandboxed scenario")
+            raise CheckError(NO_WORKSPACE, kind=SCENARIO_ERROR)
         diff = self.diff
         return sorted({*(p for p, _ in diff.added), *(p for p, _ in diff.modified), *diff.deleted})
 
@@ -273,7 +282,9 @@ def _diff(check: Check, evidence: Evidence) -> CriterionResult:
             problems.append(f"nothing matching {glob!r} changed")
     for glob in check.unchanged:
         if not any(matches(path, glob) for path in before):
-            raise CheckError(f"unchanged: {glob!r} matches no file of the workspace")
+            raise CheckError(
+                f"unchanged: {glob!r} matches no file of the workspace", kind=SCENARIO_ERROR
+            )
         touched = [path for path in changed if matches(path, glob)]
         if touched:
             problems.append(f"{', '.join(touched[:5])} changed (unchanged: {glob!r})")

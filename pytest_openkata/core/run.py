@@ -398,6 +398,7 @@ class _ScenarioRun:
                 return errored_trial(
                     index,
                     self._error(exc),
+                    kind=exc.kind,
                     agent_cached=agent.cached,
                     judge_errors=1 if exc.judge_error else 0,
                     usage=Usage(agent_stats, judge_stats + exc.usage),

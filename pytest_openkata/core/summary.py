@@ -44,6 +44,8 @@ class SkillSummary:
     # the earlier run could not be read.
     changes: SkillChanges | None = None
     compare_error: str | None = None
+    # Counted as partial whatever ran (``--eval-partial``, the reference's scenario mode).
+    partial: bool = False
 
     @property
     def with_trials(self) -> bool:
@@ -76,8 +78,9 @@ class SkillSummary:
 
     @property
     def complete(self) -> bool:
-        """Every scenario of the skill on disk ran; only then is the threshold enforced."""
-        return len(self.results) >= self.total_scenarios
+        """Every scenario of the skill on disk ran, and the run was not told to count as
+        partial; only then is the threshold enforced."""
+        return not self.partial and len(self.results) >= self.total_scenarios
 
     @property
     def gate_failed(self) -> bool:
@@ -102,9 +105,10 @@ def _display(path: Path, rootdir: Path) -> str:
 
 
 def summarise(
-    results: Iterable[ScenarioResult], threshold: int, rootdir: Path
+    results: Iterable[ScenarioResult], threshold: int, rootdir: Path, *, partial: bool = False
 ) -> list[SkillSummary]:
-    """Group results by skill, in the reference's scenario order, and score each skill."""
+    """Group results by skill, in the reference's scenario order, and score each skill;
+    ``partial`` counts every skill as partly run."""
     by_skill: dict[str, list[ScenarioResult]] = defaultdict(list)
     for result in results:
         by_skill[result.skill_dir].append(result)
@@ -125,6 +129,7 @@ def summarise(
                 interval=interval,
                 straddles=straddles(interval, threshold),
                 comparison=compare_skill(skill_results),
+                partial=partial,
             )
         )
     return summaries

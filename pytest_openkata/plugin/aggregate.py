@@ -115,7 +115,10 @@ class EvalAggregator:
         if not self.results:
             return
         self.summaries = summarise(
-            self.results.values(), self.settings.threshold, self.config.rootpath
+            self.results.values(),
+            self.settings.threshold,
+            self.config.rootpath,
+            partial=bool(self.config.getoption("eval_partial")),
         )
         finished = session.exitstatus in _FINISHED
         xml_path = self.config.getoption("xmlpath", None)  # --junitxml

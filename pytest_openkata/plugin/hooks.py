@@ -66,6 +66,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
             )
         parser.addini(field.ini, help_text(field.key), type="string", default=None)
     group.addoption(
+        "--eval-partial",
+        action="store_true",
+        dest="eval_partial",
+        help="count every skill as partly run, whatever ran: no threshold gate and no "
+        "automatic report (the reference's scenario mode; --eval-output still writes one)",
+    )
+    group.addoption(
         "--eval-lint",
         action="store_true",
         dest="eval_lint",

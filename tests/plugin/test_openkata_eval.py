@@ -350,6 +350,37 @@ def test_a_scenario_path_below_the_threshold_still_exits_0(
     assert "    Score: 60/100 (60%) FAIL" in result.stdout.splitlines()
 
 
+def test_a_scenario_path_of_a_skill_with_one_scenario_is_still_the_scenario_mode(
+    command: str, tmp_path: Path, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    # Every scenario of the skill runs, which pytest alone would count as a complete skill.
+    write_skill(tmp_path, "x", {"scenario-0": {"a": 60, "b": 40}})
+    script.verdicts["b"] = (False, "no")
+
+    result = run_eval(
+        command, tmp_path, "--backend", "http", "skills/x/evals/scenario-0", env=via(endpoint)
+    )
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert reports_under(tmp_path) == []
+    assert result.stdout.splitlines()[-1] == "partial run: threshold not enforced, exit 0"
+
+
+def test_a_skill_path_runs_its_scenarios_and_not_the_python_tests_of_its_folder(
+    command: str, tmp_path: Path, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    skill = write_skill(tmp_path, "x", {"scenario-0": {"a": 100}})
+    (skill / "examples").mkdir()
+    (skill / "examples" / "test_bad_example.py").write_text("def test_no():\n    assert 1 == 2\n")
+
+    result = run_eval(command, tmp_path, "--backend", "http", "skills/x", env=via(endpoint))
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "  Overall: 100% PASS (threshold: 95%)" in result.stdout.splitlines()
+    assert "test_bad_example" not in result.stdout
+    assert len(reports_under(tmp_path)) == 1
+
+
 def test_a_skill_below_the_threshold_exits_1(
     command: str, tmp_path: Path, endpoint: ScriptedEndpoint, script: EvalScript
 ) -> None:

@@ -136,7 +136,8 @@ def test_a_failed_judge_vote_is_an_error_never_a_failed_criterion(
     script.judge_replies.extend([_verdicts(a=True, b=True), "no verdicts", "still none"])
 
     result = pytester.runpytest(
-        "skills/s", *eval_args(endpoint.base_url, "--eval-judge-votes", "3")
+        "skills/s",
+        *eval_args(endpoint.base_url, "--eval-judge-votes", "3", "--eval-publish-errors"),
     )
 
     result.assert_outcomes(errors=1)

@@ -713,7 +713,10 @@ def test_timeout_agent_failure_and_missing_image_are_errors_with_reasons(
     broken.joinpath("task.md").write_text("STANDIN: exit 7\n")
 
     result = pytester.runpytest(
-        "skills", *_sandbox_args(endpoint.base_url, standin_image, "--eval-sandbox-timeout", "3")
+        "skills",
+        *_sandbox_args(
+            endpoint.base_url, standin_image, "--eval-sandbox-timeout", "3", "--eval-publish-errors"
+        ),
     )
 
     result.assert_outcomes(passed=1, errors=2)

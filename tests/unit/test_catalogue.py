@@ -256,6 +256,26 @@ def test_a_report_that_cannot_be_decoded_is_skipped_with_a_note(
     assert err.count("note: skipped") == 5
 
 
+@pytest.mark.parametrize("number", ["1e400", "NaN", "Infinity", "-Infinity"])
+def test_a_report_whose_overall_is_not_a_finite_number_is_skipped_as_go_skips_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], number: str
+) -> None:
+    folder = results(skill(tmp_path, "x"), "m")
+    good = report(folder / "2026-01-01T000000.json", timestamp="2026-01-01T00:00:00Z")
+    (folder / "2026-06-01T000000.json").write_text(
+        '{"skill_version": "1.0.0", "timestamp": "2026-06-01T00:00:00Z", '
+        f'"overall_percentage": {number}, "scenarios": null}}'
+    )
+
+    code = main([str(tmp_path), "--json"])
+
+    (model,) = read_skill(tmp_path, "x").models
+    assert model.newest is not None
+    assert model.newest.path == good
+    assert code == 0
+    assert "note: skipped" in capsys.readouterr().err
+
+
 def test_only_the_keys_the_catalogue_needs_are_decoded(tmp_path: Path) -> None:
     path = tmp_path / "r.json"
     path.write_text(

@@ -790,10 +790,14 @@ def test_diff_unchanged_fails_naming_the_touched_file() -> None:
     assert "tests/test_new.py changed (unchanged: 'tests')" in added.reason
 
 
-def test_diff_unchanged_glob_matching_no_file_is_an_error() -> None:
+def test_diff_unchanged_glob_matching_no_file_is_an_error_of_the_scenario() -> None:
     check = make_check("diff", unchanged=("tset",))
-    with pytest.raises(CheckError, match="unchanged: 'tset' matches no file of the workspace"):
+    with pytest.raises(
+        CheckError, match="unchanged: 'tset' matches no file of the workspace"
+    ) as info:
         evaluate_check(check, workspace(TREE, added={"tset/x": b"1"}))
+    # The scenario's own checks.json, the same every run: published, not held back.
+    assert info.value.kind == "scenario"
 
 
 def test_diff_pass_reason_is_bounded_to_five_paths() -> None:
@@ -842,10 +846,11 @@ def test_command_that_cannot_start_is_an_error(code: int, why: str) -> None:
     )
 
 
-def test_command_timed_out_is_an_error() -> None:
+def test_command_timed_out_is_an_error_of_the_run() -> None:
     check = make_check("command", run="sleep 100", timeout=2.5)
-    with pytest.raises(CheckError, match=r"command timed out after 2\.5 s"):
+    with pytest.raises(CheckError, match=r"command timed out after 2\.5 s") as info:
         evaluate_check(check, command_evidence(CommandOutcome(None, "", timed_out=True)))
+    assert info.value.kind == "infrastructure"
 
 
 def test_command_without_outcome_is_an_error() -> None:
@@ -965,7 +970,22 @@ def test_grader_turns_a_check_error_into_a_grade_error(tmp_path: Path) -> None:
         ChecksGrader().grade(task)
     assert str(info.value) == "checks.json: [1] ('tests'): its command did not run"
     assert info.value.judge_error is False
+    assert info.value.kind == "infrastructure"
     assert judge.calls == []
+
+
+def test_a_check_that_does_not_fit_its_scenario_is_a_grade_error_of_the_scenario(
+    tmp_path: Path,
+) -> None:
+    checks = [item("diff", "src-kept", unchanged=["src"])]
+    folder = scenario_with(tmp_path, {"judged": 4}, checks, sandbox=True)
+    task = grading_task(folder, AgentResult("x", "x", changes=WorkspaceDiff()), NeverJudge())
+    with pytest.raises(GradeError) as info:
+        ChecksGrader().grade(task)
+    assert str(info.value) == (
+        "checks.json: [0] ('src-kept'): unchanged: 'src' matches no file of the workspace"
+    )
+    assert info.value.kind == "scenario"
 
 
 def mask(text: str) -> str:

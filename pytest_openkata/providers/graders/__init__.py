@@ -22,7 +22,12 @@ from typing import Any, Protocol
 
 from pytest_openkata.core.calls import NO_SLOTS
 from pytest_openkata.core.checks import CommandOutcome
-from pytest_openkata.core.results import AgentResult, CallStats, CriterionResult
+from pytest_openkata.core.results import (
+    INFRASTRUCTURE_ERROR,
+    AgentResult,
+    CallStats,
+    CriterionResult,
+)
 from pytest_openkata.core.scenario import Scenario
 from pytest_openkata.core.slots import CallSlot
 from pytest_openkata.infra.cache import ResultCache
@@ -37,14 +42,21 @@ DEFAULT_ORDER = 50
 
 class GradeError(Exception):
     """The grader could not grade this trial; ``judge_error`` counts it among the report's
-    ``judge_errors`` (a judge call or answer that failed)."""
+    ``judge_errors`` (a judge call or answer that failed); ``kind`` says whose fault it is
+    (``core.results.SCENARIO_ERROR`` for the scenario's own files, else the run's)."""
 
     def __init__(
-        self, message: str, *, judge_error: bool = False, usage: CallStats | None = None
+        self,
+        message: str,
+        *,
+        judge_error: bool = False,
+        usage: CallStats | None = None,
+        kind: str = INFRASTRUCTURE_ERROR,
     ) -> None:
         super().__init__(message)
         self.judge_error = judge_error
         self.usage = usage or CallStats()  # of the calls made before it failed
+        self.kind = kind
 
 
 @dataclass(frozen=True)

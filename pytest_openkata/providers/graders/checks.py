@@ -48,7 +48,7 @@ class ChecksGrader:
                 result = evaluate_check(check, evidence)
             except CheckError as exc:
                 where = f"{CHECKS_FILE}: [{index}] ({check.name!r})"
-                raise GradeError(redact(f"{where}: {exc}")) from exc
+                raise GradeError(redact(f"{where}: {exc}"), kind=exc.kind) from exc
             # A command's output can echo a secret of the environment.
             results.append(replace(result, reason=redact(result.reason)))
         answers = [
