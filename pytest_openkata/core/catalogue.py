@@ -32,7 +32,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from pytest_openkata.core.scenario import read_skill_version
 from pytest_openkata.providers.reporters import gojson
@@ -260,6 +260,14 @@ def newest_report(files: Iterable[Path]) -> tuple[ReportFacts | None, list[Skipp
 class _Fields(BaseModel):
     # Strict, as Go's decoder: a number in a string field is an error, not a conversion.
     model_config = ConfigDict(extra="ignore", frozen=True, strict=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_is_the_zero_value(cls, data: Any) -> Any:
+        """Go's decoder leaves a field as it was for a JSON ``null``: here, its default."""
+        if isinstance(data, dict):
+            return {key: value for key, value in data.items() if value is not None}
+        return data
 
 
 class _ScenarioFields(_Fields):

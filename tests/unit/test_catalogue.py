@@ -276,6 +276,28 @@ def test_a_report_whose_overall_is_not_a_finite_number_is_skipped_as_go_skips_it
     assert "note: skipped" in capsys.readouterr().err
 
 
+def test_a_null_field_is_its_zero_value_as_gos_decoder_reads_it(tmp_path: Path) -> None:
+    folder = results(skill(tmp_path, "x"), "m")
+    folder.mkdir(parents=True)
+    (folder / "2026-06-01T000000.json").write_text(
+        '{"skill_version": "1.0.0", "timestamp": "2026-06-01T00:00:00Z", '
+        '"overall_percentage": 80, "config": {"model_label": null}, "scenarios": null}'
+    )
+    (folder / "2026-06-02T000000.json").write_text(
+        '{"skill_version": "1.0.0", "timestamp": "2026-06-02T00:00:00Z", '
+        '"overall_percentage": 90, "config": null, "scenarios": [{"name": "s", "pass": null}]}'
+    )
+
+    entry = read_skill(tmp_path, "x")
+
+    assert not entry.skipped
+    (model,) = entry.models
+    assert model.newest is not None
+    assert model.newest.path.name == "2026-06-02T000000.json"
+    assert model.newest.label == ""
+    assert [(s.name, s.passed) for s in model.newest.scenarios] == [("s", False)]
+
+
 def test_only_the_keys_the_catalogue_needs_are_decoded(tmp_path: Path) -> None:
     path = tmp_path / "r.json"
     path.write_text(
