@@ -37,9 +37,11 @@ reference's header did), pytest's failure details and one result line, without p
 session header (platform, rootdir, plugin list). Other pytest options can be given through
 ``PYTEST_ADDOPTS``. The plugin is named with ``-p openkata``, so the command also works with
 ``PYTEST_DISABLE_PLUGIN_AUTOLOAD`` set. pytest's cache stays on: the plugin's result cache
-lives in it. The report is written as spec section 10 says: in skill mode under
-``<skill>/evals/results/<model>/`` unless ``--output`` is given, in scenario mode only with
-``--output``.
+lives in it. The report goes where spec section 10 says: in skill mode under
+``<skill>/evals/results/<model>/`` unless ``--output`` is given (a ``/`` in the model is a
+``_`` there, one folder the catalogue can see), in scenario mode (``--eval-partial``) only
+with ``--output``. In skill mode pytest gets ``<skill>/evals``, so that the Python tests a skill
+folder may hold are not run.
 
 Exit codes, this command's (pytest's, as the plugin sets them) beside the reference's:
 
