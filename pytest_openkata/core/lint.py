@@ -28,7 +28,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ValidationError
 from pydantic_core import InitErrorDetails
 
-from pytest_openkata.core.checks import Check
+from pytest_openkata.core.checks import Check, matches
 from pytest_openkata.core.scenario import (
     CHECKS_FILE,
     ScenarioLoadError,
@@ -46,6 +46,7 @@ from pytest_openkata.core.scenario import (
     load_scenario_options,
     read_skill_version,
 )
+from pytest_openkata.core.workspace import workspace_files
 
 __all__ = [
     "SCENARIO_RULES",
@@ -132,6 +133,9 @@ _SPACE = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
 
 
+_DEEPEST = 6  # levels of objects and lists parsed into nodes; deeper values stay whole
+
+
 class _LineParser:
     """Parses a JSON text that ``json.loads`` accepted into :class:`_Node` s with lines."""
 
@@ -146,35 +150,37 @@ class _LineParser:
         match = _SPACE.match(self.text, pos)
         return pos if match is None else match.end()
 
-    def parse(self, pos: int) -> tuple[_Node, int]:
+    def parse(self, pos: int, depth: int = 0) -> tuple[_Node, int]:
         pos = self.skip(pos)
         char = self.text[pos]
-        if char == "{":
-            return self._object(pos)
-        if char == "[":
-            return self._array(pos)
+        # Below the levels the rules read (a checklist's items and their keys), a value is
+        # kept whole, as json reads it: deep nesting then costs no recursion here.
+        if char == "{" and depth < _DEEPEST:
+            return self._object(pos, depth)
+        if char == "[" and depth < _DEEPEST:
+            return self._array(pos, depth)
         value, end = _DECODER.raw_decode(self.text, pos)
         return _Node(self.line(pos), value=value), end
 
-    def _object(self, start: int) -> tuple[_Node, int]:
+    def _object(self, start: int, depth: int) -> tuple[_Node, int]:
         members: list[_Member] = []
         pos = self.skip(start + 1)
         while self.text[pos] != "}":
             key_pos = self.skip(pos)
             key, pos = _DECODER.raw_decode(self.text, key_pos)
             pos = self.skip(pos) + 1  # the colon
-            node, pos = self.parse(pos)
+            node, pos = self.parse(pos, depth + 1)
             members.append(_Member(str(key), self.line(key_pos), node))
             pos = self.skip(pos)
             if self.text[pos] == ",":
                 pos += 1
         return _Node(self.line(start), members=tuple(members)), pos + 1
 
-    def _array(self, start: int) -> tuple[_Node, int]:
+    def _array(self, start: int, depth: int) -> tuple[_Node, int]:
         items: list[_Node] = []
         pos = self.skip(start + 1)
         while self.text[pos] != "]":
-            node, pos = self.parse(pos)
+            node, pos = self.parse(pos, depth + 1)
             items.append(node)
             pos = self.skip(pos)
             if self.text[pos] == ",":
@@ -256,7 +262,11 @@ class _Scenario:
 
     @cached_property
     def task(self) -> str | None:
-        return _read_text(self.path / TASK_FILE)
+        """task.md as the run reads it (bytes that are not UTF-8 replaced)."""
+        try:
+            return (self.path / TASK_FILE).read_bytes().decode("utf-8", errors="replace")
+        except OSError:
+            return None
 
     @cached_property
     def has_checks(self) -> bool:
@@ -346,8 +356,12 @@ def _located(finding: Finding, line: int | None) -> Finding:
 
 
 def _files_rule(scenario: _Scenario) -> list[Finding]:
-    """task.md and criteria.json are there, and no Python file pytest would import."""
+    """The skill's SKILL.md, task.md and criteria.json are there, and no Python file pytest
+    would import."""
     findings = []
+    if not (scenario.skill_dir / SKILL_FILE).is_file():
+        message = "file not found (every skill needs one): the scenario cannot run without it"
+        findings.append(Finding("files", "error", SKILL_FILE, None, message))
     if not (scenario.path / TASK_FILE).is_file():
         message = (
             "file not found (every scenario needs a task.md): write there the prompt the "
@@ -360,6 +374,16 @@ def _files_rule(scenario: _Scenario) -> list[Finding]:
             "weighted checklist (it may be empty when checks.json holds checks)"
         )
         findings.append(Finding("files", "error", scenario.file(CRITERIA_FILE), None, message))
+    try:
+        (scenario.path / TASK_FILE).read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        message = (
+            f"not UTF-8 (byte {exc.start}): the agent gets a replacement character there; "
+            "save the file as UTF-8"
+        )
+        findings.append(Finding("files", "error", scenario.file(TASK_FILE), None, message))
+    except OSError:
+        pass  # missing: reported above
     for trap in _traps(scenario.path):
         findings.append(
             Finding(
@@ -493,7 +517,29 @@ def _checks_rule(scenario: _Scenario) -> list[Finding]:
             return [_located(first, 1)]
         checks, found = _each_check(scenario, data)
     found += _clashes(scenario, checks)
+    found += _unmatched_unchanged(scenario, checks)
     return _with_loader(first, found)
+
+
+def _unmatched_unchanged(scenario: _Scenario, checks: list[Check]) -> list[Finding]:
+    """A diff check's ``unchanged`` glob that matches no file of the workspace the agent
+    starts from (task.md and inputs/): every run of the scenario errors on it."""
+    if not scenario.sandboxed or not any(c.type == "diff" and c.unchanged for c in checks):
+        return []
+    before = [name for name, _ in workspace_files(scenario.skill_dir, scenario.path, skill=False)]
+    found = []
+    for check in checks:
+        for glob in check.unchanged if check.type == "diff" else ():
+            if not any(matches(path, glob) for path in before):
+                message = (
+                    f"check {check.name!r}: unchanged: {glob!r} matches no file of the "
+                    "workspace (task.md and inputs/): every run errors on it; fix the glob or "
+                    "add the file to inputs/"
+                )
+                found.append(
+                    Finding("checks-json", "error", scenario.file(CHECKS_FILE), None, message)
+                )
+    return found
 
 
 def _each_check(scenario: _Scenario, data: list[Any]) -> tuple[list[Check], list[Finding]]:
@@ -665,6 +711,13 @@ def _task_names_skill_rule(scenario: _Scenario) -> list[Finding]:
                 f"the task names the skill {mention.name!r} in code or a file name "
                 f"({mention.token!r}): rename it unless the name is what the task is about"
             )
+        elif not (mention.beside_skill or "-" in mention.name):
+            # A one-word name ("git", "docker") is also a word a task about its tool needs.
+            severity = "warning"
+            message = (
+                f"the task uses the word {mention.name!r}, the skill's name: keep it only if "
+                "the task is about that thing, not a pointer to the skill"
+            )
         else:
             severity = "error"
             message = (
@@ -683,6 +736,11 @@ class _Mention:
     line: int
     token: str
     in_code: bool
+    beside_skill: bool = False  # "the git skill", "skill `git`"
+
+
+_SKILL_AFTER = re.compile(r"[`'\"*_]*\s+skills?\b", re.I)
+_SKILL_BEFORE = re.compile(r"\bskills?\s+[`'\"*_]*$", re.I)
 
 
 def _mentions(text: str, names: Iterable[str]) -> Iterator[_Mention]:
@@ -701,7 +759,11 @@ def _mentions(text: str, names: Iterable[str]) -> Iterator[_Mention]:
                 token = _token_at(line, match.start(), match.end())
                 in_span = any(s <= match.start() < e for s, e, _ in spans)
                 in_code = fenced or in_span or _is_path_token(token)
-                yield _Mention(name, number, token, in_code)
+                beside = bool(
+                    _SKILL_AFTER.match(line, match.end())
+                    or _SKILL_BEFORE.search(line[: match.start()])
+                )
+                yield _Mention(name, number, token, in_code, beside)
 
 
 def _token_at(line: str, start: int, end: int) -> str:

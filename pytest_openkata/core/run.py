@@ -137,6 +137,8 @@ class RunOptions:
     refs_folder: Path | None = None
     # The judge schema's cap on a reason's length (0: none, the portable schema).
     judge_reason_max_chars: int = 0
+    # ``trials`` wins over scenario.json's own count (a validation grades each run once).
+    trials_fixed: bool = False
 
     def __post_init__(self) -> None:
         if self.trials < 1 or self.judge_votes < 1:
@@ -482,7 +484,7 @@ def run_scenario(
             **identity,
         )
     run = _ScenarioRun(scenario, prompt, resolved, options, redact=redact, slot=slot)
-    count = scenario.trials or options.trials
+    count = options.trials if options.trials_fixed else scenario.trials or options.trials
     baseline = _baseline_run(scenario, resolved, options, redact=redact, slot=slot)
     if baseline is None or isinstance(baseline, TrialResult):
         trials = [run.trial(index) for index in range(1, count + 1)]

@@ -174,6 +174,9 @@ def _read_json(path: Path) -> Any:
         raise ScenarioLoadError(
             path, f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
         ) from None
+    except (ValueError, RecursionError) as exc:  # a number of thousands of digits, deep nesting
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise ScenarioLoadError(path, f"cannot be read as JSON: {reason}") from None
 
 
 def _location(loc: tuple[int | str, ...], data: Any) -> str:

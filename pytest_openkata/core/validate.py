@@ -4,9 +4,10 @@ passed by doing nothing?
 A scenario may hold a reference solution in ``solution/``: ``solution/answer.md`` for a
 direct scenario (used as the agent's output) or ``solution/solve.sh`` for a sandboxed one (run
 in the sandbox workspace in place of the agent, with the rest of ``solution/`` beside it under
-:data:`SOLUTION_MOUNT`). The scenario's graders, the judge and the checks, must give the
-solution 100 %; and an agent that does nothing (an empty answer, no workspace change) must
-score below :data:`EMPTY_AGENT_LIMIT`, or the criteria it passes on nothing are named.
+:data:`SOLUTION_MOUNT`, removed once it exited, before the checks run). The scenario's
+graders, the judge and the checks, must give the solution 100 %; and an agent that does
+nothing (an empty answer, no workspace change) must score below :data:`EMPTY_AGENT_LIMIT`, or
+the criteria it passes on nothing are named.
 
 Only the agent is replaced: the prompt, the sandbox, the graders and the scoring are those of
 a real run, so a scenario that validates is graded the same way when a model runs it.
@@ -174,7 +175,7 @@ def _solution_agent(
         ]
         command = AgentCommand(
             SOLUTION,
-            ["sh", f"{SOLUTION_MOUNT}/{SOLVE_SCRIPT}"],
+            ["sh", "-c", _RUN_SOLUTION],
             {"SOLUTION_DIR": f"{WORKSPACE}/{SOLUTION_MOUNT}"},
             files=tuple(files),
         )
@@ -190,6 +191,11 @@ def _solution_agent(
 
 
 _EMPTY_COMMAND = AgentCommand(EMPTY_AGENT, ["true"])
+# solve.sh, then its folder removed, so that the checks run after it see the workspace a
+# real agent would leave; its exit status is the run's.
+_RUN_SOLUTION = (
+    f'sh "$SOLUTION_DIR/{SOLVE_SCRIPT}"; status=$?; rm -rf "$SOLUTION_DIR"; exit "$status"'
+)
 
 
 def validate_scenario(
@@ -202,7 +208,10 @@ def validate_scenario(
 ) -> Validation:
     """Run the scenario with its solution (when it has one) and with an empty agent, graded
     as a real run grades it; errors are in the results, never raised."""
-    options = replace(options, baseline="", trials=1)
+    # One trial each, whatever scenario.json says, and no result cache: a validation grades
+    # the scenario's files as they are now (a cached solution run could be replayed into a
+    # workspace that holds the solution's files).
+    options = replace(options, baseline="", trials=1, trials_fixed=True, cache=None)
     extra: dict[str, Any] = {"redact": redact, "options": options}
     if slot is not None:
         extra["slot"] = slot

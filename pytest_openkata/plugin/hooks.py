@@ -172,7 +172,7 @@ def pytest_report_header(config: pytest.Config) -> str:
     ]
     if s.cache != "off" and getattr(config, "cache", None) is None:
         extras.append("cache=off (no cacheprovider)")
-    if s.baseline:
+    if s.baseline and mode != VALIDATE:  # a validation runs no baseline arm
         extras.append(f"baseline={s.baseline}")
     return (
         f"openkata: backend={s.backend} model={s.model} judge={s.judge_model} "

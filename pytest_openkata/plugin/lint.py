@@ -11,15 +11,18 @@ errors). No model, sandbox or network is used.
 
 from __future__ import annotations
 
+import functools
 import os
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
+import pluggy
 import pytest
 
 from pytest_openkata.core.lint import EvalLintWarning, Finding, lint_scenario, lint_skill
-from pytest_openkata.core.scenario import discover_scenarios, is_scenario_dir
+from pytest_openkata.core.scenario import discover_scenarios, is_scenario_dir, sandbox_mode
+from pytest_openkata.plugin import compat
 
 __all__ = [
     "EvalLintWarning",
@@ -45,13 +48,21 @@ def is_skill_dir(path: Path) -> bool:
         return False
 
 
+def _ignored(collector: pytest.Collector) -> Callable[[Path], bool]:
+    """Whether a folder under ``collector`` is left out by pytest's ignore rules, as a run
+    leaves it out (a folder named on the command line never is)."""
+    ignored = compat.ignore_check(collector)
+    session = collector.session
+    return lambda path: not session.isinitpath(path, with_parents=True) and ignored(path)
+
+
 class SkillLintDir(pytest.Directory):
     """A skill in lint mode: its own item, then its scenarios; nothing else under it."""
 
     def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
         yield SkillLintItem.from_parent(self, name=SKILL_ITEM, skill_dir=self.path)
         evals = self.path / "evals"
-        if evals.is_dir():
+        if evals.is_dir() and not _ignored(self)(evals):
             yield EvalsLintDir.from_parent(self, path=evals)
 
 
@@ -59,8 +70,10 @@ class EvalsLintDir(pytest.Directory):
     """A skill's ``evals`` folder in lint mode: one item per scenario folder."""
 
     def collect(self) -> Iterator[pytest.Item]:
+        ignored = _ignored(self)
         for entry in discover_scenarios(self.path):
-            yield ScenarioLintItem.from_parent(self, name=entry.name, scenario_dir=entry)
+            if not ignored(entry):
+                yield ScenarioLintItem.from_parent(self, name=entry.name, scenario_dir=entry)
 
 
 def warn_findings(findings: Sequence[Finding], skill_dir: Path, rootdir: Path) -> None:
@@ -113,6 +126,7 @@ class SkillLintItem(pytest.Function):
         super().__init__(callobj=lint_skill_rules, **kwargs)  # type: ignore[arg-type]
         self.skill_dir = skill_dir
         self.path = skill_dir / "SKILL.md"
+        self.extra_keyword_matches.add(f"skill:{skill_dir.name}")
 
     def reportinfo(self) -> tuple[Path, None, str]:
         return self.path, None, f"{self.skill_dir.name}::lint"
@@ -126,6 +140,21 @@ class ScenarioLintItem(pytest.Function):
         # The scenario folder is the item's path, so `pytest --eval-lint <scenario>` selects it.
         self.path = scenario_dir
         self.extra_keyword_matches.add(f"skill:{scenario_dir.parent.parent.name}")
+
+    def listextrakeywords(self) -> set[str]:
+        # "sandbox" or "direct", as for the scenario's item in a run (`-k direct`).
+        keywords = super().listextrakeywords()
+        mode = sandbox_mode(self.path)
+        if mode is not None:
+            keywords.add(mode)
+        return keywords
+
+    @functools.cached_property
+    def ihook(self) -> pluggy.HookRelay:
+        # As for a scenario item: no Directory collector loaded the scenario folder, so the
+        # conftest hooks of the skill and above come from the item's parent.
+        assert self.parent is not None
+        return self.parent.ihook
 
     def reportinfo(self) -> tuple[Path, None, str]:
         return self.path, None, f"{self.path.parent.parent.name}::{self.name}::lint"

@@ -16,9 +16,11 @@ from collections.abc import Callable
 
 import pytest
 
+from pytest_openkata.core.lint import unknown_keys
 from pytest_openkata.core.run import Backends, RunOptions
 from pytest_openkata.core.validate import EMPTY_AGENT_LIMIT, Validation, validate_scenario
 from pytest_openkata.infra.redact import Redactor
+from pytest_openkata.plugin.lint import warn_findings
 from pytest_openkata.plugin.session import VALIDATE, mode_of
 
 __all__ = ["VALIDATION_PROPERTY", "ValidationSummary", "check_validation", "openkata_validation"]
@@ -73,6 +75,8 @@ def openkata_validation(
     item = request.node
     if mode_of(item.config) != VALIDATE or not hasattr(item, "scenario_dir"):
         raise pytest.UsageError("openkata_validation is only available in validate mode")
+    # As in a run: a typo'd key of scenario.json would validate the wrong kind of scenario.
+    warn_findings(unknown_keys(item.scenario_dir), item.skill_dir, item.config.rootpath)
     validation = validate_scenario(
         item.scenario_dir,
         openkata_backends,
