@@ -150,8 +150,15 @@ def test_a_skill_without_skill_md_is_linted_and_named(pytester: pytest.Pytester)
 
     result = pytester.runpytest("--eval-lint", "skills")
 
-    result.assert_outcomes(passed=1, failed=2)  # the skill item and its skill-md subtest
-    result.stdout.fnmatch_lines(["SUBFAILED[[]skill-md[]] skills/notes::skill - *SKILL.md*"])
+    # The skill item and its skill-md subtest; the scenario, which cannot run without it, and
+    # its files subtest.
+    result.assert_outcomes(failed=4)
+    result.stdout.fnmatch_lines_random(
+        [
+            "SUBFAILED[[]skill-md[]] skills/notes::skill - *SKILL.md*",
+            "SUBFAILED[[]files[]] skills/notes/evals::scenario-0 - *SKILL.md*",
+        ]
+    )
 
 
 def test_mode_options_that_make_no_sense_are_usage_errors(pytester: pytest.Pytester) -> None:
