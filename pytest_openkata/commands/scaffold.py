@@ -39,7 +39,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
 
-from pytest_openkata.core.scenario import SCENARIO_PREFIX, is_scenario_dir
+from pytest_openkata.core.scenario import SCENARIO_PREFIX, discover_scenarios
+from pytest_openkata.infra.text import plural
 
 __all__ = [
     "EXAMPLE_SCENARIO",
@@ -372,11 +373,11 @@ def init_main(argv: list[str]) -> int:
         write_missing(skill, skill_files(name, datetime.now(UTC).date()), written)
         evals = skill / "evals"
         example = evals / EXAMPLE_SCENARIO
-        others = [e for e in _scenario_dirs(evals) if e.name != EXAMPLE_SCENARIO]
+        others = [e for e in discover_scenarios(evals) if e.name != EXAMPLE_SCENARIO]
         if others and not example.exists():
             print(
-                f"no example scenario: {_shown(evals)} already holds {len(others)} "
-                f"scenario{'s' if len(others) != 1 else ''}"
+                f"no example scenario: {_shown(evals)} already holds "
+                f"{plural(len(others), 'scenario')}"
             )
         elif missing := _add_scenario(example, scenario_files(sandbox=False), written):
             print(f"not written: {', '.join(missing)} ({_shown(example)} already holds files)")
@@ -384,13 +385,6 @@ def init_main(argv: list[str]) -> int:
         return _error(str(exc), 1)
     _summary(written)
     return 0
-
-
-def _scenario_dirs(evals: Path) -> list[Path]:
-    try:
-        return sorted(e for e in evals.iterdir() if is_scenario_dir(e))
-    except OSError:
-        return []
 
 
 def new_scenario_main(argv: list[str]) -> int:

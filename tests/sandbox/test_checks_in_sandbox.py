@@ -43,20 +43,9 @@ from pytest_openkata.providers.sandboxes.docker import (
     DockerProvider,
 )
 from tests.support.endpoint import ScriptedEndpoint
-from tests.support.evals import EvalScript, eval_args, write_scenario, write_skill
+from tests.support.evals import EvalScript, sandbox_args, write_scenario, write_skill
 
 # --- helpers -----------------------------------------------------------------------------------
-
-
-def _sandbox_args(base_url: str, image: str, *extra: str) -> tuple[str, ...]:
-    return (
-        *eval_args(base_url),
-        "--eval-sandbox-image",
-        image,
-        "--eval-sandbox-mounts",
-        "none",
-        *extra,
-    )
 
 
 def _managed(client: docker.DockerClient) -> list:
@@ -247,7 +236,7 @@ def test_checks_grade_the_workspace_beside_the_judged_criteria(
 
     result = pytester.runpytest(
         "skills",
-        *_sandbox_args(endpoint.base_url, standin_image, "--eval-output", "out/"),
+        *sandbox_args(endpoint.base_url, standin_image, "--eval-output", "out/"),
         "--junitxml=junit.xml",
         "-v",
     )
@@ -376,7 +365,7 @@ def test_the_agent_never_sees_the_check_scripts_which_run_after_it(
     )
 
     result = pytester.runpytest(
-        "skills", *_sandbox_args(endpoint.base_url, standin_image, "--eval-output", "out/")
+        "skills", *sandbox_args(endpoint.base_url, standin_image, "--eval-output", "out/")
     )
 
     assert result.ret == pytest.ExitCode.OK
@@ -418,7 +407,7 @@ def test_a_command_that_times_out_or_cannot_start_errors_the_scenario(
         _write_checks(folder, checks)
 
     result = pytester.runpytest(
-        "skills", *_sandbox_args(endpoint.base_url, standin_image, "--eval-output", "out/")
+        "skills", *sandbox_args(endpoint.base_url, standin_image, "--eval-output", "out/")
     )
 
     result.assert_outcomes(passed=1, errors=2)
@@ -460,7 +449,7 @@ def test_a_timed_out_command_errors_the_scenario_even_with_commands_after_it(
     )
 
     result = pytester.runpytest(
-        "skills", *_sandbox_args(endpoint.base_url, standin_image, "--eval-output", "out/")
+        "skills", *sandbox_args(endpoint.base_url, standin_image, "--eval-output", "out/")
     )
 
     result.assert_outcomes(errors=1)
@@ -482,7 +471,7 @@ def test_a_timed_out_command_is_not_cached_and_runs_again_next_time(
         "STANDIN: write notes.md ready\n",
         [_command("slow", "sleep 30", timeout=1)],
     )
-    args = _sandbox_args(endpoint.base_url, standin_image)
+    args = sandbox_args(endpoint.base_url, standin_image)
     pytester.runpytest("skills", *args).assert_outcomes(errors=1)
 
     with _engine_log(docker_client, standin_image) as log:
@@ -509,7 +498,7 @@ def test_no_check_runs_when_the_agent_exits_non_zero(
 
     with _engine_log(docker_client, standin_image) as log:
         result = pytester.runpytest(
-            "skills", *_sandbox_args(endpoint.base_url, standin_image, "--eval-output", "out/")
+            "skills", *sandbox_args(endpoint.base_url, standin_image, "--eval-output", "out/")
         )
 
     result.assert_outcomes(errors=1)
@@ -548,7 +537,7 @@ def test_changing_only_the_checks_replays_them_on_the_cached_workspace(
     )  # fmt: skip
 
     def run(output: str) -> tuple[pytest.RunResult, EngineLog, dict[str, Any]]:
-        args = _sandbox_args(endpoint.base_url, standin_image, "--eval-output", f"{output}/")
+        args = sandbox_args(endpoint.base_url, standin_image, "--eval-output", f"{output}/")
         with _engine_log(docker_client, standin_image) as log:
             result = pytester.runpytest("skills", *args)
         return result, log, _only_scenario(pytester.path / output)
@@ -627,7 +616,7 @@ def test_changing_only_a_check_script_runs_the_commands_again(
         [_command("verify", 'sh "$OPENKATA_CHECKS/verify.sh"')],
         scripts={"verify.sh": "grep -q ready notes.md\n"},
     )
-    args = _sandbox_args(endpoint.base_url, standin_image)
+    args = sandbox_args(endpoint.base_url, standin_image)
     assert pytester.runpytest("skills", *args).ret == pytest.ExitCode.OK
 
     scenario.joinpath("checks", "verify.sh").write_text("grep -q finished notes.md\n")
@@ -659,7 +648,7 @@ def test_a_scenario_of_checks_only_makes_no_judge_call(
     )
 
     result = pytester.runpytest(
-        "skills", *_sandbox_args(endpoint.base_url, standin_image, "--eval-output", "out/")
+        "skills", *sandbox_args(endpoint.base_url, standin_image, "--eval-output", "out/")
     )
 
     assert result.ret == pytest.ExitCode.OK

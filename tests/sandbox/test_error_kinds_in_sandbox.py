@@ -10,11 +10,13 @@ from pathlib import Path
 import pytest
 
 from tests.support.endpoint import ScriptedEndpoint
-from tests.support.evals import EvalScript, eval_args, reports_under, write_scenario, write_skill
-
-
-def _sandbox_args(base_url: str, image: str) -> tuple[str, ...]:
-    return (*eval_args(base_url), "--eval-sandbox-image", image, "--eval-sandbox-mounts", "none")
+from tests.support.evals import (
+    EvalScript,
+    reports_under,
+    sandbox_args,
+    write_scenario,
+    write_skill,
+)
 
 
 def _skill(root: Path, broken_task: str, checks: list[dict[str, object]]) -> Path:
@@ -36,7 +38,7 @@ def test_a_check_that_fits_no_file_of_its_workspace_is_published_as_the_scenario
                  "type": "diff", "unchanged": ["src"]}  # fmt: skip
     _skill(pytester.path, "STANDIN: write notes.md done\n", [unchanged])
 
-    result = pytester.runpytest("skills", *_sandbox_args(endpoint.base_url, standin_image))
+    result = pytester.runpytest("skills", *sandbox_args(endpoint.base_url, standin_image))
 
     result.assert_outcomes(passed=1, errors=1)
     (report,) = reports_under(pytester.path)
@@ -61,7 +63,7 @@ def test_an_agent_cli_that_fails_holds_the_report_back(
               "type": "output_regex", "pattern": "done"}  # fmt: skip
     _skill(pytester.path, "STANDIN: exit 7\n", [output])
 
-    result = pytester.runpytest("skills", *_sandbox_args(endpoint.base_url, standin_image))
+    result = pytester.runpytest("skills", *sandbox_args(endpoint.base_url, standin_image))
 
     result.assert_outcomes(passed=1, errors=1)
     assert reports_under(pytester.path) == []

@@ -50,21 +50,17 @@ from pytest_openkata.providers.sandboxes.docker import (
 )
 from tests.support.docker_engine import EngineRelay, build_standin_image, private_dockerd
 from tests.support.endpoint import ScriptedEndpoint
-from tests.support.evals import EvalScript, eval_args, reports_under, write_scenario, write_skill
+from tests.support.evals import (
+    EvalScript,
+    eval_args,
+    reports_under,
+    sandbox_args,
+    write_scenario,
+    write_skill,
+)
 from tests.support.judged import run_judged
 
 EXAMPLE_SKILL = Path(__file__).resolve().parents[2] / "skills" / "commit-message"
-
-
-def _sandbox_args(base_url: str, image: str, *extra: str) -> tuple[str, ...]:
-    return (
-        *eval_args(base_url),
-        "--eval-sandbox-image",
-        image,
-        "--eval-sandbox-mounts",
-        "none",
-        *extra,
-    )
 
 
 def _judge_text(endpoint: ScriptedEndpoint) -> str:
@@ -597,7 +593,7 @@ def test_sandboxed_scenario_is_judged_on_output_and_changes(
         inputs={"a.txt": "a\n"},
     )
 
-    result = pytester.runpytest("skills", *_sandbox_args(endpoint.base_url, standin_image))
+    result = pytester.runpytest("skills", *sandbox_args(endpoint.base_url, standin_image))
 
     assert result.ret == pytest.ExitCode.OK
     text = _judge_text(endpoint)
@@ -633,7 +629,7 @@ def test_example_skill_runs_completely_with_sandboxes_and_its_checks_see_an_idle
                     ignore=shutil.ignore_patterns("results"))  # fmt: skip
 
     result = pytester.runpytest(
-        "skills/commit-message", *_sandbox_args(endpoint.base_url, standin_image)
+        "skills/commit-message", *sandbox_args(endpoint.base_url, standin_image)
     )
 
     # Every scenario ran; the scripted judge passes every criterion, but the stand-in agent
@@ -684,7 +680,7 @@ def test_the_corpus_sandboxed_scenarios_all_run_in_containers(
     standin_image: str,
 ) -> None:
     result = pytester.runpytest(
-        "skills", *_sandbox_args(endpoint.base_url, standin_image), "-n", "2"
+        "skills", *sandbox_args(endpoint.base_url, standin_image), "-n", "2"
     )
 
     # 51 scenarios run (8 direct, 43 sandboxed); only the one without task.md errors.
@@ -714,7 +710,7 @@ def test_timeout_agent_failure_and_missing_image_are_errors_with_reasons(
 
     result = pytester.runpytest(
         "skills",
-        *_sandbox_args(
+        *sandbox_args(
             endpoint.base_url, standin_image, "--eval-sandbox-timeout", "3", "--eval-publish-errors"
         ),
     )
@@ -733,7 +729,7 @@ def test_timeout_agent_failure_and_missing_image_are_errors_with_reasons(
     assert "sleeping 600" in slow_entry["agent_output"]
     assert "**partial.txt**\n```\nhalf done\n" in slow_entry["agent_output"]
 
-    missing = pytester.runpytest("skills", *_sandbox_args(endpoint.base_url, "openkata-absent:9"))
+    missing = pytester.runpytest("skills", *sandbox_args(endpoint.base_url, "openkata-absent:9"))
     missing.assert_outcomes(passed=1, errors=2)
     missing.stdout.fnmatch_lines(["scenario error: sandbox: image 'openkata-absent:9' not found*"])
 
@@ -772,7 +768,7 @@ def test_secrets_are_redacted_before_the_judge_and_in_reports(
     script.verdicts["x"] = (False, f"the agent printed {token}")
 
     result = pytester.runpytest(
-        "skills", *_sandbox_args(endpoint.base_url, standin_image, "--junitxml=j.xml")
+        "skills", *sandbox_args(endpoint.base_url, standin_image, "--junitxml=j.xml")
     )
 
     judged = _judge_text(endpoint)
@@ -802,7 +798,7 @@ def test_sigterm_removes_the_running_container(
             "-m",
             "pytest",
             "skills",
-            *_sandbox_args(endpoint.base_url, standin_image),
+            *sandbox_args(endpoint.base_url, standin_image),
         ],
         cwd=pytester.path,
         env={**os.environ, "DOCKER_HOST": use_engine},
@@ -882,7 +878,7 @@ def test_an_engine_that_stops_mid_run_errors_the_remaining_sandboxes(
 
         # One scenario at a time: scenario-1 must start after scenario-0's teardown.
         result = pytester.runpytest(
-            "skills", *_sandbox_args(endpoint.base_url, image), "--eval-concurrency", "1"
+            "skills", *sandbox_args(endpoint.base_url, image), "--eval-concurrency", "1"
         )
 
     result.assert_outcomes(passed=2, errors=1)
@@ -914,7 +910,7 @@ def test_the_scenario_network_wins_over_the_configured_one(
 
     pytester.runpytest(
         "skills",
-        *_sandbox_args(endpoint.base_url, standin_image, "--eval-sandbox-network", configured),
+        *sandbox_args(endpoint.base_url, standin_image, "--eval-sandbox-network", configured),
     )
 
     text = _judge_text(endpoint)
@@ -934,12 +930,12 @@ def test_a_cached_sandboxed_scenario_replays_without_an_engine(
     scenario = _sandboxed_scenario(
         pytester.path, "STANDIN: write a.txt changed\n", inputs={"a.txt": "a\n"}
     )
-    first = pytester.runpytest("skills", *_sandbox_args(endpoint.base_url, standin_image))
+    first = pytester.runpytest("skills", *sandbox_args(endpoint.base_url, standin_image))
     monkeypatch.setenv("DOCKER_HOST", f"unix://{pytester.path}/no-engine.sock")
 
-    replayed = pytester.runpytest("skills", *_sandbox_args(endpoint.base_url, standin_image))
+    replayed = pytester.runpytest("skills", *sandbox_args(endpoint.base_url, standin_image))
     (scenario / "inputs" / "a.txt").write_text("b\n")
-    changed = pytester.runpytest("skills", *_sandbox_args(endpoint.base_url, standin_image))
+    changed = pytester.runpytest("skills", *sandbox_args(endpoint.base_url, standin_image))
 
     first.assert_outcomes(passed=1)
     replayed.assert_outcomes(passed=1)

@@ -12,7 +12,14 @@ import pytest
 
 from pytest_openkata.providers.sandboxes.docker import MANAGED
 from tests.support.endpoint import ScriptedEndpoint
-from tests.support.evals import EvalScript, eval_args, reports_under, write_scenario, write_skill
+from tests.support.evals import (
+    EvalScript,
+    eval_args,
+    reports_under,
+    sandbox_args,
+    write_scenario,
+    write_skill,
+)
 
 CHECKS = [
     {"name": "notes-file", "description": "notes.md is there", "max_score": 3,
@@ -27,16 +34,6 @@ SOLVE = """set -eu
 cat data.txt > notes.md
 cat "$SOLUTION_DIR/summary.md" >> notes.md
 """
-
-
-def _sandbox_args(base_url: str, image: str) -> tuple[str, ...]:
-    return (
-        *eval_args(base_url),
-        "--eval-sandbox-image",
-        image,
-        "--eval-sandbox-mounts",
-        "none",
-    )
 
 
 def _scenario(root: Path, solve: str | None) -> Path:
@@ -62,7 +59,7 @@ def test_a_sandboxed_solution_runs_in_place_of_the_agent_and_scores_100(
     _scenario(pytester.path, SOLVE)
 
     result = pytester.runpytest(
-        "--eval-validate", "skills", *_sandbox_args(endpoint.base_url, standin_image), "-v"
+        "--eval-validate", "skills", *sandbox_args(endpoint.base_url, standin_image), "-v"
     )
 
     result.assert_outcomes(passed=1)
@@ -91,7 +88,7 @@ def test_a_solution_script_that_fails_is_a_validation_error(
     _scenario(pytester.path, "echo 'cannot solve' >&2\nexit 3\n")
 
     result = pytester.runpytest(
-        "--eval-validate", "skills", *_sandbox_args(endpoint.base_url, standin_image)
+        "--eval-validate", "skills", *sandbox_args(endpoint.base_url, standin_image)
     )
 
     result.assert_outcomes(errors=1)
@@ -108,7 +105,7 @@ def test_a_sandboxed_solution_that_leaves_work_undone_fails_with_what_it_missed(
     _scenario(pytester.path, "cp data.txt notes.md\n")
 
     result = pytester.runpytest(
-        "--eval-validate", "skills", *_sandbox_args(endpoint.base_url, standin_image)
+        "--eval-validate", "skills", *sandbox_args(endpoint.base_url, standin_image)
     )
 
     result.assert_outcomes(failed=2)

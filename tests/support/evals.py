@@ -119,5 +119,18 @@ def eval_args(base_url: str, *extra: str) -> Sequence[str]:
     return ("--eval-backend", "http", "--eval-base-url", base_url, *extra)
 
 
+def sandbox_args(base_url: str, image: str, *extra: str) -> tuple[str, ...]:
+    """Options of a sandboxed run against the scripted endpoint in ``image``, with no host
+    folder mounted."""
+    return (
+        *eval_args(base_url),
+        "--eval-sandbox-image",
+        image,
+        "--eval-sandbox-mounts",
+        "none",
+        *extra,
+    )
+
+
 def reports_under(root: Path) -> list[Path]:
     return sorted(root.glob("skills/*/evals/results/**/*.json"))
