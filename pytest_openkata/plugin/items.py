@@ -8,17 +8,16 @@ evaluated is a setup *error*, while an unmet criterion is a failed *subtest*.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import pluggy
 import pytest
 
 from pytest_openkata.core.results import ScenarioResult
-from pytest_openkata.core.scenario import discover_scenarios, is_scenario_dir, sandbox_mode
+from pytest_openkata.core.scenario import discover_scenarios, is_scenario_dir
 from pytest_openkata.plugin import compat, validation
+from pytest_openkata.plugin.scenario_folder import ScenarioFolderItem
 from pytest_openkata.plugin.session import VALIDATE, mode_of
 from pytest_openkata.providers.reporters.junit import (
     PERCENTAGE_PROPERTY,
@@ -79,7 +78,7 @@ def evaluate_scenario(openkata_result: ScenarioResult, subtests: pytest.Subtests
                 pytest.fail(message, pytrace=False)
 
 
-class ScenarioItem(pytest.Function):
+class ScenarioItem(ScenarioFolderItem):
     """One ``skills/<skill>/evals/scenario-*`` folder."""
 
     # What the item runs: a subclass runs something else on the same folder.
@@ -94,25 +93,7 @@ class ScenarioItem(pytest.Function):
         self.scenario_dir = scenario_dir
         self.skill_dir = scenario_dir.parent.parent
         self.skill_scenarios = skill_scenarios
-        self.extra_keyword_matches.add(f"skill:{self.skill_dir.name}")
-
-    def listextrakeywords(self) -> set[str]:
-        # "sandbox" or "direct" is worked out when -k asks for the keywords, not for every
-        # scenario at collection: it reads scenario.json.
-        keywords = super().listextrakeywords()
-        mode = sandbox_mode(self.scenario_dir)
-        if mode is not None:
-            keywords.add(mode)
-        return keywords
-
-    @functools.cached_property
-    def ihook(self) -> pluggy.HookRelay:
-        # The item's path is a folder no Directory collector loaded; without this, conftest
-        # hooks of the skill and above would not fire for the item. Worked out once: every
-        # conftest.py of the skill and above is loaded before its scenarios are collected,
-        # and pytest asks for the item's hooks about 14 times per item.
-        assert self.parent is not None  # an item always has its evals folder as parent
-        return self.parent.ihook
+        self.mark_skill()
 
     def reportinfo(self) -> tuple[Path, None, str]:
         return self.path, None, f"{self.skill_dir.name}::{self.name}"

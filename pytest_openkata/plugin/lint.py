@@ -11,18 +11,17 @@ errors). No model, sandbox or network is used.
 
 from __future__ import annotations
 
-import functools
 import os
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
-import pluggy
 import pytest
 
 from pytest_openkata.core.lint import EvalLintWarning, Finding, lint_scenario, lint_skill
-from pytest_openkata.core.scenario import discover_scenarios, is_scenario_dir, sandbox_mode
+from pytest_openkata.core.scenario import discover_scenarios, is_scenario_dir
 from pytest_openkata.plugin import compat
+from pytest_openkata.plugin.scenario_folder import ScenarioFolderItem
 
 __all__ = [
     "EvalLintWarning",
@@ -132,29 +131,14 @@ class SkillLintItem(pytest.Function):
         return self.path, None, f"{self.skill_dir.name}::lint"
 
 
-class ScenarioLintItem(pytest.Function):
+class ScenarioLintItem(ScenarioFolderItem):
     """The lint of one scenario folder."""
 
     def __init__(self, *, scenario_dir: Path, **kwargs: object) -> None:
         super().__init__(callobj=lint_scenario_rules, **kwargs)  # type: ignore[arg-type]
         # The scenario folder is the item's path, so `pytest --eval-lint <scenario>` selects it.
         self.path = scenario_dir
-        self.extra_keyword_matches.add(f"skill:{scenario_dir.parent.parent.name}")
-
-    def listextrakeywords(self) -> set[str]:
-        # "sandbox" or "direct", as for the scenario's item in a run (`-k direct`).
-        keywords = super().listextrakeywords()
-        mode = sandbox_mode(self.path)
-        if mode is not None:
-            keywords.add(mode)
-        return keywords
-
-    @functools.cached_property
-    def ihook(self) -> pluggy.HookRelay:
-        # As for a scenario item: no Directory collector loaded the scenario folder, so the
-        # conftest hooks of the skill and above come from the item's parent.
-        assert self.parent is not None
-        return self.parent.ihook
+        self.mark_skill()
 
     def reportinfo(self) -> tuple[Path, None, str]:
         return self.path, None, f"{self.path.parent.parent.name}::{self.name}::lint"
