@@ -25,6 +25,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_openkata.core.tile import has_context
+
 __all__ = [
     "OWN_ARM",
     "SAME",
@@ -104,7 +106,7 @@ def _extracted(skill_dir: Path, ref: str, folder: Path) -> Path:
     target = folder / key
     copy = target / rel
     with _extract_lock:
-        if (copy / "SKILL.md").is_file():
+        if has_context(copy):
             return copy
         listed = _git(root, "ls-tree", "--name-only", commit, "--", rel)
         if listed.returncode != 0 or not listed.stdout.strip():
@@ -117,12 +119,12 @@ def _extracted(skill_dir: Path, ref: str, folder: Path) -> Path:
         try:
             with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
                 tar.extractall(staging, filter="data")
-            if not (staging / rel / "SKILL.md").is_file():
-                raise ArmError(f"{ref}: {rel} has no SKILL.md at {ref}")
+            if not has_context(staging / rel):
+                raise ArmError(f"{ref}: {rel} has no SKILL.md or tile.json at {ref}")
             try:
                 os.rename(staging, target)
             except OSError:  # another process extracted it meanwhile
-                if not (copy / "SKILL.md").is_file():
+                if not has_context(copy):
                     raise
         finally:
             shutil.rmtree(staging, ignore_errors=True)

@@ -23,7 +23,12 @@ from pytest_openkata.core.prompt import SkillTexts
 from pytest_openkata.core.results import ScenarioResult
 from pytest_openkata.core.run import RunOptions, run_scenario
 from pytest_openkata.core.sandboxed import build_sandbox
-from pytest_openkata.core.scenario import discover_scenarios, is_scenario_dir
+from pytest_openkata.core.scenario import (
+    SCENARIO_NAMES,
+    discover_scenarios,
+    holds_scenario_files,
+    is_scenario_dir,
+)
 from pytest_openkata.core.schedule import ScenarioScheduler
 from pytest_openkata.core.slots import CallSlot
 from pytest_openkata.core.summary import SkillSummary, summarise
@@ -35,7 +40,7 @@ from pytest_openkata.infra.usage import Prices
 from pytest_openkata.providers.backends import BackendError
 from pytest_openkata.providers.reporters import RunReport, reporters
 
-__all__ = ["cache_folder", "evaluate", "find_scenarios", "run_options"]
+__all__ = ["cache_folder", "categories_of", "evaluate", "find_scenarios", "run_options"]
 
 PathLike = str | os.PathLike[str]
 
@@ -48,11 +53,11 @@ class _Job:
     skill_scenarios: tuple[str, ...]
 
 
-def _evals_folders(root: Path) -> Iterator[Path]:
+def _evals_folders(root: Path, names: str) -> Iterator[Path]:
     """Every ``evals`` folder under ``root`` holding scenarios, never looking into one."""
     for folder, subfolders, _files in os.walk(root):
         here = Path(folder)
-        if here.name == "evals" and discover_scenarios(here):
+        if here.name == "evals" and discover_scenarios(here, names):
             subfolders.clear()
             yield here
             continue
@@ -61,19 +66,20 @@ def _evals_folders(root: Path) -> Iterator[Path]:
         )
 
 
-def find_scenarios(paths: Iterable[PathLike]) -> list[Path]:
-    """The scenario folders ``paths`` name, in order and once each: a scenario folder, an
-    ``evals`` folder, a skill folder, or any folder above skills."""
+def find_scenarios(paths: Iterable[PathLike], names: str = SCENARIO_NAMES) -> list[Path]:
+    """The scenario folders ``paths`` name, in order and once each: a scenario folder
+    (whatever its name), an ``evals`` folder, a skill or tile folder, or any folder above
+    them; ``names`` is the ``scenario_names`` setting."""
     found: dict[Path, None] = {}
     for given in paths:
         path = Path(given).absolute()
         if not path.exists():
             raise ConfigError(f"{given}: no such file or folder")
-        if is_scenario_dir(path) and path.parent.name == "evals":
+        if path.parent.name == "evals" and (is_scenario_dir(path) or holds_scenario_files(path)):
             found.setdefault(path)
             continue
-        for evals in _evals_folders(path):
-            for scenario in discover_scenarios(evals):
+        for evals in _evals_folders(path, names):
+            for scenario in discover_scenarios(evals, names):
                 found.setdefault(scenario)
     return list(found)
 
@@ -108,7 +114,13 @@ def run_options(
         baseline=settings.baseline,
         refs_folder=refs_folder,
         judge_reason_max_chars=settings.judge_reason_max_chars,
+        categories=categories_of(settings),
     )
+
+
+def categories_of(settings: EvalSettings) -> tuple[str, ...]:
+    """The criterion categories the ``category`` setting keeps (none: every criterion)."""
+    return tuple(name for name in settings.category.split(",") if name)
 
 
 def _settings(arguments: dict[str, object]) -> EvalSettings:
@@ -132,13 +144,14 @@ def evaluate(paths: PathLike | Iterable[PathLike], **settings: object) -> list[S
     """
     resolved = _settings(settings)
     given = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
+    names = resolved.scenario_names
     jobs = [
-        _Job(scenario, tuple(s.name for s in discover_scenarios(scenario.parent)))
-        for scenario in find_scenarios(given)
+        _Job(scenario, tuple(s.name for s in discover_scenarios(scenario.parent, names)))
+        for scenario in find_scenarios(given, names)
     ]
     here = Path.cwd()
     results = _run(jobs, resolved, here)
-    summaries = summarise(results, resolved.threshold, here)
+    summaries = summarise(results, resolved.threshold, here, partial=bool(resolved.category))
     from pytest_openkata.providers.reporters.baselines import attach_changes
 
     run = RunReport(

@@ -2,7 +2,9 @@
 
 Parts joined with a blank line: SKILL.md, then ``references/``, ``scripts/`` and ``assets/``
 as ``--- <rel> ---`` sections, then the scenario's ``task.md``, then ``inputs/`` as fenced
-blocks. Unlike the reference, no file is read through a symlink that leads out of the skill.
+blocks. A tile's part is every file of its context as a ``--- <path in the tile> ---``
+section (:mod:`pytest_openkata.core.tile`). Unlike the reference, no file is read through a
+symlink that leads out of the skill.
 """
 
 from __future__ import annotations
@@ -10,7 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from pytest_openkata.core.files import SkillReader, files_under, skill_files
-from pytest_openkata.core.scenario import skill_relative
+from pytest_openkata.core.jsonfiles import skill_relative
+from pytest_openkata.core.tile import is_tile_dir, load_tile, tile_files
 
 PART_SEPARATOR = "\n\n"
 
@@ -58,11 +61,24 @@ def skill_part(skill_dir: Path, reader: SkillReader | None = None) -> list[str]:
     """SKILL.md, then the ``--- <rel> ---`` sections of the skill's files. Raises
     ``FileNotFoundError`` for a missing SKILL.md, with the reference's message."""
     reader = SkillReader(skill_dir) if reader is None else reader
+    if is_tile_dir(skill_dir):
+        return tile_part(skill_dir, reader)
     skill_text = _read(skill_dir / "SKILL.md", reader)
     if skill_text is None:
         raise FileNotFoundError(_read_error(skill_dir / "SKILL.md"))
     parts = [skill_text]
     for _source, rel, path in skill_files(skill_dir):
+        text = _read(path, reader)
+        if text is not None:
+            parts.append(f"--- {rel} ---\n{text}")
+    return parts
+
+
+def tile_part(tile_dir: Path, reader: SkillReader) -> list[str]:
+    """A tile's context: every file of :func:`~pytest_openkata.core.tile.tile_files` as a
+    ``--- <path in the tile> ---`` section, SKILL.md files included (a tile may hold several)."""
+    parts = []
+    for rel, path in tile_files(load_tile(tile_dir)):
         text = _read(path, reader)
         if text is not None:
             parts.append(f"--- {rel} ---\n{text}")

@@ -43,6 +43,8 @@ class CriterionResult:
     votes: tuple[int, int] | None = None
     # Who gave the verdict: the judge (criteria.json) or a deterministic check (checks.json).
     kind: str = "judge"
+    # The criterion's ``category`` in criteria.json (Tessl's ``INTENT``, ``QUALITY``...), or "".
+    category: str = ""
 
     @classmethod
     def judged(
@@ -52,9 +54,12 @@ class CriterionResult:
         passed: bool,
         reason: str,
         votes: tuple[int, int] | None = None,
+        *,
+        category: str = "",
     ) -> CriterionResult:
         """A judged criterion: all of its points when it passed, none otherwise."""
-        return cls(name, passed, max_score if passed else 0, max_score, reason, votes)
+        score = max_score if passed else 0
+        return cls(name, passed, score, max_score, reason, votes, category=category)
 
 
 @dataclass(frozen=True)

@@ -49,10 +49,12 @@ from pytest_openkata.core.scenario import (
     Scenario,
     ScenarioLoadError,
     load_scenario,
+    only_categories,
     read_description,
     scenario_digests,
 )
 from pytest_openkata.core.slots import CallSlot
+from pytest_openkata.core.tile import unit_name
 from pytest_openkata.core.trials import combine_trials, errored_trial, scored_trial
 from pytest_openkata.core.workspace import (
     FileChange,
@@ -139,6 +141,8 @@ class RunOptions:
     judge_reason_max_chars: int = 0
     # ``trials`` wins over scenario.json's own count (a validation grades each run once).
     trials_fixed: bool = False
+    # Only the criteria of these categories run and score (``--eval-category``; () for all).
+    categories: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.trials < 1 or self.judge_votes < 1:
@@ -461,13 +465,16 @@ def run_scenario(
     """
     skill_dir = skill_dir or scenario_dir.parent.parent
     identity = {
-        "skill": skill or skill_dir.name,
+        "skill": skill or unit_name(skill_dir),
         "skill_dir": str(skill_dir),
         "name": scenario_dir.name,
     }
     try:
         resolved = backends() if callable(backends) else backends
-        scenario = load_scenario(scenario_dir)
+        scenario = only_categories(load_scenario(scenario_dir), options.categories)
+        if not scenario.criteria and not scenario.checks:
+            wanted = ", ".join(options.categories)
+            raise ScenarioFailure(f"criteria.json has no criteria of category {wanted}")
         try:
             prompt = build_prompt(scenario.skill_dir, scenario.path, options.skill_texts)
         except FileNotFoundError as exc:

@@ -6,12 +6,13 @@ and the field, so that one broken scenario errors on its own and the others stil
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +25,17 @@ from pytest_openkata.core.checks import (
     workspace_path,
 )
 from pytest_openkata.core.files import files_under
+from pytest_openkata.core.jsonfiles import (
+    _MESSAGES,
+    ScenarioLoadError,
+    _go_keys,
+    _read_json,
+    _validation_error,
+)
+from pytest_openkata.core.tile import is_tile_dir, load_tile, read_tile_version
 
 SCENARIO_PREFIX = "scenario-"
+SCENARIO_NAMES = "scenario-*"  # the default of the scenario_names setting: the reference's
 _VERSION_HEADING = re.compile(r"## \[([^\]]*)\]")
 CHECKS_FILE = "checks.json"
 
@@ -37,6 +47,7 @@ class Criterion:
     name: str
     description: str
     max_score: int
+    category: str = ""  # Tessl's criterion category (INTENT, QUALITY, ...), or ""
 
 
 @dataclass(frozen=True)
@@ -57,10 +68,14 @@ class Scenario:
 
 
 def read_skill_version(skill_dir: Path) -> str:
-    """Return the first released version heading of ``<skill_dir>/CHANGELOG.md``, or ``""``.
+    """Return a tile's ``version``, else the first released version heading of
+    ``<skill_dir>/CHANGELOG.md``, or ``""``.
 
     Only an exact ``Unreleased`` is skipped (spec 13.32), and ``## []`` yields ``""``.
     """
+    tile_version = read_tile_version(Path(skill_dir))
+    if tile_version is not None:
+        return tile_version
     try:
         raw = (Path(skill_dir) / "CHANGELOG.md").read_bytes()
     except OSError:
@@ -72,42 +87,52 @@ def read_skill_version(skill_dir: Path) -> str:
     return ""
 
 
-def skill_relative(path: Path) -> str:
-    """``path`` as error texts name it: relative to its skill folder (the folder above the
-    nearest ``evals``), so that reports hold no machine paths; else as it is."""
-    for level, parent in enumerate(path.parents):
-        if parent.name == "evals" and level >= 1:
-            return path.relative_to(parent.parent).as_posix()
-    return str(path)
-
-
-class ScenarioLoadError(Exception):
-    """A scenario's files are missing or invalid; the message names the file (relative to
-    its skill folder) and the field."""
-
-    def __init__(
-        self, path: Path, message: str, field: str | None = None, *, shown: str | None = None
-    ) -> None:
-        self.path = path
-        self.field = field
-        self.message = message
-        shown = skill_relative(path) if shown is None else shown
-        where = f"{shown}: {field}" if field else shown
-        super().__init__(f"{where}: {message}")
-
-
 def is_scenario_dir(entry: Path) -> bool:
     """A real directory (not a symlink) named ``scenario-*``, as the reference decides."""
     return entry.name.startswith(SCENARIO_PREFIX) and entry.is_dir() and not entry.is_symlink()
 
 
-def discover_scenarios(evals_dir: Path) -> list[Path]:
-    """Scenario folders of an ``evals`` folder, in the reference's plain string order."""
+def holds_scenario_files(entry: Path) -> bool:
+    """A real directory holding ``task.md`` and ``criteria.json``, whatever its name."""
+    return (
+        entry.is_dir()
+        and not entry.is_symlink()
+        and (entry / "task.md").is_file()
+        and (entry / "criteria.json").is_file()
+    )
+
+
+def scenario_candidates(evals_dir: Path) -> list[Path]:
+    """The folders of an ``evals`` folder that are scenarios by the reference's rule
+    (``scenario-*``) or by their files (``task.md`` and ``criteria.json``), in plain string
+    order."""
     try:
         entries = list(evals_dir.iterdir())
     except OSError:
         return []
-    return sorted((e for e in entries if is_scenario_dir(e)), key=lambda e: e.name)
+    found = (e for e in entries if is_scenario_dir(e) or holds_scenario_files(e))
+    return sorted(found, key=lambda e: e.name)
+
+
+def name_matches(name: str, names: str) -> bool:
+    """Whether a scenario folder's name matches one of ``names``' comma-separated globs."""
+    return any(fnmatch.fnmatchcase(name, glob.strip()) for glob in names.split(",") if glob.strip())
+
+
+def discover_scenarios(evals_dir: Path, names: str = SCENARIO_NAMES) -> list[Path]:
+    """The scenario folders a run takes from an ``evals`` folder, in the reference's plain
+    string order: in a tile's every candidate, in a skill's those whose name matches
+    ``names`` (the ``scenario_names`` setting; by default the reference's ``scenario-*``)."""
+    candidates = scenario_candidates(evals_dir)
+    if is_tile_dir(evals_dir.parent):
+        return candidates
+    return [entry for entry in candidates if name_matches(entry.name, names)]
+
+
+def unselected_scenarios(evals_dir: Path, names: str = SCENARIO_NAMES) -> list[Path]:
+    """The folders that look like scenarios but that ``names`` leaves out."""
+    taken = set(discover_scenarios(evals_dir, names))
+    return [entry for entry in scenario_candidates(evals_dir) if entry not in taken]
 
 
 class _CriterionModel(BaseModel):
@@ -116,6 +141,7 @@ class _CriterionModel(BaseModel):
     name: str = Field(min_length=1)
     description: str = ""
     max_score: int = Field(gt=0)
+    category: str = ""
 
 
 class _CriteriaModel(BaseModel):
@@ -133,92 +159,6 @@ class _ScenarioModel(BaseModel):
     sandbox: bool = True
     network: str = ""
     trials: int | None = Field(default=None, gt=0)
-
-
-class _Members(dict[str, Any]):
-    """A JSON object as ``json.loads`` makes it, which also keeps its members in document
-    order, repeated keys included: Go's decoder assigns them in that order."""
-
-    def __init__(self, pairs: list[tuple[str, Any]]) -> None:
-        super().__init__(pairs)
-        self.pairs = pairs
-
-
-def _go_keys(data: Any, known: Iterable[str]) -> Any:
-    """Object keys as Go's ``encoding/json`` decodes them into a struct: a key matches a field
-    without regard to case, the last key for a field wins, and a null leaves it unchanged."""
-    if not isinstance(data, Mapping):
-        return data
-    lowered = {k.lower(): k for k in known}
-    result: dict[str, Any] = {}
-    members = data.pairs if isinstance(data, _Members) else data.items()
-    for key, value in members:
-        if value is None:
-            continue
-        name = str(key)
-        result[lowered.get(name.lower(), name)] = value
-    return result
-
-
-def _read_json(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ScenarioLoadError(path, "file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise ScenarioLoadError(path, f"cannot be read: {reason}") from None
-    try:
-        return json.loads(text, object_pairs_hook=_Members)
-    except json.JSONDecodeError as exc:
-        raise ScenarioLoadError(
-            path, f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
-        ) from None
-    except (ValueError, RecursionError) as exc:  # a number of thousands of digits, deep nesting
-        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-        raise ScenarioLoadError(path, f"cannot be read as JSON: {reason}") from None
-
-
-def _location(loc: tuple[int | str, ...], data: Any) -> str:
-    parts: list[str] = []
-    node = data
-    for step in loc:
-        if isinstance(step, int):
-            parts.append(f"[{step}]")
-            node = node[step] if isinstance(node, list) and step < len(node) else None
-            if isinstance(node, Mapping) and isinstance(node.get("name"), str) and node["name"]:
-                parts.append(f" ({node['name']!r})")
-        else:
-            parts.append(f".{step}" if parts else step)
-            node = node.get(step) if isinstance(node, Mapping) else None
-    return "".join(parts)
-
-
-_MESSAGES = {
-    "greater_than": "must be a positive integer",
-    "int_type": "must be a positive integer",
-    "string_type": "must be a string",
-    "bool_type": "must be true or false",
-    "list_type": "must be a list",
-    "model_type": "must be an object",
-    "dict_type": "must be an object",
-    "missing": "is required",
-}
-
-
-def _validation_error(path: Path, exc: ValidationError, data: Any) -> ScenarioLoadError:
-    first = exc.errors()[0]
-    field = _location(tuple(first["loc"]), data) or "(top level)"
-    kind = first["type"]
-    if kind == "too_short" and field == "checklist":
-        message = "must hold at least one criterion"
-    elif kind in {"too_short", "string_too_short"}:
-        message = "must not be empty"
-    else:
-        message = _MESSAGES.get(kind, first["msg"])
-    if kind != "missing":
-        message += f" (got {json.dumps(first.get('input'))})"
-    return ScenarioLoadError(path, message, field)
 
 
 def load_criteria(path: Path, *, allow_empty: bool = False) -> tuple[str, tuple[Criterion, ...]]:
@@ -248,7 +188,9 @@ def load_criteria(path: Path, *, allow_empty: bool = False) -> tuple[str, tuple[
                 path, f"duplicate criterion name {item.name!r}", f"checklist[{index}].name"
             )
         seen.add(item.name)
-    criteria = tuple(Criterion(c.name, c.description, c.max_score) for c in model.checklist)
+    criteria = tuple(
+        Criterion(c.name, c.description, c.max_score, c.category) for c in model.checklist
+    )
     return model.context, criteria
 
 
@@ -279,11 +221,47 @@ def _read_scenario_options(path: Path) -> _ScenarioModel:
 
 
 def read_description(scenario_dir: Path) -> str:
-    """The description, for error results; ``""`` when scenario.json is absent or broken."""
+    """The description, for error results; ``""`` when scenario.json is absent or broken
+    and there is no ``capability.txt``."""
     try:
-        return load_scenario_options(scenario_dir / "scenario.json").description
+        description = load_scenario_options(scenario_dir / "scenario.json").description
     except ScenarioLoadError:
-        return ""
+        description = ""
+    return description or read_capability(scenario_dir)
+
+
+CAPABILITY_FILES = ("capability.txt", "capability.text")
+
+
+def read_capability(scenario_dir: Path) -> str:
+    """Tessl's one line of what a scenario tests (``capability.txt``), or ``""``: the
+    scenario's description when ``scenario.json`` gives none."""
+    for name in CAPABILITY_FILES:
+        try:
+            text = (scenario_dir / name).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        return " ".join(text.split())
+    return ""
+
+
+def has_categories(scenario_dir: Path, categories: tuple[str, ...]) -> bool:
+    """Whether the scenario's criteria.json has a criterion of one of ``categories``; True
+    when it cannot be read (the run then errors with the reason)."""
+    try:
+        _context, criteria = load_criteria(scenario_dir / "criteria.json", allow_empty=True)
+    except ScenarioLoadError:
+        return True
+    return any(c.category in categories for c in criteria)
+
+
+def only_categories(scenario: Scenario, categories: tuple[str, ...]) -> Scenario:
+    """The scenario with only the criteria of ``categories`` (every criterion when there are
+    none). The checks of ``checks.json`` carry no category, so they are left out."""
+    if not categories:
+        return scenario
+    criteria = tuple(c for c in scenario.criteria if c.category in categories)
+    return replace(scenario, criteria=criteria, checks=())
 
 
 def _entries(folder: Path) -> dict[str, os.DirEntry[str]]:
@@ -304,9 +282,11 @@ def _exists(entry: os.DirEntry[str] | None) -> bool:
 
 
 def load_scenario(scenario_dir: Path) -> Scenario:
-    """Load and validate a scenario folder ``<skill>/evals/scenario-*``."""
+    """Load and validate a scenario folder ``<skill>/evals/<scenario>`` (or a tile's)."""
     skill_dir = scenario_dir.parent.parent
-    if not (skill_dir / "SKILL.md").is_file():
+    if is_tile_dir(skill_dir):
+        load_tile(skill_dir)
+    elif not (skill_dir / "SKILL.md").is_file():
         raise ScenarioLoadError(
             skill_dir / "SKILL.md", "file not found (every skill needs one)", shown="SKILL.md"
         )
@@ -349,7 +329,7 @@ def load_scenario(scenario_dir: Path) -> Scenario:
     return Scenario(
         skill_dir=skill_dir,
         path=scenario_dir,
-        description=options.description,
+        description=options.description or read_capability(scenario_dir),
         sandbox=options.sandbox,
         network=options.network,
         trials=options.trials,
@@ -368,6 +348,7 @@ class _CheckModel(BaseModel):
     name: str = Field(min_length=1)
     description: str = ""
     max_score: int = Field(gt=0)
+    category: str = ""
     type: str
 
 

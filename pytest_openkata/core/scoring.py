@@ -30,6 +30,7 @@ def match_verdicts(
                 criterion.max_score,
                 passed=found is not None and found.passed,
                 reason=found.reason if found is not None else NO_VERDICT_REASON,
+                category=criterion.category,
             )
         )
     return results

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from pytest_openkata.core.files import SkillReader, files_under, skill_files
+from pytest_openkata.core.tile import is_tile_dir, load_tile, tile_files
 
 DEFAULT_MAX_FILE_BYTES = 1 << 20
 BINARY_SNIFF_BYTES = 8192
@@ -446,8 +447,11 @@ def workspace_files(
     if skill is not False and skill is not None:
         source = skill_dir if skill is True else skill
         source_reader = reader if skill is True else SkillReader(source)
-        parts = [("skill/SKILL.md", source / "SKILL.md")]
-        parts += [(f"skill/{src}/{rel}", path) for src, rel, path in skill_files(source)]
+        if is_tile_dir(source):
+            parts = [(f"skill/{rel}", path) for rel, path in tile_files(load_tile(source))]
+        else:
+            parts = [("skill/SKILL.md", source / "SKILL.md")]
+            parts += [(f"skill/{src}/{rel}", path) for src, rel, path in skill_files(source)]
         for name, path in parts:
             data = source_reader.read(path)
             if data is not None:

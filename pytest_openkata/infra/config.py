@@ -108,6 +108,8 @@ class EvalSettings(BaseModel):
     regression_tolerance: float = 0.0
     fail_on_regression: bool = False
     publish_errors: bool = False
+    scenario_names: str = "scenario-*"
+    category: str = ""
     http: HttpSettings = HttpSettings()
     anthropic: AnthropicSettings = AnthropicSettings()
     sandbox: SandboxSettings = SandboxSettings()
@@ -239,6 +241,22 @@ def _int_between(low: int, high: int | None) -> Callable[[str], int]:
     return parse
 
 
+def _globs(value: str) -> str:
+    """Comma-separated folder-name globs (``scenario-*``, ``*``)."""
+    globs = [glob.strip() for glob in value.split(",") if glob.strip()]
+    if not globs:
+        raise ValueError(f"{value!r} names no glob; the reference's is scenario-*, * takes all")
+    if any("/" in glob for glob in globs):
+        raise ValueError(f"{value!r}: a glob matches a folder's name, without /")
+    return ",".join(globs)
+
+
+def _categories(value: str) -> str:
+    """Comma-separated criterion categories (``INTENT,QUALITY``), or ``all`` (``""``)."""
+    names = [name.strip() for name in value.split(",") if name.strip()]
+    return "" if names in ([], ["all"]) else ",".join(names)
+
+
 @dataclass(frozen=True)
 class Setting:
     """One setting and its spelling in every source."""
@@ -303,6 +321,8 @@ FIELDS: tuple[Setting, ...] = (
     Setting("regression_tolerance", _non_negative_number, metavar="POINTS"),
     Setting("fail_on_regression", _boolean, flag=True),
     Setting("publish_errors", _boolean, flag=True),
+    Setting("scenario_names", _globs, metavar="GLOB,..."),
+    Setting("category", _categories, metavar="CATEGORY,..."),
     Setting("http.base_url", _text, cli="--eval-base-url", metavar="URL"),
     Setting("http.api_key", _text, secret=True),
     Setting("http.endpoint_id", _text, metavar="ID"),
@@ -381,6 +401,11 @@ HELP = {
     "publish_errors": "write the report under evals/results/ even when scenarios errored for "
     "reasons outside the skill (default: beside the run logs, where the catalogue does not "
     "count it)",
+    "scenario_names": "comma-separated globs of the scenario folder names collected under "
+    "skills/<name>/evals/ (default scenario-*, as the reference; * takes every folder holding "
+    "task.md and criteria.json; a tile's evals/ takes them all)",
+    "category": "run and score only the criteria of these categories (criteria.json's "
+    '"category", e.g. INTENT); the checks of checks.json are left out; no automatic report',
     "http.base_url": "base URL of the OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1",
     "http.api_key": "API key of the endpoint (never printed)",
     "http.endpoint_id": "what answers at the base URL, for cache keys instead of the URL "

@@ -118,7 +118,8 @@ class EvalAggregator:
             self.results.values(),
             self.settings.threshold,
             self.config.rootpath,
-            partial=bool(self.config.getoption("eval_partial")),
+            # A run of some categories of criteria is not the skill's effectiveness.
+            partial=bool(self.config.getoption("eval_partial") or self.settings.category),
         )
         finished = session.exitstatus in _FINISHED
         xml_path = self.config.getoption("xmlpath", None)  # --junitxml

@@ -27,6 +27,7 @@ from pytest_openkata.plugin.items import (
     is_evals_dir,
     result_key,
 )
+from pytest_openkata.plugin.scenario_folder import KIND_MARKERS
 from pytest_openkata.plugin.session import (
     LINT,
     VALIDATE,
@@ -134,6 +135,8 @@ def _mode(config: pytest.Config) -> str:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    for name, meaning in KIND_MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {meaning}")
     mode = config.stash[mode_key] = _mode(config)
     settings = _resolve(config)
     _check_compare(settings)
@@ -174,6 +177,11 @@ def pytest_report_header(config: pytest.Config) -> str:
         extras.append("cache=off (no cacheprovider)")
     if s.baseline and mode != VALIDATE:  # a validation runs no baseline arm
         extras.append(f"baseline={s.baseline}")
+    if s.category:
+        extras.append(
+            f"category={s.category} (only these criteria run and score; no checks.json; "
+            "partial: no gate, no automatic report)"
+        )
     return (
         f"openkata: backend={s.backend} model={s.model} judge={s.judge_model} "
         f"threshold={s.threshold}"

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from pytest_openkata.core.results import ScenarioResult
-from pytest_openkata.core.scenario import discover_scenarios, is_scenario_dir
+from pytest_openkata.core.scenario import scenario_candidates
 from pytest_openkata.plugin import compat, validation
-from pytest_openkata.plugin.scenario_folder import ScenarioFolderItem
+from pytest_openkata.plugin.scenario_folder import ScenarioFolderItem, scenario_folders
 from pytest_openkata.plugin.session import VALIDATE, mode_of
 from pytest_openkata.providers.reporters.junit import (
     PERCENTAGE_PROPERTY,
@@ -27,14 +27,9 @@ from pytest_openkata.providers.reporters.junit import (
 
 
 def is_evals_dir(path: Path) -> bool:
-    """An ``evals`` folder that holds at least one ``scenario-*`` folder (stops at the first:
-    the collector lists and sorts them)."""
-    if path.name != "evals":
-        return False
-    try:
-        return any(is_scenario_dir(entry) for entry in path.iterdir())
-    except OSError:
-        return False
+    """An ``evals`` folder that holds at least one scenario folder (``scenario-*``, or any
+    folder with ``task.md`` and ``criteria.json``)."""
+    return path.name == "evals" and bool(scenario_candidates(path))
 
 
 class EvalsDir(pytest.Directory):
@@ -45,15 +40,11 @@ class EvalsDir(pytest.Directory):
     """
 
     def collect(self) -> Iterator[pytest.Item]:
-        scenarios = discover_scenarios(self.path)
+        scenarios = scenario_folders(self, self.path)
         names = tuple(s.name for s in scenarios)
-        ignored = compat.ignore_check(self)
         item_class = ValidationItem if mode_of(self.config) == VALIDATE else ScenarioItem
         fixture_info = compat.shared_fixture_info(self, item_class.body)
         for entry in scenarios:
-            explicit = self.session.isinitpath(entry, with_parents=True)
-            if not explicit and ignored(entry):
-                continue
             extra = {} if fixture_info is None else {"fixtureinfo": fixture_info()}
             yield item_class.from_parent(
                 self, name=entry.name, scenario_dir=entry, skill_scenarios=names, **extra
@@ -93,7 +84,7 @@ class ScenarioItem(ScenarioFolderItem):
         self.scenario_dir = scenario_dir
         self.skill_dir = scenario_dir.parent.parent
         self.skill_scenarios = skill_scenarios
-        self.mark_skill()
+        self.mark_scenario()
 
     def reportinfo(self) -> tuple[Path, None, str]:
         return self.path, None, f"{self.skill_dir.name}::{self.name}"

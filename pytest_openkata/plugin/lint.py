@@ -19,9 +19,10 @@ from pathlib import Path
 import pytest
 
 from pytest_openkata.core.lint import EvalLintWarning, Finding, lint_scenario, lint_skill
-from pytest_openkata.core.scenario import discover_scenarios, is_scenario_dir
+from pytest_openkata.core.scenario import scenario_candidates
+from pytest_openkata.core.tile import is_tile_dir
 from pytest_openkata.plugin import compat
-from pytest_openkata.plugin.scenario_folder import ScenarioFolderItem
+from pytest_openkata.plugin.scenario_folder import ScenarioFolderItem, scenario_folders
 
 __all__ = [
     "EvalLintWarning",
@@ -39,12 +40,9 @@ SKILL_ITEM = "skill"
 def is_skill_dir(path: Path) -> bool:
     """A folder with ``SKILL.md``, or one whose ``evals`` folder holds scenarios (a skill
     whose SKILL.md is missing, which its lint item then reports)."""
-    if (path / "SKILL.md").is_file():
+    if (path / "SKILL.md").is_file() or is_tile_dir(path):
         return True
-    try:
-        return any(is_scenario_dir(entry) for entry in (path / "evals").iterdir())
-    except OSError:
-        return False
+    return bool(scenario_candidates(path / "evals"))
 
 
 def _ignored(collector: pytest.Collector) -> Callable[[Path], bool]:
@@ -69,10 +67,8 @@ class EvalsLintDir(pytest.Directory):
     """A skill's ``evals`` folder in lint mode: one item per scenario folder."""
 
     def collect(self) -> Iterator[pytest.Item]:
-        ignored = _ignored(self)
-        for entry in discover_scenarios(self.path):
-            if not ignored(entry):
-                yield ScenarioLintItem.from_parent(self, name=entry.name, scenario_dir=entry)
+        for entry in scenario_folders(self, self.path):
+            yield ScenarioLintItem.from_parent(self, name=entry.name, scenario_dir=entry)
 
 
 def warn_findings(findings: Sequence[Finding], skill_dir: Path, rootdir: Path) -> None:
@@ -138,7 +134,7 @@ class ScenarioLintItem(ScenarioFolderItem):
         super().__init__(callobj=lint_scenario_rules, **kwargs)  # type: ignore[arg-type]
         # The scenario folder is the item's path, so `pytest --eval-lint <scenario>` selects it.
         self.path = scenario_dir
-        self.mark_skill()
+        self.mark_scenario()
 
     def reportinfo(self) -> tuple[Path, None, str]:
         return self.path, None, f"{self.path.parent.parent.name}::{self.name}::lint"

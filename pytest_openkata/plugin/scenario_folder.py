@@ -1,31 +1,41 @@
 """What every item of one scenario folder shares, in a run and in lint mode: its ``-k``
-keywords and its conftest hooks."""
+keywords, its ``direct`` or ``sandbox`` marker, its conftest hooks, and which folders of an
+``evals`` folder are scenarios."""
 
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 
 import pluggy
 import pytest
 
-from pytest_openkata.core.scenario import sandbox_mode
+from pytest_openkata.core.scenario import discover_scenarios, sandbox_mode, scenario_candidates
+from pytest_openkata.core.tile import unit_name
+from pytest_openkata.plugin import compat
+from pytest_openkata.plugin.session import settings_key
+
+KIND_MARKERS = {
+    "direct": 'a scenario whose agent answers directly (scenario.json: "sandbox": false)',
+    "sandbox": "a scenario whose agent runs in a sandbox (the default)",
+}
 
 
 class ScenarioFolderItem(pytest.Function):
-    """An item whose path is a scenario folder (``self.path``), with its skill's keyword."""
+    """An item whose path is a scenario folder (``self.path``), with its skill's keyword and
+    its kind's marker."""
 
-    def mark_skill(self) -> None:
-        """``-k skill:<name>`` selects the item."""
-        self.extra_keyword_matches.add(f"skill:{self.path.parent.parent.name}")
-
-    def listextrakeywords(self) -> set[str]:
-        # "sandbox" or "direct" is worked out when -k asks for the keywords, not for every
-        # scenario at collection: it reads scenario.json.
-        keywords = super().listextrakeywords()
-        mode = sandbox_mode(self.path)
-        if mode is not None:
-            keywords.add(mode)
-        return keywords
+    def mark_scenario(self) -> None:
+        """``-k skill:<name>`` selects the item (the folder's name, and a tile's ``name``);
+        ``-m direct`` or ``-m sandbox`` selects it by how it runs."""
+        skill_dir = self.path.parent.parent
+        self.extra_keyword_matches.add(f"skill:{skill_dir.name}")
+        name = unit_name(skill_dir)
+        if name != skill_dir.name:
+            self.extra_keyword_matches.add(f"skill:{name}")
+        kind = sandbox_mode(self.path)
+        if kind is not None:  # an unreadable scenario.json: the item errors with the reason
+            self.add_marker(kind)
 
     @functools.cached_property
     def ihook(self) -> pluggy.HookRelay:
@@ -35,3 +45,35 @@ class ScenarioFolderItem(pytest.Function):
         # and pytest asks for the item's hooks about 14 times per item.
         assert self.parent is not None  # an item always has its evals folder as parent
         return self.parent.ihook
+
+
+def scenario_folders(collector: pytest.Directory, evals: Path) -> list[Path]:
+    """The scenario folders of ``evals`` a run takes, in order: those the ``scenario_names``
+    setting selects (every one in a tile) and those named on the command line. Pytest's
+    ignore rules apply, except to a folder named on the command line. The folders the setting
+    leaves out are named in one collection warning."""
+    config = collector.config
+    names = config.stash[settings_key].scenario_names
+    session = collector.session
+    ignored = compat.ignore_check(collector)
+    selected = set(discover_scenarios(evals, names))
+    left_out = []
+    taken = []
+    for entry in scenario_candidates(evals):
+        explicit = session.isinitpath(entry, with_parents=True)
+        if not explicit and ignored(entry):
+            continue
+        if explicit or entry in selected:
+            taken.append(entry)
+        else:
+            left_out.append(entry.name)
+    if left_out:
+        collector.warn(
+            pytest.PytestCollectionWarning(
+                f"{len(left_out)} folder(s) with task.md and criteria.json not collected, "
+                f"since their names do not match scenario_names ({names}): "
+                f"{', '.join(left_out)}; set eval_scenario_names (ini) or scenario_names "
+                "(YAML), e.g. to *, or name a folder on the command line"
+            )
+        )
+    return taken
