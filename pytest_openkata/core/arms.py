@@ -25,7 +25,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_openkata.core.tile import has_context
+from pytest_openkata.core.tile import TILE_FILE, has_context, is_tile_dir
 
 __all__ = [
     "OWN_ARM",
@@ -120,7 +120,8 @@ def _extracted(skill_dir: Path, ref: str, folder: Path) -> Path:
             with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
                 tar.extractall(staging, filter="data")
             if not has_context(staging / rel):
-                raise ArmError(f"{ref}: {rel} has no SKILL.md or tile.json at {ref}")
+                needed = TILE_FILE if is_tile_dir(skill_dir) else "SKILL.md"
+                raise ArmError(f"{ref}: {rel} has no {needed} at {ref}")
             try:
                 os.rename(staging, target)
             except OSError:  # another process extracted it meanwhile

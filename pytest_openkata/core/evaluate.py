@@ -40,7 +40,7 @@ from pytest_openkata.infra.usage import Prices
 from pytest_openkata.providers.backends import BackendError
 from pytest_openkata.providers.reporters import RunReport, reporters
 
-__all__ = ["cache_folder", "categories_of", "evaluate", "find_scenarios", "run_options"]
+__all__ = ["cache_folder", "evaluate", "find_scenarios", "run_options"]
 
 PathLike = str | os.PathLike[str]
 
@@ -114,13 +114,8 @@ def run_options(
         baseline=settings.baseline,
         refs_folder=refs_folder,
         judge_reason_max_chars=settings.judge_reason_max_chars,
-        categories=categories_of(settings),
+        categories=settings.categories,
     )
-
-
-def categories_of(settings: EvalSettings) -> tuple[str, ...]:
-    """The criterion categories the ``category`` setting keeps (none: every criterion)."""
-    return tuple(name for name in settings.category.split(",") if name)
 
 
 def _settings(arguments: dict[str, object]) -> EvalSettings:

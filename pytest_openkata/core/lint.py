@@ -24,28 +24,34 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import unquote
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import InitErrorDetails
 
 from pytest_openkata.core.checks import Check, matches
+from pytest_openkata.core.files import EXCLUDED, SKILL_SOURCES, is_inside
+from pytest_openkata.core.jsonfiles import (
+    ScenarioLoadError,
+    _go_keys,
+    _read_json,
+    _validation_error,
+)
 from pytest_openkata.core.scenario import (
     CHECKS_FILE,
-    ScenarioLoadError,
     _check_field,
     _check_of,
     _CriteriaModel,
     _CriterionModel,
-    _go_keys,
-    _read_json,
     _ScenarioModel,
-    _validation_error,
     discover_scenarios,
     load_checks,
     load_criteria,
     load_scenario_options,
     read_skill_version,
+    unselected_scenarios,
 )
+from pytest_openkata.core.tile import TILE_FILE, is_tile_dir, load_tile, tile_files
 from pytest_openkata.core.workspace import workspace_files
 
 __all__ = [
@@ -58,6 +64,8 @@ __all__ = [
     "lint_scenario",
     "lint_skill",
     "unknown_keys",
+    "unreached_scenario_files",
+    "unreached_skill_files",
 ]
 
 Severity = Literal["error", "warning"]
@@ -295,12 +303,25 @@ class _Scenario:
 
     @cached_property
     def skill_names(self) -> tuple[str, ...]:
-        """The names a task could call the skill by: its folder's, and SKILL.md's ``name``."""
+        """The names a task could call the skill by: its folder's, and SKILL.md's ``name``
+        (a tile's: also its ``name`` and those of its skills)."""
         names = [self.skill_dir.name]
-        front = _front_matter(self.skill_dir / SKILL_FILE)
-        name = front.data.get("name") if front.data is not None else None
-        if isinstance(name, str) and name.strip():
-            names.append(name.strip())
+        skill_files = [self.skill_dir / SKILL_FILE]
+        if is_tile_dir(self.skill_dir):
+            # A tile's: its folder's, its name's last part, each listed skill's and theirs.
+            try:
+                tile = load_tile(self.skill_dir)
+            except ScenarioLoadError:
+                tile = None
+            if tile is not None:
+                names.append(tile.name.rpartition("/")[2])
+                names += [name for name, _path in tile.skills]
+                skill_files = [path for _name, path in tile.skills]
+        for skill_md in skill_files:
+            front = _front_matter(skill_md)
+            name = front.data.get("name") if front.data is not None else None
+            if isinstance(name, str) and name.strip():
+                names.append(name.strip())
         return tuple(dict.fromkeys(n for n in names if n))
 
 
@@ -356,10 +377,11 @@ def _located(finding: Finding, line: int | None) -> Finding:
 
 
 def _files_rule(scenario: _Scenario) -> list[Finding]:
-    """The skill's SKILL.md, task.md and criteria.json are there, and no Python file pytest
-    would import."""
+    """The skill's SKILL.md (a tile needs none), task.md and criteria.json are there, and no
+    Python file pytest would import."""
     findings = []
-    if not (scenario.skill_dir / SKILL_FILE).is_file():
+    tile = is_tile_dir(scenario.skill_dir)  # a tile's own lint item checks its tile.json
+    if not tile and not (scenario.skill_dir / SKILL_FILE).is_file():
         message = "file not found (every skill needs one): the scenario cannot run without it"
         findings.append(Finding("files", "error", SKILL_FILE, None, message))
     if not (scenario.path / TASK_FILE).is_file():
@@ -969,6 +991,284 @@ def _scenario_description_rule(scenario: _Scenario) -> list[Finding]:
     return [Finding("scenario-description", "warning", scenario.file(OPTIONS_FILE), line, message)]
 
 
+SCENARIO_ENTRIES: frozenset[str] = frozenset(
+    {
+        TASK_FILE,
+        CRITERIA_FILE,
+        OPTIONS_FILE,
+        CHECKS_FILE,
+        "capability.txt",
+        "capability.text",
+        "inputs",
+        "solution",
+        "results",
+    }
+)
+"""What a scenario folder holds directly: its files, inputs/ (what the agent is given beside
+task.md), solution/ (for validation) and results/."""
+
+
+def unreached_scenario_files(scenario_dir: Path) -> list[Finding]:
+    """Files and folders directly in a scenario folder that are none of
+    :data:`SCENARIO_ENTRIES`, as warnings (paths relative to the skill folder): the agent is
+    given task.md and inputs/ only, so a file left beside them never reaches it. Dotfiles,
+    ``__pycache__`` and the Python files the ``files`` rule reports are left out."""
+    scenario = _Scenario(scenario_dir, None)
+    traps = set(_traps(scenario_dir))
+    try:
+        entries = sorted(scenario_dir.iterdir())
+    except OSError:
+        return []
+    findings = []
+    for entry in entries:
+        name = entry.name
+        if name in SCENARIO_ENTRIES or name.startswith(".") or name == "__pycache__":
+            continue
+        if entry in traps or entry / "conftest.py" in traps:
+            continue  # the files rule reports it
+        shown = scenario.rel(entry) + ("/" if entry.is_dir() else "")
+        message = (
+            f"{shown} never reaches the agent (it is given task.md and the files under "
+            "inputs/): move it under inputs/ if the agent needs it"
+        )
+        findings.append(Finding("unreached-files", "warning", scenario.rel(entry), None, message))
+    return findings
+
+
+def _unreached_scenario_rule(scenario: _Scenario) -> list[Finding]:
+    """Files beside task.md that the agent never sees (see :func:`unreached_scenario_files`)."""
+    return unreached_scenario_files(scenario.path)
+
+
+@dataclass(frozen=True)
+class _Mechanical:
+    """A criterion a check can grade: the text it expects (``contains``) or the pattern it
+    names (``regex``), whether case is ignored, and the words before its verb (which may
+    name a file)."""
+
+    kind: Literal["contains", "regex"]
+    value: str
+    ignore_case: bool
+    subject: str
+
+    @property
+    def pattern(self) -> str:
+        pattern = re.escape(self.value) if self.kind == "contains" else self.value
+        if self.ignore_case and not pattern.startswith("(?i)"):
+            return "(?i)" + pattern
+        return pattern
+
+
+_SUBJECT = r"(?P<subject>(?:\S+\s+){0,5}?)"
+_CASE_NOTE = r"\((?P<{}>case-(?:in)?sensitive)\)"
+_CONTAINS = re.compile(
+    rf"^\s*{_SUBJECT}(?:contains|includes)\s+(?:{_CASE_NOTE.format('before')}\s+)?"
+    r"(?:the\s+(?:text|string|word|phrase|line|substring)\s+)?"
+    r"(?P<q>[\"'`])(?P<value>(?:(?!(?P=q)).)+)(?P=q)"
+    rf"(?:\s*{_CASE_NOTE.format('after')})?\s*\.?\s*$",
+    re.I,
+)
+_MATCHES = re.compile(
+    rf"^\s*{_SUBJECT}matches\s+(?:/(?P<slashed>(?:\\.|[^/\\])+)/(?P<flags>[a-z]*)\.?"
+    r"|(?:the\s+)?(?:pattern|regexp?|regular\s+expression)\s*(?P<colon>:)?\s*(?P<bare>.+?))"
+    rf"(?:\s*{_CASE_NOTE.format('after')})?\s*$",
+    re.I,
+)
+_NEGATION = re.compile(r"\b(?:not|never|no|without)\b|n't\b", re.I)
+
+
+def _mechanical(text: str) -> _Mechanical | None:
+    """What a criterion's text asks when it is a check in words: ``<subject> contains "X"``
+    (or 'X', `X`, with an optional ``(case-sensitive)`` or ``(case-insensitive)``), or
+    ``<subject> matches the pattern: R``, ``matches the regex R`` (R quoted, or one word
+    when no colon comes before it), ``matches /R/``. The subject is a few words that deny
+    nothing ("The output never contains" is no such criterion); a pattern Python cannot
+    compile makes none either."""
+    found = _contains(text) or _matches(text)
+    if found is None or _NEGATION.search(found.subject):
+        return None
+    try:
+        re.compile(found.pattern, re.MULTILINE)
+    except re.error:
+        return None
+    return found
+
+
+def _contains(text: str) -> _Mechanical | None:
+    match = _CONTAINS.match(text)
+    if match is None:
+        return None
+    case = (match.group("before") or match.group("after") or "").lower()
+    return _Mechanical(
+        "contains", match.group("value"), case == "case-insensitive", match.group("subject")
+    )
+
+
+def _matches(text: str) -> _Mechanical | None:
+    match = _MATCHES.match(text)
+    if match is None:
+        return None
+    ignore_case = (match.group("after") or "").lower() == "case-insensitive"
+    if match.group("slashed") is not None:
+        pattern = match.group("slashed")
+        ignore_case = ignore_case or "i" in match.group("flags").lower()
+    else:
+        pattern = match.group("bare").strip()
+        quoted = re.fullmatch(r"([`\"'])((?:(?!\1).)+)\1\.?", pattern)
+        if quoted is not None:
+            pattern = quoted.group(2)
+        elif match.group("colon") is None and re.search(r"\s", pattern):
+            return None  # "matches the pattern of the examples": words, not a pattern
+        elif pattern.endswith(".") and not pattern.endswith("\\."):
+            pattern = pattern[:-1]  # the sentence's full stop
+    if not pattern:
+        return None
+    return _Mechanical("regex", pattern, ignore_case, match.group("subject"))
+
+
+def _subject_path(subject: str) -> str | None:
+    """The file a criterion's subject names ("The file `CHANGELOG.md`", "notes/out.txt")."""
+    for _, _, content in _code_spans(subject):
+        path = _input_path(content)
+        if path is not None:
+            return path
+    for word in subject.split():
+        token = word.strip("`\"'()[]<>{},;:!?*")
+        path = _input_path(token) if _is_path_token(token) else None
+        if path is not None:
+            return path
+    return None
+
+
+def _criterion_check(scenario: _Scenario, item: _Node) -> tuple[dict[str, Any], str] | None:
+    """The checks.json entry that grades a mechanical criterion exactly, and the expected
+    text of a ``contains`` one (else ""); None when the criterion is not mechanical or has
+    no usable name or score. A sandboxed scenario's criterion that names a file gets a
+    ``file_regex`` check on it; any other an ``output_regex`` check on the agent's output."""
+    if item.members is None:
+        return None
+    name, score = item.scalar("name"), item.scalar("max_score")
+    if isinstance(score, float) and score.is_integer():
+        score = int(score)
+    if not isinstance(name, str) or not name or isinstance(score, bool):
+        return None
+    if not isinstance(score, int) or score <= 0:
+        return None
+    texts = [t for t in (item.scalar("description"), name) if isinstance(t, str)]
+    found = next((m for m in map(_mechanical, texts) if m is not None), None)
+    if found is None:
+        return None
+    path = _subject_path(found.subject) if scenario.sandboxed else None
+    entry: dict[str, Any] = {"name": name, "type": "file_regex" if path else "output_regex"}
+    if path:
+        entry["path"] = path
+    entry.update(pattern=found.pattern, max_score=score)
+    return entry, found.value if found.kind == "contains" else ""
+
+
+def _mechanical_criteria_rule(scenario: _Scenario) -> list[Finding]:
+    """Criteria that are checks in words (see :func:`_mechanical`): a judge grades them by
+    reading, and may miss or forgive what a regular expression decides exactly and for
+    free. The warning gives the checks.json entry to use instead."""
+    findings = []
+    for index, item in enumerate(scenario.checklist):
+        check = _criterion_check(scenario, item)
+        if check is None:
+            continue
+        entry = json.dumps(check[0], ensure_ascii=False)
+        message = (
+            f"{_criterion_field(index, item)}: mechanical criterion: a check grades it "
+            f"exactly; replace it with this checks.json entry (and keep the scores summing to "
+            f"100): {entry}"
+        )
+        findings.append(
+            Finding(
+                "mechanical-criteria", "warning", scenario.file(CRITERIA_FILE), item.line, message
+            )
+        )
+    return findings
+
+
+_PLAIN_WORD = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)*")
+_MIN_QUOTED = 4
+_HEADING = re.compile(r"^ {0,3}#{1,6}(?:\s|$)")
+
+
+def _expected_values(scenario: _Scenario, item: _Node) -> list[str]:
+    """The values a criterion expects: the text of a mechanical ``contains`` criterion, and
+    the quoted strings (double quotes or backticks) of its description of at least four
+    characters that are neither a plain word (as "main" or "build": a word the task and the
+    criterion share is mostly the thing both talk about) nor a file's path (a file the task
+    names is where to work, not the answer)."""
+    values = []
+    check = _criterion_check(scenario, item)
+    if check is not None and check[1].strip():
+        values.append(" ".join(check[1].split()))
+    description = item.scalar("description") if item.members is not None else None
+    if isinstance(description, str):
+        quoted = [c for _, _, c in _code_spans(description)]
+        quoted += re.findall(r"\"([^\"]+)\"|“([^”]+)”", description)
+        for value in quoted:
+            text = value if isinstance(value, str) else "".join(value)
+            text = " ".join(text.split())
+            if len(text) < _MIN_QUOTED or _PLAIN_WORD.fullmatch(text):
+                continue
+            if _is_path_token(text) or _input_path(text) is not None:
+                continue
+            values.append(text)
+    return list(dict.fromkeys(values))
+
+
+def _task_prose(task: str) -> tuple[str, list[int], list[int]]:
+    """task.md without its headings (a task's title names its topic), lowercased with its
+    whitespace made single spaces, and where each kept line starts in it, with its number."""
+    parts: list[str] = []
+    starts: list[int] = []
+    numbers: list[int] = []
+    offset = 0
+    for number, line, fenced in _markdown_lines(task):
+        if not fenced and _HEADING.match(line):
+            continue
+        words = " ".join(line.split()).lower()
+        if not words:
+            continue
+        starts.append(offset)
+        numbers.append(number)
+        parts.append(words)
+        offset += len(words) + 1
+    return " ".join(parts), starts, numbers
+
+
+def _task_states_answer_rule(scenario: _Scenario) -> list[Finding]:
+    """The task does not state, word for word, a value a criterion expects (see
+    :func:`_expected_values`): then the agent copies it, and the criterion measures reading,
+    not the skill. Matched without regard to case or line breaks, as a whole word."""
+    if scenario.task is None:
+        return []
+    prose, starts, numbers = _task_prose(scenario.task)
+    findings = []
+    for index, item in enumerate(scenario.checklist):
+        name = item.scalar("name") if item.members is not None else None
+        label = repr(name) if isinstance(name, str) and name else f"checklist[{index}]"
+        for value in _expected_values(scenario, item):
+            wanted = " ".join(value.split()).lower()
+            before = r"(?<!\w)" if wanted[:1].isalnum() or wanted[:1] == "_" else ""
+            after = r"(?!\w)" if wanted[-1:].isalnum() or wanted[-1:] == "_" else ""
+            match = re.search(before + re.escape(wanted) + after, prose)
+            if match is None:
+                continue
+            line = numbers[bisect.bisect_right(starts, match.start()) - 1]
+            message = (
+                f"the task gives away what criterion {label} checks: it states {value!r}; "
+                "leave it out of the task so that the agent has to find it (or let the "
+                "criterion check something the agent must work out)"
+            )
+            findings.append(
+                Finding("task-states-answer", "warning", scenario.file(TASK_FILE), line, message)
+            )
+    return findings
+
+
 _SCENARIO_RULES: dict[str, Callable[[_Scenario], list[Finding]]] = {
     "files": _files_rule,
     "criteria-json": _criteria_rule,
@@ -981,12 +1281,16 @@ _SCENARIO_RULES: dict[str, Callable[[_Scenario], list[Finding]]] = {
     "referenced-inputs": _referenced_inputs_rule,
     "vague-criteria": _vague_criteria_rule,
     "scenario-description": _scenario_description_rule,
+    "unreached-files": _unreached_scenario_rule,
+    "mechanical-criteria": _mechanical_criteria_rule,
+    "task-states-answer": _task_states_answer_rule,
 }
 SCENARIO_RULES: tuple[str, ...] = tuple(_SCENARIO_RULES)
 """The scenario rules in the order they run: required files; criteria.json, scenario.json
 and checks.json as the loader reads them; unknown keys; empty criterion descriptions; weights
 summing to 100; the task naming the skill; code-span paths missing from inputs/; vague
-criteria; scenario.json's description."""
+criteria; scenario.json's description; files beside task.md that never reach the agent;
+criteria a check would grade exactly; the task stating what a criterion expects."""
 
 
 def lint_scenario(
@@ -1095,6 +1399,8 @@ def _front_matter(path: Path) -> _FrontMatter:
 def _skill_md_rule(skill_dir: Path) -> list[Finding]:
     """SKILL.md is there, with front matter whose ``name`` is the folder's name and whose
     ``description`` is not empty."""
+    if is_tile_dir(skill_dir):
+        return _tile_json_rule(skill_dir)
     if not (skill_dir / SKILL_FILE).is_file():
         message = "missing: every skill needs a SKILL.md, the instructions the agent is given"
         return [Finding("skill-md", "error", SKILL_FILE, None, message)]
@@ -1135,9 +1441,26 @@ _WHY_VERSION = (
 )
 
 
+def _tile_json_rule(tile_dir: Path) -> list[Finding]:
+    """A tile's ``tile.json`` loads as a run loads it: every listed path a file inside the
+    tile (each scenario of the tile errors otherwise)."""
+    try:
+        load_tile(tile_dir)
+    except ScenarioLoadError as exc:
+        where = f"{exc.field}: " if exc.field else ""
+        return [Finding("skill-md", "error", TILE_FILE, None, f"{where}{exc.message}")]
+    return []
+
+
 def _changelog_rule(skill_dir: Path) -> list[Finding]:
     """CHANGELOG.md has a released version heading, by the reference's rule (the first
-    ``## [x]`` that is not ``## [Unreleased]``, read by ``read_skill_version``)."""
+    ``## [x]`` that is not ``## [Unreleased]``, read by ``read_skill_version``); a tile's
+    version is tile.json's ``version``."""
+    if is_tile_dir(skill_dir):
+        if read_skill_version(skill_dir) or _tile_json_rule(skill_dir):
+            return []
+        message = f'tile.json has no "version": {_WHY_VERSION}'
+        return [Finding("changelog", "warning", TILE_FILE, None, message)]
     path = skill_dir / CHANGELOG_FILE
     if read_skill_version(skill_dir):
         return []
@@ -1172,21 +1495,150 @@ def _scenarios_rule(skill_dir: Path) -> list[Finding]:
     """The skill has scenarios: without any, nothing evaluates it."""
     if discover_scenarios(skill_dir / "evals"):
         return []
-    message = (
-        "no evals/scenario-* folder: nothing evaluates this skill; add one with a task.md "
-        "and a criteria.json"
-    )
+    others = unselected_scenarios(skill_dir / "evals")
+    if others:
+        names = ", ".join(entry.name for entry in others)
+        message = (
+            f"no evals/scenario-* folder, and a run leaves out {names} unless the "
+            "scenario_names setting (eval_scenario_names) matches them, e.g. *"
+        )
+    else:
+        message = (
+            "no evals/scenario-* folder: nothing evaluates this skill; add one with a task.md "
+            "and a criteria.json"
+        )
     return [Finding("scenarios", "warning", "evals", None, message)]
+
+
+_INLINE_LINK = re.compile(
+    r"\[(?:[^\]\\]|\\.)*\]\(\s*(?P<dest><[^>]*>|[^\s()]+)(?:\s+(?:\"[^\"]*\"|'[^']*'))?\s*\)"
+)
+_LINK_DEFINITION = re.compile(r"^ {0,3}\[(?!\^)(?:[^\]\\]|\\.)+\]:\s*(?P<dest><[^>]*>|\S+)")
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+def _links(text: str) -> Iterator[tuple[int, str]]:
+    """The destinations of a Markdown text's links (inline ones, images included, and the
+    definitions of reference-style ones, not footnotes), each with its line; not in code."""
+    for number, line, fenced in _markdown_lines(text):
+        if fenced:
+            continue
+        spans = _code_spans(line)
+        definition = _LINK_DEFINITION.match(line)
+        if definition is not None:
+            yield number, definition.group("dest").strip("<>")
+            continue
+        for match in _INLINE_LINK.finditer(line):
+            if not any(s <= match.start() < e for s, e, _ in spans):
+                yield number, match.group("dest").strip("<>")
+
+
+def _link_path(destination: str) -> str | None:
+    """The path inside the skill folder (posix, ``""`` for the folder) that a link
+    destination leads to, or None for a URL, ``mailto:``, an anchor, an absolute path or a
+    path leading out of the skill. Its ``#fragment`` and ``?query`` are left out."""
+    if not destination or destination.startswith(("#", "/", "\\")):
+        return None
+    if _SCHEME.match(destination):
+        return None
+    path = unquote(re.split(r"[#?]", destination, maxsplit=1)[0])
+    parts: list[str] = []
+    for part in path.replace("\\", "/").split("/"):
+        if part == "..":
+            if not parts:
+                return None
+            parts.pop()
+        elif part not in ("", "."):
+            parts.append(part)
+    return "/".join(parts)
+
+
+def _in_prompt(rel: str) -> bool:
+    """Whether the prompt holds the skill's file or folder ``rel``: SKILL.md, and what lies
+    under references/, scripts/ or assets/ (but the files the prompt leaves out)."""
+    top, _, rest = rel.partition("/")
+    if rel == SKILL_FILE:
+        return True
+    return top in SKILL_SOURCES and rest not in EXCLUDED.get(top, frozenset())
+
+
+def unreached_skill_files(skill_dir: Path) -> list[Finding]:
+    """Files and folders of the skill that SKILL.md links to and the prompt never holds, as
+    warnings at the line of the first link to each: the agent is given SKILL.md and the files
+    under references/, scripts/ and assets/ only, so it cannot follow such a link. Links to
+    files that are not there, or that lead out of the skill, are left out."""
+    if is_tile_dir(skill_dir):
+        return _unreached_tile_files(skill_dir)
+    text = _read_text(skill_dir / SKILL_FILE)
+    if text is None:
+        return []
+    root = skill_dir.resolve()
+    findings = []
+    seen: set[str] = set()
+    for number, destination in _links(text):
+        rel = _link_path(destination)
+        if not rel or rel in seen or _in_prompt(rel):
+            continue
+        seen.add(rel)
+        path = skill_dir / rel
+        if not path.exists() or not is_inside(path, root):
+            continue
+        shown = rel + ("/" if path.is_dir() else "")
+        if rel.partition("/")[0] in SKILL_SOURCES:
+            fix = "the prompt leaves it out: rename it (and update the link)"
+        else:
+            fix = "move it under references/ (and update the link)"
+        message = f"SKILL.md links to {shown}, which never reaches the agent's prompt: {fix}"
+        findings.append(Finding("unreached-files", "warning", SKILL_FILE, number, message))
+    return findings
+
+
+def _unreached_tile_files(tile_dir: Path) -> list[Finding]:
+    """In a tile, the files each listed SKILL.md links to that are not in the tile's context
+    (:func:`~pytest_openkata.core.tile.tile_files`), at the line of the first link to each."""
+    try:
+        tile = load_tile(tile_dir)
+    except ScenarioLoadError:
+        return []  # the skill-md rule reports it
+    reached = {rel for rel, _path in tile_files(tile)}
+    findings = []
+    for _name, skill_md in tile.skills:
+        shown = skill_md.relative_to(tile_dir).as_posix()
+        folder = skill_md.parent.relative_to(tile_dir).as_posix()
+        prefix = "" if folder == "." else f"{folder}/"
+        seen: set[str] = set()
+        for number, destination in _links(_read_text(skill_md) or ""):
+            if destination.startswith(("#", "/", "\\")) or _SCHEME.match(destination):
+                continue
+            rel = _link_path(prefix + destination)
+            if not rel or rel in seen:
+                continue
+            seen.add(rel)
+            path = tile_dir / rel
+            if not path.exists() or not is_inside(path, tile_dir.resolve()):
+                continue
+            inside = path.is_dir() and any(r.startswith(f"{rel}/") for r in reached)
+            if rel in reached or inside:
+                continue
+            message = (
+                f"{shown} links to {rel}{'/' if path.is_dir() else ''}, which never reaches "
+                "the agent's prompt: move it under the skill's references/, or name it in "
+                'tile.json\'s "docs" or "steering" (and update the link)'
+            )
+            findings.append(Finding("unreached-files", "warning", shown, number, message))
+    return findings
 
 
 _SKILL_RULES: dict[str, Callable[[Path], list[Finding]]] = {
     "skill-md": _skill_md_rule,
     "changelog": _changelog_rule,
     "scenarios": _scenarios_rule,
+    "unreached-files": unreached_skill_files,
 }
 SKILL_RULES: tuple[str, ...] = tuple(_SKILL_RULES)
 """The skill rules in the order they run: SKILL.md and its front matter; CHANGELOG.md's
-released version; at least one scenario."""
+released version; at least one scenario; files SKILL.md links to that never reach the
+prompt."""
 
 
 def lint_skill(skill_dir: Path) -> dict[str, list[Finding]]:

@@ -27,6 +27,7 @@ from pytest_openkata.core.arms import OWN_ARM, Arm, ArmError, baseline_arm
 from pytest_openkata.core.calls import NO_SLOTS, live_call
 from pytest_openkata.core.checks import CANNOT_START, Check, CommandOutcome, command_checks
 from pytest_openkata.core.errors import ScenarioFailure
+from pytest_openkata.core.jsonfiles import ScenarioLoadError
 from pytest_openkata.core.prompt import SkillTexts, build_prompt
 from pytest_openkata.core.results import (
     INFRASTRUCTURE_ERROR,
@@ -47,7 +48,6 @@ from pytest_openkata.core.sandboxed import (
 )
 from pytest_openkata.core.scenario import (
     Scenario,
-    ScenarioLoadError,
     load_scenario,
     only_categories,
     read_description,

@@ -118,6 +118,11 @@ class EvalSettings(BaseModel):
     sources: dict[str, str] = {}
 
     @property
+    def categories(self) -> tuple[str, ...]:
+        """The criterion categories the ``category`` setting keeps (none: every criterion)."""
+        return tuple(name for name in self.category.split(",") if name)
+
+    @property
     def secrets(self) -> tuple[str, ...]:
         return tuple(s for s in (self.http.api_key, self.anthropic.api_key) if s)
 

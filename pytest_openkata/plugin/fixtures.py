@@ -12,11 +12,10 @@ from pathlib import Path
 import pytest
 
 from pytest_openkata.core.activity import ACTIVITY
-from pytest_openkata.core.lint import unknown_keys
+from pytest_openkata.core.lint import unknown_keys, unreached_scenario_files
 from pytest_openkata.core.results import ScenarioResult
 from pytest_openkata.core.run import Backends, RunOptions, run_scenario
 from pytest_openkata.core.sandboxed import SandboxSetup
-from pytest_openkata.core.scenario import has_categories
 from pytest_openkata.core.schedule import ScenarioScheduler
 from pytest_openkata.core.slots import CallSlot
 from pytest_openkata.infra.cache import ResultCache
@@ -181,11 +180,13 @@ def openkata_result(
         scenario.record_result(result)
         return result
 
-    categories = openkata_run_options.categories
-    if categories and not has_categories(item.scenario_dir, categories):
-        pytest.skip(f"no criteria of category {', '.join(categories)}")
-    # A typo'd key is ignored by the loader, as by the reference: say so before it runs.
-    warn_findings(unknown_keys(item.scenario_dir), item.skill_dir, item.config.rootpath)
+    # A typo'd key is ignored by the loader, as by the reference, and a file beside task.md
+    # never reaches the agent: say so before it runs.
+    warn_findings(
+        [*unknown_keys(item.scenario_dir), *unreached_scenario_files(item.scenario_dir)],
+        item.skill_dir,
+        item.config.rootpath,
+    )
     result = openkata_scheduler.result(item, run)
     item.ihook.pytest_openkata_scenario_result(result=result, item=item)
     if result.error is not None:

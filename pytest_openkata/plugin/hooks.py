@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from pathlib import Path
 
 import pytest
 
+from pytest_openkata.core.scenario import has_categories
 from pytest_openkata.infra.config import (
     FIELDS,
     ConfigError,
@@ -26,6 +27,7 @@ from pytest_openkata.plugin.items import (
     ValidationItem,
     is_evals_dir,
     result_key,
+    tell_skills_apart,
 )
 from pytest_openkata.plugin.scenario_folder import KIND_MARKERS
 from pytest_openkata.plugin.session import (
@@ -206,14 +208,32 @@ def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Col
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """In lint and validate mode only the mode's own items run: the rest are deselected."""
+    """In lint and validate mode only the mode's own items run: the rest are deselected.
+    With ``--eval-category``, so are the scenarios without a criterion of those categories."""
+    tell_skills_apart(items, config.rootpath)
     mode = mode_of(config)
-    if not mode:
-        return
-    wanted = (lint.SkillLintItem, lint.ScenarioLintItem) if mode == LINT else (ValidationItem,)
-    others = [item for item in items if not isinstance(item, wanted)]
+    if mode:
+        wanted = (lint.SkillLintItem, lint.ScenarioLintItem) if mode == LINT else (ValidationItem,)
+        _deselect(config, items, lambda item: isinstance(item, wanted))
+    if mode != LINT:
+        categories = config.stash[settings_key].categories
+        if categories:
+            _deselect(
+                config,
+                items,
+                lambda item: (
+                    not isinstance(item, ScenarioItem)
+                    or has_categories(item.scenario_dir, categories)
+                ),
+            )
+
+
+def _deselect(
+    config: pytest.Config, items: list[pytest.Item], keep: Callable[[pytest.Item], bool]
+) -> None:
+    others = [item for item in items if not keep(item)]
     if others:
-        items[:] = [item for item in items if isinstance(item, wanted)]
+        items[:] = [item for item in items if keep(item)]
         config.hook.pytest_deselected(items=others)
 
 

@@ -8,15 +8,18 @@ evaluated is a setup *error*, while an unmet criterion is a failed *subtest*.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import os
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pytest_openkata.core.lint import unreached_skill_files
 from pytest_openkata.core.results import ScenarioResult
 from pytest_openkata.core.scenario import scenario_candidates
 from pytest_openkata.plugin import compat, validation
+from pytest_openkata.plugin.lint import warn_findings
 from pytest_openkata.plugin.scenario_folder import ScenarioFolderItem, scenario_folders
 from pytest_openkata.plugin.session import VALIDATE, mode_of
 from pytest_openkata.providers.reporters.junit import (
@@ -40,6 +43,9 @@ class EvalsDir(pytest.Directory):
     """
 
     def collect(self) -> Iterator[pytest.Item]:
+        # Said once per skill: links the agent could never follow.
+        skill_dir = self.path.parent
+        warn_findings(unreached_skill_files(skill_dir), skill_dir, self.config.rootpath)
         scenarios = scenario_folders(self, self.path)
         names = tuple(s.name for s in scenarios)
         item_class = ValidationItem if mode_of(self.config) == VALIDATE else ScenarioItem
@@ -86,8 +92,12 @@ class ScenarioItem(ScenarioFolderItem):
         self.skill_scenarios = skill_scenarios
         self.mark_scenario()
 
+    # How pytest's report headers name the skill (``ERROR at setup of <skill>::<scenario>``):
+    # its folder's name, or its path where another skill of the run has that name.
+    shown_skill: str = ""
+
     def reportinfo(self) -> tuple[Path, None, str]:
-        return self.path, None, f"{self.skill_dir.name}::{self.name}"
+        return self.path, None, f"{self.shown_skill or self.skill_dir.name}::{self.name}"
 
     def record_result(self, result: ScenarioResult) -> None:
         """Keep the result for this item's reports (:mod:`.xdist_transport` carries it to
@@ -105,3 +115,15 @@ class ValidationItem(ScenarioItem):
 
 
 result_key = pytest.StashKey[ScenarioResult]()
+
+
+def tell_skills_apart(items: Sequence[pytest.Item], rootdir: Path) -> None:
+    """Name a scenario item's skill by its folder relative to the rootdir where two skills of
+    the run share a folder name, so that their report headers differ."""
+    scenario_items = [item for item in items if isinstance(item, ScenarioItem)]
+    folders: dict[str, set[Path]] = {}
+    for item in scenario_items:
+        folders.setdefault(item.skill_dir.name, set()).add(item.skill_dir)
+    for item in scenario_items:
+        if len(folders[item.skill_dir.name]) > 1:
+            item.shown_skill = Path(os.path.relpath(item.skill_dir, rootdir)).as_posix()

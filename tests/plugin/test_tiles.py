@@ -133,7 +133,8 @@ def test_a_tile_scenario_is_selected_by_its_free_name_and_the_tiles_name(
     by_name = pytester.runpytest("tiles", "-k", "skill:acme/observability", *args, "--co")
 
     named.assert_outcomes(passed=1)
-    assert "trace-export" in named.stdout.str() and script.agent_calls == 1
+    assert "trace-export" in named.stdout.str()
+    assert script.agent_calls == 1
     by_name.stdout.fnmatch_lines(["*checkout-flow*", "*trace-export*", "*2 tests collected*"])
 
 
@@ -238,3 +239,36 @@ def test_a_tile_without_a_name_is_named_by_its_folder_and_the_report_moves_with_
     ]
     report = json.loads(_reports(tile)[0].read_text())
     assert (report["skill"], report["skill_version"]) == ("observability", "")
+
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def test_the_readmes_worked_example_is_the_prompt_a_run_sends(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    text = README.read_text()
+    section = text[text.index("### Tiles: `tile.json`") :]
+    start = section.index("````text\n") + len("````text\n")
+    documented = section[start : section.index("\n````", start)]
+    tile_json = json.loads(section[section.index("```json\n") + 8 : section.index("\n```\n")])
+    tile = write_tile(
+        pytester.path,
+        {
+            "checkout-flow": {
+                "criteria": {"a": 100},
+                "options": DIRECT,
+                "task": "Export the checkout spans.\n",
+                "inputs": {"app.py": 'print("hi")\n'},
+            }
+        },
+        tile_json=tile_json,
+    )
+    # The README's tile has no scripts/ or assets/.
+    (tile / "skills/otel/tracing/scripts/lint.sh").unlink()
+    (tile / "metrics/assets/units.txt").unlink()
+
+    result = pytester.runpytest("tiles", *eval_args(endpoint.base_url))
+
+    result.assert_outcomes(passed=1)
+    assert _agent_prompts(endpoint) == [documented]

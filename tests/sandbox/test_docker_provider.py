@@ -276,10 +276,14 @@ def test_host_timeout_keeps_partial_output_and_the_files(
 def test_missing_image_is_a_clear_error(client: docker.DockerClient) -> None:
     provider = DockerProvider(client, _limits("openkata-absent:1"))
 
+    # What a pip install has (the packaged image tooling, the setting) comes first.
     with pytest.raises(
         SandboxError,
-        match=r"^image 'openkata-absent:1' not found on the Docker engine: build it "
-        r"\(docker build -f Dockerfile\.eval -t openkata-absent:1 \.\) or set sandbox\.image$",
+        match=r"^image 'openkata-absent:1' not found on the Docker engine: set sandbox\.image "
+        r"\(--eval-sandbox-image or OPENKATA_EVAL_SANDBOX_IMAGE\) to an image it has, such as "
+        r"the packaged sandbox image that `python -m pytest_openkata\.localmodel build "
+        r"--sandbox` builds .*; in a checkout of pytest-openkata, docker build -f "
+        r"Dockerfile\.eval -t openkata-absent:1 \. builds the default image$",
     ):
         provider.create(_spec())
     assert _managed(client) == []

@@ -22,6 +22,7 @@ from pytest_openkata.core.excerpts import scenario_sections
 from pytest_openkata.core.results import ScenarioResult
 from pytest_openkata.core.summary import SkillSummary
 from pytest_openkata.providers.reporters import RunReport
+from pytest_openkata.providers.reporters.terminal import skill_labels
 
 SCENARIO_PROPERTY = "openkata_scenario"
 PERCENTAGE_PROPERTY = "openkata_percentage"
@@ -63,6 +64,8 @@ def _criterion_cases(scenario_case: ET.Element, result: ScenarioResult) -> list[
         _property(properties, "max_points", str(criterion.max_score))
         _property(properties, "reason", criterion.reason)
         _property(properties, "kind", criterion.kind)
+        if criterion.category:
+            _property(properties, "category", criterion.category)
         if not criterion.passed:
             failure = ET.SubElement(
                 case,
@@ -123,12 +126,14 @@ def _augment_suite(suite: ET.Element, results: Mapping[str, ScenarioResult]) -> 
         suite.set(attribute, str(sum(1 for c in cases if c.find(child) is not None)))
 
 
-def uplift_properties(summary: SkillSummary) -> list[tuple[str, str]]:
-    """A skill's uplift as suite properties, ``openkata_uplift.<skill>.<figure>``."""
+def uplift_properties(summary: SkillSummary, label: str | None = None) -> list[tuple[str, str]]:
+    """A skill's uplift as suite properties, ``openkata_uplift.<skill>.<figure>``, ``<skill>``
+    being ``label`` when given (the skill's folder where two skills have its name: see
+    :func:`~pytest_openkata.providers.reporters.terminal.skill_labels`)."""
     comparison = summary.comparison
     if comparison is None:
         return []
-    prefix = f"openkata_uplift.{summary.name}."
+    prefix = f"openkata_uplift.{label or summary.name}."
     figures = [("arm", comparison.arm)]
     uplift = comparison.uplift
     if uplift is not None:
@@ -196,7 +201,12 @@ class JUnitReporter:
             for result in summary.results
         }
         if results:
-            figures = [pair for summary in run.summaries for pair in uplift_properties(summary)]
+            labels = skill_labels(run.summaries)
+            figures = [
+                pair
+                for summary, label in zip(run.summaries, labels, strict=True)
+                for pair in uplift_properties(summary, label)
+            ]
             add_criteria_to_junit(run.junit_xml, results, figures)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import os
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -49,6 +50,7 @@ __all__ = [
     "read_skill_version",
     "render_report",
     "report_path",
+    "report_prefixes",
     "skill_report",
     "write_new_report",
 ]
@@ -346,6 +348,8 @@ def _criterion_dict(criterion: CriterionResult) -> dict[str, Any]:
         data["votes"] = {"pass": criterion.votes[0], "total": criterion.votes[1]}
     if criterion.kind != "judge":
         data["kind"] = criterion.kind
+    if criterion.category:
+        data["category"] = criterion.category
     return data
 
 
@@ -377,6 +381,7 @@ class _CriterionModel(_Model):
     reason: str = ""
     votes: _VotesModel | None = None
     kind: str = "judge"
+    category: str = ""
 
 
 class _CallsModel(_Model):
@@ -533,6 +538,7 @@ def _criteria(models: list[_CriterionModel] | None) -> list[CriterionResult] | N
             c.reason,
             None if c.votes is None else (c.votes.passed, c.votes.total),
             c.kind,
+            c.category,
         )
         for c in models
     ]
@@ -623,17 +629,76 @@ def parse_report(text: str | bytes) -> SkillReport:
 
 
 def report_path(
-    summary: SkillSummary, settings: EvalSettings, now: datetime, several_skills: bool
+    summary: SkillSummary,
+    settings: EvalSettings,
+    now: datetime,
+    several_skills: bool,
+    prefix: str | None = None,
 ) -> Path | None:
-    """Where a skill's report goes: under ``--eval-output`` when given (prefixed with the
-    skill's name when several skills ran), else, for a complete skill only, the reference's
-    automatic path; None for a partial run without ``--eval-output``, as in the reference."""
+    """Where a skill's report goes: under ``--eval-output`` when given (prefixed, when several
+    skills ran, with ``prefix``, by default the skill's name: see :func:`report_prefixes`),
+    else, for a complete skill only, the reference's automatic path; None for a partial run
+    without ``--eval-output``, as in the reference."""
     if settings.output:
         path = output_report_path(settings.output, now)
-        return path.with_name(f"{summary.name}-{path.name}") if several_skills else path
+        if not several_skills:
+            return path
+        name = prefix or summary.name.replace("/", PATH_SEPARATOR)
+        return path.with_name(f"{name}-{path.name}")
     if summary.complete:
         return auto_report_path(summary.skill_dir, settings.model, now)
     return None
+
+
+PATH_SEPARATOR = "__"
+
+
+def report_prefixes(summaries: Sequence[SkillSummary], rootdir: Path) -> list[str]:
+    """Each skill's name in the names of files of several skills' reports (``--eval-output``
+    with several skills, the held-back reports): the skill's name, or, where two skills of the
+    run have the same name, its folder relative to the rootdir with ``__`` for ``/``
+    (``skills__a__commit-message``); a folder outside the rootdir is named by as many of its
+    last folders as tell it from the others of its name, never by its absolute path. A name
+    still shared (folders named with ``__``) gets ``-2``, ``-3``... in the summaries' order."""
+    names = Counter(summary.name for summary in summaries)
+    groups: dict[str, list[Path]] = {}
+    for summary in summaries:
+        groups.setdefault(summary.name, []).append(Path(summary.skill_dir))
+    prefixes = []
+    for summary in summaries:
+        if names[summary.name] == 1:
+            # A tile's name is ``owner/name``: one file name, not a folder.
+            prefixes.append(summary.name.replace("/", PATH_SEPARATOR))
+            continue
+        parts = _relative_parts(Path(summary.skill_dir), rootdir)
+        if parts is None:
+            parts = _distinct_suffix(Path(summary.skill_dir), groups[summary.name])
+        prefixes.append(PATH_SEPARATOR.join(parts))
+    seen: Counter[str] = Counter()
+    distinct = []
+    for prefix in prefixes:
+        seen[prefix] += 1
+        distinct.append(prefix if seen[prefix] == 1 else f"{prefix}-{seen[prefix]}")
+    return distinct
+
+
+def _relative_parts(path: Path, rootdir: Path) -> tuple[str, ...] | None:
+    """The folders of ``path`` under the rootdir (None: it is not under it)."""
+    try:
+        parts = path.relative_to(rootdir).parts
+    except ValueError:
+        return None
+    return parts or None
+
+
+def _distinct_suffix(path: Path, others: Sequence[Path]) -> tuple[str, ...]:
+    """The fewest last folders of ``path`` that no other of ``others`` ends with."""
+    parts = path.parts[1:] if path.anchor else path.parts
+    for count in range(1, len(parts)):
+        suffix = parts[-count:]
+        if sum(1 for other in others if other.parts[-count:] == suffix) == 1:
+            return suffix
+    return parts
 
 
 UNPUBLISHED_FOLDER = "unpublished"
@@ -653,15 +718,20 @@ def held_back(summary: SkillSummary, settings: EvalSettings) -> int:
 
 
 def unpublished_report_path(
-    summary: SkillSummary, settings: EvalSettings, now: datetime, rootdir: Path
+    summary: SkillSummary,
+    settings: EvalSettings,
+    now: datetime,
+    rootdir: Path,
+    prefix: str | None = None,
 ) -> Path:
     """Where a held-back report goes: beside the run logs, laid out as ``evals/results/``
-    (``<log folder>/unpublished/<skill>/<model>/<UTC time>.json``), so that it can be moved
-    there by hand once its errors are understood. With the run log off, the default log
-    folder is used."""
+    (``<log folder>/unpublished/<skill>/<model>/<UTC time>.json``, ``<skill>`` being
+    ``prefix`` when given: see :func:`report_prefixes`), so that it can be moved there by hand
+    once its errors are understood. With the run log off, the default log folder is used."""
     logs = rootdir / Path(settings.log_dir or EvalSettings().log_dir).expanduser()
     published = auto_report_path(summary.skill_dir, settings.model, now)
-    return logs / UNPUBLISHED_FOLDER / summary.name / published.parent.name / published.name
+    folder = prefix or summary.name.replace("/", PATH_SEPARATOR)
+    return logs / UNPUBLISHED_FOLDER / folder / published.parent.name / published.name
 
 
 def later_names(path_at: Callable[[datetime], Path | None], now: datetime) -> Iterator[Path]:
@@ -686,8 +756,9 @@ class ResultsJsonReporter:
         if not run.complete:
             return
         several = len(run.summaries) > 1
-        for summary in run.summaries:
-            namer = self._namer(run, summary, several)
+        prefixes = report_prefixes(run.summaries, run.rootdir)
+        for summary, prefix in zip(run.summaries, prefixes, strict=True):
+            namer = self._namer(run, summary, several, prefix)
             path = namer(run.finished_at)
             if path is None:
                 continue
@@ -701,20 +772,22 @@ class ResultsJsonReporter:
 
     @staticmethod
     def _namer(
-        run: RunReport, summary: SkillSummary, several: bool
+        run: RunReport, summary: SkillSummary, several: bool, prefix: str
     ) -> Callable[[datetime], Path | None]:
         """The report's path for a time (None: no report), held back when it must be."""
         settings = run.settings
         errored = held_back(summary, settings)
         if not errored or report_path(summary, settings, run.finished_at, several) is None:
-            return lambda moment: report_path(summary, settings, moment, several)
+            return lambda moment: report_path(summary, settings, moment, several, prefix)
         summary.report_held = (
             f"{plural(errored, 'scenario')} errored for reasons outside the skill (an "
             "endpoint, the judge, an agent CLI or the sandbox engine), so this report is not "
             "in evals/results/, where the catalogue would count it; --eval-publish-errors "
             "publishes it anyway"
         )
-        return lambda moment: unpublished_report_path(summary, settings, moment, run.rootdir)
+        return lambda moment: unpublished_report_path(
+            summary, settings, moment, run.rootdir, prefix
+        )
 
 
 # --- paths and writing -------------------------------------------------------------------------

@@ -7,6 +7,7 @@ uses colour.
 from __future__ import annotations
 
 import contextlib
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -57,10 +58,14 @@ def _cache_line(result: ScenarioResult) -> str | None:
 
 
 def _header(result: ScenarioResult) -> str:
-    """The scenario's name and description. An errored scenario's description carries the
-    reference's ``(error: ...)`` suffix (as in the report); it is left out here, where the
-    ``ERROR:`` line says it, so that the error text appears once in the block."""
-    return f"  {result.name}: {result.plain_description}"
+    """The scenario's name and description (its name alone when it has none). An errored
+    scenario's description carries the reference's ``(error: ...)`` suffix (as in the report);
+    it is left out here, where the ``ERROR:`` line says it, so that the error text appears
+    once in the block."""
+    description = result.plain_description
+    if not description.strip():
+        return f"  {result.name}"
+    return f"  {result.name}: {description}"
 
 
 def _score_line(result: ScenarioResult) -> list[Segment]:
@@ -128,6 +133,16 @@ def uplift_lines(comparison: SkillComparison) -> Iterator[list[Segment]]:
         yield [(f"    left out: {name} ({why})", "yellow")]
 
 
+def _continued(first: list[Segment], text: str, indent: str) -> Iterator[list[Segment]]:
+    """``first`` followed by ``text``'s first line, then each further line of ``text`` on a
+    line of its own with the same ``indent`` as ``first``, so that a reason of several lines
+    stays inside its scenario's block (a line of its own left empty would end the block)."""
+    head, *rest = text.splitlines() or [""]
+    yield [*first[:-1], (first[-1][0] + head, first[-1][1])]
+    for line in rest:
+        yield [(f"{indent}{line}", None)]
+
+
 def _error_line(error: str) -> list[Segment]:
     return [("    ", None), ("ERROR", "red"), (f": {error}", None)]
 
@@ -150,11 +165,12 @@ def _scenario_lines(result: ScenarioResult) -> Iterator[list[Segment]]:
             ]
         else:
             reason = f" — {c.reason}" if c.reason else ""
-            yield [
+            line: list[Segment] = [
                 ("    ", None),
                 ("✗", "red"),
-                (f" {c.name} ({c.score}/{c.max_score}){_votes(c)}{reason}", None),
+                (f" {c.name} ({c.score}/{c.max_score}){_votes(c)}", None),
             ]
+            yield from _continued(line, reason, "    ")
     yield _score_line(result)
     for extra in (_baseline_line(result), _trials_line(result), _cache_line(result)):
         if extra is not None:
@@ -263,11 +279,22 @@ def _gate_percentage(summary: SkillSummary, threshold: int) -> str:
     return f"{summary.overall!r}%"
 
 
-def _skill_gate(summary: SkillSummary, threshold: int) -> str:
+def skill_labels(summaries: Sequence[SkillSummary]) -> list[str]:
+    """How the run's lines name each skill: by its name, or, where two skills of the run have
+    the same name (``skills/a/commit-message`` and ``skills/b/commit-message``), by its folder
+    relative to the rootdir, as its block's header shows it."""
+    names = Counter(summary.name for summary in summaries)
+    return [
+        summary.display if names[summary.name] > 1 and summary.display else summary.name
+        for summary in summaries
+    ]
+
+
+def _skill_gate(summary: SkillSummary, label: str, threshold: int) -> str:
     if not summary.complete:
-        return f"{summary.name} partial, threshold not enforced"
+        return f"{label} partial, threshold not enforced"
     relation = ">=" if summary.passed else "<"
-    return f"{summary.name} {_gate_percentage(summary, threshold)} {relation} {threshold}%"
+    return f"{label} {_gate_percentage(summary, threshold)} {relation} {threshold}%"
 
 
 def gate_line(
@@ -295,8 +322,12 @@ def gate_line(
         text = f"{stopped}: threshold not enforced, exit {exit_status}"
         return [(text, "green" if exit_status == 0 else "red")]
     enforced = any(summary.complete for summary in summaries)
+    labels = skill_labels(summaries)
     reasons = [
-        "; ".join(_skill_gate(summary, threshold) for summary in summaries)
+        "; ".join(
+            _skill_gate(summary, label, threshold)
+            for summary, label in zip(summaries, labels, strict=True)
+        )
         if enforced
         else "partial run: threshold not enforced"
     ]
@@ -304,12 +335,17 @@ def gate_line(
         reasons.append(f"{plural(errored, 'scenario')} errored")
     if failed:
         reasons.append(f"{plural(failed, 'ordinary test')} failed")
-    regressed = [s.name for s in summaries if require_uplift and s.regresses]
+    labelled = list(zip(summaries, labels, strict=True))
+    regressed = [label for s, label in labelled if require_uplift and s.regresses]
     if regressed:
         verb = "regresses" if len(regressed) == 1 else "regress"
         reasons.append(f"{', '.join(regressed)} {verb} against the baseline")
     if fail_on_regression:
-        reasons += [_regressions(s.changes) for s in summaries if s.changes and s.changes.failed]
+        reasons += [
+            _regressions(s.changes, label)
+            for s, label in labelled
+            if s.changes is not None and s.changes.failed
+        ]
     unwritten = run_errors + sum(1 for summary in summaries if summary.report_error is not None)
     if unwritten:
         reasons.append(f"{plural(unwritten, 'report')} not written")
@@ -320,14 +356,14 @@ def gate_line(
     return [(text, "green" if exit_status == 0 else "red")]
 
 
-def _regressions(changes: SkillChanges) -> str:
+def _regressions(changes: SkillChanges, label: str) -> str:
     """``commit-message: 1 regression (scenario-a), 1 missing (scenario-b) against <label>``."""
     parts = []
     for what, found in (("regression", changes.regressions), ("missing", changes.missing)):
         if found:
             noun = plural(len(found), what) if what == "regression" else f"{len(found)} missing"
             parts.append(f"{noun} ({', '.join(change.name for change in found)})")
-    return f"{changes.skill}: {', '.join(parts)} against {changes.baseline}"
+    return f"{label}: {', '.join(parts)} against {changes.baseline}"
 
 
 class TerminalReporter:

@@ -314,13 +314,22 @@ class DockerProvider:
                 detach=True,
             )
         except docker.errors.ImageNotFound:
-            raise SandboxError(
-                f"image {self.limits.image!r} not found on the Docker engine: build it "
-                f"(docker build -f Dockerfile.eval -t {self.limits.image} .) or set "
-                "sandbox.image"
-            ) from None
+            raise SandboxError(missing_image_message(self.limits.image)) from None
         except _ENGINE_ERRORS as exc:
             raise _engine_error(exc, "docker create") from exc
+
+
+def missing_image_message(image: str) -> str:
+    """Why a sandbox cannot be made without its image, and what gives one to a user of the
+    installed package (who has no ``Dockerfile.eval``: it is in a checkout of the project)."""
+    return (
+        f"image {image!r} not found on the Docker engine: set sandbox.image "
+        "(--eval-sandbox-image or OPENKATA_EVAL_SANDBOX_IMAGE) to an image it has, such as "
+        "the packaged sandbox image that `python -m pytest_openkata.localmodel build "
+        "--sandbox` builds into the engine of DOCKER_HOST and names (its agent is codex: "
+        "--eval-sandbox-agent codex); in a checkout of pytest-openkata, docker build -f "
+        f"Dockerfile.eval -t {image} . builds the default image"
+    )
 
 
 def from_settings(settings: EvalSettings) -> DockerProvider:
