@@ -97,12 +97,15 @@ def test_a_run_warns_about_files_beside_task_md_and_unreachable_links_of_a_skill
     result.assert_outcomes(passed=1, warnings=2)
     result.stdout.fnmatch_lines(
         [
-            "*EvalLintWarning: [[]unreached-files[]] SKILL.md links to rules/naming.md, which never reaches the "
-            "agent's prompt: move it under references/ (and update the link)",
+            "*EvalLintWarning: [[]unreached-files[]] SKILL.md links to rules/naming.md, which "
+            "never reaches the agent's prompt: move it under references/ (and update the link)",
         ]
     )
     result.stdout.fnmatch_lines(
-        ["*EvalLintWarning: [[]unreached-files[]] evals/scenario-0/app.py never reaches the agent*move it under inputs/*"]
+        [
+            "*EvalLintWarning: [[]unreached-files[]] evals/scenario-0/app.py never reaches the "
+            "agent*move it under inputs/*"
+        ]
     )
     assert "capability.txt never" not in result.stdout.str()
 
