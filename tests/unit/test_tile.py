@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from pytest_openkata.core.jsonfiles import ScenarioLoadError
+from pytest_openkata.core.lint import lint_scenario, lint_skill
 from pytest_openkata.core.prompt import skill_part
 from pytest_openkata.core.scenario import discover_scenarios, read_skill_version
 from pytest_openkata.core.tile import is_tile_dir, load_tile, tile_files, unit_name
@@ -131,3 +132,23 @@ def test_the_corpus_skills_with_a_tile_json_of_themselves_stay_skills(corpus: Pa
         assert unit_name(skill) == skill.name
         skill_md = (skill / "SKILL.md").read_text(encoding="utf-8", errors="replace")
         assert skill_part(skill)[0] == skill_md  # the reference's prompt: SKILL.md first
+
+
+def test_lint_knows_a_tiles_names_and_that_it_needs_no_skill_md(tmp_path: Path) -> None:
+    task = "Use the observability tile and the metrics skill.\n"
+    tile = write_tile(
+        tmp_path,
+        {"c": {"criteria": {"a": 100}, "options": {"description": "d"}, "task": task}},
+    )
+
+    scenario = lint_scenario(tile / "evals" / "c")
+    skill = lint_skill(tile)
+
+    assert scenario["files"] == []  # a tile has no SKILL.md of its own
+    assert [(f.severity, f.line) for f in scenario["task-names-skill"]] == [
+        ("warning", 1),  # a one-word name: the tile's folder
+        ("error", 1),  # "the metrics skill": a listed skill named as such
+    ]
+    assert "'metrics'" in scenario["task-names-skill"][1].message
+    assert skill["skill-md"] == []
+    assert skill["changelog"] == []  # tile.json's version
