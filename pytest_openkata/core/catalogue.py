@@ -35,6 +35,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from pytest_openkata.core.scenario import read_skill_version
+from pytest_openkata.core.tile import TILE_FILE, has_context, is_tile_dir
 from pytest_openkata.providers.reporters import gojson
 
 __all__ = [
@@ -173,9 +174,10 @@ def effectiveness(overall_percentage: float) -> int:
 
 
 def read_catalogue(root: Path) -> Catalogue:
-    """Every folder ``<root>/<name>/`` holding SKILL.md, sorted by name."""
+    """Every folder ``<root>/<name>/`` holding SKILL.md or a tile's ``tile.json``, sorted by
+    name."""
     root = Path(root)
-    names = sorted(p.name for p in root.iterdir() if (p / "SKILL.md").is_file())
+    names = sorted(p.name for p in root.iterdir() if has_context(p))
     return Catalogue(root, tuple(read_skill(root, name) for name in names))
 
 
@@ -193,15 +195,17 @@ def read_skill(root: Path, name: str) -> SkillEntry:
 
 
 def current_version(root: Path, name: str) -> SkillVersion:
-    """The highest ``skills/<name>/v*`` tag, else CHANGELOG.md's first released version, else
-    ``0.0.0``."""
+    """The highest ``skills/<name>/v*`` tag, else CHANGELOG.md's first released version (a
+    tile's ``version``), else ``0.0.0``."""
     tagged = latest_tag(root, name)
     if tagged is not None:
         tag, version = tagged
         return SkillVersion(version, f"git tag {tag}")
     released = read_skill_version(Path(root) / name)
     if released:
-        return SkillVersion(released, "CHANGELOG.md")
+        return SkillVersion(
+            released, TILE_FILE if is_tile_dir(Path(root) / name) else "CHANGELOG.md"
+        )
     return SkillVersion(DEFAULT_VERSION, "default")
 
 

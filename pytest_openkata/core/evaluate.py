@@ -26,8 +26,10 @@ from pytest_openkata.core.sandboxed import build_sandbox
 from pytest_openkata.core.scenario import (
     SCENARIO_NAMES,
     discover_scenarios,
+    has_categories,
     holds_scenario_files,
     is_scenario_dir,
+    scenario_candidates,
 )
 from pytest_openkata.core.schedule import ScenarioScheduler
 from pytest_openkata.core.slots import CallSlot
@@ -82,6 +84,16 @@ def find_scenarios(paths: Iterable[PathLike], names: str = SCENARIO_NAMES) -> li
             for scenario in discover_scenarios(evals, names):
                 found.setdefault(scenario)
     return list(found)
+
+
+def _skill_scenarios(scenario: Path, names: str) -> tuple[str, ...]:
+    """The names of the scenarios of ``scenario``'s skill, for the gate's completeness: those
+    ``names`` takes, or, for a folder given by path that it does not take, every folder that
+    looks like a scenario (so that the run is partial), as a pytest run counts them."""
+    taken = discover_scenarios(scenario.parent, names)
+    if scenario not in taken:
+        taken = scenario_candidates(scenario.parent)
+    return tuple(entry.name for entry in taken)
 
 
 def cache_folder(root: Path) -> Path:
@@ -141,8 +153,10 @@ def evaluate(paths: PathLike | Iterable[PathLike], **settings: object) -> list[S
     given = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
     names = resolved.scenario_names
     jobs = [
-        _Job(scenario, tuple(s.name for s in discover_scenarios(scenario.parent, names)))
+        _Job(scenario, _skill_scenarios(scenario, names))
         for scenario in find_scenarios(given, names)
+        # As pytest deselects them: with --eval-category, those without such criteria.
+        if not resolved.categories or has_categories(scenario, resolved.categories)
     ]
     here = Path.cwd()
     results = _run(jobs, resolved, here)

@@ -39,6 +39,7 @@ from pytest_openkata.core.jsonfiles import (
 )
 from pytest_openkata.core.scenario import (
     CHECKS_FILE,
+    SCENARIO_NAMES,
     _check_field,
     _check_of,
     _CriteriaModel,
@@ -48,6 +49,7 @@ from pytest_openkata.core.scenario import (
     load_checks,
     load_criteria,
     load_scenario_options,
+    read_capability,
     read_skill_version,
     unselected_scenarios,
 )
@@ -980,8 +982,8 @@ def _scenario_description_rule(scenario: _Scenario) -> list[Finding]:
         description = load_scenario_options(path).description
     except ScenarioLoadError:
         return []  # the scenario.json rule reports it
-    if description.strip():
-        return []
+    if description.strip() or read_capability(scenario.path):
+        return []  # capability.txt is the description when scenario.json has none
     where = "no scenario.json" if not path.exists() else "scenario.json has no description"
     message = (
         f'{where}: add {{"description": "..."}} saying what the scenario tests, for the catalogue'
@@ -1491,11 +1493,12 @@ def _changelog_rule(skill_dir: Path) -> list[Finding]:
     return [Finding("changelog", "error", CHANGELOG_FILE, None, message)]
 
 
-def _scenarios_rule(skill_dir: Path) -> list[Finding]:
-    """The skill has scenarios: without any, nothing evaluates it."""
-    if discover_scenarios(skill_dir / "evals"):
+def _scenarios_rule(skill_dir: Path, scenario_names: str = SCENARIO_NAMES) -> list[Finding]:
+    """The skill has scenarios (those the ``scenario_names`` setting takes): without any,
+    nothing evaluates it."""
+    if discover_scenarios(skill_dir / "evals", scenario_names):
         return []
-    others = unselected_scenarios(skill_dir / "evals")
+    others = unselected_scenarios(skill_dir / "evals", scenario_names)
     if others:
         names = ", ".join(entry.name for entry in others)
         message = (
@@ -1641,6 +1644,10 @@ released version; at least one scenario; files SKILL.md links to that never reac
 prompt."""
 
 
-def lint_skill(skill_dir: Path) -> dict[str, list[Finding]]:
-    """Every skill rule's findings for a skill folder (not its scenarios')."""
-    return {name: rule(skill_dir) for name, rule in _SKILL_RULES.items()}
+def lint_skill(skill_dir: Path, scenario_names: str = SCENARIO_NAMES) -> dict[str, list[Finding]]:
+    """Every skill rule's findings for a skill folder (not its scenarios'); ``scenario_names``
+    is the run's setting, which says which of its folders are scenarios."""
+    return {
+        name: _scenarios_rule(skill_dir, scenario_names) if name == "scenarios" else rule(skill_dir)
+        for name, rule in _SKILL_RULES.items()
+    }

@@ -42,10 +42,11 @@ class SkillTexts:
         self._texts: dict[Path, list[str]] = {}
         self._readers: dict[Path, SkillReader] = {}
 
-    def of(self, skill_dir: Path) -> list[str]:
+    def of(self, skill_dir: Path, *, tile: bool | None = None) -> list[str]:
         texts = self._texts.get(skill_dir)
         if texts is None:
-            texts = self._texts[skill_dir] = skill_part(skill_dir, self.reader(skill_dir))
+            texts = skill_part(skill_dir, self.reader(skill_dir), tile=tile)
+            self._texts[skill_dir] = texts
         return texts
 
     def reader(self, skill_dir: Path) -> SkillReader:
@@ -57,11 +58,17 @@ class SkillTexts:
         return reader
 
 
-def skill_part(skill_dir: Path, reader: SkillReader | None = None) -> list[str]:
-    """SKILL.md, then the ``--- <rel> ---`` sections of the skill's files. Raises
-    ``FileNotFoundError`` for a missing SKILL.md, with the reference's message."""
+def skill_part(
+    skill_dir: Path, reader: SkillReader | None = None, *, tile: bool | None = None
+) -> list[str]:
+    """SKILL.md, then the ``--- <rel> ---`` sections of the skill's files (a tile's context
+    when ``tile``, by default when ``skill_dir`` is a tile). Raises ``FileNotFoundError`` for
+    a missing SKILL.md, with the reference's message.
+
+    ``tile`` is the scenario's own folder's kind when ``skill_dir`` is a copy at a git ref,
+    which has no ``evals/`` and so cannot tell a skill from a tile by itself."""
     reader = SkillReader(skill_dir) if reader is None else reader
-    if is_tile_dir(skill_dir):
+    if is_tile_dir(skill_dir) if tile is None else tile:
         return tile_part(skill_dir, reader)
     skill_text = _read(skill_dir / "SKILL.md", reader)
     if skill_text is None:
@@ -102,7 +109,7 @@ def build_prompt(
     source = skill_dir if skill is True else skill
     texts = SkillTexts() if skill_texts is None else skill_texts
     reader = texts.reader(skill_dir)
-    parts = [] if source is False else list(texts.of(source))
+    parts = [] if source is False else list(texts.of(source, tile=is_tile_dir(skill_dir)))
     task = _read(scenario_dir / "task.md", reader)
     if task is None:
         raise FileNotFoundError(_read_error(scenario_dir / "task.md"))

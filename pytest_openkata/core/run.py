@@ -551,6 +551,6 @@ def _baseline_run(
         prompt = build_prompt(
             scenario.skill_dir, scenario.path, options.skill_texts, skill=arm.skill
         )
-    except (ArmError, FileNotFoundError) as exc:
+    except (ArmError, FileNotFoundError, ScenarioLoadError) as exc:  # a tile.json at the ref
         return errored_trial(1, error_text(exc, redact, scenario.skill_dir), kind=SCENARIO_ERROR)
     return _ScenarioRun(scenario, prompt, backends, options, redact=redact, slot=slot, arm=arm)

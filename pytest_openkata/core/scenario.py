@@ -252,7 +252,12 @@ def has_categories(scenario_dir: Path, categories: tuple[str, ...]) -> bool:
         _context, criteria = load_criteria(scenario_dir / "criteria.json", allow_empty=True)
     except ScenarioLoadError:
         return True
-    return any(c.category in categories for c in criteria)
+    return any(_in_categories(c, categories) for c in criteria)
+
+
+def _in_categories(criterion: Criterion, categories: tuple[str, ...]) -> bool:
+    """Categories match without regard to case: ``intent`` selects ``INTENT``."""
+    return criterion.category.casefold() in {name.casefold() for name in categories}
 
 
 def only_categories(scenario: Scenario, categories: tuple[str, ...]) -> Scenario:
@@ -260,7 +265,7 @@ def only_categories(scenario: Scenario, categories: tuple[str, ...]) -> Scenario
     none). The checks of ``checks.json`` carry no category, so they are left out."""
     if not categories:
         return scenario
-    criteria = tuple(c for c in scenario.criteria if c.category in categories)
+    criteria = tuple(c for c in scenario.criteria if _in_categories(c, categories))
     return replace(scenario, criteria=criteria, checks=())
 
 

@@ -12,12 +12,14 @@ themselves, and their prompts and reports must not change.
 The context of a tile is a list of its files, each named by its path in the tile, in this
 order: every listed skill in ``tile.json`` order (its SKILL.md, then the files of its
 ``references/``, ``scripts/`` and ``assets/``, as the reference orders a skill's files), then
-the docs (the entry file, then the other files of its folder, when that folder is not the
-tile's root), then each steering rules file. A file already listed is not listed again.
+the docs (the entry file, then the other files of its folder, when that folder is neither the
+tile's root nor in its ``evals``), then each steering rules file. A file already listed is
+not listed again.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,7 +92,8 @@ def _error(tile_json: Path, message: str, field: str | None = None) -> ScenarioL
 def _listed_file(tile_json: Path, root: Path, rel: str, field: str) -> Path:
     if Path(rel).is_absolute():
         raise _error(tile_json, f"{rel!r} must be a path inside the tile", field)
-    path = root / rel
+    # Normalised, so that ``docs/../rules.md`` is the rules file, not a way into the tile.
+    path = Path(os.path.normpath(root / rel))
     if not is_inside(path, root.resolve()):
         raise _error(tile_json, f"{rel!r} leads out of the tile", field)
     if not path.is_file():
@@ -101,6 +104,7 @@ def _listed_file(tile_json: Path, root: Path, rel: str, field: str) -> Path:
 def load_tile(folder: Path) -> Tile:
     """Read and check ``<folder>/tile.json``; a problem is a :class:`ScenarioLoadError`
     naming the file and the key."""
+    folder = Path(os.path.normpath(folder))  # the listed paths are normalised against it
     tile_json = folder / TILE_FILE
     try:
         raw = _read_json(tile_json)
@@ -109,6 +113,12 @@ def load_tile(folder: Path) -> Tile:
     if not isinstance(raw, Mapping):
         raise _error(tile_json, "must be a JSON object")
     data = _go_keys(raw, _TileModel.model_fields)
+    entries: dict[str, type[BaseModel]] = {"skills": _SkillEntry, "steering": _SteeringEntry}
+    for key, entry_model in entries.items():
+        if isinstance(data.get(key), Mapping):
+            data[key] = {
+                name: _go_keys(entry, entry_model.model_fields) for name, entry in data[key].items()
+            }
     try:
         model = _TileModel.model_validate(data)
     except ValidationError as exc:
@@ -145,7 +155,8 @@ def tile_files(tile: Tile) -> list[tuple[str, Path]]:
             add(path)
     if tile.docs is not None:
         add(tile.docs)
-        if tile.docs.parent != tile.root:
+        evals = tile.root / "evals"
+        if tile.docs.parent != tile.root and not tile.docs.is_relative_to(evals):
             for _rel, path in files_under(tile.docs.parent):
                 add(path)
     for _name, rules in tile.steering:

@@ -447,7 +447,7 @@ def workspace_files(
     if skill is not False and skill is not None:
         source = skill_dir if skill is True else skill
         source_reader = reader if skill is True else SkillReader(source)
-        if is_tile_dir(source):
+        if is_tile_dir(skill_dir):  # the scenario's own folder: a copy at a ref has no evals/
             parts = [(f"skill/{rel}", path) for rel, path in tile_files(load_tile(source))]
         else:
             parts = [("skill/SKILL.md", source / "SKILL.md")]

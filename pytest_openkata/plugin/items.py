@@ -20,7 +20,11 @@ from pytest_openkata.core.results import ScenarioResult
 from pytest_openkata.core.scenario import scenario_candidates
 from pytest_openkata.plugin import compat, validation
 from pytest_openkata.plugin.lint import warn_findings
-from pytest_openkata.plugin.scenario_folder import ScenarioFolderItem, scenario_folders
+from pytest_openkata.plugin.scenario_folder import (
+    ScenarioFolderItem,
+    says_collection_warnings,
+    scenario_folders,
+)
 from pytest_openkata.plugin.session import VALIDATE, mode_of
 from pytest_openkata.providers.reporters.junit import (
     PERCENTAGE_PROPERTY,
@@ -45,9 +49,10 @@ class EvalsDir(pytest.Directory):
     def collect(self) -> Iterator[pytest.Item]:
         # Said once per skill: links the agent could never follow.
         skill_dir = self.path.parent
-        warn_findings(unreached_skill_files(skill_dir), skill_dir, self.config.rootpath)
-        scenarios = scenario_folders(self, self.path)
-        names = tuple(s.name for s in scenarios)
+        if says_collection_warnings(self.config):
+            warn_findings(unreached_skill_files(skill_dir), skill_dir, self.config.rootpath)
+        scenarios, skill_scenarios = scenario_folders(self, self.path)
+        names = tuple(skill_scenarios)
         item_class = ValidationItem if mode_of(self.config) == VALIDATE else ScenarioItem
         fixture_info = compat.shared_fixture_info(self, item_class.body)
         for entry in scenarios:

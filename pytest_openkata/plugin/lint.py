@@ -20,9 +20,10 @@ import pytest
 
 from pytest_openkata.core.lint import EvalLintWarning, Finding, lint_scenario, lint_skill
 from pytest_openkata.core.scenario import scenario_candidates
-from pytest_openkata.core.tile import is_tile_dir
+from pytest_openkata.core.tile import is_tile_dir, unit_name
 from pytest_openkata.plugin import compat
 from pytest_openkata.plugin.scenario_folder import ScenarioFolderItem, scenario_folders
+from pytest_openkata.plugin.session import settings_key
 
 __all__ = [
     "EvalLintWarning",
@@ -54,20 +55,43 @@ def _ignored(collector: pytest.Collector) -> Callable[[Path], bool]:
 
 
 class SkillLintDir(pytest.Directory):
-    """A skill in lint mode: its own item, then its scenarios; nothing else under it."""
+    """A skill or tile in lint mode: its own item, then its scenarios; under a skill nothing
+    else, under a tile also the skills below it that have scenarios of their own (a run takes
+    those too)."""
 
     def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
         yield SkillLintItem.from_parent(self, name=SKILL_ITEM, skill_dir=self.path)
+        ignored = _ignored(self)
         evals = self.path / "evals"
-        if evals.is_dir() and not _ignored(self)(evals):
+        if evals.is_dir() and not ignored(evals):
             yield EvalsLintDir.from_parent(self, path=evals)
+        if is_tile_dir(self.path):
+            for folder in _skills_with_evals_under(self.path, ignored):
+                yield SkillLintDir.from_parent(self, path=folder)
+
+
+def _skills_with_evals_under(tile: Path, ignored: Callable[[Path], bool]) -> Iterator[Path]:
+    """The folders below ``tile`` whose ``evals`` holds scenarios, never looking into one, into
+    the tile's own ``evals``, hidden folders or what pytest's ignore rules leave out."""
+    for current, folders, _files in os.walk(tile):
+        here = Path(current)
+        kept = []
+        for name in sorted(folders):
+            path = here / name
+            if name.startswith(".") or ignored(path) or (here == tile and name == "evals"):
+                continue
+            if scenario_candidates(path / "evals"):
+                yield path
+            else:
+                kept.append(name)
+        folders[:] = kept
 
 
 class EvalsLintDir(pytest.Directory):
     """A skill's ``evals`` folder in lint mode: one item per scenario folder."""
 
     def collect(self) -> Iterator[pytest.Item]:
-        for entry in scenario_folders(self, self.path):
+        for entry in scenario_folders(self, self.path)[0]:
             yield ScenarioLintItem.from_parent(self, name=entry.name, scenario_dir=entry)
 
 
@@ -103,7 +127,8 @@ def lint_skill_rules(request: pytest.FixtureRequest, subtests: pytest.Subtests) 
     """The skill's rules (SKILL.md, CHANGELOG.md, its scenarios), each a subtest."""
     item = request.node
     assert isinstance(item, SkillLintItem)
-    _check_rules(lint_skill(item.skill_dir), subtests, item, item.skill_dir)
+    names = item.config.stash[settings_key].scenario_names
+    _check_rules(lint_skill(item.skill_dir, names), subtests, item, item.skill_dir)
 
 
 def lint_scenario_rules(request: pytest.FixtureRequest, subtests: pytest.Subtests) -> None:
@@ -122,6 +147,7 @@ class SkillLintItem(pytest.Function):
         self.skill_dir = skill_dir
         self.path = skill_dir / "SKILL.md"
         self.extra_keyword_matches.add(f"skill:{skill_dir.name}")
+        self.extra_keyword_matches.add(f"skill:{unit_name(skill_dir)}")  # a tile's name
 
     def reportinfo(self) -> tuple[Path, None, str]:
         return self.path, None, f"{self.skill_dir.name}::lint"

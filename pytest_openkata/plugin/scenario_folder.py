@@ -34,8 +34,9 @@ class ScenarioFolderItem(pytest.Function):
         if name != skill_dir.name:
             self.extra_keyword_matches.add(f"skill:{name}")
         kind = sandbox_mode(self.path)
-        if kind is not None:  # an unreadable scenario.json: the item errors with the reason
-            self.add_marker(kind)
+        # A scenario.json that cannot be read gets both: either selection shows its error.
+        for marker in KIND_MARKERS if kind is None else (kind,):
+            self.add_marker(marker)
 
     @functools.cached_property
     def ihook(self) -> pluggy.HookRelay:
@@ -47,9 +48,19 @@ class ScenarioFolderItem(pytest.Function):
         return self.parent.ihook
 
 
-def scenario_folders(collector: pytest.Directory, evals: Path) -> list[Path]:
+def says_collection_warnings(config: pytest.Config) -> bool:
+    """Whether this process says the warnings of collection: with xdist every worker collects
+    every folder, so only the first worker does (its ``workerinput``, which xdist gives each
+    worker's config, names it), and a run without workers always does."""
+    workerinput = getattr(config, "workerinput", None)
+    return workerinput is None or workerinput.get("workerid") == "gw0"
+
+
+def scenario_folders(collector: pytest.Directory, evals: Path) -> tuple[list[Path], list[str]]:
     """The scenario folders of ``evals`` a run takes, in order: those the ``scenario_names``
-    setting selects (every one in a tile) and those named on the command line. Pytest's
+    setting selects (every one in a tile) and those named on the command line; and the names
+    of the skill's scenarios for the gate's completeness (with a folder taken only because it
+    was named, the folders the setting leaves out too, so that the run is partial). Pytest's
     ignore rules apply, except to a folder named on the command line. The folders the setting
     leaves out are named in one collection warning."""
     config = collector.config
@@ -57,17 +68,21 @@ def scenario_folders(collector: pytest.Directory, evals: Path) -> list[Path]:
     session = collector.session
     ignored = compat.ignore_check(collector)
     selected = set(discover_scenarios(evals, names))
-    left_out = []
-    taken = []
+    left_out: list[str] = []
+    taken: list[Path] = []
+    named_only = False
     for entry in scenario_candidates(evals):
         explicit = session.isinitpath(entry, with_parents=True)
         if not explicit and ignored(entry):
             continue
-        if explicit or entry in selected:
+        if entry in selected:
             taken.append(entry)
+        elif explicit:
+            taken.append(entry)
+            named_only = True
         else:
             left_out.append(entry.name)
-    if left_out:
+    if left_out and says_collection_warnings(config):
         collector.warn(
             pytest.PytestCollectionWarning(
                 f"{len(left_out)} folder(s) with task.md and criteria.json not collected, "
@@ -76,4 +91,7 @@ def scenario_folders(collector: pytest.Directory, evals: Path) -> list[Path]:
                 "(YAML), e.g. to *, or name a folder on the command line"
             )
         )
-    return taken
+    skill_scenarios = [entry.name for entry in taken]
+    if named_only:
+        skill_scenarios = sorted([*skill_scenarios, *left_out])
+    return taken, skill_scenarios

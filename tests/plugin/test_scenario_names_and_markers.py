@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from tests.architecture.test_core_without_pytest import run_without_pytest
 from tests.support.endpoint import ScriptedEndpoint
 from tests.support.evals import EvalScript, eval_args, write_scenario, write_skill
 from tests.support.tiles import write_tile
@@ -206,3 +207,58 @@ def test_capability_txt_is_the_description_when_scenario_json_gives_none(
     result.stdout.fnmatch_lines(
         ["  both: from scenario.json", "  with-capability: Exports spans with semantic names."]
     )
+
+
+def test_a_scenario_json_that_cannot_be_read_is_in_both_selections_so_its_error_shows(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    skill = write_skill(pytester.path, "s", {"scenario-0": {"a": 100}})
+    (skill / "evals" / "scenario-0" / "scenario.json").write_text("{not json")
+
+    for kind in ("direct", "sandbox"):
+        result = pytester.runpytest("skills", "-m", kind, *eval_args(endpoint.base_url))
+        result.assert_outcomes(errors=1)
+        result.stdout.fnmatch_lines(["*scenario error: evals/scenario-0/scenario.json: not valid*"])
+
+
+def test_categories_match_without_regard_to_case(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    write_tile(
+        pytester.path,
+        {
+            "mixed": {
+                "criteria": {"why": (30, "INTENT"), "how": (70, "QUALITY")},
+                "options": {"sandbox": False},
+            }
+        },
+    )
+
+    result = pytester.runpytest("tiles", "--eval-category", "intent", *eval_args(endpoint.base_url))
+
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["    ✓ why (30/30)", "    Score: 30/30 (100%) PASS"])
+
+
+def test_evaluate_of_a_free_named_folder_given_by_path_is_a_partial_run(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    skill = write_skill(pytester.path, "s", {})
+    write_scenario(skill, "checkout-flow", {"a": 100})
+    write_scenario(skill, "rate-limits", {"a": 100})
+
+    result = run_without_pytest(
+        f"""
+        from pytest_openkata import evaluate
+        (summary,) = evaluate(
+            "skills/s/evals/checkout-flow", backend="http",
+            http={{"base_url": {endpoint.base_url!r}}},
+        )
+        print(summary.complete, [r.name for r in summary.results])
+        """,
+        cwd=pytester.path,
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "False ['checkout-flow']"
+    assert not (skill / "evals" / "results").exists()

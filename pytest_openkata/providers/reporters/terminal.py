@@ -143,14 +143,15 @@ def _continued(first: list[Segment], text: str, indent: str) -> Iterator[list[Se
         yield [(f"{indent}{line}", None)]
 
 
-def _error_line(error: str) -> list[Segment]:
-    return [("    ", None), ("ERROR", "red"), (f": {error}", None)]
+def _error_lines(error: str) -> Iterator[list[Segment]]:
+    """``ERROR: <text>``, a text of several lines kept inside the scenario's block."""
+    return _continued([("    ", None), ("ERROR", "red"), (": ", None)], error, "    ")
 
 
 def _scenario_lines(result: ScenarioResult) -> Iterator[list[Segment]]:
     yield [(_header(result), None)]
     if result.criteria is None:  # errored: no criterion, no score, no statistics
-        yield _error_line(result.error or "no result")
+        yield from _error_lines(result.error or "no result")
         cache = _cache_line(result)
         if cache is not None:
             yield [(cache, None)]
@@ -176,7 +177,7 @@ def _scenario_lines(result: ScenarioResult) -> Iterator[list[Segment]]:
         if extra is not None:
             yield [(extra, None)]
     if result.error is not None:  # some trials errored: scored, and an error all the same
-        yield _error_line(result.error)
+        yield from _error_lines(result.error)
     yield []
 
 
