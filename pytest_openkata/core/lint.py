@@ -1128,17 +1128,20 @@ def _matches(text: str) -> _Mechanical | None:
     return _Mechanical("regex", pattern, ignore_case, match.group("subject"))
 
 
-def _subject_path(subject: str) -> str | None:
-    """The file a criterion's subject names ("The file `CHANGELOG.md`", "notes/out.txt")."""
-    for _, _, content in _code_spans(subject):
-        path = _input_path(content)
-        if path is not None:
-            return path
+def _subject_path(subject: str, scenario_dir: Path) -> str | None:
+    """The workspace file a criterion's subject names: one in backticks ("The file
+    `CHANGELOG.md`"), or a bare word with a ``/`` or that ``inputs/`` holds ("notes/out.txt",
+    "app.py"), not a dotted name such as "Node.js". A leading ``inputs/`` is left out: the
+    files of inputs/ sit at the workspace's root."""
+    candidates = [content for _, _, content in _code_spans(subject)]
     for word in subject.split():
         token = word.strip("`\"'()[]<>{},;:!?*")
-        path = _input_path(token) if _is_path_token(token) else None
+        if "/" in token or (_is_path_token(token) and _in_inputs(scenario_dir, token)):
+            candidates.append(token)
+    for candidate in candidates:
+        path = _input_path(candidate)
         if path is not None:
-            return path
+            return path.removeprefix("inputs/") or None
     return None
 
 
@@ -1160,7 +1163,7 @@ def _criterion_check(scenario: _Scenario, item: _Node) -> tuple[dict[str, Any], 
     found = next((m for m in map(_mechanical, texts) if m is not None), None)
     if found is None:
         return None
-    path = _subject_path(found.subject) if scenario.sandboxed else None
+    path = _subject_path(found.subject, scenario.path) if scenario.sandboxed else None
     entry: dict[str, Any] = {"name": name, "type": "file_regex" if path else "output_regex"}
     if path:
         entry["path"] = path
@@ -1180,8 +1183,9 @@ def _mechanical_criteria_rule(scenario: _Scenario) -> list[Finding]:
         entry = json.dumps(check[0], ensure_ascii=False)
         message = (
             f"{_criterion_field(index, item)}: mechanical criterion: a check grades it "
-            f"exactly; replace it with this checks.json entry (and keep the scores summing to "
-            f"100): {entry}"
+            f"exactly; replace it with this checks.json entry, and give its points to the "
+            f"other criteria (criteria.json's scores still sum to 100, as the reference's "
+            f"weights script checks; the check's come on top): {entry}"
         )
         findings.append(
             Finding(
@@ -1207,7 +1211,8 @@ def _expected_values(scenario: _Scenario, item: _Node) -> list[str]:
     if check is not None and check[1].strip():
         values.append(" ".join(check[1].split()))
     description = item.scalar("description") if item.members is not None else None
-    if isinstance(description, str):
+    # A value the criterion forbids ("does not recommend `git push --force`") is no answer.
+    if isinstance(description, str) and not _NEGATION.search(description):
         quoted = [c for _, _, c in _code_spans(description)]
         quoted += re.findall(r"\"([^\"]+)\"|“([^”]+)”", description)
         for value in quoted:
@@ -1513,27 +1518,47 @@ def _scenarios_rule(skill_dir: Path, scenario_names: str = SCENARIO_NAMES) -> li
     return [Finding("scenarios", "warning", "evals", None, message)]
 
 
-_INLINE_LINK = re.compile(
-    r"\[(?:[^\]\\]|\\.)*\]\(\s*(?P<dest><[^>]*>|[^\s()]+)(?:\s+(?:\"[^\"]*\"|'[^']*'))?\s*\)"
-)
+# A link's text may hold one level of brackets (an image: ``[![alt](a.png)](doc.md)``) and
+# may wrap onto the next lines.
+_LINK_TEXT = r"\[(?:[^\[\]\\]|\\.|\[(?:[^\[\]\\]|\\.)*\])*\]"
+_LINK_DESTINATION = r"\(\s*(?P<dest><[^>]*>|[^\s()]+)(?:\s+(?:\"[^\"]*\"|'[^']*'))?\s*\)"
+_INLINE_LINK = re.compile(f"(?P<text>{_LINK_TEXT}){_LINK_DESTINATION}")
+_HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
 _LINK_DEFINITION = re.compile(r"^ {0,3}\[(?!\^)(?:[^\]\\]|\\.)+\]:\s*(?P<dest><[^>]*>|\S+)")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
 
 def _links(text: str) -> Iterator[tuple[int, str]]:
     """The destinations of a Markdown text's links (inline ones, images included, and the
-    definitions of reference-style ones, not footnotes), each with its line; not in code."""
-    for number, line, fenced in _markdown_lines(text):
-        if fenced:
-            continue
-        spans = _code_spans(line)
+    definitions of reference-style ones, not footnotes), each with its line; not in code or
+    in HTML comments."""
+    lines = []
+    for _number, line, fenced in _markdown_lines(text):
+        kept = "" if fenced else line
+        for start, end, _content in reversed(_code_spans(kept)):
+            kept = kept[:start] + " " * (end - start) + kept[end:]
+        lines.append(kept)
+    prose = _HTML_COMMENT.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), "\n".join(lines))
+    starts = [0]
+    for line in prose.split("\n")[:-1]:
+        starts.append(starts[-1] + len(line) + 1)
+    found: list[tuple[int, int, str]] = []
+    for number, line in enumerate(prose.split("\n"), start=1):
         definition = _LINK_DEFINITION.match(line)
         if definition is not None:
-            yield number, definition.group("dest").strip("<>")
-            continue
-        for match in _INLINE_LINK.finditer(line):
-            if not any(s <= match.start() < e for s, e, _ in spans):
-                yield number, match.group("dest").strip("<>")
+            found.append((starts[number - 1], number, definition.group("dest").strip("<>")))
+    for match in _inline_links(prose):
+        number = bisect.bisect_right(starts, match.start("dest"))
+        found.append((match.start("dest"), number, match.group("dest").strip("<>")))
+    for _position, number, destination in sorted(found):
+        yield number, destination
+
+
+def _inline_links(text: str, offset: int = 0) -> Iterator[re.Match[str]]:
+    """The inline links of ``text`` and those inside their texts (an image in a link)."""
+    for match in _INLINE_LINK.finditer(text, offset):
+        yield match
+        yield from _inline_links(text[: match.end("text") - 1], match.start("text") + 1)
 
 
 def _link_path(destination: str) -> str | None:

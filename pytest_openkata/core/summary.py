@@ -6,8 +6,8 @@ enforced (a partial run shows percentages and gates nothing).
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Iterable
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -161,3 +161,14 @@ def gate_failed(
         or (fail_on_regression and summary.regressed)
         for summary in summaries
     )
+
+
+def skill_labels(summaries: Sequence[SkillSummary]) -> list[str]:
+    """How the run's lines name each skill: by its name, or, where two skills of the run have
+    the same name (``skills/a/commit-message`` and ``skills/b/commit-message``), by its folder
+    relative to the rootdir, as its block's header shows it."""
+    names = Counter(summary.name for summary in summaries)
+    return [
+        summary.display if names[summary.name] > 1 and summary.display else summary.name
+        for summary in summaries
+    ]

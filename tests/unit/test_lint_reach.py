@@ -306,7 +306,9 @@ def test_a_criterion_a_regex_decides_is_warned_with_the_check_to_use(
     )
     assert finding.message == (
         "checklist[1] ('marker'): mechanical criterion: a check grades it exactly; replace it "
-        "with this checks.json entry (and keep the scores summing to 100): " + json.dumps(entry)
+        "with this checks.json entry, and give its points to the other criteria (criteria.json's "
+        "scores still sum to 100, as the reference's weights script checks; the check's come on "
+        "top): " + json.dumps(entry)
     )
     check = loaded(tmp_path, suggested(finding), sandboxed=False)
     assert check.pattern is not None

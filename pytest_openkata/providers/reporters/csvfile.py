@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 
 from pytest_openkata.core.results import ScenarioResult, TrialResult
 from pytest_openkata.core.runlog import LoggedRun, skill_summaries
-from pytest_openkata.core.summary import SkillSummary
+from pytest_openkata.core.summary import SkillSummary, skill_labels
 from pytest_openkata.infra.atomic import write_new_report
 from pytest_openkata.providers.reporters import RunReport
 from pytest_openkata.providers.reporters.runlog import logged_run
@@ -76,15 +76,20 @@ def _trial_rows(skill: str, arm: ScenarioResult, trial: TrialResult) -> Iterator
 
 def rows(summaries: Sequence[SkillSummary]) -> Iterator[list[str]]:
     """The rows of the skills' results in the order the module docstring gives, without the
-    header."""
-    for summary in sorted(summaries, key=lambda s: s.skill_dir.as_posix()):
+    header; a skill is named as the terminal names it (by its folder where names repeat)."""
+    labelled = sorted(zip(summaries, skill_labels(summaries), strict=True), key=_by_folder)
+    for summary, label in labelled:
         for result in sorted(summary.results, key=lambda r: r.name):
             arms = [result] if result.baseline is None else [result, result.baseline]
             for index in sorted({trial.index for arm in arms for trial in arm.trials}):
                 for arm in arms:
                     for trial in arm.trials:
                         if trial.index == index:
-                            yield from _trial_rows(summary.name, arm, trial)
+                            yield from _trial_rows(label, arm, trial)
+
+
+def _by_folder(labelled: tuple[SkillSummary, str]) -> str:
+    return labelled[0].skill_dir.as_posix()
 
 
 def render_csv(run: LoggedRun) -> str:

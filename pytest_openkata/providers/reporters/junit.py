@@ -20,9 +20,8 @@ from typing import TYPE_CHECKING
 
 from pytest_openkata.core.excerpts import scenario_sections
 from pytest_openkata.core.results import ScenarioResult
-from pytest_openkata.core.summary import SkillSummary
+from pytest_openkata.core.summary import SkillSummary, skill_labels
 from pytest_openkata.providers.reporters import RunReport
-from pytest_openkata.providers.reporters.terminal import skill_labels
 
 SCENARIO_PROPERTY = "openkata_scenario"
 PERCENTAGE_PROPERTY = "openkata_percentage"
@@ -129,7 +128,7 @@ def _augment_suite(suite: ET.Element, results: Mapping[str, ScenarioResult]) -> 
 def uplift_properties(summary: SkillSummary, label: str | None = None) -> list[tuple[str, str]]:
     """A skill's uplift as suite properties, ``openkata_uplift.<skill>.<figure>``, ``<skill>``
     being ``label`` when given (the skill's folder where two skills have its name: see
-    :func:`~pytest_openkata.providers.reporters.terminal.skill_labels`)."""
+    :func:`~pytest_openkata.core.summary.skill_labels`)."""
     comparison = summary.comparison
     if comparison is None:
         return []

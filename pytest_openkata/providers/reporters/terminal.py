@@ -7,7 +7,6 @@ uses colour.
 from __future__ import annotations
 
 import contextlib
-from collections import Counter
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,7 +14,7 @@ from typing import TYPE_CHECKING
 from pytest_openkata.core.compare import SkillComparison
 from pytest_openkata.core.regression import SkillChanges
 from pytest_openkata.core.results import CallStats, CriterionResult, ScenarioResult, Usage
-from pytest_openkata.core.summary import SkillSummary
+from pytest_openkata.core.summary import SkillSummary, skill_labels
 from pytest_openkata.infra.text import plural, signed_points
 from pytest_openkata.providers.reporters import RunReport, Segment
 from pytest_openkata.providers.reporters.changes import changes_lines
@@ -278,17 +277,6 @@ def _gate_percentage(summary: SkillSummary, threshold: int) -> str:
         if (float(text) >= threshold) == summary.passed:
             return f"{text}%"
     return f"{summary.overall!r}%"
-
-
-def skill_labels(summaries: Sequence[SkillSummary]) -> list[str]:
-    """How the run's lines name each skill: by its name, or, where two skills of the run have
-    the same name (``skills/a/commit-message`` and ``skills/b/commit-message``), by its folder
-    relative to the rootdir, as its block's header shows it."""
-    names = Counter(summary.name for summary in summaries)
-    return [
-        summary.display if names[summary.name] > 1 and summary.display else summary.name
-        for summary in summaries
-    ]
 
 
 def _skill_gate(summary: SkillSummary, label: str, threshold: int) -> str:
