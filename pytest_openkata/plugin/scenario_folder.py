@@ -15,6 +15,8 @@ from pytest_openkata.core.tile import unit_name
 from pytest_openkata.plugin import compat
 from pytest_openkata.plugin.session import settings_key
 
+_UNIT_NAME = pytest.StashKey[str]()
+
 KIND_MARKERS = {
     "direct": 'a scenario whose agent answers directly (scenario.json: "sandbox": false)',
     "sandbox": "a scenario whose agent runs in a sandbox (the default)",
@@ -30,13 +32,22 @@ class ScenarioFolderItem(pytest.Function):
         ``-m direct`` or ``-m sandbox`` selects it by how it runs."""
         skill_dir = self.path.parent.parent
         self.extra_keyword_matches.add(f"skill:{skill_dir.name}")
-        name = unit_name(skill_dir)
+        name = self._unit_name(skill_dir)
         if name != skill_dir.name:
             self.extra_keyword_matches.add(f"skill:{name}")
         kind = sandbox_mode(self.path)
         # A scenario.json that cannot be read gets both: either selection shows its error.
         for marker in KIND_MARKERS if kind is None else (kind,):
             self.add_marker(marker)
+
+    def _unit_name(self, skill_dir: Path) -> str:
+        """The unit's name, read once per ``evals`` folder (a tile's from its tile.json), not
+        once per scenario."""
+        assert self.parent is not None  # an item always has its evals folder as parent
+        stash = self.parent.stash
+        if _UNIT_NAME not in stash:
+            stash[_UNIT_NAME] = unit_name(skill_dir)
+        return stash[_UNIT_NAME]
 
     @functools.cached_property
     def ihook(self) -> pluggy.HookRelay:
