@@ -20,6 +20,7 @@ from pytest_openkata.core.run import Backends
 from pytest_openkata.core.sandboxed import SandboxSetup, agent_settings, sandbox_identity
 from pytest_openkata.infra.config import EvalSettings
 from pytest_openkata.infra.retry import RetryPolicy
+from pytest_openkata.infra.shares import ALONE, Share
 from pytest_openkata.providers import registry
 from pytest_openkata.providers.backends import BackendContext, BackendError, Completer
 
@@ -61,12 +62,20 @@ def _identity(name: str, completer: Completer) -> dict[str, str]:
     return {"backend": name, "model": completer.model, "endpoint": completer.endpoint}
 
 
-def _limited(completer: Completer, settings: EvalSettings, lock_folder: Path | None) -> Completer:
+def _limited(
+    completer: Completer, settings: EvalSettings, lock_folder: Path | None, share: Share
+) -> Completer:
     if lock_folder is None or settings.max_in_flight < 1:
         return completer
     from pytest_openkata.infra.inflight import InFlightLimit, LimitedCompleter
 
-    limit = InFlightLimit(lock_folder, completer.endpoint, settings.max_in_flight)
+    slots = share.of(settings.max_in_flight)
+    if slots < 1:
+        raise BackendError(
+            f"max_in_flight {settings.max_in_flight} leaves no request in flight for this "
+            "host's workers: set it to at least the number of hosts"
+        )
+    limit = InFlightLimit(lock_folder, completer.endpoint, slots)
     return LimitedCompleter(completer, limit)
 
 
@@ -79,9 +88,11 @@ def build_backends(
     client: Any,
     sandbox: Callable[[], SandboxSetup] | None = None,
     lock_folder: Path | None = None,
+    share: Share = ALONE,
 ) -> Backends:
     """The agent and judge backends; each may use its own backend kind and model. With
-    ``max_in_flight`` set, each is capped per endpoint through locks in ``lock_folder``.
+    ``max_in_flight`` set, each is capped per endpoint through locks in ``lock_folder``, at
+    ``share``'s part of the cap (xdist workers on other hosts count their own parts).
     ``client`` is the session's HTTP client, shared by the model backends."""
     agent = make_completer(settings.backend, settings.model, settings, client, role="agent")
     judge = make_completer(
@@ -93,8 +104,8 @@ def build_backends(
         if callable(close := getattr(completer, "close", None))
     )
     return Backends(
-        agent=_limited(agent, settings, lock_folder),
-        judge=_limited(judge, settings, lock_folder),
+        agent=_limited(agent, settings, lock_folder, share),
+        judge=_limited(judge, settings, lock_folder, share),
         retry=retry_policy(settings),
         sandbox=sandbox,
         agent_identity=_identity(settings.backend, agent),

@@ -16,6 +16,7 @@ import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 from pytest_openkata.core.build import build_backends, close_backends, sigterm_as_interrupt
@@ -36,6 +37,7 @@ from pytest_openkata.core.slots import CallSlot
 from pytest_openkata.core.summary import SkillSummary, summarise
 from pytest_openkata.infra.cache import ResultCache
 from pytest_openkata.infra.config import ConfigError, EvalSettings, find_yaml_file, resolve_settings
+from pytest_openkata.infra.inflight import SharedSlots
 from pytest_openkata.infra.once import Once
 from pytest_openkata.infra.redact import Redactor, secrets_from_environment
 from pytest_openkata.infra.usage import Prices
@@ -179,17 +181,24 @@ def evaluate(paths: PathLike | Iterable[PathLike], **settings: object) -> list[S
     return summaries
 
 
+def _engine_slots(folder: Path, engine: str, capacity: int) -> SharedSlots:
+    folder.mkdir(parents=True, exist_ok=True)
+    return SharedSlots(folder, engine, capacity)
+
+
 def _run(jobs: list[_Job], settings: EvalSettings, here: Path) -> list[ScenarioResult]:
     from pytest_openkata.providers.backends.client import make_client
 
     redact = Redactor({*settings.secrets, *secrets_from_environment()})
     cache = None if settings.cache == "off" else ResultCache(cache_folder(here), settings.cache)
     options = run_options(settings, cache, cache_folder(here).parent / "openkata-refs")
+    # The in-flight cap's and the engines' lock files, shared with pytest runs in ``here``.
+    locks = here / ".pytest_cache" / "d" / "openkata-in-flight"
     lock_folder = None
     if settings.max_in_flight:
-        lock_folder = here / ".pytest_cache" / "d" / "openkata-in-flight"
+        lock_folder = locks
         lock_folder.mkdir(parents=True, exist_ok=True)
-    sandbox = Once(lambda: build_sandbox(settings))
+    sandbox = Once(lambda: build_sandbox(settings, partial(_engine_slots, locks)))
     following = {job: jobs[index + 1 :] for index, job in enumerate(jobs)}
     scheduler: ScenarioScheduler[_Job] = ScenarioScheduler(
         settings.concurrency, lambda job: following[job]

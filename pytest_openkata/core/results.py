@@ -7,6 +7,7 @@ A :class:`ScenarioResult` converts to and from JSON-able dicts (:meth:`~Scenario
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
@@ -120,6 +121,10 @@ class AgentResult:
     output: str
     changes: WorkspaceDiff | None = None
     cached: bool = False
+    # The sandbox engine the agent ran on (named in a pool; "" otherwise), and the engines
+    # lost under this run before it, each "engine <name>: why".
+    engine: str = ""
+    lost_engines: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -130,7 +135,9 @@ class TrialTrace:
     ``output`` is the agent's final output; ``judged`` is what the judge read where it is not
     ``output`` (a sandboxed run adds the workspace changes); ``changes`` the workspace diff;
     ``answers`` each grader's raw answers by grader name (the judge's verdicts per vote, the
-    command checks' outcomes); ``seconds`` the trial's wall time.
+    command checks' outcomes); ``seconds`` the trial's wall time. ``engine`` is the engine of
+    an engine pool the sandboxed agent ran on ("" without a pool or from the cache), and
+    ``lost_engines`` the engines that failed under the trial before it ("engine <name>: why").
     """
 
     output: str = ""
@@ -138,6 +145,8 @@ class TrialTrace:
     changes: tuple[FileChange, ...] = ()
     answers: dict[str, list[Any]] = field(default_factory=dict)
     seconds: float = 0.0
+    engine: str = ""
+    lost_engines: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -164,6 +173,19 @@ class TrialResult:
     def from_dict(cls, data: dict[str, Any]) -> TrialResult:
         """A trial from the dict :func:`dataclasses.asdict` made of one."""
         return _trial(data)
+
+    @property
+    def engine(self) -> str:
+        return "" if self.trace is None else self.trace.engine
+
+    @property
+    def lost_engines(self) -> tuple[str, ...]:
+        return () if self.trace is None else self.trace.lost_engines
+
+
+def engines_of(trials: Sequence[TrialResult]) -> str:
+    """The engines ``trials`` ran on, in order, once each, joined by ", "."""
+    return ", ".join(dict.fromkeys(t.engine for t in trials if t.engine))
 
 
 @dataclass(frozen=True)
@@ -204,6 +226,16 @@ class ScenarioResult:
     @property
     def judge_errors(self) -> int:
         return sum(trial.judge_errors for trial in self.trials)
+
+    @property
+    def engine(self) -> str:
+        """The engines of a pool its trials ran on, in order, once each ("" without a pool)."""
+        return engines_of(self.trials)
+
+    @property
+    def lost_engines(self) -> tuple[str, ...]:
+        """The engines that failed under its trials, which then ran again elsewhere."""
+        return tuple(lost for trial in self.trials for lost in trial.lost_engines)
 
     @property
     def error_kind(self) -> str:
@@ -261,7 +293,8 @@ def _trace(data: dict[str, Any] | None) -> TrialTrace | None:
     if data is None:
         return None
     changes = tuple(FileChange(**change) for change in data.get("changes", ()))
-    return TrialTrace(**{**data, "changes": changes})
+    lost = tuple(data.get("lost_engines", ()))
+    return TrialTrace(**{**data, "changes": changes, "lost_engines": lost})
 
 
 def _trial(data: dict[str, Any]) -> TrialResult:

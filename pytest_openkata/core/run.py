@@ -42,6 +42,7 @@ from pytest_openkata.core.results import (
 )
 from pytest_openkata.core.sandboxed import (
     SandboxSetup,
+    again_elsewhere,
     check_scripts,
     replay_commands,
     run_agent_in_sandbox,
@@ -327,12 +328,15 @@ class _ScenarioRun:
         try:
             # A sandbox like the agent's own: it holds a call slot, and is retried alike.
             with self.slot:
-                return call_with_retry(
-                    lambda: replay_commands(
-                        self.scenario, setup, changes, commands, skill=self.arm.skill
+                return again_elsewhere(
+                    lambda: call_with_retry(
+                        lambda: replay_commands(
+                            self.scenario, setup, changes, commands, skill=self.arm.skill
+                        ),
+                        self.backends.retry,
+                        describe="sandbox run of the checks",
                     ),
-                    self.backends.retry,
-                    describe="sandbox run of the checks",
+                    lost=[],
                 )
         except BackendError as exc:
             raise ScenarioFailure(f"sandbox: checks: {exc}") from exc
@@ -360,7 +364,7 @@ class _ScenarioRun:
             self._call_agent, self.options.agent_prices, self.slot, "agent"
         )
         # Secrets the agent printed or wrote never reach the graders, the cache or a report.
-        result = AgentResult(self.redact(result.text), self.redact(result.output), result.changes)
+        result = replace(result, text=self.redact(result.text), output=self.redact(result.output))
         outcomes = self._redacted(outcomes)
         if cache is not None:
             cache.put(AGENT_CACHE, key, _agent_to_cache(result))
@@ -435,7 +439,15 @@ class _ScenarioRun:
                 for c in file_changes(self._workspace_before, agent.changes)
             )
         judged = None if agent.text == agent.output else agent.text
-        return TrialTrace(agent.output, judged, changes, answers, seconds)
+        return TrialTrace(
+            agent.output,
+            judged,
+            changes,
+            answers,
+            seconds,
+            engine=agent.engine,
+            lost_engines=tuple(self.redact(lost) for lost in agent.lost_engines),
+        )
 
 
 def error_text(exc: BaseException, redact: Callable[[str], str], skill_dir: Path) -> str:

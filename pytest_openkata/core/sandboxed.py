@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pytest_openkata.core.checks import Check, CommandOutcome
 from pytest_openkata.core.errors import ScenarioFailure
@@ -45,9 +45,13 @@ from pytest_openkata.providers.sandboxes import (
     ExecResult,
     SandboxEnvironment,
     SandboxError,
+    SandboxLost,
     SandboxProvider,
     SandboxSpec,
 )
+
+if TYPE_CHECKING:
+    from pytest_openkata.providers.sandboxes.pool import SlotsFor
 
 T = TypeVar("T")
 
@@ -138,12 +142,24 @@ def sandbox_identity(settings: EvalSettings) -> dict[str, Any]:
     return identity
 
 
-def build_sandbox(settings: EvalSettings) -> SandboxSetup:
-    """Connect the configured sandbox provider and set up the agent command."""
+def build_provider(settings: EvalSettings, slots_for: SlotsFor | None = None) -> SandboxProvider:
+    """The configured sandbox provider: on the engine it finds itself (Docker: DOCKER_HOST),
+    or with ``sandbox.hosts``, an engine pool of one such provider per engine, whose room
+    ``slots_for`` counts (:mod:`pytest_openkata.providers.sandboxes.pool`)."""
     factory = registry.SANDBOXES.load(settings.sandbox.provider)
+    if not settings.sandbox.hosts:
+        provider: SandboxProvider = factory(settings)
+        return provider
+    from pytest_openkata.providers.sandboxes.pool import build_pool
+
+    return build_pool(settings, factory, slots_for)
+
+
+def build_sandbox(settings: EvalSettings, slots_for: SlotsFor | None = None) -> SandboxSetup:
+    """Connect the configured sandbox provider (or engine pool) and set up the agent command."""
     box = settings.sandbox
     return SandboxSetup(
-        factory(settings),
+        build_provider(settings, slots_for),
         sandbox_agent(settings),
         box.network,
         float(box.timeout),
@@ -176,16 +192,20 @@ class SandboxRun:
     diff: WorkspaceDiff
     judge_text: str
     commands: dict[str, CommandOutcome] | None = None
+    engine: str = ""  # the engine of a pool it ran on
 
 
 def _at_step(step: str, call: Callable[[], T]) -> T:
-    """``call()``; a provider's error names ``step`` first, and keeps whether it is retried."""
+    """``call()``; a provider's error names ``step`` first, and keeps whether it is retried
+    (or run again on another engine)."""
     try:
         return call()
     except RetryableError as exc:
         raise RetryableError(
             f"{step}: {exc}", retry_after=exc.retry_after, throttled=exc.throttled
         ) from exc
+    except SandboxLost as exc:
+        raise SandboxLost(f"{step}: {exc}", elsewhere=exc.elsewhere) from exc
     except BackendError as exc:
         raise SandboxError(f"{step}: {exc}") from exc
 
@@ -280,7 +300,21 @@ def sandbox_run(
     finally:
         environment.remove()
     diff = diff_snapshots(before, after)
-    return SandboxRun(result, diff, judge_text(result.output, diff), outcomes)
+    engine = str(getattr(environment, "engine", ""))
+    return SandboxRun(result, diff, judge_text(result.output, diff), outcomes, engine)
+
+
+def again_elsewhere(call: Callable[[], T], lost: list[str]) -> T:
+    """``call()``, made again while it fails because its engine was lost and the provider has
+    others (an engine pool takes each lost engine out, so this ends); each loss is added to
+    ``lost``. A loss with nowhere else to go raises."""
+    while True:
+        try:
+            return call()
+        except SandboxLost as exc:
+            if not exc.elsewhere:
+                raise
+            lost.append(str(exc))
 
 
 def replay_commands(
@@ -347,10 +381,14 @@ def run_agent_in_sandbox(
     A timed-out agent or one that exits non-zero ends the trial (:class:`ScenarioFailure`):
     no check runs then.
     """
-    run = call_with_retry(
-        lambda: sandbox_run(scenario, prompt, setup, commands=commands, skill=skill),
-        retry,
-        describe="sandbox run",
+    lost: list[str] = []
+    run = again_elsewhere(
+        lambda: call_with_retry(
+            lambda: sandbox_run(scenario, prompt, setup, commands=commands, skill=skill),
+            retry,
+            describe="sandbox run",
+        ),
+        lost,
     )
     name, result = setup.agent.name, run.result
     if result.timed_out:
@@ -363,7 +401,10 @@ def run_agent_in_sandbox(
         tail = result.output.strip().splitlines()[-5:]
         detail = ("\n" + "\n".join(tail)) if tail else ""
         raise ScenarioFailure(f"sandbox: {name}: exit status {result.exit_code}{detail}")
-    return AgentResult(run.judge_text, result.output, run.diff), run.commands or {}
+    agent = AgentResult(
+        run.judge_text, result.output, run.diff, engine=run.engine, lost_engines=tuple(lost)
+    )
+    return agent, run.commands or {}
 
 
 def run_in_sandbox(
@@ -378,7 +419,9 @@ __all__ = [
     "CHECKS_DIR",
     "SandboxRun",
     "SandboxSetup",
+    "again_elsewhere",
     "agent_settings",
+    "build_provider",
     "build_sandbox",
     "check_scripts",
     "replay_commands",

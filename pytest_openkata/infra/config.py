@@ -56,6 +56,12 @@ class SandboxSettings(BaseModel):
     pids: int = 512
     # Host folders for every agent; an agent adds the ones it needs (kiro: ~/.aws, ~/.kiro).
     mounts: tuple[tuple[str, str], ...] = ()
+    # A pool of engines, each (name, URL); none: the one engine of DOCKER_HOST.
+    hosts: tuple[tuple[str, str], ...] = ()
+    # Sandboxes at once per engine of the pool; 0: the engine's CPUs divided by ``cpus``.
+    per_host: int = 0
+    # The client certificates of tcp:// engines (ca.pem, cert.pem, key.pem), as DOCKER_CERT_PATH.
+    tls_cert_path: str = ""
 
 
 class RetrySettings(BaseModel):
@@ -232,6 +238,53 @@ def _mounts(value: str) -> tuple[tuple[str, str], ...]:
     return tuple(pairs)
 
 
+_ENGINE_SCHEMES = ("unix://", "tcp://", "ssh://")
+_ENGINE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]*")
+
+
+def _engine_name(url: str) -> str:
+    """The name an engine is shown by when none is given: ``host:port`` of a tcp:// engine,
+    the host of an ssh:// one, ``local`` for a unix socket (reports name engines, and a socket's
+    path is a machine path)."""
+    scheme, _, rest = url.partition("://")
+    if scheme == "unix":
+        return "local"
+    netloc = rest.split("/", 1)[0]
+    return netloc.rpartition("@")[2] if scheme == "ssh" else netloc
+
+
+def _hosts(value: str) -> tuple[tuple[str, str], ...]:
+    """Docker engines, ``[NAME=]URL`` separated by commas (``unix://``, ``tcp://``,
+    ``ssh://user@host``); ``none`` for the one engine of DOCKER_HOST. Names are unique."""
+    if value.strip().lower() == "none":
+        return ()
+    engines: list[tuple[str, str]] = []
+    for item in value.split(","):
+        text = item.strip()
+        if not text:
+            continue
+        name, sep, url = text.partition("=")
+        if not sep or "://" in name:
+            name, url = "", text
+        url = url.strip()
+        if not url.startswith(_ENGINE_SCHEMES) or url.endswith("://"):
+            raise ValueError(
+                f"{text!r} is not an engine URL; use unix:///PATH, tcp://HOST:PORT or "
+                "ssh://USER@HOST, each optionally after NAME="
+            )
+        name = name.strip() or _engine_name(url)
+        if not _ENGINE_NAME.fullmatch(name):
+            raise ValueError(f"{name!r} is not an engine name: use letters, digits, . _ - :")
+        engines.append((name, url))
+    if not engines:
+        raise ValueError(f"{value!r} names no engine")
+    names = [name for name, _url in engines]
+    taken = {name for name in names if names.count(name) > 1}
+    if taken:
+        raise ValueError(f"two engines are named {sorted(taken)[0]!r}: name them, as NAME=URL")
+    return tuple(engines)
+
+
 def _int_between(low: int, high: int | None) -> Callable[[str], int]:
     def parse(value: str) -> int:
         # Plain ASCII digits only, as Go's Atoi: Python's int() would also take "9_5" or "٩٥".
@@ -275,6 +328,8 @@ class Setting:
     choices: Callable[[], tuple[str, ...]] | None = None
     # A boolean given on the command line as a bare flag (``--eval-require-uplift``).
     flag: bool = False
+    # A list: a YAML list (or a list argument of ``evaluate()``) is its comma-separated text.
+    listed: bool = False
 
     @property
     def shown_metavar(self) -> str:
@@ -342,7 +397,10 @@ FIELDS: tuple[Setting, ...] = (
     Setting("sandbox.cpus", _positive_number, metavar="CPUS"),
     Setting("sandbox.memory", _memory, metavar="SIZE"),
     Setting("sandbox.pids", _int_between(1, None), metavar="N"),
-    Setting("sandbox.mounts", _mounts, metavar="HOST:PATH,..."),
+    Setting("sandbox.mounts", _mounts, metavar="HOST:PATH,...", listed=True),
+    Setting("sandbox.hosts", _hosts, metavar="[NAME=]URL,...", listed=True),
+    Setting("sandbox.per_host", _int_between(0, None), metavar="N"),
+    Setting("sandbox.tls_cert_path", _text, metavar="PATH"),
     Setting("retry.attempts", _int_between(1, None), metavar="N"),
     Setting("retry.budget", _non_negative_number, metavar="SECONDS"),
     Setting("price.agent_input", _non_negative_number, metavar="USD"),
@@ -426,6 +484,13 @@ HELP = {
     "sandbox.pids": "processes a sandbox may run at once (default 512)",
     "sandbox.mounts": "read-only host folders for every sandbox, HOST:PATH,... or none (default "
     "none; the agent adds its own, kiro ~/.aws and ~/.kiro; mounted only when present)",
+    "sandbox.hosts": "a pool of Docker engines for sandboxed scenarios, [NAME=]URL,... with "
+    "unix://, tcp:// (TLS with sandbox.tls_cert_path) or ssh://user@host URLs (default none: "
+    "the engine of DOCKER_HOST)",
+    "sandbox.per_host": "sandboxes at once on each engine of sandbox.hosts (default 0: the "
+    "engine's CPUs divided by sandbox.cpus, at least 1)",
+    "sandbox.tls_cert_path": "folder of ca.pem, cert.pem and key.pem for the tcp:// engines of "
+    "sandbox.hosts (default: DOCKER_CERT_PATH when set; without either, plain TCP)",
     "retry.attempts": "attempts per model call or sandbox run on 429, 503 and 5xx (default 3)",
     "retry.budget": "seconds of back-off allowed per call across its retries (default 120)",
     "price.agent_input": "US dollars per million input tokens of the agent model",
@@ -444,6 +509,8 @@ def _apply(
 ) -> None:
     if raw is None:
         return
+    if field.listed and isinstance(raw, list | tuple) and all(isinstance(i, str) for i in raw):
+        raw = ",".join(raw) or "none"
     if not isinstance(raw, str):
         raise ConfigError(f"{source}: expected a single value, got {type(raw).__name__}")
     text = raw
@@ -493,6 +560,9 @@ def _argument_text(key: str, value: object) -> str | None:
     if key == "sandbox.mounts" and isinstance(value, list | tuple):
         pairs = [item if isinstance(item, str) else ":".join(map(str, item)) for item in value]
         return ",".join(pairs) or "none"
+    if key == "sandbox.hosts" and isinstance(value, list | tuple):
+        engines = [item if isinstance(item, str) else "=".join(map(str, item)) for item in value]
+        return ",".join(engines) or "none"
     raise ConfigError(
         f"argument {key}: expected a string, number or boolean, got {type(value).__name__}"
     )

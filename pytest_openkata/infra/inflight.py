@@ -34,7 +34,7 @@ import os
 import random
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -43,7 +43,7 @@ from pytest_openkata.providers.backends import SkillAware
 if TYPE_CHECKING:
     from pytest_openkata.providers.backends import Completer, ResponseSchema
 
-__all__ = ["InFlightLimit", "LimitedCompleter"]
+__all__ = ["InFlightLimit", "LimitedCompleter", "SharedSlots"]
 
 _FIRST_POLL = 0.002
 _MAX_POLL = 0.05
@@ -152,14 +152,56 @@ class InFlightLimit:
                 _registry.close(fd)
                 semaphore.release()
 
+    def try_hold(self) -> Callable[[], None] | None:
+        """One slot without waiting, or None when all are taken; the callable gives it back
+        (once, and only in the process that took it)."""
+        semaphore = _registry.semaphore(self._key)
+        if not semaphore.acquire(blocking=False):
+            return None
+        try:
+            fd = self._lock_free_slot()
+        except BaseException:
+            semaphore.release()
+            raise
+        if fd is None:
+            semaphore.release()
+            return None
+        owner = os.getpid()
+        given_back = threading.Lock()
+
+        def give_back() -> None:
+            if os.getpid() != owner or not given_back.acquire(blocking=False):
+                return
+            _registry.close(fd)
+            semaphore.release()
+
+        return give_back
+
+    def in_use(self) -> int:
+        """How many slots some thread or process holds now (each slot file tried in turn)."""
+        held = 0
+        for path in self.paths:
+            fd = _try_lock(path)
+            if fd is None:
+                held += 1
+            else:
+                _registry.close(fd)
+        return held
+
+    def _lock_free_slot(self) -> int | None:
+        start = random.randrange(self.slots)
+        for i in range(self.slots):
+            fd = _try_lock(self.paths[(start + i) % self.slots])
+            if fd is not None:
+                return fd
+        return None
+
     def _lock_a_slot(self, deadline: float | None, timeout: float | None) -> int:
-        start = random.randrange(self.slots)  # spread the callers over the slots
         pause = _FIRST_POLL
         while True:
-            for i in range(self.slots):
-                fd = _try_lock(self.paths[(start + i) % self.slots])
-                if fd is not None:
-                    return fd
+            fd = self._lock_free_slot()  # from a random slot on: spread the callers
+            if fd is not None:
+                return fd
             if deadline is not None:
                 left = deadline - time.monotonic()
                 if left <= 0:
@@ -188,6 +230,24 @@ def _try_lock(path: Path) -> int | None:
         _registry.close(fd)
         raise
     return fd
+
+
+class SharedSlots:
+    """The room of one engine of a sandbox pool, counted by every thread and process that uses
+    ``directory`` (an xdist worker's sandboxes and its neighbours'), as the in-flight cap counts
+    requests: ``capacity`` lock files named after the engine."""
+
+    def __init__(self, directory: Path, engine: str, capacity: int) -> None:
+        self.capacity = capacity
+        self._limit = (
+            InFlightLimit(directory, f"sandbox engine {engine}", capacity) if capacity else None
+        )
+
+    def try_hold(self) -> Callable[[], None] | None:
+        return None if self._limit is None else self._limit.try_hold()
+
+    def in_use(self) -> int:
+        return 0 if self._limit is None else self._limit.in_use()
 
 
 class LimitedCompleter:

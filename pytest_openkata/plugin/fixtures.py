@@ -8,6 +8,7 @@ import hashlib
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -22,11 +23,15 @@ from pytest_openkata.infra.cache import ResultCache
 from pytest_openkata.infra.config import EvalSettings
 from pytest_openkata.infra.once import Once
 from pytest_openkata.infra.redact import Redactor
+from pytest_openkata.plugin.distribution import share_of
 from pytest_openkata.plugin.items import ScenarioItem
 from pytest_openkata.plugin.lint import warn_findings
 from pytest_openkata.plugin.scheduling import upcoming_items
 from pytest_openkata.plugin.session import redactor_of, settings_of
 from pytest_openkata.providers.backends import BackendError
+
+if TYPE_CHECKING:
+    from pytest_openkata.providers.sandboxes.pool import SlotsFor
 
 CACHE_FOLDER = "openkata"
 IN_FLIGHT_FOLDER = "openkata-in-flight"
@@ -47,8 +52,26 @@ def shared_folder(config: pytest.Config, name: str) -> Path:
 
 
 def in_flight_folder(config: pytest.Config) -> Path:
-    """The lock folder of the in-flight cap (:func:`shared_folder`)."""
-    return shared_folder(config, IN_FLIGHT_FOLDER)
+    """The lock folder of the in-flight cap and of the engines' room (:func:`shared_folder`;
+    a folder of its own per group of xdist workers when several hosts take part)."""
+    folder = shared_folder(config, IN_FLIGHT_FOLDER)
+    group = share_of(config).folder
+    if group:
+        folder = folder / group
+        folder.mkdir(exist_ok=True)
+    return folder
+
+
+def engine_slots(config: pytest.Config, settings: EvalSettings) -> SlotsFor:
+    """Each pool engine's room, counted by every process of this host's workers through lock
+    files, at their share of the engine's capacity."""
+    from pytest_openkata.infra.inflight import SharedSlots
+
+    folder, share = in_flight_folder(config), share_of(config)
+    order = {name: index for index, (name, _url) in enumerate(settings.sandbox.hosts)}
+    return lambda name, capacity: SharedSlots(
+        folder, name, share.of(capacity, first=order.get(name, 0))
+    )
 
 
 @pytest.fixture(scope="session")
@@ -64,7 +87,9 @@ def openkata_redactor(pytestconfig: pytest.Config) -> Redactor:
 
 
 @pytest.fixture(scope="session")
-def openkata_sandbox(openkata_settings: EvalSettings) -> Iterator[Callable[[], SandboxSetup]]:
+def openkata_sandbox(
+    pytestconfig: pytest.Config, openkata_settings: EvalSettings
+) -> Iterator[Callable[[], SandboxSetup]]:
     """A factory of the Docker sandbox, connected on first use: a run without sandboxed
     scenarios never needs an engine, and a missing one errors only those scenarios."""
     # Imported here, as in openkata_backends: the plugin loads in every pytest run of the
@@ -73,7 +98,8 @@ def openkata_sandbox(openkata_settings: EvalSettings) -> Iterator[Callable[[], S
     from pytest_openkata.core.build import sigterm_as_interrupt
     from pytest_openkata.core.sandboxed import build_sandbox
 
-    factory = Once(lambda: build_sandbox(openkata_settings))
+    slots = engine_slots(pytestconfig, openkata_settings)
+    factory = Once(lambda: build_sandbox(openkata_settings, slots))
     with sigterm_as_interrupt():
         yield factory
     for setup in factory.built:
@@ -97,7 +123,10 @@ def openkata_backends(
     settings = openkata_settings
     lock_folder = in_flight_folder(pytestconfig) if settings.max_in_flight else None
     with make_client(float(settings.direct_timeout), settings.concurrency) as client:
-        factory = Once(lambda: build_backends(settings, client, openkata_sandbox, lock_folder))
+        share = share_of(pytestconfig)
+        factory = Once(
+            lambda: build_backends(settings, client, openkata_sandbox, lock_folder, share)
+        )
         # Built here, in pytest's thread, before scenario threads compete for the interpreter
         # (the first build imports the agent modules); if it fails, each scenario asks again
         # and errors with the reason.

@@ -18,7 +18,16 @@ from pytest_openkata.infra.config import (
     resolve_settings,
 )
 from pytest_openkata.infra.redact import Redactor, secrets_from_environment
-from pytest_openkata.plugin import fixtures, hookspecs, lint, progress, validation, xdist_transport
+from pytest_openkata.plugin import (
+    distribution,
+    engines,
+    fixtures,
+    hookspecs,
+    lint,
+    progress,
+    validation,
+    xdist_transport,
+)
 from pytest_openkata.plugin.aggregate import BODY_RAISED_ATTR, EvalAggregator
 from pytest_openkata.plugin.heap import HeapFreezer
 from pytest_openkata.plugin.items import (
@@ -140,14 +149,19 @@ def pytest_configure(config: pytest.Config) -> None:
     for name, meaning in KIND_MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {meaning}")
     mode = config.stash[mode_key] = _mode(config)
-    settings = _resolve(config)
-    _check_compare(settings)
+    settings = distribution.worker_settings(config, _resolve(config))
+    controller = not hasattr(config, "workerinput")
+    if controller:  # only the controller compares, and a remote worker has other paths
+        _check_compare(settings)
     config.stash[settings_key] = settings
     config.stash[redactor_key] = Redactor({*settings.secrets, *secrets_from_environment()})
     config.pluginmanager.register(fixtures, "openkata-fixtures")
     config.pluginmanager.register(xdist_transport, "openkata-xdist-transport")
     config.pluginmanager.register(HeapFreezer(), "openkata-heap")
-    controller = not hasattr(config, "workerinput")
+    if controller and mode != LINT and settings.sandbox.hosts:
+        config.pluginmanager.register(engines, "openkata-engines")
+    if controller and config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(distribution, "openkata-distribution")
     if mode == VALIDATE:
         config.pluginmanager.register(validation, "openkata-validation")
         if controller:

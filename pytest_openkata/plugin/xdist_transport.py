@@ -5,17 +5,20 @@ The result rides on the scenario's reports as the attribute ``openkata_result`` 
 that is the result object itself. Under xdist, a worker's reports cross to the controller
 through pytest's documented pair of hooks, ``pytest_report_to_serializable`` and
 ``pytest_report_from_serializable``: the result goes as its JSON-able dict and comes back as
-a :class:`~pytest_openkata.core.results.ScenarioResult`.
+a :class:`~pytest_openkata.core.results.ScenarioResult`, its skill folder relative to the
+rootdir on the way (a worker on another host has its checkout elsewhere).
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator
+import os
+from collections.abc import Callable, Generator
 from typing import Any
 
 import pytest
 
 from pytest_openkata.core.results import ScenarioResult
+from pytest_openkata.core.runlog import relative_skill_dir
 
 RESULT_ATTR = "openkata_result"
 
@@ -28,6 +31,16 @@ def result_of(report: object) -> ScenarioResult | None:
     return result if isinstance(result, ScenarioResult) else None
 
 
+def _moved(data: dict[str, Any], move: Callable[[str], str]) -> dict[str, Any]:
+    """A result's dict with its skill folder (and its baseline's) moved by ``move``."""
+    baseline = data.get("baseline")
+    return {
+        **data,
+        "skill_dir": move(data["skill_dir"]),
+        "baseline": None if baseline is None else _moved(baseline, move),
+    }
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_report_to_serializable(
     config: pytest.Config, report: _Report
@@ -35,7 +48,11 @@ def pytest_report_to_serializable(
     data = yield
     result = result_of(report)
     if data is not None and result is not None:
-        data[RESULT_ATTR] = result.to_dict()
+        # Relative to this worker's rootdir: a worker on another host has its checkout at
+        # another path, and the controller writes each skill's report in its own checkout.
+        data[RESULT_ATTR] = _moved(
+            result.to_dict(), lambda path: relative_skill_dir(path, config.rootpath)
+        )
     return data
 
 
@@ -46,5 +63,7 @@ def pytest_report_from_serializable(
     report = yield
     carried = getattr(report, RESULT_ATTR, None)
     if isinstance(carried, dict):
-        setattr(report, RESULT_ATTR, ScenarioResult.from_dict(carried))
+        here = config.rootpath
+        moved = _moved(carried, lambda path: os.path.normpath(here / path))
+        setattr(report, RESULT_ATTR, ScenarioResult.from_dict(moved))
     return report

@@ -27,6 +27,7 @@ from pytest_openkata.core.results import (
     CriterionResult,
     ScenarioResult,
     TrialResult,
+    TrialTrace,
     Usage,
 )
 from pytest_openkata.core.scenario import read_skill_version
@@ -281,6 +282,8 @@ def _scenario_dict(result: ScenarioResult) -> dict[str, Any]:
     usage = _usage_dict(result.usage)
     if usage is not None:
         data["usage"] = usage
+    if result.engine:  # run on an engine pool: which engine ran it
+        data["engine"] = result.engine
     if result.baseline is not None:
         data["baseline"] = _baseline_dict(result.baseline)
     return data
@@ -297,7 +300,10 @@ def _baseline_dict(baseline: ScenarioResult) -> dict[str, Any]:
 
 
 def _trial_dict(trial: TrialResult) -> dict[str, Any]:
-    return _with_error_and_usage({"trial": trial.index, **_scored_dict(trial)}, trial)
+    data = _with_error_and_usage({"trial": trial.index, **_scored_dict(trial)}, trial)
+    if trial.engine:
+        data["engine"] = trial.engine
+    return data
 
 
 def _with_error_and_usage(
@@ -411,6 +417,7 @@ class _ScoredModel(_Model):
 
 class _TrialModel(_ScoredModel):
     trial: int
+    engine: str = ""
 
 
 class _StatsModel(_Model):
@@ -440,6 +447,7 @@ class _ScenarioModel(_ScoredModel):
     trials: list[_TrialModel] | None = None
     stats: _StatsModel | None = None
     baseline: _BaselineModel | None = None
+    engine: str = ""
 
 
 class _McNemarModel(_Model):
@@ -544,7 +552,7 @@ def _criteria(models: list[_CriterionModel] | None) -> list[CriterionResult] | N
     ]
 
 
-def _trial(model: _ScoredModel, index: int, judge_errors: int = 0) -> TrialResult:
+def _trial(model: _ScoredModel, index: int, judge_errors: int = 0, engine: str = "") -> TrialResult:
     return TrialResult(
         index=index,
         criteria=_criteria(model.criteria),
@@ -556,16 +564,17 @@ def _trial(model: _ScoredModel, index: int, judge_errors: int = 0) -> TrialResul
         error_kind=model.error_kind,
         judge_errors=judge_errors,
         usage=_usage(model.usage),
+        trace=TrialTrace(engine=engine) if engine else None,
     )
 
 
 def _scenario(model: _ScenarioModel, skill: str) -> ScenarioResult:
     if model.trials:
-        trials = [_trial(t, t.trial) for t in model.trials]
+        trials = [_trial(t, t.trial, engine=t.engine) for t in model.trials]
         if model.judge_errors:  # the count is the scenario's: give it to its first trial
             trials[0] = TrialResult(**{**trials[0].__dict__, "judge_errors": model.judge_errors})
     else:
-        trials = [_trial(model, 1, model.judge_errors)]
+        trials = [_trial(model, 1, model.judge_errors, model.engine)]
     stats = model.stats
     baseline = model.baseline
     return ScenarioResult(

@@ -56,6 +56,16 @@ def _cache_line(result: ScenarioResult) -> str | None:
     return f"    From the cache: {', '.join(parts)}"
 
 
+def _engine_line(result: ScenarioResult) -> str | None:
+    """Which engine of a pool ran the scenario, and the engines lost under it on the way."""
+    if not result.engine and not result.lost_engines:
+        return None
+    line = f"    Engine: {result.engine or 'none'}"
+    if result.lost_engines:
+        line += f" (ran again after {'; '.join(result.lost_engines)})"
+    return line
+
+
 def _header(result: ScenarioResult) -> str:
     """The scenario's name and description (its name alone when it has none). An errored
     scenario's description carries the reference's ``(error: ...)`` suffix (as in the report);
@@ -151,9 +161,9 @@ def _scenario_lines(result: ScenarioResult) -> Iterator[list[Segment]]:
     yield [(_header(result), None)]
     if result.criteria is None:  # errored: no criterion, no score, no statistics
         yield from _error_lines(result.error or "no result")
-        cache = _cache_line(result)
-        if cache is not None:
-            yield [(cache, None)]
+        for extra in (_engine_line(result), _cache_line(result)):
+            if extra is not None:
+                yield [(extra, None)]
         yield []
         return
     for c in result.criteria:
@@ -172,7 +182,13 @@ def _scenario_lines(result: ScenarioResult) -> Iterator[list[Segment]]:
             ]
             yield from _continued(line, reason, "    ")
     yield _score_line(result)
-    for extra in (_baseline_line(result), _trials_line(result), _cache_line(result)):
+    extras = (
+        _baseline_line(result),
+        _trials_line(result),
+        _engine_line(result),
+        _cache_line(result),
+    )
+    for extra in extras:
         if extra is not None:
             yield [(extra, None)]
     if result.error is not None:  # some trials errored: scored, and an error all the same

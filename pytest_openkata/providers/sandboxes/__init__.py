@@ -9,7 +9,8 @@ the diff, the judge's text, the outcome) lives once in the core
 entry-point group ``pytest_openkata.sandboxes`` as ``factory(EvalSettings) -> SandboxProvider``.
 
 Errors: a provider raises :class:`SandboxError` for what is not worth retrying (no engine, a
-missing image, a refused archive), and
+missing image, a refused archive), :class:`SandboxLost` when the engine itself stopped
+answering (an engine pool then moves the run to another engine), and
 :class:`~pytest_openkata.infra.retry.RetryableError` for what is (an engine's 5xx). The
 messages of an environment's methods do not name the step: the core puts the step it was at in
 front (``copy workspace: ...``). :meth:`SandboxProvider.create` names its own steps, which only
@@ -26,9 +27,11 @@ from pytest_openkata.providers.backends import BackendError
 
 __all__ = [
     "AgentCommand",
+    "EngineCheck",
     "ExecResult",
     "SandboxEnvironment",
     "SandboxError",
+    "SandboxLost",
     "SandboxProvider",
     "SandboxSpec",
 ]
@@ -37,6 +40,19 @@ __all__ = [
 class SandboxError(BackendError):
     """The sandbox itself failed (no engine, a missing image, a copy that failed); the message
     says which and what to do."""
+
+
+class SandboxLost(SandboxError):
+    """The engine behind an environment stopped answering (its host died, its daemon was
+    killed): the environment and what ran in it are gone.
+
+    ``elsewhere`` says whether the provider has other engines to run on: then the core runs
+    the whole sandboxed run again on a new environment (an engine pool takes the lost engine
+    out first); otherwise the scenario errors with this message."""
+
+    def __init__(self, message: str, *, elsewhere: bool = False) -> None:
+        super().__init__(message)
+        self.elsewhere = elsewhere
 
 
 @dataclass(frozen=True)
@@ -63,6 +79,18 @@ class SandboxSpec:
     # (host path, path in the environment), read-only; the host paths are already expanded
     # (no ``~``). A provider mounts a host folder only when it exists.
     mounts: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class EngineCheck:
+    """What a provider found when it checked its engine at the start of a run (its optional
+    ``check()`` method, which an engine pool calls): ``summary`` for the run's line about the
+    engine (version, CPUs, image), ``cpus`` for its default room (None: unknown), and
+    ``problem`` when sandboxes cannot run there (the image is missing): the pool leaves it out."""
+
+    summary: str
+    cpus: int | None = None
+    problem: str | None = None
 
 
 @dataclass(frozen=True)
@@ -105,6 +133,9 @@ class SandboxEnvironment(Protocol):
         """Remove the environment and everything in it. Idempotent; it does not raise (what
         could not be removed is the provider's to clean up later)."""
         ...
+
+    # An environment of an engine pool also has ``engine``, the name of its engine, which the
+    # reports show; other environments need not have it.
 
 
 class SandboxProvider(Protocol):

@@ -28,11 +28,19 @@ import docker
 import docker.errors
 import requests.exceptions
 from docker.constants import MINIMUM_DOCKER_API_VERSION
+from docker.tls import TLSConfig
 
 from pytest_openkata.infra.config import EvalSettings
 from pytest_openkata.infra.environ import environ_snapshot, proxy_for
 from pytest_openkata.infra.retry import RetryableError
-from pytest_openkata.providers.sandboxes import ExecResult, SandboxError, SandboxSpec
+from pytest_openkata.infra.text import plural
+from pytest_openkata.providers.sandboxes import (
+    EngineCheck,
+    ExecResult,
+    SandboxError,
+    SandboxLost,
+    SandboxSpec,
+)
 
 LABEL = "openkata-eval"
 MANAGED = f"{LABEL}.managed"
@@ -43,7 +51,20 @@ WORKDIR = "/workspace"  # the container's working folder
 KEEP_ALIVE = ["sleep", "2147483647"]  # the container's command; work runs through exec
 STOP_GRACE = 10.0
 
-_ENGINE_ERRORS = (docker.errors.DockerException, requests.exceptions.RequestException)
+# An ssh:// engine's transport (paramiko) raises its own errors, and the socket's, when the
+# host or its sshd goes away: the engine is lost, as when a unix or tcp engine stops answering.
+_SSH_ERRORS: tuple[type[Exception], ...] = (EOFError, ConnectionError)
+try:
+    import paramiko
+
+    _SSH_ERRORS = (*_SSH_ERRORS, paramiko.SSHException)
+except ImportError:  # no ssh:// engines without it: the SDK says so when one is asked for
+    pass
+_ENGINE_ERRORS: tuple[type[Exception], ...] = (
+    docker.errors.DockerException,
+    requests.exceptions.RequestException,
+    *_SSH_ERRORS,
+)
 
 
 @dataclass(frozen=True)
@@ -78,12 +99,13 @@ def _process_alive(pid: int) -> bool:
 
 def _engine_error(exc: Exception, doing: str | None = None) -> Exception:
     """The error to raise for an engine failure; ``doing`` names the step when the caller is
-    the one to name it (an environment's errors get the step from the core)."""
+    the one to name it (an environment's errors get the step from the core). An engine that
+    stopped answering is lost (:class:`SandboxLost`): an engine pool moves the run elsewhere."""
     prefix = f"{doing}: " if doing else ""
-    if isinstance(exc, requests.exceptions.ConnectionError):
-        return SandboxError(
+    if isinstance(exc, (requests.exceptions.ConnectionError, *_SSH_ERRORS)):
+        return SandboxLost(
             f"{prefix}the Docker engine stopped answering ({exc.__class__.__name__}); "
-            "check that dockerd is running and DOCKER_HOST points at it"
+            "check that dockerd is running and reachable (DOCKER_HOST, or sandbox.hosts)"
         )
     if isinstance(exc, docker.errors.APIError) and exc.is_server_error():
         return RetryableError(f"{prefix}Docker engine error: {exc.explanation or exc}")
@@ -92,31 +114,78 @@ def _engine_error(exc: Exception, doing: str | None = None) -> Exception:
     return exc
 
 
-def connect(timeout: float = 60.0) -> docker.DockerClient:
-    """A client for the engine of ``DOCKER_HOST`` (or the default socket) that answers."""
-    where = os.environ.get("DOCKER_HOST", "the default socket")
+@dataclass(frozen=True)
+class Engine:
+    """Where an engine answers: ``url`` (None: the engine of ``DOCKER_HOST``, or the default
+    socket) and, for a ``tcp://`` engine with certificates, the TLS settings."""
+
+    url: str | None = None
+    tls: TLSConfig | None = None
+
+    @property
+    def where(self) -> str:
+        if self.url is None:
+            return os.environ.get("DOCKER_HOST", "the default socket")
+        return self.url
+
+
+def engine_of(url: str, cert_path: str = "") -> Engine:
+    """The engine at ``url``; a ``tcp://`` engine is reached over TLS, its certificate checked
+    against ``ca.pem`` and ours given from ``cert.pem`` and ``key.pem`` (Docker's layout) of
+    ``cert_path``, else of ``DOCKER_CERT_PATH``; without either, over plain TCP."""
+    if not url.startswith("tcp://"):
+        return Engine(url)
+    folder = cert_path or environ_snapshot().get("DOCKER_CERT_PATH", "")
+    if not folder:
+        return Engine(url)
+    where = Path(folder).expanduser()
+    ca, cert, key = (where / name for name in ("ca.pem", "cert.pem", "key.pem"))
+    missing = [path.name for path in (ca, cert, key) if not path.is_file()]
+    if missing:
+        raise SandboxError(
+            f"{url}: the TLS folder {where} lacks {', '.join(missing)} (sandbox.tls_cert_path "
+            "or DOCKER_CERT_PATH holds ca.pem, cert.pem and key.pem)"
+        )
+    return Engine(url, TLSConfig(client_cert=(str(cert), str(key)), ca_cert=str(ca), verify=True))
+
+
+def connect(timeout: float = 60.0, engine: Engine = Engine()) -> docker.DockerClient:
+    """A client for ``engine`` (by default the engine of ``DOCKER_HOST``, or the default
+    socket) that answers."""
     try:
         # The engine's API version is asked first, as docker.from_env() does, but by a client
         # that already leaves the environment alone (see _engine_client).
-        probe = _engine_client(int(timeout), MINIMUM_DOCKER_API_VERSION)
+        probe = _engine_client(int(timeout), MINIMUM_DOCKER_API_VERSION, engine)
         try:
             version = probe.version(api_version=False)["ApiVersion"]
         finally:
             probe.close()
-        return _engine_client(int(timeout), version)
+        return _engine_client(int(timeout), version, engine)
     except _ENGINE_ERRORS as exc:
+        hint = (
+            "start one (dockerd) or set DOCKER_HOST"
+            if engine.url is None
+            else "check that its dockerd runs and that this host reaches it"
+        )
         raise SandboxError(
-            f"no Docker engine answers at {where} ({exc}); start one (dockerd) or set "
-            "DOCKER_HOST; direct scenarios are not affected"
+            f"no Docker engine answers at {engine.where} ({exc}); {hint}; direct scenarios "
+            "are not affected"
         ) from None
 
 
-def _engine_client(timeout: int, version: str) -> docker.DockerClient:
+def _engine_client(timeout: int, version: str, engine: Engine) -> docker.DockerClient:
     """A client that makes no request until asked, and whose requests never read
     ``os.environ``: requests looks proxies up there on every call, which breaks when pytest's
     thread changes a variable meanwhile (see :mod:`pytest_openkata.infra.environ`). The proxy of an
-    engine reached over TCP is looked up once, here."""
-    client = docker.from_env(timeout=timeout, version=version, environment=environ_snapshot())
+    engine reached over TCP is looked up once, here. An ``ssh://`` engine is reached through
+    the SDK's paramiko transport, which reads ``~/.ssh/config`` and ``~/.ssh/known_hosts`` and
+    runs ``docker system dial-stdio`` on the remote host."""
+    if engine.url is None:
+        client = docker.from_env(timeout=timeout, version=version, environment=environ_snapshot())
+    else:
+        client = docker.DockerClient(
+            base_url=engine.url, version=version, timeout=timeout, tls=engine.tls or False
+        )
     client.api.trust_env = False
     base_url: str = client.api.base_url
     if base_url.startswith(("http://", "https://")):
@@ -233,12 +302,34 @@ def _engine_errors_of(stream: Iterable[bytes]) -> Iterator[bytes]:
 class DockerProvider:
     """Makes containers on one engine; shared by the run's threads."""
 
-    def __init__(self, client: docker.DockerClient, limits: DockerLimits) -> None:
+    def __init__(
+        self, client: docker.DockerClient, limits: DockerLimits, *, tls: bool = False
+    ) -> None:
         self.client = client
         self.limits = limits
+        self.tls = tls
         self._lock = threading.Lock()
         self._live: dict[str, Any] = {}  # containers not removed yet, by id
         self._closed = False
+
+    def check(self) -> EngineCheck:
+        """What the engine is (version, API version, CPUs) and whether it has the image; an
+        engine pool calls it at the start of a run, and leaves the engine out on a problem."""
+        image = self.limits.image
+        try:
+            version = self.client.version(api_version=False)
+            cpus = int(self.client.info().get("NCPU") or 0) or None
+            present = _has_image(self.client, image)
+        except _ENGINE_ERRORS as exc:
+            raise _engine_error(exc, "checking the engine") from exc
+        summary = (
+            f"Docker {version.get('Version', '?')} (API {version.get('ApiVersion', '?')})"
+            + (", TLS" if self.tls else "")
+            + (f", {plural(cpus, 'CPU')}" if cpus else "")
+        )
+        if not present:
+            return EngineCheck(summary, cpus, f"image {image!r} not found on this engine")
+        return EngineCheck(f"{summary}, image {image} present", cpus)
 
     def create(self, spec: SandboxSpec) -> DockerEnvironment:
         container = self._create(spec)
@@ -332,18 +423,30 @@ def missing_image_message(image: str) -> str:
     )
 
 
+def _has_image(client: docker.DockerClient, image: str) -> bool:
+    try:
+        client.images.get(image)
+    except docker.errors.ImageNotFound:
+        return False
+    return True
+
+
 def from_settings(settings: EvalSettings) -> DockerProvider:
     """The ``docker`` sandbox provider: connect to the engine of ``DOCKER_HOST`` (or the
-    default socket), sweep containers left by killed runs, and apply the settings' image and
-    limits."""
-    client = connect()
+    default socket), or to the one engine of ``sandbox.hosts`` an engine pool gives it, sweep
+    containers left by killed runs, and apply the settings' image and limits."""
+    box = settings.sandbox
+    if len(box.hosts) > 1:
+        raise SandboxError("the docker provider drives one engine; a pool makes one per engine")
+    engine = engine_of(box.hosts[0][1], box.tls_cert_path) if box.hosts else Engine()
+    client = connect(engine=engine)
     try:
         sweep_stale_containers(client)
     except _ENGINE_ERRORS as exc:
+        client.close()
         raise _engine_error(exc, "sweeping containers of killed runs") from exc
-    box = settings.sandbox
     limits = DockerLimits(image=box.image, cpus=box.cpus, memory=box.memory, pids=box.pids)
-    return DockerProvider(client, limits)
+    return DockerProvider(client, limits, tls=engine.tls is not None)
 
 
 if TYPE_CHECKING:  # the protocol this provider implements, checked by mypy
