@@ -3,7 +3,8 @@
 - ``html LOG [-o PATH]`` renders the HTML report of a run from its run log;
 - ``init skills/NAME`` and ``new-scenario skills/NAME ID [--sandbox]`` write what a new skill
   or scenario needs;
-- ``effectiveness [SKILLS-ROOT]`` shows what the skill catalogue will show per skill and model.
+- ``effectiveness [SKILLS-ROOT]`` shows what the skill catalogue will show per skill and model;
+- ``merge DIR...`` makes the shards of a CI matrix (``--eval-shard I/N``) into one run's reports.
 
 Each command's module is imported only when it is asked for.
 """
@@ -21,6 +22,7 @@ COMMANDS = {
     "init": "pytest_openkata.commands.scaffold:init_main",
     "new-scenario": "pytest_openkata.commands.scaffold:new_scenario_main",
     "effectiveness": "pytest_openkata.commands.effectiveness:main",
+    "merge": "pytest_openkata.commands.merge:main",
 }
 
 

@@ -19,6 +19,7 @@ from pytest_openkata.core.excerpts import scenario_sections
 from pytest_openkata.core.results import ScenarioResult
 from pytest_openkata.core.summary import SkillSummary, gate_failed, summarise
 from pytest_openkata.infra.config import EvalSettings
+from pytest_openkata.plugin import shard
 from pytest_openkata.plugin.xdist_transport import result_of
 from pytest_openkata.providers.reporters import RunReport, Segment, reporters
 from pytest_openkata.providers.reporters.terminal import gate_line
@@ -114,12 +115,14 @@ class EvalAggregator:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if not self.results:
             return
+        # A run of some categories of criteria is not the skill's effectiveness.
+        partial = bool(self.config.getoption("eval_partial") or self.settings.category)
+        sharded = shard.shard_of(self.config) is not None
         self.summaries = summarise(
             self.results.values(),
             self.settings.threshold,
             self.config.rootpath,
-            # A run of some categories of criteria is not the skill's effectiveness.
-            partial=bool(self.config.getoption("eval_partial") or self.settings.category),
+            partial=partial or sharded,
         )
         finished = session.exitstatus in _FINISHED
         xml_path = self.config.getoption("xmlpath", None)  # --junitxml
@@ -128,16 +131,21 @@ class EvalAggregator:
         from pytest_openkata.providers.reporters.baselines import attach_changes
 
         extras = attach_changes(self.summaries, self.settings, self.config.rootpath)
+        finished_at = datetime.now(UTC)
+        # A shard writes no results JSON, not even at --eval-output: the merge writes it.
+        settings = self.settings.model_copy(update={"output": ""}) if sharded else self.settings
         run = RunReport(
             summaries=self.summaries,
-            settings=self.settings,
-            finished_at=datetime.now(UTC),
+            settings=settings,
+            finished_at=finished_at,
             rootdir=self.config.rootpath,
             complete=finished,
             junit_xml=Path(xml_path) if xml_path else None,
             terminal=self.terminal,
             log_extras=extras,
         )
+        if sharded and finished:
+            self._write_shard(run, partial)
         for reporter in reporters():
             reporter.report(run)
         self._run_errors = len(run.errors)
@@ -154,6 +162,24 @@ class EvalAggregator:
         self._session = session
         for summary in self.summaries:
             self.config.hook.pytest_openkata_skill_summary(summary=summary, config=self.config)
+
+    def _write_shard(self, run: RunReport, partial: bool) -> None:
+        """The shard's file for the merge, listed with the run's other files."""
+        spec = shard.shard_of(self.config)
+        failed = len(set(self.hard_failures) - set(self.results))
+        try:
+            path = shard.write_shard_file(
+                self.config,
+                list(self.results.values()),
+                self.settings,
+                run.finished_at,
+                failed=failed,
+                partial=partial,
+            )
+        except OSError as exc:
+            run.errors.append(f"could not write the file of shard {spec}: {exc.strerror or exc}")
+            return
+        run.written[f"shard {spec}"] = path
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if not self.terminal.blocks:

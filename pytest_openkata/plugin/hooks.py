@@ -25,6 +25,7 @@ from pytest_openkata.plugin import (
     hookspecs,
     lint,
     progress,
+    shard,
     validation,
     xdist_transport,
 )
@@ -103,6 +104,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="grade each scenario's solution/ (must score 100%%) and an empty agent (must "
         "score below 50%%) instead of running the agent; writes no report",
     )
+    shard.add_options(group)
     group.addoption(
         "--eval-config",
         dest="eval_config",
@@ -149,6 +151,7 @@ def pytest_configure(config: pytest.Config) -> None:
     for name, meaning in KIND_MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {meaning}")
     mode = config.stash[mode_key] = _mode(config)
+    shard.configure(config)
     settings = distribution.worker_settings(config, _resolve(config))
     controller = not hasattr(config, "workerinput")
     if controller:  # only the controller compares, and a remote worker has other paths
@@ -162,6 +165,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(engines, "openkata-engines")
     if controller and config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(distribution, "openkata-distribution")
+    if shard.shard_of(config) is not None and config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(shard.FromWorkers(config), "openkata-shard-selection")
     if mode == VALIDATE:
         config.pluginmanager.register(validation, "openkata-validation")
         if controller:
@@ -223,9 +228,15 @@ def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Col
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """In lint and validate mode only the mode's own items run: the rest are deselected.
-    With ``--eval-category``, so are the scenarios without a criterion of those categories."""
+    With ``--eval-category``, so are the scenarios without a criterion of those categories;
+    with ``--eval-shard``, all but the shard's part of what is left."""
     tell_skills_apart(items, config.rootpath)
     mode = mode_of(config)
+    _select_for_mode(config, items, mode)
+    shard.select(config, items)  # a part of what the mode, -k and -m selected
+
+
+def _select_for_mode(config: pytest.Config, items: list[pytest.Item], mode: str) -> None:
     if mode:
         wanted = (lint.SkillLintItem, lint.ScenarioLintItem) if mode == LINT else (ValidationItem,)
         _deselect(config, items, lambda item: isinstance(item, wanted))

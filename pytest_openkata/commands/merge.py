@@ -1,0 +1,127 @@
+"""``python -m pytest_openkata merge DIR...``: the shards of a CI matrix made into one run.
+
+Each ``DIR`` is a shard folder (``--eval-shard-dir`` of a job, as an artifact brings it back)
+or a shard's file. The shards are checked (:func:`pytest_openkata.core.shards.merge_shards`),
+then every reporter writes what the unsharded run writes, with the settings the shards ran
+with, in the checkout of the current folder (or ``--rootdir``): each skill's results JSON at
+the same path and with the same bytes (its timestamp is the last shard's), the run log, and
+the HTML, Markdown and CSV views the settings ask for. The terminal shows each skill's block
+and the gate's line, and the exit status is the unsharded run's: 1 when a complete skill is
+below its threshold, a scenario errored, an ordinary test failed or a report could not be
+written; else 0. Shards that cannot be merged exit 2 with the reason.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from pytest_openkata import __version__
+from pytest_openkata.core.results import ScenarioResult
+from pytest_openkata.core.runlog import RunLogError, read_run_log
+from pytest_openkata.core.scenario import read_skill_version
+from pytest_openkata.core.shards import MergedRun, ShardError, merge_shards, shard_files
+from pytest_openkata.core.summary import gate_failed, summarise
+from pytest_openkata.providers.reporters import RunReport, Segment, reporters
+from pytest_openkata.providers.reporters.terminal import gate_line
+
+USAGE_ERROR = 2
+
+
+class _Stdout:
+    """The reporters' terminal lines, as plain text on standard output."""
+
+    def write_lines(self, lines: Sequence[Sequence[Segment]]) -> None:
+        for line in lines:
+            print("".join(text for text, _colour in line))
+
+
+def _rooted(result: ScenarioResult, rootdir: Path) -> ScenarioResult:
+    """A logged result (its skill folder relative to the rootdir) in this checkout."""
+    skill_dir = os.path.normpath(rootdir / result.skill_dir)
+    baseline = None if result.baseline is None else _rooted(result.baseline, rootdir)
+    return replace(result, skill_dir=skill_dir, baseline=baseline)
+
+
+def merge(paths: Sequence[Path], rootdir: Path) -> MergedRun:
+    """The run of the shard files under ``paths`` (:class:`ShardError` when they are not the
+    parts of one run)."""
+    files = shard_files(paths)
+    missing = [path for path in paths if not path.exists()]
+    if missing:
+        raise ShardError(f"{missing[0]}: no such file or folder")
+    runs = []
+    for path in files:
+        try:
+            runs.append((str(path), read_run_log(path)))
+        except RunLogError as exc:
+            raise ShardError(str(exc)) from None
+    return merge_shards(runs, __version__, lambda skill: read_skill_version(rootdir / skill))
+
+
+def report(merged: MergedRun, rootdir: Path) -> int:
+    """Write the merged run's reports and show it; the unsharded run's exit status."""
+    from pytest_openkata.providers.reporters.baselines import attach_changes
+
+    settings = merged.settings
+    results = [_rooted(result, rootdir) for result in merged.results]
+    summaries = summarise(results, settings.threshold, rootdir, partial=merged.partial)
+    run = RunReport(
+        summaries=summaries,
+        settings=settings,
+        finished_at=merged.finished_at,
+        rootdir=rootdir,
+        terminal=_Stdout(),
+        log_extras=attach_changes(summaries, settings, rootdir),
+    )
+    for reporter in reporters():
+        reporter.report(run)
+    errored = sum(1 for result in results if result.error is not None)
+    failed = gate_failed(
+        summaries,
+        require_uplift=settings.require_uplift,
+        fail_on_regression=settings.fail_on_regression,
+    ) or bool(errored or merged.failed or run.errors)
+    status = 1 if failed else 0
+    line = gate_line(
+        summaries,
+        settings.threshold,
+        status,
+        errored=errored,
+        failed=merged.failed,
+        require_uplift=settings.require_uplift,
+        fail_on_regression=settings.fail_on_regression,
+        run_errors=len(run.errors),
+    )
+    print("".join(text for text, _colour in line))
+    return status
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m pytest_openkata merge",
+        description="Merge the shards of a run (--eval-shard I/N) into the reports the "
+        "unsharded run writes, apply its gate and exit with its status.",
+    )
+    parser.add_argument(
+        "shards", nargs="+", type=Path, metavar="DIR", help="shard folders or shard files"
+    )
+    parser.add_argument(
+        "--rootdir",
+        type=Path,
+        default=Path.cwd(),
+        help="the checkout the shards ran in (default: the current folder)",
+    )
+    args = parser.parse_args(argv)
+    rootdir = args.rootdir.absolute()
+    try:
+        merged = merge(args.shards, rootdir)
+    except ShardError as exc:
+        print(f"merge: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    print(f"merged {merged.count} shards: {len(merged.results)} scenarios")
+    return report(merged, rootdir)

@@ -1,0 +1,336 @@
+"""Shards of a run for CI matrices: which scenarios a shard runs, what it leaves for the merge,
+and the merge itself.
+
+``--eval-shard I/N`` runs the I-th of N stable, balanced parts of the selected scenarios:
+sorted by their node ids (so by skill, then scenario), the k-th goes to shard ``k mod N``, so
+that the scenarios of a skill are spread over the shards and the parts differ by one at most.
+Each shard leaves one file in the shard folder: its run log (:mod:`.runlog`), whose ``shard``
+record says which shard it is, what was selected before sharding, the settings and skill
+versions it ran with, the plugin's version and how many ordinary tests failed.
+
+The merge reads every shard's file, checks that they are the N parts of one run (each index
+once, the same N, selection, settings, skill versions and plugin version, every selected
+scenario run exactly once) and gives the results, settings and finishing time from which the
+reporters write what the unsharded run writes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pytest_openkata.core.results import ScenarioResult
+from pytest_openkata.core.runlog import LoggedRun
+from pytest_openkata.infra.config import EvalSettings
+
+__all__ = [
+    "SHARD_EXTRA",
+    "MergedRun",
+    "ShardError",
+    "ShardRecord",
+    "ShardSpec",
+    "merge_shards",
+    "recorded_settings",
+    "shard_items",
+]
+
+T = TypeVar("T")
+
+SHARD_EXTRA = "shard"  # the kind of a shard's record in its run log
+SHARD_FILE = re.compile(r"shard-(?P<index>[0-9]+)-of-(?P<count>[0-9]+)(?:-[0-9]+)?\.jsonl")
+
+# Settings that may differ between the jobs of one run without changing a result or a report:
+# how fast and where the sandboxes ran, the cache, and the settings' sources.
+_PER_JOB = frozenset({"sources", "concurrency", "max_in_flight", "cache", "log_keep", "retry"})
+_PER_JOB_SANDBOX = frozenset({"hosts", "per_host", "tls_cert_path", "mounts"})
+_SECRETS = {"http": "api_key", "anthropic": "api_key"}
+
+
+class ShardError(Exception):
+    """Shards that cannot be merged; the message says which and why."""
+
+
+@dataclass(frozen=True)
+class ShardSpec:
+    """The ``index``-th (from 1) of ``count`` shards."""
+
+    index: int
+    count: int
+
+    @classmethod
+    def parse(cls, text: str) -> ShardSpec:
+        """``I/N`` with 1 <= I <= N; :class:`ValueError` otherwise."""
+        index, sep, count = text.strip().partition("/")
+        if not (sep and index.isdigit() and count.isdigit()):
+            raise ValueError(f"{text!r} is not I/N (e.g. 2/4: the second of four shards)")
+        spec = cls(int(index), int(count))
+        if not 1 <= spec.index <= spec.count:
+            raise ValueError(f"{text!r}: I must be from 1 to N")
+        return spec
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+    @property
+    def file_name(self) -> str:
+        return f"shard-{self.index}-of-{self.count}.jsonl"
+
+
+def shard_items(items: Sequence[T], key: Callable[[T], str], spec: ShardSpec) -> list[T]:
+    """The items of shard ``spec``, in their given order: sorted by ``key`` (a node id), the
+    k-th item goes to shard ``k mod count`` (+1)."""
+    ordered = sorted(range(len(items)), key=lambda i: key(items[i]))
+    mine = {index for k, index in enumerate(ordered) if k % spec.count == spec.index - 1}
+    return [item for index, item in enumerate(items) if index in mine]
+
+
+def recorded_settings(settings: EvalSettings) -> dict[str, Any]:
+    """The settings a shard records for the merge: without secrets, and without what may
+    differ between the jobs of one run (concurrency, the cache, where sandboxes ran)."""
+    data = settings.model_dump(mode="json")
+    for section, key in _SECRETS.items():
+        data[section].pop(key, None)
+    for key in _PER_JOB:
+        data.pop(key, None)
+    for key in _PER_JOB_SANDBOX:
+        data["sandbox"].pop(key, None)
+    return data
+
+
+Scenario = tuple[str, str]  # (skill folder relative to the rootdir, scenario name)
+
+
+@dataclass(frozen=True)
+class ShardRecord:
+    """What a shard records for the merge besides its results."""
+
+    spec: ShardSpec
+    plugin_version: str
+    settings: Mapping[str, Any]
+    skill_versions: Mapping[str, str]  # relative skill folder -> version
+    selected: tuple[Scenario, ...]  # every scenario selected, before sharding
+    failed: int = 0  # ordinary tests (not scenarios) that failed
+    partial: bool = False  # the run counted every skill as partial (--eval-partial, a category)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.spec.index,
+            "count": self.spec.count,
+            "plugin_version": self.plugin_version,
+            "settings": dict(self.settings),
+            "skill_versions": dict(self.skill_versions),
+            "selected": [list(scenario) for scenario in self.selected],
+            "failed": self.failed,
+            "partial": self.partial,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ShardRecord:
+        return cls(
+            spec=ShardSpec(int(data["index"]), int(data["count"])),
+            plugin_version=str(data["plugin_version"]),
+            settings=dict(data["settings"]),
+            skill_versions={str(k): str(v) for k, v in data["skill_versions"].items()},
+            selected=tuple((str(skill), str(name)) for skill, name in data["selected"]),
+            failed=int(data.get("failed", 0)),
+            partial=bool(data.get("partial", False)),
+        )
+
+
+@dataclass(frozen=True)
+class MergedRun:
+    """The run the shards make together."""
+
+    results: list[ScenarioResult]
+    settings: EvalSettings
+    finished_at: datetime  # the last shard's
+    failed: int  # ordinary tests that failed, over every shard
+    partial: bool
+    count: int  # shards
+
+
+def _record(source: str, run: LoggedRun) -> ShardRecord:
+    records = run.extras.get(SHARD_EXTRA, [])
+    if len(records) != 1:
+        raise ShardError(f"{source}: not a shard's run log (it has no shard record)")
+    try:
+        return ShardRecord.from_dict(records[0])
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ShardError(f"{source}: its shard record cannot be read: {exc!r}") from exc
+
+
+def _finished(source: str, run: LoggedRun) -> datetime:
+    try:
+        moment = datetime.strptime(run.info.finished_at, "%Y-%m-%dT%H:%M:%SZ")
+    except ValueError as exc:
+        raise ShardError(f"{source}: its finishing time cannot be read: {exc}") from exc
+    return moment.replace(tzinfo=UTC)
+
+
+def _one_each(shards: Sequence[tuple[str, ShardRecord]]) -> int:
+    """The shard count, when every shard of it is there once."""
+    counts = {record.spec.count for _source, record in shards}
+    if len(counts) > 1:
+        found = ", ".join(f"{source} ({record.spec})" for source, record in shards)
+        raise ShardError(f"the shards are of different runs (different shard counts): {found}")
+    (count,) = counts
+    by_index: dict[int, list[str]] = {}
+    for source, record in shards:
+        by_index.setdefault(record.spec.index, []).append(source)
+    twice = {index: sources for index, sources in by_index.items() if len(sources) > 1}
+    if twice:
+        index = min(twice)
+        raise ShardError(
+            f"shard {index}/{count} is there {len(twice[index])} times "
+            f"({', '.join(twice[index])}): keep one"
+        )
+    missing = [index for index in range(1, count + 1) if index not in by_index]
+    if missing:
+        names = ", ".join(f"{index}/{count}" for index in missing)
+        noun = "shard" if len(missing) == 1 else "shards"
+        raise ShardError(
+            f"{noun} {names} missing: found {len(by_index)} of {count} "
+            f"({', '.join(f'{i}/{count}' for i in sorted(by_index))})"
+        )
+    return count
+
+
+def _same(
+    shards: Sequence[tuple[str, ShardRecord]], what: str, value: Callable[[ShardRecord], object]
+) -> None:
+    first_source, first = shards[0]
+    for source, record in shards[1:]:
+        if value(record) != value(first):
+            raise ShardError(
+                f"{source} and {first_source} are not shards of one run: their {what} differ"
+                + _difference(value(first), value(record))
+            )
+
+
+def _difference(left: object, right: object) -> str:
+    """The first keys whose values differ, for settings (flattened by section)."""
+    if not (isinstance(left, Mapping) and isinstance(right, Mapping)):
+        return f" ({left!r} and {right!r})"
+    flat_left, flat_right = _flat(left), _flat(right)
+    keys = sorted(
+        k for k in flat_left.keys() | flat_right.keys() if flat_left.get(k) != flat_right.get(k)
+    )
+    shown = "; ".join(f"{k}: {flat_left.get(k)!r} and {flat_right.get(k)!r}" for k in keys[:3])
+    return f" ({shown})"
+
+
+def _flat(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, Mapping):
+            flat.update(_flat(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def _versions(shards: Sequence[tuple[str, ShardRecord]]) -> dict[str, str]:
+    """Every skill's version, the same in every shard that ran it."""
+    versions: dict[str, tuple[str, str]] = {}
+    for source, record in shards:
+        for skill, version in record.skill_versions.items():
+            seen = versions.setdefault(skill, (version, source))
+            if seen[0] != version:
+                raise ShardError(
+                    f"{source} and {seen[1]} are not shards of one run: {skill} is version "
+                    f"{version!r} in one and {seen[0]!r} in the other"
+                )
+    return {skill: version for skill, (version, _source) in versions.items()}
+
+
+def _ran_once(
+    runs: Sequence[tuple[str, LoggedRun]], selected: Iterable[Scenario]
+) -> list[ScenarioResult]:
+    """Every selected scenario's result, from the one shard that ran it."""
+    where: dict[Scenario, str] = {}
+    results = []
+    for source, run in runs:
+        for result in run.results:
+            key = (result.skill_dir, result.name)
+            if key in where:
+                raise ShardError(
+                    f"{key[0]}::{key[1]} ran in two shards ({where[key]} and {source})"
+                )
+            where[key] = source
+            results.append(result)
+    wanted = Counter(selected)
+    missing = sorted(key for key in wanted if key not in where)
+    if missing:
+        shown = ", ".join(f"{skill}::{name}" for skill, name in missing[:5])
+        raise ShardError(f"no shard ran {plural_scenarios(len(missing))}: {shown}")
+    extra = sorted(key for key in where if key not in wanted)
+    if extra:
+        shown = ", ".join(f"{skill}::{name}" for skill, name in extra[:5])
+        raise ShardError(f"the shards ran scenarios their selection does not hold: {shown}")
+    return results
+
+
+def plural_scenarios(count: int) -> str:
+    return f"{count} selected scenario{'' if count == 1 else 's'}"
+
+
+def merge_shards(
+    runs: Sequence[tuple[str, LoggedRun]],
+    plugin_version: str,
+    version_here: Callable[[str], str],
+) -> MergedRun:
+    """The run the shards' run logs (each named by its ``source``) make together, after the
+    checks of the module docstring; ``version_here`` reads a skill's version in the checkout
+    the merge writes into (relative skill folder), which must be the shards'."""
+    if not runs:
+        raise ShardError("no shard files found")
+    shards = [(source, _record(source, run)) for source, run in runs]
+    count = _one_each(shards)
+    incomplete = [source for source, run in runs if not run.info.complete]
+    if incomplete:
+        raise ShardError(f"{incomplete[0]}: that shard was stopped before it finished")
+    _same(shards, "plugin versions", lambda record: record.plugin_version)
+    if shards[0][1].plugin_version != plugin_version:
+        raise ShardError(
+            f"the shards ran pytest-openkata {shards[0][1].plugin_version}, this is "
+            f"{plugin_version}: merge with the version that ran them"
+        )
+    _same(shards, "settings", lambda record: record.settings)
+    _same(shards, "selections (the scenarios selected before sharding)", lambda r: r.selected)
+    _same(shards, "partial flags (--eval-partial)", lambda record: record.partial)
+    for skill, version in _versions(shards).items():
+        here = version_here(skill)
+        if here != version:
+            raise ShardError(
+                f"{skill}: the shards ran version {version!r}, the checkout here has "
+                f"{here!r}: merge in the checkout the shards ran"
+            )
+    first = shards[0][1]
+    results = _ran_once(runs, first.selected)
+    settings = EvalSettings.model_validate(first.settings)
+    return MergedRun(
+        results=results,
+        settings=settings,
+        finished_at=max(_finished(source, run) for source, run in runs),
+        failed=sum(record.failed for _source, record in shards),
+        partial=first.partial,
+        count=count,
+    )
+
+
+def shard_files(paths: Iterable[Path]) -> list[Path]:
+    """The shard files named, or found under the folders named, in order, once each."""
+    found: dict[Path, None] = {}
+    for path in paths:
+        if path.is_dir():
+            for candidate in sorted(path.rglob("shard-*-of-*.jsonl")):
+                if SHARD_FILE.fullmatch(candidate.name):
+                    found.setdefault(candidate)
+        else:
+            found.setdefault(path)
+    return list(found)
