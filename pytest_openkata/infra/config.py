@@ -490,7 +490,8 @@ HELP = {
     "sandbox.per_host": "sandboxes at once on each engine of sandbox.hosts (default 0: the "
     "engine's CPUs divided by sandbox.cpus, at least 1)",
     "sandbox.tls_cert_path": "folder of ca.pem, cert.pem and key.pem for the tcp:// engines of "
-    "sandbox.hosts (default: DOCKER_CERT_PATH when set; without either, plain TCP)",
+    "sandbox.hosts, or of a subfolder per engine name (default: DOCKER_CERT_PATH when set; "
+    "without either, plain TCP)",
     "retry.attempts": "attempts per model call or sandbox run on 429, 503 and 5xx (default 3)",
     "retry.budget": "seconds of back-off allowed per call across its retries (default 120)",
     "price.agent_input": "US dollars per million input tokens of the agent model",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -160,6 +161,27 @@ def test_an_engine_without_its_client_certificate_is_left_out_saying_why(
         f"{missing} lacks ca.pem, cert.pem, key.pem"
     ) in done.stdout
     assert _report(tmp_path)["scenarios"][0]["engine"] == "remote"
+
+
+def test_engines_of_different_cas_take_their_certificates_from_a_folder_each(
+    tls_engine: TlsEngine, doomed_engine: TlsEngine, endpoint: ScriptedEndpoint, tmp_path: Path
+) -> None:
+    _skill(tmp_path, scenarios=2, sleep=2)
+    certificates = tmp_path / "certs"
+    shutil.copytree(tls_engine.cert_path, certificates / "first")
+    shutil.copytree(doomed_engine.cert_path, certificates / "second")
+    hosts = f"first={tls_engine.url},second={doomed_engine.url}"
+    command = _command(
+        endpoint, tls_engine.image, hosts, "--eval-sandbox-tls-cert-path", str(certificates)
+    )
+    done = _run(command, tmp_path, _environment(None, None))
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.count(", TLS, ") == 2
+    assert {scenario["engine"] for scenario in _report(tmp_path)["scenarios"]} == {
+        "first",
+        "second",
+    }
 
 
 def _closed_port() -> int:

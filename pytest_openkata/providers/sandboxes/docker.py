@@ -129,16 +129,19 @@ class Engine:
         return self.url
 
 
-def engine_of(url: str, cert_path: str = "") -> Engine:
+def engine_of(url: str, cert_path: str = "", name: str = "") -> Engine:
     """The engine at ``url``; a ``tcp://`` engine is reached over TLS, its certificate checked
     against ``ca.pem`` and ours given from ``cert.pem`` and ``key.pem`` (Docker's layout) of
-    ``cert_path``, else of ``DOCKER_CERT_PATH``; without either, over plain TCP."""
+    ``cert_path``, else of ``DOCKER_CERT_PATH``; without either, over plain TCP. Engines of
+    other CAs take theirs from a subfolder named after the engine (``<cert_path>/<name>/``)."""
     if not url.startswith("tcp://"):
         return Engine(url)
     folder = cert_path or environ_snapshot().get("DOCKER_CERT_PATH", "")
     if not folder:
         return Engine(url)
     where = Path(folder).expanduser()
+    if name and (where / name / "ca.pem").is_file():
+        where = where / name
     ca, cert, key = (where / name for name in ("ca.pem", "cert.pem", "key.pem"))
     missing = [path.name for path in (ca, cert, key) if not path.is_file()]
     if missing:
@@ -438,7 +441,10 @@ def from_settings(settings: EvalSettings) -> DockerProvider:
     box = settings.sandbox
     if len(box.hosts) > 1:
         raise SandboxError("the docker provider drives one engine; a pool makes one per engine")
-    engine = engine_of(box.hosts[0][1], box.tls_cert_path) if box.hosts else Engine()
+    engine = Engine()
+    if box.hosts:
+        name, url = box.hosts[0]
+        engine = engine_of(url, box.tls_cert_path, name)
     client = connect(engine=engine)
     try:
         sweep_stale_containers(client)
