@@ -92,7 +92,9 @@ def _report(root: Path) -> dict:
 
 
 def _managed(client: docker.DockerClient) -> list:
-    return client.containers.list(all=True, filters={"label": f"{MANAGED}=true"})
+    """The plugin's containers on the engine, listed in one answer of the engine (never
+    looked at one by one, which a container removed meanwhile would fail)."""
+    return list(client.api.containers(all=True, filters={"label": f"{MANAGED}=true"}))
 
 
 def test_scenarios_spread_over_a_tls_and_an_ssh_engine_each_checked_and_named(
@@ -194,7 +196,7 @@ def _closed_port() -> int:
 
 def _wait_for_container(client: docker.DockerClient, process: subprocess.Popen[str]) -> None:
     deadline = time.monotonic() + TIMEOUT
-    while not client.containers.list(filters={"label": f"{MANAGED}=true"}):
+    while not _managed(client):
         assert process.poll() is None, "the run ended before a sandbox started on the engine"
         assert time.monotonic() < deadline, "no sandbox started on the engine"
         time.sleep(0.2)

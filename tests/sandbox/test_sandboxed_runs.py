@@ -687,9 +687,11 @@ def test_sigterm_removes_the_running_container(
         stderr=subprocess.STDOUT,
     )
     owned = {"label": f"{OWNER_PID}={process.pid}"}
+    # The engine lists containers with their labels in one answer: a container removed while
+    # containers.list() looks at each in turn would raise NotFound there.
     try:
         deadline = time.monotonic() + 60
-        while not docker_client.containers.list(all=True, filters=owned):
+        while not docker_client.api.containers(all=True, filters=owned):
             assert process.poll() is None, process.stdout.read().decode() if process.stdout else ""
             assert time.monotonic() < deadline, "no sandbox container appeared"
             time.sleep(0.1)
@@ -701,7 +703,7 @@ def test_sigterm_removes_the_running_container(
             process.kill()
             process.wait()
 
-    assert docker_client.containers.list(all=True, filters=owned) == []
+    assert docker_client.api.containers(all=True, filters=owned) == []
     assert process.returncode != 0
 
 

@@ -716,3 +716,22 @@ def test_without_chromium_on_ci_the_browser_tests_fail(
 
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines([f"*chromium not found at {pytester.path / 'no-chromium'}*CI*"])
+
+
+def test_the_engine_of_a_pool_that_ran_a_trial_and_the_engines_lost_under_it_are_shown() -> None:
+    moved = trial(1, [judged("clear", 10, True)])
+    trace = moved.trace
+    assert trace is not None
+    moved = TrialResult(
+        **{
+            **moved.__dict__,
+            "trace": TrialTrace(
+                **{**trace.__dict__, "engine": "b", "lost_engines": ("engine a: it died",)}
+            ),
+        }
+    )
+    page = parse(render([scenario("scenario-0", [moved]), scenario("scenario-1", [trial(1, [])])]))
+
+    [shown] = page.by_class("engine", within=page.scenario("scenario-0"))
+    assert shown.text == "Engine: b; ran again after engine a: it died"
+    assert page.by_class("engine", within=page.scenario("scenario-1")) == []
