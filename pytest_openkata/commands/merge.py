@@ -80,7 +80,13 @@ def report(merged: MergedRun, rootdir: Path) -> int:
     )
     for reporter in reporters():
         reporter.report(run)
-    errored = sum(1 for result in results if result.error is not None)
+    # As the run errors a scenario in setup: its own arm's error, or its baseline arm's.
+    errored = sum(
+        1
+        for result in results
+        if result.error is not None
+        or (result.baseline is not None and result.baseline.error is not None)
+    )
     failed = gate_failed(
         summaries,
         require_uplift=settings.require_uplift,

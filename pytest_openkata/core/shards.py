@@ -46,7 +46,9 @@ SHARD_FILE = re.compile(r"shard-(?P<index>[0-9]+)-of-(?P<count>[0-9]+)(?:-[0-9]+
 
 # Settings that may differ between the jobs of one run without changing a result or a report:
 # how fast and where the sandboxes ran, the cache, and the settings' sources.
-_PER_JOB = frozenset({"sources", "concurrency", "max_in_flight", "cache", "log_keep", "retry"})
+_PER_JOB = frozenset({"sources", "concurrency", "max_in_flight", "log_keep", "retry"})
+# Kept for the merged run's log, but free to differ between jobs (a job with a warm cache).
+_NOT_COMPARED = frozenset({"cache"})
 _PER_JOB_SANDBOX = frozenset({"hosts", "per_host", "tls_cert_path", "mounts"})
 _SECRETS = {"http": "api_key", "anthropic": "api_key"}
 
@@ -290,17 +292,21 @@ def merge_shards(
     if not runs:
         raise ShardError("no shard files found")
     shards = [(source, _record(source, run)) for source, run in runs]
-    count = _one_each(shards)
     incomplete = [source for source, run in runs if not run.info.complete]
     if incomplete:
         raise ShardError(f"{incomplete[0]}: that shard was stopped before it finished")
+    count = _one_each(shards)
     _same(shards, "plugin versions", lambda record: record.plugin_version)
     if shards[0][1].plugin_version != plugin_version:
         raise ShardError(
             f"the shards ran pytest-openkata {shards[0][1].plugin_version}, this is "
             f"{plugin_version}: merge with the version that ran them"
         )
-    _same(shards, "settings", lambda record: record.settings)
+    _same(
+        shards,
+        "settings",
+        lambda record: {k: v for k, v in record.settings.items() if k not in _NOT_COMPARED},
+    )
     _same(shards, "selections (the scenarios selected before sharding)", lambda r: r.selected)
     _same(shards, "partial flags (--eval-partial)", lambda record: record.partial)
     for skill, version in _versions(shards).items():
@@ -325,12 +331,12 @@ def merge_shards(
 
 def shard_files(paths: Iterable[Path]) -> list[Path]:
     """The shard files named, or found under the folders named, in order, once each."""
-    found: dict[Path, None] = {}
+    found: dict[Path, Path] = {}  # by the file it is, as first named
     for path in paths:
         if path.is_dir():
             for candidate in sorted(path.rglob("shard-*-of-*.jsonl")):
                 if SHARD_FILE.fullmatch(candidate.name):
-                    found.setdefault(candidate)
+                    found.setdefault(candidate.resolve(), candidate)
         else:
-            found.setdefault(path)
-    return list(found)
+            found.setdefault(path.resolve(), path)
+    return list(found.values())

@@ -239,7 +239,7 @@ def _mounts(value: str) -> tuple[tuple[str, str], ...]:
 
 
 _ENGINE_SCHEMES = ("unix://", "tcp://", "ssh://")
-_ENGINE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]*")
+_ENGINE_NAME = re.compile(r"[A-Za-z0-9\[][A-Za-z0-9._:\[\]-]*")
 
 
 def _engine_name(url: str) -> str:
@@ -274,7 +274,7 @@ def _hosts(value: str) -> tuple[tuple[str, str], ...]:
             )
         name = name.strip() or _engine_name(url)
         if not _ENGINE_NAME.fullmatch(name):
-            raise ValueError(f"{name!r} is not an engine name: use letters, digits, . _ - :")
+            raise ValueError(f"{name!r} is not an engine name: use letters, digits, . _ - : [ ]")
         engines.append((name, url))
     if not engines:
         raise ValueError(f"{value!r} names no engine")

@@ -54,6 +54,13 @@ def _shows_why(report: pytest.TestReport, result: ScenarioResult) -> bool:
     return report.when == "call" and not result.passed
 
 
+def _shown(path: Path, config: pytest.Config) -> str:
+    try:
+        return path.relative_to(config.rootpath).as_posix()
+    except ValueError:
+        return str(path)
+
+
 class _Terminal:
     """Reporter lines kept until pytest's terminal summary writes them, in colour when pytest
     uses colour."""
@@ -95,6 +102,7 @@ class EvalAggregator:
         self._session: pytest.Session | None = None
         self._stopped: str | None = None
         self._run_errors = 0
+        self._shard_note = ""  # where a shard without scenarios left its file
 
     # tryfirst: the terminal reporter later flips a parent report with failed subtests to
     # "failed"; here the parent's own outcome is still what its body did.
@@ -114,6 +122,8 @@ class EvalAggregator:
     @pytest.hookimpl(trylast=True)  # after pytest's junitxml has written its file
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if not self.results:
+            if shard.shard_of(self.config) is not None:
+                self._empty_shard(session)
             return
         # A run of some categories of criteria is not the skill's effectiveness.
         partial = bool(self.config.getoption("eval_partial") or self.settings.category)
@@ -144,8 +154,8 @@ class EvalAggregator:
             terminal=self.terminal,
             log_extras=extras,
         )
-        if sharded and finished:
-            self._write_shard(run, partial)
+        if sharded:  # a stopped shard too: the merge then says it stopped
+            self._write_shard(run, partial, complete=finished and not session.shouldstop)
         for reporter in reporters():
             reporter.report(run)
         self._run_errors = len(run.errors)
@@ -163,7 +173,7 @@ class EvalAggregator:
         for summary in self.summaries:
             self.config.hook.pytest_openkata_skill_summary(summary=summary, config=self.config)
 
-    def _write_shard(self, run: RunReport, partial: bool) -> None:
+    def _write_shard(self, run: RunReport, partial: bool, *, complete: bool) -> None:
         """The shard's file for the merge, listed with the run's other files."""
         spec = shard.shard_of(self.config)
         failed = len(set(self.hard_failures) - set(self.results))
@@ -175,13 +185,41 @@ class EvalAggregator:
                 run.finished_at,
                 failed=failed,
                 partial=partial,
+                complete=complete,
             )
         except OSError as exc:
             run.errors.append(f"could not write the file of shard {spec}: {exc.strerror or exc}")
             return
         run.written[f"shard {spec}"] = path
 
+    def _empty_shard(self, session: pytest.Session) -> None:
+        """A shard whose part holds no scenario (more shards than scenarios) still leaves its
+        file, and passes when the run selected scenarios for the other parts."""
+        finished = session.exitstatus in (*_FINISHED, pytest.ExitCode.NO_TESTS_COLLECTED)
+        if session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and shard.selection(
+            self.config
+        ):
+            session.exitstatus = pytest.ExitCode.OK
+        try:
+            path = shard.write_shard_file(
+                self.config,
+                [],
+                self.settings,
+                datetime.now(UTC),
+                failed=len(self.hard_failures),
+                partial=bool(self.config.getoption("eval_partial") or self.settings.category),
+                complete=finished and not session.shouldstop,
+            )
+        except OSError as exc:
+            spec = shard.shard_of(self.config)
+            self._shard_note = f"could not write the file of shard {spec}: {exc.strerror or exc}"
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            return
+        self._shard_note = f"shard {shard.shard_of(self.config)}: {_shown(path, self.config)}"
+
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        if self._shard_note:
+            terminalreporter.write_line(self._shard_note)
         if not self.terminal.blocks:
             return
         terminalreporter.write_sep("=", "openkata eval summary")

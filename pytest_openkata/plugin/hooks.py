@@ -262,6 +262,20 @@ def _deselect(
         config.hook.pytest_deselected(items=others)
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """A shard of a lint or validation run whose part is empty (more shards than items)
+    passes, when the run selected items for the other parts (a run's shards: the aggregator)."""
+    config = session.config
+    if (
+        mode_of(config)
+        and shard.shard_of(config) is not None
+        and session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED
+        and shard.selected_items(config)
+    ):
+        session.exitstatus = pytest.ExitCode.OK
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]

@@ -29,13 +29,16 @@ from pytest_openkata.core.shards import (
 )
 from pytest_openkata.infra.atomic import write_new_report
 from pytest_openkata.infra.config import EvalSettings
+from pytest_openkata.infra.redact import Redactor
 from pytest_openkata.plugin.items import ScenarioItem
+from pytest_openkata.plugin.session import redactor_of
 
 DEFAULT_FOLDER = ".openkata/shards"
 _SELECTION_OUTPUT = "openkata_selection"
 
 _spec_key = pytest.StashKey[ShardSpec | None]()
 _selection_key = pytest.StashKey[list[Scenario]]()
+_selected_key = pytest.StashKey[int]()
 
 
 def add_options(group: Any) -> None:
@@ -90,18 +93,31 @@ def scenario_of(item: pytest.Item) -> Scenario | None:
 
 def select(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Keep this shard's part of ``items``, deselect the rest, and remember the scenarios
-    selected before."""
+    selected before. Scenarios and other tests are split apart, so that the scenarios' parts
+    are balanced whatever tests lie between them."""
     spec = shard_of(config)
     if spec is None:
         return
     config.stash[_selection_key] = sorted(
         scenario for scenario in map(scenario_of, items) if scenario is not None
     )
-    kept = shard_items(items, lambda item: item.nodeid, spec)
-    dropped = [item for item in items if item not in set(kept)]
+    config.stash[_selected_key] = len(items)
+    scenarios = [item for item in items if isinstance(item, ScenarioItem)]
+    others = [item for item in items if not isinstance(item, ScenarioItem)]
+    kept = {id(item) for part in (scenarios, others) for item in shard_items(part, _node_id, spec)}
+    dropped = [item for item in items if id(item) not in kept]
     if dropped:
-        items[:] = kept
+        items[:] = [item for item in items if id(item) in kept]
         config.hook.pytest_deselected(items=dropped)
+
+
+def selected_items(config: pytest.Config) -> int:
+    """How many items (of any kind) this process selected before splitting them."""
+    return config.stash.get(_selected_key, 0)
+
+
+def _node_id(item: pytest.Item) -> str:
+    return item.nodeid
 
 
 def selection(config: pytest.Config) -> list[Scenario]:
@@ -138,8 +154,10 @@ def write_shard_file(
     *,
     failed: int,
     partial: bool,
+    complete: bool = True,
 ) -> Path:
-    """The shard's run log, with its record, in the shard folder (never over another file)."""
+    """The shard's run log, with its record, in the shard folder (never over another file);
+    ``complete`` is False for a shard that was stopped (the merge then refuses it)."""
     from pytest_openkata import __version__
     from pytest_openkata.providers.reporters.runlog import run_settings
 
@@ -153,7 +171,7 @@ def write_shard_file(
     record = ShardRecord(
         spec=spec,
         plugin_version=__version__,
-        settings=recorded_settings(settings),
+        settings=_masked(recorded_settings(settings), redactor_of(config)),
         skill_versions=dict(sorted(versions.items())),
         selected=tuple(selection(config)),
         failed=failed,
@@ -161,8 +179,21 @@ def write_shard_file(
     )
     info = RunInfo(
         finished_at=finished_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        complete=complete,
         threshold=settings.threshold,
         settings=run_settings(settings),
     )
     text = log_lines(info, results, rootdir, {SHARD_EXTRA: [record.to_dict()]})
     return write_new_report(shard_folder(config) / spec.file_name, text)
+
+
+def _masked(data: dict[str, Any], redact: Redactor) -> dict[str, Any]:
+    """The settings with every secret masked, as every report masks them."""
+    return {
+        key: _masked(value, redact)
+        if isinstance(value, dict)
+        else redact(value)
+        if isinstance(value, str)
+        else value
+        for key, value in data.items()
+    }

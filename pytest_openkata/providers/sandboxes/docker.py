@@ -53,7 +53,7 @@ STOP_GRACE = 10.0
 
 # An ssh:// engine's transport (paramiko) raises its own errors, and the socket's, when the
 # host or its sshd goes away: the engine is lost, as when a unix or tcp engine stops answering.
-_SSH_ERRORS: tuple[type[Exception], ...] = (EOFError, ConnectionError)
+_SSH_ERRORS: tuple[type[Exception], ...] = (EOFError, OSError)
 try:
     import paramiko
 
@@ -65,6 +65,7 @@ _ENGINE_ERRORS: tuple[type[Exception], ...] = (
     requests.exceptions.RequestException,
     *_SSH_ERRORS,
 )
+_CONNECT_ERRORS: tuple[type[Exception], ...] = (*_ENGINE_ERRORS, ValueError)  # a bad URL too
 
 
 @dataclass(frozen=True)
@@ -145,8 +146,9 @@ def engine_of(url: str, cert_path: str = "", name: str = "") -> Engine:
     ca, cert, key = (where / name for name in ("ca.pem", "cert.pem", "key.pem"))
     missing = [path.name for path in (ca, cert, key) if not path.is_file()]
     if missing:
+        shown = folder if where.name != name or not name else f"{folder}/{name}"
         raise SandboxError(
-            f"{url}: the TLS folder {where} lacks {', '.join(missing)} (sandbox.tls_cert_path "
+            f"{url}: the TLS folder {shown} lacks {', '.join(missing)} (sandbox.tls_cert_path "
             "or DOCKER_CERT_PATH holds ca.pem, cert.pem and key.pem)"
         )
     return Engine(url, TLSConfig(client_cert=(str(cert), str(key)), ca_cert=str(ca), verify=True))
@@ -164,7 +166,7 @@ def connect(timeout: float = 60.0, engine: Engine = Engine()) -> docker.DockerCl
         finally:
             probe.close()
         return _engine_client(int(timeout), version, engine)
-    except _ENGINE_ERRORS as exc:
+    except _CONNECT_ERRORS as exc:
         hint = (
             "start one (dockerd) or set DOCKER_HOST"
             if engine.url is None

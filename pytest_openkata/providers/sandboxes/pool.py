@@ -213,8 +213,11 @@ class EnginePool:
         return _once(wrapped)
 
     def _none_left(self) -> str:
+        """Every engine and why it is out, for the scenarios' errors (and so the reports):
+        engines by their names, never their URLs (a socket's is a machine path)."""
         reasons = "; ".join(
-            f"engine {e.name}: {e.lost if e.lost is not None else 'no room for this host'}"
+            f"engine {e.name}: "
+            + (e.lost.replace(e.url, "its URL") if e.lost is not None else "no room for this host")
             for e in self.engines
         )
         return f"no sandbox engine left ({reasons})"
@@ -302,15 +305,17 @@ def _engine(
     """Make and check one engine's provider; an engine that fails is left out, with why."""
     try:
         provider = factory(_single_engine(settings, name, url))
-    except BackendError as exc:
-        return PoolEngine(name, url, None, LocalSlots(0), lost=str(exc), left_out_at_start=True)
+    except Exception as exc:  # any failure of one engine leaves it out, not the run
+        why = str(exc) if isinstance(exc, BackendError) else f"{type(exc).__name__}: {exc}"
+        return PoolEngine(name, url, None, LocalSlots(0), lost=why, left_out_at_start=True)
     check = EngineCheck("")
     checker = getattr(provider, "check", None)
     if callable(checker):
         try:
             check = checker()
-        except BackendError as exc:
-            check = EngineCheck("", problem=str(exc))
+        except Exception as exc:
+            why = str(exc) if isinstance(exc, BackendError) else f"{type(exc).__name__}: {exc}"
+            check = EngineCheck("", problem=why)
     if check.problem is not None:
         with contextlib.suppress(Exception):
             provider.close()
