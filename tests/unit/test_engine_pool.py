@@ -66,6 +66,18 @@ def test_each_environment_goes_to_the_least_loaded_engine_with_room() -> None:
         pool.close()
 
 
+def test_a_large_empty_engine_is_used_before_a_small_one_fills() -> None:
+    small, medium, large = LocalEngine(cpus=1), LocalEngine(cpus=2), LocalEngine(cpus=4)
+    pool = _pool({"small": small, "medium": medium, "large": large})
+    try:
+        made = [getattr(pool.create(SPEC), "engine", "") for _ in range(4)]
+        # Each goes where it leaves the least fraction of room used: 1/4, then 1/2 on the
+        # medium engine (as full as the large one would be, and less used), then 2/4, 3/4.
+        assert made == ["large", "medium", "large", "large"]
+    finally:
+        pool.close()
+
+
 def test_a_full_pool_waits_for_room_and_uses_the_engine_that_freed_it() -> None:
     pool = _pool({"a": LocalEngine(), "b": LocalEngine()}, per_host=1)
     try:

@@ -5,8 +5,8 @@ pointed at that engine (the Docker provider connects to the one engine it is giv
 provider whose factory reads ``sandbox.hosts`` can be pooled. At the start every engine is
 checked (a provider with a ``check()`` method says what it found: its version, CPUs, the
 image); one that cannot be reached or cannot run the image is left out, and the check gives one
-line per engine. Each new environment goes to the least-loaded engine with room, waiting while
-all are full.
+line per engine. Each new environment goes to the least-loaded engine with room (the one
+least full once it has one more), waiting in turn while all are full.
 
 An engine that stops answering (the provider raises :class:`SandboxLost`) is taken out: its
 environments fail with a :class:`SandboxLost` that says whether other engines are left, and the
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -138,6 +139,7 @@ class EnginePool:
             raise ValueError("an engine pool needs at least one engine")
         self.engines = list(engines)
         self._room = threading.Condition()
+        self._queue: deque[object] = deque()  # the callers waiting for room, in turn
         self._closed = False
 
     def lines(self) -> list[str]:
@@ -184,31 +186,48 @@ class EnginePool:
     def _live(self) -> list[PoolEngine]:
         return [e for e in self.engines if e.lost is None and e.slots.capacity > 0]
 
-    def _load(self, engine: PoolEngine) -> tuple[float, int, int]:
-        used = engine.slots.in_use()
-        return used / engine.slots.capacity, used, self.engines.index(engine)
+    def _by_load(self, live: list[PoolEngine]) -> list[PoolEngine]:
+        """``live``, the engine that would be least full with one more sandbox first (so that
+        an empty small engine does not fill before a large one), then the least used, then in
+        the order of ``sandbox.hosts``."""
+        used = {id(engine): engine.slots.in_use() for engine in live}
+        order = {id(engine): index for index, engine in enumerate(self.engines)}
+        return sorted(
+            live,
+            key=lambda e: ((used[id(e)] + 1) / e.slots.capacity, used[id(e)], order[id(e)]),
+        )
 
     def _hold_room(self) -> tuple[PoolEngine, Callable[[], None]]:
+        """A slot on the least-loaded engine with room. Callers wait in turn (first come,
+        first served): only the first waiter takes a slot; a slot given back in this process
+        wakes the waiters at once, one freed by another process is seen at the next poll."""
         pause = _FIRST_PAUSE
+        turn = object()
         with self._room:
-            while True:
-                if self._closed:
-                    raise SandboxError("the sandbox was closed: the run is over")
-                live = self._live()
-                if not live:
-                    raise SandboxError(self._none_left())
-                for engine in sorted(live, key=self._load):
-                    give_back = engine.slots.try_hold()
-                    if give_back is not None:
-                        return engine, self._waking(give_back)
-                self._room.wait(pause)
-                pause = min(pause * 2, _MAX_PAUSE)
+            self._queue.append(turn)
+            try:
+                while True:
+                    if self._closed:
+                        raise SandboxError("the sandbox was closed: the run is over")
+                    live = self._live()
+                    if not live:
+                        raise SandboxError(self._none_left())
+                    if self._queue[0] is turn:
+                        for engine in self._by_load(live):
+                            give_back = engine.slots.try_hold()
+                            if give_back is not None:
+                                return engine, self._waking(give_back)
+                    woken = self._room.wait(pause)  # room given back here: poll afresh
+                    pause = _FIRST_PAUSE if woken else min(pause * 2, _MAX_PAUSE)
+            finally:
+                self._queue.remove(turn)
+                self._room.notify_all()  # the next in turn
 
     def _waking(self, give_back: Callable[[], None]) -> Callable[[], None]:
         def wrapped() -> None:
             give_back()
             with self._room:
-                self._room.notify()
+                self._room.notify_all()
 
         return _once(wrapped)
 
