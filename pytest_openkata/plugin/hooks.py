@@ -152,7 +152,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{name}: {meaning}")
     mode = config.stash[mode_key] = _mode(config)
     shard.configure(config)
-    settings = distribution.worker_settings(config, _resolve(config))
+    settings = distribution.worker_settings(config, lambda: _resolve(config))
     controller = not hasattr(config, "workerinput")
     if controller:  # only the controller compares, and a remote worker has other paths
         _check_compare(settings)

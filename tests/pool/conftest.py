@@ -1,7 +1,8 @@
 """Two private Docker engines that behave like remote ones (``tests/support/engines.py``): one
 at ``tcp://`` with mutual TLS, one at ``ssh://root@ADDRESS`` in a network namespace of its own.
 Each fixture starts its engine once per session (per xdist worker) and builds the stand-in
-image into it.
+image into it. ``ssh_host`` is the same namespace and sshd without the engine: a second host
+for xdist workers, whose sessions have an API key of their own (:data:`SSH_HOST_API_KEY`).
 
 The engines need root, dockerd, sshd and iproute2. Without them the tests of this folder are
 deselected and the summary says so in one line, as the browser tests are; on CI (``CI`` set)
@@ -19,9 +20,11 @@ from pathlib import Path
 import pytest
 
 from tests.support.docker_engine import build_standin_image
-from tests.support.engines import SshEngine, TlsEngine, missing_prerequisites
+from tests.support.engines import SshEngine, SshHost, TlsEngine, missing_prerequisites
 
 HERE = Path(__file__).resolve().parent
+# The key that the ssh host's sessions have in their environment, as a remote machine's own.
+SSH_HOST_API_KEY = "key-of-the-ssh-host"
 
 _note = pytest.StashKey[str]()
 
@@ -76,3 +79,13 @@ def ssh_engine() -> Iterator[SshEngine]:
     with SshEngine() as engine:
         build_image(engine)
         yield engine
+
+
+@pytest.fixture(scope="session")
+def ssh_host() -> Iterator[SshHost]:
+    """A host in a network namespace reached over ssh only, with no Docker engine; its
+    sessions' environment holds ``OPENKATA_EVAL_HTTP_API_KEY`` = :data:`SSH_HOST_API_KEY`
+    and nothing of the client's."""
+    require_engines()
+    with SshHost({"OPENKATA_EVAL_HTTP_API_KEY": SSH_HOST_API_KEY}) as host:
+        yield host

@@ -54,13 +54,15 @@ _ids = itertools.count(1)
 
 @dataclass(frozen=True)
 class RecordedRequest:
-    """One request as the server received it; ``json`` is None when the body is not JSON."""
+    """One request as the server received it; ``json`` is None when the body is not JSON;
+    ``client`` is the IP address the request came from (which host sent it)."""
 
     method: str
     path: str
     headers: dict[str, str]
     body: bytes
     json: Any | None = None
+    client: str = ""
 
 
 @dataclass(frozen=True)
@@ -139,7 +141,9 @@ Responder = Callable[[RecordedRequest], Reply]
 
 
 class ScriptedEndpoint:
-    """A ``ThreadingHTTPServer`` on ``127.0.0.1`` (a free port) served from a daemon thread.
+    """A ``ThreadingHTTPServer`` on ``127.0.0.1`` (a free port) served from a daemon thread;
+    ``host`` names another local address to listen on (one that clients in another network
+    namespace reach).
 
     ``latency`` seconds pass before every answer, on top of the reply's own ``delay``, both
     counted from the moment the request's headers are in. Every connection serves one request
@@ -154,12 +158,14 @@ class ScriptedEndpoint:
         latency: float = 0.0,
         keep_alive: bool = False,
         tls: ssl.SSLContext | None = None,
+        host: str = "127.0.0.1",
     ) -> None:
         if latency < 0:
             raise ValueError(f"latency must be at least 0 seconds, got {latency!r}")
         self.latency = latency
         self.keep_alive = keep_alive
         self.tls = tls
+        self.host = host
         self._lock = threading.Lock()
         self._in_flight = 0
         self._max_in_flight = 0
@@ -182,7 +188,7 @@ class ScriptedEndpoint:
             self._max_in_flight = self._in_flight
             self._connections = 0
             self._hung_up = 0
-        server = _Server(("127.0.0.1", 0), _make_handler(self))
+        server = _Server((self.host, 0), _make_handler(self))
         if self.tls is not None:
             server.socket = self.tls.wrap_socket(server.socket, server_side=True)
         self._server = server
@@ -228,10 +234,10 @@ class ScriptedEndpoint:
 
     @property
     def base_url(self) -> str:
-        """``http://127.0.0.1:<port>/v1`` (``https`` with ``tls``), the value to give as the
+        """``http://<host>:<port>/v1`` (``https`` with ``tls``), the value to give as the
         backend's base_url."""
         scheme = "http" if self.tls is None else "https"
-        return f"{scheme}://127.0.0.1:{self.port}/v1"
+        return f"{scheme}://{self.host}:{self.port}/v1"
 
     # -- script ------------------------------------------------------------------------------
 
@@ -383,6 +389,7 @@ def _make_handler(endpoint: ScriptedEndpoint) -> type[BaseHTTPRequestHandler]:
                 headers=headers,
                 body=body,
                 json=_json_or_none(body),
+                client=str(self.client_address[0]),
             )
             reply = endpoint._answer(request)
             delay = endpoint.latency + reply.delay - (time.monotonic() - received_at)

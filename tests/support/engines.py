@@ -1,6 +1,8 @@
 """Two private Docker engines on this machine that behave like remote ones, for the tests of a
 pool of engines: :class:`TlsEngine` (``tcp://127.0.0.1:PORT`` with mutual TLS) and
-:class:`SshEngine` (``ssh://root@ADDRESS``: a dockerd and an sshd in a network namespace).
+:class:`SshEngine` (``ssh://root@ADDRESS``: a dockerd and an sshd in a network namespace);
+and :class:`SshHost`, the same namespace with its sshd and no dockerd, a host to reach over
+ssh or an execnet socket server (xdist workers on another host).
 
 Each engine is a small host of its own. One short temporary folder (``/tmp/okt-XXXXXXXX``; a
 unix socket's path has at most 107 bytes) holds its data root, exec root, pidfile, logs,
@@ -49,7 +51,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Self
 
@@ -65,6 +67,7 @@ from tests.support.docker_engine import BUSYBOX
 START_TIMEOUT = 60.0
 STOP_TIMEOUT = 30.0
 SSHD = Path("/usr/sbin/sshd")
+SERVER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 COMMANDS = ("dockerd", "containerd", "docker", "ip", "nsenter", "unshare", "ssh", "ssh-keygen")
 CGROUPS = Path("/sys/fs/cgroup")
 # Runs the rest of its command line as the first process of a PID namespace, in a mount
@@ -109,11 +112,14 @@ class _Daemon:
     session of its own. When this process dies, its ``unshare`` gets SIGKILL, and the daemon
     SIGTERM: it stops cleanly."""
 
-    def __init__(self, command: list[str], log: Path) -> None:
+    def __init__(
+        self, command: list[str], log: Path, environment: Mapping[str, str] | None = None
+    ) -> None:
         self.log = log
         with log.open("ab") as output:
             self._unshare = subprocess.Popen(
                 command,
+                env=None if environment is None else dict(environment),
                 stdin=subprocess.DEVNULL,
                 stdout=output,
                 stderr=subprocess.STDOUT,
@@ -226,9 +232,16 @@ class _Engine:
         ]  # fmt: skip
         self._dockerd = self._spawn("dockerd", [*self._enter(), *ISOLATED, *command], self._answers)
 
-    def _spawn(self, what: str, command: list[str], ready: Callable[[], bool]) -> _Daemon:
-        """Start a daemon, logging to ``<folder>/<what>.log``, and wait until it is ``ready``."""
-        daemon = _Daemon(command, self.folder / f"{what}.log")
+    def _spawn(
+        self,
+        what: str,
+        command: list[str],
+        ready: Callable[[], bool],
+        environment: Mapping[str, str] | None = None,
+    ) -> _Daemon:
+        """Start a daemon, logging to ``<folder>/<what>.log``, with ``environment`` (else this
+        process's), and wait until it is ``ready``."""
+        daemon = _Daemon(command, self.folder / f"{what}.log", environment)
         self._daemons.append(daemon)
         deadline = time.monotonic() + START_TIMEOUT
         while not ready():
@@ -321,44 +334,65 @@ class TlsEngine(_Engine):
         return True
 
 
-class SshEngine(_Engine):
+class SshHost(_Engine):
     """A network namespace (:attr:`name`) linked to the host by a veth pair on a private /30,
-    with a dockerd and an sshd inside it. The engine answers at :attr:`url`
-    (``ssh://root@ADDRESS``): sshd runs ``docker system dial-stdio`` against the engine's
-    socket, as the Docker SDK asks over ssh.
+    with an sshd inside it and no dockerd: a second host that clients reach only over ssh at
+    :attr:`address` as root, such as an execnet gateway or an xdist worker (``--tx ssh=…``,
+    :meth:`execnet_spec`), or through an execnet socket server while :meth:`socket_server`
+    runs one (``--tx socket=…``). It shares this machine's file system, not its network.
 
     :attr:`home` is a HOME for clients: ``.ssh/config`` (user, key, known hosts for
     :attr:`address`) and ``.ssh/known_hosts`` (sshd's host key), which paramiko, hence the
     Docker SDK, reads from ``$HOME``; OpenSSH and execnet take :attr:`ssh_config` as ``-F``
     and ``ssh_config=``. :attr:`root_address` is the host's end of the link: a server
     listening there is reachable from the namespace.
+
+    A session's environment is sshd's own (``PATH``, ``HOME``, ``USER``…) plus
+    ``session_environment``, set by sshd's ``SetEnv`` as a remote host's login environment
+    would be: nothing of the client's environment reaches it (sshd accepts no ``SendEnv``).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, session_environment: Mapping[str, str] | None = None) -> None:
         super().__init__()
         self.interface = f"{self.name}-n"  # inside the namespace
         self.root_interface = f"{self.name}-r"
         self.root_address, self.address = _free_subnet()
-        self.url = f"ssh://root@{self.address}"
         self.home = self.folder / "home"
         self.ssh_config = self.home / ".ssh" / "config"
-        self.socket = self.folder / "docker" / "docker.sock"
+        self.session_environment = dict(session_environment or {})
         self._ssh = self.folder / "ssh"
-
-    @property
-    def environment(self) -> dict[str, str]:
-        """The variables with which the Docker SDK (and the plugin) reach the engine."""
-        return {"DOCKER_HOST": self.url, "HOME": str(self.home)}
-
-    def client(self, timeout: int = 60) -> docker.DockerClient:
-        """A client over ssh (paramiko), which reads its settings from :attr:`home` as it is
-        made; HOME is restored afterwards."""
-        with _environment(HOME=str(self.home)):
-            return docker.DockerClient(base_url=self.url, timeout=timeout)
+        self._servers = 0
 
     def execnet_spec(self, python: str = sys.executable) -> str:
         """An execnet gateway spec (also xdist's ``--tx``) for ``python`` in the namespace."""
         return f"ssh=root@{self.address}//ssh_config={self.ssh_config}//python={python}"
+
+    @contextlib.contextmanager
+    def socket_server(
+        self, python: str = sys.executable, environment: Mapping[str, str] | None = None
+    ) -> Iterator[str]:
+        """An execnet socket server (``python -m execnet.script.socketserver ADDRESS:PORT``) in
+        the namespace while the block runs, with only ``environment`` and a ``PATH``; gives
+        its gateway spec (also xdist's ``--tx``), ``socket=ADDRESS:PORT``. It runs the
+        gateways of its connections in its own process, one after the other: a run that
+        needs a fresh process takes a fresh server."""
+        self._servers += 1
+        port, what = 8800 + self._servers, f"socketserver-{self._servers}"
+        variables = {"PATH": SERVER_PATH, "HOME": "/root", **(environment or {})}
+        server = [python, "-u", "-m", "execnet.script.socketserver"]
+        command = ["ip", "netns", "exec", self.name, *ISOLATED, *server]
+        log = self.folder / f"{what}.log"
+        daemon = self._spawn(
+            what,
+            [*command, f"{self.address}:{port}"],
+            lambda: "Entering Accept loop" in log.read_text(errors="replace"),
+            variables,
+        )
+        try:
+            yield f"socket={self.address}:{port}"
+        finally:
+            daemon.kill()
+            self._daemons.remove(daemon)
 
     def _start(self) -> None:
         self._ssh.mkdir()
@@ -366,7 +400,7 @@ class SshEngine(_Engine):
         host_key = _keygen(self._ssh / "host_key")
         client_key = _keygen(self.home / ".ssh" / "id_ed25519")
         self._add_network()
-        self._start_dockerd()
+        self._start_services()
         self._start_sshd(client_key)
         (self.home / ".ssh" / "known_hosts").write_text(f"{self.address} {host_key}\n")
         self.ssh_config.write_text(
@@ -379,6 +413,13 @@ class SshEngine(_Engine):
             "    BatchMode yes\n"
         )
         self.ssh_config.chmod(0o600)
+
+    def _start_services(self) -> None:
+        """What runs in the namespace besides sshd, started before it."""
+
+    def _session_variables(self) -> dict[str, str]:
+        """The variables sshd sets in every session."""
+        return dict(self.session_environment)
 
     def _add_network(self) -> None:
         inside = ["ip", "-n", self.name]
@@ -406,23 +447,27 @@ class SshEngine(_Engine):
         authorized_keys = self._ssh / "authorized_keys"
         authorized_keys.write_text(f"{client_key}\n")
         config = self._ssh / "sshd_config"
-        config.write_text(
-            f"ListenAddress {self.address}\n"
-            f"HostKey {self._ssh / 'host_key'}\n"
-            f"PidFile {self._ssh / 'sshd.pid'}\n"
-            f"AuthorizedKeysFile {authorized_keys}\n"
-            "PermitRootLogin prohibit-password\n"
-            "PasswordAuthentication no\n"
-            "KbdInteractiveAuthentication no\n"
-            "UsePAM no\n"
-            "StrictModes no\n"
-            "PrintMotd no\n"
-            "PrintLastLog no\n"
+        lines = [
+            f"ListenAddress {self.address}",
+            f"HostKey {self._ssh / 'host_key'}",
+            f"PidFile {self._ssh / 'sshd.pid'}",
+            f"AuthorizedKeysFile {authorized_keys}",
+            "PermitRootLogin prohibit-password",
+            "PasswordAuthentication no",
+            "KbdInteractiveAuthentication no",
+            "UsePAM no",
+            "StrictModes no",
+            "PrintMotd no",
+            "PrintLastLog no",
             # A pool's clients open many channels (one per Docker API connection).
-            "MaxSessions 100\n"
-            "MaxStartups 100\n"
-            f"SetEnv DOCKER_HOST=unix://{self.socket}\n"
-        )
+            "MaxSessions 100",
+            "MaxStartups 100",
+        ]
+        variables = self._session_variables()
+        if variables:
+            # sshd takes the first SetEnv line only: every variable goes on it.
+            lines.append("SetEnv " + " ".join(_sshd_word(f"{k}={v}") for k, v in variables.items()))
+        config.write_text("".join(f"{line}\n" for line in lines))
         command = ["ip", "netns", "exec", self.name, *ISOLATED, str(SSHD), "-D", "-e", "-f"]
         self._spawn("sshd", [*command, str(config)], self._sshd_answers)
 
@@ -432,6 +477,34 @@ class SshEngine(_Engine):
                 return connection.recv(4).startswith(b"SSH-")
         except OSError:
             return False
+
+
+class SshEngine(SshHost):
+    """An :class:`SshHost` with a dockerd inside its namespace. The engine answers at
+    :attr:`url` (``ssh://root@ADDRESS``): sshd runs ``docker system dial-stdio`` against the
+    engine's socket, as the Docker SDK asks over ssh (every session has ``DOCKER_HOST``)."""
+
+    def __init__(self, session_environment: Mapping[str, str] | None = None) -> None:
+        super().__init__(session_environment)
+        self.url = f"ssh://root@{self.address}"
+        self.socket = self.folder / "docker" / "docker.sock"
+
+    @property
+    def environment(self) -> dict[str, str]:
+        """The variables with which the Docker SDK (and the plugin) reach the engine."""
+        return {"DOCKER_HOST": self.url, "HOME": str(self.home)}
+
+    def client(self, timeout: int = 60) -> docker.DockerClient:
+        """A client over ssh (paramiko), which reads its settings from :attr:`home` as it is
+        made; HOME is restored afterwards."""
+        with _environment(HOME=str(self.home)):
+            return docker.DockerClient(base_url=self.url, timeout=timeout)
+
+    def _start_services(self) -> None:
+        self._start_dockerd()
+
+    def _session_variables(self) -> dict[str, str]:
+        return {"DOCKER_HOST": f"unix://{self.socket}", **self.session_environment}
 
     def _enter(self) -> list[str]:
         # Not `ip netns exec`: it mounts a new /sys, without the cgroup file systems dockerd needs.
@@ -497,6 +570,13 @@ def _keygen(path: Path) -> str:
     """A new ed25519 key pair at ``path``; its public key (type and key, no comment)."""
     _run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "okt", "-f", str(path)])
     return " ".join(path.with_suffix(".pub").read_text().split()[:2])
+
+
+def _sshd_word(text: str) -> str:
+    """``text`` as one word of an sshd_config line (quoted when it holds blanks)."""
+    if '"' in text or "\n" in text:
+        raise ValueError(f"sshd_config cannot hold {text!r}")
+    return f'"{text}"' if any(c.isspace() for c in text) else text
 
 
 def _run(command: list[str]) -> None:
