@@ -193,6 +193,7 @@ class SandboxRun:
     judge_text: str
     commands: dict[str, CommandOutcome] | None = None
     engine: str = ""  # the engine of a pool it ran on
+    lost_engines: tuple[str, ...] = ()  # engines of the pool lost while its sandbox was made
 
 
 def _at_step(step: str, call: Callable[[], T]) -> T:
@@ -301,7 +302,8 @@ def sandbox_run(
         environment.remove()
     diff = diff_snapshots(before, after)
     engine = str(getattr(environment, "engine", ""))
-    return SandboxRun(result, diff, judge_text(result.output, diff), outcomes, engine)
+    lost = tuple(getattr(environment, "lost_engines", ()))
+    return SandboxRun(result, diff, judge_text(result.output, diff), outcomes, engine, lost)
 
 
 def again_elsewhere(call: Callable[[], T], lost: list[str]) -> T:
@@ -402,7 +404,11 @@ def run_agent_in_sandbox(
         detail = ("\n" + "\n".join(tail)) if tail else ""
         raise ScenarioFailure(f"sandbox: {name}: exit status {result.exit_code}{detail}")
     agent = AgentResult(
-        run.judge_text, result.output, run.diff, engine=run.engine, lost_engines=tuple(lost)
+        run.judge_text,
+        result.output,
+        run.diff,
+        engine=run.engine,
+        lost_engines=(*lost, *run.lost_engines),
     )
     return agent, run.commands or {}
 

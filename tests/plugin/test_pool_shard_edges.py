@@ -9,59 +9,23 @@ the pool with the local engines of ``tests/support/local_sandbox.py``."""
 from __future__ import annotations
 
 import json
-import re
 import socket
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-from pytest_openkata.infra.config import ConfigError, EvalSettings, resolve_settings
+from pytest_openkata.infra.config import EvalSettings, resolve_settings
 from pytest_openkata.providers.sandboxes import SandboxProvider, SandboxSpec
 from pytest_openkata.providers.sandboxes.docker import from_settings as docker_provider
 from pytest_openkata.providers.sandboxes.pool import build_pool
 from tests.support.endpoint import RecordedRequest, Reply, ScriptedEndpoint
 from tests.support.evals import EvalScript, eval_args, write_scenario, write_skill
 from tests.support.local_sandbox import LocalEngine
+from tests.support.shards import NO_CACHE, clear_reports, merge, reports, timeless
 
-NO_CACHE = ("--eval-cache", "off")
 SPEC = SandboxSpec(name="scenario-0", network="host", env={})
 
 
 # --- helpers -----------------------------------------------------------------------------------
-
-
-def _reports(root: Path) -> dict[str, str]:
-    """Every results JSON under the project (published or held back), by its path with the
-    timestamp of its name replaced."""
-    found = {}
-    for path in sorted(root.glob("skills/*/evals/results/**/*.json")) + sorted(
-        root.glob(".openkata/runs/unpublished/**/*.json")
-    ):
-        name = re.sub(r"\d{4}-\d\d-\d\dT\d{6}", "TIME", path.relative_to(root).as_posix())
-        found[name] = path.read_text()
-    return found
-
-
-def _clear_reports(root: Path) -> None:
-    for path in [*root.glob("skills/*/evals/results/**/*.json")]:
-        path.unlink()
-
-
-def _timeless(report: str) -> str:
-    text = re.sub(r'"timestamp": "[^"]*"', '"timestamp": "T"', report)
-    return re.sub(r'"seconds": [0-9.e+-]+', '"seconds": 0', text)
-
-
-def _merge(root: Path, *folders: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pytest_openkata", "merge", *folders],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
 
 
 def _scenarios(result: pytest.RunResult) -> list[str]:
@@ -86,24 +50,24 @@ def test_a_shard_with_no_scenario_leaves_its_file_and_the_merge_is_the_unsharded
         write_scenario(alpha, f"scenario-{index}", {"a": 1})
     args = ("skills", *eval_args(endpoint.base_url), *NO_CACHE)
     whole = pytester.runpytest(*args)
-    unsharded = _reports(pytester.path)
+    unsharded = reports(pytester.path)
     assert whole.ret == pytest.ExitCode.OK
     assert len(unsharded) == 1
-    _clear_reports(pytester.path)
+    clear_reports(pytester.path)
 
     shards = [
         pytester.runpytest(*args, "--eval-shard", f"{i}/3", "--eval-shard-dir", f"out/{i}")
         for i in (1, 2, 3)
     ]
-    merged = _merge(pytester.path, "out/1", "out/2", "out/3")
+    merged = merge(pytester.path, "out/1", "out/2", "out/3")
 
     # The README: a shard "exits 1 when a scenario errored or a test failed, else 0".
     assert [shard.ret for shard in shards] == [pytest.ExitCode.OK] * 3
     assert merged.returncode == 0, merged.stdout + merged.stderr
-    sharded = _reports(pytester.path)
+    sharded = reports(pytester.path)
     assert sorted(sharded) == sorted(unsharded)
-    assert [_timeless(text) for text in sharded.values()] == [
-        _timeless(text) for text in unsharded.values()
+    assert [timeless(text) for text in sharded.values()] == [
+        timeless(text) for text in unsharded.values()
     ]
 
 
@@ -143,11 +107,11 @@ def test_a_baseline_arm_that_errored_fails_the_merge_as_it_fails_the_unsharded_r
     endpoint.respond_with(refuse_the_baseline)
     args = ("skills", *eval_args(endpoint.base_url), *NO_CACHE, "--eval-baseline", "without-skill")
     whole = pytester.runpytest(*args)
-    _clear_reports(pytester.path)
+    clear_reports(pytester.path)
     for index in (1, 2):
         pytester.runpytest(*args, "--eval-shard", f"{index}/2")
 
-    merged = _merge(pytester.path, ".openkata/shards")
+    merged = merge(pytester.path, ".openkata/shards")
 
     assert whole.ret == pytest.ExitCode.TESTS_FAILED
     assert whole.outlines[-1] == "alpha 100% >= 95%; 2 scenarios errored: exit 1"
@@ -172,7 +136,7 @@ def test_an_interrupted_shard_is_named_as_stopped_not_as_missing(
     stopped = pytester.runpytest(*args, "--eval-shard", "2/2")
     assert stopped.ret == pytest.ExitCode.INTERRUPTED
 
-    merged = _merge(pytester.path, ".openkata/shards")
+    merged = merge(pytester.path, ".openkata/shards")
 
     assert merged.returncode == 2
     assert "stopped before it finished" in merged.stderr, merged.stderr
@@ -188,7 +152,7 @@ def test_the_merged_run_log_records_the_cache_setting_the_shards_ran_with(
     for index in (1, 2):
         pytester.runpytest(*args, "--eval-shard", f"{index}/2")
 
-    merged = _merge(pytester.path, ".openkata/shards")
+    merged = merge(pytester.path, ".openkata/shards")
 
     assert merged.returncode == 0, merged.stdout + merged.stderr
     logs = sorted((pytester.path / ".openkata" / "runs").glob("*.jsonl"))
@@ -208,10 +172,7 @@ def _settings(*hosts: str) -> EvalSettings:
 @pytest.mark.parametrize("kind", ["ssh", "port"])
 def test_an_engine_that_cannot_be_reached_is_left_out_not_raised(kind: str) -> None:
     url = f"ssh://ci@127.0.0.1:{_closed_port()}" if kind == "ssh" else "tcp://127.0.0.1:port"
-    try:
-        settings = _settings("good=ssh://good", f"bad={url}")
-    except ConfigError:
-        return  # refused with the settings, naming it: fine too
+    settings = _settings("good=ssh://good", f"bad={url}")
     good = LocalEngine()
 
     def factory(single: EvalSettings) -> SandboxProvider:
@@ -221,7 +182,7 @@ def test_an_engine_that_cannot_be_reached_is_left_out_not_raised(kind: str) -> N
     pool = build_pool(settings, factory)
     try:
         (bad,) = [engine for engine in pool.engines if engine.name == "bad"]
-        assert bad.lost is not None
+        assert (bad.lost or "").startswith(f"no Docker engine answers at {url} ("), bad.lost
         assert bad.left_out_at_start
         assert getattr(pool.create(SPEC), "engine", "") == "good"
     finally:
@@ -248,4 +209,4 @@ def test_an_ipv6_engine_without_a_name_is_taken(url: str) -> None:
 
     ((name, kept),) = settings.sandbox.hosts
     assert kept == url
-    assert name
+    assert name == url.split("://")[1].rpartition("@")[2]  # [::1]:2376, [fd00::5]:2222

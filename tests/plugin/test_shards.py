@@ -7,19 +7,14 @@ the parts of one run are refused, saying why."""
 from __future__ import annotations
 
 import json
-import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.support.endpoint import Reply, ScriptedEndpoint
 from tests.support.evals import EvalScript, eval_args, write_scenario, write_skill
-
-# Every run here makes all its calls: a cached answer would change the usage counts.
-NO_CACHE = ("--eval-cache", "off")
+from tests.support.shards import NO_CACHE, clear_reports, merge, reports, timeless
 
 
 def _project(root: Path, script: EvalScript, *, failing: bool) -> None:
@@ -39,40 +34,6 @@ def _project(root: Path, script: EvalScript, *, failing: bool) -> None:
     script.agent_reply_when["REFUSE"] = Reply(400, {"error": {"message": "refused"}})
 
 
-def _reports(root: Path) -> dict[str, str]:
-    """Every results JSON written under the project (published or held back), by its path
-    with the timestamp of its name replaced."""
-    found = {}
-    for path in sorted(root.glob("skills/*/evals/results/**/*.json")) + sorted(
-        root.glob(".openkata/runs/unpublished/**/*.json")
-    ):
-        name = re.sub(r"\d{4}-\d\d-\d\dT\d{6}", "TIME", path.relative_to(root).as_posix())
-        found[name] = path.read_text()
-    return found
-
-
-def _timeless(report: str) -> str:
-    """A report without its timestamp and timings."""
-    text = re.sub(r'"timestamp": "[^"]*"', '"timestamp": "T"', report)
-    return re.sub(r'"seconds": [0-9.e+-]+', '"seconds": 0', text)
-
-
-def _merge(root: Path, *folders: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pytest_openkata", "merge", *folders],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-
-
-def _clear_reports(root: Path) -> None:
-    for results in root.glob("skills/*/evals/results"):
-        shutil.rmtree(results)
-    shutil.rmtree(root / ".openkata" / "runs" / "unpublished", ignore_errors=True)
-
-
 @pytest.mark.parametrize("failing", [True, False], ids=["gate-fails", "gate-passes"])
 def test_shards_merge_into_the_unsharded_runs_reports_and_exit_status(
     pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript, failing: bool
@@ -81,24 +42,24 @@ def test_shards_merge_into_the_unsharded_runs_reports_and_exit_status(
     args = (*eval_args(endpoint.base_url), *NO_CACHE)
 
     whole = pytester.runpytest("skills", *args)
-    unsharded = _reports(pytester.path)
+    unsharded = reports(pytester.path)
     assert len(unsharded) == 2  # alpha published; beta held back (its errored scenario)
-    _clear_reports(pytester.path)
+    clear_reports(pytester.path)
 
     for index in (1, 2, 3):
         shard = pytester.runpytest(
             "skills", *args, "--eval-shard", f"{index}/3", "--eval-shard-dir", f"out/{index}"
         )
         shard.stdout.fnmatch_lines([f"shard {index}/3: out/{index}/shard-{index}-of-3.jsonl"])
-        assert _reports(pytester.path) == {}  # a shard publishes nothing
-    merged = _merge(pytester.path, "out/1", "out/2", "out/3")
+        assert reports(pytester.path) == {}  # a shard publishes nothing
+    merged = merge(pytester.path, "out/1", "out/2", "out/3")
 
     assert whole.ret == pytest.ExitCode.TESTS_FAILED  # beta's errored scenario, at least
     assert merged.returncode == whole.ret, merged.stdout + merged.stderr
-    sharded = _reports(pytester.path)
+    sharded = reports(pytester.path)
     assert sorted(sharded) == sorted(unsharded)
     for name, text in unsharded.items():
-        assert _timeless(sharded[name]) == _timeless(text), name
+        assert timeless(sharded[name]) == timeless(text), name
     assert merged.stdout.startswith("merged 3 shards: 7 scenarios\n")
     # The gate's last line is the unsharded run's.
     assert merged.stdout.splitlines()[-1] == whole.outlines[-1]
@@ -114,17 +75,17 @@ def test_a_run_without_errors_exits_0_merged_as_unsharded(
         write_scenario(alpha, f"scenario-{index}", {"a": 1})
     args = (*eval_args(endpoint.base_url), *NO_CACHE)
     assert pytester.runpytest("skills", *args).ret == pytest.ExitCode.OK
-    unsharded = _reports(pytester.path)
-    _clear_reports(pytester.path)
+    unsharded = reports(pytester.path)
+    clear_reports(pytester.path)
     for index in (1, 2):
         pytester.runpytest("skills", *args, "--eval-shard", f"{index}/2")
 
-    merged = _merge(pytester.path, ".openkata/shards")
+    merged = merge(pytester.path, ".openkata/shards")
 
     assert merged.returncode == 0, merged.stdout + merged.stderr
     assert merged.stdout.splitlines()[-1] == "alpha 100% >= 95%: exit 0"
-    assert [_timeless(t) for t in _reports(pytester.path).values()] == [
-        _timeless(t) for t in unsharded.values()
+    assert [timeless(t) for t in reports(pytester.path).values()] == [
+        timeless(t) for t in unsharded.values()
     ]
 
 
@@ -219,11 +180,11 @@ def test_a_missing_shard_is_refused_naming_it(
 ) -> None:
     _sharded(pytester, endpoint, 3)
 
-    merged = _merge(pytester.path, "out/1", "out/3")
+    merged = merge(pytester.path, "out/1", "out/3")
 
     assert merged.returncode == 2
     assert merged.stderr == "merge: shard 2/3 missing: found 2 of 3 (1/3, 3/3)\n"
-    assert _reports(pytester.path) == {}
+    assert reports(pytester.path) == {}
 
 
 def test_a_shard_given_twice_is_refused(
@@ -232,7 +193,7 @@ def test_a_shard_given_twice_is_refused(
     _sharded(pytester, endpoint, 2)
     shutil.copytree(pytester.path / "out/1", pytester.path / "again")
 
-    merged = _merge(pytester.path, "out", "again")
+    merged = merge(pytester.path, "out", "again")
 
     assert merged.returncode == 2
     assert merged.stderr == (
@@ -256,7 +217,7 @@ def test_shards_run_with_other_settings_are_refused_naming_the_setting(
         "other",
     )
 
-    merged = _merge(pytester.path, "out/1", "other")
+    merged = merge(pytester.path, "out/1", "other")
 
     assert merged.returncode == 2
     assert merged.stderr == (
@@ -272,7 +233,7 @@ def test_shards_of_another_skill_version_or_plugin_version_are_refused(
     changelog = pytester.path / "skills/alpha/CHANGELOG.md"
     changelog.write_text("# Changelog\n\n## [2.2.0] - 2026-11-20\n\n## [2.1.0] - 2026-11-01\n")
 
-    newer_skill = _merge(pytester.path, "out")
+    newer_skill = merge(pytester.path, "out")
     assert newer_skill.returncode == 2
     assert newer_skill.stderr == (
         "merge: skills/alpha: the shards ran version '2.1.0', the checkout here has '2.2.0': "
@@ -281,7 +242,7 @@ def test_shards_of_another_skill_version_or_plugin_version_are_refused(
     pytester.runpytest(
         "skills", *eval_args(endpoint.base_url), "--eval-shard", "2/2", "--eval-shard-dir", "new"
     )
-    mixed = _merge(pytester.path, "out/1", "new")
+    mixed = merge(pytester.path, "out/1", "new")
     assert mixed.returncode == 2
     assert mixed.stderr == (
         "merge: new/shard-2-of-2.jsonl and out/1/shard-1-of-2.jsonl are not shards of one run: "
@@ -289,7 +250,7 @@ def test_shards_of_another_skill_version_or_plugin_version_are_refused(
     )
     shard = pytester.path / "out/2/shard-2-of-2.jsonl"
     shard.write_text(shard.read_text().replace('"plugin_version": "', '"plugin_version": "9'))
-    other_plugin = _merge(pytester.path, "out")
+    other_plugin = merge(pytester.path, "out")
     assert other_plugin.returncode == 2
     assert "are not shards of one run: their plugin versions differ" in other_plugin.stderr
 
@@ -305,7 +266,7 @@ def test_a_shard_writes_no_results_json_even_with_eval_output(
 
     assert result.ret == pytest.ExitCode.OK
     assert not (pytester.path / "out").exists()
-    assert _reports(pytester.path) == {}
+    assert reports(pytester.path) == {}
     result.stdout.fnmatch_lines(
         ["shard 1/1: .openkata/shards/shard-1-of-1.jsonl", "partial run: threshold not enforced*"]
     )
@@ -334,8 +295,8 @@ def test_merge_of_nothing_or_of_a_file_that_is_no_shard_says_so(
     (tmp_path / "empty").mkdir()
     (tmp_path / "shard-1-of-1.jsonl").write_text('{"record": "run", "schema": 1}\n')
 
-    nothing = _merge(tmp_path, "empty")
-    no_shard = _merge(tmp_path, "shard-1-of-1.jsonl")
+    nothing = merge(tmp_path, "empty")
+    no_shard = merge(tmp_path, "shard-1-of-1.jsonl")
 
     assert (nothing.returncode, nothing.stderr) == (2, "merge: no shard files found\n")
     assert no_shard.returncode == 2

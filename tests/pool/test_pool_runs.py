@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -202,6 +203,25 @@ def _wait_for_container(client: docker.DockerClient, process: subprocess.Popen[s
         time.sleep(0.2)
 
 
+def _killed_mid_run(
+    engine: TlsEngine, command: list[str], cwd: Path, env: dict[str, str]
+) -> tuple[int, str]:
+    """Run ``command``, kill ``engine`` once a sandbox runs on it; the exit status and output."""
+    process = subprocess.Popen(
+        command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    try:
+        with contextlib.closing(engine.client()) as client:
+            _wait_for_container(client, process)
+        engine.kill()
+        output, _ = process.communicate(timeout=TIMEOUT)
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+            process.communicate(timeout=60)
+    return process.returncode, output
+
+
 @pytest.fixture
 def doomed_engine() -> Iterator[TlsEngine]:
     """A TLS engine of the test's own, to be killed."""
@@ -217,31 +237,18 @@ def test_an_engine_killed_mid_run_is_taken_out_and_its_scenario_runs_again_on_th
     _skill(tmp_path, scenarios=2, sleep=5)
     hosts = f"doomed={doomed_engine.url},remote={ssh_engine.url}"
     command = _command(endpoint, doomed_engine.image, hosts, "-rA")
-    process = subprocess.Popen(
-        command,
-        cwd=tmp_path,
-        env=_environment(doomed_engine, ssh_engine),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
+    returncode, output = _killed_mid_run(
+        doomed_engine, command, tmp_path, _environment(doomed_engine, ssh_engine)
     )
-    try:
-        with contextlib.closing(doomed_engine.client()) as client:
-            _wait_for_container(client, process)
-        doomed_engine.kill()
-        output, _ = process.communicate(timeout=TIMEOUT)
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGINT)
-            process.communicate(timeout=60)
 
-    assert process.returncode == 0, output
+    assert returncode == 0, output
     report = _report(tmp_path)
     assert {scenario["engine"] for scenario in report["scenarios"]} == {"remote"}
     assert all(scenario["pass"] for scenario in report["scenarios"])
     moved = [line for line in output.splitlines() if line.startswith("    Engine: remote (")]
     assert len(moved) == 1
-    assert "engine doomed: the Docker engine stopped answering" in moved[0]
+    # Lost while its sandbox ran, or while it was being made.
+    assert re.search(r"engine doomed: (\w[\w ]*: )?the Docker engine stopped answering", moved[0])
     with contextlib.closing(ssh_engine.client()) as client:
         assert _managed(client) == []
     # The killed engine comes back holding the killed run's container; the next run's check
@@ -263,26 +270,12 @@ def test_a_scenario_whose_only_engine_is_lost_errors_saying_which_and_why(
 ) -> None:
     _skill(tmp_path, scenarios=1, sleep=30)
     command = _command(endpoint, doomed_engine.image, f"doomed={doomed_engine.url}", "-q")
-    process = subprocess.Popen(
-        command,
-        cwd=tmp_path,
-        env=_environment(doomed_engine, None),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
+    returncode, output = _killed_mid_run(
+        doomed_engine, command, tmp_path, _environment(doomed_engine, None)
     )
-    try:
-        with contextlib.closing(doomed_engine.client()) as client:
-            _wait_for_container(client, process)
-        doomed_engine.kill()
-        output, _ = process.communicate(timeout=TIMEOUT)
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGINT)
-            process.communicate(timeout=60)
 
-    assert process.returncode == 1, output
-    assert (
-        "ERROR: sandbox: run kiro-cli: engine doomed: the Docker engine stopped answering"
-    ) in output
+    assert returncode == 1, output
+    # Lost while its sandbox ran, or while it started (then the pool has no engine left).
+    (error,) = [line for line in output.splitlines() if line.startswith("    ERROR: sandbox: ")]
+    assert re.search(r"engine doomed: (\w[\w ]*: )?the Docker engine stopped answering", error)
     assert "scenario errored" in output.splitlines()[-1]

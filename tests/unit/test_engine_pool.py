@@ -271,3 +271,18 @@ def test_a_cap_is_split_by_workers_and_the_parts_add_up() -> None:
     assert (share.of(8), share.folder, Share().of(8), Share().folder) == (2, "group-1", 8, "")
     with pytest.raises(ValueError, match="cannot split"):
         apportion(3, [])
+
+
+def test_an_engine_lost_while_an_environment_is_made_is_named_on_it() -> None:
+    a, b = LocalEngine(), LocalEngine()
+    pool = _pool({"a": a, "b": b})
+    a.stop()  # not known yet: a is checked, then dies
+    try:
+        environment = pool.create(SPEC)
+        assert getattr(environment, "engine", "") == "b"
+        assert getattr(environment, "lost_engines", ()) == (
+            "engine a: the engine stopped answering",
+        )
+        assert pool.lines()[0] == "engine a (ssh://a): left out: the engine stopped answering"
+    finally:
+        pool.close()

@@ -134,8 +134,9 @@ class SandboxEnvironment(Protocol):
         could not be removed is the provider's to clean up later)."""
         ...
 
-    # An environment of an engine pool also has ``engine``, the name of its engine, which the
-    # reports show; other environments need not have it.
+    # An environment of an engine pool also has ``engine``, the name of its engine, and
+    # ``lost_engines``, the engines lost while it was being made; the reports show both.
+    # Other environments need not have them.
 
 
 class SandboxProvider(Protocol):

@@ -147,6 +147,7 @@ class EnginePool:
         return [engine.line() for engine in self.engines]
 
     def create(self, spec: SandboxSpec) -> SandboxEnvironment:
+        lost: list[str] = []  # engines lost while this environment was being made
         while True:
             engine, give_back = self._hold_room()
             provider = engine.provider
@@ -156,11 +157,12 @@ class EnginePool:
             except SandboxLost as exc:
                 give_back()
                 self.take_out(engine, str(exc))
+                lost.append(f"engine {engine.name}: {exc}")
                 continue
             except BaseException:
                 give_back()
                 raise
-            return _PooledEnvironment(self, engine, environment, give_back)
+            return _PooledEnvironment(self, engine, environment, give_back, tuple(lost))
 
     def close(self) -> None:
         """Close every engine's provider (each removes its environments still live)."""
@@ -256,11 +258,14 @@ class _PooledEnvironment:
         engine: PoolEngine,
         environment: SandboxEnvironment,
         give_back: Callable[[], None],
+        lost: tuple[str, ...] = (),
     ) -> None:
         self._pool = pool
         self._engine = engine
         self._environment = environment
         self._give_back = give_back
+        # The engines lost while it was being made ("engine <name>: why"), for the report.
+        self.lost_engines = lost
 
     @property
     def engine(self) -> str:
