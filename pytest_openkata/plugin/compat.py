@@ -26,6 +26,11 @@ version, and tox runs the suite on every pytest version the package declares.
   sent this worker, read under its lock, never changed) and ``nextitem_index``. Running ahead
   in an xdist worker needs to know which items it will run next; xdist exposes no hook or
   API for that.
+- ``_pytest``'s folder (pytest's private package): xdist copies it, with pytest's own, into
+  the ``chdir`` of every worker on another host and hands such a worker only the path
+  arguments under those folders or an ``--rsyncdir`` (its ``make_reltoroot``); to say before
+  any worker starts that a path argument cannot reach it, :func:`xdist_rsync_roots` finds the
+  same folders xdist does. No public API names them.
 """
 
 from __future__ import annotations
@@ -166,3 +171,14 @@ def shared_fixture_info(collector: pytest.Collector, function: Callable[..., Any
         )
 
     return copy
+
+
+def xdist_rsync_roots(config: Any) -> list[Path]:
+    """The folders xdist copies into the ``chdir`` of a worker on another host, as it finds
+    them: pytest's own packages, then ``--rsyncdir`` and the ``rsyncdirs`` ini option."""
+    import _pytest
+    import pytest
+
+    given = [*(getattr(config.option, "rsyncdir", None) or ()), *config.getini("rsyncdirs")]
+    own = [Path(pytest.__file__).parent, Path(_pytest.__file__).parent]
+    return [*own, *(Path(root).resolve() for root in given)]

@@ -33,6 +33,7 @@ import pytest
 
 from pytest_openkata.infra.config import FIELDS_BY_KEY, EvalSettings, resolve_settings
 from pytest_openkata.infra.shares import ALONE, Share
+from pytest_openkata.plugin import compat
 from pytest_openkata.plugin.session import settings_key
 
 SETTINGS_INPUT = "openkata_settings"
@@ -61,20 +62,10 @@ def _rewrites_paths(spec: Any) -> bool:
     return not spec.popen or bool(spec.chdir)
 
 
-def _rsync_roots(config: pytest.Config) -> list[Path]:
-    """The folders xdist copies into a worker's ``chdir``, as it finds them: pytest's own,
-    then ``--rsyncdir`` and the ``rsyncdirs`` ini option."""
-    import _pytest
-
-    given = [*(getattr(config.option, "rsyncdir", None) or ()), *config.getini("rsyncdirs")]
-    own = [Path(pytest.__file__).parent, Path(_pytest.__file__).parent]
-    return [*own, *(Path(root).resolve() for root in given)]
-
-
 def _unplaceable(config: pytest.Config) -> list[str]:
     """The path arguments that xdist cannot hand a worker on another host (it rewrites only
     those under an rsync root, as absolute paths)."""
-    roots = _rsync_roots(config)
+    roots = compat.xdist_rsync_roots(config)
     found = []
     for arg in map(str, config.invocation_params.args):
         path = Path(arg.split("::")[0])
