@@ -125,14 +125,12 @@ class EvalAggregator:
             if shard.shard_of(self.config) is not None:
                 self._empty_shard(session)
             return
-        # A run of some categories of criteria is not the skill's effectiveness.
-        partial = bool(self.config.getoption("eval_partial") or self.settings.category)
         sharded = shard.shard_of(self.config) is not None
         self.summaries = summarise(
             self.results.values(),
             self.settings.threshold,
             self.config.rootpath,
-            partial=partial or sharded,
+            partial=self._partial() or sharded,
         )
         finished = session.exitstatus in _FINISHED
         xml_path = self.config.getoption("xmlpath", None)  # --junitxml
@@ -155,7 +153,13 @@ class EvalAggregator:
             log_extras=extras,
         )
         if sharded:  # a stopped shard too: the merge then says it stopped
-            self._write_shard(run, partial, complete=finished and not session.shouldstop)
+            written = self._shard_file(
+                run.finished_at, complete=finished and not session.shouldstop
+            )
+            if isinstance(written, str):
+                run.errors.append(written)
+            else:
+                run.written[f"shard {shard.shard_of(self.config)}"] = written
         for reporter in reporters():
             reporter.report(run)
         self._run_errors = len(run.errors)
@@ -173,24 +177,26 @@ class EvalAggregator:
         for summary in self.summaries:
             self.config.hook.pytest_openkata_skill_summary(summary=summary, config=self.config)
 
-    def _write_shard(self, run: RunReport, partial: bool, *, complete: bool) -> None:
-        """The shard's file for the merge, listed with the run's other files."""
-        spec = shard.shard_of(self.config)
-        failed = len(set(self.hard_failures) - set(self.results))
+    def _partial(self) -> bool:
+        """Counted as partial whatever ran: ``--eval-partial``, or some categories of criteria
+        (not the skill's effectiveness)."""
+        return bool(self.config.getoption("eval_partial") or self.settings.category)
+
+    def _shard_file(self, finished_at: datetime, *, complete: bool) -> Path | str:
+        """The shard's file for the merge (its path), or why it could not be written."""
         try:
-            path = shard.write_shard_file(
+            return shard.write_shard_file(
                 self.config,
                 list(self.results.values()),
                 self.settings,
-                run.finished_at,
-                failed=failed,
-                partial=partial,
+                finished_at,
+                failed=len(set(self.hard_failures) - set(self.results)),
+                partial=self._partial(),
                 complete=complete,
             )
         except OSError as exc:
-            run.errors.append(f"could not write the file of shard {spec}: {exc.strerror or exc}")
-            return
-        run.written[f"shard {spec}"] = path
+            spec = shard.shard_of(self.config)
+            return f"could not write the file of shard {spec}: {exc.strerror or exc}"
 
     def _empty_shard(self, session: pytest.Session) -> None:
         """A shard whose part holds no scenario (more shards than scenarios) still leaves its
@@ -200,22 +206,14 @@ class EvalAggregator:
             self.config
         ):
             session.exitstatus = pytest.ExitCode.OK
-        try:
-            path = shard.write_shard_file(
-                self.config,
-                [],
-                self.settings,
-                datetime.now(UTC),
-                failed=len(self.hard_failures),
-                partial=bool(self.config.getoption("eval_partial") or self.settings.category),
-                complete=finished and not session.shouldstop,
-            )
-        except OSError as exc:
-            spec = shard.shard_of(self.config)
-            self._shard_note = f"could not write the file of shard {spec}: {exc.strerror or exc}"
+        written = self._shard_file(datetime.now(UTC), complete=finished and not session.shouldstop)
+        if isinstance(written, str):
+            self._shard_note = written
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
-            return
-        self._shard_note = f"shard {shard.shard_of(self.config)}: {_shown(path, self.config)}"
+        else:
+            self._shard_note = (
+                f"shard {shard.shard_of(self.config)}: {_shown(written, self.config)}"
+            )
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if self._shard_note:
