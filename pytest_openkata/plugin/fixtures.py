@@ -67,11 +67,15 @@ def engine_slots(config: pytest.Config, settings: EvalSettings) -> SlotsFor:
     files, at their share of the engine's capacity."""
     from pytest_openkata.infra.inflight import SharedSlots
 
-    folder, share = in_flight_folder(config), share_of(config)
     order = {name: index for index, (name, _url) in enumerate(settings.sandbox.hosts)}
-    return lambda name, capacity: SharedSlots(
-        folder, name, share.of(capacity, first=order.get(name, 0))
-    )
+
+    def slots(name: str, capacity: int) -> SharedSlots:
+        # The folder is made here, by a pool: a run without one makes none.
+        share = share_of(config)
+        part = share.of(capacity, first=order.get(name, 0))
+        return SharedSlots(in_flight_folder(config), name, part)
+
+    return slots
 
 
 @pytest.fixture(scope="session")
