@@ -103,7 +103,7 @@ def _engine_error(exc: Exception, doing: str | None = None) -> Exception:
     the one to name it (an environment's errors get the step from the core). An engine that
     stopped answering is lost (:class:`SandboxLost`): an engine pool moves the run elsewhere."""
     prefix = f"{doing}: " if doing else ""
-    if isinstance(exc, (requests.exceptions.ConnectionError, *_SSH_ERRORS)):
+    if _engine_gone(exc):
         return SandboxLost(
             f"{prefix}the Docker engine stopped answering ({exc.__class__.__name__}); "
             "check that dockerd is running and reachable (DOCKER_HOST, or sandbox.hosts)"
@@ -113,6 +113,17 @@ def _engine_error(exc: Exception, doing: str | None = None) -> Exception:
     if isinstance(exc, _ENGINE_ERRORS):
         return SandboxError(f"{prefix}{exc}")
     return exc
+
+
+def _engine_gone(exc: Exception) -> bool:
+    """Whether ``exc`` says the engine stopped answering: a connection it refused or cut, or
+    the ssh transport's failure. The SDK's and requests' other errors are answers (an HTTP
+    error status among them, though requests' errors are OSErrors too)."""
+    if isinstance(exc, requests.exceptions.ConnectionError):
+        return True
+    if isinstance(exc, requests.exceptions.RequestException | docker.errors.DockerException):
+        return False
+    return isinstance(exc, _SSH_ERRORS)
 
 
 @dataclass(frozen=True)
