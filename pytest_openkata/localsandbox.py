@@ -194,6 +194,7 @@ class LocalEngine:
         self.private = False
         self._process: subprocess.Popen[bytes] | None = None
         self._runtime: Path | None = None
+        self._data: Path | None = None  # the private engine's data folder
         self._lock: IO[str] | None = None
 
     @property
@@ -245,7 +246,7 @@ class LocalEngine:
 
     def _start_private(self) -> None:
         dockerd = _install_debian_package("dockerd", "docker.io", self.log)
-        data = self._data_root()
+        data = self._data = self._data_root()
         with _Step(self.log, "starting a private Docker engine"):
             # A short path: a unix socket's path has at most 107 bytes.
             self._runtime = runtime = Path(tempfile.mkdtemp(prefix="openkata-dockerd-"))
@@ -289,6 +290,11 @@ class LocalEngine:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+        data, self._data = self._data, None
+        if data is not None:
+            # dockerd mounts its data folder on itself and unmounts it only when it ends
+            # cleanly; one that was killed leaves the mount (and those of its containers).
+            _unmount_under(data, itself=True)
         runtime, self._runtime = self._runtime, None
         if runtime is not None:
             # dockerd can leave its network namespace mounted under its exec folder.
@@ -388,16 +394,20 @@ def _build_rootfs_archive(archive: Path, log: Log) -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _unmount_under(folder: Path) -> None:
-    """Unmounts what an interrupted debootstrap left mounted in its target (``/proc``,
-    ``/sys``), deepest first, so that removing the folder cannot reach the host's."""
+def _unmount_under(folder: Path, *, itself: bool = False) -> None:
+    """Unmounts what is mounted under ``folder`` (and ``folder`` itself when ``itself``),
+    deepest first: what an interrupted debootstrap left in its target (``/proc``, ``/sys``),
+    so that removing the folder cannot reach the host's, or what a killed dockerd left in its
+    data folder. ``os.path.ismount`` cannot see a folder mounted on itself: the kernel's list
+    is read."""
     try:
         mounts = Path("/proc/self/mounts").read_text().splitlines()
     except OSError:
         return
-    prefix = f"{folder.resolve()}/"
+    root = str(folder.resolve())
     targets = [line.split()[1] for line in mounts if len(line.split()) > 1]
-    for target in sorted((t for t in targets if t.startswith(prefix)), reverse=True):
+    chosen = [t for t in targets if t.startswith(f"{root}/") or (itself and t == root)]
+    for target in sorted(chosen, reverse=True):
         subprocess.run(["umount", "-l", target], check=False, capture_output=True)
 
 

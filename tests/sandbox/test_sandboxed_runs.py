@@ -771,6 +771,9 @@ def test_an_engine_that_stops_mid_run_errors_the_remaining_sandboxes(
             "scenario error: sandbox: docker create: the Docker engine stopped answering*",
         ]
     )
+    # The killed engine's data folder, which dockerd had mounted on itself, is let go.
+    mounted = [line.split()[1] for line in Path("/proc/self/mounts").read_text().splitlines()]
+    assert str(doomed.data.resolve()) not in mounted
 
 
 @pytest.mark.parametrize(

@@ -57,6 +57,7 @@ def _answers(host: str) -> bool:
 class PrivateEngine:
     host: str  # the DOCKER_HOST value
     pid: int
+    data: Path  # its data folder
 
 
 @contextmanager
@@ -70,7 +71,7 @@ def private_dockerd() -> Iterator[PrivateEngine]:
         try:
             private.start_private()
             assert private.pid is not None
-            yield PrivateEngine(private.host, private.pid)
+            yield PrivateEngine(private.host, private.pid, Path(data))
         finally:
             private.stop()
 
