@@ -24,7 +24,12 @@ import pytest
 import requests
 
 from pytest_openkata.infra.retry import RetryableError
-from pytest_openkata.providers.sandboxes import ExecResult, SandboxError, SandboxSpec
+from pytest_openkata.providers.sandboxes import (
+    ExecResult,
+    SandboxError,
+    SandboxLost,
+    SandboxSpec,
+)
 from pytest_openkata.providers.sandboxes.docker import (
     KEEP_ALIVE,
     MANAGED,
@@ -396,6 +401,33 @@ def test_an_engine_that_stops_during_a_command_is_a_clear_error(
                 _sh(environment, "echo started; sleep 600")
         finally:
             cut.cancel()
+            with contextlib.suppress(docker.errors.NotFound):
+                client.containers.get(environment.name).remove(force=True)
+
+
+def test_an_engine_that_stops_during_a_download_is_lost(
+    use_engine: str,
+    client: docker.DockerClient,
+    standin_image: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A connection cut in the middle of an answer ends the stream short (a chunked-encoding
+    # error, not a connection error): the engine is lost all the same, so a pool moves the run.
+    with EngineRelay(use_engine) as relay:
+        monkeypatch.setenv("DOCKER_HOST", relay.host)
+        provider = DockerProvider(connect(timeout=30), _limits(standin_image))
+        environment = provider.create(_spec())
+        try:
+            # More than the sockets between us and the engine can hold once it is cut.
+            assert _sh(environment, "head -c 16000000 /dev/urandom > big.bin").exit_code == 0
+            chunks = iter(environment.get_archive(WORKSPACE))
+            next(chunks)
+            relay.cut()
+
+            with pytest.raises(SandboxLost, match=r"^the Docker engine stopped answering \("):
+                for _ in chunks:
+                    pass
+        finally:
             with contextlib.suppress(docker.errors.NotFound):
                 client.containers.get(environment.name).remove(force=True)
 

@@ -116,10 +116,13 @@ def _engine_error(exc: Exception, doing: str | None = None) -> Exception:
 
 
 def _engine_gone(exc: Exception) -> bool:
-    """Whether ``exc`` says the engine stopped answering: a connection it refused or cut, or
-    the ssh transport's failure. The SDK's and requests' other errors are answers (an HTTP
-    error status among them, though requests' errors are OSErrors too)."""
-    if isinstance(exc, requests.exceptions.ConnectionError):
+    """Whether ``exc`` says the engine stopped answering: a connection it refused or cut (also
+    in the middle of an answer, as a download that ends short), or the ssh transport's
+    failure. The SDK's and requests' other errors are answers (an HTTP error status among
+    them, though requests' errors are OSErrors too)."""
+    if isinstance(
+        exc, requests.exceptions.ConnectionError | requests.exceptions.ChunkedEncodingError
+    ):
         return True
     if isinstance(exc, requests.exceptions.RequestException | docker.errors.DockerException):
         return False
