@@ -353,6 +353,23 @@ def test_a_closed_provider_removes_what_it_makes_and_refuses_to_run(
     assert _managed(client) == []
 
 
+@contextlib.contextmanager
+def _relayed(
+    upstream: str, client: docker.DockerClient, image: str, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[tuple[EngineRelay, DockerProvider, DockerEnvironment]]:
+    """A provider reaching the engine through a relay the test can cut, and one environment
+    of it; the container is removed through ``client`` afterwards, whatever the test cut."""
+    with EngineRelay(upstream) as relay:
+        monkeypatch.setenv("DOCKER_HOST", relay.host)
+        provider = DockerProvider(connect(timeout=30), _limits(image))
+        environment = provider.create(_spec())
+        try:
+            yield relay, provider, environment
+        finally:
+            with contextlib.suppress(docker.errors.NotFound):
+                client.containers.get(environment.name).remove(force=True)
+
+
 def test_an_engine_that_stops_answering_is_a_clear_error(
     use_engine: str,
     client: docker.DockerClient,
@@ -360,28 +377,21 @@ def test_an_engine_that_stops_answering_is_a_clear_error(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     stopped = r"the Docker engine stopped answering \(ConnectionError\); check that dockerd is "
-    with EngineRelay(use_engine) as relay:
-        monkeypatch.setenv("DOCKER_HOST", relay.host)
-        provider = DockerProvider(connect(timeout=30), _limits(standin_image))
-        environment = provider.create(_spec())
-        try:
-            environment.put_archive("/", _tar({"workspace/a.txt": b"a\n"}))
-            relay.cut()
+    with _relayed(use_engine, client, standin_image, monkeypatch) as (relay, provider, environment):
+        environment.put_archive("/", _tar({"workspace/a.txt": b"a\n"}))
+        relay.cut()
 
-            # The environment's errors leave the step to the core; create names its own.
-            with pytest.raises(SandboxError, match="^" + stopped):
-                _sh(environment, "true")
-            with pytest.raises(SandboxError, match="^" + stopped):
-                environment.put_archive("/", _tar({"workspace/b.txt": b"b\n"}))
-            with pytest.raises(SandboxError, match="^" + stopped):
-                environment.get_archive(WORKSPACE)
-            with pytest.raises(SandboxError, match="^docker create: " + stopped):
-                provider.create(_spec())
-            environment.remove()  # quietly: the next run's sweep would remove it
-            provider.close()
-        finally:
-            with contextlib.suppress(docker.errors.NotFound):
-                client.containers.get(environment.name).remove(force=True)
+        # The environment's errors leave the step to the core; create names its own.
+        with pytest.raises(SandboxError, match="^" + stopped):
+            _sh(environment, "true")
+        with pytest.raises(SandboxError, match="^" + stopped):
+            environment.put_archive("/", _tar({"workspace/b.txt": b"b\n"}))
+        with pytest.raises(SandboxError, match="^" + stopped):
+            environment.get_archive(WORKSPACE)
+        with pytest.raises(SandboxError, match="^docker create: " + stopped):
+            provider.create(_spec())
+        environment.remove()  # quietly: the next run's sweep would remove it
+        provider.close()
 
 
 def test_an_engine_that_stops_during_a_command_is_a_clear_error(
@@ -390,10 +400,7 @@ def test_an_engine_that_stops_during_a_command_is_a_clear_error(
     standin_image: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    with EngineRelay(use_engine) as relay:
-        monkeypatch.setenv("DOCKER_HOST", relay.host)
-        provider = DockerProvider(connect(timeout=30), _limits(standin_image))
-        environment = provider.create(_spec())
+    with _relayed(use_engine, client, standin_image, monkeypatch) as (relay, _, environment):
         cut = threading.Timer(1.0, relay.cut)
         cut.start()
         try:
@@ -401,8 +408,6 @@ def test_an_engine_that_stops_during_a_command_is_a_clear_error(
                 _sh(environment, "echo started; sleep 600")
         finally:
             cut.cancel()
-            with contextlib.suppress(docker.errors.NotFound):
-                client.containers.get(environment.name).remove(force=True)
 
 
 def test_an_engine_that_stops_during_a_download_is_lost(
@@ -413,23 +418,16 @@ def test_an_engine_that_stops_during_a_download_is_lost(
 ) -> None:
     # A connection cut in the middle of an answer ends the stream short (a chunked-encoding
     # error, not a connection error): the engine is lost all the same, so a pool moves the run.
-    with EngineRelay(use_engine) as relay:
-        monkeypatch.setenv("DOCKER_HOST", relay.host)
-        provider = DockerProvider(connect(timeout=30), _limits(standin_image))
-        environment = provider.create(_spec())
-        try:
-            # More than the sockets between us and the engine can hold once it is cut.
-            assert _sh(environment, "head -c 16000000 /dev/urandom > big.bin").exit_code == 0
-            chunks = iter(environment.get_archive(WORKSPACE))
-            next(chunks)
-            relay.cut()
+    with _relayed(use_engine, client, standin_image, monkeypatch) as (relay, _, environment):
+        # More than the sockets between us and the engine can hold once it is cut.
+        assert _sh(environment, "head -c 16000000 /dev/urandom > big.bin").exit_code == 0
+        chunks = iter(environment.get_archive(WORKSPACE))
+        next(chunks)
+        relay.cut()
 
-            with pytest.raises(SandboxLost, match=r"^the Docker engine stopped answering \("):
-                for _ in chunks:
-                    pass
-        finally:
-            with contextlib.suppress(docker.errors.NotFound):
-                client.containers.get(environment.name).remove(force=True)
+        with pytest.raises(SandboxLost, match=r"^the Docker engine stopped answering \("):
+            for _ in chunks:
+                pass
 
 
 def test_server_errors_of_the_engine_are_retried_others_are_not() -> None:
