@@ -10,6 +10,7 @@ from pathlib import Path
 import docker
 import httpcore  # noqa: F401  (see below)
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 from pytest_openkata.localmodel import LocalModelServer, prepare
 from pytest_openkata.localsandbox import rootfs_archive
@@ -141,3 +142,11 @@ def use_engine(docker_host: str, monkeypatch: pytest.MonkeyPatch) -> str:
     """Point the plugin, which reads DOCKER_HOST, at the test engine."""
     monkeypatch.setenv("DOCKER_HOST", docker_host)
     return docker_host
+
+
+# --- generated examples (hypothesis) -----------------------------------------------------------
+
+# The same examples on every run and machine, none kept between runs: a failure is reproduced by
+# running the test again, and the suite writes no example database into the checkout.
+hypothesis_settings.register_profile("openkata", derandomize=True, database=None, deadline=None)
+hypothesis_settings.load_profile("openkata")

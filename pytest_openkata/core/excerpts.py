@@ -4,12 +4,15 @@ workspace changes of a scenario that failed or errored, as report sections.
 pytest shows an item's report sections under a failure's traceback and with ``-rA``, as it
 shows captured output; the JUnit reporter writes the same text to the scenario testcase's
 ``system-out``. An output is cut at its start (its end says how the agent finished) and the
-changes at their end, each with a note saying how much was left out.
+changes at their end, each with a note saying how much was left out. Their text is
+:func:`~pytest_openkata.infra.text.visible`: pytest prints sections as they are, and an agent's
+output must not drive the terminal it is shown on.
 """
 
 from __future__ import annotations
 
 from pytest_openkata.core.results import ScenarioResult, TrialResult
+from pytest_openkata.infra.text import visible
 
 __all__ = ["MAX_SECTION_CHARS", "scenario_sections"]
 
@@ -35,10 +38,10 @@ def _trial_sections(trial: TrialResult, suffix: str, limit: int) -> list[tuple[s
     output = trace.output if trace is not None and trace.output else trial.agent_output
     sections = []
     if output:
-        sections.append((f"agent output{suffix}", _tail(output, limit)))
+        sections.append((f"agent output{suffix}", visible(_tail(output, limit))))
     if trace is not None and trace.changes:
         diff = "".join(change.diff for change in trace.changes)
-        sections.append((f"workspace changes{suffix}", _head(diff, limit)))
+        sections.append((f"workspace changes{suffix}", visible(_head(diff, limit))))
     return sections
 
 

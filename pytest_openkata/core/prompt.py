@@ -4,7 +4,8 @@ Parts joined with a blank line: SKILL.md, then ``references/``, ``scripts/`` and
 as ``--- <rel> ---`` sections, then the scenario's ``task.md``, then ``inputs/`` as fenced
 blocks. A tile's part is every file of its context as a ``--- <path in the tile> ---``
 section (:mod:`pytest_openkata.core.tile`). Unlike the reference, no file is read through a
-symlink that leads out of the skill.
+symlink that leads out of the skill. Invalid UTF-8 is one U+FFFD per invalid byte, the text
+Go's JSON encoding sends for it.
 """
 
 from __future__ import annotations
@@ -14,13 +15,14 @@ from pathlib import Path
 from pytest_openkata.core.files import SkillReader, files_under, skill_files
 from pytest_openkata.core.jsonfiles import skill_relative
 from pytest_openkata.core.tile import is_tile_dir, load_tile, tile_files
+from pytest_openkata.infra.text import go_decode
 
 PART_SEPARATOR = "\n\n"
 
 
 def _read(path: Path, reader: SkillReader) -> str | None:
     data = reader.read(path)
-    return None if data is None else data.decode("utf-8", errors="replace")
+    return None if data is None else go_decode(data)
 
 
 def _read_error(path: Path) -> str:

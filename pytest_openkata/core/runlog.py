@@ -26,12 +26,14 @@ from pytest_openkata.core.regression import SkillChanges
 from pytest_openkata.core.results import ScenarioResult, TrialResult
 from pytest_openkata.core.summary import SkillSummary, summarise
 from pytest_openkata.core.trials import combine_trials
+from pytest_openkata.infra.text import valid_unicode
 
 __all__ = [
     "SCHEMA_VERSION",
     "LoggedRun",
     "RunInfo",
     "RunLogError",
+    "json_line",
     "log_lines",
     "parse_run_log",
     "read_run_log",
@@ -121,6 +123,21 @@ def _records(
             yield {"record": EXTRA_RECORD, "kind": kind, "data": dict(record)}
 
 
+# JSON leaves these raw inside strings, but many line readers (Python's str.splitlines, editors,
+# some log shippers) end a line at them: written escaped, a record stays on its one line.
+_LINE_BREAKS_IN_STRINGS = str.maketrans(
+    {"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+)
+
+
+def json_line(record: Mapping[str, Any]) -> str:
+    """One record of a JSON Lines file: keys sorted, non-ASCII text as it is, and no
+    character any reader could take for the end of a line but the final ``\\n``; a lone
+    surrogate (a provider's text the boundaries did not clean) is U+FFFD, which UTF-8 can hold."""
+    text = json.dumps(record, ensure_ascii=False, sort_keys=True)
+    return valid_unicode(text).translate(_LINE_BREAKS_IN_STRINGS) + "\n"
+
+
 def log_lines(
     info: RunInfo,
     results: Iterable[ScenarioResult],
@@ -129,10 +146,7 @@ def log_lines(
 ) -> str:
     """The run log of a run's results as JSON Lines text (skill folders relative to
     ``rootdir``); ``extras`` are further records by kind, e.g. a comparison with a baseline."""
-    return "".join(
-        json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n"
-        for record in _records(info, results, rootdir, extras or {})
-    )
+    return "".join(json_line(record) for record in _records(info, results, rootdir, extras or {}))
 
 
 def read_run_log(path: Path) -> LoggedRun:
@@ -147,7 +161,9 @@ def read_run_log(path: Path) -> LoggedRun:
 def parse_run_log(text: str, *, source: str = "run log") -> LoggedRun:
     """The run a log's text holds; :class:`RunLogError` naming ``source`` and the line."""
     records = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    # Only "\\n" ends a record: a log written before line separators were escaped, or by
+    # another tool, may hold U+2028 and the like raw inside its strings.
+    for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:

@@ -40,6 +40,7 @@ from typing import IO, Any
 
 from pytest_openkata.core.files import SkillReader, files_under, skill_files
 from pytest_openkata.core.tile import is_tile_dir, load_tile, tile_files
+from pytest_openkata.infra.text import GO_REPLACE
 
 DEFAULT_MAX_FILE_BYTES = 1 << 20
 BINARY_SNIFF_BYTES = 8192
@@ -85,9 +86,9 @@ class FileContent:
 
     @cached_property
     def text(self) -> str:
-        """The content decoded as UTF-8 with replacement characters; a character cut by the
-        truncation at the very end is dropped."""
-        return _utf8_decoder("replace").decode(self.data, final=not self.truncated)
+        """The content decoded as UTF-8, each invalid byte one U+FFFD as in the reference's
+        judge text; a character cut by the truncation at the very end is dropped."""
+        return _utf8_decoder(GO_REPLACE).decode(self.data, final=not self.truncated)
 
 
 Snapshot = dict[str, FileContent]

@@ -1,8 +1,11 @@
 """Text rules of the reference runner shared by the judge and the kiro agent (Go's trimming and
-``cleanKiroOutput``), and the wording the reporters share."""
+``cleanKiroOutput``), the wording the reporters share, and the two rules every text a model
+wrote follows on its way out: valid Unicode everywhere (:func:`valid_unicode`), and on a
+terminal, control characters shown rather than obeyed (:func:`visible`)."""
 
 from __future__ import annotations
 
+import codecs
 import re
 
 _ANSI_RE = re.compile(r"\x1b\[[0-9;]*[a-zA-Z]")
@@ -12,6 +15,65 @@ _GO_WHITESPACE = (
     "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009"
     "\u200a\u2028\u2029\u202f\u205f\u3000"
 )
+
+
+# What a JSON "\\ud800" escape decodes to in Python: a code point no UTF-8 encoder writes.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+# What a terminal acts on instead of showing: C0 controls but tab and newline (escape sequences
+# begin with ESC; a carriage return overwrites the line), DEL, C1 controls (CSI alone starts a
+# sequence on some terminals, NEL ends a line), the Unicode line and paragraph separators, and
+# the bidirectional embeddings, overrides and isolates that reorder what is shown.
+_NOT_SHOWN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+GO_REPLACE = "pytest-openkata-go-replace"
+"""The codec error handler that decodes invalid UTF-8 as Go turns it into text: one U+FFFD per
+invalid byte (Python's ``replace`` gives one per ill-formed sequence, so a truncated
+three-byte character is one U+FFFD here and two in Go's JSON, and the prompt bytes differ)."""
+
+
+def _one_per_byte(error: UnicodeError) -> tuple[str, int]:
+    if not isinstance(error, UnicodeDecodeError):
+        raise error
+    return "\ufffd" * (error.end - error.start), error.end
+
+
+codecs.register_error(GO_REPLACE, _one_per_byte)
+
+
+def go_decode(data: bytes) -> str:
+    """``data`` as UTF-8 text, each invalid byte one U+FFFD (:data:`GO_REPLACE`)."""
+    return data.decode("utf-8", GO_REPLACE)
+
+
+def valid_unicode(text: str) -> str:
+    """``text`` with every lone surrogate replaced by U+FFFD, as Go's JSON decoder does: a
+    model's answer may hold ``\\ud800`` escapes, which no report could then be written with."""
+    return _LONE_SURROGATE.sub("\ufffd", text)
+
+
+def _shown_as_escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code == 0x0D:
+        return "\\r"
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def visible(text: str) -> str:
+    """``text`` safe to print on a terminal: lines end at ``\\n`` (or ``\\r\\n``) only, and
+    every other control character appears as its escape (``\\x1b``, ``\\r``, ``\\u2028``), so
+    that a model's text can neither move the cursor, erase or recolour what was printed, retitle
+    the window, break a line where a reader would not, nor reorder the characters shown; and it
+    is :func:`valid_unicode`, so that a UTF-8 terminal can take it."""
+    return _NOT_SHOWN.sub(_shown_as_escape, valid_unicode(text).replace("\r\n", "\n"))
+
+
+def visible_lines(text: str) -> list[str]:
+    """The lines of ``text`` as a terminal shows them (:func:`visible`), at least one; a final
+    newline ends the last line rather than starting another, as in ``str.splitlines``."""
+    shown = visible(text)
+    return shown.removesuffix("\n").split("\n")
 
 
 def strip_ansi(text: str) -> str:

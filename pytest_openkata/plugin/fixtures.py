@@ -23,6 +23,7 @@ from pytest_openkata.infra.cache import ResultCache
 from pytest_openkata.infra.config import EvalSettings
 from pytest_openkata.infra.once import Once
 from pytest_openkata.infra.redact import Redactor
+from pytest_openkata.infra.text import visible
 from pytest_openkata.plugin.distribution import share_of
 from pytest_openkata.plugin.items import ScenarioItem
 from pytest_openkata.plugin.lint import warn_findings
@@ -223,9 +224,9 @@ def openkata_result(
     result = openkata_scheduler.result(item, run)
     item.ihook.pytest_openkata_scenario_result(result=result, item=item)
     if result.error is not None:
-        pytest.fail(f"scenario error: {result.error}", pytrace=False)
+        pytest.fail(visible(f"scenario error: {result.error}"), pytrace=False)
     baseline = result.baseline
     if baseline is not None and baseline.error is not None:
         # The comparison the run was asked for cannot be made: an error, not a criterion.
-        pytest.fail(f"baseline {baseline.arm}: {baseline.error}", pytrace=False)
+        pytest.fail(visible(f"baseline {baseline.arm}: {baseline.error}"), pytrace=False)
     return result

@@ -18,6 +18,7 @@ import pytest
 from pytest_openkata.core.lint import unreached_skill_files
 from pytest_openkata.core.results import ScenarioResult
 from pytest_openkata.core.scenario import scenario_candidates
+from pytest_openkata.infra.text import visible
 from pytest_openkata.plugin import compat, validation
 from pytest_openkata.plugin.lint import warn_findings
 from pytest_openkata.plugin.scenario_folder import (
@@ -69,15 +70,17 @@ def evaluate_scenario(openkata_result: ScenarioResult, subtests: pytest.Subtests
     The points are in the subtest's message, not a keyword argument: pytest shows keyword
     arguments with ``repr``, and pytest 9.1 applies that ``repr`` again to a report that comes
     back from an xdist worker (``points="'0/20'"`` under ``-n``, ``points='0/20'`` without).
-    The message is shown as it is, the same with and without ``-n``, on every pytest 9.
+    The message is shown as it is, the same with and without ``-n``, on every pytest 9. What
+    pytest prints of a criterion is :func:`~pytest_openkata.infra.text.visible`: a reason
+    cannot rewrite the terminal.
     """
     for criterion in openkata_result.criteria or ():
         points = f"{criterion.score}/{criterion.max_score}"
-        with subtests.test(msg=f"{criterion.name} ({points})"):
+        with subtests.test(msg=visible(f"{criterion.name} ({points})")):
             if not criterion.passed:
                 reason = f": {criterion.reason}" if criterion.reason else ""
                 message = f"criterion {criterion.name!r} not met ({points}){reason}"
-                pytest.fail(message, pytrace=False)
+                pytest.fail(visible(message), pytrace=False)
 
 
 class ScenarioItem(ScenarioFolderItem):

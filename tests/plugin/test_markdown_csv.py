@@ -21,7 +21,7 @@ BAD_REQUEST = Reply(status=400, json={"error": {"message": "bad request"}})
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
-    reader = csv.reader(io.StringIO(path.read_text(encoding="utf-8"), newline=""))
+    reader = csv.reader(io.StringIO(path.read_bytes().decode(), newline=""))
     header = next(reader)
     assert header == list(COLUMNS)
     return [dict(zip(header, row, strict=True)) for row in reader]
@@ -85,7 +85,7 @@ def test_markdown_csv_and_step_summary_show_a_failed_criterion_and_an_errored_sc
     )
 
     rows = _rows(pytester.path / "rows.csv")
-    assert (pytester.path / "rows.csv").read_text(encoding="utf-8") == render_csv(log)
+    assert (pytester.path / "rows.csv").read_bytes().decode() == render_csv(log)
     assert [(r["scenario"], r["criterion"], r["passed"], r["arm"]) for r in rows] == [
         ("scenario-0", "a", "true", "with-skill"),
         ("scenario-0", "b", "false", "with-skill"),

@@ -246,4 +246,5 @@ def test_control_characters_in_reasons_and_output_leave_the_junit_file_readable(
     reason = {p.get("name"): p.get("value") for p in cases["x"].iter("property")}["reason"]
     assert reason == "the reason quotes #x1B[31mred#x1B[0m"
     assert cases["x"].findtext("failure") == reason
-    assert "Coloured #x1B[31mred" in (cases["scenario-a"].findtext("system-out") or "")
+    # The agent's output, as pytest shows it: control characters as their escapes.
+    assert "Coloured \\x1b[31mred" in (cases["scenario-a"].findtext("system-out") or "")

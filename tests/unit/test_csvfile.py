@@ -54,11 +54,18 @@ def test_one_row_per_criterion_and_trial_with_the_reason_quoted() -> None:
     assert rows[0]["kind"] == "judge"
     assert rows[0]["passed"] == "true"
     assert rows[0]["points"] == "10"
-    # RFC 4180: the field is quoted, its quotes doubled; rows end with \n only.
+    # RFC 4180: the field is quoted, its quotes doubled; rows end with \r\n.
     assert '"says ""no"", then, a comma\nand a second line"' in text
-    assert "\r" not in text
-    assert text.splitlines()[0] == ",".join(COLUMNS)
-    assert text.endswith("\n")
+    assert text.split("\r\n")[0] == ",".join(COLUMNS)
+    assert text.endswith("\r\n")
+
+
+def test_a_reason_holding_a_lone_carriage_return_is_quoted_and_reads_back() -> None:
+    reason = "first\rsecond"
+    text = render_csv(logged([scenario("scenario-a", [judged("x", 1, False, reason)])]))
+
+    assert f'"{reason}"' in text
+    assert read_back(text)[0]["reason"] == reason
 
 
 def test_trials_and_arms_interleave_and_an_errored_trial_has_a_row_of_its_own() -> None:
@@ -127,7 +134,7 @@ def test_the_reporter_writes_relative_to_the_current_folder_and_never_overwrites
 
     assert first.written == {"CSV rows": Path("out/rows.csv")}
     assert second.written == {"CSV rows": Path("out/rows-2.csv")}
-    text = (tmp_path / "out" / "rows.csv").read_text(encoding="utf-8")
+    text = (tmp_path / "out" / "rows.csv").read_bytes().decode()
     assert text == render_csv(logged_run(first))
     assert read_back(text)[0]["reason"] == QUOTED
 

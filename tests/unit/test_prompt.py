@@ -250,6 +250,27 @@ def test_invalid_utf8_becomes_replacement_character(tmp_path: Path) -> None:
     assert "```bad.txt\nin \ufffd put\n```" in prompt
 
 
+@pytest.mark.parametrize(
+    ("data", "text"),
+    [
+        (b"\xe2\x82 cut", "\ufffd\ufffd cut"),  # a three-byte character cut after two bytes
+        (b"\xf0\x9f\x98", "\ufffd\ufffd\ufffd"),  # a four-byte one cut at the end of the file
+        (b"\xed\xa0\x80", "\ufffd\ufffd\ufffd"),  # a UTF-16 surrogate encoded as UTF-8
+        (b"\xc0\xaf", "\ufffd\ufffd"),  # an overlong "/"
+        (b"ok \xe2\x82\xac", "ok \u20ac"),  # valid: the euro sign
+    ],
+)
+def test_invalid_utf8_is_one_replacement_character_per_byte_as_go_writes_it(
+    tmp_path: Path, data: bytes, text: str
+) -> None:
+    """Go's JSON encoding of the prompt writes one U+FFFD per invalid byte (its UTF-8 decoder
+    never takes more than one byte for an invalid rune), so the prompt's bytes are the same."""
+    skill, scenario = minimal_skill(tmp_path)
+    write(skill / "SKILL.md", data)
+
+    assert build_prompt(skill, scenario).startswith(f"{text}\n\n")
+
+
 def test_utf8_text_is_kept(tmp_path: Path) -> None:
     skill, scenario = minimal_skill(tmp_path)
     write(skill / "references" / "ü.md", "Grüße — ✓\n")

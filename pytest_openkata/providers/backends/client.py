@@ -29,6 +29,7 @@ from typing import Any
 import httpx
 
 from pytest_openkata._version import __version__
+from pytest_openkata.infra.text import valid_unicode
 from pytest_openkata.providers.backends import (
     EndpointStatusError,
     MalformedResponseError,
@@ -149,7 +150,8 @@ def post_json(
 
 
 def json_object(raw: bytes) -> dict[str, Any]:
-    """A 200 answer's body, which must be a JSON object."""
+    """A 200 answer's body, which must be a JSON object; its texts are valid Unicode (a lone
+    surrogate escape is U+FFFD, as Go's decoder makes it)."""
     try:
         data: Any = json.loads(raw)
     except ValueError as exc:
@@ -158,7 +160,18 @@ def json_object(raw: bytes) -> dict[str, Any]:
         raise MalformedResponseError(
             f"parsing response: expected a JSON object, got {type(data).__name__}"
         )
-    return data
+    return _valid_texts(data)
+
+
+def _valid_texts(value: Any) -> Any:
+    """``value`` (decoded JSON) with every string, keys included, made :func:`valid_unicode`."""
+    if isinstance(value, str):
+        return valid_unicode(value)
+    if isinstance(value, list):
+        return [_valid_texts(item) for item in value]
+    if isinstance(value, dict):
+        return {valid_unicode(key): _valid_texts(item) for key, item in value.items()}
+    return value
 
 
 def _kind(exc: Exception, timeout: httpx.Timeout) -> str:

@@ -31,7 +31,7 @@ from pytest_openkata.core.scoring import match_verdicts
 from pytest_openkata.core.trials import majority
 from pytest_openkata.infra.cache import cache_key
 from pytest_openkata.infra.retry import NO_RETRY, RetryPolicy, call_with_retry
-from pytest_openkata.infra.text import clean_output, go_trim
+from pytest_openkata.infra.text import clean_output, go_trim, valid_unicode
 from pytest_openkata.providers.backends import BackendError, Completer, ResponseSchema
 from pytest_openkata.providers.graders import GradeError, Grading, GradingTask
 
@@ -254,8 +254,16 @@ def parse_verdicts(raw: str) -> list[Verdict]:
     criterion name whose members are verdict objects without a ``name`` (the key is the name),
     or a wrapper object with exactly one member of either shape. Loose verdict objects (a lone
     object, JSON Lines, or the elements of an array broken by a trailing comma or truncation)
-    together form one candidate.
+    together form one candidate. A lone surrogate a JSON escape of the answer decodes to is
+    U+FFFD, as Go's decoder makes it.
     """
+    return [
+        Verdict(valid_unicode(v.name), v.passed, valid_unicode(v.reason))
+        for v in _parsed_verdicts(raw)
+    ]
+
+
+def _parsed_verdicts(raw: str) -> list[Verdict]:
     text = clean_output(raw)
     starts = [index for index, char in enumerate(text) if char in "[{"]
     if not starts:

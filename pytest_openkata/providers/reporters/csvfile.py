@@ -18,9 +18,11 @@ afterwards are the same bytes. The columns, in order:
 
 Rows come in a fixed order: skills by folder, scenarios by name, trials by number, the own
 arm before the baseline arm, criteria in checklist order (the judge's, then the checks). The
-text is written with the standard ``csv`` module (RFC 4180 quoting: a field holding a comma,
-a quote or a line break is quoted, quotes doubled), in UTF-8, every row ending with ``\\n``
-and the header row first. It holds no timing, so the same outcome gives the same bytes.
+text is written with the standard ``csv`` module as RFC 4180 has it: a field holding a comma,
+a quote, a carriage return or a line feed is quoted, quotes doubled, every row ending with
+``\\r\\n`` (a row ending with ``\\n`` alone would leave a field holding a lone ``\\r`` unquoted,
+which readers take for the end of its row), in UTF-8 and the header row first. It holds no
+timing, so the same outcome gives the same bytes.
 """
 
 from __future__ import annotations
@@ -95,7 +97,7 @@ def _by_folder(labelled: tuple[SkillSummary, str]) -> str:
 def render_csv(run: LoggedRun) -> str:
     """The CSV text of a logged run: the header row, then :func:`rows`."""
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
+    writer = csv.writer(buffer, lineterminator="\r\n")
     writer.writerow(COLUMNS)
     writer.writerows(rows(skill_summaries(run)))
     return buffer.getvalue()

@@ -1,7 +1,9 @@
 """The reference's terminal lines (spec section 9), as segments that carry their colour.
 
 Colour is applied by the output (pytest's terminal writer), so it appears only when pytest
-uses colour.
+uses colour. Every text of a line is :func:`~pytest_openkata.infra.text.visible`: a judge's
+reason, an agent's error or a scenario's name cannot move the cursor, erase a line already
+printed or break a line anywhere but at ``\\n``.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pytest_openkata.core.compare import SkillComparison
 from pytest_openkata.core.regression import SkillChanges
 from pytest_openkata.core.results import CallStats, CriterionResult, ScenarioResult, Usage
 from pytest_openkata.core.summary import SkillSummary, skill_labels
-from pytest_openkata.infra.text import plural, signed_points
+from pytest_openkata.infra.text import plural, signed_points, visible, visible_lines
 from pytest_openkata.providers.reporters import RunReport, Segment
 from pytest_openkata.providers.reporters.changes import changes_lines
 
@@ -146,7 +148,7 @@ def _continued(first: list[Segment], text: str, indent: str) -> Iterator[list[Se
     """``first`` followed by ``text``'s first line, then each further line of ``text`` on a
     line of its own with the same ``indent`` as ``first``, so that a reason of several lines
     stays inside its scenario's block (a line of its own left empty would end the block)."""
-    head, *rest = text.splitlines() or [""]
+    head, *rest = visible_lines(text)
     yield [*first[:-1], (first[-1][0] + head, first[-1][1])]
     for line in rest:
         yield [(f"{indent}{line}", None)]
@@ -225,10 +227,21 @@ def _shown(path: Path, rootdir: Path | None) -> str:
     return str(path)
 
 
+def _safe(line: Sequence[Segment]) -> list[Segment]:
+    return [(visible(text), colour) for text, colour in line]
+
+
 def skill_lines(
     summary: SkillSummary, threshold: int, rootdir: Path | None = None
 ) -> Iterator[list[Segment]]:
-    """One skill's block: header, scenarios, and the overall line."""
+    """One skill's block: header, scenarios, and the overall line; safe to print."""
+    for line in _skill_lines(summary, threshold, rootdir):
+        yield _safe(line)
+
+
+def _skill_lines(
+    summary: SkillSummary, threshold: int, rootdir: Path | None
+) -> Iterator[list[Segment]]:
     yield [(summary.display, None)]
     for result in summary.results:
         yield from _scenario_lines(result)
@@ -325,7 +338,7 @@ def gate_line(
     """
     if stopped is not None:
         text = f"{stopped}: threshold not enforced, exit {exit_status}"
-        return [(text, "green" if exit_status == 0 else "red")]
+        return [(visible(text), "green" if exit_status == 0 else "red")]
     enforced = any(summary.complete for summary in summaries)
     labels = skill_labels(summaries)
     reasons = [
@@ -358,7 +371,7 @@ def gate_line(
         reasons.append("the earlier run to compare with could not be read")
     separator = ": " if enforced else ", "
     text = f"{'; '.join(reasons)}{separator}exit {exit_status}"
-    return [(text, "green" if exit_status == 0 else "red")]
+    return [(visible(text), "green" if exit_status == 0 else "red")]
 
 
 def _regressions(changes: SkillChanges, label: str) -> str:
@@ -385,11 +398,13 @@ class TerminalReporter:
             lines = skill_lines(summary, run.settings.threshold, run.rootdir)
             run.terminal.write_lines(list(lines))
         if run.errors:
-            run.terminal.write_lines([[(f"Not written: {error}", "red")] for error in run.errors])
+            run.terminal.write_lines(
+                [_safe([(f"Not written: {error}", "red")]) for error in run.errors]
+            )
         if run.written:
             run.terminal.write_lines(
                 [
-                    [(f"{what}: {_shown(path, run.rootdir)}", None)]
+                    _safe([(f"{what}: {_shown(path, run.rootdir)}", None)])
                     for what, path in run.written.items()
                 ]
             )
