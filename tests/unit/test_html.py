@@ -7,8 +7,6 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -35,95 +33,13 @@ from pytest_openkata.core.workspace import FileChange
 from pytest_openkata.providers.reporters.html import main, render_html
 from tests.support.endpoint import ScriptedEndpoint
 from tests.support.evals import EvalScript, eval_args, write_skill
+from tests.support.readers import parse
 from tests.support.results import ROOT, checked, judged
 
 HOSTILE = (
     '</script><script>window.PWNED=1</script><img src=x onerror="window.PWNED=2">'
     '<b id="injected">x</b>'
 )
-
-
-# --- reading a page back -----------------------------------------------------------------------
-
-
-@dataclass(eq=False)
-class Element:
-    tag: str
-    attrs: dict[str, str]
-    parent: Element | None
-    text: str = ""  # every text inside it, descendants' included
-
-    def within(self, ancestor: Element) -> bool:
-        node = self.parent
-        while node is not None:
-            if node is ancestor:
-                return True
-            node = node.parent
-        return False
-
-
-class Page(HTMLParser):
-    """A page parsed as a browser's tokenizer reads it: every element with its attributes,
-    its parent and the text inside it (character references decoded)."""
-
-    _VOID = frozenset({"meta", "img", "br", "hr", "input", "link"})
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.elements: list[Element] = []
-        self._open: list[Element] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        parent = self._open[-1] if self._open else None
-        element = Element(tag, {name: value or "" for name, value in attrs}, parent)
-        self.elements.append(element)
-        if tag not in self._VOID:
-            self._open.append(element)
-
-    def handle_endtag(self, tag: str) -> None:
-        for index in range(len(self._open) - 1, -1, -1):
-            if self._open[index].tag == tag:
-                del self._open[index:]
-                return
-
-    def handle_data(self, data: str) -> None:
-        for element in self._open:
-            element.text += data
-
-    def all(self, tag: str, **attrs: str) -> list[Element]:
-        return [
-            e
-            for e in self.elements
-            if e.tag == tag and all(e.attrs.get(k) == v for k, v in attrs.items())
-        ]
-
-    def by_class(self, name: str, within: Element | None = None) -> list[Element]:
-        return [
-            e
-            for e in self.elements
-            if name in e.attrs.get("class", "").split() and (within is None or e.within(within))
-        ]
-
-    def scenario(self, name: str) -> Element:
-        """The scenario block whose name is ``name``."""
-        [found] = [
-            e.parent.parent
-            for e in self.by_class("name")
-            if e.text == name and e.parent is not None and e.parent.parent is not None
-        ]
-        assert found.tag == "details"
-        return found
-
-    @property
-    def text(self) -> str:
-        return self.all("body")[0].text
-
-
-def parse(html: str) -> Page:
-    page = Page()
-    page.feed(html)
-    page.close()
-    return page
 
 
 # --- constructed results ---------------------------------------------------------------------

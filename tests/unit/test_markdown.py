@@ -8,8 +8,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from markdown_it import MarkdownIt
-from markdown_it.token import Token
 
 from pytest_openkata.core.regression import (
     CriterionFlip,
@@ -39,6 +37,7 @@ from pytest_openkata.providers.reporters.markdown import (
     sections,
 )
 from pytest_openkata.providers.reporters.runlog import logged_run
+from tests.support.readers import PARSER, html_blocks, inline_text, tables
 from tests.support.results import judged, logged, report_of, scenario
 
 NASTY = "a | b\nsecond line <script>alert(1)</script> *not bold* [no](link) `tick` $x$ & ~s~ #1"
@@ -46,48 +45,6 @@ NASTY = "a | b\nsecond line <script>alert(1)</script> *not bold* [no](link) `tic
 
 def with_baseline(own: ScenarioResult, baseline: ScenarioResult) -> ScenarioResult:
     return replace(own, baseline=replace(baseline, arm="without-skill"))
-
-
-# --- reading Markdown back -------------------------------------------------------------------
-
-PARSER = MarkdownIt("commonmark").enable("table")
-
-
-def inline_text(token: Token) -> str:
-    """What an inline token reads as: its text, a ``<br>`` as a line break."""
-    parts = []
-    for child in token.children or ():
-        if child.type == "html_inline" and child.content == "<br>":
-            parts.append("\n")
-        elif child.type in ("text", "code_inline"):
-            parts.append(child.content)
-        elif child.type in ("strong_open", "strong_close", "softbreak"):
-            parts.append("" if child.type != "softbreak" else "\n")
-        else:
-            raise AssertionError(f"unexpected inline {child.type}: {child!r}")
-    return "".join(parts)
-
-
-def tables(text: str) -> list[list[list[str]]]:
-    """Every table of the document, as rows of cell texts (the header row first)."""
-    found: list[list[list[str]]] = []
-    row: list[str] | None = None
-    for token in PARSER.parse(text):
-        if token.type == "table_open":
-            found.append([])
-        elif token.type == "tr_open":
-            row = []
-        elif token.type == "tr_close" and row is not None:
-            found[-1].append(row)
-        elif token.type == "inline" and row is not None:
-            row.append(inline_text(token))
-        elif token.type == "table_close":
-            row = None
-    return found
-
-
-def html_blocks(text: str) -> list[str]:
-    return [t.content.strip() for t in PARSER.parse(text) if t.type == "html_block"]
 
 
 # --- escaping and the bar ----------------------------------------------------------------------
