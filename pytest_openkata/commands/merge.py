@@ -21,9 +21,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from pytest_openkata import __version__
+from pytest_openkata.core.jsonfiles import ScenarioLoadError
 from pytest_openkata.core.results import ScenarioResult
 from pytest_openkata.core.runlog import RunLogError, read_run_log
-from pytest_openkata.core.scenario import read_skill_version
+from pytest_openkata.core.scenario import load_scenario_options, read_skill_version
 from pytest_openkata.core.shards import MergedRun, ShardError, merge_shards, shard_files
 from pytest_openkata.core.summary import gate_failed, summarise
 from pytest_openkata.providers.reporters import RunReport, Segment, reporters
@@ -60,7 +61,21 @@ def merge(paths: Sequence[Path], rootdir: Path) -> MergedRun:
             runs.append((str(path), read_run_log(path)))
         except RunLogError as exc:
             raise ShardError(str(exc)) from None
-    return merge_shards(runs, __version__, lambda skill: read_skill_version(rootdir / skill))
+    return merge_shards(
+        runs,
+        __version__,
+        lambda skill: read_skill_version(rootdir / skill),
+        lambda skill, name: _scenario_trials(rootdir / skill / "evals" / name),
+    )
+
+
+def _scenario_trials(scenario_dir: Path) -> int | None:
+    """The scenario's own trial count (scenario.json's ``trials``); None without one, or when
+    scenario.json cannot be read (the scenario then errored before its trials ran)."""
+    try:
+        return load_scenario_options(scenario_dir / "scenario.json").trials
+    except ScenarioLoadError:
+        return None
 
 
 def report(merged: MergedRun, rootdir: Path) -> int:
