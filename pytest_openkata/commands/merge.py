@@ -8,7 +8,8 @@ the same path and with the same bytes (its timestamp is the last shard's), the r
 the HTML, Markdown and CSV views the settings ask for. The terminal shows each skill's block
 and the gate's line, and the exit status is the unsharded run's: 1 when a complete skill is
 below its threshold, a scenario errored, an ordinary test failed or a report could not be
-written; else 0. Shards that cannot be merged exit 2 with the reason.
+written; else 0. Shards that cannot be merged exit 2 with the reason: not the parts of one run,
+or a trial record that does not hold together (named by its shard file and line).
 """
 
 from __future__ import annotations
