@@ -8,7 +8,8 @@ the same path and with the same bytes (its timestamp is the last shard's), the r
 the HTML, Markdown and CSV views the settings ask for. The terminal shows each skill's block
 and the gate's line, and the exit status is the unsharded run's: 1 when a complete skill is
 below its threshold, a scenario errored, an ordinary test failed or a report could not be
-written; else 0. Shards that cannot be merged exit 2 with the reason.
+written; else 0. Shards that cannot be merged exit 2 with the reason: not the parts of one run,
+or a trial record that does not hold together (named by its shard file and line).
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from pytest_openkata import __version__
+from pytest_openkata.core.jsonfiles import ScenarioLoadError
 from pytest_openkata.core.results import ScenarioResult
 from pytest_openkata.core.runlog import RunLogError, read_run_log
-from pytest_openkata.core.scenario import read_skill_version
+from pytest_openkata.core.scenario import load_scenario_options, read_skill_version
 from pytest_openkata.core.shards import MergedRun, ShardError, merge_shards, shard_files
 from pytest_openkata.core.summary import gate_failed, summarise
 from pytest_openkata.providers.reporters import RunReport, Segment, reporters
@@ -60,7 +62,21 @@ def merge(paths: Sequence[Path], rootdir: Path) -> MergedRun:
             runs.append((str(path), read_run_log(path)))
         except RunLogError as exc:
             raise ShardError(str(exc)) from None
-    return merge_shards(runs, __version__, lambda skill: read_skill_version(rootdir / skill))
+    return merge_shards(
+        runs,
+        __version__,
+        lambda skill: read_skill_version(rootdir / skill),
+        lambda skill, name: _scenario_trials(rootdir / skill / "evals" / name),
+    )
+
+
+def _scenario_trials(scenario_dir: Path) -> int | None:
+    """The scenario's own trial count (scenario.json's ``trials``); None without one, or when
+    scenario.json cannot be read (the scenario then errored before its trials ran)."""
+    try:
+        return load_scenario_options(scenario_dir / "scenario.json").trials
+    except ScenarioLoadError:
+        return None
 
 
 def report(merged: MergedRun, rootdir: Path) -> int:

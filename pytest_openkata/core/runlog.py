@@ -23,7 +23,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pytest_openkata.core.regression import SkillChanges
-from pytest_openkata.core.results import ScenarioResult, TrialResult
+from pytest_openkata.core.results import CriterionResult, ScenarioResult, TrialResult
 from pytest_openkata.core.summary import SkillSummary, summarise
 from pytest_openkata.core.trials import combine_trials
 from pytest_openkata.infra.text import valid_unicode
@@ -31,8 +31,10 @@ from pytest_openkata.infra.text import valid_unicode
 __all__ = [
     "SCHEMA_VERSION",
     "LoggedRun",
+    "LoggedTrial",
     "RunInfo",
     "RunLogError",
+    "arm_name",
     "json_line",
     "log_lines",
     "parse_run_log",
@@ -67,14 +69,32 @@ class RunInfo:
 
 
 @dataclass(frozen=True)
+class LoggedTrial:
+    """One trial record as the log holds it, with its line, for checks that name the line
+    (the merge's): its scenario's fields (``skill_dir``, ``scenario``, ``arm``... with its
+    ``digests`` and ``task``) and the trial."""
+
+    line: int
+    scenario: Mapping[str, Any]
+    trial: TrialResult
+
+    @property
+    def arm_key(self) -> tuple[str, str, str]:
+        """Its skill folder, scenario and arm: the trials combined into one result."""
+        return (self.scenario["skill_dir"], self.scenario["scenario"], self.scenario["arm"])
+
+
+@dataclass(frozen=True)
 class LoggedRun:
     """A run as a log holds it: its description, its scenario results (each own-arm result
-    carries its baseline arm's), and the extra records other views added (by kind)."""
+    carries its baseline arm's), the extra records other views added (by kind), and its
+    trial records in the log's order."""
 
     info: RunInfo
     results: list[ScenarioResult]
     extras: Mapping[str, list[dict[str, Any]]] = field(default_factory=dict)
     source: str = "run log"  # what errors name: the log's file
+    trials: Sequence[LoggedTrial] = ()
 
 
 def relative_skill_dir(skill_dir: str | Path, rootdir: Path) -> str:
@@ -191,6 +211,7 @@ def parse_run_log(text: str, *, source: str = "run log") -> LoggedRun:
     except (KeyError, TypeError, ValueError) as exc:
         raise RunLogError(f"{source}: line 1: the run record lacks {exc}") from exc
     trials: dict[tuple[str, str, str], tuple[dict[str, Any], list[TrialResult]]] = {}
+    logged: list[LoggedTrial] = []
     extras: dict[str, list[dict[str, Any]]] = {}
     for number, record in records[1:]:
         kind = record.get("record")
@@ -215,12 +236,38 @@ def parse_run_log(text: str, *, source: str = "run log") -> LoggedRun:
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
             raise RunLogError(f"{source}: line {number}: not a trial record: {exc!r}") from exc
         key = (scenario["skill_dir"], scenario["scenario"], scenario["arm"])
-        trials.setdefault(key, (scenario, []))[1].append(trial)
+        arm = trials.setdefault(key, (scenario, []))[1]
+        where = f"{source}: line {number}: trial {trial.index!r} of {arm_name(*key)}"
+        _same_checklist(arm, trial, where)
+        arm.append(trial)
+        logged.append(LoggedTrial(number, scenario, trial))
     try:
         results = _combined(trials)
     except (AttributeError, KeyError, TypeError, ValueError) as exc:
         raise RunLogError(f"{source}: its trial records do not make results: {exc!r}") from exc
-    return LoggedRun(info, results, extras, source)
+    return LoggedRun(info, results, extras, source, logged)
+
+
+def arm_name(skill_dir: str, scenario: str, arm: str) -> str:
+    """A scenario's arm as errors name it: ``skills/x::scenario-1 (baseline arm REF)``."""
+    return f"{skill_dir}::{scenario}" + (f" (baseline arm {arm})" if arm else "")
+
+
+def _same_checklist(arm: Sequence[TrialResult], trial: TrialResult, where: str) -> None:
+    """The trials of one arm are combined criterion by criterion: each graded one must have
+    the same criteria, in the same order and with the same points, as the first."""
+    graded = next((other for other in arm if other.criteria is not None), None)
+    if graded is None or trial.criteria is None:
+        return
+    if _checklist(trial.criteria) != _checklist(graded.criteria or []):
+        raise RunLogError(
+            f"{where} was graded on other criteria than its trial {graded.index!r} (their "
+            "names, order or points differ)"
+        )
+
+
+def _checklist(criteria: Sequence[CriterionResult]) -> list[tuple[object, object]]:
+    return [(criterion.name, criterion.max_score) for criterion in criteria]
 
 
 def _scenario_fields(record: Mapping[str, Any]) -> dict[str, Any]:

@@ -10,8 +10,18 @@ versions it ran with, the plugin's version and how many ordinary tests failed.
 
 The merge reads every shard's file, checks that they are the N parts of one run (each index
 once, the same N, selection, settings, skill versions and plugin version, every selected
-scenario run exactly once) and gives the results, settings and finishing time from which the
-reporters write what the unsharded run writes.
+scenario run exactly once) and that every trial record holds together, and gives the results,
+settings and finishing time from which the reporters write what the unsharded run writes.
+
+A shard's file crossed a CI job's artifacts and may have been edited or mangled on the way;
+what it holds becomes published results and a gate, so a record that does not hold together
+is refused with its file and line: a trial (skill, scenario, arm, number) given twice, in one
+shard or in two; trials not numbered 1..n, or more or fewer than the run ran (the scenario's
+own ``trials`` in its scenario.json in the checkout, else the ``trials`` setting; one errored
+trial for an arm that could not be set up); figures that contradict each other
+(:func:`~pytest_openkata.core.trials.trial_contradiction`); an arm the settings did not ask
+for, or a baseline arm without its scenario's own; scenario fields (description, digests,
+task...) that differ between the trials of one arm.
 """
 
 from __future__ import annotations
@@ -25,7 +35,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pytest_openkata.core.results import ScenarioResult
-from pytest_openkata.core.runlog import LoggedRun
+from pytest_openkata.core.runlog import LoggedRun, LoggedTrial, arm_name
+from pytest_openkata.core.trials import trial_contradiction
 from pytest_openkata.infra.config import EvalSettings
 
 __all__ = [
@@ -277,6 +288,101 @@ def _ran_once(
     return results
 
 
+def _check_trials(
+    runs: Sequence[tuple[str, LoggedRun]],
+    settings: EvalSettings,
+    trials_here: Callable[[str, str], int | None],
+) -> None:
+    """Every shard's trial records hold together (see the module docstring)."""
+    seen: dict[tuple[str, str, str, int], tuple[str, int]] = {}
+    for source, run in runs:
+        arms: dict[tuple[str, str, str], list[LoggedTrial]] = {}
+        for logged in run.trials:
+            where = f"{source}: line {logged.line}: {_trial_name(logged)}"
+            _check_record(where, logged, settings.baseline)
+            arm = arms.setdefault(logged.arm_key, [])
+            if arm:
+                _check_same_scenario(where, logged, arm[0])
+            key = (*logged.arm_key, logged.trial.index)
+            if key in seen:
+                other, line = seen[key]
+                also = f"line {line}" if other == source else f"{other}, line {line}"
+                raise ShardError(f"{where} is there twice (also {also})")
+            seen[key] = (source, logged.line)
+            arm.append(logged)
+        for (skill_dir, name, baseline), arm in arms.items():
+            if baseline and (skill_dir, name, "") not in arms:
+                raise ShardError(
+                    f"{source}: line {arm[0].line}: {_trial_name(arm[0])}: the shard holds "
+                    "no trial of the scenario's own arm"
+                )
+            own = trials_here(skill_dir, name)
+            said = (
+                f"its scenario.json says trials: {own}"
+                if own
+                else f"the shards ran with trials: {settings.trials}"
+            )
+            _check_count(source, arm, own or settings.trials, said)
+
+
+def _trial_name(logged: LoggedTrial) -> str:
+    return f"trial {logged.trial.index!r} of {_arm_name(logged)}"
+
+
+def _arm_name(logged: LoggedTrial) -> str:
+    return arm_name(*logged.arm_key)
+
+
+def _check_record(where: str, logged: LoggedTrial, baseline: str) -> None:
+    """One trial record: its number, its arm, its figures."""
+    index, arm = logged.trial.index, logged.arm_key[2]
+    if not (isinstance(index, int) and not isinstance(index, bool) and index >= 1):
+        raise ShardError(f"{where}: trials are numbered 1, 2, 3...")
+    if arm and arm != baseline:
+        ran = f"the baseline arm {baseline}" if baseline else "no baseline arm"
+        raise ShardError(f"{where}: the shards ran {ran} (baseline setting)")
+    wrong = trial_contradiction(logged.trial)
+    if wrong is not None:
+        raise ShardError(f"{where}: {wrong}")
+
+
+def _check_same_scenario(where: str, logged: LoggedTrial, first: LoggedTrial) -> None:
+    """Every trial of an arm carries its scenario's fields alike: the merge takes the first's."""
+    keys = sorted(logged.scenario.keys() | first.scenario.keys())
+    differ = [key for key in keys if logged.scenario.get(key) != first.scenario.get(key)]
+    if differ:
+        raise ShardError(
+            f"{where}: its {differ[0]} differs from that of trial {first.trial.index} "
+            f"(line {first.line})"
+        )
+
+
+def _check_count(source: str, arm: Sequence[LoggedTrial], wanted: int, said: str) -> None:
+    """An arm's trials are numbered 1..``wanted`` (one errored trial when it could not be
+    set up: no trial of it ran)."""
+    ordered = sorted(arm, key=lambda logged: logged.trial.index)
+    if len(ordered) == 1 and ordered[0].trial.index == 1 and _not_set_up(ordered[0]):
+        return
+    for number, logged in enumerate(ordered, start=1):
+        where = f"{source}: line {logged.line}"
+        if logged.trial.index != number:
+            raise ShardError(
+                f"{where}: {_arm_name(logged)} has trial {logged.trial.index} but no trial {number}"
+            )
+        if number > wanted:
+            raise ShardError(f"{where}: {_trial_name(logged)}, but {said}")
+    if len(ordered) < wanted:
+        last = ordered[-1]
+        count = f"{len(ordered)} trial{'' if len(ordered) == 1 else 's'}"
+        raise ShardError(f"{source}: line {last.line}: {_arm_name(last)} has {count}, but {said}")
+
+
+def _not_set_up(logged: LoggedTrial) -> bool:
+    """An errored trial made before any trial ran (its scenario did not load, its baseline arm
+    could not be made): the run gives such an arm this one trial, without a trace."""
+    return logged.trial.criteria is None and logged.trial.trace is None
+
+
 def plural_scenarios(count: int) -> str:
     return f"{count} selected scenario{'' if count == 1 else 's'}"
 
@@ -285,10 +391,13 @@ def merge_shards(
     runs: Sequence[tuple[str, LoggedRun]],
     plugin_version: str,
     version_here: Callable[[str], str],
+    trials_here: Callable[[str, str], int | None],
 ) -> MergedRun:
     """The run the shards' run logs (each named by its ``source``) make together, after the
     checks of the module docstring; ``version_here`` reads a skill's version in the checkout
-    the merge writes into (relative skill folder), which must be the shards'."""
+    the merge writes into (relative skill folder), which must be the shards', and
+    ``trials_here`` a scenario's own trial count there (skill folder, scenario; None when its
+    scenario.json sets none)."""
     if not runs:
         raise ShardError("no shard files found")
     shards = [(source, _record(source, run)) for source, run in runs]
@@ -317,8 +426,9 @@ def merge_shards(
                 f"{here!r}: merge in the checkout the shards ran"
             )
     first = shards[0][1]
-    results = _ran_once(runs, first.selected)
     settings = EvalSettings.model_validate(first.settings)
+    _check_trials(runs, settings, trials_here)
+    results = _ran_once(runs, first.selected)
     return MergedRun(
         results=results,
         settings=settings,

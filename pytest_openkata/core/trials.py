@@ -14,6 +14,7 @@ from dataclasses import replace
 
 from pytest_openkata.core.results import (
     INFRASTRUCTURE_ERROR,
+    SCENARIO_ERROR,
     CriterionResult,
     ScenarioResult,
     TrialResult,
@@ -81,6 +82,86 @@ def errored_trial(
         error_kind=kind,
         **extra,  # type: ignore[arg-type]
     )
+
+
+def trial_contradiction(trial: TrialResult) -> str | None:
+    """Why a trial's figures do not hold together, or None when they do: the rules
+    :func:`scored_trial` and :func:`errored_trial` make every trial by. A criterion scores all
+    its points when it passes (by more than half of its votes) and none when it fails; a
+    graded trial's score, maximum, percentage and pass follow from its criteria; an errored
+    one has no criteria, no points, does not pass and says why it errored. For a trial read
+    back from a file someone may have edited (the merge of shards)."""
+    if trial.criteria is None:
+        if trial.error is None:
+            return "it has no criteria and no error"
+        if trial.passed is not False:
+            return "it errored, yet passed"
+        if (trial.score, trial.max_score, trial.percentage) != (0, 0, 0):
+            return (
+                f"it errored, yet claims {trial.score!r} of {trial.max_score!r} points "
+                f"({trial.percentage!r}%)"
+            )
+        if trial.error_kind not in (SCENARIO_ERROR, INFRASTRUCTURE_ERROR):
+            return (
+                f"it errored, but its error_kind {trial.error_kind!r} is neither "
+                f"{SCENARIO_ERROR!r} nor {INFRASTRUCTURE_ERROR!r}"
+            )
+        return None
+    if trial.error is not None:
+        return "it has both criteria and an error"
+    if trial.error_kind:
+        return f"it did not error, yet has error_kind {trial.error_kind!r}"
+    for criterion in trial.criteria:
+        wrong = _criterion_contradiction(criterion)
+        if wrong is not None:
+            return f"criterion {criterion.name!r} {wrong}"
+    for key in ("score", "max_score"):
+        if not _whole(getattr(trial, key)):
+            return f"its {key} {getattr(trial, key)!r} is not a whole number"
+    if not isinstance(trial.passed, bool):
+        return f"its passed {trial.passed!r} is not true or false"
+    score, max_score, pct, passed = scenario_totals(trial.criteria)
+    if (trial.score, trial.max_score) != (score, max_score):
+        return (
+            f"it scores {trial.score} of {trial.max_score} points, "
+            f"its criteria {score} of {max_score}"
+        )
+    if trial.percentage != pct or isinstance(trial.percentage, bool):
+        return f"its percentage {trial.percentage!r} is not that of {score} of {max_score} points"
+    if trial.passed != passed:
+        verb = "passed" if trial.passed else "failed"
+        return (
+            f"it {verb} with {score} of {max_score} points ({pct:g}%): a trial passes at 100% only"
+        )
+    return None
+
+
+def _criterion_contradiction(criterion: CriterionResult) -> str | None:
+    if not isinstance(criterion.passed, bool):
+        return f"has passed {criterion.passed!r}, not true or false"
+    if not (_whole(criterion.score) and _whole(criterion.max_score)):
+        return f"scores {criterion.score!r} of {criterion.max_score!r}: not whole numbers"
+    verb = "passed" if criterion.passed else "failed"
+    if criterion.score != (criterion.max_score if criterion.passed else 0):
+        return (
+            f"{verb} with {criterion.score} of {criterion.max_score} points: a criterion "
+            "scores all its points when it passes and none when it fails"
+        )
+    votes = criterion.votes
+    if votes is not None:
+        if not (len(votes) == 2 and all(_whole(n) for n in votes) and 0 <= votes[0] <= votes[1]):
+            return f"has votes {list(votes)!r}, not [passes, votes]"
+        passes, total = votes
+        if (passes * 2 > total) != criterion.passed:
+            return (
+                f"{verb} with {passes} of {total} votes: a criterion passes by more than "
+                "half of its votes"
+            )
+    return None
+
+
+def _whole(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _error_text(trials: Sequence[TrialResult]) -> str | None:

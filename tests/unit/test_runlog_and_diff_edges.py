@@ -119,6 +119,34 @@ def test_a_malformed_trial_record_is_a_run_log_error_naming_the_line(
         parse_run_log(_trial_line(**changes), source="old.jsonl")
 
 
+@pytest.mark.parametrize("edit", ["fewer", "more"])
+def test_trials_of_one_scenario_graded_on_other_criteria_are_a_run_log_error(edit: str) -> None:
+    # Combined criterion by criterion, they crashed the reader (fewer) or lost one (more).
+    criteria = [CriterionResult(name, True, 1, 1, "ok") for name in ("x", "y")]
+    result = combine_trials(
+        [scored_trial(1, criteria), scored_trial(2, criteria)],
+        skill="s",
+        skill_dir="/r/skills/s",
+        name="scenario-a",
+        description="a scenario",
+    )
+    lines = log_lines(RunInfo("2026-01-01T00:00:00Z"), [result], Path("/r")).splitlines()
+    record = json.loads(lines[2])
+    first = record["criteria"][0]
+    record["criteria"] = (
+        [first] if edit == "fewer" else [*record["criteria"], {**first, "name": "z"}]
+    )
+    lines[2] = json.dumps(record)
+
+    with pytest.raises(RunLogError) as raised:
+        parse_run_log("\n".join(lines) + "\n", source="old.jsonl")
+
+    assert str(raised.value) == (
+        "old.jsonl: line 3: trial 2 of skills/s::scenario-a was graded on other criteria than "
+        "its trial 1 (their names, order or points differ)"
+    )
+
+
 # --- the workspace diff ------------------------------------------------------------------------
 
 
