@@ -1,11 +1,15 @@
 """``python -m pytest_openkata effectiveness [SKILLS-ROOT] [--json] [--update-versions PATH]
-[--check]``: what the skill catalogue will show per skill and model.
+[--check] [--plugin-rule]``: what the skill catalogue will show per skill and model.
 
-The rules are :mod:`pytest_openkata.core.catalogue`'s; this module parses the arguments,
+The rules are :mod:`pytest_openkata.core.catalogue`'s. By default every figure, the JSON, the
+versions file and the check follow the catalogue's rule exactly; ``--plugin-rule`` shows the
+plugin's rule instead. Wherever the other rule would show a skill or model differently, the text
+view says so in a line under the skill (``by the plugin's rule: …``); with ``--json``,
+``--update-versions`` or ``--check`` that line is a note. This module parses the arguments,
 prints, and rewrites ``versions.json`` in place (atomically, keeping its mode). Notes (skipped
-report files, skills on one side only) go to stderr so that ``--json`` output stays exact.
-Exit codes: 0 ok, 1 ``--check`` found stale models or the versions file could not be written,
-2 bad arguments, a missing skills root or an unreadable versions file.
+report files, differences, skills on one side only) go to stderr so that ``--json`` output
+stays exact. Exit codes: 0 ok, 1 ``--check`` found dropped models or the versions file could
+not be written, 2 bad arguments, a missing skills root or an unreadable versions file.
 """
 
 from __future__ import annotations
@@ -15,16 +19,20 @@ import os
 import stat
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
 from pytest_openkata.core.catalogue import (
     Catalogue,
+    Rule,
+    RuleDifference,
     SkillEntry,
     VersionsFileError,
     VersionsUpdate,
     catalogue_document,
     read_catalogue,
+    rule_differences,
     splice_versions,
     stale_models,
 )
@@ -55,7 +63,14 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--check",
         action="store_true",
-        help="exit 1 when a model's newest report is not for its skill's current version",
+        help="exit 1 when a model with reports is dropped: its newest report is not for its"
+        " skill's current version, or cannot be decoded",
+    )
+    parser.add_argument(
+        "--plugin-rule",
+        action="store_true",
+        help="follow the plugin's rule rather than the catalogue's: the newest report by"
+        " timestamp, nested model folders, the CHANGELOG's version when there is no tag, tiles",
     )
     try:
         args = parser.parse_args(argv)
@@ -66,8 +81,10 @@ def main(argv: list[str]) -> int:
         print(f"error: {root} is not a folder of skills", file=sys.stderr)
         return 2
     versions = Path(args.update_versions) if args.update_versions else None
+    rule = Rule.PLUGIN if args.plugin_rule else Rule.CATALOGUE
     try:
-        catalogue = read_catalogue(root)
+        catalogue = read_catalogue(root, rule)
+        differences = rule_differences(catalogue, read_catalogue(root, rule.other))
         update = _spliced(versions, catalogue) if versions is not None else None
     except (OSError, VersionsFileError) as exc:
         print(f"error: {_reason(exc)}", file=sys.stderr)
@@ -75,10 +92,15 @@ def main(argv: list[str]) -> int:
     for skipped in catalogue.skipped:
         print(f"note: skipped {skipped.path}: {skipped.reason}", file=sys.stderr)
     messages = sys.stderr if args.json else sys.stdout
+    if args.json or versions is not None or args.check:
+        for difference in differences:
+            print(
+                f"note: {difference.skill}: {_difference_line(difference, rule)}", file=sys.stderr
+            )
     if args.json:
         sys.stdout.write(gojson.dumps(catalogue_document(catalogue)))
     elif versions is None and not args.check:
-        sys.stdout.write(text_view(catalogue))
+        sys.stdout.write(text_view(catalogue, differences))
     status = 0
     if versions is not None and update is not None:  # both or neither
         status = _write_update(versions, update, root, messages)
@@ -87,29 +109,49 @@ def main(argv: list[str]) -> int:
     return status
 
 
-def text_view(catalogue: Catalogue) -> str:
+def text_view(catalogue: Catalogue, differences: Sequence[RuleDifference] = ()) -> str:
     """Per skill its version and the version's source, then per model its label,
-    effectiveness and scenarios, or why it is not counted."""
-    if not catalogue.skills:
+    effectiveness and scenarios, or why it is not counted; last, the skill's ``differences``
+    (what the other rule would show). A skill only the other rule lists has its differences
+    under its name."""
+    if not catalogue.skills and not differences:
         return f"no skills under {catalogue.root}\n"
+    by_skill: dict[str, list[RuleDifference]] = {}
+    for difference in differences:
+        by_skill.setdefault(difference.skill, []).append(difference)
+    skills = {skill.name: skill for skill in catalogue.skills}
     lines: list[str] = []
-    for skill in catalogue.skills:
-        lines.append(_skill_title(skill))
-        for model in skill.models:
-            newest = model.newest
-            if not model.counted:
-                lines.append(f"  {model.model}: not counted: {model.why_dropped} ({newest.path})")
-                continue
-            label = f' "{newest.label}"' if newest.label else ""
-            lines.append(f"  {model.model}{label}: {newest.effectiveness}%")
-            for scenario in newest.scenarios:
-                verdict = "pass" if scenario.passed else "FAIL"
-                description = " ".join(scenario.description.split())
-                about = f": {description}" if description else ""
-                lines.append(f"    {verdict} {scenario.name}{about}")
-        if not skill.counted:
-            lines.append(f"  no model counts for {skill.version.version}")
+    for name in sorted(skills.keys() | by_skill.keys()):
+        skill = skills.get(name)
+        if skill is None:
+            lines.append(f"{name}: not listed")
+        else:
+            lines.extend(_skill_lines(skill))
+        lines.extend(f"  {_difference_line(d, catalogue.rule)}" for d in by_skill.get(name, ()))
     return "\n".join(lines) + "\n"
+
+
+def _skill_lines(skill: SkillEntry) -> list[str]:
+    lines = [_skill_title(skill)]
+    for model in skill.models:
+        facts = model.facts
+        if facts is None or not model.counted:
+            lines.append(f"  {model.model}: not counted: {model.why_dropped} ({model.path})")
+            continue
+        label = f' "{facts.label}"' if facts.label else ""
+        lines.append(f"  {model.model}{label}: {facts.effectiveness}%")
+        for scenario in facts.scenarios:
+            verdict = "pass" if scenario.passed else "FAIL"
+            description = " ".join(scenario.description.split())
+            about = f": {description}" if description else ""
+            lines.append(f"    {verdict} {scenario.name}{about}")
+    if not skill.counted:
+        lines.append(f"  no model counts for {skill.version.version}")
+    return lines
+
+
+def _difference_line(difference: RuleDifference, shown: Rule) -> str:
+    return f"by {shown.other.value}: {difference.text}"
 
 
 def replace_in_place(path: Path, text: str) -> None:

@@ -1,30 +1,47 @@
-"""What the skill catalogue shows per skill and model, from the skills' results JSON reports.
+"""What the skill catalogue shows per skill and model, from the skills' results JSON reports:
+by the catalogue's own rule, and by this plugin's, which fixes the catalogue's bugs.
 
-The reference's ``generate-versions --local`` (spec section 11) turns each skill's newest
-report per model into the site's ``versions.json``. These are its rules, with three of its
-bugs fixed:
+The catalogue is the reference's ``generate-versions --local`` (spec section 11). Its rule,
+:attr:`Rule.CATALOGUE`, is taken as its program applies it:
 
-- a model is the folder path under ``evals/results/`` that holds reports, so the nested
-  folders the Go runner makes for a model name with ``/`` are found (``org/model``);
-- the newest report is the one with the greatest ``timestamp`` field, not the greatest file
-  name (a ``results-….json`` name would always win);
-- a report that cannot be decoded is skipped with a note rather than silently.
+- a skill is a real folder (not a symbolic link) directly under the skills root whose
+  ``SKILL.md`` can be read;
+- its current version is the last ``skills/<name>/v*`` git tag in git's version order (the text
+  after the last ``/``, one leading ``v`` removed), else ``0.0.0``;
+- a model is a real folder directly under ``evals/results/``, its name the model's id; the
+  folders the Go runner nests for a model name with ``/`` are never found (``org/`` holds no
+  report, ``org/model/`` is not looked at);
+- the model's report is, among the entries of its folder that are not folders and whose names
+  end in ``.json``, the one with the greatest name in byte order (so a ``results-….json`` beats
+  every ``2026-….json``); no other file is read;
+- when that report cannot be read or decoded the model is dropped. The spec's "a file that
+  fails to decode is skipped" is the program moving on to the next *model folder*: the file was
+  chosen by its name before it was read, so nothing stands in for it;
+- when its ``skill_version`` is not the current version the model is dropped too (no fall back
+  to an older report);
+- ``effectiveness = int(overall_percentage + 0.5)``.
 
-Kept as in the reference: only the newest report of a model counts, and only when it is for
-the skill's current version (no fall back to an older matching report);
-``effectiveness = int(overall_percentage + 0.5)``. The current version is the highest
-``skills/<name>/v*`` git tag, then (a fallback the reference lacks) the CHANGELOG's first
-released version, then ``0.0.0``.
+The plugin's rule, :attr:`Rule.PLUGIN`, differs where the catalogue's is a bug: a skill may be
+a tile or a symbolic link; the current version falls back to the CHANGELOG's first released
+version (a tile's ``version``) before ``0.0.0``; a model is every folder path under
+``evals/results/`` that holds reports (``org/model``); its newest report is the one with the
+greatest ``timestamp``; a report that cannot be decoded is skipped with a note and the next
+newest stands in. The rest is as in the catalogue.
 
-:func:`splice_versions` writes the outcome into an existing ``versions.json`` by replacing
-only the text of each skill's ``models`` value, so that every other byte of the file stays.
+Both rules decode the same keys as Go's decoder reads them (see :func:`read_report`), the
+plugin's rule also the ``timestamp``. :func:`rule_differences` says where the two rules would
+show a skill or model differently, and why. :func:`splice_versions` writes the outcome into an
+existing ``versions.json`` by replacing only the text of each skill's ``models`` value, so that
+every other byte of the file stays.
 """
 
 from __future__ import annotations
 
+import enum
 import json
 import os
 import re
+import stat
 import subprocess
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -44,6 +61,8 @@ __all__ = [
     "ModelReport",
     "ReportDecodeError",
     "ReportFacts",
+    "Rule",
+    "RuleDifference",
     "ScenarioOutcome",
     "SkillEntry",
     "SkillVersion",
@@ -51,15 +70,19 @@ __all__ = [
     "VersionsFileError",
     "VersionsUpdate",
     "catalogue_document",
+    "catalogue_report_files",
+    "catalogue_skill_names",
     "current_version",
     "effectiveness",
     "latest_tag",
+    "model_entry",
     "model_report_files",
     "models_value",
     "newest_report",
     "read_catalogue",
     "read_report",
     "read_skill",
+    "rule_differences",
     "splice_versions",
     "stale_models",
 ]
@@ -67,6 +90,20 @@ __all__ = [
 DEFAULT_VERSION = "0.0.0"
 _GIT_TIMEOUT = 60.0
 _RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})")
+_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")  # a byte "surrogateescape" could not decode
+_SKILL_FILE = "SKILL.md"
+_GO_FOLDS = {"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"}
+
+
+class Rule(enum.Enum):
+    """Whose rule picks the skills, their versions and each model's report."""
+
+    CATALOGUE = "the catalogue's rule"
+    PLUGIN = "the plugin's rule"
+
+    @property
+    def other(self) -> Rule:
+        return Rule.PLUGIN if self is Rule.CATALOGUE else Rule.CATALOGUE
 
 
 # --- what the catalogue holds ----------------------------------------------------------------
@@ -75,7 +112,7 @@ _RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:
 @dataclass(frozen=True)
 class SkillVersion:
     """A skill's current version and where it came from: ``git tag skills/x/v1.2.0``,
-    ``CHANGELOG.md`` or ``default``."""
+    ``CHANGELOG.md``, ``tile.json`` or ``default``."""
 
     version: str
     source: str
@@ -90,11 +127,12 @@ class ScenarioOutcome:
 
 @dataclass(frozen=True)
 class ReportFacts:
-    """The keys of a results JSON that the catalogue reads; the rest of a report is ignored."""
+    """The keys of a results JSON that the catalogue reads; the rest of a report is ignored.
+    The timestamp is read by the plugin's rule only."""
 
     path: Path
     skill_version: str
-    timestamp: datetime
+    timestamp: datetime | None
     overall_percentage: float
     label: str  # config.model_label, "" when missing
     scenarios: tuple[ScenarioOutcome, ...]
@@ -106,7 +144,7 @@ class ReportFacts:
 
 @dataclass(frozen=True)
 class SkippedReport:
-    """A report file that could not be decoded, and why."""
+    """A report file (or a model folder) that could not be read, and why."""
 
     path: Path
     reason: str
@@ -114,23 +152,27 @@ class SkippedReport:
 
 @dataclass(frozen=True)
 class ModelReport:
-    """A model's newest report for a skill; it counts only when it is for the current
-    version."""
+    """The report a rule takes for a model; the model counts only when the report could be
+    decoded and is for the current version."""
 
-    model: str  # the folder path under evals/results/, posix
-    newest: ReportFacts
+    model: str  # the folder's name (the catalogue) or path (the plugin) under evals/results/
+    path: Path
+    facts: ReportFacts | None  # None when the report cannot be read or decoded
     current_version: str
+    problem: str = ""  # why there are no facts
 
     @property
     def counted(self) -> bool:
-        return self.newest.skill_version == self.current_version
+        return self.facts is not None and self.facts.skill_version == self.current_version
 
     @property
     def why_dropped(self) -> str | None:
         """Why the model is left out of the catalogue, or None when it counts."""
+        if self.facts is None:
+            return f"its report cannot be decoded: {self.problem}"
         if self.counted:
             return None
-        found = self.newest.skill_version
+        found = self.facts.skill_version
         what = f"is for {found}" if found else "has no skill_version"
         return f"newest report {what}, current version is {self.current_version}"
 
@@ -139,7 +181,7 @@ class ModelReport:
 class SkillEntry:
     name: str
     version: SkillVersion
-    models: tuple[ModelReport, ...]  # every model with a decodable report, sorted by id
+    models: tuple[ModelReport, ...]  # every model the rule finds a report for, sorted by id
     skipped: tuple[SkippedReport, ...]
 
     @property
@@ -150,19 +192,27 @@ class SkillEntry:
     def dropped(self) -> tuple[ModelReport, ...]:
         return tuple(model for model in self.models if not model.counted)
 
+    def model(self, model: str) -> ModelReport | None:
+        return next((m for m in self.models if m.model == model), None)
+
 
 @dataclass(frozen=True)
 class Catalogue:
     root: Path
+    rule: Rule
     skills: tuple[SkillEntry, ...]  # sorted by name
 
     @property
     def skipped(self) -> tuple[SkippedReport, ...]:
         return tuple(item for skill in self.skills for item in skill.skipped)
 
+    def skill(self, name: str) -> SkillEntry | None:
+        return next((s for s in self.skills if s.name == name), None)
+
 
 class ReportDecodeError(Exception):
-    """A report file is not JSON, has a key of the wrong type or has no valid timestamp."""
+    """A report file is not JSON, has a key of the wrong type or (for the plugin's rule) has no
+    valid timestamp."""
 
 
 # --- reading ---------------------------------------------------------------------------------
@@ -173,46 +223,71 @@ def effectiveness(overall_percentage: float) -> int:
     return int(overall_percentage + 0.5)
 
 
-def read_catalogue(root: Path) -> Catalogue:
-    """Every folder ``<root>/<name>/`` holding SKILL.md or a tile's ``tile.json``, sorted by
-    name."""
+def read_catalogue(root: Path, rule: Rule = Rule.CATALOGUE) -> Catalogue:
+    """The skills under ``root`` as ``rule`` finds them, sorted by name: by the catalogue's,
+    :func:`catalogue_skill_names`; by the plugin's, every folder holding SKILL.md or a tile's
+    ``tile.json``."""
     root = Path(root)
-    names = sorted(p.name for p in root.iterdir() if has_context(p))
-    return Catalogue(root, tuple(read_skill(root, name) for name in names))
+    if rule is Rule.CATALOGUE:
+        names = catalogue_skill_names(root)
+    else:
+        names = sorted(p.name for p in root.iterdir() if has_context(p))
+    return Catalogue(root, rule, tuple(read_skill(root, name, rule) for name in names))
 
 
-def read_skill(root: Path, name: str) -> SkillEntry:
-    version = current_version(root, name)
+def catalogue_skill_names(root: Path) -> list[str]:
+    """The real folders (not symbolic links) directly under ``root`` whose ``SKILL.md`` can be
+    read, sorted: the skills the catalogue lists."""
+    with os.scandir(root) as entries:
+        folders = [e for e in entries if _is_real_folder(e)]
+    return sorted(e.name for e in folders if _readable_file(Path(e.path) / _SKILL_FILE))
+
+
+def read_skill(root: Path, name: str, rule: Rule = Rule.CATALOGUE) -> SkillEntry:
+    version = current_version(root, name, rule)
+    results = Path(root) / name / "evals" / "results"
     models: list[ModelReport] = []
     skipped: list[SkippedReport] = []
-    results = Path(root) / name / "evals" / "results"
-    for model, files in model_report_files(results).items():
-        newest, broken = newest_report(files)
-        skipped.extend(broken)
-        if newest is not None:
-            models.append(ModelReport(model, newest, version.version))
+    if rule is Rule.CATALOGUE:
+        files, skipped = catalogue_report_files(results)
+        for model, path in files.items():
+            try:
+                models.append(ModelReport(model, path, read_report(path), version.version))
+            except ReportDecodeError as exc:
+                # The model is dropped, not given its next file: see the module's docstring.
+                models.append(ModelReport(model, path, None, version.version, str(exc)))
+                skipped.append(SkippedReport(path, str(exc)))
+    else:
+        for model, paths in model_report_files(results).items():
+            newest, broken = newest_report(paths)
+            skipped.extend(broken)
+            if newest is not None:
+                models.append(ModelReport(model, newest.path, newest, version.version))
     return SkillEntry(name, version, tuple(models), tuple(skipped))
 
 
-def current_version(root: Path, name: str) -> SkillVersion:
-    """The highest ``skills/<name>/v*`` tag, else CHANGELOG.md's first released version (a
-    tile's ``version``), else ``0.0.0``."""
+def current_version(root: Path, name: str, rule: Rule = Rule.CATALOGUE) -> SkillVersion:
+    """The highest ``skills/<name>/v*`` tag, else ``0.0.0``; by the plugin's rule, a tag that
+    names no version is passed over, and CHANGELOG.md's first released version (a tile's
+    ``version``) comes before ``0.0.0``."""
     tagged = latest_tag(root, name)
-    if tagged is not None:
+    if tagged is not None and (rule is Rule.CATALOGUE or tagged[1]):
         tag, version = tagged
         return SkillVersion(version, f"git tag {tag}")
-    released = read_skill_version(Path(root) / name)
-    if released:
-        return SkillVersion(
-            released, TILE_FILE if is_tile_dir(Path(root) / name) else "CHANGELOG.md"
-        )
+    if rule is Rule.PLUGIN:
+        released = read_skill_version(Path(root) / name)
+        if released:
+            return SkillVersion(
+                released, TILE_FILE if is_tile_dir(Path(root) / name) else "CHANGELOG.md"
+            )
     return SkillVersion(DEFAULT_VERSION, "default")
 
 
 def latest_tag(root: Path, name: str) -> tuple[str, str] | None:
     """The last of ``git -C root tag -l 'skills/<name>/v*' --sort=version:refname`` and its
-    version (after the last ``/``, one leading ``v`` removed), as the reference reads it; None
-    without git, outside a repository or without such a tag."""
+    version (after the last ``/``, one leading ``v`` removed, ``""`` for a tag ending in
+    ``/v``), as the reference reads it; None without git, outside a repository or without such
+    a tag."""
     command = ["git", "-C", str(root), "tag", "-l", f"skills/{name}/v*", "--sort=version:refname"]
     try:
         done = subprocess.run(
@@ -230,13 +305,42 @@ def latest_tag(root: Path, name: str) -> tuple[str, str] | None:
     if not lines or not lines[-1].strip():
         return None
     tag = lines[-1].strip()
-    version = tag.rpartition("/")[2].removeprefix("v")
-    return (tag, version) if version else None
+    return tag, tag.rpartition("/")[2].removeprefix("v")
+
+
+def catalogue_report_files(results: Path) -> tuple[dict[str, Path], list[SkippedReport]]:
+    """Per real folder directly under ``results``, keyed by its name, the one report the
+    catalogue reads: among the folder's entries that are not folders (a symbolic link is not
+    one) and whose names end in ``.json``, the greatest name in byte order, as Go compares
+    strings. A folder without such an entry is no model; one that cannot be listed is left out
+    too (the catalogue does so silently, here it comes back as skipped)."""
+    found: dict[str, Path] = {}
+    skipped: list[SkippedReport] = []
+    try:
+        with os.scandir(results) as entries:
+            folders = sorted((e for e in entries if _is_real_folder(e)), key=lambda e: e.name)
+    except OSError:
+        return found, skipped  # no results folder: no models
+    for folder in folders:
+        try:
+            with os.scandir(folder.path) as entries:
+                names = [
+                    e.name
+                    for e in entries
+                    if e.name.endswith(".json") and not e.is_dir(follow_symlinks=False)
+                ]
+        except OSError as exc:
+            skipped.append(SkippedReport(Path(folder.path), f"cannot list: {exc.strerror or exc}"))
+            continue
+        if names:
+            found[folder.name] = Path(folder.path) / max(names, key=os.fsencode)
+    return found, skipped
 
 
 def model_report_files(results: Path) -> dict[str, list[Path]]:
-    """The ``.json`` files of every folder under ``results``, keyed by the folder's path
-    relative to it (posix), sorted; files directly in ``results`` belong to no model."""
+    """The plugin's rule: the ``.json`` files of every folder under ``results``, keyed by the
+    folder's path relative to it (posix), sorted; files directly in ``results`` belong to no
+    model."""
     found: dict[str, list[Path]] = {}
     for folder, subfolders, files in os.walk(results):
         subfolders.sort()
@@ -248,17 +352,36 @@ def model_report_files(results: Path) -> dict[str, list[Path]]:
 
 
 def newest_report(files: Iterable[Path]) -> tuple[ReportFacts | None, list[SkippedReport]]:
-    """The report with the greatest ``timestamp`` (ties: the greatest file name), and the files
-    that could not be decoded."""
+    """The plugin's rule: the report with the greatest ``timestamp`` (ties: the greatest file
+    name), and the files that could not be decoded."""
     decoded: list[ReportFacts] = []
     skipped: list[SkippedReport] = []
     for path in files:
         try:
-            decoded.append(read_report(path))
+            decoded.append(read_report(path, Rule.PLUGIN))
         except ReportDecodeError as exc:
             skipped.append(SkippedReport(path, str(exc)))
     newest = max(decoded, key=lambda r: (r.timestamp, r.path.name), default=None)
     return newest, skipped
+
+
+def _is_real_folder(entry: os.DirEntry[str]) -> bool:
+    """A folder as Go's ``DirEntry.IsDir`` sees it: a symbolic link to one is not."""
+    try:
+        return entry.is_dir(follow_symlinks=False)
+    except OSError:
+        return False
+
+
+def _readable_file(path: Path) -> bool:
+    """Whether ``path`` (a link followed) is a regular file that can be opened for reading."""
+    try:
+        if not stat.S_ISREG(path.stat().st_mode):
+            return False
+        with path.open("rb"):
+            return True
+    except OSError:
+        return False
 
 
 class _Fields(BaseModel):
@@ -267,11 +390,31 @@ class _Fields(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _null_is_the_zero_value(cls, data: Any) -> Any:
-        """Go's decoder leaves a field as it was for a JSON ``null``: here, its default."""
-        if isinstance(data, dict):
-            return {key: value for key, value in data.items() if value is not None}
-        return data
+    def _as_gos_decoder_reads_it(cls, data: Any) -> Any:
+        """Go's decoder leaves a field as it was for a JSON ``null``: here, its default (for a
+        whole object too). A key without a field of its exact name goes to the field whose name
+        it matches regardless of case (``Skill_Version``), as in Go; of several keys for one
+        field, the last counts (exact or not)."""
+        if data is None:
+            return {}
+        if not isinstance(data, dict):
+            return data
+        names = [field.alias or name for name, field in cls.model_fields.items()]
+        fields: dict[str, Any] = {}
+        for key, value in data.items():
+            name = key if key in names else _folded_match(key, names)
+            if name is not None and value is not None:
+                fields[name] = value
+        return fields
+
+
+def _folded_match(key: str, names: Sequence[str]) -> str | None:
+    """The field name (lower-case ASCII) that ``key`` matches regardless of case as Go's
+    decoder folds names (``unicode.ToUpper(unicode.ToLower(r))``): ASCII letters, and the four
+    letters outside ASCII that fold onto one (dotted and dotless i, the long s, the Kelvin sign);
+    a sharp s is not ``ss``."""
+    folded = "".join(_GO_FOLDS.get(c, c.lower() if c.isascii() else c) for c in key)
+    return folded if folded in names else None
 
 
 class _ScenarioFields(_Fields):
@@ -285,29 +428,44 @@ class _ConfigFields(_Fields):
 
 
 class _ReportFields(_Fields):
-    """A missing key is its zero value as in Go, except the timestamp the newest is told by."""
+    """The keys the catalogue decodes; a missing key is its zero value, as in Go."""
 
     skill_version: str = ""
-    timestamp: str
     # Go's decoder refuses NaN and infinities, so the reference skips such a report.
     overall_percentage: float = Field(default=0.0, allow_inf_nan=False)
     config: _ConfigFields = _ConfigFields()
     scenarios: list[_ScenarioFields] | None = None
 
 
-def read_report(path: Path) -> ReportFacts:
-    """Decode the keys the catalogue needs from any results JSON, ours or the Go runner's;
-    raises :class:`ReportDecodeError` naming the field."""
+class _TimedReportFields(_ReportFields):
+    """The plugin's rule also needs the timestamp the newest report is told by."""
+
+    timestamp: str
+
+
+def read_report(path: Path, rule: Rule = Rule.CATALOGUE) -> ReportFacts:
+    """Decode the keys the catalogue needs from any results JSON, ours or the Go runner's (and
+    the timestamp, by the plugin's rule); raises :class:`ReportDecodeError` naming the field.
+
+    As Go's decoder, each byte of the file that is not UTF-8 becomes U+FFFD rather than an
+    error. Only a regular file is read: the catalogue would wait forever on a named pipe."""
+    fields_type = _TimedReportFields if rule is Rule.PLUGIN else _ReportFields
     try:
-        fields = _ReportFields.model_validate_json(Path(path).read_bytes())
+        if not stat.S_ISREG(Path(path).stat().st_mode):
+            raise ReportDecodeError("cannot read: not a regular file")
+        raw = Path(path).read_bytes()
     except OSError as exc:
         raise ReportDecodeError(f"cannot read: {exc.strerror or exc}") from exc
+    text = _ESCAPED_BYTE.sub("\ufffd", raw.decode("utf-8", errors="surrogateescape"))
+    try:
+        fields = fields_type.model_validate_json(text)
     except ValidationError as exc:
         raise ReportDecodeError(_first_error(exc)) from exc
+    timestamp = fields.timestamp if isinstance(fields, _TimedReportFields) else None
     return ReportFacts(
         path=Path(path),
         skill_version=fields.skill_version,
-        timestamp=_timestamp(fields.timestamp),
+        timestamp=_timestamp(timestamp) if timestamp is not None else None,
         overall_percentage=fields.overall_percentage,
         label=fields.config.model_label,
         scenarios=tuple(
@@ -335,22 +493,27 @@ def _first_error(exc: ValidationError) -> str:
 # --- what is shown ---------------------------------------------------------------------------
 
 
+def model_entry(model: ModelReport | None) -> dict[str, object] | None:
+    """A model's value in versions.json's ``models``, as generate-versions builds it; None when
+    the model is not shown."""
+    if model is None or model.facts is None or not model.counted:
+        return None
+    facts = model.facts
+    scenarios = [
+        {"name": s.name, "description": s.description, "pass": s.passed} for s in facts.scenarios
+    ]
+    return {
+        "label": facts.label,
+        "effectiveness": facts.effectiveness,
+        "scenarios": scenarios or None,
+    }
+
+
 def models_value(skill: SkillEntry) -> dict[str, object] | None:
-    """The skill's ``models`` value in versions.json, as generate-versions builds it; None when
-    no model counts (the key is then left out)."""
-    models: dict[str, object] = {}
-    for model in skill.counted:  # sorted by id, as Go writes a map
-        newest = model.newest
-        scenarios = [
-            {"name": s.name, "description": s.description, "pass": s.passed}
-            for s in newest.scenarios
-        ]
-        models[model.model] = {
-            "label": newest.label,
-            "effectiveness": newest.effectiveness,
-            "scenarios": scenarios or None,
-        }
-    return models or None
+    """The skill's ``models`` value in versions.json; None when no model counts (the key is
+    then left out)."""
+    models = {model.model: model_entry(model) for model in skill.counted}  # sorted by id
+    return dict(models) or None
 
 
 def catalogue_document(catalogue: Catalogue) -> dict[str, object]:
@@ -366,9 +529,96 @@ def catalogue_document(catalogue: Catalogue) -> dict[str, object]:
 
 
 def stale_models(catalogue: Catalogue) -> list[tuple[SkillEntry, ModelReport]]:
-    """Every model with reports whose newest is not for its skill's current version: the
-    catalogue drops it until the evals run again after the version bump."""
+    """Every model with reports that the catalogue drops: its report is not for its skill's
+    current version (it comes back when the evals run again after the version bump), or
+    cannot be decoded."""
     return [(skill, model) for skill in catalogue.skills for model in skill.dropped]
+
+
+# --- where the two rules differ --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RuleDifference:
+    """What the other rule would show for a skill (``model`` None: the skill's listing or
+    version) or for one of its models, and why; ``text`` reads after "by <the other rule>: "."""
+
+    skill: str
+    model: str | None
+    text: str
+
+
+def rule_differences(shown: Catalogue, other: Catalogue) -> list[RuleDifference]:
+    """Where ``other``, the same root read by the other rule, would show something else than
+    ``shown``: a skill only one of them lists or at another version, and a model whose
+    versions.json entry differs or that only one of them shows. A model neither shows is alike
+    in both, whatever their reasons."""
+    differences: list[RuleDifference] = []
+    for name in sorted({s.name for s in shown.skills} | {s.name for s in other.skills}):
+        shown_skill, other_skill = shown.skill(name), other.skill(name)
+        if other_skill is None:
+            why = _why_not_listed(other.root / name, other.rule)
+            differences.append(RuleDifference(name, None, f"not listed ({why})"))
+            continue
+        version = f"version {other_skill.version.version} ({other_skill.version.source})"
+        if shown_skill is None:
+            why = _why_not_listed(shown.root / name, shown.rule)
+            text = f"listed at {version}; {shown.rule.value} does not list it ({why})"
+            differences.append(RuleDifference(name, None, text))
+        elif shown_skill.version.version != other_skill.version.version:
+            differences.append(RuleDifference(name, None, version))
+        shown_models = shown_skill.models if shown_skill is not None else ()
+        for model in sorted(
+            {m.model for m in shown_models} | {m.model for m in other_skill.models}
+        ):
+            shown_model = shown_skill.model(model) if shown_skill is not None else None
+            other_model = other_skill.model(model)
+            if model_entry(shown_model) != model_entry(other_model):
+                text = _model_difference(model, shown_model, other_model, other.rule)
+                differences.append(RuleDifference(name, model, text))
+    return differences
+
+
+def _model_difference(
+    model: str, shown: ModelReport | None, other: ModelReport | None, rule: Rule
+) -> str:
+    """What ``rule`` shows for the model (``other``) and why that is not what the other rule
+    shows (``shown``)."""
+    reasons: list[str] = []
+    if shown is None or other is None:
+        if "/" in model:
+            reasons.append("a nested folder, which the catalogue does not read")
+        else:
+            blind = rule if other is None else rule.other
+            reasons.append(f"{blind.value} can decode none of its reports")
+    elif shown.path != other.path:
+        picked = (
+            "the newest report by timestamp"
+            if rule is Rule.PLUGIN
+            else "the report with the greatest file name"
+        )
+        reasons.append(f"{picked} is {other.path.name}, not {shown.path.name}")
+    if other is None:
+        outcome = f"{model}: not shown"
+    elif other.facts is None or not other.counted:
+        outcome = f"{model}: not counted: {other.why_dropped}"  # which names the version
+    else:
+        label = f' "{other.facts.label}"' if other.facts.label else ""
+        outcome = f"{model}{label}: {other.facts.effectiveness}%"
+        if shown is not None and shown.current_version != other.current_version:
+            reasons.append(f"for version {other.current_version}")
+    return f"{outcome} ({'; '.join(reasons)})" if reasons else outcome
+
+
+def _why_not_listed(folder: Path, rule: Rule) -> str:
+    """Why ``rule`` does not list the skill folder ``folder``."""
+    if rule is Rule.PLUGIN:
+        return f"no {_SKILL_FILE} or {TILE_FILE}"
+    if folder.is_symlink():
+        return "a symbolic link, and the catalogue lists only real folders"
+    if not (folder / _SKILL_FILE).is_file():
+        return f"no {_SKILL_FILE}"
+    return f"its {_SKILL_FILE} cannot be read"
 
 
 # --- versions.json ---------------------------------------------------------------------------

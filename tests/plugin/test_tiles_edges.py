@@ -208,29 +208,37 @@ def test_evaluate_with_a_category_leaves_out_scenarios_without_one(
 # --- the catalogue -------------------------------------------------------------------------
 
 
-def test_effectiveness_lists_a_tile_with_reports(
+def test_effectiveness_lists_a_tile_with_reports_by_the_plugins_rule_not_the_catalogues(
     pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
 ) -> None:
     root = pytester.path
     write_tile(root, {"c": {"criteria": {"a": 100}, "options": DIRECT}})
     skills = root / "skills"
     skills.mkdir()
-    # A tile kept in the skills folder, as the catalogue reads it.
+    # A tile kept in the skills folder; the catalogue lists only folders with a SKILL.md.
     (root / "tiles" / "observability").rename(skills / "observability")
     result = pytester.runpytest("skills", *eval_args(endpoint.base_url))
     result.assert_outcomes(passed=1)
     assert sorted((skills / "observability" / "evals" / "results").glob("**/*.json"))
 
-    shown = subprocess.run(
-        [sys.executable, "-m", "pytest_openkata", "effectiveness", "skills", "--json"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    shown = {
+        rule: subprocess.run(
+            [sys.executable, "-m", "pytest_openkata", "effectiveness", "skills", "--json", *rule],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        for rule in ((), ("--plugin-rule",))
+    }
 
-    assert shown.returncode == 0, shown.stderr
-    assert "observability" in json.loads(shown.stdout)["skills"], shown.stdout
+    catalogue, plugin = shown[()], shown[("--plugin-rule",)]
+    assert catalogue.returncode == 0, catalogue.stderr
+    assert json.loads(catalogue.stdout) == {"skills": {}}
+    assert "note: observability: by the plugin's rule: listed at version" in catalogue.stderr
+    assert "the catalogue's rule does not list it (no SKILL.md)" in catalogue.stderr
+    assert plugin.returncode == 0, plugin.stderr
+    assert "observability" in json.loads(plugin.stdout)["skills"], plugin.stdout
 
 
 # --- lint of a tile's nested skills ----------------------------------------------------------
