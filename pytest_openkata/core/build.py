@@ -8,10 +8,7 @@ provider by name.
 
 from __future__ import annotations
 
-import signal
-import threading
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any, Literal
@@ -142,25 +139,3 @@ def close_backends(backends: Backends) -> None:
     """Stop what the backends still run (agent CLIs started ahead, after ``-x`` or Ctrl-C)."""
     for close in backends.closers:
         close()
-
-
-@contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """Turn SIGTERM into KeyboardInterrupt while sandboxes may run, so that ``finally`` blocks
-    remove their containers, as they do on Ctrl-C."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.getsignal(signal.SIGTERM)
-    if previous not in (signal.SIG_DFL, None):
-        yield  # somebody else handles SIGTERM
-        return
-
-    def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)

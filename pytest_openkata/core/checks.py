@@ -11,8 +11,14 @@ not a file, a pattern that must be absent does not pass on a missing file or on 
 output, a glob of ``unchanged`` that matches no file of the workspace is an error of the
 check and not a pass, and no check runs for a trial whose agent errored (the trial ends
 before grading). What cannot be decided (a command that cannot start or runs out of time,
-a file larger than the snapshot keeps) raises :class:`CheckError`: the trial errors, it is
-never a failed check.
+a pattern that does not finish searching in its time, a file larger than the snapshot keeps)
+raises :class:`CheckError`: the trial errors, it is never a failed check.
+
+Patterns are the ``regex`` package's (the standard ``re`` syntax, with a time limit): a pattern
+that backtracks without end on an agent's output is stopped after its ``timeout`` instead of
+holding the run. The search runs on a thread of its own, with the interpreter lock released,
+so that the thread that waits for it (pytest's, at concurrency 1) still takes signals: Ctrl-C
+and SIGTERM end the run at once, whatever the pattern does.
 """
 
 from __future__ import annotations
@@ -20,12 +26,17 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
+import threading
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_openkata.core.results import INFRASTRUCTURE_ERROR, SCENARIO_ERROR, CriterionResult
 from pytest_openkata.core.workspace import FileContent, WorkspaceDiff
+
+if TYPE_CHECKING:  # imported where a pattern is compiled: the plugin loads in every pytest run
+    import regex
 
 __all__ = [
     "CHECK_KIND",
@@ -44,6 +55,7 @@ CHECK_TYPES = ("command", "file", "file_regex", "output_regex", "json_schema", "
 # The types that read the sandbox's workspace (json_schema only with a path).
 WORKSPACE_TYPES = frozenset({"command", "file", "file_regex", "diff"})
 DEFAULT_COMMAND_TIMEOUT = 60.0
+DEFAULT_PATTERN_TIMEOUT = 10.0  # seconds a pattern may search one text
 # The shell's statuses for a command that could not be started: not executable, not found.
 CANNOT_START = {126: "not executable", 127: "not found"}
 REASON_TAIL_LINES = 5
@@ -68,7 +80,8 @@ class Check:
     """One entry of ``checks.json``; which fields matter depends on ``type``.
 
     ``pattern`` is compiled (multiline) and ``schema`` checked when the file is loaded, so that
-    a bad one errors the scenario before any agent runs.
+    a bad one errors the scenario before any agent runs. ``timeout`` bounds a command's run,
+    or a pattern's search of one text.
     """
 
     name: str
@@ -78,7 +91,7 @@ class Check:
     run: str = ""
     timeout: float = DEFAULT_COMMAND_TIMEOUT
     path: str = ""
-    pattern: re.Pattern[str] | None = None
+    pattern: regex.Pattern[str] | None = None
     absent: bool = False
     schema: Mapping[str, Any] | None = None
     changed: tuple[str, ...] = ()
@@ -188,12 +201,39 @@ def _file(check: Check, evidence: Evidence) -> CriterionResult:
 
 def _search(check: Check, text: str, where: str) -> CriterionResult:
     assert check.pattern is not None  # validated at load
-    match = check.pattern.search(text)
+    match = search_within(check.pattern, text, check.timeout, where)
     if match is None:
         found = f"{where} does not match {check.pattern.pattern!r}"
     else:
         found = f"{where} matches {check.pattern.pattern!r}: {match.group(0)[:80]!r}"
     return _verdict(check, (match is not None) != check.absent, found)
+
+
+def search_within(
+    pattern: regex.Pattern[str], text: str, timeout: float, where: str
+) -> regex.Match[str] | None:
+    """``pattern.search(text)``, stopped after ``timeout`` seconds (:class:`CheckError`, the
+    scenario's: its pattern backtracks without end on this text). The search runs on a
+    daemon thread with the interpreter lock released, and the caller waits for it in a way
+    that signals interrupt."""
+    outcome: Future[regex.Match[str] | None] = Future()
+
+    def search() -> None:
+        try:
+            outcome.set_result(pattern.search(text, timeout=timeout, concurrent=True))
+        except BaseException as exc:  # handed to the waiting thread
+            outcome.set_exception(exc)
+
+    threading.Thread(target=search, name="openkata-check-pattern", daemon=True).start()
+    try:
+        return outcome.result()
+    except TimeoutError:
+        raise CheckError(
+            f"the pattern {pattern.pattern!r} did not finish searching {where} within "
+            f"{timeout:g} s (it backtracks without end on this text; set the check's timeout "
+            "for a longer search)",
+            kind=SCENARIO_ERROR,
+        ) from None
 
 
 def _text_of(path: str, content: FileContent) -> str:

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 
-from pytest_openkata.core.build import build_backends, close_backends, sigterm_as_interrupt
+from pytest_openkata.core.build import build_backends, close_backends
 from pytest_openkata.core.prompt import SkillTexts
 from pytest_openkata.core.results import ScenarioResult
 from pytest_openkata.core.run import RunOptions, run_scenario
@@ -40,6 +40,7 @@ from pytest_openkata.infra.config import ConfigError, EvalSettings, find_yaml_fi
 from pytest_openkata.infra.inflight import SharedSlots
 from pytest_openkata.infra.once import Once
 from pytest_openkata.infra.redact import Redactor, secrets_from_environment
+from pytest_openkata.infra.signals import sigterm_as_interrupt
 from pytest_openkata.infra.usage import Prices
 from pytest_openkata.providers.backends import BackendError
 from pytest_openkata.providers.reporters import RunReport, reporters

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pytest_openkata.core.checks import (
     CHECK_TYPES,
     DEFAULT_COMMAND_TIMEOUT,
+    DEFAULT_PATTERN_TIMEOUT,
     Check,
     workspace_path,
 )
@@ -369,11 +370,13 @@ class _FileCheckModel(_CheckModel):
 
 class _FileRegexCheckModel(_FileCheckModel):
     pattern: str = Field(min_length=1)
+    timeout: float = Field(default=DEFAULT_PATTERN_TIMEOUT, gt=0)
 
 
 class _OutputRegexCheckModel(_CheckModel):
     pattern: str = Field(min_length=1)
     absent: bool = False
+    timeout: float = Field(default=DEFAULT_PATTERN_TIMEOUT, gt=0)
 
 
 class _JsonSchemaCheckModel(_CheckModel):
@@ -451,15 +454,19 @@ def _check_of(path: Path, index: int, item: Any) -> Check:
         "type": kind,
     }
     if kind == "command":
-        fields.update(run=values["run"], timeout=float(values["timeout"]))
+        fields["run"] = values["run"]
+    if "timeout" in values:
+        fields["timeout"] = float(values["timeout"])
     if "path" in values:
         fields["path"] = values["path"]
     if "absent" in values:
         fields["absent"] = values["absent"]
     if "pattern" in values:
+        import regex  # here: a run without patterns never needs it
+
         try:
-            fields["pattern"] = re.compile(values["pattern"], re.MULTILINE)
-        except re.error as exc:
+            fields["pattern"] = regex.compile(values["pattern"], regex.MULTILINE)
+        except regex.error as exc:
             raise ScenarioLoadError(
                 path, f"not a valid regular expression: {exc}", _check_field(index, item, "pattern")
             ) from None

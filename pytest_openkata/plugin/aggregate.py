@@ -20,6 +20,7 @@ from pytest_openkata.core.results import ScenarioResult
 from pytest_openkata.core.summary import SkillSummary, gate_failed, summarise
 from pytest_openkata.infra.config import EvalSettings
 from pytest_openkata.plugin import shard
+from pytest_openkata.plugin.items import ScenarioItem, is_scenario_nodeid
 from pytest_openkata.plugin.xdist_transport import result_of
 from pytest_openkata.providers.reporters import RunReport, Segment, reporters
 from pytest_openkata.providers.reporters.terminal import gate_line
@@ -103,6 +104,9 @@ class EvalAggregator:
         self._stopped: str | None = None
         self._run_errors = 0
         self._shard_note = ""  # where a shard without scenarios left its file
+        # Whether the run selected scenarios: one stopped before any finished still leaves
+        # its run log.
+        self._scenarios_selected = False
 
     # tryfirst: the terminal reporter later flips a parent report with failed subtests to
     # "failed"; here the parent's own outcome is still what its body did.
@@ -124,7 +128,22 @@ class EvalAggregator:
         if not self.results:
             if shard.shard_of(self.config) is not None:
                 self._empty_shard(session)
+            elif session.exitstatus not in _FINISHED and self._scenarios_selected:
+                self._report(session, finished=False)  # stopped before any scenario finished
             return
+        self._report(session, finished=session.exitstatus in _FINISHED)
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self._scenarios_selected = any(isinstance(item, ScenarioItem) for item in session.items)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: object, ids: list[str]) -> None:
+        if any(is_scenario_nodeid(nodeid) for nodeid in ids):
+            self._scenarios_selected = True
+
+    def _report(self, session: pytest.Session, *, finished: bool) -> None:
+        """Hand the run to every reporter, decide the exit status of a run that finished,
+        and call the summary hook for each skill."""
         sharded = shard.shard_of(self.config) is not None
         self.summaries = summarise(
             self.results.values(),
@@ -132,7 +151,6 @@ class EvalAggregator:
             self.config.rootpath,
             partial=self._partial() or sharded,
         )
-        finished = session.exitstatus in _FINISHED
         xml_path = self.config.getoption("xmlpath", None)  # --junitxml
         self.terminal.attach(self.config.pluginmanager.get_plugin("terminalreporter"))
         # Here, not at import: the plugin loads in runs without scenarios too (results_json).
@@ -229,7 +247,7 @@ class EvalAggregator:
         reporter writes its final ``N passed in …`` line at the end of its own
         ``pytest_sessionfinish``, after every other plugin's, and nothing of the session comes
         after ``pytest_unconfigure`` (pytest writes a late KeyboardInterrupt here too)."""
-        if self._session is None or not self.summaries:
+        if self._session is None or not (self.summaries or self._stopped):
             return
         errored = {nodeid for nodeid in self.hard_failures if nodeid in self.results}
         failed = set(self.hard_failures) - errored

@@ -100,13 +100,11 @@ def openkata_sandbox(
     # Imported here, as in openkata_backends: the plugin loads in every pytest run of the
     # environment, and the backends (the HTTP client, the agent CLIs) serve only runs with
     # scenarios.
-    from pytest_openkata.core.build import sigterm_as_interrupt
     from pytest_openkata.core.sandboxed import build_sandbox
 
     slots = engine_slots(pytestconfig, openkata_settings)
     factory = Once(lambda: build_sandbox(openkata_settings, slots))
-    with sigterm_as_interrupt():
-        yield factory
+    yield factory  # SIGTERM ends the run as Ctrl-C does: see plugin/hooks.py
     for setup in factory.built:
         setup.sandbox.close()
 

@@ -9,6 +9,7 @@ evaluated is a setup *error*, while an unmet criterion is a failed *subtest*.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,14 @@ from pytest_openkata.providers.reporters.junit import (
     SCENARIO_PROPERTY,
     scenario_key,
 )
+
+_SCENARIO_NODEID = re.compile(r"(?:^|/)evals::")
+
+
+def is_scenario_nodeid(nodeid: str) -> bool:
+    """Whether a node id (as an xdist worker reports it to the controller) is a scenario's:
+    ``skills/s/evals::scenario-a``, or ``evals::scenario-a`` run from the skill's folder."""
+    return _SCENARIO_NODEID.search(nodeid) is not None
 
 
 def is_evals_dir(path: Path) -> bool:

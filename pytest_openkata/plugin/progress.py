@@ -20,7 +20,6 @@ shows scenarios done and tokens only.
 from __future__ import annotations
 
 import os
-import re
 import threading
 import time
 from collections.abc import Generator, Iterator
@@ -31,15 +30,13 @@ import pytest
 
 from pytest_openkata.core.activity import ACTIVITY, Activity
 from pytest_openkata.core.summary import usage_of
-from pytest_openkata.plugin.items import ScenarioItem
+from pytest_openkata.plugin.items import ScenarioItem, is_scenario_nodeid
 from pytest_openkata.plugin.xdist_transport import result_of
 
 __all__ = ["ProgressLine", "wanted"]
 
 REDRAW_SECONDS = 1.0
 _SAVE, _RESTORE, _ERASE = "\x1b7", "\x1b8", "\x1b[K"
-# A scenario item's node id: skills/s/evals::scenario-a, or evals::scenario-a at the skill.
-_EVALS_NODE = re.compile(r"(?:^|/)evals::")
 
 
 def wanted(config: pytest.Config, environ: os._Environ[str] | dict[str, str]) -> bool:
@@ -172,7 +169,7 @@ class ProgressLine:
 
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         self.xdist = True
-        self.total = max(self.total, sum(_EVALS_NODE.search(nodeid) is not None for nodeid in ids))
+        self.total = max(self.total, sum(is_scenario_nodeid(nodeid) for nodeid in ids))
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_logstart(self) -> Generator[None, None, None]:

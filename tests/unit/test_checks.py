@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+import regex as regex_package
 
 from pytest_openkata.core.checks import (
+    DEFAULT_PATTERN_TIMEOUT,
     Check,
     CheckError,
     CommandOutcome,
@@ -22,7 +23,7 @@ from pytest_openkata.core.checks import (
     matches,
     workspace_path,
 )
-from pytest_openkata.core.results import AgentResult, CriterionResult
+from pytest_openkata.core.results import SCENARIO_ERROR, AgentResult, CriterionResult
 from pytest_openkata.core.scenario import ScenarioLoadError, load_checks, load_scenario
 from pytest_openkata.core.workspace import FileContent, WorkspaceDiff
 from pytest_openkata.providers.graders import GradeError, GradingContext, GradingTask
@@ -65,8 +66,8 @@ def make_check(kind: str, **fields: Any) -> Check:
     return Check(type=kind, **fields)
 
 
-def regex(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern, re.MULTILINE)
+def regex(pattern: str) -> regex_package.Pattern[str]:
+    return regex_package.compile(pattern, regex_package.MULTILINE)
 
 
 def workspace(
@@ -131,9 +132,9 @@ def test_file_regex_check_compiles_a_multiline_pattern(tmp_path: Path) -> None:
     (check,) = load(tmp_path, [item("file_regex", path="a.md", pattern="^## Notes$", absent=True)])
     assert check.path == "a.md"
     assert check.absent is True
-    assert isinstance(check.pattern, re.Pattern)
+    assert isinstance(check.pattern, regex_package.Pattern)
     assert check.pattern.pattern == "^## Notes$"
-    assert check.pattern.flags & re.MULTILINE
+    assert check.pattern.flags & regex_package.MULTILINE
     assert check.pattern.search("# Title\n## Notes\nbody") is not None
 
 
@@ -143,7 +144,7 @@ def test_output_regex_check_loads(tmp_path: Path) -> None:
     assert check.path == ""
     assert check.absent is False
     assert check.pattern is not None
-    assert check.pattern.flags & re.MULTILINE
+    assert check.pattern.flags & regex_package.MULTILINE
     assert check.pattern.search("ran\n12 tests\nok")
     assert not check.reads_workspace
 
@@ -627,6 +628,45 @@ def test_output_regex_fails_on_an_empty_output(output: str, absent: bool) -> Non
     result = evaluate_check(check, Evidence(output=output))
     assert_verdict(result, check, False)
     assert result.reason == "the agent's output is empty"
+
+
+def test_a_pattern_that_backtracks_on_the_output_finishes() -> None:
+    """The pattern that held a run for ten minutes under Python's re (nested quantifiers on an
+    80-character answer that fails at its end) now gives its verdict."""
+    check = make_check("output_regex", pattern=regex(r"^(\w+\s?)*$"))
+    output = "word " * 15 + "endings!"
+    assert_verdict(evaluate_check(check, Evidence(output=output)), check, False)
+
+
+@pytest.mark.parametrize("kind", ["output_regex", "file_regex"])
+def test_a_pattern_that_does_not_finish_in_its_time_is_an_error_of_the_scenario(
+    kind: str,
+) -> None:
+    check = make_check(kind, pattern=regex("^(a|aa)+$"), timeout=0.2, path="out.txt")
+    text = "a" * 80 + "b"
+    evidence = Evidence(output=text)
+    if kind == "file_regex":
+        evidence = workspace({}, added={"out.txt": text.encode()})
+
+    with pytest.raises(CheckError) as raised:
+        evaluate_check(check, evidence)
+
+    where = "the agent's output" if kind == "output_regex" else "out.txt"
+    assert str(raised.value) == (
+        f"the pattern '^(a|aa)+$' did not finish searching {where} within 0.2 s (it backtracks "
+        "without end on this text; set the check's timeout for a longer search)"
+    )
+    assert raised.value.kind == SCENARIO_ERROR
+
+
+def test_a_pattern_checks_timeout_is_read_and_must_be_positive(tmp_path: Path) -> None:
+    (check,) = load(tmp_path, [item("output_regex", pattern="x", timeout=2.5)], sandboxed=False)
+    assert check.timeout == 2.5
+    (default,) = load(tmp_path, [item("file_regex", path="a", pattern="x")])
+    assert default.timeout == DEFAULT_PATTERN_TIMEOUT
+    assert "must be a positive number of seconds (got 0)" in load_error(
+        tmp_path, [item("output_regex", pattern="x", timeout=0)], sandboxed=False
+    )
 
 
 # --- evaluate_check: json_schema ---------------------------------------------------------------

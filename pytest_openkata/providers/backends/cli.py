@@ -4,8 +4,11 @@ Every CLI agent gets the reference kiro backend's prompt, ``system + "\\n\\n" + 
 empty system text leaves ``"\\n\\n"`` in front), on its **standard input**, never in ``argv``.
 Standard output is the answer, standard error is kept for the error text. The CLI runs in a
 new session; when the deadline passes, or when the CLI exits, its whole process group is
-killed, so no helper process it started outlives the call. There are no retries: the runner
-owns the retry policy.
+killed, so no helper process it started outlives the call. Should the run itself be killed
+outright, the kernel kills the CLI (its parent-death signal), and the next run kills what the
+CLI had started (every process of it carries the run's mark in its environment:
+:mod:`pytest_openkata.infra.processes`). There are no retries: the runner owns the retry
+policy.
 
 Errors, in the reference's priority order and texts (``<cli>`` is the agent's name, e.g.
 ``kiro-cli``):
@@ -42,6 +45,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from pytest_openkata.infra.environ import environ_snapshot
+from pytest_openkata.infra.processes import OWNER_VARIABLE, owner_mark, parent_death_preexec
 from pytest_openkata.providers.agents import AgentCLI, AgentInvocation
 from pytest_openkata.providers.backends import BackendError, MalformedResponseError, ResponseSchema
 
@@ -248,7 +252,12 @@ class CLIBackend:
         private_dirs: dict[str, str],
     ) -> _Finished:
         name = self.agent.name
-        env = {**environ_snapshot(), **invocation.env, **private_dirs}
+        env = {
+            **environ_snapshot(),
+            **invocation.env,
+            **private_dirs,
+            OWNER_VARIABLE: owner_mark(),
+        }
         executable = invocation.argv[0]
         if os.sep not in executable and shutil.which(executable, path=env.get("PATH")) is None:
             raise AgentNotFoundError(self._with_hint(f"{name} not found in PATH"))
@@ -261,6 +270,8 @@ class CLIBackend:
                 cwd=cwd,
                 env=env,
                 start_new_session=True,
+                # This thread waits for the CLI, so the signal comes only when the run dies.
+                preexec_fn=parent_death_preexec(signal.SIGKILL),  # noqa: PLW1509
             )
         except FileNotFoundError as exc:
             if cwd is not None and exc.filename == str(cwd):

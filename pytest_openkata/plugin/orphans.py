@@ -1,0 +1,49 @@
+"""What a killed run left on this host is stopped when the next run starts, and said.
+
+A run killed outright (SIGKILL, a crash) cannot stop the agent CLIs it ran on the host; the
+kernel's parent-death signal ends each CLI, but not the processes a CLI started. Before its
+scenarios run, the controller of a run of scenarios kills every process that carries the mark
+of a run no longer running (:func:`pytest_openkata.infra.processes.sweep_orphans`) and writes
+one line saying which. Processes of runs still going (another pytest in the same checkout,
+other xdist workers) are left alone: their run is alive.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_openkata.infra.processes import sweep_orphans
+from pytest_openkata.infra.text import visible
+from pytest_openkata.plugin.items import ScenarioItem, is_scenario_nodeid
+
+_swept_key = pytest.StashKey[bool]()
+
+
+def _sweep(config: pytest.Config) -> None:
+    if config.stash.get(_swept_key, False):
+        return
+    config.stash[_swept_key] = True
+    stopped = sweep_orphans()
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if stopped and reporter is not None:
+        shown = ", ".join(str(orphan) for orphan in stopped[:5])
+        more = f" and {len(stopped) - 5} more" if len(stopped) > 5 else ""
+        processes = "1 agent process" if len(stopped) == 1 else f"{len(stopped)} agent processes"
+        reporter.write_line(
+            visible(f"openkata: stopped {processes} a killed run left running: {shown}{more}"),
+            yellow=True,
+        )
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if session.config.option.collectonly:
+        return  # a run that only lists its items starts nothing and stops nothing
+    if any(isinstance(item, ScenarioItem) for item in session.items):
+        _sweep(session.config)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node: object, ids: list[str]) -> None:
+    config = getattr(node, "config", None)
+    if isinstance(config, pytest.Config) and any(is_scenario_nodeid(nodeid) for nodeid in ids):
+        _sweep(config)
