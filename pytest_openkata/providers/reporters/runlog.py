@@ -14,7 +14,13 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_openkata.core.runlog import LoggedRun, RunInfo, log_lines, parse_run_log
+from pytest_openkata.core.runlog import (
+    LoggedRun,
+    RunInfo,
+    log_lines,
+    parse_run_log,
+    relative_skill_dir,
+)
 from pytest_openkata.infra.atomic import write_new_report
 from pytest_openkata.infra.config import EvalSettings
 from pytest_openkata.providers.reporters import RunReport
@@ -109,7 +115,8 @@ class RunLogReporter:
             run.written["run log"] = write_new_report(path, _log_text(run))
             prune_logs(folder, run.settings.log_keep)
         except OSError as exc:
-            problem = f"could not write the run log under {folder}: {exc.strerror or exc}"
+            shown = relative_skill_dir(folder, run.rootdir)  # no machine path on the terminal
+            problem = f"could not write the run log under {shown}: {exc.strerror or exc}"
             run.errors.append(problem)
 
 
