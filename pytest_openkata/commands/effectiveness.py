@@ -18,7 +18,6 @@ import argparse
 import os
 import stat
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
@@ -36,6 +35,7 @@ from pytest_openkata.core.catalogue import (
     splice_versions,
     stale_models,
 )
+from pytest_openkata.infra.tempfiles import REMOVED, new_temp_file, remove_stale
 from pytest_openkata.providers.reporters import gojson
 
 __all__ = ["main", "replace_in_place", "text_view"]
@@ -154,12 +154,14 @@ def _difference_line(difference: RuleDifference, shown: Rule) -> str:
     return f"by {shown.other.value}: {difference.text}"
 
 
-def replace_in_place(path: Path, text: str) -> None:
+def replace_in_place(path: Path, text: str) -> list[Path]:
     """Write ``text`` over ``path`` atomically: a temporary file in the same folder, given the
-    file's mode, then ``os.replace``; a symbolic link is followed, not replaced."""
+    file's mode, then ``os.replace``; a symbolic link is followed, not replaced. Returns the
+    temporary files of killed writers removed from the folder first."""
     target = Path(os.path.realpath(path))
     mode = stat.S_IMODE(target.stat().st_mode)
-    fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}-", suffix=".tmp")
+    removed = remove_stale(target.parent)
+    fd, name = new_temp_file(target.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(text.encode("utf-8"))
@@ -168,8 +170,9 @@ def replace_in_place(path: Path, text: str) -> None:
             os.fsync(handle.fileno())
         os.replace(name, target)
     except BaseException:
-        Path(name).unlink(missing_ok=True)
+        name.unlink(missing_ok=True)
         raise
+    return removed
 
 
 def _spliced(path: Path, catalogue: Catalogue) -> VersionsUpdate:
@@ -201,10 +204,12 @@ def _write_update(path: Path, update: VersionsUpdate, root: Path, out: TextIO) -
         print(f"{path} is up to date", file=out)
         return 0
     try:
-        replace_in_place(path, update.text)
+        removed = replace_in_place(path, update.text)
     except OSError as exc:
         print(f"error: cannot write {path}: {exc.strerror or exc}", file=sys.stderr)
         return 1
+    for leftover in removed:
+        print(f"note: {REMOVED}: {leftover}", file=sys.stderr)
     changes = [
         f"{what} for {', '.join(names)}"
         for what, names in (

@@ -20,12 +20,12 @@ import os
 import shutil
 import subprocess
 import tarfile
-import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_openkata.core.tile import TILE_FILE, has_context, is_tile_dir
+from pytest_openkata.infra.tempfiles import new_temp_folder
 
 __all__ = [
     "OWN_ARM",
@@ -115,7 +115,7 @@ def _extracted(skill_dir: Path, ref: str, folder: Path) -> Path:
         if archive.returncode != 0:
             raise ArmError(f"{ref}: git archive: {_first_line(archive.stderr)}")
         folder.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=".ref-", dir=folder))
+        staging = new_temp_folder(folder)
         try:
             with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
                 tar.extractall(staging, filter="data")

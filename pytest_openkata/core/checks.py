@@ -47,6 +47,7 @@ __all__ = [
     "CommandOutcome",
     "Evidence",
     "evaluate_check",
+    "leaves_workspace",
     "workspace_path",
 ]
 
@@ -149,6 +150,21 @@ def workspace_path(path: str) -> str:
         if text.startswith(prefix):
             text = text[len(prefix) :]
     return text.strip("/")
+
+
+def leaves_workspace(path: str) -> bool:
+    """Whether a check's ``path`` or glob names a place outside ``/workspace``: an absolute
+    path elsewhere (which :func:`workspace_path` would read as relative), or one whose ``..``
+    climb out. No file there is ever in the workspace's snapshots."""
+    text = path.strip().replace("\\", "/")
+    if text.startswith("/") and not (text + "/").startswith("/workspace/"):
+        return True
+    depth = 0
+    for part in workspace_path(text).split("/"):
+        depth += -1 if part == ".." else 0 if part in {"", "."} else 1
+        if depth < 0:
+            return True
+    return False
 
 
 def _verdict(check: Check, passed: bool, reason: str) -> CriterionResult:

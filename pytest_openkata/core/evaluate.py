@@ -12,6 +12,7 @@ pytest's own layers: defaults, then ``.openkata-eval.yaml`` in the current folde
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -41,6 +42,7 @@ from pytest_openkata.infra.inflight import SharedSlots
 from pytest_openkata.infra.once import Once
 from pytest_openkata.infra.redact import Redactor, secrets_from_environment
 from pytest_openkata.infra.signals import sigterm_as_interrupt
+from pytest_openkata.infra.tempfiles import REMOVED, remove_stale
 from pytest_openkata.infra.usage import Prices
 from pytest_openkata.providers.backends import BackendError
 from pytest_openkata.providers.reporters import RunReport, reporters
@@ -48,6 +50,8 @@ from pytest_openkata.providers.reporters import RunReport, reporters
 __all__ = ["cache_folder", "evaluate", "find_scenarios", "run_options"]
 
 PathLike = str | os.PathLike[str]
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -97,6 +101,11 @@ def _skill_scenarios(scenario: Path, names: str) -> tuple[str, ...]:
     if scenario not in taken:
         taken = scenario_candidates(scenario.parent)
     return tuple(entry.name for entry in taken)
+
+
+def refs_folder(root: Path) -> Path:
+    """Where runs in ``root`` extract skills at a git ref: the folder pytest runs there use."""
+    return cache_folder(root).parent / "openkata-refs"
 
 
 def cache_folder(root: Path) -> Path:
@@ -172,14 +181,24 @@ def evaluate(paths: PathLike | Iterable[PathLike], **settings: object) -> list[S
         finished_at=datetime.now(UTC),
         rootdir=here,
         log_extras=attach_changes(summaries, resolved, here),
+        removed=_remove_stale(resolved, here),
     )
     for reporter in reporters():
         reporter.report(run)
+    for path in run.removed:  # no terminal here: a warning of Python's logging says it
+        logger.warning("%s: %s", REMOVED, path)
     # A file of the whole run that could not be written fails every skill's gate here, where
     # the summaries are all the caller gets.
     for summary in summaries:
         summary.report_error = summary.report_error or "; ".join(run.errors) or None
     return summaries
+
+
+def _remove_stale(settings: EvalSettings, here: Path) -> list[Path]:
+    """Remove the temporary files that killed runs left in the cache and among the skills
+    extracted at git refs, as a pytest run does."""
+    removed = [] if settings.cache == "off" else ResultCache(cache_folder(here)).remove_stale()
+    return removed + remove_stale(refs_folder(here))
 
 
 def _engine_slots(folder: Path, engine: str, capacity: int) -> SharedSlots:
@@ -192,7 +211,7 @@ def _run(jobs: list[_Job], settings: EvalSettings, here: Path) -> list[ScenarioR
 
     redact = Redactor({*settings.secrets, *secrets_from_environment()})
     cache = None if settings.cache == "off" else ResultCache(cache_folder(here), settings.cache)
-    options = run_options(settings, cache, cache_folder(here).parent / "openkata-refs")
+    options = run_options(settings, cache, refs_folder(here))
     # The in-flight cap's and the engines' lock files, shared with pytest runs in ``here``.
     locks = here / ".pytest_cache" / "d" / "openkata-in-flight"
     lock_folder = None

@@ -9,6 +9,11 @@ from pathlib import Path
 # Only the top-level acknowledgements file of references/ is left out, as in the reference.
 EXCLUDED = {"references": frozenset({"ACKNOWLEDGMENTS.md"})}
 SKILL_SOURCES = ("references", "scripts", "assets")
+LEADS_OUT = (
+    "leads out of the skill folder through a symbolic link: it is not read; copy the file "
+    "into the skill"
+)
+"""Why a file of the skill is not read, after its path relative to the skill."""
 
 
 def is_inside(path: Path, root: Path) -> bool:

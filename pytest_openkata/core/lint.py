@@ -29,8 +29,8 @@ from urllib.parse import unquote
 from pydantic import BaseModel, ValidationError
 from pydantic_core import InitErrorDetails
 
-from pytest_openkata.core.checks import Check, matches
-from pytest_openkata.core.files import EXCLUDED, SKILL_SOURCES, is_inside
+from pytest_openkata.core.checks import Check, leaves_workspace, matches
+from pytest_openkata.core.files import EXCLUDED, LEADS_OUT, SKILL_SOURCES, is_inside
 from pytest_openkata.core.jsonfiles import (
     ScenarioLoadError,
     _go_keys,
@@ -272,9 +272,13 @@ class _Scenario:
 
     @cached_property
     def task(self) -> str | None:
-        """task.md as the run reads it (bytes that are not UTF-8 replaced)."""
+        """task.md as the run reads it (bytes that are not UTF-8 replaced); None when it is
+        missing, unreadable or leads out of the skill (the run does not read it then)."""
+        path = self.path / TASK_FILE
+        if not _in_skill(path, self.skill_dir):
+            return None
         try:
-            return (self.path / TASK_FILE).read_bytes().decode("utf-8", errors="replace")
+            return path.read_bytes().decode("utf-8", errors="replace")
         except OSError:
             return None
 
@@ -325,6 +329,11 @@ class _Scenario:
             if isinstance(name, str) and name.strip():
                 names.append(name.strip())
         return tuple(dict.fromkeys(n for n in names if n))
+
+
+def _in_skill(path: Path, skill_dir: Path) -> bool:
+    """Whether the run reads ``path``: it does not through a symlink out of the skill."""
+    return not os.path.lexists(path) or is_inside(path, skill_dir.resolve())
 
 
 def _loader_finding(rule: str, exc: ScenarioLoadError, scenario: _Scenario) -> Finding:
@@ -386,28 +395,33 @@ def _files_rule(scenario: _Scenario) -> list[Finding]:
     if not tile and not (scenario.skill_dir / SKILL_FILE).is_file():
         message = "file not found (every skill needs one): the scenario cannot run without it"
         findings.append(Finding("files", "error", SKILL_FILE, None, message))
+    elif not tile and not _in_skill(scenario.skill_dir / SKILL_FILE, scenario.skill_dir):
+        findings.append(Finding("files", "error", SKILL_FILE, None, LEADS_OUT))
     if not (scenario.path / TASK_FILE).is_file():
         message = (
             "file not found (every scenario needs a task.md): write there the prompt the "
             "agent is given"
         )
         findings.append(Finding("files", "error", scenario.file(TASK_FILE), None, message))
+    elif not _in_skill(scenario.path / TASK_FILE, scenario.skill_dir):
+        findings.append(Finding("files", "error", scenario.file(TASK_FILE), None, LEADS_OUT))
     if not (scenario.path / CRITERIA_FILE).exists():
         message = (
             "file not found (every scenario needs a criteria.json): write there the judge's "
             "weighted checklist (it may be empty when checks.json holds checks)"
         )
         findings.append(Finding("files", "error", scenario.file(CRITERIA_FILE), None, message))
-    try:
-        (scenario.path / TASK_FILE).read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        message = (
-            f"not UTF-8 (byte {exc.start}): the agent gets a replacement character there; "
-            "save the file as UTF-8"
-        )
-        findings.append(Finding("files", "error", scenario.file(TASK_FILE), None, message))
-    except OSError:
-        pass  # missing: reported above
+    if scenario.task is not None:  # else missing or not read: reported above
+        try:
+            (scenario.path / TASK_FILE).read_bytes().decode("utf-8")
+        except UnicodeDecodeError as exc:
+            message = (
+                f"not UTF-8 (byte {exc.start}): the agent gets a replacement character there; "
+                "save the file as UTF-8"
+            )
+            findings.append(Finding("files", "error", scenario.file(TASK_FILE), None, message))
+        except OSError:
+            pass  # gone meanwhile
     for trap in _traps(scenario.path):
         findings.append(
             Finding(
@@ -541,8 +555,48 @@ def _checks_rule(scenario: _Scenario) -> list[Finding]:
             return [_located(first, 1)]
         checks, found = _each_check(scenario, data)
     found += _clashes(scenario, checks)
-    found += _unmatched_unchanged(scenario, checks)
+    outside, names = _outside_workspace(scenario)
+    found += outside
+    found += _unmatched_unchanged(scenario, [c for c in checks if c.name not in names])
     return _with_loader(first, found)
+
+
+_PATH_FIELDS = ("path", "changed", "unchanged")
+
+
+def _check_paths(item: _Node) -> Iterator[tuple[str, _Node]]:
+    """A check's paths and globs by field (``path``, ``changed[0]``...), by exact key."""
+    for key in _PATH_FIELDS:
+        member = next((m for m in reversed(item.members or ()) if m.key == key), None)
+        if member is None:
+            continue
+        if member.node.items is None:
+            yield key, member.node
+        else:
+            yield from ((f"{key}[{i}]", glob) for i, glob in enumerate(member.node.items))
+
+
+def _outside_workspace(scenario: _Scenario) -> tuple[list[Finding], set[str]]:
+    """Check paths and globs that lead out of ``/workspace`` (``../``, an absolute path
+    elsewhere): a check sees only the workspace's files, so such a file check never finds
+    its file and such a glob never matches. Also the names of those checks."""
+    found: list[Finding] = []
+    names: set[str] = set()
+    for index, node in enumerate(scenario.check_items):
+        name = _exact(node, "name")
+        for field, path in _check_paths(node):
+            if not isinstance(path.value, str) or not leaves_workspace(path.value):
+                continue
+            message = (
+                f"{_check_field(index, {'name': name}, field)}: {path.value!r} leads out of "
+                "/workspace, and a check sees only the workspace's files: name a path relative "
+                "to it (or under /workspace/)"
+            )
+            found.append(
+                Finding("checks-json", "error", scenario.file(CHECKS_FILE), path.line, message)
+            )
+            names.add(name)
+    return found, names
 
 
 def _unmatched_unchanged(scenario: _Scenario, checks: list[Check]) -> list[Finding]:
@@ -1411,6 +1465,8 @@ def _skill_md_rule(skill_dir: Path) -> list[Finding]:
     if not (skill_dir / SKILL_FILE).is_file():
         message = "missing: every skill needs a SKILL.md, the instructions the agent is given"
         return [Finding("skill-md", "error", SKILL_FILE, None, message)]
+    if not _in_skill(skill_dir / SKILL_FILE, skill_dir):
+        return [Finding("skill-md", "error", SKILL_FILE, None, LEADS_OUT)]
     front = _front_matter(skill_dir / SKILL_FILE)
     if front.data is None:
         return [Finding("skill-md", "error", SKILL_FILE, front.problem_line, str(front.problem))]

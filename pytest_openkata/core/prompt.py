@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_openkata.core.files import SkillReader, files_under, skill_files
+from pytest_openkata.core.files import LEADS_OUT, SkillReader, files_under, skill_files
 from pytest_openkata.core.jsonfiles import skill_relative
 from pytest_openkata.core.tile import is_tile_dir, load_tile, tile_files
 from pytest_openkata.infra.text import go_decode
@@ -25,7 +25,9 @@ def _read(path: Path, reader: SkillReader) -> str | None:
     return None if data is None else go_decode(data)
 
 
-def _read_error(path: Path) -> str:
+def _read_error(path: Path, reader: SkillReader) -> str:
+    if path.exists() and not reader.is_inside(path):  # there, but never read
+        return f"reading {path.name}: {LEADS_OUT}"
     # The reference's text, with the file relative to the skill folder: no machine path.
     return f"reading {path.name}: open {skill_relative(path)}: no such file or directory"
 
@@ -74,7 +76,7 @@ def skill_part(
         return tile_part(skill_dir, reader)
     skill_text = _read(skill_dir / "SKILL.md", reader)
     if skill_text is None:
-        raise FileNotFoundError(_read_error(skill_dir / "SKILL.md"))
+        raise FileNotFoundError(_read_error(skill_dir / "SKILL.md", reader))
     parts = [skill_text]
     for _source, rel, path in skill_files(skill_dir):
         text = _read(path, reader)
@@ -114,7 +116,7 @@ def build_prompt(
     parts = [] if source is False else list(texts.of(source, tile=is_tile_dir(skill_dir)))
     task = _read(scenario_dir / "task.md", reader)
     if task is None:
-        raise FileNotFoundError(_read_error(scenario_dir / "task.md"))
+        raise FileNotFoundError(_read_error(scenario_dir / "task.md", reader))
     parts.append(task)
     for rel, path in files_under(scenario_dir / "inputs"):
         text = _read(path, reader)

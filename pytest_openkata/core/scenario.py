@@ -25,7 +25,7 @@ from pytest_openkata.core.checks import (
     Check,
     workspace_path,
 )
-from pytest_openkata.core.files import files_under
+from pytest_openkata.core.files import LEADS_OUT, files_under, is_inside
 from pytest_openkata.core.jsonfiles import (
     _MESSAGES,
     ScenarioLoadError,
@@ -296,6 +296,8 @@ def load_scenario(scenario_dir: Path) -> Scenario:
         raise ScenarioLoadError(
             skill_dir / "SKILL.md", "file not found (every skill needs one)", shown="SKILL.md"
         )
+    elif not is_inside(skill_dir / "SKILL.md", skill_dir.resolve()):
+        raise ScenarioLoadError(skill_dir / "SKILL.md", LEADS_OUT, shown="SKILL.md")
     entries = _entries(scenario_dir)
     # pytest imports these as initial conftests when the scenario folder is given as an argument.
     traps = [
@@ -323,6 +325,8 @@ def load_scenario(scenario_dir: Path) -> Scenario:
         raise ScenarioLoadError(
             scenario_dir / "task.md", "file not found (every scenario needs a task.md)"
         )
+    if not is_inside(scenario_dir / "task.md", skill_dir.resolve()):
+        raise ScenarioLoadError(scenario_dir / "task.md", LEADS_OUT)
     checks: tuple[Check, ...] = ()
     if _exists(entries.get(CHECKS_FILE)):
         checks = load_checks(scenario_dir / CHECKS_FILE, sandboxed=options.sandbox)

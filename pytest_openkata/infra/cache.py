@@ -15,7 +15,8 @@ not be stored, so the next run tries again. Keeping them out is the *callers'* r
 :class:`ResultCache` lays entries out as ``root/<kind>/<key[:2]>/<key>.json`` (the root lives
 under pytest's cache folder, but this module knows nothing of pytest). Writes are atomic (a
 temporary file in the same folder, renamed over the entry), so readers in other threads or
-processes see either the old entry or the new one, never a partial file. There is no fsync:
+processes see either the old entry or the new one, never a partial file; the temporary files of
+writers killed meanwhile are removed by :meth:`ResultCache.remove_stale`. There is no fsync:
 after a power loss an entry may be empty or torn, and such an entry reads as a miss, which is
 all a cache needs. A
 cache must never fail a run: a write that fails with :class:`OSError` is counted in
@@ -33,13 +34,13 @@ import math
 import os
 import re
 import stat
-import tempfile
 import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from pytest_openkata._version import __version__
+from pytest_openkata.infra.tempfiles import new_temp_file, remove_stale
 
 logger = logging.getLogger(__name__)
 
@@ -219,6 +220,14 @@ class ResultCache:
             return None
         return self._root / kind / key[:2] / f"{key}.json"
 
+    def remove_stale(self) -> list[Path]:
+        """Remove the temporary files of entries whose writer was killed (by any process: see
+        :mod:`pytest_openkata.infra.tempfiles`) and return their paths; nothing without a root.
+        """
+        if self._root is None:
+            return []
+        return remove_stale(self._root, depth=2)  # root/<kind>/<key[:2]>/
+
     def _count(self, counter: str) -> None:
         with self._lock:
             setattr(self, counter, getattr(self, counter) + 1)
@@ -277,9 +286,7 @@ class ResultCache:
     @staticmethod
     def _write(path: Path, data: bytes) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        descriptor, temporary = tempfile.mkstemp(
-            prefix=f".{path.stem[:16]}.", suffix=".tmp", dir=path.parent
-        )
+        descriptor, temporary = new_temp_file(path.parent)
         try:
             with open(descriptor, "wb") as handle:
                 handle.write(data)

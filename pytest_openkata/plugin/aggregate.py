@@ -19,7 +19,9 @@ from pytest_openkata.core.excerpts import scenario_sections
 from pytest_openkata.core.results import ScenarioResult
 from pytest_openkata.core.summary import SkillSummary, gate_failed, summarise
 from pytest_openkata.infra.config import EvalSettings
+from pytest_openkata.infra.tempfiles import REMOVED, remove_stale
 from pytest_openkata.plugin import shard
+from pytest_openkata.plugin.fixtures import REFS_FOLDER, result_cache, shared_folder
 from pytest_openkata.plugin.items import ScenarioItem, is_scenario_nodeid
 from pytest_openkata.plugin.xdist_transport import result_of
 from pytest_openkata.providers.reporters import RunReport, Segment, reporters
@@ -169,10 +171,11 @@ class EvalAggregator:
             junit_xml=Path(xml_path) if xml_path else None,
             terminal=self.terminal,
             log_extras=extras,
+            removed=self._remove_stale(),
         )
         if sharded:  # a stopped shard too: the merge then says it stopped
             written = self._shard_file(
-                run.finished_at, complete=finished and not session.shouldstop
+                run.finished_at, run.removed, complete=finished and not session.shouldstop
             )
             if isinstance(written, str):
                 run.errors.append(written)
@@ -195,13 +198,24 @@ class EvalAggregator:
         for summary in self.summaries:
             self.config.hook.pytest_openkata_skill_summary(summary=summary, config=self.config)
 
+    def _remove_stale(self) -> list[Path]:
+        """Remove the temporary files that killed runs left in the cache and among the skills
+        extracted at git refs: once per run, in the process that can say so."""
+        cache = result_cache(self.config, self.settings)
+        removed = [] if cache is None else cache.remove_stale()
+        return removed + remove_stale(shared_folder(self.config, REFS_FOLDER))
+
     def _partial(self) -> bool:
         """Counted as partial whatever ran: ``--eval-partial``, or some categories of criteria
         (not the skill's effectiveness)."""
         return bool(self.config.getoption("eval_partial") or self.settings.category)
 
-    def _shard_file(self, finished_at: datetime, *, complete: bool) -> Path | str:
-        """The shard's file for the merge (its path), or why it could not be written."""
+    def _shard_file(
+        self, finished_at: datetime, removed: list[Path], *, complete: bool
+    ) -> Path | str:
+        """The shard's file for the merge (its path), or why it could not be written; the
+        temporary files of killed runs removed from the shard folder are added to
+        ``removed``."""
         try:
             return shard.write_shard_file(
                 self.config,
@@ -211,6 +225,7 @@ class EvalAggregator:
                 failed=len(set(self.hard_failures) - set(self.results)),
                 partial=self._partial(),
                 complete=complete,
+                removed=removed,
             )
         except OSError as exc:
             spec = shard.shard_of(self.config)
@@ -224,7 +239,10 @@ class EvalAggregator:
             self.config
         ):
             session.exitstatus = pytest.ExitCode.OK
-        written = self._shard_file(datetime.now(UTC), complete=finished and not session.shouldstop)
+        removed: list[Path] = []
+        written = self._shard_file(
+            datetime.now(UTC), removed, complete=finished and not session.shouldstop
+        )
         if isinstance(written, str):
             self._shard_note = written
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
@@ -232,6 +250,8 @@ class EvalAggregator:
             self._shard_note = (
                 f"shard {shard.shard_of(self.config)}: {_shown(written, self.config)}"
             )
+        for path in removed:
+            self._shard_note += f"\n{REMOVED}: {_shown(path, self.config)}"
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if self._shard_note:

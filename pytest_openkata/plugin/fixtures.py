@@ -52,6 +52,16 @@ def shared_folder(config: pytest.Config, name: str) -> Path:
     return folder
 
 
+def result_cache(config: pytest.Config, settings: EvalSettings) -> ResultCache | None:
+    """The run's content cache in pytest's cache folder (``.pytest_cache/d/openkata``, so
+    that ``--cache-clear`` empties it); None with the cache off or the cache provider
+    disabled."""
+    cache = getattr(config, "cache", None)
+    if settings.cache == "off" or cache is None:
+        return None
+    return ResultCache(cache.mkdir(CACHE_FOLDER), settings.cache)
+
+
 def in_flight_folder(config: pytest.Config) -> Path:
     """The lock folder of the in-flight cap and of the engines' room (:func:`shared_folder`;
     a folder of its own per group of xdist workers when several hosts take part)."""
@@ -153,9 +163,7 @@ def openkata_run_options(
     from pytest_openkata.core.evaluate import run_options
 
     settings = openkata_settings
-    cache = None
-    if settings.cache != "off" and getattr(pytestconfig, "cache", None) is not None:
-        cache = ResultCache(pytestconfig.cache.mkdir(CACHE_FOLDER), settings.cache)
+    cache = result_cache(pytestconfig, settings)
     return run_options(settings, cache, shared_folder(pytestconfig, REFS_FOLDER))
 
 

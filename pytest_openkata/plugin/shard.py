@@ -155,9 +155,11 @@ def write_shard_file(
     failed: int,
     partial: bool,
     complete: bool = True,
+    removed: list[Path] | None = None,
 ) -> Path:
     """The shard's run log, with its record, in the shard folder (never over another file);
-    ``complete`` is False for a shard that was stopped (the merge then refuses it)."""
+    ``complete`` is False for a shard that was stopped (the merge then refuses it). The
+    temporary files of killed runs removed from the folder are added to ``removed``."""
     from pytest_openkata import __version__
     from pytest_openkata.providers.reporters.runlog import run_settings
 
@@ -184,7 +186,7 @@ def write_shard_file(
         settings=run_settings(settings),
     )
     text = log_lines(info, results, rootdir, {SHARD_EXTRA: [record.to_dict()]})
-    return write_new_report(shard_folder(config) / spec.file_name, text)
+    return write_new_report(shard_folder(config) / spec.file_name, text, removed=removed)
 
 
 def _masked(data: dict[str, Any], redact: Redactor) -> dict[str, Any]:

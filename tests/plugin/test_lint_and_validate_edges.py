@@ -166,6 +166,34 @@ def test_linting_one_scenario_of_a_skill_without_skill_md_fails(
     assert lint.ret == pytest.ExitCode.TESTS_FAILED, lint.stdout.str()
 
 
+@pytest.mark.parametrize(
+    ("linked", "shown"), [("task.md", "evals/scenario-0/task.md"), ("SKILL.md", "SKILL.md")]
+)
+def test_a_file_symlinked_out_of_the_skill_is_named_so_by_the_run_and_by_lint(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, judge: Judge, linked: str, shown: str
+) -> None:
+    # The run never reads through such a link: it used to say the file did not exist, and lint
+    # (which read through it) passed.
+    skill = _skill(pytester.path)
+    _scenario(skill)
+    own = skill / shown
+    outside = pytester.path / "outside.md"
+    outside.write_bytes(own.read_bytes())
+    own.unlink()
+    own.symlink_to(outside)
+    said = f"*{shown}: leads out of the skill folder through a symbolic link: it is not read*"
+
+    run = pytester.runpytest("skills", *eval_args(endpoint.base_url))
+    lint = pytester.runpytest("--eval-lint", "skills")
+
+    run.assert_outcomes(errors=1)
+    run.stdout.fnmatch_lines([f"*scenario error: {said[1:]}"])
+    run.stdout.no_fnmatch_line("*no such file or directory*")
+    assert judge.agent_calls == judge.judge_calls == 0
+    assert lint.ret == pytest.ExitCode.TESTS_FAILED, lint.stdout.str()
+    lint.stdout.fnmatch_lines([said])
+
+
 def test_a_latin1_task_that_names_the_skill_is_still_reported(pytester: pytest.Pytester) -> None:
     # The run reads task.md with errors="replace" and sends "Use the notes skill ..." to the
     # agent: lint reads it alike, and says the file is not UTF-8.

@@ -382,6 +382,37 @@ def test_a_workspace_check_in_a_direct_scenario_is_an_error(tmp_path: Path) -> N
     ]
 
 
+def test_check_paths_and_globs_that_leave_the_workspace_are_errors(tmp_path: Path) -> None:
+    checks = """[
+  {"name": "up", "type": "file", "path": "../secret.txt", "max_score": 10},
+  {"name": "abs", "type": "file_regex", "path": "/etc/passwd", "pattern": "root", "max_score": 5},
+  {"name": "in", "type": "json_schema", "path": "/workspace/out/../a.json", "schema": {},
+   "max_score": 5},
+  {"name": "d", "type": "diff", "changed": ["out/*", "/tmp/*"],
+   "unchanged": ["src/../../*"], "max_score": 5}
+]
+"""
+    scenario = scenario_of(tmp_path, checks_json=checks)
+
+    found = findings(scenario, "checks-json")
+
+    why = "and a check sees only the workspace's files: name a path relative to it (or under "
+    assert [(f.severity, f.file, f.line, f.message) for f in found] == [
+        (
+            "error",
+            "evals/scenario-0/checks.json",
+            line,
+            f"{field}: {value!r} leads out of /workspace, {why}/workspace/)",
+        )
+        for line, field, value in [
+            (2, "[0] ('up').path", "../secret.txt"),
+            (3, "[1] ('abs').path", "/etc/passwd"),
+            (6, "[3] ('d').changed[1]", "/tmp/*"),
+            (7, "[3] ('d').unchanged[0]", "src/../../*"),
+        ]
+    ]
+
+
 def test_good_checks_pass(tmp_path: Path) -> None:
     checks = '[{"name": "out", "type": "file", "path": "out.md", "max_score": 10}]'
     criteria = criteria_with('{"name": "a", "description": "Has `a`", "max_score": 100}')

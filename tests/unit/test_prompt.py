@@ -309,6 +309,24 @@ def test_missing_task_md(tmp_path: Path) -> None:
 # --- symlinks -------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("name", ["SKILL.md", "task.md"])
+def test_a_skill_md_or_task_md_linked_out_of_the_skill_is_not_read_and_said_so(
+    tmp_path: Path, name: str
+) -> None:
+    skill, scenario = minimal_skill(tmp_path)
+    own = skill / name if name == "SKILL.md" else scenario / name
+    own.unlink()
+    os.symlink(outside_folder(tmp_path) / "secret.md", own)
+
+    with pytest.raises(FileNotFoundError) as info:
+        build_prompt(skill, scenario)
+
+    assert str(info.value) == (
+        f"reading {name}: leads out of the skill folder through a symbolic link: it is not "
+        "read; copy the file into the skill"
+    )
+
+
 def test_symlinked_file_to_outside_is_not_read(tmp_path: Path) -> None:
     skill, scenario = minimal_skill(tmp_path)
     outside = outside_folder(tmp_path)

@@ -59,6 +59,9 @@ class RunReport:
     # What a reporter could not do for the whole run (a file it could not write): the run
     # fails, and the terminal says each once.
     errors: list[str] = field(default_factory=list)
+    # The temporary files of killed runs removed from the cache and the folders written to,
+    # for the terminal to list (see ``infra.tempfiles``).
+    removed: list[Path] = field(default_factory=list)
     # What several reporters derive from the run, made once and shared (the run log's text,
     # the run read back from it: see ``runlog.logged_run``).
     views: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)

@@ -116,7 +116,9 @@ class CsvReporter:
             return
         path = Path(run.settings.csv).expanduser()
         try:
-            run.written["CSV rows"] = write_new_report(path, render_csv(logged_run(run)))
+            run.written["CSV rows"] = write_new_report(
+                path, render_csv(logged_run(run)), removed=run.removed
+            )
         except OSError as exc:
             problem = f"could not write the CSV rows {path}: {exc.strerror or exc}"
             run.errors.append(problem)

@@ -51,6 +51,7 @@ from pytest_openkata.core.runlog import (
 from pytest_openkata.core.scoring import catalogue_colour
 from pytest_openkata.core.summary import SkillSummary, usage_of
 from pytest_openkata.infra.atomic import write_new_report
+from pytest_openkata.infra.tempfiles import REMOVED
 from pytest_openkata.infra.text import plural, signed_points
 from pytest_openkata.providers.reporters import RunReport
 from pytest_openkata.providers.reporters.runlog import logged_run
@@ -549,7 +550,7 @@ class HtmlReporter:
             if path.is_dir() or target.endswith(_SEPARATORS):
                 raise IsADirectoryError(f"{target} is a folder, not a file name")
             text = render_html(logged_run(run), source="this run's log")
-            run.written["HTML report"] = write_new_report(path, text)
+            run.written["HTML report"] = write_new_report(path, text, removed=run.removed)
         except (OSError, RunLogError) as exc:
             detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
             problem = f"could not write the HTML report {target} (--eval-html): {detail}"
@@ -583,11 +584,14 @@ def main(argv: list[str]) -> int:
     if output.is_dir():
         print(f"error: {output} is a folder; give the page's file name with -o", file=sys.stderr)
         return 2
+    removed: list[Path] = []
     try:
-        written = write_new_report(output, text)
+        written = write_new_report(output, text, removed=removed)
     except OSError as exc:
         print(f"error: cannot write {output}: {exc.strerror or exc}", file=sys.stderr)
         return 1
+    for leftover in removed:
+        print(f"note: {REMOVED}: {leftover}", file=sys.stderr)
     print(written)
     return 0
 

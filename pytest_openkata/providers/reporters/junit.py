@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from pathlib import Path
@@ -21,6 +20,7 @@ from typing import TYPE_CHECKING
 from pytest_openkata.core.excerpts import scenario_sections
 from pytest_openkata.core.results import ScenarioResult
 from pytest_openkata.core.summary import SkillSummary, skill_labels
+from pytest_openkata.infra.tempfiles import new_temp_file, remove_stale
 from pytest_openkata.providers.reporters import RunReport
 
 SCENARIO_PROPERTY = "openkata_scenario"
@@ -164,10 +164,12 @@ def add_criteria_to_junit(
     path: Path,
     results: Mapping[str, ScenarioResult],
     suite_properties: list[tuple[str, str]] | None = None,
+    removed: list[Path] | None = None,
 ) -> None:
     """Rewrite the JUnit file in place (atomically) with per-criterion testcases;
     ``results`` are keyed by :func:`scenario_key`; ``suite_properties`` go to the first
-    suite."""
+    suite. The temporary files of killed writers in its folder are removed and added to
+    ``removed``."""
     tree = ET.parse(path)
     root = tree.getroot()
     suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
@@ -175,13 +177,16 @@ def add_criteria_to_junit(
         _augment_suite(suite, results)
     if suites:
         _add_suite_properties(suites[0], suite_properties or [])
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    swept = remove_stale(path.parent)
+    if removed is not None:
+        removed.extend(swept)
+    fd, temp = new_temp_file(path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             tree.write(handle, encoding="utf-8", xml_declaration=True)
         os.replace(temp, path)
     except BaseException:
-        Path(temp).unlink(missing_ok=True)
+        temp.unlink(missing_ok=True)
         raise
 
 
@@ -206,7 +211,7 @@ class JUnitReporter:
                 for summary, label in zip(run.summaries, labels, strict=True)
                 for pair in uplift_properties(summary, label)
             ]
-            add_criteria_to_junit(run.junit_xml, results, figures)
+            add_criteria_to_junit(run.junit_xml, results, figures, run.removed)
 
 
 if TYPE_CHECKING:  # the protocol this provider implements, checked by mypy

@@ -594,7 +594,9 @@ class MarkdownReporter:
         if target:
             path = Path(target).expanduser()
             try:
-                run.written["Markdown report"] = write_new_report(path, _joined(parts))
+                run.written["Markdown report"] = write_new_report(
+                    path, _joined(parts), removed=run.removed
+                )
             except OSError as exc:
                 _record_error(
                     run, f"could not write the Markdown report {path}: {exc.strerror or exc}"

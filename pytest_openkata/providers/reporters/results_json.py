@@ -774,7 +774,7 @@ class ResultsJsonReporter:
             text = render_report(skill_report(summary, run.settings, run.finished_at))
             later = later_names(namer, run.finished_at)
             try:
-                summary.report_path = write_new_report(path, text, later)
+                summary.report_path = write_new_report(path, text, later, removed=run.removed)
             except OSError as exc:
                 problem = f"could not write {path}: {exc.strerror or exc}"
                 summary.report_error = summary.report_error or problem

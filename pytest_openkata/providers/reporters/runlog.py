@@ -112,7 +112,7 @@ class RunLogReporter:
             return
         path = folder / f"{run.finished_at.strftime(_STAMP)}.jsonl"
         try:
-            run.written["run log"] = write_new_report(path, _log_text(run))
+            run.written["run log"] = write_new_report(path, _log_text(run), removed=run.removed)
             prune_logs(folder, run.settings.log_keep)
         except OSError as exc:
             shown = relative_skill_dir(folder, run.rootdir)  # no machine path on the terminal

@@ -17,6 +17,7 @@ from pytest_openkata.core.compare import SkillComparison
 from pytest_openkata.core.regression import SkillChanges
 from pytest_openkata.core.results import CallStats, CriterionResult, ScenarioResult, Usage
 from pytest_openkata.core.summary import SkillSummary, skill_labels
+from pytest_openkata.infra.tempfiles import REMOVED
 from pytest_openkata.infra.text import plural, signed_points, visible, visible_lines
 from pytest_openkata.providers.reporters import RunReport, Segment
 from pytest_openkata.providers.reporters.changes import changes_lines
@@ -407,6 +408,10 @@ class TerminalReporter:
                     _safe([(f"{what}: {_shown(path, run.rootdir)}", None)])
                     for what, path in run.written.items()
                 ]
+            )
+        if run.removed:
+            run.terminal.write_lines(
+                [_safe([(f"{REMOVED}: {_shown(path, run.rootdir)}", None)]) for path in run.removed]
             )
 
 
