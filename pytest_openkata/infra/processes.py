@@ -6,25 +6,31 @@ machine's out-of-memory killer) cannot do that, so two more things hold:
 
 - the kernel sends the CLI SIGKILL when the run dies (Linux's parent-death signal,
   :func:`parent_death_preexec`);
-- every process of the CLI carries :data:`OWNER_VARIABLE` in its environment, naming the run
-  (its process id and start time, so that a reused process id is not taken for it). Processes
-  the CLI started inherit it, and a parent-death signal does not reach them; the next run
-  kills every process whose run is gone (:func:`sweep_orphans`) and says so.
+- every process of the CLI carries :data:`OWNER_VARIABLE` in its environment, naming the run:
+  its host (:func:`host_tag`), process id and start time (so that a reused process id is not
+  taken for it). Processes the CLI started inherit it, and a parent-death signal does not
+  reach them; the next run on the host kills every process whose run is gone
+  (:func:`sweep_orphans`) and says so. A mark of another host tag is left alone: a container
+  or another pid namespace on the same machine sees other process ids, and there a run that
+  looks gone may be alive.
 """
 
 from __future__ import annotations
 
-import ctypes
+import hashlib
 import os
 import signal
+import socket
 import sys
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass
 from functools import cache
 
 __all__ = [
     "OWNER_VARIABLE",
     "Orphan",
+    "host_tag",
     "owner_mark",
     "parent_death_preexec",
     "sweep_orphans",
@@ -35,31 +41,43 @@ PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
 @cache
+def host_tag() -> str:
+    """This host as the process ids of this process see it: 8 hex digits of the SHA-256 of
+    the host name and, on Linux, of the pid namespace."""
+    namespace = ""
+    with suppress(OSError):
+        namespace = os.readlink("/proc/self/ns/pid")
+    seed = f"{socket.gethostname()}\0{namespace}".encode()
+    return hashlib.sha256(seed).hexdigest()[:8]
+
+
+@cache
 def owner_mark() -> str:
-    """This process as :data:`OWNER_VARIABLE` names it: ``<pid>:<start time>``."""
+    """This process as :data:`OWNER_VARIABLE` names it: ``<host tag>:<pid>:<start time>``."""
     import psutil
 
     return _mark(os.getpid(), psutil.Process().create_time())
 
 
 def _mark(pid: int, started: float) -> str:
-    return f"{pid}:{started:.2f}"
+    return f"{host_tag()}:{pid}:{started:.2f}"
 
 
-def _owner_alive(mark: str) -> bool:
-    """Whether the run a mark names is still running (an unreadable mark counts as alive:
-    nothing is killed on a guess)."""
+def _owner_gone(mark: str) -> bool:
+    """Whether the run a mark names, of this host, is no longer running (a mark of another
+    host or one that cannot be read never counts as gone: nothing is killed on a guess)."""
     import psutil
 
-    pid_text = mark.partition(":")[0]
-    if not pid_text.isdigit():
-        return True
-    try:
-        return _mark(int(pid_text), psutil.Process(int(pid_text)).create_time()) == mark
-    except psutil.NoSuchProcess:
+    tag, _, rest = mark.partition(":")
+    pid_text = rest.partition(":")[0]
+    if tag != host_tag() or not pid_text.isdigit():
         return False
-    except psutil.Error:
+    try:
+        return _mark(int(pid_text), psutil.Process(int(pid_text)).create_time()) != mark
+    except psutil.NoSuchProcess:
         return True
+    except psutil.Error:
+        return False
 
 
 @dataclass(frozen=True)
@@ -74,9 +92,9 @@ class Orphan:
 
 
 def sweep_orphans() -> list[Orphan]:
-    """Kill (SIGKILL) every process of this user whose environment names a run that is no
-    longer running; the processes killed. Processes of other users, and ones whose
-    environment cannot be read, are left alone."""
+    """Kill (SIGKILL) every process of this user whose environment names a run of this host
+    that is no longer running; the processes killed. Processes of other users, and ones
+    whose environment cannot be read, are left alone."""
     import psutil
 
     found: list[Orphan] = []
@@ -88,7 +106,7 @@ def sweep_orphans() -> list[Orphan]:
             continue
         if not mark or process.pid == os.getpid():
             continue
-        if dead.setdefault(mark, not _owner_alive(mark)):
+        if dead.setdefault(mark, _owner_gone(mark)):
             command = " ".join(process.info.get("cmdline") or []) or process.info.get("name", "")
             try:
                 process.send_signal(signal.SIGKILL)
@@ -112,6 +130,8 @@ def parent_death_preexec(
     """
     if not sys.platform.startswith("linux"):
         return None
+    import ctypes  # here: the plugin loads in every pytest run, and most start no process
+
     try:
         prctl = ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):

@@ -19,15 +19,13 @@ A pid reused by another process only keeps the file until that one ends too.
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import os
 import re
 import shutil
-import socket
 import tempfile
-from contextlib import suppress
 from pathlib import Path
+
+from pytest_openkata.infra.processes import host_tag
 
 __all__ = ["REMOVED", "new_temp_file", "new_temp_folder", "remove_stale"]
 
@@ -40,18 +38,9 @@ _SUFFIX = ".tmp"
 _NAME = re.compile(r"\.openkata-(?P<host>[0-9a-f]{8})-(?P<pid>[0-9]+)-[a-z0-9_]+\.tmp")
 
 
-@functools.cache
-def _host_tag() -> str:
-    namespace = ""
-    with suppress(OSError):
-        namespace = os.readlink("/proc/self/ns/pid")
-    seed = f"{socket.gethostname()}\0{namespace}".encode()
-    return hashlib.sha256(seed).hexdigest()[:8]
-
-
 def _prefix() -> str:
     # The pid is read at each call: a forked process writes under its own.
-    return f"{_PREFIX}{_host_tag()}-{os.getpid()}-"
+    return f"{_PREFIX}{host_tag()}-{os.getpid()}-"
 
 
 def new_temp_file(folder: Path) -> tuple[int, Path]:
@@ -77,7 +66,7 @@ def _writer_gone(pid: int) -> bool:
 
 def _stale(entry: os.DirEntry[str]) -> bool:
     found = _NAME.fullmatch(entry.name)
-    return found is not None and found["host"] == _host_tag() and _writer_gone(int(found["pid"]))
+    return found is not None and found["host"] == host_tag() and _writer_gone(int(found["pid"]))
 
 
 def remove_stale(folder: Path, *, depth: int = 0) -> list[Path]:

@@ -77,7 +77,7 @@ def _agents_of(pid: int) -> list[psutil.Process]:
             mark = process.environ().get(OWNER_VARIABLE, "")
         except psutil.Error:
             continue
-        if mark.startswith(f"{pid}:"):
+        if f":{pid}:" in mark:
             found.append(process)
     return found
 
