@@ -760,4 +760,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run as ``python -m``, this file is ``__main__``, a second copy of the module:
+    # localsandbox raises the package module's LocalModelError, which only that copy's
+    # ``main`` catches.
+    from pytest_openkata.localmodel import main as package_main
+
+    sys.exit(package_main())
