@@ -58,7 +58,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import ctypes
 import functools
 import hashlib
 import importlib.util
@@ -81,6 +80,7 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import IO, TYPE_CHECKING, Any, Self
 
+from pytest_openkata.infra.processes import parent_death_preexec
 from pytest_openkata.localsteps import GB, MB, Step, build_lock, held_by_another, space_shortage
 
 if TYPE_CHECKING:
@@ -330,7 +330,6 @@ def _answers_health(root_url: str) -> bool:
 
 # --- no leaked processes: the parent's death, stop signals ----------------------------------
 
-PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 # How long CMD's process group has to end after a signal before it is SIGKILLed.
 STOP_GRACE = 10.0
@@ -339,32 +338,12 @@ STOP_GRACE = 10.0
 def _parent_death_preexec(
     death_signal: int = signal.SIGKILL, parent: int | None = None
 ) -> Callable[[], None] | None:
-    """A ``preexec_fn`` after which the kernel sends ``death_signal`` to the child when this
-    process dies, or None where that is not available (not Linux, no ``prctl``) or not safe.
-
-    Not safe from another thread than the main one: Linux sends the signal when the thread
-    that forked the child ends, which would kill the child with that thread. The child checks
-    that its parent is still ``parent`` (this process) once the signal is set: had the parent
-    died just before, the signal would never come, so the child kills itself instead.
-    """
-    if not sys.platform.startswith("linux"):
-        return None
+    """:func:`~pytest_openkata.infra.processes.parent_death_preexec` for the children of
+    ``serve`` and ``run``, from the main thread only: Linux sends the signal when the thread
+    that forked the child ends, and these children outlive any other thread."""
     if threading.current_thread() is not threading.main_thread():
         return None
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
-    prctl.restype = ctypes.c_int
-    expected_parent = os.getpid() if parent is None else parent
-
-    def set_parent_death_signal() -> None:  # runs in the child, between fork and exec
-        prctl(PR_SET_PDEATHSIG, death_signal, 0, 0, 0)  # best effort: a filtered prctl fails
-        if os.getppid() != expected_parent:
-            os.kill(os.getpid(), death_signal)
-
-    return set_parent_death_signal
+    return parent_death_preexec(death_signal, parent=parent)
 
 
 class _Stopped(BaseException):
