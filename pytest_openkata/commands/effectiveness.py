@@ -36,6 +36,7 @@ from pytest_openkata.core.catalogue import (
     stale_models,
 )
 from pytest_openkata.infra.tempfiles import REMOVED, new_temp_file, remove_stale
+from pytest_openkata.infra.text import visible
 from pytest_openkata.providers.reporters import gojson
 
 __all__ = ["main", "replace_in_place", "text_view"]
@@ -128,7 +129,8 @@ def text_view(catalogue: Catalogue, differences: Sequence[RuleDifference] = ()) 
         else:
             lines.extend(_skill_lines(skill))
         lines.extend(f"  {_difference_line(d, catalogue.rule)}" for d in by_skill.get(name, ()))
-    return "\n".join(lines) + "\n"
+    # Reports hold model text (an errored scenario's description holds its error).
+    return "\n".join(visible(line) for line in lines) + "\n"
 
 
 def _skill_lines(skill: SkillEntry) -> list[str]:
@@ -239,7 +241,7 @@ def _check(catalogue: Catalogue, out: TextIO) -> int:
         file=out,
     )
     for skill, model in stale:
-        print(f"  {_skill_title(skill)}: {model.model}: {model.why_dropped}", file=out)
+        print(visible(f"  {_skill_title(skill)}: {model.model}: {model.why_dropped}"), file=out)
     return 1
 
 

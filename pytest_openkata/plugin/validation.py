@@ -20,6 +20,7 @@ from pytest_openkata.core.lint import unknown_keys, unreached_scenario_files
 from pytest_openkata.core.run import Backends, RunOptions
 from pytest_openkata.core.validate import EMPTY_AGENT_LIMIT, Validation, validate_scenario
 from pytest_openkata.infra.redact import Redactor
+from pytest_openkata.infra.text import visible
 from pytest_openkata.plugin.lint import warn_findings
 from pytest_openkata.plugin.session import VALIDATE, mode_of
 
@@ -98,7 +99,7 @@ def openkata_validation(
         if error
     ]
     if errors:
-        pytest.fail("validation error: " + "; ".join(errors), pytrace=False)
+        pytest.fail(visible("validation error: " + "; ".join(errors)), pytrace=False)
     return validation
 
 
@@ -119,7 +120,7 @@ class ValidationSummary:
             return
         terminalreporter.write_sep("=", "openkata validation")
         for nodeid in sorted(self.outcomes):
-            terminalreporter.write_line(_line(nodeid, self.outcomes[nodeid]))
+            terminalreporter.write_line(visible(_line(nodeid, self.outcomes[nodeid])))
 
 
 def _line(nodeid: str, outcome: dict[str, object]) -> str:

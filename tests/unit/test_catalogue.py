@@ -971,3 +971,21 @@ def test_a_missing_or_undecodable_versions_file_exits_2(
     assert main([str(tree), "--update-versions", str(latin1)]) == 2
     assert f"error: {latin1}: not UTF-8: " in capsys.readouterr().err
     assert not missing.exists()
+
+
+def test_text_output_shows_control_characters_of_a_report_as_escapes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An errored scenario's description holds its error, which may hold a model's text."""
+    root = git_repo(tmp_path / "skills")
+    skill(root, "alpha")
+    hostile = " (error: agent: \x1b[2J\x1b]0;pwned\x07 cleared)"
+    report(results(root / "alpha", "m") / "a.json", version="0.0.0", overall=0.0,
+           scenarios=(("scenario-a", hostile, False),))  # fmt: skip
+
+    assert main([str(root)]) == 0
+
+    out = capsys.readouterr().out
+    assert "\x1b" not in out
+    assert "\x07" not in out
+    assert "FAIL scenario-a: (error: agent: \\x1b[2J\\x1b]0;pwned\\x07 cleared)" in out
