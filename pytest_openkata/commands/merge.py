@@ -28,7 +28,7 @@ from pytest_openkata.core.runlog import RunLogError, read_run_log
 from pytest_openkata.core.scenario import load_scenario_options, read_skill_version
 from pytest_openkata.core.shards import MergedRun, ShardError, merge_shards, shard_files
 from pytest_openkata.core.summary import gate_failed, summarise
-from pytest_openkata.providers.reporters import RunReport, Segment, reporters
+from pytest_openkata.providers.reporters import RunReport, Segment, report_run
 from pytest_openkata.providers.reporters.terminal import gate_line
 
 USAGE_ERROR = 2
@@ -94,8 +94,7 @@ def report(merged: MergedRun, rootdir: Path) -> int:
         terminal=_Stdout(),
         log_extras=attach_changes(summaries, settings, rootdir),
     )
-    for reporter in reporters():
-        reporter.report(run)
+    report_run(run)
     # As the run errors a scenario in setup: its own arm's error, or its baseline arm's.
     errored = sum(
         1

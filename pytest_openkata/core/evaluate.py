@@ -45,7 +45,7 @@ from pytest_openkata.infra.signals import sigterm_as_interrupt
 from pytest_openkata.infra.tempfiles import REMOVED, remove_stale
 from pytest_openkata.infra.usage import Prices
 from pytest_openkata.providers.backends import BackendError
-from pytest_openkata.providers.reporters import RunReport, reporters
+from pytest_openkata.providers.reporters import RunReport, report_run
 
 __all__ = ["cache_folder", "evaluate", "find_scenarios", "run_options"]
 
@@ -183,8 +183,7 @@ def evaluate(paths: PathLike | Iterable[PathLike], **settings: object) -> list[S
         log_extras=attach_changes(summaries, resolved, here),
         removed=_remove_stale(resolved, here),
     )
-    for reporter in reporters():
-        reporter.report(run)
+    report_run(run)
     for path in run.removed:  # no terminal here: a warning of Python's logging says it
         logger.warning("%s: %s", REMOVED, path)
     # A file of the whole run that could not be written fails every skill's gate here, where

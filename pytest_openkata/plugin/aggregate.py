@@ -24,7 +24,7 @@ from pytest_openkata.plugin import shard
 from pytest_openkata.plugin.fixtures import REFS_FOLDER, result_cache, shared_folder
 from pytest_openkata.plugin.items import ScenarioItem, is_scenario_nodeid
 from pytest_openkata.plugin.xdist_transport import result_of
-from pytest_openkata.providers.reporters import RunReport, Segment, reporters
+from pytest_openkata.providers.reporters import RunReport, Segment, report_run
 from pytest_openkata.providers.reporters.terminal import gate_line
 
 BODY_RAISED_ATTR = "openkata_body_raised"
@@ -181,8 +181,7 @@ class EvalAggregator:
                 run.errors.append(written)
             else:
                 run.written[f"shard {shard.shard_of(self.config)}"] = written
-        for reporter in reporters():
-            reporter.report(run)
+        report_run(run)
         self._run_errors = len(run.errors)
         if finished:  # interrupted, usage or internal errors keep pytest's own status
             failed = gate_failed(

@@ -92,6 +92,8 @@ class CountReporter:
     order = 50
 
     def report(self, run):
+        if os.environ.get("COUNTS_BREAK"):
+            raise RuntimeError("counts broke")
         lines = [f"{s.name}: {len(s.results)} scenarios, {s.overall:.0f}%" for s in run.summaries]
         (run.rootdir / "openkata-counts.txt").write_text("\\n".join(lines) + "\\n")
 
@@ -201,6 +203,36 @@ def test_a_scenario_runs_with_the_installed_agent_grader_and_reporter_by_name(
     judged = script_judge_message(endpoint)
     assert "echo agent answers as m-1 after reading" in judged
     assert (pytester.path / "openkata-counts.txt").read_text() == "s: 1 scenarios, 100%\n"
+
+
+def test_a_reporter_that_raises_fails_the_run_but_not_the_other_reports_nor_the_summary(
+    pytester: pytest.Pytester,
+    with_echo: None,
+    endpoint: ScriptedEndpoint,
+    script: EvalScript,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    write_skill(pytester.path, "s", {"scenario-a": {"judged": 10}})
+    monkeypatch.setenv("COUNTS_BREAK", "1")
+
+    result = pytester.runpytest_subprocess(
+        "skills",
+        "--eval-backend", "echo",
+        "--eval-judge-backend", "http",
+        "--eval-base-url", endpoint.base_url,
+    )  # fmt: skip
+
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "  Overall: 100% PASS (threshold: 95%)",
+            "Not written: the counts reporter failed: RuntimeError: counts broke",
+        ]
+    )
+    assert result.outlines[-1] == "s 100% >= 95%; 1 report not written: exit 1"
+    assert "RuntimeError: counts broke" in result.stderr.str()  # its traceback
+    assert reports_under(pytester.path)  # the results JSON
+    assert list((pytester.path / ".openkata" / "runs").glob("*.jsonl"))  # and the run log
 
 
 def test_a_sandboxed_scenario_runs_on_the_installed_sandbox_provider(

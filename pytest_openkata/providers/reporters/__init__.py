@@ -25,7 +25,7 @@ from typing import Any, Protocol
 from pytest_openkata.core.summary import SkillSummary
 from pytest_openkata.infra.config import EvalSettings
 
-__all__ = ["Reporter", "RunReport", "Segment", "TerminalOutput", "reporters"]
+__all__ = ["Reporter", "RunReport", "Segment", "TerminalOutput", "report_run", "reporters"]
 
 Segment = tuple[str, str | None]
 """A piece of a terminal line and its colour name (``green``, ``red``, ``yellow``, or None)."""
@@ -82,3 +82,18 @@ def reporters() -> list[Reporter]:
 
     made: list[Reporter] = [registry.REPORTERS.load(name)() for name in registry.REPORTERS.names()]
     return sorted(made, key=lambda reporter: (reporter.order, reporter.name))
+
+
+def report_run(run: RunReport) -> None:
+    """Hand ``run`` to every registered reporter in turn. A reporter that raises does not stop
+    the others, nor the run's summary and gate: its failure is one of the run's ``errors``
+    (the run fails, saying which reporter), and its traceback goes to standard error."""
+    import sys
+    import traceback
+
+    for reporter in reporters():
+        try:
+            reporter.report(run)
+        except Exception as exc:
+            traceback.print_exc(file=sys.stderr)
+            run.errors.append(f"the {reporter.name} reporter failed: {type(exc).__name__}: {exc}")
