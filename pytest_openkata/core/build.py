@@ -52,6 +52,7 @@ def make_completer(
         model=model,
         timeout=float(settings.direct_timeout),
         workspace_agent=role == "agent",
+        answer_max_bytes=settings.answer_max_bytes,
     )
 
 

@@ -39,7 +39,7 @@ from pytest_openkata.infra.config import EvalSettings, SandboxSettings
 from pytest_openkata.infra.retry import RetryableError, RetryPolicy, call_with_retry
 from pytest_openkata.providers import registry
 from pytest_openkata.providers.agents import AgentSettings, make_agent
-from pytest_openkata.providers.backends import BackendError
+from pytest_openkata.providers.backends import BackendError, answer_bound
 from pytest_openkata.providers.sandboxes import (
     AgentCommand,
     ExecResult,
@@ -256,7 +256,10 @@ def run_commands(
     outcomes: dict[str, CommandOutcome] = {}
     for check in commands:
         result = _at_step(f"check {check.name!r}", partial(_exec_check, environment, check))
-        outcomes[check.name] = CommandOutcome(result.exit_code, result.output, result.timed_out)
+        output = result.output
+        if result.cut_at is not None:  # its status still counts; its end is not in ``output``
+            output += f"\n... (output cut at {answer_bound(result.cut_at)})"
+        outcomes[check.name] = CommandOutcome(result.exit_code, output, result.timed_out)
         if result.timed_out:  # the environment was stopped with it: nothing more can run
             break
     return outcomes
@@ -296,7 +299,7 @@ def sandbox_run(
             ),
         )
         after = _snapshot(environment, "snapshot after", exclude)
-        if commands and result.exit_code == 0 and not result.timed_out:
+        if commands and result.exit_code == 0 and not result.timed_out and result.cut_at is None:
             outcomes = run_commands(environment, scenario, commands)
     finally:
         environment.remove()
@@ -380,8 +383,8 @@ def run_agent_in_sandbox(
     """Run the agent in a fresh sandbox, then the ``commands`` checks in it; the agent's
     output and workspace changes as graders see them, and how each command ended.
 
-    A timed-out agent or one that exits non-zero ends the trial (:class:`ScenarioFailure`):
-    no check runs then.
+    A timed-out agent, one that exits non-zero or one that printed more than
+    ``answer_max_bytes`` ends the trial (:class:`ScenarioFailure`): no check runs then.
     """
     lost: list[str] = []
     run = again_elsewhere(
@@ -393,6 +396,8 @@ def run_agent_in_sandbox(
         lost,
     )
     name, result = setup.agent.name, run.result
+    if result.cut_at is not None:
+        raise ScenarioFailure(f"sandbox: {name} printed more than {answer_bound(result.cut_at)}")
     if result.timed_out:
         raise ScenarioFailure(
             f"sandbox: {name} timed out after {setup.timeout:g} s (its partial output and "

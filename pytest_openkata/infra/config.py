@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from pytest_openkata.providers import registry
+from pytest_openkata.providers.backends import DEFAULT_ANSWER_MAX_BYTES
 
 ENV_PREFIX = "OPENKATA_EVAL_"
 CONFIG_FILE_NAME = ".openkata-eval.yaml"
@@ -94,6 +95,7 @@ class EvalSettings(BaseModel):
     threshold: int = 95
     concurrency: int = 2
     direct_timeout: int = 120
+    answer_max_bytes: int = DEFAULT_ANSWER_MAX_BYTES
     output: str = ""
     model_label: str = ""
     agent_command: str = ""
@@ -299,6 +301,22 @@ def _int_between(low: int, high: int | None) -> Callable[[str], int]:
     return parse
 
 
+_BYTES = re.compile(r"([0-9]+)\s*(?:([kmg])(?:i?b)?|b)?", re.IGNORECASE)
+_BYTE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+
+
+def _byte_count(value: str) -> int:
+    """A number of bytes of at least 1, with an optional unit: ``k``, ``m``, ``g`` (KiB, MiB,
+    GiB; ``4m``, ``4MiB`` and ``4MB`` alike)."""
+    match = _BYTES.fullmatch(value.strip())
+    if match is None:
+        raise ValueError(f"{value!r} is not a size in bytes such as 4194304, 512k or 4m")
+    count = int(match.group(1)) * _BYTE_UNITS[(match.group(2) or "").lower()]
+    if count < 1:
+        raise ValueError(f"{value} is out of range: must be at least 1 byte")
+    return count
+
+
 def _globs(value: str) -> str:
     """Comma-separated folder-name globs (``scenario-*``, ``*``)."""
     globs = [glob.strip() for glob in value.split(",") if glob.strip()]
@@ -361,6 +379,7 @@ FIELDS: tuple[Setting, ...] = (
     Setting("threshold", _int_between(0, 100), metavar="PERCENT"),
     Setting("concurrency", _int_between(1, None), metavar="N"),
     Setting("direct_timeout", _int_between(1, None), metavar="SECONDS"),
+    Setting("answer_max_bytes", _byte_count, metavar="BYTES"),
     Setting("output", _text, metavar="PATH"),
     Setting("model_label", _text, metavar="LABEL"),
     Setting("agent_command", _text, metavar="COMMAND"),
@@ -433,7 +452,11 @@ HELP = {
     "judge_model": "model for judge calls (defaults to the agent model)",
     "threshold": "pass threshold percentage of a skill's overall score (default 95)",
     "concurrency": "agent runs and judge calls at once per process (default 2)",
-    "direct_timeout": "seconds allowed for one model call (default 120)",
+    "direct_timeout": "seconds allowed for one model call, from connecting to the answer's "
+    "last byte (default 120)",
+    "answer_max_bytes": "largest answer taken from a model, an agent CLI or a sandboxed "
+    "command, in bytes or with k, m, g (KiB, MiB, GiB); a larger answer errors the trial "
+    "(default 4m)",
     "output": "results JSON file or directory path",
     "model_label": "human-readable label for the model in the report",
     "agent_command": "shell command of the 'command' agent; it gets the prompt on stdin",

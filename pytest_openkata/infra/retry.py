@@ -2,7 +2,10 @@
 
 An error is retried only when its *type and status* say so, never its message text: HTTP 429,
 529 (overloaded) and 503 always, 500/502/504 when ``retry_server_errors``, a
-:class:`TransportError` only when ``retry_transport``, and any :class:`RetryableError`.
+:class:`TransportError` only when ``retry_transport``, and any :class:`RetryableError`. A call
+that went past its deadline or sent an answer larger than the bound
+(:class:`~.LimitExceededError`) is never retried: each attempt would take the whole deadline,
+or read as much, again.
 The wait after failed attempt ``n`` (0-based) is the server's Retry-After taken exactly, or
 ``min(base_delay * 2**n, max_delay)`` shrunk by up to ``jitter`` of itself; both are capped at
 ``max_delay``. There is no wait after the last attempt, and the call gives up early when the
@@ -21,6 +24,7 @@ from typing import TypeVar
 from pytest_openkata.providers.backends import (
     BackendError,
     EndpointStatusError,
+    LimitExceededError,
     TransportError,
 )
 
@@ -117,6 +121,8 @@ def is_retryable(exc: BaseException, policy: RetryPolicy) -> bool:
     """Whether ``exc`` is worth another attempt under ``policy``, judged by type and status."""
     if isinstance(exc, RetriesExhaustedError):
         return False  # an inner retry loop already gave up; do not multiply the attempts
+    if isinstance(exc, LimitExceededError):
+        return False  # another attempt would take the whole deadline, or as many bytes, again
     if isinstance(exc, RetryableError):
         return True
     if isinstance(exc, EndpointStatusError):

@@ -719,6 +719,25 @@ def test_command_checks_run_in_order_in_the_agents_workspace(
     assert _managed(docker_client) == []
 
 
+def test_a_command_that_prints_past_the_bound_keeps_its_status_and_says_it_was_cut(
+    use_engine: str, docker_client: docker.DockerClient, standin_image: str, tmp_path: Path
+) -> None:
+    scenario = _loaded(
+        tmp_path,
+        "STANDIN: write notes.md ready\n",
+        [_command("chatty", "head -c 1000000 /dev/zero | tr '\\0' a; exit 5")],
+    )
+    limits = DockerLimits(standin_image, cpus=1.0, memory="256m", pids=64, output_max_bytes=65536)
+    setup = SandboxSetup(DockerProvider(docker_client, limits), KIRO, "none", 60.0)
+
+    _agent, outcomes = _run(scenario, setup)
+
+    assert outcomes["chatty"] == CommandOutcome(
+        5, "a" * 65536 + "\n... (output cut at 64 KiB, the bound of answer_max_bytes)"
+    )
+    assert _managed(docker_client) == []
+
+
 def test_no_command_runs_after_a_failed_agent(
     use_engine: str, docker_client: docker.DockerClient, standin_image: str, tmp_path: Path
 ) -> None:

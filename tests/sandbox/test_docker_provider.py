@@ -275,6 +275,26 @@ def test_host_timeout_keeps_partial_output_and_the_files(
     assert _managed(client) == []
 
 
+# --- the bound on a command's output -----------------------------------------------------------
+
+
+def test_output_past_the_bound_is_kept_up_to_it_and_the_command_runs_to_its_end(
+    client: docker.DockerClient, standin_image: str
+) -> None:
+    provider = DockerProvider(client, _limits(standin_image, output_max_bytes=1 << 20))
+    environment = provider.create(_spec())
+    try:
+        result = _sh(environment, "head -c 3000000 /dev/zero | tr '\\0' a; echo done > end.txt")
+
+        assert result.exit_code == 0
+        assert result.cut_at == 1 << 20
+        assert result.output == "a" * (1 << 20)
+        assert _files_of(environment.get_archive(WORKSPACE)) == {"workspace/end.txt": b"done\n"}
+        assert _sh(environment, "echo small") == ExecResult("small\n", 0, False)
+    finally:
+        environment.remove()
+
+
 # --- errors and removal ----------------------------------------------------------------------
 
 

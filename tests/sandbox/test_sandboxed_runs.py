@@ -239,6 +239,23 @@ def test_host_timeout_keeps_partial_output_and_changes(
     assert _managed(docker_client) == []
 
 
+def test_an_agent_that_prints_past_the_bound_errors_the_trial(
+    use_engine: str, docker_client: docker.DockerClient, standin_image: str, tmp_path: Path
+) -> None:
+    task = "STANDIN: shell head -c 1000000 /dev/zero | tr '\\0' a\n"
+    limits = DockerLimits(standin_image, cpus=1.0, memory="256m", pids=64, output_max_bytes=65536)
+    setup = SandboxSetup(DockerProvider(docker_client, limits), KIRO, "none", 60.0)
+
+    with pytest.raises(ScenarioFailure) as failure:
+        _run(_scenario(tmp_path, task), setup)
+
+    assert str(failure.value) == (
+        "sandbox: kiro-cli printed more than 64 KiB, the bound of answer_max_bytes"
+    )
+    assert failure.value.agent_output is None
+    assert _managed(docker_client) == []
+
+
 def test_agent_exit_status_fails_the_trial_with_its_last_lines(
     use_engine: str, docker_client: docker.DockerClient, standin_image: str, tmp_path: Path
 ) -> None:

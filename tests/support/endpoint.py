@@ -29,12 +29,14 @@ from __future__ import annotations
 import itertools
 import json as jsonlib
 import re
+import socket
 import ssl
+import struct
 import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -73,6 +75,12 @@ class Reply:
     sent as is) give the body; ``delay`` seconds pass before answering; ``close=True`` drops the
     connection without any answer; ``hang_up=True`` answers and then closes the connection
     without saying so, as a server lets a kept connection go when it has idled too long.
+
+    Hostile bodies: ``drip`` sends the body one byte every ``drip`` seconds (its headers at
+    once); ``padding`` puts that many spaces after the body's first byte, sent in chunks and
+    never built in memory (after a JSON body's ``{`` they keep it valid JSON, of any size);
+    ``reset_after`` sends that many bytes of the body and then resets the connection (a TCP
+    RST), though the headers announced all of it.
     """
 
     status: int = 200
@@ -82,6 +90,9 @@ class Reply:
     delay: float = 0.0
     close: bool = False
     hang_up: bool = False
+    drip: float = 0.0
+    padding: int = 0
+    reset_after: int | None = None
 
     def __post_init__(self) -> None:
         if self.json is not None and self.body is not None:
@@ -136,6 +147,38 @@ class Reply:
             return self.body.encode(), headers
         return self.body or b"", headers
 
+    def chunks(self, payload: bytes) -> Iterator[bytes]:
+        """The body as it goes out: ``payload`` with its ``padding``, one byte at a time for a
+        ``drip``, cut at ``reset_after``."""
+        pieces = self._pieces(payload)
+        if self.drip:
+            pieces = (piece[i : i + 1] for piece in pieces for i in range(len(piece)))
+        if self.reset_after is None:
+            yield from pieces
+            return
+        left = self.reset_after
+        for piece in pieces:
+            if len(piece) >= left:
+                yield piece[:left]
+                return
+            yield piece
+            left -= len(piece)
+
+    def _pieces(self, payload: bytes) -> Iterator[bytes]:
+        if not self.padding:
+            yield payload
+            return
+        yield payload[:1]
+        left = self.padding
+        while left:
+            size = min(left, _PADDING_CHUNK)
+            yield _SPACES[:size]
+            left -= size
+        yield payload[1:]
+
+
+_PADDING_CHUNK = 1 << 16
+_SPACES = b" " * _PADDING_CHUNK
 
 Responder = Callable[[RecordedRequest], Reply]
 
@@ -405,13 +448,25 @@ def _make_handler(endpoint: ScriptedEndpoint) -> type[BaseHTTPRequestHandler]:
                 self.send_response(reply.status)
                 for name, value in reply_headers.items():
                     self.send_header(name, value)
-                self.send_header("Content-Length", str(len(payload)))
+                self.send_header("Content-Length", str(len(payload) + reply.padding))
                 if self.close_connection:
                     self.send_header("Connection", "close")
                 self.end_headers()
-                self.wfile.write(payload)
+                for chunk in reply.chunks(payload):
+                    self.wfile.write(chunk)
+                    if reply.drip and endpoint._stopping.wait(reply.drip):
+                        break
+                if reply.reset_after is not None:
+                    self._reset()
             except OSError:
                 pass  # the client gave up (e.g. its timeout fired during a delay)
+
+        def _reset(self) -> None:
+            """Reset the connection: a close with no lingering sends RST, not FIN."""
+            self.wfile.flush()
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.connection.close()
+            self.close_connection = True
 
         def _read_body(self) -> bytes:
             if "chunked" in self.headers.get("Transfer-Encoding", "").lower():

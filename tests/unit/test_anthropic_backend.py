@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from typing import Any
@@ -14,6 +15,7 @@ import pytest
 
 from pytest_openkata.infra.usage import TokenUsage, recording
 from pytest_openkata.providers.backends import (
+    AnswerTooLargeError,
     BackendError,
     EndpointStatusError,
     MalformedResponseError,
@@ -568,8 +570,39 @@ def test_api_key_echoed_in_error_body_is_redacted(
 
 def test_non_json_body(backend: AnthropicMessagesBackend, endpoint: ScriptedEndpoint) -> None:
     endpoint.enqueue(Reply(body="<html>gateway</html>"))
-    with pytest.raises(MalformedResponseError, match=r"^parsing response: "):
+    with pytest.raises(MalformedResponseError) as caught:
         backend.complete("", "u")
+    assert str(caught.value) == (
+        "parsing response: HTTP 200 with Content-Type text/plain; charset=utf-8, not JSON "
+        "(Expecting value: line 1 column 1 (char 0)): <html>gateway</html>"
+    )
+
+
+def test_an_answer_larger_than_the_bound_is_refused(
+    client: httpx.Client, endpoint: ScriptedEndpoint
+) -> None:
+    endpoint.enqueue(replace(message(text("hidden")), padding=5 << 20))
+    backend = AnthropicMessagesBackend(
+        client, base_url=root_url(endpoint), api_key=KEY, model="m", answer_max_bytes=1 << 20
+    )
+    with pytest.raises(AnswerTooLargeError) as caught:
+        backend.complete("", "u")
+    assert str(caught.value) == (
+        f"POST {backend.url}: the answer is larger than 1 MiB, the bound of answer_max_bytes"
+    )
+
+
+def test_an_api_key_a_header_cannot_carry_is_named_and_never_shown(
+    client: httpx.Client, endpoint: ScriptedEndpoint
+) -> None:
+    backend = backend_for(client, root_url(endpoint), api_key="sk-ant-ключ")
+    with pytest.raises(BackendError) as caught:
+        backend.complete("", "u")
+    assert str(caught.value) == (
+        f"POST {backend.url}: the API key holds a character an HTTP header cannot carry "
+        "(only printable ASCII can go in a header)"
+    )
+    assert endpoint.requests == []
 
 
 @pytest.mark.parametrize(

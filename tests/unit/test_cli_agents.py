@@ -35,7 +35,11 @@ from pytest_openkata.providers.agents.kiro import (
     agent_config_json,
     prepare_agent_dir,
 )
-from pytest_openkata.providers.backends import BackendError, MalformedResponseError
+from pytest_openkata.providers.backends import (
+    AnswerTooLargeError,
+    BackendError,
+    MalformedResponseError,
+)
 from pytest_openkata.providers.backends.cli import (
     ERROR_OUTPUT_CHARS,
     AgentFailedError,
@@ -338,6 +342,43 @@ def test_only_the_end_of_a_long_output_goes_into_the_error(tmp_path: Path) -> No
     assert output.startswith("stdout: ...")
     assert output.endswith("line 2000\nthe reason")
     assert len(output) == len("stdout: ...") + ERROR_OUTPUT_CHARS
+
+
+def test_an_answer_past_the_bound_stops_the_cli_and_errors(tmp_path: Path) -> None:
+    pid_file = tmp_path / "cli.pid"
+    # It would print for ever; the deadline is far off.
+    command = f"echo $$ > {pid_file}; exec yes 'an answer that never ends'"
+    backend = CLIBackend(CommandAgent(command), model="m", timeout=60, answer_max_bytes=64 << 10)
+
+    with pytest.raises(AnswerTooLargeError) as caught:
+        backend.complete("s", "u")
+
+    assert str(caught.value) == (
+        "command printed more than 64 KiB, the bound of answer_max_bytes; it was stopped"
+    )
+    assert isinstance(caught.value, MalformedResponseError)
+    assert wait_until_gone(int(pid_file.read_text()))
+
+
+def test_an_answer_of_exactly_the_bound_is_taken(tmp_path: Path) -> None:
+    def backend(size: int) -> CLIBackend:
+        command = f"head -c {size} /dev/zero | tr '\\0' a"
+        return CLIBackend(CommandAgent(command), model="m", timeout=60, answer_max_bytes=4096)
+
+    assert backend(4096).complete("s", "u") == "a" * 4096
+    with pytest.raises(AnswerTooLargeError):
+        backend(4097).complete("s", "u")
+
+
+def test_standard_error_past_the_bound_is_cut_not_fatal(tmp_path: Path) -> None:
+    command = "head -c 1000000 /dev/zero | tr '\\0' e >&2; echo; echo the reason >&2; exit 3"
+    backend = CLIBackend(CommandAgent(command), model="m", timeout=60, answer_max_bytes=4096)
+
+    with pytest.raises(AgentFailedError) as caught:
+        backend.complete("s", "u")
+
+    assert caught.value.stderr == "e" * 4096
+    assert str(caught.value) == f"command failed: exit status 3\nstderr: {'e' * 4096}"
 
 
 def test_usage_error_of_the_cli_is_reported_with_its_stderr(kiro_on_path: None) -> None:

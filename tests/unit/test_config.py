@@ -347,6 +347,35 @@ def test_positive_settings_reject_zero_and_negatives(key: str, value: str) -> No
     assert "at least 1" in str(info.value)
 
 
+@pytest.mark.parametrize("layer", ["ini", "yaml", "env", "cli"])
+@pytest.mark.parametrize(
+    ("value", "count"),
+    [
+        ("4194304", 4 << 20),
+        ("512k", 512 << 10),
+        ("4m", 4 << 20),
+        ("4MiB", 4 << 20),
+        ("1g", 1 << 30),
+    ],
+)
+def test_answer_max_bytes_from_each_layer_with_or_without_a_unit(
+    tmp_path: Path, layer: str, value: str, count: int
+) -> None:
+    settings, _ = layered(tmp_path, "answer_max_bytes", {layer: value})
+    assert settings.answer_max_bytes == count
+
+
+def test_answer_max_bytes_defaults_to_4_mib() -> None:
+    assert resolve().answer_max_bytes == 4 << 20
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "1.5m", "4t", "many"])
+def test_answer_max_bytes_refuses_what_is_not_a_size(value: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        resolve(environ={"OPENKATA_EVAL_ANSWER_MAX_BYTES": value})
+    assert str(info.value).startswith("environment OPENKATA_EVAL_ANSWER_MAX_BYTES: ")
+
+
 def test_yaml_that_does_not_parse(tmp_path: Path) -> None:
     yaml_path = write_yaml(tmp_path, "model: [unclosed\n")
     with pytest.raises(ConfigError) as info:

@@ -6,6 +6,7 @@ Spec references: section 5a (clean), section 7, section 12 checks 24-30.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -19,6 +20,7 @@ from pytest_openkata.providers.backends import (
     ResponseSchema,
     TransportError,
 )
+from pytest_openkata.providers.backends.http import OpenAIChatBackend
 from pytest_openkata.providers.graders.judge import (
     JUDGE_MAX_ATTEMPTS,
     JUDGE_SYSTEM_PROMPT,
@@ -30,6 +32,8 @@ from pytest_openkata.providers.graders.judge import (
     run_judge,
     verdict_schema,
 )
+from tests.support.endpoint import Reply, ScriptedEndpoint
+from tests.support.http import loopback_client
 
 CRITERIA = (
     Criterion(name="criterion-a", description="Does A", max_score=10),
@@ -396,6 +400,35 @@ def test_run_judge_gives_up_after_two_backend_errors() -> None:
     assert str(caught.value) == "judge parse failed after retry: HTTP 500: boom"
     assert caught.value.__cause__ is second
     assert len(judge.calls) == 2
+
+
+def test_a_judge_call_past_its_deadline_is_not_asked_again() -> None:
+    # Asked again, it would take the whole deadline again; each byte comes well within it.
+    with ScriptedEndpoint() as endpoint, loopback_client(1) as client:
+        endpoint.enqueue(replace(Reply.chat(ONE_VERDICT), drip=0.2), Reply.chat(ONE_VERDICT))
+        judge = OpenAIChatBackend(client, base_url=endpoint.base_url, api_key="", model="j")
+
+        with pytest.raises(JudgeError) as caught:
+            run_judge(judge, LONG_RESPONSE, "", CRITERIA)
+
+        assert str(caught.value) == f"POST {judge.url}: timed out after 1s"
+        assert len(endpoint.requests) == 1
+
+
+def test_a_judge_answer_past_the_bound_is_not_asked_again() -> None:
+    with ScriptedEndpoint() as endpoint, loopback_client(30) as client:
+        endpoint.enqueue(*[replace(Reply.chat(ONE_VERDICT), padding=2 << 20)] * 2)
+        judge = OpenAIChatBackend(
+            client, base_url=endpoint.base_url, api_key="", model="j", answer_max_bytes=1 << 20
+        )
+
+        with pytest.raises(JudgeError) as caught:
+            run_judge(judge, LONG_RESPONSE, "", CRITERIA)
+
+        assert str(caught.value) == (
+            f"POST {judge.url}: the answer is larger than 1 MiB, the bound of answer_max_bytes"
+        )
+        assert len(endpoint.requests) == 1
 
 
 def test_run_judge_does_not_retry_programming_errors() -> None:

@@ -4,9 +4,11 @@ verification, and the proxy and authorities the environment names when the clien
 from __future__ import annotations
 
 import base64
+import contextlib
 import gzip
 import json
 import re
+import socket
 import ssl
 import threading
 import time
@@ -18,7 +20,14 @@ import httpx
 import pytest
 import trustme
 
-from pytest_openkata.providers.backends import TransportError
+from pytest_openkata.providers.backends import (
+    AnswerTooLargeError,
+    BackendError,
+    CallTimeoutError,
+    EndpointStatusError,
+    MalformedResponseError,
+    TransportError,
+)
 from pytest_openkata.providers.backends.http import OpenAIChatBackend, make_client
 from tests.support.endpoint import Reply, ScriptedEndpoint
 from tests.support.tunnel import TunnelProxy
@@ -358,4 +367,255 @@ def test_a_closed_client_refuses_calls(endpoint: ScriptedEndpoint) -> None:
     closed.close()
     with pytest.raises(RuntimeError, match="closed"):
         ask(closed, endpoint.base_url)
+    assert endpoint.requests == []
+
+
+# -- limits on a call: the deadline ----------------------------------------------------------
+
+# How long a call may take before a test fails for it rather than hang the suite; far above
+# every deadline below, far below what a dripping endpoint would take to finish.
+GUARD = 60.0
+
+
+def outcome_of(call: Callable[[], object]) -> object:
+    """What ``call`` returned or raised, taken on a thread; a call that outlives the guard
+    fails the test instead of hanging the suite."""
+    result: list[object] = []
+
+    def run() -> None:
+        try:
+            result.append(call())
+        except BaseException as exc:
+            result.append(exc)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(GUARD)
+    assert not worker.is_alive(), f"the call was still running after {GUARD:g}s"
+    return result[0]
+
+
+class DripServer:
+    """A raw HTTP server on loopback that reads one request and then sends ``answer`` one byte
+    every ``interval`` seconds, headers included; :attr:`hung_up` is set once the client has
+    gone (a send failed or the connection ended)."""
+
+    def __init__(self, answer: bytes, interval: float = 0.2) -> None:
+        self.answer = answer
+        self.interval = interval
+        self.hung_up = threading.Event()
+        self._stop = threading.Event()
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._listener.getsockname()[1]}/v1"
+
+    def __enter__(self) -> DripServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        self._listener.close()
+        self._thread.join(10)
+
+    def _serve(self) -> None:
+        with contextlib.suppress(OSError):
+            connection, _ = self._listener.accept()
+            with connection:
+                request = b""
+                while b"\r\n\r\n" not in request:
+                    request += connection.recv(65536)
+                try:
+                    for byte in self.answer:
+                        connection.sendall(bytes([byte]))
+                        if self._stop.wait(self.interval):
+                            return
+                except OSError:
+                    pass
+                self.hung_up.set()
+
+
+def chat_answer(content: str) -> bytes:
+    body = json.dumps(Reply.chat(content).json).encode()
+    head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(body)}"
+    return head.encode() + b"\r\n\r\n" + body
+
+
+def test_an_answer_sent_one_byte_at_a_time_ends_at_the_deadline(
+    endpoint: ScriptedEndpoint,
+) -> None:
+    # Each byte comes well within the timeout: only a deadline for the whole call ends it.
+    endpoint.enqueue(replace(Reply.chat("a slow answer " * 20), drip=0.2))
+    with make_client(1) as client:
+        outcome = outcome_of(lambda: ask(client, endpoint.base_url))
+
+    assert isinstance(outcome, CallTimeoutError), outcome
+    assert str(outcome) == f"POST {endpoint.base_url}/chat/completions: timed out after 1s"
+
+
+def test_headers_sent_one_byte_at_a_time_end_at_the_deadline_and_the_connection() -> None:
+    padding = "x" * 400  # a long header: its bytes would come for 80 s
+    answer = chat_answer("never read").replace(
+        b"\r\n\r\n", f"\r\nX-Pad: {padding}\r\n\r\n".encode()
+    )
+    with DripServer(answer) as server, make_client(1) as client:
+        outcome = outcome_of(lambda: ask(client, server.base_url))
+
+        assert isinstance(outcome, CallTimeoutError), outcome
+        assert str(outcome).endswith(": timed out after 1s")
+        # The exchange left behind does not go on: its connection was shut down.
+        assert server.hung_up.wait(GUARD)
+
+
+def test_a_body_sent_one_byte_at_a_time_is_cut_off_with_its_connection() -> None:
+    answer = chat_answer("a slow answer " * 80)  # 100 s of bytes
+    with DripServer(answer, interval=0.1) as server, make_client(1) as client:
+        outcome = outcome_of(lambda: ask(client, server.base_url))
+        assert isinstance(outcome, CallTimeoutError), outcome
+        assert server.hung_up.wait(GUARD)
+
+
+def test_an_answer_within_the_deadline_is_read_whole(endpoint: ScriptedEndpoint) -> None:
+    endpoint.enqueue(replace(Reply.chat("quick"), padding=3_000_000))
+    with make_client(30) as client:
+        assert ask(client, endpoint.base_url) == "quick"
+
+
+# -- limits on a call: the size of the answer ---------------------------------------------------
+
+MIB = 1 << 20
+
+
+def ask_bounded(client: httpx.Client, base_url: str, max_bytes: int) -> object:
+    backend = OpenAIChatBackend(
+        client, base_url=base_url, api_key="", model="m", answer_max_bytes=max_bytes
+    )
+    return outcome_of(lambda: backend.complete("", "u"))
+
+
+def test_an_answer_larger_than_the_bound_is_refused_without_being_read_whole(
+    client: httpx.Client, endpoint: ScriptedEndpoint
+) -> None:
+    # Valid JSON of 200 MB, sent in chunks: never built whole by the server, nor read by us.
+    endpoint.enqueue(replace(Reply.chat("hidden at the end"), padding=200 * MIB))
+
+    outcome = ask_bounded(client, endpoint.base_url, MIB)
+
+    assert isinstance(outcome, AnswerTooLargeError), outcome
+    assert isinstance(outcome, MalformedResponseError)
+    assert str(outcome) == (
+        f"POST {endpoint.base_url}/chat/completions: the answer is larger than 1 MiB, "
+        "the bound of answer_max_bytes"
+    )
+
+
+def test_an_answer_of_exactly_the_bound_is_taken(
+    client: httpx.Client, endpoint: ScriptedEndpoint
+) -> None:
+    reply = Reply.chat("just fits")
+    size = len(reply.encoded()[0])
+    endpoint.enqueue(replace(reply, padding=MIB - size), replace(reply, padding=MIB - size + 1))
+
+    assert ask_bounded(client, endpoint.base_url, MIB) == "just fits"
+    assert isinstance(ask_bounded(client, endpoint.base_url, MIB), AnswerTooLargeError)
+
+
+def test_the_bound_holds_for_the_decompressed_answer(
+    client: httpx.Client, endpoint: ScriptedEndpoint
+) -> None:
+    body = json.dumps(Reply.chat("a" * 8 * MIB).json).encode()
+    compressed = gzip.compress(body)
+    assert len(compressed) < MIB
+    headers = {"Content-Type": "application/json", "Content-Encoding": "gzip"}
+    endpoint.enqueue(Reply(body=compressed, headers=headers))
+
+    assert isinstance(ask_bounded(client, endpoint.base_url, MIB), AnswerTooLargeError)
+
+
+def test_an_error_body_larger_than_the_bound_is_cut(
+    client: httpx.Client, endpoint: ScriptedEndpoint
+) -> None:
+    text = "overloaded " * 200_000
+    endpoint.enqueue(Reply(status=503, body=text))
+
+    outcome = ask_bounded(client, endpoint.base_url, MIB)
+
+    assert isinstance(outcome, EndpointStatusError), outcome
+    assert outcome.status == 503
+    assert outcome.body == text[:MIB] + " ... (cut at 1 MiB)"
+
+
+# -- answers that are not what they say, keys a header cannot carry ---------------------------
+
+
+def test_a_200_answer_that_is_not_json_says_what_it_is(
+    client: httpx.Client, endpoint: ScriptedEndpoint
+) -> None:
+    start = "<html>\n<title>502 Bad Gateway</title>\x1b[2J"
+    page = start + "x" * 300 + "</html>"
+    endpoint.enqueue(Reply(body=page, headers={"Content-Type": "text/html"}))
+
+    with pytest.raises(MalformedResponseError) as caught:
+        ask(client, endpoint.base_url)
+
+    shown = "<html>\\n<title>502 Bad Gateway</title>\\x1b[2J" + "x" * (200 - len(start))
+    assert str(caught.value) == (
+        "parsing response: HTTP 200 with Content-Type text/html, not JSON (Expecting value: "
+        f"line 1 column 1 (char 0)): {shown}..."
+    )
+
+
+@pytest.mark.parametrize(
+    ("reply", "described"),
+    [
+        (
+            Reply(body=b"", headers={"Content-Type": "application/json"}),
+            "HTTP 200 with "
+            "Content-Type application/json, not JSON (Expecting value: line 1 column 1 (char 0)): "
+            "the body is empty",
+        ),
+        (
+            Reply(body=b'{"choices": ['),
+            "HTTP 200 with no Content-Type, not JSON (Expecting "
+            'value: line 1 column 14 (char 13)): {"choices": [',
+        ),
+    ],
+)
+def test_a_200_answer_that_is_not_json_names_its_content_type_or_its_lack(
+    client: httpx.Client, endpoint: ScriptedEndpoint, reply: Reply, described: str
+) -> None:
+    endpoint.enqueue(reply)
+    with pytest.raises(MalformedResponseError) as caught:
+        ask(client, endpoint.base_url)
+    assert str(caught.value) == f"parsing response: {described}"
+
+
+def test_the_api_key_an_answer_that_is_not_json_echoes_is_masked(
+    client: httpx.Client, endpoint: ScriptedEndpoint
+) -> None:
+    endpoint.enqueue(Reply(body="denied for key sk-secret-1"))
+    backend = OpenAIChatBackend(
+        client, base_url=endpoint.base_url, api_key="sk-secret-1", model="m"
+    )
+    with pytest.raises(MalformedResponseError) as caught:
+        backend.complete("", "u")
+    assert str(caught.value).endswith("): denied for key ***")
+
+
+@pytest.mark.parametrize("key", ["sk-clé", "sk-key\n", "sk-\u2028key"])
+def test_an_api_key_a_header_cannot_carry_is_named_and_never_shown(
+    client: httpx.Client, endpoint: ScriptedEndpoint, key: str
+) -> None:
+    backend = OpenAIChatBackend(client, base_url=endpoint.base_url, api_key=key, model="m")
+
+    with pytest.raises(BackendError) as caught:
+        backend.complete("", "u")
+
+    assert str(caught.value) == (
+        f"POST {endpoint.base_url}/chat/completions: the API key holds a character an HTTP "
+        "header cannot carry (only printable ASCII can go in a header)"
+    )
     assert endpoint.requests == []

@@ -16,11 +16,14 @@ from pytest_openkata.infra.retry import (
     is_retryable,
 )
 from pytest_openkata.providers.backends import (
+    AnswerTooLargeError,
     BackendError,
+    CallTimeoutError,
     EndpointStatusError,
     MalformedResponseError,
     TransportError,
 )
+from pytest_openkata.providers.backends.cli import AgentTimeoutError
 
 DEFAULT = RetryPolicy()
 
@@ -327,6 +330,25 @@ def test_malformed_responses_are_never_retried(policy: RetryPolicy) -> None:
     assert not is_retryable(error, policy)
     fn = Script([error, "ok"])
     with pytest.raises(MalformedResponseError) as info:
+        call_with_retry(fn, policy, sleep=Sleeps())
+    assert info.value is error
+    assert fn.calls == 1
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        CallTimeoutError("POST http://h/v1/chat/completions: timed out after 30s"),
+        AnswerTooLargeError("POST http://h/v1/chat/completions: the answer is larger than 4 MiB"),
+        AgentTimeoutError("kiro-cli timed out after 30s", timeout=30, partial_output=""),
+    ],
+)
+def test_a_call_past_its_deadline_or_bound_is_never_retried(error: BackendError) -> None:
+    # Another attempt would take the whole deadline, or read as much, again.
+    policy = RetryPolicy(retry_transport=True, retry_server_errors=True)
+    assert not is_retryable(error, policy)
+    fn = Script([error, "ok"])
+    with pytest.raises(type(error)) as info:
         call_with_retry(fn, policy, sleep=Sleeps())
     assert info.value is error
     assert fn.calls == 1

@@ -38,6 +38,42 @@ class MalformedResponseError(BackendError):
     """The endpoint answered 200 with a body that is not a usable completion."""
 
 
+class LimitExceededError(BackendError):
+    """A call went past one of the run's limits on it: its deadline (``direct_timeout``) or
+    the size of its answer (``answer_max_bytes``). Such a call is not made again, neither by
+    the retry policy nor by the judge's second ask: it would take the whole deadline, or send
+    as much, again."""
+
+
+class CallTimeoutError(LimitExceededError, TransportError):
+    """The call did not complete within its deadline, whichever phase it was in (connecting,
+    sending, waiting, reading the answer)."""
+
+
+class AnswerTooLargeError(LimitExceededError, MalformedResponseError):
+    """The answer was larger than ``answer_max_bytes``: reading it stopped there."""
+
+
+DEFAULT_ANSWER_MAX_BYTES = 4 * 1024 * 1024
+"""The default of ``answer_max_bytes``: about a million tokens of text, more than any judge's
+context takes in, so that a larger answer could not be judged whole anyway; a call holds at
+most this much in memory and a trial records at most this much."""
+
+
+def answer_bound(limit: int) -> str:
+    """How error texts name the bound on an answer: ``4 MiB, the bound of answer_max_bytes``."""
+    return f"{byte_size(limit)}, the bound of answer_max_bytes"
+
+
+def byte_size(count: int) -> str:
+    """``4 MiB``, ``512 KiB``, ``1000 bytes``: a size in the largest unit that states it
+    exactly."""
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if count >= size and count % size == 0:
+            return f"{count // size} {unit}"
+    return f"{count} byte" if count == 1 else f"{count} bytes"
+
+
 @dataclass(frozen=True)
 class ResponseSchema:
     """A JSON schema the answer must follow, for backends that can constrain their output."""

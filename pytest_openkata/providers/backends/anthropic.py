@@ -53,6 +53,7 @@ import httpx
 
 from pytest_openkata.infra.usage import record_tokens, usage_in
 from pytest_openkata.providers.backends import (
+    DEFAULT_ANSWER_MAX_BYTES,
     SCHEMA_REFUSED_STATUSES,
     BackendContext,
     EndpointStatusError,
@@ -60,8 +61,7 @@ from pytest_openkata.providers.backends import (
     ResponseSchema,
 )
 from pytest_openkata.providers.backends.client import (
-    json_object,
-    post_json,
+    ask_json,
     redact_secret,
 )
 
@@ -83,7 +83,8 @@ class AnthropicMessagesBackend:
 
     ``base_url`` is the API root, e.g. ``https://api.anthropic.com``; a base URL that already
     ends with ``/v1`` is accepted as well and gets no second ``/v1``; :attr:`endpoint` keeps it
-    as it was given. ``max_tokens`` caps the answer's length, as the Messages API requires.
+    as it was given. ``max_tokens`` caps the answer's length, as the Messages API requires;
+    ``answer_max_bytes`` bounds the response body (:class:`~.AnswerTooLargeError` beyond it).
     """
 
     def __init__(
@@ -94,11 +95,13 @@ class AnthropicMessagesBackend:
         api_key: str,
         model: str,
         max_tokens: int = 4096,
+        answer_max_bytes: int = DEFAULT_ANSWER_MAX_BYTES,
     ) -> None:
         if max_tokens < 1:
             raise ValueError(f"max_tokens must be a positive integer, got {max_tokens!r}")
         self.model = model
         self.max_tokens = max_tokens
+        self.answer_max_bytes = answer_max_bytes
         self._endpoint = base_url
         self.url = messages_url(base_url)
         self._client = client
@@ -144,7 +147,14 @@ class AnthropicMessagesBackend:
         headers = {"Content-Type": "application/json", "anthropic-version": ANTHROPIC_VERSION}
         if self._api_key:
             headers["x-api-key"] = self._api_key
-        data = json_object(post_json(self._client, self.url, payload, headers, self._api_key))
+        data = ask_json(
+            self._client,
+            self.url,
+            payload,
+            headers,
+            self._api_key,
+            max_bytes=self.answer_max_bytes,
+        )
         answer = read(data)
         record_tokens(usage_in(data, "input_tokens", "output_tokens"))
         return answer
@@ -173,6 +183,7 @@ def from_context(context: BackendContext) -> AnthropicMessagesBackend:
         api_key=anthropic.api_key,
         model=context.model,
         max_tokens=anthropic.max_tokens,
+        answer_max_bytes=context.settings.answer_max_bytes,
     )
 
 

@@ -13,6 +13,10 @@ policy.
 Errors, in the reference's priority order and texts (``<cli>`` is the agent's name, e.g.
 ``kiro-cli``):
 
+- ``<cli> printed more than 4 MiB, the bound of answer_max_bytes; it was stopped``
+  (:class:`~.AnswerTooLargeError`): standard output is kept up to ``answer_max_bytes`` and
+  the CLI's process group is killed as soon as it prints more; standard error is kept up to
+  the same bound and the rest is read and dropped (it only ever goes into error texts);
 - ``<cli> timed out after 2m0s`` (:class:`AgentTimeoutError`, with the partial output);
 - ``<cli> failed: exit status 1\\nstderr: <stderr>`` when the CLI wrote to standard error,
   else ``<cli> failed: exit status 1`` (:class:`AgentFailedError`); a CLI ended by a signal
@@ -44,10 +48,19 @@ from functools import partial
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
+from pytest_openkata.infra.bounded import BoundedBuffer
 from pytest_openkata.infra.environ import environ_snapshot
 from pytest_openkata.infra.processes import OWNER_VARIABLE, owner_mark, parent_death_preexec
 from pytest_openkata.providers.agents import AgentCLI, AgentInvocation
-from pytest_openkata.providers.backends import BackendError, MalformedResponseError, ResponseSchema
+from pytest_openkata.providers.backends import (
+    DEFAULT_ANSWER_MAX_BYTES,
+    AnswerTooLargeError,
+    BackendError,
+    LimitExceededError,
+    MalformedResponseError,
+    ResponseSchema,
+    answer_bound,
+)
 
 __all__ = [
     "ERROR_OUTPUT_CHARS",
@@ -83,7 +96,7 @@ class AgentNotFoundError(AgentFailedError):
     """The CLI's executable does not exist."""
 
 
-class AgentTimeoutError(BackendError):
+class AgentTimeoutError(LimitExceededError):
     """The CLI did not finish in time and was killed; ``partial_output`` is what it printed."""
 
     def __init__(
@@ -171,6 +184,7 @@ class _Finished:
     stderr: bytes
     returncode: int
     timed_out: bool
+    stdout_over: bool = False  # it printed more than the bound: it was stopped there
 
 
 class CLIBackend:
@@ -190,12 +204,14 @@ class CLIBackend:
         cwd_factory: CwdFactory | None = None,
         workspace_agent: bool = False,
         redact: Callable[[str], str] = _identity,
+        answer_max_bytes: int = DEFAULT_ANSWER_MAX_BYTES,
     ) -> None:
         if not timeout > 0:
             raise ValueError(f"timeout must be positive seconds, got {timeout!r}")
         self.agent = agent
         self.model = model
         self.timeout = timeout
+        self.answer_max_bytes = answer_max_bytes
         self.workspace_agent = workspace_agent
         self._cwd_factory = cwd_factory or _no_cwd
         self._redact = redact
@@ -281,7 +297,7 @@ class CLIBackend:
         except OSError as exc:
             raise AgentFailedError(self._redact(f"{name} failed: {exc}")) from exc
         self._live.add(process.pid)
-        return _communicate(process, prompt, self.timeout, self._live)
+        return _communicate(process, prompt, self.timeout, self._live, self.answer_max_bytes)
 
     def _with_hint(self, message: str) -> str:
         hint = self.agent.install_hint
@@ -291,6 +307,13 @@ class CLIBackend:
         name = self.agent.name
         stdout = finished.stdout.decode(errors="replace")
         stderr = finished.stderr.decode(errors="replace")
+        if finished.stdout_over:
+            raise AnswerTooLargeError(
+                self._redact(
+                    f"{name} printed more than {answer_bound(self.answer_max_bytes)}; "
+                    "it was stopped"
+                )
+            )
         if finished.timed_out:
             raise AgentTimeoutError(
                 self._redact(f"{name} timed out after {go_duration(self.timeout)}"),
@@ -334,15 +357,20 @@ def _exit_text(returncode: int) -> str:
 
 
 def _communicate(
-    process: subprocess.Popen[bytes], prompt: bytes, timeout: float, live: _LiveProcesses
+    process: subprocess.Popen[bytes],
+    prompt: bytes,
+    timeout: float,
+    live: _LiveProcesses,
+    max_bytes: int = DEFAULT_ANSWER_MAX_BYTES,
 ) -> _Finished:
-    """Feed ``prompt``, collect both outputs, and kill the process group when the deadline
-    passes or the CLI exits (or the caller is interrupted)."""
+    """Feed ``prompt``, collect both outputs up to ``max_bytes`` each, and kill the process
+    group when the deadline passes, when standard output goes past ``max_bytes``, or when the
+    CLI exits (or the caller is interrupted)."""
     stdin, out_pipe, err_pipe = process.stdin, process.stdout, process.stderr
     if stdin is None or out_pipe is None or err_pipe is None:  # Popen was given PIPE for all
         raise RuntimeError("the agent process has no pipes")
-    stdout: list[bytes] = []
-    stderr: list[bytes] = []
+    stdout = BoundedBuffer(max_bytes)
+    stderr = BoundedBuffer(max_bytes)  # past the bound, read and dropped
     threads = [
         threading.Thread(target=_feed, args=(stdin, prompt), daemon=True),
         threading.Thread(target=_drain, args=(out_pipe, stdout), daemon=True),
@@ -351,7 +379,7 @@ def _communicate(
     for thread in threads:
         thread.start()
     try:
-        timed_out = not _wait_unreaped(process.pid, timeout)
+        timed_out = not _wait_unreaped(process.pid, timeout, stdout.over)
     finally:
         # The leader is alive or an unreaped zombie here, so its group id cannot have been
         # reused: killing the group reaches the CLI's own processes only.
@@ -361,14 +389,19 @@ def _communicate(
     deadline = time.monotonic() + DRAIN_GRACE
     for thread in threads:
         thread.join(max(0.0, deadline - time.monotonic()))
-    return _Finished(b"".join(stdout), b"".join(stderr), process.returncode, timed_out)
+    return _Finished(
+        stdout.data(), stderr.data(), process.returncode, timed_out, stdout.over.is_set()
+    )
 
 
-def _wait_unreaped(pid: int, timeout: float) -> bool:
-    """Wait until ``pid`` exits, without reaping it; False when ``timeout`` passed first."""
+def _wait_unreaped(pid: int, timeout: float, stop: threading.Event | None = None) -> bool:
+    """Wait until ``pid`` exits, without reaping it, or ``stop`` is set; False when ``timeout``
+    passed first."""
     deadline = time.monotonic() + timeout
     delay = 0.0005
     while True:
+        if stop is not None and stop.is_set():
+            return True
         try:
             if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
                 return True
@@ -394,11 +427,11 @@ def _feed(pipe: IO[bytes], data: bytes) -> None:
         pipe.close()
 
 
-def _drain(pipe: IO[bytes], sink: list[bytes]) -> None:
+def _drain(pipe: IO[bytes], sink: BoundedBuffer) -> None:
     read = getattr(pipe, "read1", pipe.read)
     with contextlib.suppress(OSError, ValueError):
         while chunk := read(_READ_SIZE):
-            sink.append(chunk)
+            sink.add(chunk)
 
 
 if TYPE_CHECKING:  # the protocol this provider implements, checked by mypy

@@ -27,6 +27,7 @@ import httpx
 
 from pytest_openkata.infra.usage import record_tokens, usage_in
 from pytest_openkata.providers.backends import (
+    DEFAULT_ANSWER_MAX_BYTES,
     SCHEMA_REFUSED_STATUSES,
     BackendContext,
     BackendError,
@@ -35,10 +36,9 @@ from pytest_openkata.providers.backends import (
     ResponseSchema,
 )
 from pytest_openkata.providers.backends.client import (
-    json_object,
+    ask_json,
     make_client,
     parse_retry_after,
-    post_json,
 )
 
 __all__ = [
@@ -65,6 +65,7 @@ class OpenAIChatBackend:
     ``base_url`` is the API root that ``/chat/completions`` goes under, e.g.
     ``https://api.openai.com/v1``; :attr:`endpoint` keeps it as it was given, unless
     ``endpoint_id`` names what answers there (a local server on a new port every run).
+    ``answer_max_bytes`` bounds the response body (:class:`~.AnswerTooLargeError` beyond it).
     """
 
     def __init__(
@@ -75,8 +76,10 @@ class OpenAIChatBackend:
         api_key: str,
         model: str,
         endpoint_id: str = "",
+        answer_max_bytes: int = DEFAULT_ANSWER_MAX_BYTES,
     ) -> None:
         self.model = model
+        self.answer_max_bytes = answer_max_bytes
         self._endpoint = endpoint_id or base_url
         self.url = base_url.rstrip("/") + "/chat/completions"
         self._client = client
@@ -118,7 +121,14 @@ class OpenAIChatBackend:
         headers = {"Content-Type": "application/json"}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
-        data = json_object(post_json(self._client, self.url, payload, headers, self._api_key))
+        data = ask_json(
+            self._client,
+            self.url,
+            payload,
+            headers,
+            self._api_key,
+            max_bytes=self.answer_max_bytes,
+        )
         content = _content_of(data)
         record_tokens(usage_in(data, "prompt_tokens", "completion_tokens"))
         return content, data["choices"][0].get("finish_reason")
@@ -140,6 +150,7 @@ def from_context(context: BackendContext) -> OpenAIChatBackend:
         api_key=http.api_key,
         model=context.model,
         endpoint_id=http.endpoint_id,
+        answer_max_bytes=context.settings.answer_max_bytes,
     )
 
 

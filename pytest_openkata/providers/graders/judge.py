@@ -32,7 +32,12 @@ from pytest_openkata.core.trials import majority
 from pytest_openkata.infra.cache import cache_key
 from pytest_openkata.infra.retry import NO_RETRY, RetryPolicy, call_with_retry
 from pytest_openkata.infra.text import clean_output, go_trim, valid_unicode
-from pytest_openkata.providers.backends import BackendError, Completer, ResponseSchema
+from pytest_openkata.providers.backends import (
+    BackendError,
+    Completer,
+    LimitExceededError,
+    ResponseSchema,
+)
 from pytest_openkata.providers.graders import GradeError, Grading, GradingTask
 
 JUDGE_SYSTEM_PROMPT = """\
@@ -394,7 +399,8 @@ def ask_judge(
     """One judge verdict set; raises :class:`JudgeError` when none can be trusted.
 
     Throttling and server errors are retried with ``retry``'s backoff; on top of that, a
-    failed call or an answer that does not parse is asked once more, as in the reference.
+    failed call or an answer that does not parse is asked once more, as in the reference,
+    except a call that went past its deadline or sent too large an answer.
     """
     last_error: BackendError | JudgeParseError | None = None
     verdicts: list[Verdict] | None = None
@@ -407,6 +413,9 @@ def ask_judge(
             )
             verdicts = parse_verdicts(raw)
             break
+        except LimitExceededError as exc:
+            # Past the deadline or the bound on the answer: asked again, it would be again.
+            raise JudgeError(str(exc)) from exc
         except (BackendError, JudgeParseError) as exc:
             last_error = exc
     if verdicts is None:

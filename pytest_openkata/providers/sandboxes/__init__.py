@@ -100,6 +100,9 @@ class ExecResult:
     output: str  # standard output and error combined, UTF-8 decoded with replacement
     exit_code: int | None  # None when it timed out
     timed_out: bool
+    # When the command printed more than the provider keeps (``answer_max_bytes``): the bytes
+    # kept, where ``output`` ends; the rest was read and dropped.
+    cut_at: int | None = None
 
 
 class SandboxEnvironment(Protocol):
@@ -116,7 +119,8 @@ class SandboxEnvironment(Protocol):
 
         The timeout is enforced from outside: the command is stopped, the result keeps the
         output so far (``timed_out``, no exit code), and the environment's files stay readable
-        with :meth:`get_archive` until it is removed.
+        with :meth:`get_archive` until it is removed. A provider keeps a bounded part of the
+        output and says where it cut it (``cut_at``).
         """
         ...
 

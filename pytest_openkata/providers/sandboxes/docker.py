@@ -30,10 +30,12 @@ import requests.exceptions
 from docker.constants import MINIMUM_DOCKER_API_VERSION
 from docker.tls import TLSConfig
 
+from pytest_openkata.infra.bounded import BoundedBuffer
 from pytest_openkata.infra.config import EvalSettings
 from pytest_openkata.infra.environ import environ_snapshot, proxy_for
 from pytest_openkata.infra.retry import RetryableError
 from pytest_openkata.infra.text import plural
+from pytest_openkata.providers.backends import DEFAULT_ANSWER_MAX_BYTES
 from pytest_openkata.providers.sandboxes import (
     EngineCheck,
     ExecResult,
@@ -70,12 +72,14 @@ _CONNECT_ERRORS: tuple[type[Exception], ...] = (*_ENGINE_ERRORS, ValueError)  # 
 
 @dataclass(frozen=True)
 class DockerLimits:
-    """The image every container runs and the limits it runs with."""
+    """The image every container runs and the limits it runs with; ``output_max_bytes`` is
+    how much of a command's output is kept (``answer_max_bytes``)."""
 
     image: str
     cpus: float
     memory: str
     pids: int
+    output_max_bytes: int = DEFAULT_ANSWER_MAX_BYTES
 
 
 def container_name(scenario: str) -> str:
@@ -264,13 +268,14 @@ class DockerEnvironment:
             stream = api.exec_start(exec_id, stream=True)
         except _ENGINE_ERRORS as exc:
             raise _engine_error(exc) from exc
-        chunks: list[bytes] = []
+        # Past the bound the output is read and dropped: the command goes on to its end.
+        output = BoundedBuffer(self._provider.limits.output_max_bytes)
         failed: list[Exception] = []
 
         def collect(stream: Iterable[bytes]) -> None:
             try:
                 for chunk in stream:
-                    chunks.append(chunk)
+                    output.add(chunk)
             except _ENGINE_ERRORS as exc:
                 failed.append(exc)
 
@@ -287,8 +292,8 @@ class DockerEnvironment:
             exit_code = None if timed_out else api.exec_inspect(exec_id).get("ExitCode")
         except _ENGINE_ERRORS as exc:
             raise _engine_error(exc) from exc
-        output = b"".join(chunks).decode("utf-8", errors="replace")
-        return ExecResult(output, exit_code, timed_out)
+        cut_at = output.limit if output.over.is_set() else None
+        return ExecResult(output.data().decode("utf-8", "replace"), exit_code, timed_out, cut_at)
 
     def put_archive(self, path: str, data: bytes) -> None:
         try:
@@ -467,7 +472,13 @@ def from_settings(settings: EvalSettings) -> DockerProvider:
     except _ENGINE_ERRORS as exc:
         client.close()
         raise _engine_error(exc, "sweeping containers of killed runs") from exc
-    limits = DockerLimits(image=box.image, cpus=box.cpus, memory=box.memory, pids=box.pids)
+    limits = DockerLimits(
+        image=box.image,
+        cpus=box.cpus,
+        memory=box.memory,
+        pids=box.pids,
+        output_max_bytes=settings.answer_max_bytes,
+    )
     return DockerProvider(client, limits, tls=engine.tls is not None)
 
 
