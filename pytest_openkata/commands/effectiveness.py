@@ -96,7 +96,8 @@ def main(argv: list[str]) -> int:
     if args.json or versions is not None or args.check:
         for difference in differences:
             print(
-                f"note: {difference.skill}: {_difference_line(difference, rule)}", file=sys.stderr
+                visible(f"note: {difference.skill}: {_difference_line(difference, rule)}"),
+                file=sys.stderr,
             )
     if args.json:
         sys.stdout.write(gojson.dumps(catalogue_document(catalogue)))

@@ -28,6 +28,7 @@ from pytest_openkata.core.runlog import RunLogError, read_run_log
 from pytest_openkata.core.scenario import load_scenario_options, read_skill_version
 from pytest_openkata.core.shards import MergedRun, ShardError, merge_shards, shard_files
 from pytest_openkata.core.summary import gate_failed, summarise
+from pytest_openkata.infra.text import visible
 from pytest_openkata.providers.reporters import RunReport, Segment, report_run
 from pytest_openkata.providers.reporters.terminal import gate_line
 
@@ -142,7 +143,7 @@ def main(argv: list[str]) -> int:
     try:
         merged = merge(args.shards, rootdir)
     except ShardError as exc:
-        print(f"merge: {exc}", file=sys.stderr)
+        print(visible(f"merge: {exc}"), file=sys.stderr)  # names from the shard files
         return USAGE_ERROR
     print(f"merged {merged.count} shards: {len(merged.results)} scenarios")
     return report(merged, rootdir)

@@ -315,8 +315,13 @@ def _json_schema(check: Check, evidence: Evidence) -> CriterionResult:
         document = _json_document(text)
     except ValueError as exc:
         return _verdict(check, False, f"{where} is not JSON ({exc})")
+    except RecursionError:
+        return _verdict(check, False, f"{where} is JSON nested too deeply to be read")
     assert check.schema is not None  # validated at load
-    error = best_match(Draft202012Validator(check.schema).iter_errors(document))
+    try:
+        error = best_match(Draft202012Validator(check.schema).iter_errors(document))
+    except RecursionError:
+        return _verdict(check, False, f"{where} is JSON nested too deeply to be validated")
     if error is None:
         return _verdict(check, True, f"{where} matches the schema")
     at = "/".join(str(part) for part in error.absolute_path) or "(root)"

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from pytest_openkata.infra.text import visible
 from pytest_openkata.providers.backends import (
     BackendError,
     EndpointStatusError,
@@ -212,7 +213,7 @@ def call_with_retry(
                 describe,
                 made,
                 policy.attempts,
-                exc,
+                visible(str(exc)),  # an endpoint's body: shown in live logs
                 delay,
             )
             sleep(delay)

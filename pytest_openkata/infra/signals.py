@@ -9,8 +9,11 @@ of what finished are written, and pytest exits with its status for an interrupte
 Every later SIGTERM is ignored while the run stops: a second interruption in the middle of the
 clean-up would leave it half done, print a second traceback and end the process with another
 status. GNU ``timeout`` sends two at once (one to the process, one to its process group), and a
-supervisor may repeat its signal. SIGKILL still ends everything at once; the next run sweeps
-what that leaves behind.
+supervisor may repeat its signal. Once the run is winding up on its own (pytest's
+``pytest_sessionfinish``: containers removed, reports written), a SIGTERM is only noted
+(:meth:`TerminationAsInterrupt.defer`): interrupting the clean-up would stop it halfway, and the
+run ends moments later anyway, with the status of what it did. SIGKILL still ends everything
+at once; the next run sweeps what that leaves behind.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ class TerminationAsInterrupt:
         self.received = False  # a SIGTERM came while installed
         self._previous: Any = None
         self._installed = False
+        self._deferred = False
 
     def install(self) -> bool:
         """Handle SIGTERM, unless this is not the main thread (only it can) or someone else
@@ -50,22 +54,22 @@ class TerminationAsInterrupt:
         return True
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
-        if self.received:
-            return  # already stopping: let the clean-up finish
+        if self.received or self._deferred:
+            self.received = True
+            return  # stopping already, or winding up: let the clean-up finish
         self.received = True
         raise KeyboardInterrupt(INTERRUPTED_BY)
 
-    def restore(self, *, process_ends: bool = False) -> None:
-        """Put the previous handler back; when the process ends after a SIGTERM
-        (``process_ends``), later ones stay ignored, so that its exit status stays the
-        interrupted run's."""
+    def defer(self) -> None:
+        """From now on a SIGTERM is only noted (:attr:`received`): the run is winding up."""
+        self._deferred = True
+
+    def restore(self) -> None:
+        """Put the previous handler back."""
         if not self._installed:
             return
         self._installed = False
-        if self.received and process_ends:
-            signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        else:
-            signal.signal(signal.SIGTERM, self._previous or signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, self._previous or signal.SIG_DFL)
 
 
 @contextmanager

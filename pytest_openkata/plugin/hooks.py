@@ -18,7 +18,6 @@ from pytest_openkata.infra.config import (
     resolve_settings,
 )
 from pytest_openkata.infra.redact import Redactor, secrets_from_environment
-from pytest_openkata.infra.signals import TerminationAsInterrupt
 from pytest_openkata.plugin import (
     distribution,
     engines,
@@ -28,6 +27,7 @@ from pytest_openkata.plugin import (
     orphans,
     progress,
     shard,
+    termination,
     validation,
     xdist_transport,
 )
@@ -38,7 +38,6 @@ from pytest_openkata.plugin.items import (
     ScenarioItem,
     ValidationItem,
     is_evals_dir,
-    is_scenario_nodeid,
     result_key,
     tell_skills_apart,
 )
@@ -174,44 +173,11 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(validation, "openkata-validation")
         if controller:
             config.pluginmanager.register(validation.ValidationSummary(), AGGREGATOR_NAME)
-    elif controller and mode == "":
+    if mode == "":
+        config.pluginmanager.register(termination, "openkata-termination")
+    if controller and mode == "":
         config.pluginmanager.register(EvalAggregator(config, settings), AGGREGATOR_NAME)
         config.pluginmanager.register(orphans, "openkata-orphans")
-
-
-_termination_key = pytest.StashKey[TerminationAsInterrupt]()
-
-
-def _terminate_as_interrupt(config: pytest.Config) -> None:
-    if _termination_key not in config.stash:
-        handler = TerminationAsInterrupt()
-        if handler.install():
-            config.stash[_termination_key] = handler
-
-
-def pytest_collection_finish(session: pytest.Session) -> None:
-    """From here to the end of a run of scenarios, SIGTERM ends it as Ctrl-C does, once
-    (:mod:`pytest_openkata.infra.signals`): agents and containers are stopped, the reports of
-    what finished written, and the exit status is 2. A run without scenarios keeps SIGTERM's
-    default."""
-    if any(isinstance(item, ScenarioItem) for item in session.items):
-        _terminate_as_interrupt(session.config)
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_xdist_node_collection_finished(node: object, ids: list[str]) -> None:
-    """The same on xdist's controller, which collects nothing itself: once a worker has
-    collected scenarios."""
-    config = getattr(node, "config", None)
-    if isinstance(config, pytest.Config) and any(is_scenario_nodeid(n) for n in ids):
-        _terminate_as_interrupt(config)
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_unconfigure(config: pytest.Config) -> None:
-    handler = config.stash.get(_termination_key, None)
-    if handler is not None:
-        handler.restore(process_ends=True)
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

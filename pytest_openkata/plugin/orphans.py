@@ -1,11 +1,12 @@
-"""What a killed run left on this host is stopped when the next run starts, and said.
+"""What runs that are over left on this host is stopped when the next run starts, and said.
 
 A run killed outright (SIGKILL, a crash) cannot stop the agent CLIs it ran on the host; the
-kernel's parent-death signal ends each CLI, but not the processes a CLI started. Before its
-scenarios run, the controller of a run of scenarios kills every process that carries the mark
-of a run no longer running (:func:`pytest_openkata.infra.processes.sweep_orphans`) and writes
-one line saying which. Processes of runs still going (another pytest in the same checkout,
-other xdist workers) are left alone: their run is alive.
+kernel's parent-death signal ends each CLI, but not the processes a CLI started, nor a process
+that left the CLI's process group. Before its scenarios run, the controller of a run of
+scenarios stops every process that carries the mark of a run no longer running
+(:func:`pytest_openkata.infra.processes.sweep_orphans`) and writes one line saying which.
+Processes of runs still going (another pytest in the same checkout, other xdist workers) are
+left alone: their run is alive.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ def _sweep(config: pytest.Config) -> None:
         more = f" and {len(stopped) - 5} more" if len(stopped) > 5 else ""
         processes = "1 agent process" if len(stopped) == 1 else f"{len(stopped)} agent processes"
         reporter.write_line(
-            visible(f"openkata: stopped {processes} a killed run left running: {shown}{more}"),
+            visible(f"openkata: stopped {processes} left by a run that is over: {shown}{more}"),
             yellow=True,
         )
 

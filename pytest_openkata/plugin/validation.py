@@ -44,7 +44,9 @@ def check_validation(openkata_validation: Validation, subtests: pytest.Subtests)
             if solution.percentage < 100:
                 misses = "; ".join(validation.solution_misses)
                 pytest.fail(
-                    f"the solution scores {_percent(solution.percentage)}; it misses: {misses}",
+                    visible(
+                        f"the solution scores {_percent(solution.percentage)}; it misses: {misses}"
+                    ),
                     pytrace=False,
                 )
     with subtests.test(msg=EMPTY_SUBTEST):
@@ -58,8 +60,10 @@ def check_validation(openkata_validation: Validation, subtests: pytest.Subtests)
         if empty.percentage >= EMPTY_AGENT_LIMIT:
             passing = ", ".join(validation.passes_on_nothing)
             pytest.fail(
-                f"an agent that does nothing scores {_percent(empty.percentage)}; "
-                f"pass on nothing: {passing}",
+                visible(
+                    f"an agent that does nothing scores {_percent(empty.percentage)}; "
+                    f"pass on nothing: {passing}"
+                ),
                 pytrace=False,
             )
 

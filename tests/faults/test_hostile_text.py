@@ -180,3 +180,19 @@ def test_the_views_of_a_logged_run_accept_every_character(
     assert not OBEYED & set(merged.stdout)
     [merged_report] = reports(root).values()
     assert timeless(merged_report) == unsharded
+
+
+def test_a_validation_shows_the_judges_hostile_reasons_as_text(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    skill = write_skill(pytester.path, "s", {"scenario-a": {"x": 1}})
+    solution = skill / "evals" / "scenario-a" / "solution"
+    solution.mkdir()
+    (solution / "answer.md").write_text("the scenario's solution\n")
+    script.verdicts["x"] = (False, _reason(FAKE_PASS + CLEAR_AND_RETITLE))
+
+    result = run_pytest(pytester.path, "skills/s", "--eval-validate", *eval_args(endpoint.base_url))
+
+    out = result.stdout.decode()
+    assert "it misses: x: reason<\\r\\x1b[2K" in out, out[-3000:]
+    assert not OBEYED & set(out), sorted(OBEYED & set(out))

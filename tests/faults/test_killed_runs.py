@@ -57,7 +57,7 @@ def test_the_next_run_stops_what_a_killed_runs_agent_started_and_says_so(
     [[pid, name]] = seen["left"]
     assert name == "sleep"
     assert (
-        f"openkata: stopped 1 agent process a killed run left running: pid {pid} (sleep 600)"
+        f"openkata: stopped 1 agent process left by a run that is over: pid {pid} (sleep 600)"
         in seen["output"]
     ), seen["output"][-3000:]
     assert seen["still_running"] == []
@@ -71,5 +71,5 @@ def test_a_run_leaves_the_agents_of_a_run_still_going_alone(
     seen = _in_a_pid_namespace(pytester.path, endpoint, "alive")
 
     assert seen["agents"] == 2
-    assert "a killed run left running" not in seen["output"]
+    assert "left by a run that is over" not in seen["output"]
     assert len(seen["still_running"]) == 2

@@ -50,7 +50,8 @@ def _wait_until(ready: Callable[[], bool], process: subprocess.Popen[bytes], wha
             out = process.stdout.read().decode() if process.stdout else ""
             pytest.fail(f"the run ended before {what}:\n{out[-3000:]}")
         if time.monotonic() > deadline:
-            process.kill()
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
             pytest.fail(f"the run never reached {what}")
         time.sleep(0.05)
 
@@ -121,7 +122,13 @@ def test_sigterm_twice_while_the_judges_call_waits(
     endpoint.respond_with(_judge_hangs(script))
     process = _start(pytester.path, *eval_args(endpoint.base_url))
 
-    _wait_until(lambda: script.judge_calls >= 0 and len(endpoint.requests) >= 2, process, "judge")
+    def judge_asked() -> bool:
+        return any(
+            request.json and request.json["messages"][0]["role"] == "system"
+            for request in endpoint.requests
+        )
+
+    _wait_until(judge_asked, process, "the judge's call")
     status, out = _terminate_as_timeout_does(process)
 
     _assert_stopped_cleanly(pytester.path, status, out)
@@ -176,3 +183,41 @@ def test_sigterm_twice_while_a_pattern_backtracks(
     status, out = _terminate_as_timeout_does(process)
 
     _assert_stopped_cleanly(pytester.path, status, out)
+
+
+def test_sigterm_twice_while_the_run_winds_up_lets_it_finish_its_clean_up_and_reports(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    """Once every scenario is done, the session winds up (fixtures torn down, reports
+    written): a SIGTERM then is noted, not raised, and the run ends with its own status."""
+    write_skill(pytester.path, "s", {"scenario-a": {"x": 1}})
+    pytester.makeconftest(
+        """
+        import time
+        from pathlib import Path
+
+        import pytest
+
+        @pytest.hookimpl(tryfirst=True)
+        def pytest_sessionfinish(session):
+            Path("winding-up").touch()
+            deadline = time.monotonic() + 120
+            while not Path("signalled").exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+        """
+    )
+    process = _start(pytester.path, *eval_args(endpoint.base_url))
+    _wait_until((pytester.path / "winding-up").exists, process, "the session's end")
+
+    os.kill(process.pid, signal.SIGTERM)
+    os.killpg(process.pid, signal.SIGTERM)
+    (pytester.path / "signalled").touch()
+    out, _ = process.communicate(timeout=GUARD_SECONDS)
+
+    text = out.decode()
+    assert process.returncode == pytest.ExitCode.OK, text[-3000:]
+    assert "Traceback" not in text
+    assert text.rstrip("\n").splitlines()[-1] == "s 100% >= 95%: exit 0"
+    assert list(pytester.path.glob("skills/s/evals/results/**/*.json"))
+    [log] = (pytester.path / ".openkata" / "runs").glob("*.jsonl")
+    assert json.loads(log.read_text().splitlines()[0])["complete"] is True

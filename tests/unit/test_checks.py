@@ -1081,3 +1081,14 @@ def test_grader_reads_the_workspace_before_from_the_scenario(tmp_path: Path) -> 
         ("no-skill", True),
         ("inputs-kept", False),
     ]
+
+
+@pytest.mark.parametrize("depth", [900, 5000])
+def test_json_nested_deeper_than_python_reads_fails_the_check_instead_of_the_run(
+    depth: int,
+) -> None:
+    # Arrays of arrays all the way down: validating one level asks for the next.
+    check = make_check("json_schema", schema={"type": "array", "items": {"$ref": "#"}})
+    result = evaluate_check(check, Evidence(output="[" * depth + "]" * depth))
+    assert result.passed is False
+    assert result.reason.startswith("the agent's output is JSON nested too deeply to be ")

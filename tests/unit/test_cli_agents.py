@@ -429,8 +429,12 @@ def test_an_executable_that_cannot_run_is_a_failure(tmp_path: Path) -> None:
     not_executable.write_text("#!/bin/sh\n")
     backend = CLIBackend(CodexAgent(str(not_executable)), model="m", timeout=30)
 
-    with pytest.raises(AgentFailedError, match=r"^codex failed: \[Errno 13\] Permission denied"):
+    # As a shell says it: the launcher that sets the parent-death signal cannot run it.
+    with pytest.raises(AgentFailedError) as failed:
         backend.complete("s", "u")
+    assert str(failed.value) == (
+        f"codex failed: exit status 126\nstderr: {not_executable}: Permission denied"
+    )
 
 
 def test_a_cli_killed_by_a_signal(tmp_path: Path) -> None:

@@ -50,7 +50,11 @@ from typing import IO, TYPE_CHECKING
 
 from pytest_openkata.infra.bounded import BoundedBuffer
 from pytest_openkata.infra.environ import environ_snapshot
-from pytest_openkata.infra.processes import OWNER_VARIABLE, owner_mark, parent_death_preexec
+from pytest_openkata.infra.processes import (
+    OWNER_VARIABLE,
+    owner_mark,
+    with_parent_death_signal,
+)
 from pytest_openkata.providers.agents import AgentCLI, AgentInvocation
 from pytest_openkata.providers.backends import (
     DEFAULT_ANSWER_MAX_BYTES,
@@ -277,17 +281,18 @@ class CLIBackend:
         executable = invocation.argv[0]
         if os.sep not in executable and shutil.which(executable, path=env.get("PATH")) is None:
             raise AgentNotFoundError(self._with_hint(f"{name} not found in PATH"))
+        if os.sep in executable and not os.path.isfile(executable):
+            raise AgentNotFoundError(self._with_hint(f"{name} not found at {executable}"))
         try:
             process = subprocess.Popen(
-                invocation.argv,
+                # On Linux through a launcher that gives the CLI the parent-death signal.
+                with_parent_death_signal(list(invocation.argv)),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 cwd=cwd,
                 env=env,
                 start_new_session=True,
-                # This thread waits for the CLI, so the signal comes only when the run dies.
-                preexec_fn=parent_death_preexec(signal.SIGKILL),  # noqa: PLW1509
             )
         except FileNotFoundError as exc:
             if cwd is not None and exc.filename == str(cwd):

@@ -25,7 +25,17 @@ from typing import Any, Protocol
 from pytest_openkata.core.summary import SkillSummary
 from pytest_openkata.infra.config import EvalSettings
 
-__all__ = ["Reporter", "RunReport", "Segment", "TerminalOutput", "report_run", "reporters"]
+__all__ = [
+    "TERMINAL_REPORTER",
+    "Reporter",
+    "RunReport",
+    "Segment",
+    "TerminalOutput",
+    "report_run",
+    "reporters",
+]
+
+TERMINAL_REPORTER = "terminal"  # the reporter that shows what the others did
 
 Segment = tuple[str, str | None]
 """A piece of a terminal line and its colour name (``green``, ``red``, ``yellow``, or None)."""
@@ -87,13 +97,23 @@ def reporters() -> list[Reporter]:
 def report_run(run: RunReport) -> None:
     """Hand ``run`` to every registered reporter in turn. A reporter that raises does not stop
     the others, nor the run's summary and gate: its failure is one of the run's ``errors``
-    (the run fails, saying which reporter), and its traceback goes to standard error."""
+    (the run fails, saying which reporter), and its traceback goes to standard error. What
+    reporters after the terminal's could not write is still said on the terminal."""
     import sys
     import traceback
 
+    shown: int | None = None  # the run's errors the terminal reporter has shown
     for reporter in reporters():
         try:
             reporter.report(run)
         except Exception as exc:
             traceback.print_exc(file=sys.stderr)
             run.errors.append(f"the {reporter.name} reporter failed: {type(exc).__name__}: {exc}")
+        if reporter.name == TERMINAL_REPORTER:
+            shown = len(run.errors)
+    if shown is not None and run.terminal is not None and len(run.errors) > shown:
+        from pytest_openkata.infra.text import visible
+
+        run.terminal.write_lines(
+            [[(visible(f"Not written: {error}"), "red")] for error in run.errors[shown:]]
+        )

@@ -19,7 +19,7 @@ from pytest_openkata.core.results import CallStats, CriterionResult, ScenarioRes
 from pytest_openkata.core.summary import SkillSummary, skill_labels
 from pytest_openkata.infra.tempfiles import REMOVED
 from pytest_openkata.infra.text import plural, signed_points, visible, visible_lines
-from pytest_openkata.providers.reporters import RunReport, Segment
+from pytest_openkata.providers.reporters import TERMINAL_REPORTER, RunReport, Segment
 from pytest_openkata.providers.reporters.changes import changes_lines
 
 
@@ -389,7 +389,7 @@ class TerminalReporter:
     """Each skill's block of lines, written to the run's terminal output, one write per skill
     (a large suite has thousands of segments)."""
 
-    name = "terminal"
+    name = TERMINAL_REPORTER
     order = 100
 
     def report(self, run: RunReport) -> None:
