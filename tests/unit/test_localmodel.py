@@ -295,13 +295,18 @@ def test_the_first_stop_signal_ends_an_interruptible_wait_and_later_ones_are_not
 
 
 def test_a_stop_signal_outside_a_wait_is_only_recorded() -> None:
-    with localmodel._StopSignals() as signals:
-        signal.raise_signal(signal.SIGHUP)  # e.g. while a process is being started
+    # SIGHUP handled as a terminal handles it, whatever the suite's own start did (nohup).
+    previous = signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    try:
+        with localmodel._StopSignals() as signals:
+            signal.raise_signal(signal.SIGHUP)  # e.g. while a process is being started
 
-        assert signals.signum == signal.SIGHUP
-        assert not signals.repeated
-        with pytest.raises(localmodel._Stopped):
-            signals.raise_if_stopped()
+            assert signals.signum == signal.SIGHUP
+            assert not signals.repeated
+            with pytest.raises(localmodel._Stopped):
+                signals.raise_if_stopped()
+    finally:
+        signal.signal(signal.SIGHUP, previous)
 
 
 def test_a_stop_signal_ignored_at_start_stays_ignored() -> None:
