@@ -279,6 +279,20 @@ def _signalled_wait(signals: localmodel._StopSignals, signum: int) -> None:
         time.sleep(30)  # not reached: the handler raises first
 
 
+@pytest.fixture
+def stop_signals_as_at_a_terminal() -> Iterator[None]:
+    """SIGINT, SIGTERM and SIGHUP handled as in a command started at a terminal, whatever the
+    suite's own start did: a job started in the background has SIGINT ignored, one under nohup
+    SIGHUP, and a signal ignored at start stays ignored by design."""
+    handlers = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL}
+    handlers[signal.SIGHUP] = signal.SIG_DFL
+    previous = {signum: signal.signal(signum, handler) for signum, handler in handlers.items()}
+    yield
+    for signum, handler in previous.items():
+        signal.signal(signum, handler)
+
+
+@pytest.mark.usefixtures("stop_signals_as_at_a_terminal")
 def test_the_first_stop_signal_ends_an_interruptible_wait_and_later_ones_are_noted() -> None:
     previous = signal.getsignal(signal.SIGTERM)
     with localmodel._StopSignals() as signals:
@@ -294,19 +308,15 @@ def test_the_first_stop_signal_ends_an_interruptible_wait_and_later_ones_are_not
     assert signal.getsignal(signal.SIGTERM) is previous
 
 
+@pytest.mark.usefixtures("stop_signals_as_at_a_terminal")
 def test_a_stop_signal_outside_a_wait_is_only_recorded() -> None:
-    # SIGHUP handled as a terminal handles it, whatever the suite's own start did (nohup).
-    previous = signal.signal(signal.SIGHUP, signal.SIG_DFL)
-    try:
-        with localmodel._StopSignals() as signals:
-            signal.raise_signal(signal.SIGHUP)  # e.g. while a process is being started
+    with localmodel._StopSignals() as signals:
+        signal.raise_signal(signal.SIGHUP)  # e.g. while a process is being started
 
-            assert signals.signum == signal.SIGHUP
-            assert not signals.repeated
-            with pytest.raises(localmodel._Stopped):
-                signals.raise_if_stopped()
-    finally:
-        signal.signal(signal.SIGHUP, previous)
+        assert signals.signum == signal.SIGHUP
+        assert not signals.repeated
+        with pytest.raises(localmodel._Stopped):
+            signals.raise_if_stopped()
 
 
 def test_a_stop_signal_ignored_at_start_stays_ignored() -> None:
