@@ -20,10 +20,19 @@ not count). The private engine's folder stays locked for the rest of the run. Tw
 that both need llama-server do not both compile it: the second waits for the first's build,
 says that it waits, and takes its binary; so with the sandbox's root file system.
 
-``run`` sets ``OPENKATA_EVAL_BACKEND=http``, ``OPENKATA_EVAL_HTTP_BASE_URL`` and
-``OPENKATA_EVAL_MODEL`` for CMD, so ``run -- pytest skills/x`` evaluates a skill on it, and
-``OPENKATA_EVAL_DIRECT_TIMEOUT=600`` and ``OPENKATA_EVAL_JUDGE_REASON_MAX_CHARS=160`` unless
-the environment already has them.
+``run`` prints and sets, for CMD, ``OPENKATA_EVAL_BACKEND=http``,
+``OPENKATA_EVAL_HTTP_BASE_URL``, ``OPENKATA_EVAL_HTTP_ENDPOINT_ID`` and ``OPENKATA_EVAL_MODEL``,
+the sandbox's engine and image when it starts one, so ``run -- pytest skills/x`` evaluates a
+skill on it; and, unless the environment already has them, the defaults of
+:data:`DEFAULTS` (600 s per model call, judge reasons of 160 characters, ``max_in_flight``
+auto) and with a sandbox :data:`SANDBOX_DEFAULTS` (1800 s per agent run). ``serve`` prints
+the same settings, without the sandbox's, as ``export`` lines to paste into another shell.
+
+The server has a few slots (requests answered at once, each with its own context): one per
+CPU from 2 to 4, fewer when memory is short, or ``--slots N`` (``OPENKATA_LOCAL_MODEL_SLOTS``).
+With ``max_in_flight`` auto a run asks the server for its slots and never sends more at once,
+a sandboxed agent's run counting as one, so that no call's time limit runs out in the
+server's queue.
 
 No process outlives ``serve`` or ``run``; what happens on each path:
 
@@ -63,6 +72,7 @@ import hashlib
 import importlib.util
 import os
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -75,7 +85,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import IO, TYPE_CHECKING, Any, Self
@@ -110,6 +120,13 @@ DEFAULT_SEED = 0
 # request only: a prefix reused from an earlier request is computed in other batches, which
 # changes the logits slightly, and greedy decoding can then take another path.
 ANSWER_FLAGS = ("--dry-multiplier", "0.8", "--no-cache-prompt")
+# What one slot's context takes in memory: SmolLM2-135M's key-value cache in f16 (30 layers,
+# 3 key-value heads of 64) is about 23 KB a token, with room to spare.
+SLOT_MEMORY = 400 * MB
+# Requests served at once (llama-server's slots, each with a context of its own). The CPU
+# answers no faster in total with more, but a short direct call then shares it with an
+# agent's long turn instead of waiting for the whole turn.
+MIN_SLOTS, MAX_SLOTS = 2, 4
 BUILD_TIMEOUT = 3600.0
 # What a build of llama-server needs in the cache at its largest: the sdist, its sources
 # unpacked and the build tree beside them, with room to spare.
@@ -133,11 +150,34 @@ CMAKE_FLAGS = (
     "-DGGML_BMI2=ON",
 )
 
+SLOTS_VARIABLE = "OPENKATA_LOCAL_MODEL_SLOTS"
+
 Log = Callable[[str], None]
 
 
 class LocalModelError(Exception):
     """The local model could not be installed, built or started; the message says why."""
+
+
+def machine_slots(cpus: int | None = None, available: int | None = None) -> int:
+    """How many requests the server should serve at once on this machine: one per CPU,
+    between MIN_SLOTS and MAX_SLOTS, fewer when their contexts would take more than half
+    of the memory available (``available`` bytes; at least one)."""
+    cpus = cpus or os.cpu_count() or 1
+    if available is None:
+        available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    by_memory = available // 2 // SLOT_MEMORY
+    return max(1, min(max(MIN_SLOTS, min(MAX_SLOTS, cpus)), by_memory))
+
+
+def slots_setting(environ: Mapping[str, str] = os.environ) -> int | None:
+    """The slots asked for with ``OPENKATA_LOCAL_MODEL_SLOTS``, or None to fit the machine."""
+    value = environ.get(SLOTS_VARIABLE, "").strip()
+    if not value:
+        return None
+    if not value.isascii() or not value.isdigit() or int(value) < 1:
+        raise LocalModelError(f"{SLOTS_VARIABLE}={value!r}: must be a whole number from 1")
+    return int(value)
 
 
 def _stderr(message: str) -> None:
@@ -473,7 +513,10 @@ class LocalModelServer:
         context: int = CONTEXT_TOKENS,
         temperature: float = DEFAULT_TEMPERATURE,
         seed: int = DEFAULT_SEED,
+        slots: int = 1,
     ) -> None:
+        if slots < 1:
+            raise LocalModelError(f"slots must be at least 1, got {slots}")
         self.binary = binary
         self.weights = weights
         self.port = port or free_port()
@@ -481,6 +524,7 @@ class LocalModelServer:
         self.context = context
         self.temperature = temperature
         self.seed = seed
+        self.slots = slots
         self.model = MODEL_ALIAS
         self._process: subprocess.Popen[bytes] | None = None
         self._log = tempfile.TemporaryFile()  # noqa: SIM115 (kept as long as the server)
@@ -499,7 +543,9 @@ class LocalModelServer:
     def identity(self) -> str:
         """What answers, whatever the port: the model's name, its weights' digest, the
         server's version and its sampling defaults (``http.endpoint_id`` of runs against it,
-        for their cache keys)."""
+        for their cache keys). Not its slots: a request gets the same answer in any of them
+        (one computed in a batch beside another's may differ in its last digits, so far as
+        llama.cpp goes)."""
         return (
             f"{self.model} weights sha256:{_file_digest(self.weights)} "
             f"llama-server {self.binary.parent.name} context {self.context} "
@@ -523,8 +569,10 @@ class LocalModelServer:
     def _launch(self) -> None:
         command = [
             str(self.binary), "-m", str(self.weights), "--alias", MODEL_ALIAS,
-            "--host", "127.0.0.1", "--port", str(self.port), "-c", str(self.context),
-            "-np", "1", "-t", str(os.cpu_count() or 2), "--jinja", "--no-webui",
+            "--host", "127.0.0.1", "--port", str(self.port),
+            # Each slot has a context of its own (the total divided among them).
+            "-c", str(self.context * self.slots), "-np", str(self.slots), "--no-kv-unified",
+            "-t", str(os.cpu_count() or 2), "--jinja", "--no-webui",
             "--n-predict", str(MAX_ANSWER_TOKENS),
             "--temp", f"{self.temperature:g}", "--seed", str(self.seed),
             *ANSWER_FLAGS,
@@ -659,32 +707,64 @@ def _announce(server: LocalModelServer) -> None:
     seconds = server.first_answer()
     _stderr(
         f"local model {server.model} at {server.base_url} "
-        f"(temperature {server.temperature:g}, seed {server.seed}; first answer in {seconds:.1f} s)"
+        f"({server.slots} slot(s), temperature {server.temperature:g}, seed {server.seed}; "
+        f"first answer in {seconds:.1f} s)"
     )
 
 
-# The server answers one request at a time on the CPU: with scenarios running at once a call
-# may first wait for another's answer, which the default 120 s per call does not always cover.
+# What ``run`` and ``serve`` set for the evaluation, each unless the environment has it: the
+# server answers a few requests at a time on the CPU, more slowly than a hosted model.
 LOCAL_CALL_TIMEOUT = "600"
-# A sandboxed agent makes several such calls (Codex: about a minute each on 2 cores).
-LOCAL_AGENT_TIMEOUT = "900"
+# A sandboxed agent makes many calls (Codex: up to a minute each on 2 cores).
+LOCAL_AGENT_TIMEOUT = "1800"
 LOCAL_REASON_MAX_CHARS = "160"
+DEFAULTS = {
+    # Seconds per model call, counted from when the server starts on it.
+    "OPENKATA_EVAL_DIRECT_TIMEOUT": LOCAL_CALL_TIMEOUT,
+    # A 135M model decoding greedily repeats itself inside a judge's reason until the token
+    # cap cuts the answer off, unless the grammar closes the reason (llama.cpp takes the cap
+    # that the portable schema leaves out).
+    "OPENKATA_EVAL_JUDGE_REASON_MAX_CHARS": LOCAL_REASON_MAX_CHARS,
+    # Never more requests at once than the server has slots, a sandboxed agent's run counting
+    # as one: nothing waits in the server's queue with its time limit running.
+    "OPENKATA_EVAL_MAX_IN_FLIGHT": "auto",
+}
+# Seconds per sandboxed agent run, when ``run`` starts a sandbox.
+SANDBOX_DEFAULTS = {"OPENKATA_EVAL_SANDBOX_TIMEOUT": LOCAL_AGENT_TIMEOUT}
 
 
-def _environment(server: LocalModelServer) -> dict[str, str]:
-    return {
-        "OPENKATA_EVAL_DIRECT_TIMEOUT": LOCAL_CALL_TIMEOUT,  # unless the user set one
-        # A 135M model decoding greedily repeats itself inside a judge's reason until the token
-        # cap cuts the answer off, unless the grammar closes the reason (llama.cpp takes the
-        # cap that the portable schema leaves out).
-        "OPENKATA_EVAL_JUDGE_REASON_MAX_CHARS": LOCAL_REASON_MAX_CHARS,
-        **os.environ,
+def _settings(server: LocalModelServer, sandbox: Mapping[str, str] | None = None) -> dict[str, str]:
+    """What the evaluation is given: the server's address and identity, the sandbox's engine
+    and image when there is one, and the defaults the environment does not already set."""
+    settings = {
         "OPENKATA_EVAL_BACKEND": "http",
         "OPENKATA_EVAL_HTTP_BASE_URL": server.base_url,
         # The port is new every run; the cache knows the endpoint by what answers there.
         "OPENKATA_EVAL_HTTP_ENDPOINT_ID": server.identity,
         "OPENKATA_EVAL_MODEL": server.model,
+        **(sandbox or {}),
     }
+    defaults = {**DEFAULTS, **(SANDBOX_DEFAULTS if sandbox is not None else {})}
+    settings.update({name: value for name, value in defaults.items() if name not in os.environ})
+    return settings
+
+
+def _environment(
+    server: LocalModelServer, sandbox: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    return {**os.environ, **_settings(server, sandbox)}
+
+
+def _print_settings(settings: Mapping[str, str], *, as_exports: bool) -> None:
+    """Every setting made for the evaluation, one a line: as shell ``export`` lines (to paste
+    before a pytest run) on stdout, or as ``NAME=VALUE`` on stderr."""
+    if as_exports:
+        for name, value in settings.items():
+            print(f"export {name}={shlex.quote(value)}", flush=True)
+        return
+    _stderr("settings for the command (any the environment sets is kept):")
+    for name, value in settings.items():
+        _stderr(f"  {name}={value}")
 
 
 def _serve(server: LocalModelServer) -> int:
@@ -695,7 +775,12 @@ def _serve(server: LocalModelServer) -> int:
             with signals.interruptible():
                 server._wait_until_ready()
                 _announce(server)
-                print(f"serving {server.model} at {server.base_url} (Ctrl-C stops it)", flush=True)
+                print(
+                    f"serving {server.model} at {server.base_url} (Ctrl-C stops it); "
+                    "to evaluate on it from another shell:",
+                    flush=True,
+                )
+                _print_settings(_settings(server), as_exports=True)
                 while True:
                     signal.pause()
         except _Stopped:
@@ -714,16 +799,17 @@ def _run_command(
     child: subprocess.Popen[bytes] | None = None
     with _StopSignals() as signals, contextlib.ExitStack() as around:
         try:
-            env = _environment(server)
+            sandbox: dict[str, str] | None = None
             with signals.interruptible():
                 if engine is not None:
                     from pytest_openkata.localsandbox import local_sandbox
 
-                    env.update(around.enter_context(local_sandbox(engine=engine)))
-                    env.setdefault("OPENKATA_EVAL_SANDBOX_TIMEOUT", LOCAL_AGENT_TIMEOUT)
+                    sandbox = around.enter_context(local_sandbox(engine=engine))
                 server._launch()
                 server._wait_until_ready()
                 _announce(server)
+            _print_settings(_settings(server, sandbox), as_exports=False)
+            env = _environment(server, sandbox)
             signals.raise_if_stopped()
             try:
                 child = subprocess.Popen(
@@ -750,6 +836,12 @@ def _run_command(
     return _exit_status(child.returncode)
 
 
+def _whole_number_from_1(value: str) -> int:
+    if not value.isascii() or not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number from 1")
+    return int(value)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m pytest_openkata.localmodel",
@@ -770,6 +862,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="no Docker engine and no sandbox image (for direct scenarios only)",
     )
     for parser_ in (serve, run):
+        parser_.add_argument(
+            "--slots",
+            type=_whole_number_from_1,
+            default=None,
+            help="requests the server answers at once, each with its own context (default: "
+            f"{SLOTS_VARIABLE}, else one per CPU from {MIN_SLOTS} to {MAX_SLOTS}, as memory "
+            "allows)",
+        )
         parser_.add_argument(
             "--temperature",
             type=float,
@@ -798,6 +898,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 engine = LocalEngine()
                 held.callback(engine.stop)  # releases a private engine's data folder
                 engine.reserve()
+            slots = getattr(args, "slots", None) or slots_setting() or machine_slots()
             check_before_starting(engine)
             binary, weights = prepare()
             if args.action == "build":
@@ -808,7 +909,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         print(sandbox["OPENKATA_EVAL_SANDBOX_IMAGE"])
                 print(binary)
                 return 0
-            sampling = {"temperature": args.temperature, "seed": args.seed}
+            sampling = {"temperature": args.temperature, "seed": args.seed, "slots": slots}
             if args.action == "serve":
                 return _serve(LocalModelServer(binary, weights, port=args.port, **sampling))
             server = LocalModelServer(binary, weights, **sampling)

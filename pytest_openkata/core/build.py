@@ -9,7 +9,8 @@ provider by name.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from functools import partial
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from functools import cache, partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -19,7 +20,12 @@ from pytest_openkata.infra.config import EvalSettings
 from pytest_openkata.infra.retry import RetryPolicy
 from pytest_openkata.infra.shares import ALONE, Share
 from pytest_openkata.providers import registry
-from pytest_openkata.providers.backends import BackendContext, BackendError, Completer
+from pytest_openkata.providers.backends import (
+    BackendContext,
+    BackendError,
+    CapacityAware,
+    Completer,
+)
 
 # The agent CLIs and the in-flight cap are imported where they are used: a run on a model
 # backend (the common case) needs neither.
@@ -61,20 +67,79 @@ def _identity(name: str, completer: Completer) -> dict[str, str]:
 
 
 def _limited(
-    completer: Completer, settings: EvalSettings, lock_folder: Path | None, share: Share
+    completer: Completer,
+    settings: EvalSettings,
+    lock_folder: Path | None,
+    share: Share,
+    learned: dict[str, Any],
 ) -> Completer:
-    if lock_folder is None or settings.max_in_flight < 1:
+    """``completer`` under the in-flight cap, if there is one. With ``auto``, the agent and
+    the judge of one endpoint share one learned cap (``learned``, by endpoint): the endpoint
+    is asked once."""
+    cap = settings.max_in_flight
+    if lock_folder is None or cap == 0:
         return completer
-    from pytest_openkata.infra.inflight import InFlightLimit, LimitedCompleter
+    from pytest_openkata.infra.inflight import InFlightLimit, LearnedLimit, LimitedCompleter
 
-    slots = share.of(settings.max_in_flight)
-    if slots < 1:
-        raise BackendError(
-            f"max_in_flight {settings.max_in_flight} leaves no request in flight for this "
-            "host's workers: set it to at least the number of hosts"
-        )
-    limit = InFlightLimit(lock_folder, completer.endpoint, slots)
-    return LimitedCompleter(completer, limit)
+    def part(slots: int) -> int:
+        mine = share.of(slots)
+        if mine < 1:
+            said = f" (the endpoint serves {slots} at once)" if cap == "auto" else ""
+            raise BackendError(
+                f"max_in_flight {cap}{said} leaves no request in flight for this "
+                "host's workers: set it to at least the number of hosts"
+            )
+        return mine
+
+    endpoint = completer.endpoint
+    if cap == "auto":
+        if endpoint not in learned:
+            learn = completer.capacity if isinstance(completer, CapacityAware) else _not_said
+            learned[endpoint] = LearnedLimit(lock_folder, endpoint, learn, part)
+        return LimitedCompleter(completer, learned[endpoint])
+    return LimitedCompleter(completer, InFlightLimit(lock_folder, endpoint, part(cap)))
+
+
+def _not_said() -> None:
+    return None
+
+
+def _sandbox_in_flight(
+    settings: EvalSettings, agent: Completer
+) -> Callable[[], AbstractContextManager[None]]:
+    """What a sandboxed agent's run holds: one request in flight of the agent backend's cap
+    when the agent in the sandbox is pointed at the same endpoint, nothing otherwise. Its
+    calls go from the sandbox straight to the endpoint, one at a time, where the cap cannot
+    count them one by one; counted as one for the whole run, they leave direct calls and
+    judges only the rest, so the endpoint never gets more at once than the cap."""
+    from pytest_openkata.infra.inflight import LimitedCompleter
+
+    base_url = {"http": settings.http.base_url, "anthropic": settings.anthropic.base_url}.get(
+        settings.backend, ""
+    )
+    if not base_url or not isinstance(agent, LimitedCompleter):
+        return nullcontext
+    limit = agent.limit
+
+    @cache
+    def pointed_at_it() -> bool:  # loads the agent CLIs' modules: on first use only
+        from pytest_openkata.providers.agents import make_agent
+
+        try:
+            sandboxed = make_agent(settings.sandbox.agent, agent_settings(settings))
+        except BackendError:
+            return False  # the sandbox cannot be built: its scenarios error with the reason
+        return str(getattr(sandboxed, "base_url", "")) == base_url
+
+    @contextmanager
+    def hold() -> Iterator[None]:
+        if not pointed_at_it():
+            yield
+            return
+        with limit.acquire():
+            yield
+
+    return hold
 
 
 def retry_policy(settings: EvalSettings) -> RetryPolicy:
@@ -101,11 +166,14 @@ def build_backends(
         for completer in (agent, judge)
         if callable(close := getattr(completer, "close", None))
     )
+    learned: dict[str, Any] = {}
+    limited_agent = _limited(agent, settings, lock_folder, share, learned)
     return Backends(
-        agent=_limited(agent, settings, lock_folder, share),
-        judge=_limited(judge, settings, lock_folder, share),
+        agent=limited_agent,
+        judge=_limited(judge, settings, lock_folder, share, learned),
         retry=retry_policy(settings),
         sandbox=sandbox,
+        sandbox_in_flight=_sandbox_in_flight(settings, limited_agent),
         agent_identity=_identity(settings.backend, agent),
         judge_identity=_identity(settings.judge_backend, judge),
         sandbox_identity=_OnFirstUse(partial(sandbox_identity, settings)),

@@ -19,6 +19,7 @@ import os
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -100,6 +101,9 @@ class Backends:
     judge: Completer
     retry: RetryPolicy = DEFAULT_RETRY
     sandbox: Callable[[], SandboxSetup] | None = None
+    # Held around a sandboxed agent's run: a request in flight of the agent backend's cap
+    # when the agent in the sandbox talks to that endpoint (see core/build.py).
+    sandbox_in_flight: Callable[[], AbstractContextManager[None]] = nullcontext
     # Backend kind, model and endpoint of each side, and the sandbox's image, agent command
     # and default network, for the cache keys (no secrets), known without connecting.
     agent_identity: Mapping[str, Any] = field(default_factory=dict)
@@ -288,14 +292,16 @@ class _ScenarioRun:
         scenario, retry = self.scenario, self.backends.retry
         if scenario.sandbox:
             try:
-                return run_agent_in_sandbox(
-                    scenario,
-                    self.prompt,
-                    self._sandbox(),
-                    retry,
-                    commands=self._commands(),
-                    skill=self.arm.skill,
-                )
+                setup = self._sandbox()
+                with self.backends.sandbox_in_flight():
+                    return run_agent_in_sandbox(
+                        scenario,
+                        self.prompt,
+                        setup,
+                        retry,
+                        commands=self._commands(),
+                        skill=self.arm.skill,
+                    )
             except BackendError as exc:
                 raise ScenarioFailure(f"sandbox: {exc}") from exc
         try:

@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -104,7 +104,7 @@ class EvalSettings(BaseModel):
     judge_fence: bool = True
     judge_reason_max_chars: int = 0
     cache: str = "on"
-    max_in_flight: int = 0
+    max_in_flight: int | Literal["auto"] = 0
     baseline: str = ""
     require_uplift: bool = False
     log_dir: str = ".openkata/runs"
@@ -301,6 +301,14 @@ def _int_between(low: int, high: int | None) -> Callable[[str], int]:
     return parse
 
 
+def _in_flight_cap(value: str) -> int | Literal["auto"]:
+    """A whole number from 0 (no cap), or ``auto``: as many as the endpoint says it serves at
+    once (llama-server's slots), asked on the first call; no cap when it does not say."""
+    if value.strip().lower() == "auto":
+        return "auto"
+    return _int_between(0, None)(value)
+
+
 _BYTES = re.compile(r"([0-9]+)\s*(?:([kmg])(?:i?b)?|b)?", re.IGNORECASE)
 _BYTE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 
@@ -388,7 +396,7 @@ FIELDS: tuple[Setting, ...] = (
     Setting("judge_fence", _boolean, metavar="true|false"),
     Setting("judge_reason_max_chars", _int_between(0, None), metavar="N"),
     Setting("cache", _cache_mode, metavar="on|off|refresh"),
-    Setting("max_in_flight", _int_between(0, None), metavar="N"),
+    Setting("max_in_flight", _in_flight_cap, metavar="N|auto"),
     Setting("baseline", _baseline, metavar="without-skill|same|REF"),
     Setting("require_uplift", _boolean, flag=True),
     Setting("log_dir", _log_dir, metavar="PATH|off"),
@@ -468,7 +476,8 @@ HELP = {
     "grammar-constrained local servers only (default 0: no cap; OpenAI's strict mode refuses it)",
     "cache": "reuse cached agent answers and verdicts: on, off or refresh (default on; "
     "--cache-clear empties it)",
-    "max_in_flight": "model requests in flight per endpoint across all workers (default 0: no cap)",
+    "max_in_flight": "model requests in flight per endpoint across all workers; auto: as many "
+    "as the endpoint serves at once, when it says (llama-server) (default 0: no cap)",
     "baseline": "also run every scenario in a baseline arm and report the uplift: without-skill, "
     "same (an A/A run) or a git ref of the skill's files (default none)",
     "require_uplift": "exit 1 when the uplift verdict against the baseline is 'regresses' "

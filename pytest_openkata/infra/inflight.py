@@ -43,7 +43,7 @@ from pytest_openkata.providers.backends import SkillAware
 if TYPE_CHECKING:
     from pytest_openkata.providers.backends import Completer, ResponseSchema
 
-__all__ = ["InFlightLimit", "LimitedCompleter", "SharedSlots"]
+__all__ = ["InFlightLimit", "LearnedLimit", "LimitedCompleter", "SharedSlots"]
 
 _FIRST_POLL = 0.002
 _MAX_POLL = 0.05
@@ -250,10 +250,57 @@ class SharedSlots:
         return 0 if self._limit is None else self._limit.in_use()
 
 
+class LearnedLimit:
+    """An in-flight cap whose size the endpoint says: ``learn`` is asked once, on the first
+    :meth:`acquire` (so a run that makes no call asks nothing), and ``part`` turns the number
+    of requests the endpoint serves at once into this host's part of them. An endpoint that
+    does not say is not capped. The cap is then an :class:`InFlightLimit` like any other,
+    shared through ``directory`` with every process that learns the same number."""
+
+    def __init__(
+        self,
+        directory: Path,
+        endpoint: str,
+        learn: Callable[[], int | None],
+        part: Callable[[int], int],
+    ) -> None:
+        self.directory = Path(directory)
+        self.endpoint = endpoint
+        self._learn = learn
+        self._part = part
+        self._lock = threading.Lock()
+        self._learned = False
+        self._limit: InFlightLimit | None = None
+
+    def __repr__(self) -> str:
+        slots = self._limit.slots if self._limit else ("unknown" if not self._learned else "none")
+        return f"{type(self).__name__}(endpoint={self.endpoint!r}, slots={slots})"
+
+    @property
+    def limit(self) -> InFlightLimit | None:
+        """The cap, once learned; None while unknown or when the endpoint does not say."""
+        with self._lock:
+            if not self._learned:
+                served = self._learn()
+                if served is not None:
+                    self._limit = InFlightLimit(self.directory, self.endpoint, self._part(served))
+                self._learned = True
+            return self._limit
+
+    @contextlib.contextmanager
+    def acquire(self) -> Iterator[None]:
+        limit = self.limit
+        if limit is None:
+            yield
+            return
+        with limit.acquire():
+            yield
+
+
 class LimitedCompleter:
     """A :class:`~.Completer` whose calls each hold a slot of ``limit`` while they run."""
 
-    def __init__(self, inner: Completer, limit: InFlightLimit) -> None:
+    def __init__(self, inner: Completer, limit: InFlightLimit | LearnedLimit) -> None:
         self.inner = inner
         self.limit = limit
         self.model = inner.model
@@ -269,7 +316,7 @@ class LimitedCompleter:
         return LimitedCompleter(self.inner.for_skill(skill_dir), self.limit)
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.inner!r}, slots={self.limit.slots})"
+        return f"{type(self).__name__}({self.inner!r}, {self.limit!r})"
 
     def complete(self, system: str, user: str, *, schema: ResponseSchema | None = None) -> str:
         with self.limit.acquire():

@@ -85,7 +85,8 @@ def pytest_xdist_setupnodes(config: pytest.Config, specs: Sequence[Any]) -> None
     config.stash[_groups_key] = order
     config.stash[_weights_key] = tuple(sizes[name] for name in order)
     settings = config.stash[settings_key]
-    if 0 < settings.max_in_flight < len(order):
+    cap = settings.max_in_flight
+    if cap != "auto" and 0 < cap < len(order):
         raise pytest.UsageError(
             f"pytest-openkata: max_in_flight {settings.max_in_flight} cannot be shared by "
             f"the workers of {len(order)} hosts or folders (each needs at least one request "

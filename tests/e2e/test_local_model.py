@@ -117,6 +117,22 @@ def test_agent_and_judge_can_use_different_backends(
     assert "error" not in report["scenarios"][0]
 
 
+def test_the_server_says_its_slots_and_gives_each_its_own_context(
+    local_model_files: tuple[Path, Path],
+) -> None:
+    """llama-server started with two slots says so where ``max_in_flight = auto`` asks, and
+    gives each slot the whole context a request may need."""
+    with (
+        LocalModelServer(*local_model_files, slots=2) as server,
+        make_client(120.0) as client,
+    ):
+        backend = OpenAIChatBackend(client, base_url=server.base_url, api_key="", model="m")
+        assert backend.capacity() == 2
+        with client.stream("GET", f"{server.root_url}/slots") as response:
+            slots = json.loads(response.read())
+    assert [slot["n_ctx"] for slot in slots] == [server.context, server.context]
+
+
 def test_a_server_stopped_mid_run_errors_the_rest_clearly(
     pytester: pytest.Pytester, local_model_files: tuple[Path, Path]
 ) -> None:

@@ -407,3 +407,91 @@ def test_endpoint_with_latency_still_answers() -> None:
 def test_endpoint_rejects_a_negative_latency() -> None:
     with pytest.raises(ValueError, match="latency"):
         ScriptedEndpoint(latency=-1)
+
+
+# --- the cap learned from the endpoint (max_in_flight = auto) --------------------------------
+
+
+@pytest.mark.parametrize(
+    ("reply", "capacity"),
+    [
+        (Reply(json={"total_slots": 3}), 3),
+        (Reply(status=404, body="File Not Found"), None),
+        (Reply(json={"total_slots": 0}), None),
+        (Reply(json={"total_slots": True}), None),
+        (Reply(json={"total_slots": "4"}), None),
+        (Reply(json=[1, 2]), None),
+        (Reply(body="<html>not json</html>"), None),
+        (Reply(close=True), None),
+    ],
+)
+def test_an_openai_endpoint_says_its_capacity_as_llama_server_does(
+    reply: Reply, capacity: int | None
+) -> None:
+    with ScriptedEndpoint() as endpoint, make_client(5.0) as client:
+        endpoint.enqueue(reply)
+        backend = OpenAIChatBackend(client, base_url=endpoint.base_url, api_key="k", model="m")
+
+        assert backend.capacity() == capacity
+
+    [asked] = endpoint.requests
+    assert (asked.method, asked.path) == ("GET", "/props")  # beside /v1, where llama-server says
+    assert asked.headers["authorization"] == "Bearer k"
+
+
+def _settings(base_url: str, cap: int | str, agent: str) -> Any:
+    from pytest_openkata.infra.config import EvalSettings, HttpSettings, SandboxSettings
+
+    return EvalSettings(
+        backend="http",
+        judge_backend="http",
+        model="m",
+        judge_model="m",
+        http=HttpSettings(base_url=base_url),
+        max_in_flight=cap,
+        sandbox=SandboxSettings(agent=agent),
+    )
+
+
+@pytest.mark.parametrize(("agent", "held"), [("codex", 1), ("claude-code", 0)])
+def test_a_sandboxed_agent_pointed_at_the_endpoint_holds_one_of_its_slots(
+    locks: Path, agent: str, held: int
+) -> None:
+    """Codex in the sandbox talks to the http backend's URL, Claude Code to Anthropic's: only
+    the first run takes a slot of the http endpoint's cap, for as long as it runs."""
+    from pytest_openkata.core.build import build_backends
+
+    with make_client(5.0) as client:
+        backends = build_backends(_settings("http://127.0.0.1:9/v1", 2, agent), client, None, locks)
+        assert isinstance(backends.agent, LimitedCompleter)
+        limit = backends.agent.limit
+        assert isinstance(limit, InFlightLimit)
+
+        with backends.sandbox_in_flight():
+            assert limit.in_use() == held
+        assert limit.in_use() == 0
+
+
+def test_a_learned_cap_is_asked_once_and_shared_by_the_agent_and_the_judge(locks: Path) -> None:
+    from pytest_openkata.core.build import build_backends
+
+    with ScriptedEndpoint() as endpoint, make_client(5.0) as client:
+        endpoint.respond_with(
+            lambda request: (
+                Reply(json={"total_slots": 1}) if request.method == "GET" else Reply.chat("yes")
+            )
+        )
+        backends = build_backends(
+            _settings(endpoint.base_url, "auto", "codex"), client, None, locks
+        )
+        assert not endpoint.requests  # nothing asked before a call needs it
+
+        with backends.sandbox_in_flight():
+            # The sandboxed agent holds the server's only slot: a judge call cannot start.
+            blocked = ThreadPoolExecutor(1).submit(backends.judge.complete, "", "q")
+            with pytest.raises(TimeoutError):
+                blocked.result(timeout=0.5)
+        assert blocked.result(timeout=WAIT) == "yes"
+        backends.agent.complete("", "q")
+
+    assert [r.path for r in endpoint.requests] == ["/props", *["/v1/chat/completions"] * 2]

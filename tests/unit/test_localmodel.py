@@ -105,26 +105,154 @@ def test_run_without_a_command_is_a_usage_error(capsys: pytest.CaptureFixture[st
     assert "run needs a command" in capsys.readouterr().err
 
 
+_SERVER = types.SimpleNamespace(
+    base_url="http://127.0.0.1:8123/v1",
+    model="smollm2",
+    identity="smollm2 weights sha256:1 temperature 0 --dry-multiplier 0.8 it's",
+)
+_DEFAULTED = (
+    "OPENKATA_EVAL_DIRECT_TIMEOUT",
+    "OPENKATA_EVAL_JUDGE_REASON_MAX_CHARS",
+    "OPENKATA_EVAL_MAX_IN_FLIGHT",
+    "OPENKATA_EVAL_SANDBOX_TIMEOUT",
+)
+
+
 def test_run_points_the_command_at_the_server_with_a_patient_timeout(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    server = types.SimpleNamespace(
-        base_url="http://127.0.0.1:8123/v1", model="smollm2", identity="smollm2 weights sha256:1"
-    )
-    monkeypatch.delenv("OPENKATA_EVAL_DIRECT_TIMEOUT", raising=False)
-    monkeypatch.delenv("OPENKATA_EVAL_JUDGE_REASON_MAX_CHARS", raising=False)
+    for name in _DEFAULTED:
+        monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("OPENKATA_EVAL_BACKEND", "kiro")
 
-    environment = localmodel._environment(server)  # type: ignore[arg-type]
+    environment = localmodel._environment(_SERVER)  # type: ignore[arg-type]
 
     assert environment["OPENKATA_EVAL_BACKEND"] == "http"
     assert environment["OPENKATA_EVAL_HTTP_BASE_URL"] == "http://127.0.0.1:8123/v1"
     assert environment["OPENKATA_EVAL_MODEL"] == "smollm2"
-    assert environment["OPENKATA_EVAL_HTTP_ENDPOINT_ID"] == "smollm2 weights sha256:1"
+    assert environment["OPENKATA_EVAL_HTTP_ENDPOINT_ID"] == _SERVER.identity
     assert environment["OPENKATA_EVAL_DIRECT_TIMEOUT"] == "600"
     assert environment["OPENKATA_EVAL_JUDGE_REASON_MAX_CHARS"] == "160"
+    # Never more requests at once than the server's slots.
+    assert environment["OPENKATA_EVAL_MAX_IN_FLIGHT"] == "auto"
+    assert "OPENKATA_EVAL_SANDBOX_TIMEOUT" not in environment  # no sandbox started
     monkeypatch.setenv("OPENKATA_EVAL_DIRECT_TIMEOUT", "30")
-    assert localmodel._environment(server)["OPENKATA_EVAL_DIRECT_TIMEOUT"] == "30"  # type: ignore[arg-type]
+    assert localmodel._environment(_SERVER)["OPENKATA_EVAL_DIRECT_TIMEOUT"] == "30"  # type: ignore[arg-type]
+
+
+def test_with_a_sandbox_run_adds_its_engine_and_a_patient_agent_timeout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in _DEFAULTED:
+        monkeypatch.delenv(name, raising=False)
+    sandbox = {"DOCKER_HOST": "unix:///tmp/x.sock", "OPENKATA_EVAL_SANDBOX_IMAGE": "img:1"}
+
+    settings = localmodel._settings(_SERVER, sandbox)  # type: ignore[arg-type]
+
+    assert settings["DOCKER_HOST"] == "unix:///tmp/x.sock"
+    assert settings["OPENKATA_EVAL_SANDBOX_IMAGE"] == "img:1"
+    assert settings["OPENKATA_EVAL_SANDBOX_TIMEOUT"] == "1800"
+    monkeypatch.setenv("OPENKATA_EVAL_SANDBOX_TIMEOUT", "60")
+    # What the environment sets is kept, and so not listed as set by run.
+    assert "OPENKATA_EVAL_SANDBOX_TIMEOUT" not in localmodel._settings(_SERVER, sandbox)  # type: ignore[arg-type]
+    assert localmodel._environment(_SERVER, sandbox)["OPENKATA_EVAL_SANDBOX_TIMEOUT"] == "60"  # type: ignore[arg-type]
+
+
+def test_run_prints_every_setting_it_makes(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in _DEFAULTED:
+        monkeypatch.delenv(name, raising=False)
+    settings = localmodel._settings(_SERVER, {"DOCKER_HOST": "unix:///tmp/x.sock"})  # type: ignore[arg-type]
+
+    localmodel._print_settings(settings, as_exports=False)
+
+    printed = capsys.readouterr()
+    assert printed.out == ""
+    lines = printed.err.splitlines()
+    assert lines[0] == "settings for the command (any the environment sets is kept):"
+    assert lines[1:] == [f"  {name}={value}" for name, value in settings.items()]
+    assert {line.split("=")[0].strip() for line in lines[1:]} >= {*_DEFAULTED, "DOCKER_HOST"}
+
+
+def test_serve_prints_exports_that_a_shell_reads_back_exactly(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in _DEFAULTED:
+        monkeypatch.delenv(name, raising=False)
+    settings = localmodel._settings(_SERVER)  # type: ignore[arg-type]
+
+    localmodel._print_settings(settings, as_exports=True)
+
+    exports = capsys.readouterr().out
+    names = list(settings)
+    shell = subprocess.run(
+        ["sh", "-c", exports + "".join(f'printf "%s\\0" "${name}"\n' for name in names)],
+        capture_output=True,
+        check=True,
+        env={"PATH": os.environ["PATH"]},
+    )
+    assert shell.stdout.split(b"\0")[:-1] == [settings[name].encode() for name in names]
+    assert "OPENKATA_EVAL_SANDBOX_TIMEOUT" not in settings  # serve starts no sandbox
+
+
+@pytest.mark.parametrize(
+    ("cpus", "available", "slots"),
+    [
+        (1, 16 << 30, 2),  # a direct call shares the CPU with an agent's turn
+        (2, 16 << 30, 2),
+        (3, 16 << 30, 3),
+        (64, 16 << 30, 4),
+        (8, 1200 << 20, 1),  # each slot's context needs memory: half of it is left free
+        (8, 100 << 20, 1),
+    ],
+)
+def test_the_server_gets_slots_that_fit_the_machine(cpus: int, available: int, slots: int) -> None:
+    assert localmodel.machine_slots(cpus, available) == slots
+
+
+def test_slots_can_be_set_in_the_environment_and_a_bad_value_is_named() -> None:
+    assert localmodel.slots_setting({}) is None
+    assert localmodel.slots_setting({"OPENKATA_LOCAL_MODEL_SLOTS": " 6 "}) == 6
+    for bad in ("0", "two", "-1", "٣"):
+        with pytest.raises(LocalModelError, match="OPENKATA_LOCAL_MODEL_SLOTS="):
+            localmodel.slots_setting({"OPENKATA_LOCAL_MODEL_SLOTS": bad})
+
+
+def test_a_bad_slots_value_stops_run_before_any_long_step(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("OPENKATA_LOCAL_MODEL_CACHE", str(tmp_path))
+    monkeypatch.setenv("OPENKATA_LOCAL_MODEL_SLOTS", "many")
+
+    assert main(["run", "--no-sandbox", "--", "true"]) == 1
+
+    assert capsys.readouterr().err.strip() == (
+        "error: OPENKATA_LOCAL_MODEL_SLOTS='many': must be a whole number from 1"
+    )
+    assert list(tmp_path.iterdir()) == []  # nothing built, nothing downloaded
+
+
+def test_slots_on_the_command_line_must_be_a_whole_number(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["serve", "--slots", "0"])
+    assert info.value.code == 2
+    assert "'0' is not a whole number from 1" in capsys.readouterr().err
+
+
+def test_the_server_gives_each_slot_a_context_of_its_own(tmp_path: Path) -> None:
+    arguments = tmp_path / "arguments"
+    binary = _script(tmp_path, "llama-server", f'printf "%s\\n" "$@" > {arguments}; exit 3')
+
+    with pytest.raises(LocalModelError):
+        LocalModelServer(binary, tmp_path / "w.gguf", slots=3, context=1000).start()
+
+    told = arguments.read_text().splitlines()
+    assert told[told.index("-np") + 1] == "3"
+    assert told[told.index("-c") + 1] == "3000"
+    assert "--no-kv-unified" in told
 
 
 def test_the_server_is_known_by_what_answers_not_by_its_port(tmp_path: Path) -> None:

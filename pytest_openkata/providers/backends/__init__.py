@@ -115,6 +115,17 @@ class SkillAware(Protocol):
     def for_skill(self, skill_dir: Path) -> Completer: ...
 
 
+@runtime_checkable
+class CapacityAware(Protocol):
+    """A backend whose endpoint can say how many requests it serves at once (llama-server
+    reports its slots): the in-flight cap ``max_in_flight = auto`` asks it on the first call."""
+
+    def capacity(self) -> int | None:
+        """The number of requests the endpoint serves at once, or None when it does not say
+        (or cannot be asked); never raises."""
+        ...
+
+
 @dataclass(frozen=True)
 class BackendContext:
     """What a backend factory of the ``pytest_openkata.backends`` entry-point group gets: the

@@ -52,6 +52,11 @@ __all__ = [
 CUT_OFF_MESSAGE = 'structured answer cut off at the token limit (finish_reason "length")'
 
 
+# How long the question about the server's capacity may take: a server that does not answer
+# it at once is taken as one that does not say.
+CAPACITY_TIMEOUT = 10.0
+
+
 def _response_format(schema: ResponseSchema) -> dict[str, Any]:
     return {
         "type": "json_schema",
@@ -95,6 +100,21 @@ class OpenAIChatBackend:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(url={self.url!r}, model={self.model!r})"
+
+    def capacity(self) -> int | None:
+        """How many requests the server serves at once, as llama-server says in ``total_slots``
+        of ``GET /props`` (beside the API root's ``/v1``); None from any other endpoint, or
+        when the question fails."""
+        root = self.url.removesuffix("/chat/completions").removesuffix("/v1")
+        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+        try:
+            response = self._client.get(f"{root}/props", headers=headers, timeout=CAPACITY_TIMEOUT)
+            slots = response.json().get("total_slots") if response.status_code == 200 else None
+        except (httpx.HTTPError, ValueError, AttributeError):
+            return None
+        if isinstance(slots, bool) or not isinstance(slots, int) or slots < 1:
+            return None
+        return slots
 
     def complete(self, system: str, user: str, *, schema: ResponseSchema | None = None) -> str:
         messages = [{"role": "system", "content": system}] if system else []
