@@ -144,7 +144,10 @@ def test_auto_without_an_earlier_report_gives_no_comparison_and_says_so(tmp_path
 
     changes = compare_with_earlier([summary], EvalSettings(model=MODEL, compare=AUTO), tmp_path)
 
-    assert changes[skill].note == "no earlier report of m"
+    assert changes[skill].note == (
+        "no earlier run of the whole skill with model m in skills/s/evals/results/m/ or "
+        ".openkata/runs/"
+    )
     assert changes[skill].scenarios == ()
     assert not changes[skill].failed
 
