@@ -20,6 +20,10 @@ from pytest_openkata.infra.text import go_decode
 PART_SEPARATOR = "\n\n"
 
 
+class SkillFileError(FileNotFoundError):
+    """The skill's own SKILL.md cannot be read: no scenario of the skill can run."""
+
+
 def _read(path: Path, reader: SkillReader) -> str | None:
     data = reader.read(path)
     return None if data is None else go_decode(data)
@@ -66,8 +70,8 @@ def skill_part(
     skill_dir: Path, reader: SkillReader | None = None, *, tile: bool | None = None
 ) -> list[str]:
     """SKILL.md, then the ``--- <rel> ---`` sections of the skill's files (a tile's context
-    when ``tile``, by default when ``skill_dir`` is a tile). Raises ``FileNotFoundError`` for
-    a missing SKILL.md, with the reference's message.
+    when ``tile``, by default when ``skill_dir`` is a tile). Raises :class:`SkillFileError`
+    (a ``FileNotFoundError``) for a missing SKILL.md, with the reference's message.
 
     ``tile`` is the scenario's own folder's kind when ``skill_dir`` is a copy at a git ref,
     which has no ``evals/`` and so cannot tell a skill from a tile by itself."""
@@ -76,7 +80,7 @@ def skill_part(
         return tile_part(skill_dir, reader)
     skill_text = _read(skill_dir / "SKILL.md", reader)
     if skill_text is None:
-        raise FileNotFoundError(_read_error(skill_dir / "SKILL.md", reader))
+        raise SkillFileError(_read_error(skill_dir / "SKILL.md", reader))
     parts = [skill_text]
     for _source, rel, path in skill_files(skill_dir):
         text = _read(path, reader)

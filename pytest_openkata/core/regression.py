@@ -131,13 +131,15 @@ class ScenarioChange:
 class SkillChanges:
     """A skill's scenarios compared with an earlier run; ``baseline`` names that run (a
     report's or a log's file name, never a machine path). ``note`` says why no comparison was
-    made (``no earlier report``); the skill then has no scenarios here and nothing failed."""
+    made (``no earlier run of …``); the skill then has no scenarios here and nothing failed.
+    ``skipped`` names the run logs passed over on the way because they cannot be read."""
 
     skill: str
     baseline: str
     tolerance: float
     scenarios: tuple[ScenarioChange, ...]
     note: str = ""
+    skipped: tuple[str, ...] = ()
 
     @property
     def regressions(self) -> list[ScenarioChange]:
@@ -169,6 +171,7 @@ class SkillChanges:
             baseline=data["baseline"],
             tolerance=float(data["tolerance"]),
             note=str(data.get("note", "")),
+            skipped=tuple(str(text) for text in data.get("skipped", ())),
             scenarios=tuple(
                 ScenarioChange(
                     **{

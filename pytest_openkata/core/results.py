@@ -17,11 +17,15 @@ from pytest_openkata.core.workspace import FileChange, WorkspaceDiff
 N = TypeVar("N", int, float)
 
 # Why a trial errored (``TrialResult.error_kind``): its scenario's files or the run's own
-# configuration are broken, or something the run depends on failed (an endpoint, the judge,
+# configuration are broken; the skill itself is (its SKILL.md, or a tile's tile.json, is
+# missing or cannot be read); or something the run depends on failed (an endpoint, the judge,
 # an agent CLI, the sandbox engine, a check that could not run). A run whose scenarios errored
-# for the second reason holds back its report (see the results JSON reporter).
+# for the last reason holds back its report, and one whose skill is broken writes none (see
+# the results JSON reporter).
 SCENARIO_ERROR = "scenario"
+SKILL_ERROR = "skill"
 INFRASTRUCTURE_ERROR = "infrastructure"
+ERROR_KINDS = (SCENARIO_ERROR, SKILL_ERROR, INFRASTRUCTURE_ERROR)
 
 
 @dataclass(frozen=True)
@@ -166,7 +170,7 @@ class TrialResult:
     judge_errors: int = 0
     usage: Usage = Usage()
     trace: TrialTrace | None = None
-    # SCENARIO_ERROR or INFRASTRUCTURE_ERROR for an errored trial, else "".
+    # One of ERROR_KINDS for an errored trial, else "".
     error_kind: str = ""
 
     @classmethod
@@ -241,6 +245,11 @@ class ScenarioResult:
     def error_kind(self) -> str:
         """Why the first errored trial errored (``""`` when none did)."""
         return next((t.error_kind for t in self.trials if t.error is not None), "")
+
+    @property
+    def skill_errors(self) -> int:
+        """Trials that errored because the skill itself is broken (:data:`SKILL_ERROR`)."""
+        return sum(1 for trial in self.trials if trial.error_kind == SKILL_ERROR)
 
     @property
     def infrastructure_errors(self) -> int:

@@ -29,10 +29,11 @@ from pytest_openkata.core.calls import NO_SLOTS, live_call
 from pytest_openkata.core.checks import CANNOT_START, Check, CommandOutcome, command_checks
 from pytest_openkata.core.errors import ScenarioFailure
 from pytest_openkata.core.jsonfiles import ScenarioLoadError
-from pytest_openkata.core.prompt import SkillTexts, build_prompt
+from pytest_openkata.core.prompt import SkillFileError, SkillTexts, build_prompt
 from pytest_openkata.core.results import (
     INFRASTRUCTURE_ERROR,
     SCENARIO_ERROR,
+    SKILL_ERROR,
     AgentResult,
     CallStats,
     CriterionResult,
@@ -56,7 +57,7 @@ from pytest_openkata.core.scenario import (
     scenario_digests,
 )
 from pytest_openkata.core.slots import CallSlot
-from pytest_openkata.core.tile import unit_name
+from pytest_openkata.core.tile import TILE_FILE, unit_name
 from pytest_openkata.core.trials import combine_trials, errored_trial, scored_trial
 from pytest_openkata.core.workspace import (
     FileChange,
@@ -462,6 +463,21 @@ def error_text(exc: BaseException, redact: Callable[[str], str], skill_dir: Path
     return redact(str(exc)).replace(f"{skill_dir}{os.sep}", "")
 
 
+def _error_kind(exc: Exception, scenario_dir: Path) -> str:
+    """Why a scenario could not start: a backend that cannot be built is the run's dependency
+    failing; a missing or broken SKILL.md (or a tile's tile.json) is the skill itself; the rest
+    is the scenario's own files (a missing task, a broken criteria.json)."""
+    if isinstance(exc, BackendError):
+        return INFRASTRUCTURE_ERROR
+    own = Path(os.path.normpath(scenario_dir.parent.parent))  # where load_scenario reads
+    if isinstance(exc, SkillFileError) or (
+        isinstance(exc, ScenarioLoadError)
+        and Path(os.path.normpath(exc.path)) in (own / "SKILL.md", own / TILE_FILE)
+    ):
+        return SKILL_ERROR
+    return SCENARIO_ERROR
+
+
 def run_scenario(
     scenario_dir: Path,
     backends: Backends | Callable[[], Backends],
@@ -495,12 +511,12 @@ def run_scenario(
             raise ScenarioFailure(f"criteria.json has no criteria of category {wanted}")
         try:
             prompt = build_prompt(scenario.skill_dir, scenario.path, options.skill_texts)
+        except SkillFileError:
+            raise
         except FileNotFoundError as exc:
             raise ScenarioFailure(str(exc)) from exc
-    except (ScenarioLoadError, ScenarioFailure, BackendError) as exc:
-        # A backend that cannot be built is the run's dependency failing; the rest is the
-        # scenario's own files (a missing SKILL.md or task, a broken criteria.json).
-        kind = INFRASTRUCTURE_ERROR if isinstance(exc, BackendError) else SCENARIO_ERROR
+    except (ScenarioLoadError, ScenarioFailure, BackendError, SkillFileError) as exc:
+        kind = _error_kind(exc, scenario_dir)
         trial = errored_trial(1, error_text(exc, redact, skill_dir), kind=kind)
         return combine_trials(
             [trial],

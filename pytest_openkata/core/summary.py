@@ -33,7 +33,8 @@ class SkillSummary:
     passed: bool
     report_path: Path | None = None
     report_error: str | None = None
-    # Why the report is not where the catalogue reads it (None: it is, or none was written).
+    # Why the report is not where the catalogue reads it, or not written at all for a broken
+    # skill (None: it is there, or none was written for another reason).
     report_held: str | None = None
     # With several trials: the 95 % interval of ``overall`` and whether it holds the threshold.
     interval: tuple[float, float] | None = None

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from pytest_openkata.core.results import (
+    ERROR_KINDS,
     INFRASTRUCTURE_ERROR,
-    SCENARIO_ERROR,
     CriterionResult,
     ScenarioResult,
     TrialResult,
@@ -70,7 +70,8 @@ def errored_trial(
     index: int, error: str, *, kind: str = INFRASTRUCTURE_ERROR, **extra: object
 ) -> TrialResult:
     """A trial that gave no verdict; ``kind`` says why (:data:`SCENARIO_ERROR`: its files or
-    the run's configuration are broken; else something the run depends on failed)."""
+    the run's configuration are broken; :data:`SKILL_ERROR`: the skill's own SKILL.md or
+    tile.json is; else something the run depends on failed)."""
     return TrialResult(
         index=index,
         criteria=None,
@@ -101,10 +102,10 @@ def trial_contradiction(trial: TrialResult) -> str | None:
                 f"it errored, yet claims {trial.score!r} of {trial.max_score!r} points "
                 f"({trial.percentage!r}%)"
             )
-        if trial.error_kind not in (SCENARIO_ERROR, INFRASTRUCTURE_ERROR):
+        if trial.error_kind not in ERROR_KINDS:
             return (
-                f"it errored, but its error_kind {trial.error_kind!r} is neither "
-                f"{SCENARIO_ERROR!r} nor {INFRASTRUCTURE_ERROR!r}"
+                f"it errored, but its error_kind {trial.error_kind!r} is none of "
+                f"{', '.join(repr(kind) for kind in ERROR_KINDS)}"
             )
         return None
     if trial.error is not None:

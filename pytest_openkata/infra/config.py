@@ -489,7 +489,7 @@ HELP = {
     "markdown": "also write the run as Markdown at PATH",
     "csv": "also write one CSV row per skill, scenario, trial, arm and criterion at PATH",
     "compare": "compare with an earlier run: a results JSON, a run log, or auto (each skill's "
-    "newest earlier report of the same model)",
+    "newest earlier run of the same model and selection, from its reports and the run logs)",
     "regression_tolerance": "points a scenario may fall before the comparison calls it a "
     "regression (default 0)",
     "fail_on_regression": "exit 1 when the comparison finds a regression or a missing scenario",

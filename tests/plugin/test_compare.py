@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pytest_openkata.providers.reporters.runlog import LOG_NAME
-from tests.support.endpoint import ScriptedEndpoint
+from tests.support.endpoint import Reply, ScriptedEndpoint
 from tests.support.evals import EvalScript, eval_args, write_scenario, write_skill
 
 SCENARIOS = {"scenario-a": {"x": 10, "y": 5}, "scenario-b": {"z": 3}}
@@ -154,3 +154,129 @@ def test_an_earlier_run_that_is_not_there_or_not_readable_is_an_error(
     assert broken.ret == pytest.ExitCode.TESTS_FAILED
     broken.stdout.fnmatch_lines(["*Not compared: --eval-compare: *broken.json*"])
     assert "the earlier run to compare with could not be read" in broken.stdout.lines[-1]
+
+
+# --- auto: the newest earlier run of the same selection ------------------------------------------
+
+MODEL_FOLDER = "skills/s/evals/results/claude-sonnet-4.6/"
+
+
+def test_auto_compares_a_partial_run_with_the_last_run_of_its_scenarios(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    write_skill(pytester.path, "s", SCENARIOS)
+    first = _run(pytester, endpoint.base_url, "-k", "scenario-a")
+    assert first.ret == pytest.ExitCode.OK
+    assert not (pytester.path / MODEL_FOLDER).exists()  # a partial run publishes nothing
+    [earlier] = _logs(pytester.path)
+    script.verdicts["y"] = (False, "y is gone")
+
+    second = _run(
+        pytester, endpoint.base_url, "-k", "scenario-a", "--eval-compare", "auto",
+        "--eval-fail-on-regression", "--eval-cache", "off",
+    )  # fmt: skip
+
+    assert second.ret == pytest.ExitCode.TESTS_FAILED
+    second.stdout.fnmatch_lines(
+        [
+            f"*Compared with {earlier.name}: 1 regression, 0 improvements, 0 unchanged, 0 new, "
+            "0 missing",
+            "*regression: scenario-a 100% -> 66.7% (-33.3 points); pass→fail: y*",
+        ]
+    )
+
+
+def test_auto_takes_the_newest_run_of_the_same_selection(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    write_skill(pytester.path, "s", SCENARIOS)
+    _run(pytester, endpoint.base_url)  # the whole skill: a report and a log
+    [report] = pytester.path.glob(f"{MODEL_FOLDER}*.json")
+    script.verdicts["y"] = (False, "y is gone")
+    _run(pytester, endpoint.base_url, "-k", "scenario-a", "--eval-cache", "off")
+    partial = _logs(pytester.path)[-1]
+    auto = ("--eval-compare", "auto", "--eval-cache", "off")
+
+    again = _run(pytester, endpoint.base_url, "-k", "scenario-a", *auto)
+    other = _run(pytester, endpoint.base_url, "-k", "scenario-b", *auto)
+    whole = _run(pytester, endpoint.base_url, *auto)
+
+    # The same scenario again: the partial run, newer than the whole one, holds it.
+    again.stdout.fnmatch_lines([f"*Compared with {partial.name}: 0 regressions*1 unchanged*"])
+    # Another scenario: the newest run that ran it is the whole skill's (its report).
+    other.stdout.fnmatch_lines([f"*Compared with {report.name}: 0 regressions*1 unchanged*"])
+    # The whole skill: the newest run of the whole skill, not the partial runs since.
+    whole.stdout.fnmatch_lines([f"*Compared with {report.name}: 1 regression*1 unchanged*"])
+
+
+def test_auto_finds_a_run_whose_report_went_to_eval_output_by_its_log(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    write_skill(pytester.path, "s", SCENARIOS)
+    _run(pytester, endpoint.base_url, "--eval-output", "out/")
+    [earlier] = _logs(pytester.path)
+
+    result = _run(pytester, endpoint.base_url, "--eval-compare", "auto")
+
+    result.stdout.fnmatch_lines([f"*Compared with {earlier.name}: 0 regressions*2 unchanged*"])
+
+
+def test_auto_without_a_run_of_the_selection_says_what_it_looked_for_and_where(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    write_skill(pytester.path, "s", SCENARIOS)
+    _run(pytester, endpoint.base_url, "-k", "scenario-a")
+
+    result = _run(pytester, endpoint.base_url, "-k", "scenario-b", "--eval-compare", "auto")
+
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(
+        [
+            "  Compared with an earlier run: no earlier run of scenario-b with model "
+            f"claude-sonnet-4.6 in {MODEL_FOLDER} or .openkata/runs/"
+        ]
+    )
+
+
+def test_auto_passes_over_a_run_log_that_cannot_be_read_and_says_so(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    write_skill(pytester.path, "s", SCENARIOS)
+    _run(pytester, endpoint.base_url, "-k", "scenario-a")
+    [earlier] = _logs(pytester.path)
+    newer = earlier.with_name(earlier.name.replace(".jsonl", "-2.jsonl"))  # the same second
+    newer.write_text("not a run log\n")
+
+    result = _run(pytester, endpoint.base_url, "-k", "scenario-a", "--eval-compare", "auto")
+
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(
+        [
+            f"*Compared with {earlier.name}: 0 regressions*",
+            "  Skipped a run log that cannot be read: "
+            f".openkata/runs/{newer.name}: line 1: not JSON: *",
+        ]
+    )
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+
+
+def test_auto_passes_over_a_run_whose_scenarios_errored_outside_the_skill(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    write_skill(pytester.path, "s", SCENARIOS)
+    _run(pytester, endpoint.base_url, "-k", "scenario-a")
+    [earlier] = _logs(pytester.path)
+    script.agent_reply_when["scenario-a."] = Reply(
+        status=503, body="engine down", headers={"Retry-After": "0"}
+    )
+    down = _run(pytester, endpoint.base_url, "-k", "scenario-a", "--eval-cache", "off")
+    down.stdout.fnmatch_lines(["*ERROR: agent*"])
+    del script.agent_reply_when["scenario-a."]
+
+    result = _run(
+        pytester, endpoint.base_url, "-k", "scenario-a", "--eval-compare", "auto",
+        "--eval-cache", "off",
+    )  # fmt: skip
+
+    # Not the outage's 0 %, which would make the scenario an improvement.
+    result.stdout.fnmatch_lines([f"*Compared with {earlier.name}: 0 regressions, 0 improvements*"])

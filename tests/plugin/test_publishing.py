@@ -89,6 +89,86 @@ def test_with_the_run_log_off_a_held_report_goes_to_the_default_log_folder(
     result.stdout.fnmatch_lines([f"  Report: .openkata/runs/unpublished/s/*/{held.name}"])
 
 
+# --- a broken skill ---------------------------------------------------------------------------
+
+
+def _log_records(root: Path) -> list[dict]:
+    (log,) = (root / ".openkata/runs").glob("*.jsonl")
+    return [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.mark.parametrize("where", ["evals/results", "--eval-output"])
+def test_a_skill_without_skill_md_publishes_nothing_and_the_others_publish(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript, where: str
+) -> None:
+    broken = write_skill(pytester.path, "broken", {"scenario-0": {"a": 10}})
+    (broken / "SKILL.md").unlink()
+    write_skill(pytester.path, "fine", {"scenario-0": {"a": 10}})
+    output = ("--eval-output", "out/") if where == "--eval-output" else ()
+
+    result = pytester.runpytest("skills", *eval_args(endpoint.base_url, *output))
+
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "skills/broken",
+            "*ERROR: SKILL.md: file not found (every skill needs one)",
+            "*Report not published: the skill's SKILL.md is missing or broken, so no report "
+            "of it is written (the catalogue would show 0 % for a skill that did not run)",
+            "skills/fine",
+        ]
+    )
+    if output:
+        assert [p.name.split("-results-")[0] for p in (pytester.path / "out").iterdir()] == ["fine"]
+    else:
+        assert [p.relative_to(pytester.path).parts[1] for p in reports_under(pytester.path)] == [
+            "fine"
+        ]
+    assert not (pytester.path / "skills/broken/evals/results").exists()
+    assert not (pytester.path / ".openkata/runs/unpublished").exists()
+    # The run log still holds the run, the broken skill's error with it.
+    trials = [r for r in _log_records(pytester.path) if r["record"] == "trial"]
+    assert {r["skill_dir"]: r["error_kind"] for r in trials} == {
+        "skills/broken": "skill",
+        "skills/fine": "",
+    }
+
+
+def test_a_skill_md_that_leads_out_of_the_skill_publishes_nothing(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    skill = write_skill(pytester.path, "s", {"scenario-0": {"a": 10}})
+    (pytester.path / "elsewhere.md").write_text("# Not the skill's\n")
+    (skill / "SKILL.md").unlink()
+    (skill / "SKILL.md").symlink_to(pytester.path / "elsewhere.md")
+
+    result = pytester.runpytest("skills/s", *eval_args(endpoint.base_url))
+
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        ["*ERROR: SKILL.md: *", "*Report not published: the skill's SKILL.md*"]
+    )
+    assert reports_under(pytester.path) == []
+    assert script.agent_calls == 0
+
+
+def test_a_tile_whose_tile_json_is_broken_publishes_nothing(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    skill = write_skill(pytester.path, "t", {"scenario-0": {"a": 10}})
+    (skill / "SKILL.md").unlink()
+    (skill / "tile.json").write_text("{broken")
+
+    result = pytester.runpytest("skills/t", *eval_args(endpoint.base_url, "--eval-publish-errors"))
+
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        ["*ERROR: tile.json: not valid JSON*", "*Report not published: the skill's tile.json*"]
+    )
+    assert reports_under(pytester.path) == []
+
+
 # --- the same second ------------------------------------------------------------------------
 
 

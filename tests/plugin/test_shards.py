@@ -89,6 +89,23 @@ def test_a_run_without_errors_exits_0_merged_as_unsharded(
     ]
 
 
+def test_a_broken_skill_merged_from_shards_publishes_nothing(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    broken = write_skill(pytester.path, "broken", {"scenario-0": {"a": 1}})
+    (broken / "SKILL.md").unlink()
+    write_skill(pytester.path, "fine", {"scenario-0": {"a": 1}})
+    args = (*eval_args(endpoint.base_url), *NO_CACHE)
+    for index in (1, 2):
+        pytester.runpytest("skills", *args, "--eval-shard", f"{index}/2")
+
+    merged = merge(pytester.path, ".openkata/shards")
+
+    assert merged.returncode == 1, merged.stdout + merged.stderr
+    assert "Report not published: the skill's SKILL.md is missing or broken" in merged.stdout
+    assert list(reports(pytester.path)) == ["skills/fine/evals/results/claude-sonnet-4.6/TIME.json"]
+
+
 def _collected(result: pytest.RunResult) -> list[str]:
     return [line for line in result.outlines if "::" in line]
 

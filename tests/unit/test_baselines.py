@@ -144,7 +144,10 @@ def test_auto_without_an_earlier_report_gives_no_comparison_and_says_so(tmp_path
 
     changes = compare_with_earlier([summary], EvalSettings(model=MODEL, compare=AUTO), tmp_path)
 
-    assert changes[skill].note == "no earlier report of m"
+    assert changes[skill].note == (
+        "no earlier run of the whole skill with model m in skills/s/evals/results/m/ or "
+        ".openkata/runs/"
+    )
     assert changes[skill].scenarios == ()
     assert not changes[skill].failed
 
@@ -183,6 +186,70 @@ def test_auto_compares_each_skill_with_its_own_earlier_report(tmp_path: Path) ->
     assert [s.tier for s in changes[second].scenarios] == [IMPROVEMENT]
     assert changes[first].baseline == "2026-03-01T090000.json"
     assert changes[first].skill == "first"
+
+
+def _write_run_log(
+    rootdir: Path, when: datetime, *results: ScenarioResult, model: str = MODEL, category: str = ""
+) -> Path:
+    """A run log in the default log folder, as a run of ``model`` and ``category`` leaves it."""
+    info = RunInfo(
+        finished_at=when.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        settings={"model": model, "category": category},
+    )
+    path = rootdir / ".openkata" / "runs" / when.strftime("%Y%m%dT%H%M%SZ.jsonl")
+    return write_new_report(path, log_lines(info, results, rootdir))
+
+
+def _auto_label(rootdir: Path, summaries: list[SkillSummary], **settings: str) -> str:
+    changes = compare_with_earlier(
+        summaries, EvalSettings(model=MODEL, compare=AUTO, **settings), rootdir
+    )
+    (change,) = changes.values()
+    return change.baseline
+
+
+def test_auto_takes_run_logs_of_the_same_model_and_categories_only(tmp_path: Path) -> None:
+    skill = _skill(tmp_path)
+    ours = _write_run_log(tmp_path, _at(9), _result(skill, "x", (True, True)))
+    _write_run_log(tmp_path, _at(10), _result(skill, "x", (True, True)), model="other")
+    intent = _write_run_log(tmp_path, _at(11), _result(skill, "x", (True, True)), category="INTENT")
+    current = _summaries(tmp_path, _result(skill, "x", (True, False)))
+
+    assert _auto_label(tmp_path, current) == ours.name
+    assert _auto_label(tmp_path, current, category="INTENT") == intent.name
+
+
+def test_auto_takes_a_report_before_a_log_of_the_same_second(tmp_path: Path) -> None:
+    skill = _skill(tmp_path)
+    earlier = _summaries(tmp_path, _result(skill, "x", (True, True)))
+    report = _write_report(earlier[0], _at(9))
+    _write_run_log(tmp_path, _at(9), _result(skill, "x", (True, True)))
+
+    assert _auto_label(tmp_path, _summaries(tmp_path, _result(skill, "x", (True, True)))) == (
+        report.name
+    )
+
+
+def test_auto_compares_the_whole_skill_with_its_last_whole_run_after_a_scenario_is_added(
+    tmp_path: Path,
+) -> None:
+    skill = _skill(tmp_path)
+    whole = _write_run_log(tmp_path, _at(9), _result(skill, "x", (True, True), on_disk=("x",)))
+    # Since then y was added, and a run of x alone left its log.
+    _write_run_log(tmp_path, _at(10), _result(skill, "x", (True, True), on_disk=("x", "y")))
+    current = _summaries(
+        tmp_path,
+        _result(skill, "x", (True, True), on_disk=("x", "y")),
+        _result(skill, "y", (True, True), on_disk=("x", "y")),
+    )
+
+    changes = compare_with_earlier(current, EvalSettings(model=MODEL, compare=AUTO), tmp_path)
+
+    assert changes[skill].baseline == whole.name
+    assert [(s.name, s.tier) for s in changes[skill].scenarios] == [
+        ("x", UNCHANGED),
+        ("y", "new"),
+    ]
 
 
 # --- a results JSON ----------------------------------------------------------------------------

@@ -7,16 +7,18 @@ The setting is one of:
 - the path of a run log (:func:`~pytest_openkata.core.runlog.parse_run_log`): it may hold
   several skills, each matched by its folder relative to the run's root folder
   (:func:`~pytest_openkata.core.runlog.relative_skill_dir`);
-- ``auto``: for each skill, its newest results JSON of the same model under
-  ``<skill>/evals/results/<model>/`` (the folder
-  :func:`~pytest_openkata.providers.reporters.results_json.auto_report_path` writes to). The
-  comparison is made before this run's reports are written, so its own is never the newest.
+- ``auto``: for each skill, the newest earlier run of the same selection (:func:`auto_runs`):
+  of the same model, among its results JSONs under ``<skill>/evals/results/<model>/`` (the
+  folder :func:`~pytest_openkata.providers.reporters.results_json.auto_report_path` writes
+  to) and the run logs (``log_dir``), partial runs' included. The comparison is made before
+  this run's reports and log are written, so its own are never the newest.
 
 A relative path is relative to the current folder, as pytest's ``--junitxml``. What it names
 is told by its content, not its name: a run log's first line is its run record. A file that
 cannot be read, or is neither kind, or matches none of the run's skills, is an
-:class:`EarlierRunError` naming it. A skill the file does not hold, or that has no earlier
-report under ``auto``, is not an error: it gets no comparison, and its
+:class:`EarlierRunError` naming it (under ``auto``, a results JSON too; a run log that cannot
+be read is passed over, and named in ``skipped``). A skill the file does not hold, or that has
+no earlier run under ``auto``, is not an error: it gets no comparison, and its
 :class:`~pytest_openkata.core.regression.SkillChanges` says why in ``note``. The earlier run
 is named by its file name only, never by a machine path.
 """
@@ -25,8 +27,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -38,6 +40,7 @@ from pytest_openkata.core.results import ScenarioResult
 from pytest_openkata.core.runlog import (
     CHANGES_EXTRA,
     RUN_RECORD,
+    LoggedRun,
     RunLogError,
     parse_run_log,
     relative_skill_dir,
@@ -45,12 +48,14 @@ from pytest_openkata.core.runlog import (
 from pytest_openkata.core.summary import SkillSummary
 from pytest_openkata.infra.config import EvalSettings
 from pytest_openkata.providers.reporters.results_json import auto_report_path, parse_report
+from pytest_openkata.providers.reporters.runlog import LOG_NAME, log_folder, logs_newest_first
 
 __all__ = [
     "AUTO",
     "EarlierRun",
     "EarlierRunError",
     "attach_changes",
+    "auto_runs",
     "compare_with_earlier",
     "earlier_runs",
     "newest_report",
@@ -77,11 +82,13 @@ class EarlierRunError(Exception):
 @dataclass(frozen=True)
 class EarlierRun:
     """A skill's results in the earlier run, and that run's file name (``label``). When there
-    is nothing to compare with, ``results`` is empty and ``note`` says why."""
+    is nothing to compare with, ``results`` is empty and ``note`` says why; ``skipped`` names
+    the run logs passed over because they cannot be read."""
 
     label: str
     results: tuple[ScenarioResult, ...]
     note: str = ""
+    skipped: tuple[str, ...] = ()
 
 
 def _shown(path: Path, rootdir: Path) -> str:
@@ -207,18 +214,176 @@ def newest_report(folder: Path, exclude: Collection[Path] = ()) -> Path | None:
     return max(found)[1] if found else None
 
 
-def _auto(summaries: Sequence[SkillSummary], model: str, rootdir: Path) -> dict[Path, EarlierRun]:
-    earlier = {}
-    for summary in summaries:
-        folder = results_folder(summary.skill_dir, model)
-        path = newest_report(folder)
-        if path is None:
-            earlier[summary.skill_dir] = EarlierRun("", (), note=f"no earlier report of {model}")
-            continue
-        shown = _shown(path, rootdir)
-        _skill, results = _report_results(_read(path, shown), shown)
-        earlier[summary.skill_dir] = EarlierRun(path.name, tuple(results))
-    return earlier
+@dataclass(frozen=True)
+class _Selection:
+    """The scenarios of a skill a run ran (``names``), and whether they were every scenario
+    the skill had on disk then (``whole``)."""
+
+    names: frozenset[str]
+    whole: bool
+
+    @classmethod
+    def of(cls, results: Iterable[ScenarioResult]) -> _Selection:
+        ran = list(results)
+        names = frozenset(result.name for result in ran)
+        on_disk = {name for result in ran for name in result.skill_scenarios}
+        return cls(names, names >= on_disk)
+
+    def covered_by(self, earlier: _Selection) -> bool:
+        """Whether an earlier run of ``earlier`` is one of this selection: a run of the whole
+        skill takes an earlier run of the whole skill (as it was then: a scenario added since
+        is ``new``, one removed ``missing``); a run of some scenarios takes an earlier run
+        that ran at least those."""
+        return earlier.whole if self.whole else self.names <= earlier.names
+
+    def described(self) -> str:
+        if self.whole:
+            return "the whole skill"
+        names = sorted(self.names)
+        shown = ", ".join(names[:3])
+        return shown if len(names) <= 3 else f"{shown} and {len(names) - 3} more"
+
+
+# Of one second, a skill's report comes before a run log: most likely the log of the run that
+# wrote the report, which it names as the report it published.
+_REPORT, _LOG = 1, 0
+
+
+def _report_candidates(folder: Path) -> list[tuple[tuple[datetime, int, int], Path]]:
+    """The reports of a results folder, each with its time (as :func:`newest_report` takes
+    them)."""
+    try:
+        entries = list(folder.iterdir())
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise EarlierRunError(f"{folder}: cannot be listed: {exc.strerror or exc}") from exc
+    found = []
+    for path in entries:
+        match = _REPORT_NAME.fullmatch(path.name)
+        if match and path.is_file():
+            when = datetime.strptime(match["stamp"], "%Y-%m-%dT%H%M%S")
+            found.append(((when, _REPORT, int(match["n"] or 1)), path))
+    return found
+
+
+class _RunLogs:
+    """The run logs of the log folder, each read once (for every skill that looks at it):
+    the run it holds, or why it cannot be read."""
+
+    def __init__(self, folder: Path | None, rootdir: Path) -> None:
+        self.folder = folder
+        self.rootdir = rootdir
+        self.problem = ""  # why the folder cannot be listed
+        self.candidates: list[tuple[tuple[datetime, int, int], Path]] = []
+        self._read: dict[Path, LoggedRun | str] = {}
+        if folder is None or not folder.is_dir():
+            return
+        try:
+            paths = logs_newest_first(folder)
+        except OSError as exc:
+            self.problem = f"{self.shown(folder)}: cannot be listed: {exc.strerror or exc}"
+            return
+        for path in paths:
+            match = LOG_NAME.fullmatch(path.name)
+            assert match is not None
+            when = datetime.strptime(match["stamp"], "%Y%m%dT%H%M%SZ")
+            self.candidates.append(((when, _LOG, int(match["n"] or 1)), path))
+
+    def shown(self, path: Path) -> str:
+        """A path as notes name it: relative to the rootdir (``..`` for one outside it),
+        since a comparison is recorded in the run log, which holds no machine paths."""
+        return relative_skill_dir(path, self.rootdir)
+
+    def read(self, path: Path) -> LoggedRun | str:
+        """The run a log holds, or why it cannot be read (naming it)."""
+        if path not in self._read:
+            shown = self.shown(path)
+            try:
+                self._read[path] = parse_run_log(path.read_text(encoding="utf-8"), source=shown)
+            except OSError as exc:
+                self._read[path] = f"{shown}: cannot be read: {exc.strerror or exc}"
+            except UnicodeDecodeError as exc:
+                self._read[path] = f"{shown}: cannot be read: not UTF-8 ({exc.reason})"
+            except RunLogError as exc:
+                self._read[path] = str(exc)
+        return self._read[path]
+
+
+def _logged_results(
+    run: LoggedRun, skill_dir: str, model: str, category: str
+) -> list[ScenarioResult] | None:
+    """A skill's results in a logged run that can be compared with (None: it cannot): of the
+    same model and criterion categories, with none of the skill's scenarios errored for
+    reasons outside it or the skill itself broken. Such a run was not published (its report
+    was held back), and comparing with its 0 % would hide regressions."""
+    settings = run.info.settings
+    if settings.get("model") != model or (settings.get("category") or "") != category:
+        return None
+    results = [result for result in run.results if result.skill_dir == skill_dir]
+    if not results or any(r.infrastructure_errors or r.skill_errors for r in results):
+        return None
+    return results
+
+
+def auto_runs(
+    summaries: Sequence[SkillSummary],
+    *,
+    model: str,
+    rootdir: Path,
+    logs: Path | None = None,
+    category: str = "",
+) -> dict[Path, EarlierRun]:
+    """Each summary's skill folder and its newest earlier run of the same selection
+    (``auto``): of the same ``model`` (and ``category`` setting), whose scenarios of the skill
+    cover this run's (see :meth:`_Selection.covered_by`), among the skill's results JSONs
+    (runs of the whole skill, without categories) and the run logs under ``logs``. Of a
+    report and a log of the same second, the report is taken. A run log that cannot be read is
+    passed over and named in ``skipped``; a results JSON that cannot be read is an
+    :class:`EarlierRunError`, as one named by the setting is. With none, ``note`` says what was
+    looked for and where."""
+    history = _RunLogs(logs, rootdir)
+    return {
+        summary.skill_dir: _newest_of_selection(summary, history, model, category)
+        for summary in summaries
+    }
+
+
+def _newest_of_selection(
+    summary: SkillSummary, history: _RunLogs, model: str, category: str
+) -> EarlierRun:
+    selection = _Selection.of(summary.results)
+    folder = results_folder(summary.skill_dir, model)
+    reports = [] if category else _report_candidates(folder)
+    candidates = sorted(
+        [(key, path, _REPORT) for key, path in reports]
+        + [(key, path, _LOG) for key, path in history.candidates],
+        reverse=True,
+    )
+    skipped = [history.problem] if history.problem else []
+    skill_dir = history.shown(summary.skill_dir)
+    for _when, path, kind in candidates:
+        if kind == _REPORT:
+            shown = history.shown(path)
+            _skill, results = _report_results(_read(path, shown), shown)
+            ran = _Selection(frozenset(result.name for result in results), whole=True)
+        else:
+            logged = history.read(path)
+            if isinstance(logged, str):
+                skipped.append(logged)
+                continue
+            found = _logged_results(logged, skill_dir, model, category)
+            if found is None:
+                continue
+            results, ran = found, _Selection.of(found)
+        if selection.covered_by(ran):
+            return EarlierRun(path.name, tuple(results), skipped=tuple(skipped))
+    places = [] if category else [f"{history.shown(folder)}/"]
+    if history.folder is not None:
+        places.append(f"{history.shown(history.folder)}/")
+    of = f"model {model}" + (f" and category {category}" if category else "")
+    note = f"no earlier run of {selection.described()} with {of} in {' or '.join(places)}"
+    return EarlierRun("", (), note=note, skipped=tuple(skipped))
 
 
 def earlier_runs(
@@ -227,12 +392,15 @@ def earlier_runs(
     *,
     model: str,
     rootdir: Path,
+    logs: Path | None = None,
+    category: str = "",
 ) -> dict[Path, EarlierRun]:
     """Each summary's skill folder and its results in the earlier run ``spec`` names (see the
-    module docstring); ``model`` is the run's agent model (``auto`` reads its folder).
+    module docstring); ``model`` is the run's agent model, ``logs`` the run log folder and
+    ``category`` the run's setting (``auto`` looks for runs of them: :func:`auto_runs`).
     Raises :class:`EarlierRunError`."""
     if spec == AUTO:
-        return _auto(summaries, model, rootdir)
+        return auto_runs(summaries, model=model, rootdir=rootdir, logs=logs, category=category)
     path = Path(spec).expanduser()
     text = _read(path, spec)
     if _is_run_log(text):
@@ -251,7 +419,14 @@ def compare_with_earlier(
     ``note`` says why. Raises :class:`EarlierRunError`."""
     if not settings.compare:
         return {}
-    earlier = earlier_runs(settings.compare, summaries, model=settings.model, rootdir=rootdir)
+    earlier = earlier_runs(
+        settings.compare,
+        summaries,
+        model=settings.model,
+        rootdir=rootdir,
+        logs=log_folder(settings, rootdir),
+        category=settings.category,
+    )
     changes = {}
     for summary in summaries:
         run = earlier[summary.skill_dir]
@@ -262,15 +437,17 @@ def compare_with_earlier(
                 tolerance=float(settings.regression_tolerance),
                 scenarios=(),
                 note=run.note,
+                skipped=run.skipped,
             )
             continue
-        changes[summary.skill_dir] = compare_skill_runs(
+        compared = compare_skill_runs(
             summary.results,
             run.results,
             skill=summary.name,
             baseline=run.label,
             tolerance=settings.regression_tolerance,
         )
+        changes[summary.skill_dir] = replace(compared, skipped=run.skipped)
     return changes
 
 

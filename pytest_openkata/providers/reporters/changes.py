@@ -140,12 +140,15 @@ def changes_lines(changes: SkillChanges) -> Iterator[list[Segment]]:
     """A skill's comparison with an earlier run, for the terminal, after its overall line:
     the counts per tier, then regressions, missing, not comparable and improved scenarios (in
     that order, each by name). A skill with nothing to compare with gets one line saying why.
+    Each run log passed over on the way because it cannot be read gets a line naming it.
     """
     if changes.note:
         yield [(f"  Compared with an earlier run: {changes.note}", "yellow")]
-        return
-    yield _header(changes)
-    for tier in _SHOWN:
-        for change in changes.scenarios:
-            if change.tier == tier:
-                yield _scenario_line(change)
+    else:
+        yield _header(changes)
+        for tier in _SHOWN:
+            for change in changes.scenarios:
+                if change.tier == tier:
+                    yield _scenario_line(change)
+    for problem in changes.skipped:
+        yield [(f"  Skipped a run log that cannot be read: {problem}", "yellow")]

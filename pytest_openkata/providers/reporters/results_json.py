@@ -33,6 +33,7 @@ from pytest_openkata.core.results import (
 from pytest_openkata.core.scenario import read_skill_version
 from pytest_openkata.core.stats import TrialStats
 from pytest_openkata.core.summary import SkillSummary, usage_of
+from pytest_openkata.core.tile import TILE_FILE, is_tile_dir
 from pytest_openkata.core.uplift import McNemar, Uplift
 from pytest_openkata.infra.atomic import write_new_report
 from pytest_openkata.infra.config import EvalSettings
@@ -726,6 +727,14 @@ def held_back(summary: SkillSummary, settings: EvalSettings) -> int:
     return sum(1 for result in summary.results if result.infrastructure_errors)
 
 
+def skill_broken(summary: SkillSummary) -> bool:
+    """Whether the skill itself is broken (its SKILL.md, or a tile's tile.json, is missing or
+    cannot be read): then no report of it is written at all, not even at ``--eval-output``.
+    Every scenario of such a skill errors before its agent runs, so a report would publish 0 %
+    for a skill that did not run; the reference writes none either (it stops first)."""
+    return any(result.skill_errors for result in summary.results)
+
+
 def unpublished_report_path(
     summary: SkillSummary,
     settings: EvalSettings,
@@ -756,7 +765,8 @@ def later_names(path_at: Callable[[datetime], Path | None], now: datetime) -> It
 class ResultsJsonReporter:
     """Writes each skill's results JSON (see :func:`report_path`) and records the path written,
     or why it could not be, on the skill's summary. A report whose scenarios errored for
-    reasons outside the skill is held back (:func:`held_back`)."""
+    reasons outside the skill is held back (:func:`held_back`); a broken skill's is not
+    written (:func:`skill_broken`)."""
 
     name = "results_json"
     order = 0
@@ -785,6 +795,13 @@ class ResultsJsonReporter:
     ) -> Callable[[datetime], Path | None]:
         """The report's path for a time (None: no report), held back when it must be."""
         settings = run.settings
+        if skill_broken(summary):
+            own_file = TILE_FILE if is_tile_dir(Path(summary.skill_dir)) else "SKILL.md"
+            summary.report_held = (
+                f"the skill's {own_file} is missing or broken, so no report of it is written "
+                "(the catalogue would show 0 % for a skill that did not run)"
+            )
+            return lambda moment: None
         errored = held_back(summary, settings)
         if not errored or report_path(summary, settings, run.finished_at, several) is None:
             return lambda moment: report_path(summary, settings, moment, several, prefix)

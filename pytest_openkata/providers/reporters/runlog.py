@@ -25,7 +25,15 @@ from pytest_openkata.infra.atomic import write_new_report
 from pytest_openkata.infra.config import EvalSettings
 from pytest_openkata.providers.reporters import RunReport
 
-__all__ = ["LOG_NAME", "RunLogReporter", "log_folder", "logged_run", "run_info", "run_settings"]
+__all__ = [
+    "LOG_NAME",
+    "RunLogReporter",
+    "log_folder",
+    "logged_run",
+    "logs_newest_first",
+    "run_info",
+    "run_settings",
+]
 
 _STAMP = "%Y%m%dT%H%M%SZ"
 LOG_NAME = re.compile(r"(?P<stamp>[0-9]{8}T[0-9]{6}Z)(?:-(?P<n>[0-9]+))?\.jsonl")
@@ -46,6 +54,7 @@ def run_settings(settings: EvalSettings) -> dict[str, Any]:
         "sandbox_agent": settings.sandbox.agent,
         "sandbox_image": settings.sandbox.image,
         "cache": settings.cache,
+        "category": settings.category,
     }
 
 
@@ -85,7 +94,8 @@ def log_folder(settings: EvalSettings, rootdir: Path) -> Path | None:
     return rootdir / Path(settings.log_dir).expanduser()
 
 
-def _logs_newest_first(folder: Path) -> list[Path]:
+def logs_newest_first(folder: Path) -> list[Path]:
+    """The run logs of ``folder`` (files named as logs are), the newest first."""
     found = []
     for path in folder.iterdir():
         match = LOG_NAME.fullmatch(path.name)
@@ -96,7 +106,7 @@ def _logs_newest_first(folder: Path) -> list[Path]:
 
 def prune_logs(folder: Path, keep: int) -> None:
     """Delete all but the newest ``keep`` run logs of ``folder`` (other files are left)."""
-    for old in _logs_newest_first(folder)[keep:]:
+    for old in logs_newest_first(folder)[keep:]:
         old.unlink(missing_ok=True)
 
 
