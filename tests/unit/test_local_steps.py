@@ -38,7 +38,10 @@ SERVER = f"llama-server-{LLAMA_CPP_PYTHON_VERSION}"
 
 def _environment(cache: Path, **more: str) -> dict[str, str]:
     return {
-        **os.environ,
+        # Waits for another run at their default limit.
+        **{
+            name: value for name, value in os.environ.items() if name != "OPENKATA_LOCAL_MODEL_WAIT"
+        },
         "OPENKATA_LOCAL_MODEL_CACHE": str(cache),
         # A build that starts all the same fails at its download, instead of compiling for long.
         "PIP_NO_INDEX": "1",

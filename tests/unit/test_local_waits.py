@@ -79,7 +79,7 @@ def _held(lock_file: Path) -> Iterator[Holder]:
 
 def _environment(cache: Path, **more: str) -> dict[str, str]:
     return {
-        **os.environ,
+        **{name: value for name, value in os.environ.items() if name != LIMIT},  # the default
         "OPENKATA_LOCAL_MODEL_CACHE": str(cache),
         # A build that starts all the same fails at its download, instead of compiling for long.
         "PIP_NO_INDEX": "1",
@@ -211,6 +211,7 @@ def test_a_reservation_that_waited_for_the_engine_takes_it_once_the_other_run_en
     cache = tmp_path / "cache"
     monkeypatch.setenv("OPENKATA_LOCAL_MODEL_CACHE", str(cache))
     monkeypatch.setenv("OPENKATA_LOCAL_ENGINE", "private")
+    monkeypatch.delenv(LIMIT, raising=False)
     said: list[str] = []
     with _held(cache / "docker" / "lock") as other:
 
@@ -258,6 +259,7 @@ def test_a_wait_says_every_so_often_that_it_still_waits_then_takes_the_lock(
         with out.open("w") as output:
             waiter = subprocess.Popen(
                 [sys.executable, "-c", WAIT_AND_NOTE, str(lock_file)],
+                env=_environment(tmp_path / "cache"),
                 stdout=output,
                 stderr=subprocess.STDOUT,
                 text=True,
@@ -340,8 +342,11 @@ def test_a_stop_signal_while_waiting_for_the_engine_ends_the_command_cleanly(
 @needs_root
 @pytest.mark.skipif(shutil.which("dockerd") is None, reason="needs dockerd")
 @pytest.mark.parametrize("signum", SIGNALS, ids=lambda signum: signal.Signals(signum).name)
+@pytest.mark.parametrize(
+    "command", [("build", "--sandbox"), ("run", "--", "true")], ids=["build", "run"]
+)
 def test_a_stop_signal_while_waiting_for_the_sandbox_image_ends_the_command_cleanly(
-    tmp_path: Path, signum: int
+    tmp_path: Path, signum: int, command: tuple[str, ...]
 ) -> None:
     cache, temporary = tmp_path / "cache", tmp_path / "tmp"
     temporary.mkdir()
@@ -354,8 +359,7 @@ def test_a_stop_signal_while_waiting_for_the_sandbox_image_ends_the_command_clea
             cache,
             signum,
             "waiting for it",
-            "build",
-            "--sandbox",
+            *command,
             OPENKATA_LOCAL_ENGINE="private",
             PYTHONPATH=str(_stand_in_weights(tmp_path / "weights")),
             TMPDIR=str(temporary),
