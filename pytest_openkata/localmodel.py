@@ -13,12 +13,15 @@ Command line::
     python -m pytest_openkata.localmodel run -- CMD ...  # run CMD against a started server
 
 Before its first long step, each command checks what would stop it later and, if anything
-would, exits with 1 and a line that says what: another run's private Docker engine uses the
-cache's engine folder, building the sandbox's root file system needs root, a tool is missing,
-or a disk has too little free space for the steps still to take (what the cache holds does
-not count). The private engine's folder stays locked for the rest of the run. Two commands
-that both need llama-server do not both compile it: the second waits for the first's build,
-says that it waits, and takes its binary; so with the sandbox's root file system.
+would, exits with 1 and a line that says what: llama-server could not listen on loopback (on
+``serve --port N``: N is taken), building the sandbox's root file system needs root, a tool
+is missing, or a disk has too little free space for the steps still to take (what the cache
+holds does not count). A lock that another run holds is waited for, with a line naming that
+run's process and a line every 30 s, for at most ``OPENKATA_LOCAL_MODEL_WAIT`` seconds (an
+hour unless set; past it, exit 1; a stop signal while waiting exits with 128 + its number):
+the cache's private Docker engine folder (one run at a time uses it; it stays locked for the
+rest of the run), and a build of llama-server or of the sandbox's root file system that the
+other run has under way, whose result this one then takes instead of building it again.
 
 ``run`` prints and sets, for CMD, ``OPENKATA_EVAL_BACKEND=http``,
 ``OPENKATA_EVAL_HTTP_BASE_URL``, ``OPENKATA_EVAL_HTTP_ENDPOINT_ID`` and ``OPENKATA_EVAL_MODEL``,
@@ -91,7 +94,17 @@ from types import FrameType, TracebackType
 from typing import IO, TYPE_CHECKING, Any, Self
 
 from pytest_openkata.infra.processes import parent_death_preexec
-from pytest_openkata.localsteps import GB, MB, Step, build_lock, held_by_another, space_shortage
+from pytest_openkata.localsteps import (
+    GB,
+    MB,
+    LocalModelError,  # defined with the steps; raised by all the local tooling
+    Step,
+    StopWaiting,
+    build_lock,
+    held_by_another,
+    space_shortage,
+    wait_limit,
+)
 
 if TYPE_CHECKING:
     from pytest_openkata.localsandbox import LocalEngine
@@ -153,10 +166,6 @@ CMAKE_FLAGS = (
 SLOTS_VARIABLE = "OPENKATA_LOCAL_MODEL_SLOTS"
 
 Log = Callable[[str], None]
-
-
-class LocalModelError(Exception):
-    """The local model could not be installed, built or started; the message says why."""
 
 
 def machine_slots(cpus: int | None = None, available: int | None = None) -> int:
@@ -354,6 +363,24 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def check_port(port: int | None) -> None:
+    """Raises, with the reason, when llama-server could not listen on ``port`` of loopback
+    (on a free port when None) or be reached there: checked before the long steps."""
+    where = "127.0.0.1" if port is None else f"port {port} of 127.0.0.1"
+    try:
+        with socket.socket() as server, socket.socket() as client:
+            server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as llama-server
+            server.bind(("127.0.0.1", port or 0))
+            server.listen()
+            client.settimeout(5)
+            client.connect(server.getsockname())
+    except OSError as exc:
+        advice = "; choose another --port, or leave it out for a free one" if port else ""
+        raise LocalModelError(
+            f"llama-server could not listen on {where}: {exc.strerror or exc}{advice}"
+        ) from None
 
 
 def _answers_health(root_url: str) -> bool:
@@ -683,6 +710,7 @@ def check_before_starting(engine: LocalEngine | None = None) -> None:
     """Raises, with the reason, when the command could not finish: called before its first
     long step, so that nothing is built in vain. ``engine`` is the sandbox's engine, already
     reserved (which is when another run's private engine is found), or None without one."""
+    wait_limit()  # a malformed limit of the waits for other runs is reported now
     steps = server_steps()
     if engine is not None:
         from pytest_openkata.localsandbox import sandbox_steps
@@ -853,7 +881,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--sandbox", action="store_true", help="also build the local sandbox image (cached)"
     )
     serve = sub.add_parser("serve", help="serve on loopback until interrupted")
-    serve.add_argument("--port", type=int, default=None)
+    serve.add_argument("--port", type=_port, default=None, help="default: a free port")
     run = sub.add_parser("run", help="run a command with OPENKATA_EVAL_* pointing at the server")
     run.add_argument(
         "--no-sandbox",
@@ -891,6 +919,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error("run needs a command, e.g. run -- pytest skills/commit-message")
     try:
         with contextlib.ExitStack() as held:
+            if args.action != "build":
+                check_port(getattr(args, "port", None))
             engine = None
             if getattr(args, "sandbox", False):  # serve has no sandbox
                 from pytest_openkata.localsandbox import LocalEngine
@@ -917,6 +947,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except LocalModelError as exc:
         _stderr(f"error: {exc}")
         return 1
+    except StopWaiting as stopped:  # a stop signal while another run's lock was waited for
+        return 128 + stopped.signum
+
+
+def _port(text: str) -> int:
+    port = int(text)
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{text} is not a port (1 to 65535)")
+    return port
 
 
 if __name__ == "__main__":

@@ -8,12 +8,14 @@ on a machine with no registry and no account:
   socket, with no bridge and no iptables rules (the host's network is left alone), started
   for the run and stopped with it. Its data folder is kept under the cache, so what it holds
   (the image) survives the run; one run at a time uses it, locked before the run's first long
-  step so that a second run is told at once.
+  step: a second run waits for it (saying so, for at most ``OPENKATA_LOCAL_MODEL_WAIT``
+  seconds) before it builds anything.
 - **The image.** A Debian base from ``debootstrap`` (minbase, with git and CA certificates),
   the OpenAI Codex CLI from npm (its static binary, and the ``rg`` it searches with), and
   ``/workspace`` as the working folder. The root file system is kept as a tar archive named by
   everything it is made of (Debian suite, packages, Codex version, machine), so each engine
-  imports it in seconds and only the first build downloads anything.
+  imports it in seconds and only the first build downloads anything. It is built (or waited
+  for, when another run builds it) before the engine starts.
 - **The agent.** Codex, talking to the local model through its Responses route; Claude Code
   asks for 32000 answer tokens and fails an answer cut short, which a 135M model's often is.
   Containers use the host's network (the private engine has no other), so the agent reaches
@@ -26,7 +28,6 @@ of its log.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -44,14 +45,21 @@ import docker
 import docker.errors
 
 from pytest_openkata.localmodel import (
-    LocalModelError,
     Log,
     _parent_death_preexec,
     _run,
     _stderr,
     cache_dir,
 )
-from pytest_openkata.localsteps import GB, MB, Step, build_lock, held_by_another
+from pytest_openkata.localsteps import (
+    GB,
+    MB,
+    LocalModelError,
+    Step,
+    build_lock,
+    held_by_another,
+    take_lock,
+)
 
 __all__ = [
     "CODEX_VERSION",
@@ -207,7 +215,8 @@ class LocalEngine:
     The private engine gets the parent-death signal SIGTERM, so it shuts down cleanly when
     the process that started it dies without stopping it. Its data folder is
     ``data_root`` when given (the caller's to remove), else the cache's, which one engine at a
-    time may use: it is locked from the reservation until :meth:`stop`.
+    time may use: it is locked from the reservation until :meth:`stop`, and a reservation
+    while another run holds it waits for that run to end (``localsteps.take_lock``).
     """
 
     def __init__(self, log: Log = _stderr, data_root: Path | None = None) -> None:
@@ -230,8 +239,8 @@ class LocalEngine:
         """Chooses the engine, and checks that it can be had: the one ``DOCKER_HOST`` names
         (it must answer), else the system's when it answers, else (or with
         ``OPENKATA_LOCAL_ENGINE=private``) a private one, which needs root and dockerd (or
-        apt-get to install it) and whose data folder no other run may be using. Nothing is
-        started; a second call keeps the first one's choice."""
+        apt-get to install it) and whose data folder no other run may be using (another run's
+        is waited for). Nothing is started; a second call keeps the first one's choice."""
         if self._reserved:
             return self
         configured = os.environ.get("DOCKER_HOST", "")
@@ -285,15 +294,18 @@ class LocalEngine:
             return self.data_root
         data = cache_dir() / "docker"
         data.mkdir(parents=True, exist_ok=True)
-        lock = (data / "lock").open("w")
+        lock = (data / "lock").open("a")
         try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+            take_lock(
+                lock,
+                f"using the private Docker engine in {data}",
+                self.log,
+                until="end",
+                hint=", or set DOCKER_HOST to an engine",
+            )
+        except BaseException:  # its limit, or a stop signal: the file is closed
             lock.close()
-            raise LocalModelError(
-                f"another run's private Docker engine uses {data}: wait for it to end, or "
-                "set DOCKER_HOST to an engine"
-            ) from None
+            raise
         self._lock = lock
         return data / "data"
 
@@ -572,6 +584,14 @@ def local_sandbox(
     log: Log = _stderr, engine: LocalEngine | None = None
 ) -> Iterator[dict[str, str]]:
     """An engine (``engine`` when given, reserved or not) with the image in it, as the
-    settings a run needs; the engine stops after."""
-    with engine if engine is not None else LocalEngine(log) as started:
+    settings a run needs; the engine stops after. The image's root file system is built, or
+    another run's build of it waited for, before the engine starts."""
+    engine = engine if engine is not None else LocalEngine(log)
+    try:
+        if not engine.reserve().holds_image(image_tag()):
+            rootfs_archive(log)
+    except BaseException:  # the reservation (a private engine's folder) is released
+        engine.stop()
+        raise
+    with engine as started:
         yield sandbox_environment(started.host, prepare_image(started.host, log))

@@ -1,26 +1,61 @@
 """The long steps of the local-model tooling: each is taken once however many runs want it,
-and the disk is checked for those still to take before the first starts.
+the disk is checked for those still to take before the first starts, and a lock that another
+run holds is waited for politely.
 
 ``python -m pytest_openkata.localmodel`` lists what it still has to build or install (what the
 cache holds does not count) as :class:`Step`\\ s, each with the folder it writes to and about
 how much it needs there; :func:`space_shortage` says when a disk does not have that much
 free, so that a run that could not finish says so in seconds, not after a long compile. Two
 runs wanting the same build at once take turns on its lock (:func:`build_lock`): the second
-says that it waits, and then finds the first's result in the cache.
+waits, and then finds the first's result in the cache.
+
+A lock held by another run (a build's, the private Docker engine's folder) is waited for by
+:func:`take_lock`: one line says what is waited for and which process holds it, a line every
+30 s says that it still waits, and past ``OPENKATA_LOCAL_MODEL_WAIT`` seconds (an hour unless
+set: about the longest a step of another run takes, each of its commands being limited to an
+hour) the wait ends with :class:`LockWaitExpired`. A stop signal ends the wait with
+:class:`StopWaiting`, which the commands turn into their usual exit status (128 + its number).
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import math
 import os
 import shutil
+import signal
+import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
+from typing import IO
 
 MB = 1024 * 1024
 GB = 1024 * MB
+# How long a command waits for a lock that another run holds, in seconds.
+WAIT_VARIABLE = "OPENKATA_LOCAL_MODEL_WAIT"
+DEFAULT_WAIT = 3600.0
+STILL_WAITING_EVERY = 30.0
+LOCK_POLL = 0.2
+
+
+class LocalModelError(Exception):
+    """The local model could not be installed, built or started; the message says why."""
+
+
+class LockWaitExpired(LocalModelError):
+    """Another run still held a lock when the wait for it reached its limit."""
+
+
+class StopWaiting(BaseException):
+    """A stop signal (SIGINT, SIGTERM, SIGHUP) ended a wait for another run's lock."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
 
 
 @dataclass(frozen=True)
@@ -79,16 +114,121 @@ def held_by_another(lock_file: Path) -> bool:
         return False  # closing the file releases the lock
 
 
+def wait_limit() -> float:
+    """How many seconds a command waits for another run's lock (``OPENKATA_LOCAL_MODEL_WAIT``;
+    0 does not wait)."""
+    text = os.environ.get(WAIT_VARIABLE, "").strip()
+    if not text:
+        return DEFAULT_WAIT
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds >= 0):
+        raise LocalModelError(f"{WAIT_VARIABLE}={text}: expected a number of seconds (0 or more)")
+    return seconds
+
+
+def lock_holder(lock: IO[str]) -> int | None:
+    """The process that holds the flock of the open file ``lock``, as the kernel's list of
+    locks (Linux's ``/proc/locks``) names it; None when it cannot be told."""
+    stat = os.fstat(lock.fileno())
+    file_id = f"{os.major(stat.st_dev):02x}:{os.minor(stat.st_dev):02x}:{stat.st_ino}"
+    try:
+        lines = Path("/proc/locks").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        fields = line.split()
+        # "1: FLOCK  ADVISORY  WRITE 4242 fe:00:1234 0 EOF"; a waiter's line has "->".
+        if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5] == file_id:
+            with contextlib.suppress(ValueError):
+                return int(fields[4]) if int(fields[4]) > 0 else None
+    return None
+
+
+@contextlib.contextmanager
+def _stop_signals_end_the_wait() -> Iterator[None]:
+    """SIGINT, SIGTERM and SIGHUP raise :class:`StopWaiting` while a lock is waited for, where
+    Python's defaults would handle them (a traceback, or an end with no clean-up); a signal
+    ignored stays ignored, and a handler of the caller's (``run``'s) is left to handle it."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        raise StopWaiting(signum)
+
+    replaced = {}
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        default = signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL
+        previous = signal.getsignal(signum)
+        if previous is default:
+            replaced[signum] = previous
+            signal.signal(signum, stop)
+    try:
+        yield
+    finally:
+        for signum, previous in replaced.items():
+            signal.signal(signum, previous)
+
+
+def _try_lock(lock: IO[str]) -> bool:
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def take_lock(
+    lock: IO[str],
+    doing: str,
+    log: Callable[[str], None],
+    *,
+    until: str = "finish",
+    hint: str = "",
+    every: float = STILL_WAITING_EVERY,
+) -> None:
+    """Takes the flock of the open file ``lock``: at once when no other process holds it,
+    otherwise once the other lets it go. Waiting, it says so in one line, naming the holder
+    ("another run (pid 4242) is {doing}: waiting for it to {until} …"), then in a line every
+    ``every`` seconds; past :func:`wait_limit` it raises :class:`LockWaitExpired` (the message
+    ends with ``hint``, another way out), and a stop signal raises :class:`StopWaiting`."""
+    if _try_lock(lock):
+        return
+    limit = wait_limit()
+    holder = lock_holder(lock)
+    other = "another run" if holder is None else f"another run (pid {holder})"
+    if limit == 0:
+        raise LockWaitExpired(f"{other} is {doing}, and {WAIT_VARIABLE}=0 says not to wait{hint}")
+    log(
+        f"{other} is {doing}: waiting for it to {until} (at most {limit:g} s; "
+        f"{WAIT_VARIABLE} sets the limit)"
+    )
+    start = time.monotonic()
+    deadline, note = start + limit, start + every
+    with _stop_signals_end_the_wait():
+        while not _try_lock(lock):
+            now = time.monotonic()
+            if now >= deadline:
+                raise LockWaitExpired(
+                    f"{other} is still {doing} after {limit:g} s of waiting; set "
+                    f"{WAIT_VARIABLE} to wait longer{hint}"
+                )
+            if now >= note:
+                waited = f"{now - start:.0f} s of at most {limit:g} s"
+                log(f"still waiting ({waited}): {other} is {doing}")
+                note = now + every
+            time.sleep(min(LOCK_POLL, deadline - now, max(note - now, 0.01)))
+
+
 @contextlib.contextmanager
 def build_lock(lock_file: Path, what: str, log: Callable[[str], None]) -> Iterator[None]:
     """Holds the lock of a build: at once when no other process holds it, otherwise once the
-    other has finished, after saying that this one waits for it. ``what`` names the build
-    ("building llama-server 0.3.36")."""
+    other has finished (:func:`take_lock`). ``what`` names the build ("building llama-server
+    0.3.36")."""
     lock_file.parent.mkdir(parents=True, exist_ok=True)
     with lock_file.open("a") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            log(f"another run is {what}: waiting for it to finish")
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        take_lock(lock, what, log)
         yield

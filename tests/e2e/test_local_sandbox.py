@@ -109,8 +109,10 @@ def test_a_private_engine_is_started_and_stopped_and_holds_its_data_folder(
         assert engine_answers(engine.host)
         pid = engine.pid
         socket_path = Path(engine.host.removeprefix("unix://"))
-        # One engine per data folder: a second run is told, not given a broken engine.
-        with pytest.raises(LocalModelError, match="another run's private Docker engine uses"):
+        # One engine per data folder: a second run waits (here not at all), and is told, not
+        # given a broken engine.
+        monkeypatch.setenv("OPENKATA_LOCAL_MODEL_WAIT", "0")
+        with pytest.raises(LocalModelError, match=r"is using the private Docker engine in .*, and"):
             LocalEngine(log=lines.append).start()
 
     assert pid is not None
