@@ -39,6 +39,13 @@ SCENARIO_PREFIX = "scenario-"
 SCENARIO_NAMES = "scenario-*"  # the default of the scenario_names setting: the reference's
 _VERSION_HEADING = re.compile(r"## \[([^\]]*)\]")
 CHECKS_FILE = "checks.json"
+# What the run and lint say of an empty task.md and of a criterion without a description: the
+# reference accepts both, and an agent then answers nothing, or a judge grades nothing.
+EMPTY_TASK = "is empty: write there the prompt the agent is given"
+EMPTY_DESCRIPTION = (
+    "must not be empty: say what the judge should find in the agent's work to give this "
+    "criterion its points"
+)
 
 
 @dataclass(frozen=True)
@@ -164,7 +171,8 @@ class _ScenarioModel(BaseModel):
 
 def load_criteria(path: Path, *, allow_empty: bool = False) -> tuple[str, tuple[Criterion, ...]]:
     """The context and checklist of a ``criteria.json``; the checklist may be empty only when
-    ``allow_empty`` (a scenario whose ``checks.json`` holds checks)."""
+    ``allow_empty`` (a scenario whose ``checks.json`` holds checks), and every criterion needs
+    a description (a judge cannot grade a name alone)."""
     raw = _read_json(path)
     data = _go_keys(raw, _CriteriaModel.model_fields)
     if isinstance(data, Mapping) and isinstance(data.get("checklist"), list):
@@ -189,6 +197,10 @@ def load_criteria(path: Path, *, allow_empty: bool = False) -> tuple[str, tuple[
                 path, f"duplicate criterion name {item.name!r}", f"checklist[{index}].name"
             )
         seen.add(item.name)
+    for index, item in enumerate(model.checklist):
+        if not item.description.strip():
+            field = f"checklist[{index}] ({item.name!r}).description"
+            raise ScenarioLoadError(path, EMPTY_DESCRIPTION, field)
     criteria = tuple(
         Criterion(c.name, c.description, c.max_score, c.category) for c in model.checklist
     )
@@ -327,6 +339,7 @@ def load_scenario(scenario_dir: Path) -> Scenario:
         )
     if not is_inside(scenario_dir / "task.md", skill_dir.resolve()):
         raise ScenarioLoadError(scenario_dir / "task.md", LEADS_OUT)
+    _check_task(scenario_dir / "task.md")
     checks: tuple[Check, ...] = ()
     if _exists(entries.get(CHECKS_FILE)):
         checks = load_checks(scenario_dir / CHECKS_FILE, sandboxed=options.sandbox)
@@ -347,6 +360,16 @@ def load_scenario(scenario_dir: Path) -> Scenario:
         criteria=criteria,
         checks=checks,
     )
+
+
+def _check_task(path: Path) -> None:
+    """task.md holds more than whitespace, read as the prompt reads it."""
+    try:
+        text = path.read_bytes().decode("utf-8", errors="replace")
+    except OSError as exc:
+        raise ScenarioLoadError(path, f"cannot be read: {exc.strerror or exc}") from None
+    if not text.strip():
+        raise ScenarioLoadError(path, EMPTY_TASK)
 
 
 # --- checks.json -------------------------------------------------------------------------------

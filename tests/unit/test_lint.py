@@ -148,6 +148,25 @@ def test_missing_task_and_criteria_are_errors(tmp_path: Path) -> None:
     assert "may be empty when checks.json holds checks" in found[1].message
 
 
+@pytest.mark.parametrize("text", ["", "\n \t\n"], ids=["empty", "whitespace"])
+def test_an_empty_task_is_an_error_as_in_a_run(tmp_path: Path, text: str) -> None:
+    scenario = scenario_of(tmp_path, task_md=text)
+
+    found = findings(scenario, "files")
+
+    assert [(f.severity, f.file, f.line, f.message) for f in found] == [
+        (
+            "error",
+            "evals/scenario-0/task.md",
+            None,
+            "is empty: write there the prompt the agent is given",
+        )
+    ]
+    with pytest.raises(ScenarioLoadError) as error:
+        load_scenario(scenario)
+    assert str(error.value) == f"{found[0].file}: {found[0].message}"
+
+
 @pytest.mark.parametrize(
     "trap", ["conftest.py", "__init__.py", "tests/conftest.py", "test_data/conftest.py"]
 )
@@ -494,7 +513,14 @@ def test_empty_criterion_descriptions_are_errors(tmp_path: Path) -> None:
         ("error", "evals/scenario-0/criteria.json", 3),
         ("error", "evals/scenario-0/criteria.json", 4),
     ]
-    assert found[0].message.startswith("checklist[0] ('a'): empty description: say what")
+    assert found[0].message.startswith(
+        "checklist[0] ('a').description: must not be empty: say what"
+    )
+    # As the run words it, once: the criteria.json rule leaves them to this rule.
+    with pytest.raises(ScenarioLoadError) as error:
+        load_scenario(scenario)
+    assert str(error.value) == f"evals/scenario-0/criteria.json: {found[0].message}"
+    assert findings(scenario, "criteria-json") == []
 
 
 def test_criteria_with_descriptions_pass(tmp_path: Path) -> None:
