@@ -42,6 +42,7 @@ from pytest_openkata.core.scenario import (
     CHECKS_FILE,
     EMPTY_DESCRIPTION,
     EMPTY_TASK,
+    KIND_UNTRUSTED,
     SCENARIO_NAMES,
     _check_field,
     _check_of,
@@ -52,6 +53,7 @@ from pytest_openkata.core.scenario import (
     load_checks,
     load_criteria,
     load_scenario_options,
+    misspelt_sandbox_key,
     read_capability,
     read_skill_version,
     unselected_scenarios,
@@ -1354,7 +1356,7 @@ def _placeholder_finding(file: str, text: str | None, whose: str) -> list[Findin
     (line, first), lines = found[0], ", ".join(str(number) for number, _ in found)
     left = f"{plural(len(found), 'placeholder')} left, on line{'s' if len(found) > 1 else ''}"
     message = (
-        f"the scaffold's placeholder \"{first} ...\" is still there ({left} {lines}): "
+        f'the scaffold\'s placeholder "{first} ..." is still there ({left} {lines}): '
         f"replace each with the {whose}'s own text"
     )
     return [Finding("placeholders", "warning", file, line, message)]
@@ -1440,18 +1442,34 @@ _CRITERION_KEYS = tuple(_CriterionModel.model_fields)
 def unknown_keys(scenario_dir: Path) -> list[Finding]:
     """The keys of scenario.json and criteria.json (top level and checklist items) that the
     run ignores, as warnings with the closest known key. Keys match without regard to case,
-    as for Go's decoder (``"Sandbox"`` is known). A file that is missing or not JSON gives
+    as for Go's decoder (``"Sandbox"`` is known). A key that misspells ``sandbox`` (with no
+    ``sandbox`` beside it) is an error, as in a run. A file that is missing or not JSON gives
     none (other rules report it); checks.json's unknown keys are errors of its own rule."""
     findings = []
     scenario = _Scenario(scenario_dir, None)
     if scenario.options is not None:
-        findings += _unknown(scenario.options, _OPTION_KEYS, scenario.file(OPTIONS_FILE), "")
+        file = scenario.file(OPTIONS_FILE)
+        findings += [
+            _untrusted_kind(finding, scenario.options)
+            for finding in _unknown(scenario.options, _OPTION_KEYS, file, "")
+        ]
     if scenario.criteria is not None:
         file = scenario.file(CRITERIA_FILE)
         findings += _unknown(scenario.criteria, _CRITERIA_KEYS, file, "")
         for index, item in enumerate(scenario.checklist):
             findings += _unknown(item, _CRITERION_KEYS, file, f"{_criterion_field(index, item)}: ")
     return findings
+
+
+def _untrusted_kind(finding: Finding, options: _Node) -> Finding:
+    """The unknown key of scenario.json that misspells ``sandbox`` as the error it is in a
+    run (see :data:`~pytest_openkata.core.scenario.KIND_UNTRUSTED`)."""
+    present = {member.key: True for member in options.members or () if not member.node.is_null}
+    key = misspelt_sandbox_key(_go_keys(present, _OPTION_KEYS))
+    if key is None or finding.message != f'unknown key "{key}"; did you mean "sandbox"?':
+        return finding
+    message = f"{finding.message} {KIND_UNTRUSTED}"
+    return Finding(finding.rule, "error", finding.file, finding.line, message)
 
 
 def _unknown(node: _Node, known: tuple[str, ...], file: str, where: str) -> list[Finding]:

@@ -120,7 +120,7 @@ def test_a_scenario_with_several_problems_gets_all_of_them(tmp_path: Path) -> No
         ("files", "error", "evals/scenario-0/conftest.py", None),
         ("criteria-json", "error", "evals/scenario-0/criteria.json", 3),  # max_score 0
         ("criteria-json", "error", "evals/scenario-0/criteria.json", 4),  # max_score missing
-        ("unknown-keys", "warning", "evals/scenario-0/scenario.json", 1),
+        ("unknown-keys", "error", "evals/scenario-0/scenario.json", 1),  # misspells sandbox
         ("unknown-keys", "warning", "evals/scenario-0/criteria.json", 4),
         ("empty-descriptions", "error", "evals/scenario-0/criteria.json", 4),
         ("weights", "error", "evals/scenario-0/criteria.json", None),
@@ -448,7 +448,7 @@ def test_good_checks_pass(tmp_path: Path) -> None:
 
 def test_unknown_keys_say_the_closest_known_key(tmp_path: Path) -> None:
     criteria = criteria_with('{"name": "a", "description": "Has `a`", "max_scroe": 100}')
-    options = '{\n  "description": "Notes",\n  "sandbx": false\n}\n'
+    options = '{\n  "descripton": "Notes",\n  "sandbox": false\n}\n'
     scenario = scenario_of(tmp_path, criteria_json=criteria, scenario_json=options)
 
     found = unknown_keys(scenario)
@@ -458,8 +458,8 @@ def test_unknown_keys_say_the_closest_known_key(tmp_path: Path) -> None:
             "unknown-keys",
             "warning",
             "evals/scenario-0/scenario.json",
-            3,
-            'unknown key "sandbx"; did you mean "sandbox"?',
+            2,
+            'unknown key "descripton"; did you mean "description"?',
         ),
         (
             "unknown-keys",
@@ -470,6 +470,40 @@ def test_unknown_keys_say_the_closest_known_key(tmp_path: Path) -> None:
         ),
     ]
     assert lint_scenario(scenario)["unknown-keys"] == found
+
+
+@pytest.mark.parametrize("key", ["sandbx", "Sandboxed", "use_sandbox"])
+def test_a_key_that_misspells_sandbox_is_an_error_as_in_a_run(tmp_path: Path, key: str) -> None:
+    """The reference runs the scenario sandboxed whatever the key says: its kind, and so
+    which of `-m direct` and `-m sandbox` takes it, cannot be trusted."""
+    options = f'{{\n  "description": "Notes",\n  "{key}": false\n}}\n'
+    scenario = scenario_of(tmp_path, scenario_json=options)
+
+    report = lint_scenario(scenario)
+
+    assert [(f.severity, f.file, f.line, f.message) for f in report["unknown-keys"]] == [
+        (
+            "error",
+            "evals/scenario-0/scenario.json",
+            3,
+            f'unknown key "{key}"; did you mean "sandbox"? Until it is fixed the scenario does '
+            "not run: whether it runs in a sandbox cannot be trusted",
+        )
+    ]
+    assert report["scenario-json"] == []  # said once
+    with pytest.raises(ScenarioLoadError) as error:
+        load_scenario(scenario)
+    assert str(error.value) == (
+        f'evals/scenario-0/scenario.json: {key}: unknown key; did you mean "sandbox"? Until it '
+        "is fixed the scenario does not run: whether it runs in a sandbox cannot be trusted"
+    )
+
+
+def test_a_misspelt_sandbox_beside_sandbox_itself_is_only_a_warning(tmp_path: Path) -> None:
+    scenario = scenario_of(tmp_path, scenario_json='{"sandbox": false, "sandbx": true}')
+
+    assert [f.severity for f in unknown_keys(scenario)] == ["warning"]
+    assert load_scenario(scenario).sandbox is False
 
 
 def test_an_unknown_key_with_no_close_match_lists_the_known_keys(tmp_path: Path) -> None:

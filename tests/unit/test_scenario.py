@@ -184,6 +184,21 @@ def test_scenario_json_unknown_keys_are_ignored(tmp_path: Path) -> None:
     assert loaded.description == ""
 
 
+def test_a_key_that_misspells_sandbox_leaves_the_kind_unknown_and_the_scenario_unloaded(
+    tmp_path: Path,
+) -> None:
+    """The reference would run it sandboxed; which kind was meant cannot be told, so neither
+    `-m direct` nor `-m sandbox` may leave it out, and it errors naming the key."""
+    scenario = make_scenario(tmp_path / "skill", scenario_json='{"sandbx": false}')
+
+    assert sandbox_mode(scenario) is None
+    error = load_error(scenario)
+    assert (error.path.name, error.field) == ("scenario.json", "sandbx")
+    assert error.message.startswith('unknown key; did you mean "sandbox"? Until it is fixed')
+    # What only reads the file's other fields still reads them.
+    assert read_description(scenario) == ""
+
+
 def test_scenario_json_sandbox_true_explicitly(tmp_path: Path) -> None:
     scenario = make_scenario(tmp_path / "skill", scenario_json='{"sandbox": true}')
     assert load_scenario(scenario).sandbox is True
