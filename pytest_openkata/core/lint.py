@@ -37,8 +37,12 @@ from pytest_openkata.core.jsonfiles import (
     _read_json,
     _validation_error,
 )
+from pytest_openkata.core.placeholders import placeholders_in
 from pytest_openkata.core.scenario import (
     CHECKS_FILE,
+    EMPTY_DESCRIPTION,
+    EMPTY_TASK,
+    KIND_UNTRUSTED,
     SCENARIO_NAMES,
     _check_field,
     _check_of,
@@ -49,12 +53,14 @@ from pytest_openkata.core.scenario import (
     load_checks,
     load_criteria,
     load_scenario_options,
+    misspelt_sandbox_key,
     read_capability,
     read_skill_version,
     unselected_scenarios,
 )
 from pytest_openkata.core.tile import TILE_FILE, is_tile_dir, load_tile, tile_files
 from pytest_openkata.core.workspace import workspace_files
+from pytest_openkata.infra.text import plural
 
 __all__ = [
     "SCENARIO_RULES",
@@ -65,6 +71,8 @@ __all__ = [
     "Severity",
     "lint_scenario",
     "lint_skill",
+    "scenario_placeholders",
+    "skill_placeholders",
     "unknown_keys",
     "unreached_scenario_files",
     "unreached_skill_files",
@@ -422,6 +430,8 @@ def _files_rule(scenario: _Scenario) -> list[Finding]:
             findings.append(Finding("files", "error", scenario.file(TASK_FILE), None, message))
         except OSError:
             pass  # gone meanwhile
+        if not scenario.task.strip():
+            findings.append(Finding("files", "error", scenario.file(TASK_FILE), None, EMPTY_TASK))
     for trap in _traps(scenario.path):
         findings.append(
             Finding(
@@ -459,6 +469,8 @@ def _criteria_rule(scenario: _Scenario) -> list[Finding]:
     try:
         load_criteria(path, allow_empty=scenario.has_checks)
     except ScenarioLoadError as exc:
+        if exc.message == EMPTY_DESCRIPTION:
+            return []  # the loader's last check: the descriptions rule reports every one
         first = _loader_finding("criteria-json", exc, scenario)
     else:
         return []
@@ -699,7 +711,8 @@ def _unknown_keys_rule(scenario: _Scenario) -> list[Finding]:
 
 
 def _descriptions_rule(scenario: _Scenario) -> list[Finding]:
-    """Every criterion says what the judge looks for: an empty description is an error."""
+    """Every criterion says what the judge looks for: an empty description (or none) is an
+    error, as in a run."""
     findings = []
     for index, item in enumerate(scenario.checklist):
         if item.members is None:
@@ -715,8 +728,7 @@ def _descriptions_rule(scenario: _Scenario) -> list[Finding]:
                     "error",
                     scenario.file(CRITERIA_FILE),
                     item.line if member is None else member.line,
-                    f"{_criterion_field(index, item)}: empty description: say what the judge "
-                    "should find in the agent's work to give this criterion its points",
+                    f"{_criterion_field(index, item)}.description: {EMPTY_DESCRIPTION}",
                 )
             )
     return findings
@@ -1330,6 +1342,60 @@ def _task_states_answer_rule(scenario: _Scenario) -> list[Finding]:
     return findings
 
 
+# --- the scaffold's placeholders -----------------------------------------------------------
+
+_INPUTS_README = "inputs/README.md"  # a sandboxed scenario's, as new-scenario writes it
+
+
+def _placeholder_finding(file: str, text: str | None, whose: str) -> list[Finding]:
+    """One warning for a file that still holds placeholders of the scaffold (see
+    :mod:`pytest_openkata.core.placeholders`), at the first one's line."""
+    found = placeholders_in(text or "")
+    if not found:
+        return []
+    (line, first), lines = found[0], ", ".join(str(number) for number, _ in found)
+    left = f"{plural(len(found), 'placeholder')} left, on line{'s' if len(found) > 1 else ''}"
+    message = (
+        f'the scaffold\'s placeholder "{first} ..." is still there ({left} {lines}): '
+        f"replace each with the {whose}'s own text"
+    )
+    return [Finding("placeholders", "warning", file, line, message)]
+
+
+def scenario_placeholders(scenario_dir: Path) -> list[Finding]:
+    """The scaffold's placeholders left in a scenario's files: task.md, criteria.json,
+    scenario.json, checks.json and a sandboxed scenario's inputs/README.md."""
+    scenario = _Scenario(scenario_dir, None)
+    findings = _placeholder_finding(scenario.file(TASK_FILE), scenario.task, "scenario")
+    for name in (CRITERIA_FILE, OPTIONS_FILE, CHECKS_FILE, _INPUTS_README):
+        text = _read_text(scenario_dir / name)
+        findings += _placeholder_finding(scenario.file(name), text, "scenario")
+    return findings
+
+
+def _placeholders_rule(scenario: _Scenario) -> list[Finding]:
+    """Placeholders of ``new-scenario`` left in the scenario (see :func:`scenario_placeholders`)."""
+    return scenario_placeholders(scenario.path)
+
+
+def skill_placeholders(skill_dir: Path) -> list[Finding]:
+    """The placeholders of ``init`` left in the skill's SKILL.md (in a tile, in each listed
+    skill's)."""
+    skill_files = [skill_dir / SKILL_FILE]
+    if is_tile_dir(skill_dir):
+        try:
+            skill_files = [path for _name, path in load_tile(skill_dir).skills]
+        except ScenarioLoadError:
+            return []  # the skill-md rule reports it
+    findings = []
+    for path in skill_files:
+        if not _in_skill(path, skill_dir):
+            continue  # the skill-md rule reports it
+        shown = path.relative_to(skill_dir).as_posix()
+        findings += _placeholder_finding(shown, _read_text(path), "skill")
+    return findings
+
+
 _SCENARIO_RULES: dict[str, Callable[[_Scenario], list[Finding]]] = {
     "files": _files_rule,
     "criteria-json": _criteria_rule,
@@ -1337,6 +1403,7 @@ _SCENARIO_RULES: dict[str, Callable[[_Scenario], list[Finding]]] = {
     "checks-json": _checks_rule,
     "unknown-keys": _unknown_keys_rule,
     "empty-descriptions": _descriptions_rule,
+    "placeholders": _placeholders_rule,
     "weights": _weights_rule,
     "task-names-skill": _task_names_skill_rule,
     "referenced-inputs": _referenced_inputs_rule,
@@ -1348,7 +1415,8 @@ _SCENARIO_RULES: dict[str, Callable[[_Scenario], list[Finding]]] = {
 }
 SCENARIO_RULES: tuple[str, ...] = tuple(_SCENARIO_RULES)
 """The scenario rules in the order they run: required files; criteria.json, scenario.json
-and checks.json as the loader reads them; unknown keys; empty criterion descriptions; weights
+and checks.json as the loader reads them; unknown keys; empty criterion descriptions; the
+scaffold's placeholders; weights
 summing to 100; the task naming the skill; code-span paths missing from inputs/; vague
 criteria; scenario.json's description; files beside task.md that never reach the agent;
 criteria a check would grade exactly; the task stating what a criterion expects."""
@@ -1374,18 +1442,34 @@ _CRITERION_KEYS = tuple(_CriterionModel.model_fields)
 def unknown_keys(scenario_dir: Path) -> list[Finding]:
     """The keys of scenario.json and criteria.json (top level and checklist items) that the
     run ignores, as warnings with the closest known key. Keys match without regard to case,
-    as for Go's decoder (``"Sandbox"`` is known). A file that is missing or not JSON gives
+    as for Go's decoder (``"Sandbox"`` is known). A key that misspells ``sandbox`` (with no
+    ``sandbox`` beside it) is an error, as in a run. A file that is missing or not JSON gives
     none (other rules report it); checks.json's unknown keys are errors of its own rule."""
     findings = []
     scenario = _Scenario(scenario_dir, None)
     if scenario.options is not None:
-        findings += _unknown(scenario.options, _OPTION_KEYS, scenario.file(OPTIONS_FILE), "")
+        file = scenario.file(OPTIONS_FILE)
+        findings += [
+            _untrusted_kind(finding, scenario.options)
+            for finding in _unknown(scenario.options, _OPTION_KEYS, file, "")
+        ]
     if scenario.criteria is not None:
         file = scenario.file(CRITERIA_FILE)
         findings += _unknown(scenario.criteria, _CRITERIA_KEYS, file, "")
         for index, item in enumerate(scenario.checklist):
             findings += _unknown(item, _CRITERION_KEYS, file, f"{_criterion_field(index, item)}: ")
     return findings
+
+
+def _untrusted_kind(finding: Finding, options: _Node) -> Finding:
+    """The unknown key of scenario.json that misspells ``sandbox`` as the error it is in a
+    run (see :data:`~pytest_openkata.core.scenario.KIND_UNTRUSTED`)."""
+    present = {member.key: True for member in options.members or () if not member.node.is_null}
+    key = misspelt_sandbox_key(_go_keys(present, _OPTION_KEYS))
+    if key is None or finding.message != f'unknown key "{key}"; did you mean "sandbox"?':
+        return finding
+    message = f"{finding.message} {KIND_UNTRUSTED}"
+    return Finding(finding.rule, "error", finding.file, finding.line, message)
 
 
 def _unknown(node: _Node, known: tuple[str, ...], file: str, where: str) -> list[Finding]:
@@ -1715,12 +1799,14 @@ def _unreached_tile_files(tile_dir: Path) -> list[Finding]:
 
 _SKILL_RULES: dict[str, Callable[[Path], list[Finding]]] = {
     "skill-md": _skill_md_rule,
+    "placeholders": skill_placeholders,
     "changelog": _changelog_rule,
     "scenarios": _scenarios_rule,
     "unreached-files": unreached_skill_files,
 }
 SKILL_RULES: tuple[str, ...] = tuple(_SKILL_RULES)
-"""The skill rules in the order they run: SKILL.md and its front matter; CHANGELOG.md's
+"""The skill rules in the order they run: SKILL.md and its front matter; the scaffold's
+placeholders in SKILL.md; CHANGELOG.md's
 released version; at least one scenario; files SKILL.md links to that never reach the
 prompt."""
 

@@ -6,12 +6,13 @@ and the field, so that one broken scenario errors on its own and the others stil
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
 import hashlib
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,19 @@ SCENARIO_PREFIX = "scenario-"
 SCENARIO_NAMES = "scenario-*"  # the default of the scenario_names setting: the reference's
 _VERSION_HEADING = re.compile(r"## \[([^\]]*)\]")
 CHECKS_FILE = "checks.json"
+# What the run and lint say of an empty task.md and of a criterion without a description: the
+# reference accepts both, and an agent then answers nothing, or a judge grades nothing.
+EMPTY_TASK = "is empty: write there the prompt the agent is given"
+# A key of scenario.json that reads as a misspelt "sandbox" (while "sandbox" itself is not
+# there) leaves the scenario sandboxed whatever the key says: which kind it is, and so whether
+# `-m direct` or `-m sandbox` takes it, cannot be trusted.
+KIND_UNTRUSTED = (
+    "Until it is fixed the scenario does not run: whether it runs in a sandbox cannot be trusted"
+)
+EMPTY_DESCRIPTION = (
+    "must not be empty: say what the judge should find in the agent's work to give this "
+    "criterion its points"
+)
 
 
 @dataclass(frozen=True)
@@ -164,7 +178,8 @@ class _ScenarioModel(BaseModel):
 
 def load_criteria(path: Path, *, allow_empty: bool = False) -> tuple[str, tuple[Criterion, ...]]:
     """The context and checklist of a ``criteria.json``; the checklist may be empty only when
-    ``allow_empty`` (a scenario whose ``checks.json`` holds checks)."""
+    ``allow_empty`` (a scenario whose ``checks.json`` holds checks), and every criterion needs
+    a description (a judge cannot grade a name alone)."""
     raw = _read_json(path)
     data = _go_keys(raw, _CriteriaModel.model_fields)
     if isinstance(data, Mapping) and isinstance(data.get("checklist"), list):
@@ -189,36 +204,65 @@ def load_criteria(path: Path, *, allow_empty: bool = False) -> tuple[str, tuple[
                 path, f"duplicate criterion name {item.name!r}", f"checklist[{index}].name"
             )
         seen.add(item.name)
+    for index, item in enumerate(model.checklist):
+        if not item.description.strip():
+            field = f"checklist[{index}] ({item.name!r}).description"
+            raise ScenarioLoadError(path, EMPTY_DESCRIPTION, field)
     criteria = tuple(
         Criterion(c.name, c.description, c.max_score, c.category) for c in model.checklist
     )
     return model.context, criteria
 
 
-def load_scenario_options(path: Path) -> _ScenarioModel:
+def load_scenario_options(path: Path, *, kind: bool = False) -> _ScenarioModel:
     """``scenario.json``, the one reader of that file (keyword selection and the run both use
-    it); a missing file means the defaults (a sandboxed scenario)."""
+    it); a missing file means the defaults (a sandboxed scenario). With ``kind``, a key that
+    misspells ``sandbox`` is an error too (see :data:`KIND_UNTRUSTED`): what runs or selects
+    the scenario needs its kind."""
     if not path.exists():
         return _ScenarioModel()
-    return _read_scenario_options(path)
+    return _read_scenario_options(path, kind=kind)
 
 
 def sandbox_mode(scenario_dir: Path) -> str | None:
     """``"sandbox"`` or ``"direct"``, as the scenario will run; None when its scenario.json
-    cannot be read (the scenario then errors with the reason when it runs)."""
+    cannot be read or its kind cannot be trusted (the scenario then errors with the reason
+    when it runs)."""
     try:
-        options = load_scenario_options(scenario_dir / "scenario.json")
+        options = load_scenario_options(scenario_dir / "scenario.json", kind=True)
     except ScenarioLoadError:
         return None
     return "sandbox" if options.sandbox else "direct"
 
 
-def _read_scenario_options(path: Path) -> _ScenarioModel:
+def _read_scenario_options(path: Path, *, kind: bool) -> _ScenarioModel:
     data = _go_keys(_read_json(path), _ScenarioModel.model_fields)
     try:
-        return _ScenarioModel.model_validate(data)
+        options = _ScenarioModel.model_validate(data)
     except ValidationError as exc:
         raise _validation_error(path, exc, data) from None
+    key = misspelt_sandbox_key(data) if kind else None
+    if key is not None:
+        raise ScenarioLoadError(path, f'unknown key; did you mean "sandbox"? {KIND_UNTRUSTED}', key)
+    return options
+
+
+def closest_key(key: str, known: Iterable[str]) -> str | None:
+    """The known key an unknown one most likely misspells, or None."""
+    close = difflib.get_close_matches(key.lower(), list(known), n=1)
+    return close[0] if close else None
+
+
+def misspelt_sandbox_key(data: Any) -> str | None:
+    """The first key of scenario.json's object (its keys as ``_go_keys`` leaves them) that
+    misspells ``sandbox`` when ``sandbox`` itself is not there; None when there is none."""
+    if not isinstance(data, Mapping) or "sandbox" in data:
+        return None
+    known = _ScenarioModel.model_fields
+    return next(
+        (key for key in data if key not in known and closest_key(str(key), known) == "sandbox"),
+        None,
+    )
 
 
 def read_description(scenario_dir: Path) -> str:
@@ -317,7 +361,7 @@ def load_scenario(scenario_dir: Path) -> Scenario:
             "move scenario files under inputs/",
         )
     if _exists(entries.get("scenario.json")):
-        options = _read_scenario_options(scenario_dir / "scenario.json")
+        options = _read_scenario_options(scenario_dir / "scenario.json", kind=True)
     else:
         options = _ScenarioModel()
     task = entries.get("task.md")
@@ -327,6 +371,7 @@ def load_scenario(scenario_dir: Path) -> Scenario:
         )
     if not is_inside(scenario_dir / "task.md", skill_dir.resolve()):
         raise ScenarioLoadError(scenario_dir / "task.md", LEADS_OUT)
+    _check_task(scenario_dir / "task.md")
     checks: tuple[Check, ...] = ()
     if _exists(entries.get(CHECKS_FILE)):
         checks = load_checks(scenario_dir / CHECKS_FILE, sandboxed=options.sandbox)
@@ -347,6 +392,16 @@ def load_scenario(scenario_dir: Path) -> Scenario:
         criteria=criteria,
         checks=checks,
     )
+
+
+def _check_task(path: Path) -> None:
+    """task.md holds more than whitespace, read as the prompt reads it."""
+    try:
+        text = path.read_bytes().decode("utf-8", errors="replace")
+    except OSError as exc:
+        raise ScenarioLoadError(path, f"cannot be read: {exc.strerror or exc}") from None
+    if not text.strip():
+        raise ScenarioLoadError(path, EMPTY_TASK)
 
 
 # --- checks.json -------------------------------------------------------------------------------
@@ -411,8 +466,6 @@ def _check_field(index: int, item: Any, key: str | int | None = None) -> str:
 
 
 def _check_error(path: Path, index: int, item: Any, exc: ValidationError) -> ScenarioLoadError:
-    import difflib
-
     errors = exc.errors()
     # A typo'd key first: it is also why the key it misspells is missing.
     first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])

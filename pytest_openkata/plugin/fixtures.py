@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_openkata.core.activity import ACTIVITY
-from pytest_openkata.core.lint import unknown_keys, unreached_scenario_files
+from pytest_openkata.core.lint import unreached_scenario_files
 from pytest_openkata.core.results import ScenarioResult
 from pytest_openkata.core.run import Backends, RunOptions, run_scenario
 from pytest_openkata.core.sandboxed import SandboxSetup
@@ -220,13 +220,9 @@ def openkata_result(
         scenario.record_result(result)
         return result
 
-    # A typo'd key is ignored by the loader, as by the reference, and a file beside task.md
-    # never reaches the agent: say so before it runs.
-    warn_findings(
-        [*unknown_keys(item.scenario_dir), *unreached_scenario_files(item.scenario_dir)],
-        item.skill_dir,
-        item.config.rootpath,
-    )
+    # A file beside task.md never reaches the agent: say so before it runs (typo'd keys were
+    # said at collection).
+    warn_findings(unreached_scenario_files(item.scenario_dir), item.skill_dir, item.config.rootpath)
     result = openkata_scheduler.result(item, run)
     item.ihook.pytest_openkata_scenario_result(result=result, item=item)
     if result.error is not None:

@@ -32,6 +32,7 @@ from pytest_openkata.plugin import (
     xdist_transport,
 )
 from pytest_openkata.plugin.aggregate import BODY_RAISED_ATTR, EvalAggregator
+from pytest_openkata.plugin.file_warnings import FileWarnings
 from pytest_openkata.plugin.heap import HeapFreezer
 from pytest_openkata.plugin.items import (
     EvalsDir,
@@ -173,6 +174,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(validation, "openkata-validation")
         if controller:
             config.pluginmanager.register(validation.ValidationSummary(), AGGREGATOR_NAME)
+    if controller and mode != LINT:
+        config.pluginmanager.register(FileWarnings(), "openkata-file-warnings")
     if mode == "":
         config.pluginmanager.register(termination, "openkata-termination")
     if controller and mode == "":

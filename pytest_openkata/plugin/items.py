@@ -16,12 +16,11 @@ from typing import Any
 
 import pytest
 
-from pytest_openkata.core.lint import unreached_skill_files
 from pytest_openkata.core.results import ScenarioResult
 from pytest_openkata.core.scenario import scenario_candidates
 from pytest_openkata.infra.text import visible
 from pytest_openkata.plugin import compat, validation
-from pytest_openkata.plugin.lint import warn_findings
+from pytest_openkata.plugin.file_warnings import warn_about_files
 from pytest_openkata.plugin.scenario_folder import (
     ScenarioFolderItem,
     says_collection_warnings,
@@ -57,11 +56,10 @@ class EvalsDir(pytest.Directory):
     """
 
     def collect(self) -> Iterator[pytest.Item]:
-        # Said once per skill: links the agent could never follow.
-        skill_dir = self.path.parent
-        if says_collection_warnings(self.config):
-            warn_findings(unreached_skill_files(skill_dir), skill_dir, self.config.rootpath)
         scenarios, skill_scenarios = scenario_folders(self, self.path)
+        # Said before -k, -m or --deselect leave any scenario out, once per skill.
+        if says_collection_warnings(self.config):
+            warn_about_files(self.config, self.path.parent, scenarios)
         names = tuple(skill_scenarios)
         item_class = ValidationItem if mode_of(self.config) == VALIDATE else ScenarioItem
         fixture_info = compat.shared_fixture_info(self, item_class.body)

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import pytest
 
-from pytest_openkata.core.lint import unknown_keys, unreached_scenario_files
+from pytest_openkata.core.lint import unreached_scenario_files
 from pytest_openkata.core.run import Backends, RunOptions
 from pytest_openkata.core.validate import EMPTY_AGENT_LIMIT, Validation, validate_scenario
 from pytest_openkata.infra.redact import Redactor
@@ -80,12 +80,8 @@ def openkata_validation(
     item = request.node
     if mode_of(item.config) != VALIDATE or not hasattr(item, "scenario_dir"):
         raise pytest.UsageError("openkata_validation is only available in validate mode")
-    # As in a run: a typo'd key of scenario.json would validate the wrong kind of scenario.
-    warn_findings(
-        [*unknown_keys(item.scenario_dir), *unreached_scenario_files(item.scenario_dir)],
-        item.skill_dir,
-        item.config.rootpath,
-    )
+    # As in a run (typo'd keys were said at collection).
+    warn_findings(unreached_scenario_files(item.scenario_dir), item.skill_dir, item.config.rootpath)
     validation = validate_scenario(
         item.scenario_dir,
         openkata_backends,

@@ -101,7 +101,7 @@ def test_warnings_are_pytest_warnings_at_their_file_and_strict_makes_them_errors
         skill,
         "scenario-0",
         {"a": 100},
-        options={"description": "typo", "sandbx": False},
+        options={"description": "typo", "sandbox": False, "netwrok": "none"},
     )
 
     lenient = pytester.runpytest("--eval-lint", "skills")
@@ -111,7 +111,7 @@ def test_warnings_are_pytest_warnings_at_their_file_and_strict_makes_them_errors
     lenient.stdout.fnmatch_lines(
         [
             "  skills/notes/evals/scenario-0/scenario.json:1: EvalLintWarning: [[]unknown-keys[]] "
-            'unknown key "sandbx"; did you mean "sandbox"?*',
+            'unknown key "netwrok"; did you mean "network"?*',
         ]
     )
     strict.assert_outcomes(passed=1, failed=2)  # the item and its subtest
@@ -170,17 +170,107 @@ def test_mode_options_that_make_no_sense_are_usage_errors(pytester: pytest.Pytes
     strict_alone.stderr.fnmatch_lines(["*--eval-lint-strict needs --eval-lint*"])
 
 
-def test_what_the_scaffold_writes_passes_strict_lint(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _scaffold(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(pytester.path)
     assert openkata_main(["init", "skills/fresh-skill"]) == 0
     assert openkata_main(["new-scenario", "skills/fresh-skill", "edit", "--sandbox"]) == 0
     assert openkata_main(["new-scenario", "skills/fresh-skill", "answer"]) == 0
+    return pytester.path / "skills" / "fresh-skill"
+
+
+def test_the_untouched_scaffold_fails_strict_lint_on_its_placeholders_only(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _scaffold(pytester, monkeypatch)
+
+    result = pytester.runpytest("--eval-lint", "--eval-lint-strict", "skills")
+
+    # The skill and each of its three scenarios fail their placeholders subtest, and no other.
+    result.assert_outcomes(failed=8)  # four items, each with its one failed subtest
+    subfailed = [line for line in result.outlines if line.startswith("SUBFAILED")]
+    assert len(subfailed) == 4
+    assert all(line.startswith("SUBFAILED[placeholders] ") for line in subfailed)
+    result.stdout.fnmatch_lines_random(
+        [
+            "SKILL.md:3: the scaffold's placeholder \"TODO: say in one or two sentences what this "
+            'skill does ..." is still there (6 placeholders left, *',
+            "evals/scenario-edit/task.md:1: the scaffold's placeholder \"TODO: the request in a "
+            'few words ..." is still there (2 placeholders left, on lines 1, 3): replace each '
+            "with the scenario's own text",
+            "evals/scenario-edit/inputs/README.md:1: *",
+        ]
+    )
+
+
+def test_the_untouched_scaffold_warns_under_plain_lint(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _scaffold(pytester, monkeypatch)
+
+    result = pytester.runpytest("--eval-lint", "skills")
+
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines_random(
+        [
+            "  skills/fresh-skill/SKILL.md:3: EvalLintWarning: [[]placeholders[]] the scaffold's *",
+            "  skills/fresh-skill/evals/scenario-answer/criteria.json:2: EvalLintWarning: "
+            "[[]placeholders[]] *(4 placeholders left, on lines 2, 7, 12, 17)*",
+        ]
+    )
+
+
+def test_the_scaffold_with_every_placeholder_filled_in_passes_strict_lint(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    skill = _scaffold(pytester, monkeypatch)
+    for path in [skill / "SKILL.md", *skill.glob("evals/*/*.*")]:
+        path.write_text(path.read_text().replace("TODO: ", ""))
+    (skill / "evals" / "scenario-edit" / "inputs" / "README.md").write_text("# The project\n")
 
     result = pytester.runpytest("--eval-lint", "--eval-lint-strict", "skills")
 
     result.assert_outcomes(passed=4)
+
+
+def test_a_half_filled_scaffold_fails_strict_lint_where_placeholders_are_left(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    skill = _scaffold(pytester, monkeypatch)
+    for path in [skill / "SKILL.md", *skill.glob("evals/*/*.*")]:
+        path.write_text(path.read_text().replace("TODO: ", ""))
+    (skill / "evals" / "scenario-edit" / "inputs" / "README.md").write_text("# The project\n")
+    task = skill / "evals" / "scenario-answer" / "task.md"
+    task.write_text("TODO: write the request as a user would make it.\n\nSay hello.\n")
+
+    result = pytester.runpytest("--eval-lint", "--eval-lint-strict", "skills")
+
+    result.assert_outcomes(passed=3, failed=2)  # the item and its placeholders subtest
+    result.stdout.fnmatch_lines(
+        [
+            "evals/scenario-answer/task.md:1: the scaffold's placeholder \"TODO: write the "
+            'request as a user would make it ..." is still there (1 placeholder left, on line 1)*'
+        ]
+    )
+
+
+def test_a_skill_about_todo_comments_passes_strict_lint(pytester: pytest.Pytester) -> None:
+    skill = _skill(pytester.path, "todo-comments")
+    (skill / "SKILL.md").write_text(
+        "---\nname: todo-comments\ndescription: Writes TODO comments. Use when asked to mark "
+        "open work.\n---\n\n# TODO comments\n\nTODO: as the first word, then the owner: "
+        "`TODO: (alice) remove after v2`.\n"
+    )
+    _scenario(
+        skill,
+        "scenario-0",
+        {"names-the-owner": 100},
+        task="Mark the open question in this function with a TODO: comment.\n\n"
+        "```python\ndef parse(text):\n    return text  # TODO: handle an empty text\n```\n",
+    )
+
+    result = pytester.runpytest("--eval-lint", "--eval-lint-strict", "skills")
+
+    result.assert_outcomes(passed=2)
 
 
 def test_the_project_skills_pass_lint(pytester: pytest.Pytester) -> None:
@@ -196,7 +286,7 @@ def test_the_project_skills_pass_lint(pytester: pytest.Pytester) -> None:
 # --- a normal run ---------------------------------------------------------------------------
 
 
-def test_a_run_warns_about_a_typo_in_scenario_json_and_names_the_key_it_meant(
+def test_a_run_errors_a_scenario_whose_key_misspells_sandbox_and_warns_about_other_typos(
     pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
 ) -> None:
     skill = _skill(pytester.path)
@@ -207,12 +297,19 @@ def test_a_run_warns_about_a_typo_in_scenario_json_and_names_the_key_it_meant(
 
     result = pytester.runpytest("skills", *eval_args(endpoint.base_url))
 
-    # The typo made the scenario a sandboxed one, which has no sandbox here: it errors, and the
-    # warnings say why.
+    # The reference would run it sandboxed, whatever the typo meant: it errors, naming the key.
+    result.assert_outcomes(errors=1)
+    assert script.agent_calls == 0
+    result.stdout.fnmatch_lines(
+        [
+            "scenario error: evals/scenario-0/scenario.json: sandbx: unknown key; did you mean "
+            '"sandbox"[?] Until it is fixed the scenario does not run: *',
+        ]
+    )
     result.stdout.fnmatch_lines_random(
         [
             "  skills/notes/evals/scenario-0/scenario.json:1: EvalLintWarning: "
-            '[[]unknown-keys[]] unknown key "sandbx"; did you mean "sandbox"[?]',
+            '[[]unknown-keys[]] unknown key "sandbx"; did you mean "sandbox"[?] *',
             "  skills/notes/evals/scenario-0/criteria.json:1: EvalLintWarning: "
             "[[]unknown-keys[]] checklist[[]0[]] ('a'): unknown key \"max_scroe\"; did you "
             'mean "max_score"[?]',

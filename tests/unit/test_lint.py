@@ -120,7 +120,7 @@ def test_a_scenario_with_several_problems_gets_all_of_them(tmp_path: Path) -> No
         ("files", "error", "evals/scenario-0/conftest.py", None),
         ("criteria-json", "error", "evals/scenario-0/criteria.json", 3),  # max_score 0
         ("criteria-json", "error", "evals/scenario-0/criteria.json", 4),  # max_score missing
-        ("unknown-keys", "warning", "evals/scenario-0/scenario.json", 1),
+        ("unknown-keys", "error", "evals/scenario-0/scenario.json", 1),  # misspells sandbox
         ("unknown-keys", "warning", "evals/scenario-0/criteria.json", 4),
         ("empty-descriptions", "error", "evals/scenario-0/criteria.json", 4),
         ("weights", "error", "evals/scenario-0/criteria.json", None),
@@ -146,6 +146,25 @@ def test_missing_task_and_criteria_are_errors(tmp_path: Path) -> None:
     assert found[0].message.startswith("file not found (every scenario needs a task.md)")
     assert found[1].message.startswith("file not found (every scenario needs a criteria.json)")
     assert "may be empty when checks.json holds checks" in found[1].message
+
+
+@pytest.mark.parametrize("text", ["", "\n \t\n"], ids=["empty", "whitespace"])
+def test_an_empty_task_is_an_error_as_in_a_run(tmp_path: Path, text: str) -> None:
+    scenario = scenario_of(tmp_path, task_md=text)
+
+    found = findings(scenario, "files")
+
+    assert [(f.severity, f.file, f.line, f.message) for f in found] == [
+        (
+            "error",
+            "evals/scenario-0/task.md",
+            None,
+            "is empty: write there the prompt the agent is given",
+        )
+    ]
+    with pytest.raises(ScenarioLoadError) as error:
+        load_scenario(scenario)
+    assert str(error.value) == f"{found[0].file}: {found[0].message}"
 
 
 @pytest.mark.parametrize(
@@ -429,7 +448,7 @@ def test_good_checks_pass(tmp_path: Path) -> None:
 
 def test_unknown_keys_say_the_closest_known_key(tmp_path: Path) -> None:
     criteria = criteria_with('{"name": "a", "description": "Has `a`", "max_scroe": 100}')
-    options = '{\n  "description": "Notes",\n  "sandbx": false\n}\n'
+    options = '{\n  "descripton": "Notes",\n  "sandbox": false\n}\n'
     scenario = scenario_of(tmp_path, criteria_json=criteria, scenario_json=options)
 
     found = unknown_keys(scenario)
@@ -439,8 +458,8 @@ def test_unknown_keys_say_the_closest_known_key(tmp_path: Path) -> None:
             "unknown-keys",
             "warning",
             "evals/scenario-0/scenario.json",
-            3,
-            'unknown key "sandbx"; did you mean "sandbox"?',
+            2,
+            'unknown key "descripton"; did you mean "description"?',
         ),
         (
             "unknown-keys",
@@ -451,6 +470,40 @@ def test_unknown_keys_say_the_closest_known_key(tmp_path: Path) -> None:
         ),
     ]
     assert lint_scenario(scenario)["unknown-keys"] == found
+
+
+@pytest.mark.parametrize("key", ["sandbx", "Sandboxed", "use_sandbox"])
+def test_a_key_that_misspells_sandbox_is_an_error_as_in_a_run(tmp_path: Path, key: str) -> None:
+    """The reference runs the scenario sandboxed whatever the key says: its kind, and so
+    which of `-m direct` and `-m sandbox` takes it, cannot be trusted."""
+    options = f'{{\n  "description": "Notes",\n  "{key}": false\n}}\n'
+    scenario = scenario_of(tmp_path, scenario_json=options)
+
+    report = lint_scenario(scenario)
+
+    assert [(f.severity, f.file, f.line, f.message) for f in report["unknown-keys"]] == [
+        (
+            "error",
+            "evals/scenario-0/scenario.json",
+            3,
+            f'unknown key "{key}"; did you mean "sandbox"? Until it is fixed the scenario does '
+            "not run: whether it runs in a sandbox cannot be trusted",
+        )
+    ]
+    assert report["scenario-json"] == []  # said once
+    with pytest.raises(ScenarioLoadError) as error:
+        load_scenario(scenario)
+    assert str(error.value) == (
+        f'evals/scenario-0/scenario.json: {key}: unknown key; did you mean "sandbox"? Until it '
+        "is fixed the scenario does not run: whether it runs in a sandbox cannot be trusted"
+    )
+
+
+def test_a_misspelt_sandbox_beside_sandbox_itself_is_only_a_warning(tmp_path: Path) -> None:
+    scenario = scenario_of(tmp_path, scenario_json='{"sandbox": false, "sandbx": true}')
+
+    assert [f.severity for f in unknown_keys(scenario)] == ["warning"]
+    assert load_scenario(scenario).sandbox is False
 
 
 def test_an_unknown_key_with_no_close_match_lists_the_known_keys(tmp_path: Path) -> None:
@@ -494,7 +547,14 @@ def test_empty_criterion_descriptions_are_errors(tmp_path: Path) -> None:
         ("error", "evals/scenario-0/criteria.json", 3),
         ("error", "evals/scenario-0/criteria.json", 4),
     ]
-    assert found[0].message.startswith("checklist[0] ('a'): empty description: say what")
+    assert found[0].message.startswith(
+        "checklist[0] ('a').description: must not be empty: say what"
+    )
+    # As the run words it, once: the criteria.json rule leaves them to this rule.
+    with pytest.raises(ScenarioLoadError) as error:
+        load_scenario(scenario)
+    assert str(error.value) == f"evals/scenario-0/criteria.json: {found[0].message}"
+    assert findings(scenario, "criteria-json") == []
 
 
 def test_criteria_with_descriptions_pass(tmp_path: Path) -> None:

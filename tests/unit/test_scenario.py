@@ -184,6 +184,21 @@ def test_scenario_json_unknown_keys_are_ignored(tmp_path: Path) -> None:
     assert loaded.description == ""
 
 
+def test_a_key_that_misspells_sandbox_leaves_the_kind_unknown_and_the_scenario_unloaded(
+    tmp_path: Path,
+) -> None:
+    """The reference would run it sandboxed; which kind was meant cannot be told, so neither
+    `-m direct` nor `-m sandbox` may leave it out, and it errors naming the key."""
+    scenario = make_scenario(tmp_path / "skill", scenario_json='{"sandbx": false}')
+
+    assert sandbox_mode(scenario) is None
+    error = load_error(scenario)
+    assert (error.path.name, error.field) == ("scenario.json", "sandbx")
+    assert error.message.startswith('unknown key; did you mean "sandbox"? Until it is fixed')
+    # What only reads the file's other fields still reads them.
+    assert read_description(scenario) == ""
+
+
 def test_scenario_json_sandbox_true_explicitly(tmp_path: Path) -> None:
     scenario = make_scenario(tmp_path / "skill", scenario_json='{"sandbox": true}')
     assert load_scenario(scenario).sandbox is True
@@ -201,15 +216,39 @@ def test_criteria_keys_are_case_insensitive_and_extras_ignored(tmp_path: Path) -
     assert loaded.criteria == (Criterion("a", "d", 3),)
 
 
-def test_criteria_description_and_context_are_optional(tmp_path: Path) -> None:
+def test_criteria_context_is_optional(tmp_path: Path) -> None:
     path = tmp_path / "criteria.json"
-    path.write_text('{"checklist": [{"name": "a", "max_score": 1}]}', encoding="utf-8")
-    assert load_criteria(path) == ("", (Criterion("a", "", 1),))
+    path.write_text(
+        '{"checklist": [{"name": "a", "description": "d", "max_score": 1}]}', encoding="utf-8"
+    )
+    assert load_criteria(path) == ("", (Criterion("a", "d", 1),))
+
+
+@pytest.mark.parametrize("description", [None, "", " \n\t"], ids=["missing", "empty", "blank"])
+def test_a_criterion_without_a_description_is_an_error_naming_it(
+    tmp_path: Path, description: str | None
+) -> None:
+    """The reference accepts it, and its judge then grades a name alone."""
+    second: dict[str, Any] = {"name": "b", "max_score": 5}
+    if description is not None:
+        second["description"] = description
+    criteria = {"checklist": [{"name": "a", "description": "Does A", "max_score": 5}, second]}
+    scenario = make_scenario(tmp_path / "skill", criteria=criteria)
+
+    error = load_error(scenario)
+
+    assert error.path == scenario / "criteria.json"
+    assert str(error).startswith(
+        "evals/scenario-0/criteria.json: checklist[1] ('b').description: must not be empty: "
+        "say what the judge should find"
+    )
 
 
 def test_load_criteria_keeps_file_order(tmp_path: Path) -> None:
     path = tmp_path / "criteria.json"
-    items = [{"name": n, "max_score": s} for n, s in (("z", 1), ("a", 2), ("m", 3))]
+    items = [
+        {"name": n, "description": "d", "max_score": s} for n, s in (("z", 1), ("a", 2), ("m", 3))
+    ]
     path.write_text(json.dumps({"checklist": items}), encoding="utf-8")
     _context, criteria = load_criteria(path)
     assert [c.name for c in criteria] == ["z", "a", "m"]
@@ -232,6 +271,19 @@ def test_missing_task_md(tmp_path: Path) -> None:
     assert error.path == scenario / "task.md"
     assert str(error).startswith(f"evals/{scenario.name}/task.md:")
     assert "not found" in error.message
+
+
+@pytest.mark.parametrize("text", ["", " \n\t\r\n"], ids=["empty", "whitespace"])
+def test_an_empty_task_md_is_an_error(tmp_path: Path, text: str) -> None:
+    """The reference sends the skill alone as the prompt, and a judge may pass it all."""
+    scenario = make_scenario(tmp_path / "skill", task=text)
+
+    error = load_error(scenario)
+
+    assert error.path == scenario / "task.md"
+    assert str(error) == (
+        "evals/scenario-0/task.md: is empty: write there the prompt the agent is given"
+    )
 
 
 def test_missing_criteria_json(tmp_path: Path) -> None:
@@ -380,7 +432,12 @@ def test_duplicate_names(tmp_path: Path) -> None:
 
 
 def test_names_differing_only_in_case_are_not_duplicates(tmp_path: Path) -> None:
-    criteria = {"checklist": [{"name": "a", "max_score": 1}, {"name": "A", "max_score": 2}]}
+    criteria = {
+        "checklist": [
+            {"name": "a", "description": "d", "max_score": 1},
+            {"name": "A", "description": "d", "max_score": 2},
+        ]
+    }
     loaded = load_scenario(make_scenario(tmp_path / "skill", criteria=criteria))
     assert [c.name for c in loaded.criteria] == ["a", "A"]
 

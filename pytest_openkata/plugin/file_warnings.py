@@ -1,0 +1,69 @@
+"""What a run says about a skill's files before it runs them: said while collecting, for every
+scenario collected (also one that ``-k``, ``-m`` or ``--deselect`` then leaves out), and said
+again in a section of the terminal summary, which ``--disable-warnings`` does not hide.
+
+Each is an :class:`~pytest_openkata.core.lint.EvalLintWarning` with the lint rule's words:
+unknown keys of ``scenario.json`` and ``criteria.json``, the scaffold's placeholders left in
+the skill or a scenario, and the files ``SKILL.md`` links to that never reach the prompt.
+``-W error::pytest_openkata.EvalLintWarning`` makes them collection errors (as pytest's own
+collection warnings), ``-W ignore::…`` silences both places. A key that misspells
+``sandbox`` is more than a warning: its scenario errors when it runs (see
+:data:`~pytest_openkata.core.scenario.KIND_UNTRUSTED`).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from pytest_openkata.core.lint import (
+    EvalLintWarning,
+    scenario_placeholders,
+    skill_placeholders,
+    unknown_keys,
+    unreached_skill_files,
+)
+from pytest_openkata.infra.text import visible
+from pytest_openkata.plugin.lint import warn_findings
+
+__all__ = ["FileWarnings", "warn_about_files"]
+
+SECTION = "openkata: check these files"
+
+
+def warn_about_files(config: pytest.Config, skill_dir: Path, scenarios: Sequence[Path]) -> None:
+    """The skill's findings (unreached links, placeholders in SKILL.md) and each collected
+    scenario's (unknown keys, placeholders) as warnings at their file and line."""
+    findings = [*unreached_skill_files(skill_dir), *skill_placeholders(skill_dir)]
+    for scenario_dir in scenarios:
+        findings += [*unknown_keys(scenario_dir), *scenario_placeholders(scenario_dir)]
+    warn_findings(findings, skill_dir, config.rootpath)
+
+
+class FileWarnings:
+    """Repeats every ``EvalLintWarning`` of the run, once each, in its own section at the end
+    of the terminal summary. It reads them from ``pytest_warning_recorded``, which xdist also
+    calls on the controller for its workers' warnings."""
+
+    def __init__(self) -> None:
+        self.lines: dict[str, None] = {}  # in the order first seen, without repeats
+
+    def pytest_warning_recorded(self, warning_message: warnings.WarningMessage) -> None:
+        category = warning_message.category
+        if not (isinstance(category, type) and issubclass(category, EvalLintWarning)):
+            return
+        where = warning_message.filename
+        if warning_message.lineno:
+            where += f":{warning_message.lineno}"
+        self.lines[f"{where}: {warning_message.message}"] = None
+
+    @pytest.hookimpl(trylast=True)  # after the skills' results
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        if not self.lines:
+            return
+        terminalreporter.write_sep("=", SECTION, yellow=True)
+        for line in self.lines:
+            terminalreporter.write_line(visible(line), yellow=True)
