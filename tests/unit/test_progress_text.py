@@ -87,5 +87,6 @@ def test_a_scenario_name_is_shown_on_one_line_escaped_and_cut_in_the_middle() ->
     long = "skills/" + "a" * 100 + "::scenario-end"
     shown = shown_name(long)
     assert len(shown) == NAME_MAX
-    assert shown.startswith("skills/aaa") and shown.endswith("::scenario-end")
+    assert shown.startswith("skills/aaa")
+    assert shown.endswith("::scenario-end")
     assert "…" in shown
