@@ -126,27 +126,34 @@ def status(tally: ScenarioTally, now: Snapshot, elapsed: float, at: float) -> st
     """The status line: done of total, what runs, the slowest scenario under way (``at`` is
     ``time.monotonic()`` now), the time since the first scenario started."""
     text = f"openkata: {tally.done}/{tally.total} scenarios done"
-    slowest = ""
     if tally.xdist:
         if tally.under_way:
             text += f", {len(tally.under_way)} under way on workers"
-            oldest = next(iter(tally.under_way.values()))
-            slowest = f"{shown_name(oldest.name)} ({duration(at - oldest.since)})"
-    else:
-        if now.running:
-            text += f", {now.running} running"
-            waiting = [
-                f"{n} on {role}" for role, n in (("agent", now.agent), ("judge", now.judge)) if n
-            ]
-            if waiting:
-                text += f" ({', '.join(waiting)})"
-        if now.scenarios:
-            oldest_run = now.scenarios[0]
-            what = f", on {oldest_run.waiting_on}" if oldest_run.waiting_on else ""
-            slowest = f"{shown_name(oldest_run.name)} ({duration(at - oldest_run.started)}{what})"
+    elif now.running:
+        text += f", {now.running} running"
+        waiting = [
+            f"{n} on {role}" for role, n in (("agent", now.agent), ("judge", now.judge)) if n
+        ]
+        if waiting:
+            text += f" ({', '.join(waiting)})"
+    slowest = _slowest(tally, now, at)
     if slowest:
         text += f"; slowest: {slowest}"
     return f"{text}; {duration(elapsed)} so far"
+
+
+def _slowest(tally: ScenarioTally, now: Snapshot, at: float) -> str:
+    """The scenario under way longest: this process's oldest run, with what it waits on;
+    else (under xdist, or for items that run no scenario of their own, as
+    ``--eval-validate``'s) the scenario pytest started longest ago."""
+    if not tally.xdist and now.scenarios:
+        run = now.scenarios[0]
+        what = f", on {run.waiting_on}" if run.waiting_on else ""
+        return f"{shown_name(run.name)} ({duration(at - run.started)}{what})"
+    if tally.under_way:
+        oldest = next(iter(tally.under_way.values()))
+        return f"{shown_name(oldest.name)} ({duration(at - oldest.since)})"
+    return ""
 
 
 class Heartbeat:

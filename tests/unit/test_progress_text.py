@@ -67,6 +67,16 @@ def test_the_status_line_without_xdist_names_the_oldest_run_and_what_it_waits_on
     )
 
 
+def test_without_a_run_of_its_own_the_slowest_is_the_scenario_pytest_started_first() -> None:
+    # As under --eval-validate, whose items grade a solution without a scenario run.
+    tally = ScenarioTally(total=2)
+    tally.under_way["skills/x/evals::scenario-y"] = Started("x::scenario-y", 10.0)
+
+    line = status(tally, Snapshot(), elapsed=50.0, at=52.0)
+
+    assert line == "openkata: 0/2 scenarios done; slowest: x::scenario-y (42s); 50s so far"
+
+
 def test_the_status_line_under_xdist_says_only_what_the_controller_heard() -> None:
     tally = ScenarioTally(total=4, done=1, xdist=True)
     tally.under_way["skills/x/evals::scenario-y"] = Started("x::scenario-y", 10.0)
