@@ -3,7 +3,8 @@ elapsed time and tokens so far.
 
 Model calls take seconds to minutes, during which pytest prints nothing. When pytest writes to
 a terminal (a tty, output not quiet, not in CI), this plugin keeps a short status at the end of
-pytest's current line and redraws it every second. It never mixes with pytest's own output:
+pytest's current line and redraws it every second (elsewhere, :mod:`.heartbeat` writes a
+status line now and then). It never mixes with pytest's own output:
 
 - it is cleared (erase to the end of the line) before every hook in which pytest's terminal
   reporter writes during the run, and drawn again only after the hook;
