@@ -31,6 +31,12 @@ version, and tox runs the suite on every pytest version the package declares.
   arguments under those folders or an ``--rsyncdir`` (its ``make_reltoroot``); to say before
   any worker starts that a path argument cannot reach it, :func:`xdist_rsync_roots` finds the
   same folders xdist does. No public API names them.
+- ``TerminalWriter._current_line`` (pytest): the text of the line pytest's terminal writer
+  is on, from which it pads the progress percentage to the right edge. A status line written
+  past the writer (to the output's descriptor, while the writer's own file is captured) ends
+  pytest's open line; :func:`line_written_past` tells the writer its line is new, so that the
+  percentage lines up. Without the name, the percentage stands where it would have on the
+  open line; nothing else changes.
 """
 
 from __future__ import annotations
@@ -182,3 +188,10 @@ def xdist_rsync_roots(config: Any) -> list[Path]:
     given = [*(getattr(config.option, "rsyncdir", None) or ()), *config.getini("rsyncdirs")]
     own = [Path(pytest.__file__).parent, Path(_pytest.__file__).parent]
     return [*own, *(Path(root).resolve() for root in given)]
+
+
+def line_written_past(writer: Any) -> None:
+    """Tell pytest's terminal writer that the line it was on has ended (see the module
+    docstring)."""
+    if isinstance(getattr(writer, "_current_line", None), str):
+        writer._current_line = ""

@@ -203,7 +203,8 @@ def openkata_result(
         raise pytest.UsageError("openkata_result is only available to scenario items")
 
     def run(scenario: ScenarioItem, slot: CallSlot) -> ScenarioResult:
-        with ACTIVITY.counting("running"):
+        # Named as pytest's reports head it (``skill::scenario``), for the progress lines.
+        with ACTIVITY.scenario(scenario.location[2]):
             return _run(scenario, slot)
 
     def _run(scenario: ScenarioItem, slot: CallSlot) -> ScenarioResult:

@@ -22,6 +22,7 @@ from pytest_openkata.plugin import (
     distribution,
     engines,
     fixtures,
+    heartbeat,
     hookspecs,
     lint,
     orphans,
@@ -81,6 +82,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help=help_text(field.key),
             )
         parser.addini(field.ini, help_text(field.key), type="string", default=None)
+    heartbeat.add_ini(parser)
     group.addoption(
         "--eval-partial",
         action="store_true",
@@ -154,6 +156,7 @@ def pytest_configure(config: pytest.Config) -> None:
     for name, meaning in KIND_MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {meaning}")
     mode = config.stash[mode_key] = _mode(config)
+    heartbeat.configure(config)
     shard.configure(config)
     settings = distribution.worker_settings(config, lambda: _resolve(config))
     controller = not hasattr(config, "workerinput")
@@ -188,6 +191,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     config = session.config
     if progress.wanted(config, os.environ):
         config.pluginmanager.register(progress.ProgressLine(config), "openkata-progress")
+    elif heartbeat.wanted(config, os.environ):
+        config.pluginmanager.register(heartbeat.Heartbeat(config), "openkata-heartbeat")
 
 
 def pytest_report_header(config: pytest.Config) -> str:

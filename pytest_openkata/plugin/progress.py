@@ -3,7 +3,8 @@ elapsed time and tokens so far.
 
 Model calls take seconds to minutes, during which pytest prints nothing. When pytest writes to
 a terminal (a tty, output not quiet, not in CI), this plugin keeps a short status at the end of
-pytest's current line and redraws it every second. It never mixes with pytest's own output:
+pytest's current line and redraws it every second (elsewhere, :mod:`.heartbeat` writes a
+status line now and then). It never mixes with pytest's own output:
 
 - it is cleared (erase to the end of the line) before every hook in which pytest's terminal
   reporter writes during the run, and drawn again only after the hook;
@@ -29,11 +30,9 @@ from typing import Any
 import pytest
 
 from pytest_openkata.core.activity import ACTIVITY, Activity
-from pytest_openkata.core.summary import usage_of
-from pytest_openkata.plugin.items import ScenarioItem, is_scenario_nodeid
-from pytest_openkata.plugin.xdist_transport import result_of
+from pytest_openkata.plugin.tally import ScenarioTally
 
-__all__ = ["ProgressLine", "wanted"]
+__all__ = ["ProgressLine", "duration", "wanted"]
 
 REDRAW_SECONDS = 1.0
 _SAVE, _RESTORE, _ERASE = "\x1b7", "\x1b8", "\x1b[K"
@@ -57,8 +56,12 @@ def wanted(config: pytest.Config, environ: os._Environ[str] | dict[str, str]) ->
     )
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
+    """``seconds`` as the progress lines show it: ``42s``, ``4m10s``, ``1h02m``."""
     minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    if hours:
+        return f"{hours}h{minutes:02d}m"
     return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
 
 
@@ -68,10 +71,7 @@ class ProgressLine:
     def __init__(self, config: pytest.Config, activity: Activity = ACTIVITY) -> None:
         self.config = config
         self.activity = activity
-        self.total = 0
-        self.done = 0
-        self.tokens = 0
-        self.xdist = False
+        self.tally = ScenarioTally()
         self._lock = threading.Lock()
         self._shown = False
         self._paused = False
@@ -84,8 +84,9 @@ class ProgressLine:
     # -- what it says ------------------------------------------------------------------------
 
     def text(self) -> str:
-        parts = [f"openkata: {self.done}/{self.total} scenarios done"]
-        if not self.xdist:
+        tally = self.tally
+        parts = [f"openkata: {tally.done}/{tally.total} scenarios done"]
+        if not tally.xdist:
             now = self.activity.snapshot()
             if now.running:
                 parts.append(f"{now.running} running")
@@ -95,9 +96,9 @@ class ProgressLine:
             if waiting:
                 parts.append("waiting " + ", ".join(waiting))
         if self._started is not None:
-            parts.append(_duration(time.monotonic() - self._started))
-        if self.tokens:
-            parts.append(f"{self.tokens:,} tokens")
+            parts.append(duration(time.monotonic() - self._started))
+        if tally.tokens:
+            parts.append(f"{tally.tokens:,} tokens")
         return " · ".join(parts)
 
     # -- drawing -----------------------------------------------------------------------------
@@ -165,33 +166,30 @@ class ProgressLine:
     # -- pytest's side -----------------------------------------------------------------------
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        self.total = sum(isinstance(item, ScenarioItem) for item in session.items)
+        self.tally.collected(session)
 
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
-        self.xdist = True
-        self.total = max(self.total, sum(is_scenario_nodeid(nodeid) for nodeid in ids))
+        self.tally.worker_collected(ids)
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
-    def pytest_runtest_logstart(self) -> Generator[None, None, None]:
+    def pytest_runtest_logstart(
+        self, nodeid: str, location: tuple[str, int | None, str]
+    ) -> Generator[None, None, None]:
         with self._paused_while_pytest_writes():
+            self.tally.started(nodeid, location)
             self._start()
             yield
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
-    def pytest_runtest_logfinish(self) -> Generator[None, None, None]:
+    def pytest_runtest_logfinish(self, nodeid: str) -> Generator[None, None, None]:
         with self._paused_while_pytest_writes():
+            self.tally.finished(nodeid)
             yield
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> Generator[None, None, None]:
         with self._paused_while_pytest_writes():
-            if report.when == "setup":
-                result = result_of(report)
-                if result is not None:
-                    self.done += 1
-                    usage = usage_of([result])
-                    for stats in (usage.agent, usage.judge):
-                        self.tokens += (stats.input_tokens or 0) + (stats.output_tokens or 0)
+            self.tally.reported(report)
             yield
 
     @pytest.hookimpl(tryfirst=True)
