@@ -179,6 +179,15 @@ def machine_slots(cpus: int | None = None, available: int | None = None) -> int:
     return max(1, min(max(MIN_SLOTS, min(MAX_SLOTS, cpus)), by_memory))
 
 
+def generation_threads(cpus: int | None = None) -> int:
+    """The threads that generate answers: one CPU fewer than the machine has (at least one).
+    llama.cpp's threads wait for each other at every step; when another process takes one
+    of them off its CPU, all the others wait, so on a busy machine a thread per CPU answers
+    far more slowly than one fewer. Reading prompts, which comes in large batches, uses every
+    CPU."""
+    return max(1, (cpus or os.cpu_count() or 1) - 1)
+
+
 def slots_setting(environ: Mapping[str, str] = os.environ) -> int | None:
     """The slots asked for with ``OPENKATA_LOCAL_MODEL_SLOTS``, or None to fit the machine."""
     value = environ.get(SLOTS_VARIABLE, "").strip()
@@ -552,6 +561,7 @@ class LocalModelServer:
         self.temperature = temperature
         self.seed = seed
         self.slots = slots
+        self.threads = generation_threads()
         self.model = MODEL_ALIAS
         self._process: subprocess.Popen[bytes] | None = None
         self._log = tempfile.TemporaryFile()  # noqa: SIM115 (kept as long as the server)
@@ -599,7 +609,7 @@ class LocalModelServer:
             "--host", "127.0.0.1", "--port", str(self.port),
             # Each slot has a context of its own (the total divided among them).
             "-c", str(self.context * self.slots), "-np", str(self.slots), "--no-kv-unified",
-            "-t", str(os.cpu_count() or 2), "--jinja", "--no-webui",
+            "-t", str(self.threads), "-tb", str(os.cpu_count() or 1), "--jinja", "--no-webui",
             "--n-predict", str(MAX_ANSWER_TOKENS),
             "--temp", f"{self.temperature:g}", "--seed", str(self.seed),
             *ANSWER_FLAGS,
