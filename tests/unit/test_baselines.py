@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -427,3 +428,40 @@ def test_without_the_setting_nothing_is_compared(tmp_path: Path) -> None:
     current = _summaries(tmp_path, _result(skill, "x", (True, True)))
 
     assert compare_with_earlier(current, EvalSettings(), tmp_path) == {}
+
+
+def test_within_one_second_a_report_goes_with_its_own_runs_log_and_a_later_log_goes_first(
+    tmp_path: Path,
+) -> None:
+    """Names give seconds only. A run writes its report, then its log; a second run in the
+    same second writes only a log (a partial run). The later run is the newest, and the
+    report stands for its own run, ahead of that run's log."""
+    from pytest_openkata.providers.reporters.baselines import _LOG, _REPORT, _newest_first
+
+    second = datetime(2026, 12, 3, 20, 58, 7)
+    earlier = datetime(2026, 12, 3, 20, 58, 6)
+    files = {
+        "old.jsonl": (earlier, 1_000),
+        "report.json": (second, 2_000),
+        "own.jsonl": (second, 2_500),
+        "later.jsonl": (second, 3_000),
+    }
+    for name, (_when, written) in files.items():
+        path = tmp_path / name
+        path.write_text("")
+        os.utime(path, ns=(written, written))
+
+    def entry(name: str, n: int) -> tuple[tuple[datetime, int, int], Path]:
+        return (files[name][0], 0, n), tmp_path / name
+
+    ordered = _newest_first(
+        [entry("report.json", 1)],
+        [entry("old.jsonl", 1), entry("own.jsonl", 1), entry("later.jsonl", 2)],
+    )
+
+    assert [(path.name, kind) for path, kind in ordered] == [
+        ("later.jsonl", _LOG),
+        ("report.json", _REPORT),
+        ("own.jsonl", _LOG),
+        ("old.jsonl", _LOG),
+    ]

@@ -244,9 +244,35 @@ class _Selection:
         return shown if len(names) <= 3 else f"{shown} and {len(names) - 3} more"
 
 
-# Of one second, a skill's report comes before a run log: most likely the log of the run that
-# wrote the report, which it names as the report it published.
 _REPORT, _LOG = 1, 0
+
+
+def _written_ns(path: Path) -> int:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return 0
+
+
+def _newest_first(
+    reports: list[tuple[tuple[datetime, int, int], Path]],
+    logs: list[tuple[tuple[datetime, int, int], Path]],
+) -> list[tuple[Path, int]]:
+    """Reports and run logs, newest first, each with its kind. Their names give the second;
+    within one second, when they were written decides: a run writes its report just before
+    its log, so a report is placed with the first log written after it (its own run's, which
+    it comes before, as the name the run published), and a later run's log of the same second
+    before both."""
+    entries: list[tuple[datetime, int, int, Path, int]] = []
+    log_times = [(key[0], _written_ns(path)) for key, path in logs]
+    for key, path in logs:
+        entries.append((key[0], _written_ns(path), 0, path, _LOG))
+    for key, path in reports:
+        written = _written_ns(path)
+        own_log = [ns for second, ns in log_times if second == key[0] and ns >= written]
+        entries.append((key[0], min(own_log, default=written), 1, path, _REPORT))
+    entries.sort(key=lambda entry: entry[:3], reverse=True)
+    return [(path, kind) for *_key, path, kind in entries]
 
 
 def _report_candidates(folder: Path) -> list[tuple[tuple[datetime, int, int], Path]]:
@@ -355,14 +381,10 @@ def _newest_of_selection(
     selection = _Selection.of(summary.results)
     folder = results_folder(summary.skill_dir, model)
     reports = [] if category else _report_candidates(folder)
-    candidates = sorted(
-        [(key, path, _REPORT) for key, path in reports]
-        + [(key, path, _LOG) for key, path in history.candidates],
-        reverse=True,
-    )
+    candidates = _newest_first(reports, history.candidates)
     skipped = [history.problem] if history.problem else []
     skill_dir = history.shown(summary.skill_dir)
-    for _when, path, kind in candidates:
+    for path, kind in candidates:
         if kind == _REPORT:
             shown = history.shown(path)
             _skill, results = _report_results(_read(path, shown), shown)
