@@ -179,13 +179,16 @@ def machine_slots(cpus: int | None = None, available: int | None = None) -> int:
     return max(1, min(max(MIN_SLOTS, min(MAX_SLOTS, cpus)), by_memory))
 
 
-def generation_threads(cpus: int | None = None) -> int:
-    """The threads that generate answers: one CPU fewer than the machine has (at least one).
-    llama.cpp's threads wait for each other at every step; when another process takes one
-    of them off its CPU, all the others wait, so on a busy machine a thread per CPU answers
-    far more slowly than one fewer. Reading prompts, which comes in large batches, uses every
-    CPU."""
-    return max(1, (cpus or os.cpu_count() or 1) - 1)
+def generation_threads(cpus: int | None = None, load: float | None = None) -> int:
+    """The threads that generate answers: one per CPU on an idle machine, one fewer (at least
+    one) when the machine is already busy (``load``, the load average of the last minute, is
+    1 or more). llama.cpp's threads wait for each other at every step: when another process
+    takes one of them off its CPU, all the others wait, and a thread per CPU then answers far
+    more slowly than one fewer. Reading prompts, in large batches, uses every CPU."""
+    cpus = cpus or os.cpu_count() or 1
+    if load is None:
+        load = os.getloadavg()[0]
+    return max(1, cpus - 1) if load >= 1 else cpus
 
 
 def slots_setting(environ: Mapping[str, str] = os.environ) -> int | None:
