@@ -93,6 +93,8 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import IO, TYPE_CHECKING, Any, Self
 
+import psutil
+
 from pytest_openkata.infra.processes import parent_death_preexec
 from pytest_openkata.localsteps import (
     GB,
@@ -140,6 +142,9 @@ SLOT_MEMORY = 400 * MB
 # answers no faster in total with more, but a short direct call then shares it with an
 # agent's long turn instead of waiting for the whole turn.
 MIN_SLOTS, MAX_SLOTS = 2, 4
+# How busy other processes keep the machine, measured over BUSY_SAMPLE seconds as the server
+# starts: from BUSY_CPU CPUs on, answers are generated on one CPU fewer.
+BUSY_SAMPLE, BUSY_CPU = 0.5, 0.5
 BUILD_TIMEOUT = 3600.0
 # What a build of llama-server needs in the cache at its largest: the sdist, its sources
 # unpacked and the build tree beside them, with room to spare.
@@ -179,16 +184,18 @@ def machine_slots(cpus: int | None = None, available: int | None = None) -> int:
     return max(1, min(max(MIN_SLOTS, min(MAX_SLOTS, cpus)), by_memory))
 
 
-def generation_threads(cpus: int | None = None, load: float | None = None) -> int:
+def generation_threads(cpus: int | None = None, busy: float | None = None) -> int:
     """The threads that generate answers: one per CPU on an idle machine, one fewer (at least
-    one) when the machine is already busy (``load``, the load average of the last minute, is
-    1 or more). llama.cpp's threads wait for each other at every step: when another process
-    takes one of them off its CPU, all the others wait, and a thread per CPU then answers far
-    more slowly than one fewer. Reading prompts, in large batches, uses every CPU."""
+    one) when other processes keep half a CPU or more busy (``busy``, in CPUs, measured over
+    BUSY_SAMPLE seconds when not given). llama.cpp's threads wait for each other at every
+    step: when another process takes one of them off its CPU, all the others wait, and a
+    thread per CPU then answers far more slowly than one fewer. Reading prompts, in large
+    batches, uses every CPU. The use is measured now rather than read from the load average,
+    which a first run's own build of llama-server has just raised."""
     cpus = cpus or os.cpu_count() or 1
-    if load is None:
-        load = os.getloadavg()[0]
-    return max(1, cpus - 1) if load >= 1 else cpus
+    if busy is None:
+        busy = psutil.cpu_percent(interval=BUSY_SAMPLE) / 100 * cpus
+    return max(1, cpus - 1) if busy >= BUSY_CPU else cpus
 
 
 def slots_setting(environ: Mapping[str, str] = os.environ) -> int | None:
@@ -564,7 +571,6 @@ class LocalModelServer:
         self.temperature = temperature
         self.seed = seed
         self.slots = slots
-        self.threads = generation_threads()
         self.model = MODEL_ALIAS
         self._process: subprocess.Popen[bytes] | None = None
         self._log = tempfile.TemporaryFile()  # noqa: SIM115 (kept as long as the server)
@@ -612,7 +618,8 @@ class LocalModelServer:
             "--host", "127.0.0.1", "--port", str(self.port),
             # Each slot has a context of its own (the total divided among them).
             "-c", str(self.context * self.slots), "-np", str(self.slots), "--no-kv-unified",
-            "-t", str(self.threads), "-tb", str(os.cpu_count() or 1), "--jinja", "--no-webui",
+            "-t", str(generation_threads()), "-tb", str(os.cpu_count() or 1),
+            "--jinja", "--no-webui",
             "--n-predict", str(MAX_ANSWER_TOKENS),
             "--temp", f"{self.temperature:g}", "--seed", str(self.seed),
             *ANSWER_FLAGS,

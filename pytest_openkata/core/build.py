@@ -111,7 +111,9 @@ def _sandbox_in_flight(
     when the agent in the sandbox is pointed at the same endpoint, nothing otherwise. Its
     calls go from the sandbox straight to the endpoint, one at a time, where the cap cannot
     count them one by one; counted as one for the whole run, they leave direct calls and
-    judges only the rest, so the endpoint never gets more at once than the cap."""
+    judges only the rest, so the endpoint never gets more at once than the cap. Sandboxed runs
+    never hold the last of the cap's slots (when it has more than one): direct calls and
+    judges take turns on it instead of waiting for whole agent runs to end."""
     from pytest_openkata.infra.inflight import LimitedCompleter
 
     base_url = {"http": settings.http.base_url, "anthropic": settings.anthropic.base_url}.get(
@@ -136,7 +138,7 @@ def _sandbox_in_flight(
         if not pointed_at_it():
             yield
             return
-        with limit.acquire():
+        with limit.acquire_long():
             yield
 
     return hold

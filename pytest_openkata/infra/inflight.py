@@ -152,6 +152,19 @@ class InFlightLimit:
                 _registry.close(fd)
                 semaphore.release()
 
+    @contextlib.contextmanager
+    def acquire_long(self) -> Iterator[None]:
+        """Hold one slot for a long ``with`` block (a sandboxed agent's whole run), never the
+        last one: holders of long blocks are themselves capped at one fewer than the slots
+        (at least one), so that short calls (direct answers, judges) always find one to take
+        in turn rather than waiting for a long block to end. The wait for that cap holds no
+        slot."""
+        long_holds = InFlightLimit(
+            self.directory, f"{self.endpoint} (long holds)", max(1, self.slots - 1)
+        )
+        with long_holds.acquire(), self.acquire():
+            yield
+
     def try_hold(self) -> Callable[[], None] | None:
         """One slot without waiting, or None when all are taken; the callable gives it back
         (once, and only in the process that took it)."""
@@ -294,6 +307,16 @@ class LearnedLimit:
             yield
             return
         with limit.acquire():
+            yield
+
+    @contextlib.contextmanager
+    def acquire_long(self) -> Iterator[None]:
+        """:meth:`InFlightLimit.acquire_long` of the learned cap."""
+        limit = self.limit
+        if limit is None:
+            yield
+            return
+        with limit.acquire_long():
             yield
 
 

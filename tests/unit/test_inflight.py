@@ -495,3 +495,50 @@ def test_a_learned_cap_is_asked_once_and_shared_by_the_agent_and_the_judge(locks
         backends.agent.complete("", "q")
 
     assert [r.path for r in endpoint.requests] == ["/props", *["/v1/chat/completions"] * 2]
+
+
+def test_sandboxed_runs_leave_the_last_slot_to_direct_calls_and_judges(locks: Path) -> None:
+    """Two sandboxed runs on a two-slot endpoint: the second waits, holding nothing, while the
+    first runs; the other slot stays free for direct calls and judges all along."""
+    from pytest_openkata.core.build import build_backends
+
+    settings = _settings("http://127.0.0.1:9/v1", 2, "codex")
+    with make_client(5.0) as client:
+        backends = build_backends(settings, client, None, locks)
+        assert isinstance(backends.agent, LimitedCompleter)
+        limit = backends.agent.limit
+        assert isinstance(limit, InFlightLimit)
+
+        def second_run() -> int:
+            with backends.sandbox_in_flight():
+                return limit.in_use()
+
+        with backends.sandbox_in_flight():
+            second = ThreadPoolExecutor(1).submit(second_run)
+            with pytest.raises(TimeoutError):
+                second.result(timeout=0.5)
+            assert limit.in_use() == 1
+            with limit.acquire(timeout=0):  # a judge's call starts at once
+                assert limit.in_use() == 2
+        assert second.result(timeout=WAIT) == 1
+        assert limit.in_use() == 0
+
+
+@pytest.mark.parametrize(("slots", "long_at_once"), [(1, 1), (2, 1), (3, 2)])
+def test_long_holds_take_one_slot_fewer_than_there_are(
+    locks: Path, slots: int, long_at_once: int
+) -> None:
+    limit = InFlightLimit(locks, "http://127.0.0.1:9/v1", slots)
+
+    def late_run() -> int:
+        with limit.acquire_long():
+            return limit.in_use()
+
+    with contextlib.ExitStack() as held:
+        for _ in range(long_at_once):
+            held.enter_context(limit.acquire_long())
+        late = ThreadPoolExecutor(1).submit(late_run)
+        with pytest.raises(TimeoutError):
+            late.result(timeout=0.3)
+        assert limit.in_use() == long_at_once
+    assert late.result(timeout=WAIT) == 1

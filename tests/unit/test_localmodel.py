@@ -260,11 +260,25 @@ def test_the_server_gives_each_slot_a_context_of_its_own(tmp_path: Path) -> None
 
 
 @pytest.mark.parametrize(
-    ("cpus", "load", "threads"),
-    [(2, 0.2, 2), (2, 1.0, 1), (2, 6.5, 1), (1, 3.0, 1), (8, 0.0, 8), (8, 2.0, 7)],
+    ("cpus", "busy", "threads"),
+    [(2, 0.2, 2), (2, 0.5, 1), (2, 2.0, 1), (1, 1.0, 1), (8, 0.0, 8), (8, 2.0, 7)],
 )
-def test_a_busy_machine_leaves_one_cpu_to_the_rest(cpus: int, load: float, threads: int) -> None:
-    assert localmodel.generation_threads(cpus, load) == threads
+def test_a_busy_machine_leaves_one_cpu_to_the_rest(cpus: int, busy: float, threads: int) -> None:
+    assert localmodel.generation_threads(cpus, busy) == threads
+
+
+def test_processes_keeping_every_cpu_busy_leave_one_cpu_to_them() -> None:
+    cpus = os.cpu_count() or 1
+    spin = [sys.executable, "-c", "while True: pass"]
+    hogs = [subprocess.Popen(spin) for _ in range(cpus)]
+    try:
+        time.sleep(0.5)  # until they run
+        threads = localmodel.generation_threads()
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+    assert threads == max(1, cpus - 1)
 
 
 def test_the_server_is_known_by_what_answers_not_by_its_port(tmp_path: Path) -> None:
