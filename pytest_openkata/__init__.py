@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pytest_openkata._version import __version__
+from pytest_openkata.contracts.errors import BackendError, ConfigError, OpenkataError, SandboxError
 from pytest_openkata.core.checks import Check, CommandOutcome
 from pytest_openkata.core.compare import CriterionMove, SkillComparison
 from pytest_openkata.core.lint import EvalLintWarning
@@ -26,16 +27,15 @@ from pytest_openkata.core.results import (
 from pytest_openkata.core.stats import TrialStats
 from pytest_openkata.core.summary import SkillSummary
 from pytest_openkata.core.uplift import McNemar, Uplift
-from pytest_openkata.infra.config import ConfigError, EvalSettings
+from pytest_openkata.infra.config import EvalSettings
 from pytest_openkata.providers.agents import AgentCLI, AgentInvocation, AgentSettings
-from pytest_openkata.providers.backends import BackendContext, BackendError, Completer
+from pytest_openkata.providers.backends import BackendContext, Completer
 from pytest_openkata.providers.graders import GradeError, Grader, Grading, GradingTask
 from pytest_openkata.providers.reporters import Reporter, RunReport
 from pytest_openkata.providers.sandboxes import (
     AgentCommand,
     ExecResult,
     SandboxEnvironment,
-    SandboxError,
     SandboxProvider,
     SandboxSpec,
 )
@@ -66,6 +66,7 @@ __all__ = [
     "Grading",
     "GradingTask",
     "McNemar",
+    "OpenkataError",
     "Reporter",
     "RunReport",
     "SandboxEnvironment",

@@ -33,6 +33,8 @@ from pathlib import Path
 from types import FrameType
 from typing import IO
 
+from pytest_openkata.contracts.errors import OpenkataError
+
 MB = 1024 * 1024
 GB = 1024 * MB
 # How long a command waits for a lock that another run holds, in seconds.
@@ -42,7 +44,7 @@ STILL_WAITING_EVERY = 30.0
 LOCK_POLL = 0.2
 
 
-class LocalModelError(Exception):
+class LocalModelError(OpenkataError):
     """The local model could not be installed, built or started; the message says why."""
 
 

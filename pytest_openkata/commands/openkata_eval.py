@@ -71,6 +71,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from pytest_openkata.contracts.errors import OpenkataError
 from pytest_openkata.core.scenario import discover_scenarios
 
 __all__ = [
@@ -140,7 +141,7 @@ def usage_text() -> str:
 # --- Go's flag parsing ---------------------------------------------------------------------
 
 
-class FlagError(Exception):
+class FlagError(OpenkataError):
     """The command line is refused; the message is Go's (``flag provided but not defined:
     -x``)."""
 

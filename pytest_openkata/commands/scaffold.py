@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
 
+from pytest_openkata.contracts.errors import OpenkataError
 from pytest_openkata.core.scenario import SCENARIO_PREFIX, discover_scenarios
 from pytest_openkata.infra.text import plural
 
@@ -75,7 +76,7 @@ class Written:
     kept: list[Path] = field(default_factory=list)
 
 
-class WriteError(Exception):
+class WriteError(OpenkataError):
     """A file or folder could not be created; the message names it and says why."""
 
 

@@ -24,6 +24,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_openkata.contracts.errors import OpenkataError
 from pytest_openkata.core.tile import TILE_FILE, has_context, is_tile_dir
 from pytest_openkata.infra.tempfiles import new_temp_folder
 
@@ -41,7 +42,7 @@ WITHOUT_SKILL = "without-skill"
 SAME = "same"
 
 
-class ArmError(Exception):
+class ArmError(OpenkataError):
     """A baseline arm cannot be made (an unknown ref, a skill that did not exist there)."""
 
 

@@ -51,6 +51,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from pytest_openkata.contracts.errors import OpenkataError
 from pytest_openkata.core.scenario import read_skill_version
 from pytest_openkata.core.tile import TILE_FILE, has_context, is_tile_dir
 from pytest_openkata.providers.reporters import gojson
@@ -210,7 +211,7 @@ class Catalogue:
         return next((s for s in self.skills if s.name == name), None)
 
 
-class ReportDecodeError(Exception):
+class ReportDecodeError(OpenkataError):
     """A report file is not JSON, has a key of the wrong type or (for the plugin's rule) has no
     valid timestamp."""
 
@@ -624,7 +625,7 @@ def _why_not_listed(folder: Path, rule: Rule) -> str:
 # --- versions.json ---------------------------------------------------------------------------
 
 
-class VersionsFileError(Exception):
+class VersionsFileError(OpenkataError):
     """The versions file is not JSON of the catalogue's shape; the message names the field."""
 
 

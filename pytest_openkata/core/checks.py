@@ -32,6 +32,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from pytest_openkata.contracts.errors import OpenkataError
 from pytest_openkata.core.results import INFRASTRUCTURE_ERROR, SCENARIO_ERROR, CriterionResult
 from pytest_openkata.core.workspace import FileContent, WorkspaceDiff
 
@@ -66,7 +67,7 @@ REASON_TAIL_CHARS = 400
 NO_WORKSPACE = "no workspace: this check needs a sandboxed scenario"
 
 
-class CheckError(Exception):
+class CheckError(OpenkataError):
     """The check cannot give a verdict; the trial errors (never a failed check). ``kind`` says
     whose fault it is (``core.results``: a check that does not fit its scenario is the
     scenario's own, a command that could not run is the run's)."""

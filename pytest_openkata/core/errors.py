@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from pytest_openkata.contracts.errors import OpenkataError
 
-class ScenarioFailure(Exception):
+
+class ScenarioFailure(OpenkataError):
     """Ends a trial (or, before the first trial, the scenario); its text is reported, with
     what a timed-out agent printed and changed when there is any."""
 

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 
+from pytest_openkata.contracts.errors import BackendError, ConfigError
 from pytest_openkata.core.build import build_backends, close_backends
 from pytest_openkata.core.prompt import SkillTexts
 from pytest_openkata.core.results import ScenarioResult
@@ -37,14 +38,13 @@ from pytest_openkata.core.schedule import ScenarioScheduler
 from pytest_openkata.core.slots import CallSlot
 from pytest_openkata.core.summary import SkillSummary, summarise
 from pytest_openkata.infra.cache import ResultCache
-from pytest_openkata.infra.config import ConfigError, EvalSettings, find_yaml_file, resolve_settings
+from pytest_openkata.infra.config import EvalSettings, find_yaml_file, resolve_settings
 from pytest_openkata.infra.inflight import SharedSlots
 from pytest_openkata.infra.once import Once
 from pytest_openkata.infra.redact import Redactor, secrets_from_environment
 from pytest_openkata.infra.signals import sigterm_as_interrupt
 from pytest_openkata.infra.tempfiles import REMOVED, remove_stale
 from pytest_openkata.infra.usage import Prices
-from pytest_openkata.providers.backends import BackendError
 from pytest_openkata.providers.reporters import RunReport, report_run
 
 __all__ = ["cache_folder", "evaluate", "find_scenarios", "run_options"]
@@ -158,7 +158,7 @@ def evaluate(paths: PathLike | Iterable[PathLike], **settings: object) -> list[S
     reports a complete ``pytest`` run writes (a skill of which only some scenarios ran is a
     partial run: no threshold, no report unless ``output`` is set).
 
-    Raises :class:`~pytest_openkata.infra.config.ConfigError` for a bad setting or a path that
+    Raises :class:`~pytest_openkata.contracts.errors.ConfigError` for a bad setting or a path that
     does not exist; a scenario that cannot be evaluated is an errored result, as in pytest.
     """
     resolved = _settings(settings)

@@ -13,6 +13,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from pytest_openkata.contracts.errors import OpenkataError
+
 
 def skill_relative(path: Path) -> str:
     """``path`` as error texts name it: relative to its skill folder (the folder above the
@@ -23,7 +25,7 @@ def skill_relative(path: Path) -> str:
     return str(path)
 
 
-class ScenarioLoadError(Exception):
+class ScenarioLoadError(OpenkataError):
     """A scenario's files are missing or invalid; the message names the file (relative to
     its skill folder) and the field."""
 

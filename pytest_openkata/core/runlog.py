@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from pytest_openkata.contracts.errors import OpenkataError
 from pytest_openkata.core.regression import SkillChanges
 from pytest_openkata.core.results import CriterionResult, ScenarioResult, TrialResult
 from pytest_openkata.core.summary import SkillSummary, summarise
@@ -53,7 +54,7 @@ CHANGES_EXTRA = "changes"  # extra records of a comparison with an earlier run, 
 _SCENARIO_KEYS = ("skill", "skill_dir", "scenario", "description", "skill_scenarios", "arm")
 
 
-class RunLogError(Exception):
+class RunLogError(OpenkataError):
     """A run log that cannot be read; the message names the file and the line."""
 
 

@@ -20,6 +20,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from pytest_openkata.contracts.errors import BackendError, RetryableError, SandboxError, SandboxLost
 from pytest_openkata.core.checks import Check, CommandOutcome
 from pytest_openkata.core.errors import ScenarioFailure
 from pytest_openkata.core.files import SkillReader, files_under
@@ -36,16 +37,14 @@ from pytest_openkata.core.workspace import (
     workspace_archive,
 )
 from pytest_openkata.infra.config import EvalSettings, SandboxSettings
-from pytest_openkata.infra.retry import RetryableError, RetryPolicy, call_with_retry
+from pytest_openkata.infra.retry import RetryPolicy, call_with_retry
 from pytest_openkata.providers import registry
 from pytest_openkata.providers.agents import AgentSettings, make_agent
-from pytest_openkata.providers.backends import BackendError, answer_bound
+from pytest_openkata.providers.backends import answer_bound
 from pytest_openkata.providers.sandboxes import (
     AgentCommand,
     ExecResult,
     SandboxEnvironment,
-    SandboxError,
-    SandboxLost,
     SandboxProvider,
     SandboxSpec,
 )

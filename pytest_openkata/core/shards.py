@@ -34,6 +34,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+from pytest_openkata.contracts.errors import OpenkataError
 from pytest_openkata.core.results import ScenarioResult
 from pytest_openkata.core.runlog import LoggedRun, LoggedTrial, arm_name
 from pytest_openkata.core.trials import trial_contradiction
@@ -64,7 +65,7 @@ _PER_JOB_SANDBOX = frozenset({"hosts", "per_host", "tls_cert_path", "mounts"})
 _SECRETS = {"http": "api_key", "anthropic": "api_key"}
 
 
-class ShardError(Exception):
+class ShardError(OpenkataError):
     """Shards that cannot be merged; the message says which and why."""
 
 

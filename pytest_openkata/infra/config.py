@@ -15,6 +15,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pytest_openkata.contracts.errors import (
+    ConfigError,
+)
 from pytest_openkata.providers import registry
 from pytest_openkata.providers.backends import DEFAULT_ANSWER_MAX_BYTES
 
@@ -22,10 +25,6 @@ ENV_PREFIX = "OPENKATA_EVAL_"
 CONFIG_FILE_NAME = ".openkata-eval.yaml"
 # Read by the reference's judge for debug output; not a setting, so not an unknown key.
 ENV_NOT_SETTINGS = frozenset({"OPENKATA_EVAL_DEBUG"})
-
-
-class ConfigError(Exception):
-    """A setting has a bad value; the message names where it came from."""
 
 
 class HttpSettings(BaseModel):

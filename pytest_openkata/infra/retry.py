@@ -21,13 +21,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from pytest_openkata.infra.text import visible
-from pytest_openkata.providers.backends import (
+from pytest_openkata.contracts.errors import (
     BackendError,
     EndpointStatusError,
     LimitExceededError,
+    RetryableError,
     TransportError,
 )
+from pytest_openkata.infra.text import visible
 
 T = TypeVar("T")
 
@@ -68,21 +69,6 @@ class RetryPolicy:
 
 NO_RETRY = RetryPolicy(attempts=1)
 """A policy that makes exactly one attempt."""
-
-
-class RetryableError(BackendError):
-    """An error another layer wants retried, e.g. an agent CLI that reported throttling.
-
-    ``retry_after`` (seconds) is honoured like an HTTP Retry-After header; ``throttled`` makes
-    the final message say "throttled" rather than "failed".
-    """
-
-    def __init__(
-        self, message: str, *, retry_after: float | None = None, throttled: bool = False
-    ) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
-        self.throttled = throttled
 
 
 class RetriesExhaustedError(BackendError):

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from pytest_openkata.contracts.errors import BackendError
 from pytest_openkata.core.activity import ACTIVITY
 from pytest_openkata.core.lint import unreached_scenario_files
 from pytest_openkata.core.results import ScenarioResult
@@ -29,7 +30,6 @@ from pytest_openkata.plugin.items import ScenarioItem
 from pytest_openkata.plugin.lint import warn_findings
 from pytest_openkata.plugin.scheduling import upcoming_items
 from pytest_openkata.plugin.session import redactor_of, settings_of
-from pytest_openkata.providers.backends import BackendError
 
 if TYPE_CHECKING:
     from pytest_openkata.providers.sandboxes.pool import SlotsFor

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
+from pytest_openkata.contracts.errors import OpenkataError
+
 __all__ = [
     "AGENTS",
     "BACKENDS",
@@ -37,7 +39,7 @@ __all__ = [
 ]
 
 
-class UnknownProviderError(LookupError):
+class UnknownProviderError(OpenkataError, LookupError):
     """No provider of that kind is registered under that name; the message lists those that
     are."""
 

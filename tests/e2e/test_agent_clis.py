@@ -20,9 +20,10 @@ from pathlib import Path
 
 import pytest
 
+from pytest_openkata.contracts.errors import AgentFailedError
 from pytest_openkata.localmodel import LocalModelServer, cache_dir
 from pytest_openkata.providers.agents import AgentSettings, make_agent
-from pytest_openkata.providers.backends.cli import AgentFailedError, CLIBackend
+from pytest_openkata.providers.backends.cli import CLIBackend
 
 pytestmark = pytest.mark.e2e
 

@@ -23,13 +23,8 @@ import docker.models.containers
 import pytest
 import requests
 
-from pytest_openkata.infra.retry import RetryableError
-from pytest_openkata.providers.sandboxes import (
-    ExecResult,
-    SandboxError,
-    SandboxLost,
-    SandboxSpec,
-)
+from pytest_openkata.contracts.errors import RetryableError, SandboxError, SandboxLost
+from pytest_openkata.providers.sandboxes import ExecResult, SandboxSpec
 from pytest_openkata.providers.sandboxes.docker import (
     KEEP_ALIVE,
     MANAGED,

@@ -21,14 +21,8 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from pytest_openkata.providers.sandboxes import (
-    AgentCommand,
-    EngineCheck,
-    ExecResult,
-    SandboxError,
-    SandboxLost,
-    SandboxSpec,
-)
+from pytest_openkata.contracts.errors import SandboxError, SandboxLost
+from pytest_openkata.providers.sandboxes import AgentCommand, EngineCheck, ExecResult, SandboxSpec
 
 
 class LocalEnvironment:

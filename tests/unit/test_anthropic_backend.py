@@ -13,15 +13,15 @@ from typing import Any
 import httpx
 import pytest
 
-from pytest_openkata.infra.usage import TokenUsage, recording
-from pytest_openkata.providers.backends import (
+from pytest_openkata.contracts.errors import (
     AnswerTooLargeError,
     BackendError,
     EndpointStatusError,
     MalformedResponseError,
-    ResponseSchema,
     TransportError,
 )
+from pytest_openkata.infra.usage import TokenUsage, recording
+from pytest_openkata.providers.backends import ResponseSchema
 from pytest_openkata.providers.backends.anthropic import (
     CUT_OFF_MESSAGE,
     TOOL_DESCRIPTION,

@@ -18,13 +18,17 @@ from typing import Any
 
 import pytest
 
-from pytest_openkata.infra.text import clean_output
-from pytest_openkata.providers.agents import (
+from pytest_openkata.contracts.errors import (
     AgentConfigError,
-    AgentInvocation,
-    AgentSettings,
-    make_agent,
+    AgentFailedError,
+    AgentNotFoundError,
+    AgentTimeoutError,
+    AnswerTooLargeError,
+    BackendError,
+    MalformedResponseError,
 )
+from pytest_openkata.infra.text import clean_output
+from pytest_openkata.providers.agents import AgentInvocation, AgentSettings, make_agent
 from pytest_openkata.providers.agents.claude import ClaudeAgent
 from pytest_openkata.providers.agents.codex import CodexAgent
 from pytest_openkata.providers.agents.command import CommandAgent
@@ -35,19 +39,7 @@ from pytest_openkata.providers.agents.kiro import (
     agent_config_json,
     prepare_agent_dir,
 )
-from pytest_openkata.providers.backends import (
-    AnswerTooLargeError,
-    BackendError,
-    MalformedResponseError,
-)
-from pytest_openkata.providers.backends.cli import (
-    ERROR_OUTPUT_CHARS,
-    AgentFailedError,
-    AgentNotFoundError,
-    AgentTimeoutError,
-    CLIBackend,
-    go_duration,
-)
+from pytest_openkata.providers.backends.cli import ERROR_OUTPUT_CHARS, CLIBackend, go_duration
 
 STANDINS = Path(__file__).resolve().parents[1] / "support" / "standins"
 STANDIN_KIRO = STANDINS / "kiro-cli"

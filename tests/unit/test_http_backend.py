@@ -11,14 +11,14 @@ from typing import Any
 import httpx
 import pytest
 
-from pytest_openkata.infra.usage import TokenUsage, recording
-from pytest_openkata.providers.backends import (
+from pytest_openkata.contracts.errors import (
     BackendError,
     EndpointStatusError,
     MalformedResponseError,
-    ResponseSchema,
     TransportError,
 )
+from pytest_openkata.infra.usage import TokenUsage, recording
+from pytest_openkata.providers.backends import ResponseSchema
 from pytest_openkata.providers.backends.http import (
     CUT_OFF_MESSAGE,
     OpenAIChatBackend,

@@ -20,7 +20,7 @@ import httpx
 import pytest
 import trustme
 
-from pytest_openkata.providers.backends import (
+from pytest_openkata.contracts.errors import (
     AnswerTooLargeError,
     BackendError,
     CallTimeoutError,

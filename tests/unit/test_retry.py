@@ -6,24 +6,24 @@ from collections.abc import Callable, Iterable
 
 import pytest
 
-from pytest_openkata.infra.retry import (
-    NO_RETRY,
-    RetriesExhaustedError,
-    RetryableError,
-    RetryPolicy,
-    call_with_retry,
-    delay_for,
-    is_retryable,
-)
-from pytest_openkata.providers.backends import (
+from pytest_openkata.contracts.errors import (
+    AgentTimeoutError,
     AnswerTooLargeError,
     BackendError,
     CallTimeoutError,
     EndpointStatusError,
     MalformedResponseError,
+    RetryableError,
     TransportError,
 )
-from pytest_openkata.providers.backends.cli import AgentTimeoutError
+from pytest_openkata.infra.retry import (
+    NO_RETRY,
+    RetriesExhaustedError,
+    RetryPolicy,
+    call_with_retry,
+    delay_for,
+    is_retryable,
+)
 
 DEFAULT = RetryPolicy()
 

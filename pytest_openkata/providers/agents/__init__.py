@@ -33,7 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from pytest_openkata.providers.backends import BackendError
+from pytest_openkata.contracts.errors import (
+    AgentConfigError,
+)
 
 __all__ = [
     "UNUSED_KEY",
@@ -48,10 +50,6 @@ __all__ = [
 UNUSED_KEY = "unused-key"
 """The API key given to a CLI when none is configured (local servers ignore it, and the CLIs
 refuse to start without one)."""
-
-
-class AgentConfigError(BackendError):
-    """An agent cannot be built from the settings: an unknown name, an empty command."""
 
 
 @dataclass(frozen=True)

@@ -9,12 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from pytest_openkata.providers.agents import (
-    AgentConfigError,
-    AgentInvocation,
-    AgentSettings,
-    NeedsNothingAround,
-)
+from pytest_openkata.contracts.errors import AgentConfigError
+from pytest_openkata.providers.agents import AgentInvocation, AgentSettings, NeedsNothingAround
 
 __all__ = ["COMMAND_AGENT", "MODEL_VARIABLE", "CommandAgent"]
 

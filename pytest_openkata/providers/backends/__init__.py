@@ -1,8 +1,9 @@
 """Model backends: one small protocol, one module per backend.
 
 A backend turns ``(system, user)`` text into the model's answer. Every failure is raised as a
-:class:`BackendError` subclass, so that callers can tell an endpoint problem from a failed
-criterion and a throttle from any other error without reading message text.
+:class:`~pytest_openkata.contracts.errors.BackendError` subclass, so that callers can tell an
+endpoint problem from a failed criterion and a throttle from any other error without reading
+message text.
 """
 
 from __future__ import annotations
@@ -10,49 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
-
-
-class BackendError(Exception):
-    """The model could not be asked or did not answer usably."""
-
-
-class EndpointStatusError(BackendError):
-    """The endpoint answered with an HTTP status other than 200."""
-
-    def __init__(self, status: int, body: str, retry_after: float | None = None) -> None:
-        super().__init__(f"HTTP {status}: {body}")
-        self.status = status
-        self.body = body
-        self.retry_after = retry_after
-
-    @property
-    def throttled(self) -> bool:
-        return self.status == 429
-
-
-class TransportError(BackendError):
-    """The request did not complete: connection refused, timeout, broken connection."""
-
-
-class MalformedResponseError(BackendError):
-    """The endpoint answered 200 with a body that is not a usable completion."""
-
-
-class LimitExceededError(BackendError):
-    """A call went past one of the run's limits on it: its deadline (``direct_timeout``) or
-    the size of its answer (``answer_max_bytes``). Such a call is not made again, neither by
-    the retry policy nor by the judge's second ask: it would take the whole deadline, or send
-    as much, again."""
-
-
-class CallTimeoutError(LimitExceededError, TransportError):
-    """The call did not complete within its deadline, whichever phase it was in (connecting,
-    sending, waiting, reading the answer)."""
-
-
-class AnswerTooLargeError(LimitExceededError, MalformedResponseError):
-    """The answer was larger than ``answer_max_bytes``: reading it stopped there."""
-
 
 DEFAULT_ANSWER_MAX_BYTES = 4 * 1024 * 1024
 """The default of ``answer_max_bytes``: about a million tokens of text, more than any judge's

@@ -48,6 +48,13 @@ from functools import partial
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
+from pytest_openkata.contracts.errors import (
+    AgentFailedError,
+    AgentNotFoundError,
+    AgentTimeoutError,
+    AnswerTooLargeError,
+    MalformedResponseError,
+)
 from pytest_openkata.infra.bounded import BoundedBuffer
 from pytest_openkata.infra.environ import environ_snapshot
 from pytest_openkata.infra.processes import (
@@ -58,10 +65,6 @@ from pytest_openkata.infra.processes import (
 from pytest_openkata.providers.agents import AgentCLI, AgentInvocation
 from pytest_openkata.providers.backends import (
     DEFAULT_ANSWER_MAX_BYTES,
-    AnswerTooLargeError,
-    BackendError,
-    LimitExceededError,
-    MalformedResponseError,
     ResponseSchema,
     answer_bound,
 )
@@ -85,31 +88,6 @@ ERROR_OUTPUT_CHARS = 2000
 _READ_SIZE = 65536
 
 CwdFactory = Callable[[], AbstractContextManager[Path | None]]
-
-
-class AgentFailedError(BackendError):
-    """The CLI could not be started or exited unsuccessfully."""
-
-    def __init__(self, message: str, *, exit_status: int | None = None, stderr: str = "") -> None:
-        super().__init__(message)
-        self.exit_status = exit_status
-        self.stderr = stderr
-
-
-class AgentNotFoundError(AgentFailedError):
-    """The CLI's executable does not exist."""
-
-
-class AgentTimeoutError(LimitExceededError):
-    """The CLI did not finish in time and was killed; ``partial_output`` is what it printed."""
-
-    def __init__(
-        self, message: str, *, timeout: float, partial_output: str, partial_stderr: str = ""
-    ) -> None:
-        super().__init__(message)
-        self.timeout = timeout
-        self.partial_output = partial_output
-        self.partial_stderr = partial_stderr
 
 
 def agent_prompt(system: str, user: str) -> str:

@@ -25,14 +25,16 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from pytest_openkata.contracts.errors import (
+    BackendError,
+    EndpointStatusError,
+    MalformedResponseError,
+)
 from pytest_openkata.infra.usage import record_tokens, usage_in
 from pytest_openkata.providers.backends import (
     DEFAULT_ANSWER_MAX_BYTES,
     SCHEMA_REFUSED_STATUSES,
     BackendContext,
-    BackendError,
-    EndpointStatusError,
-    MalformedResponseError,
     ResponseSchema,
 )
 from pytest_openkata.providers.backends.client import (

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from pytest_openkata.contracts.errors import OpenkataError
 from pytest_openkata.core.calls import NO_SLOTS
 from pytest_openkata.core.checks import CommandOutcome
 from pytest_openkata.core.results import (
@@ -40,7 +41,7 @@ __all__ = ["DEFAULT_ORDER", "GradeError", "Grader", "Grading", "GradingContext",
 DEFAULT_ORDER = 50
 
 
-class GradeError(Exception):
+class GradeError(OpenkataError):
     """The grader could not grade this trial; ``judge_error`` counts it among the report's
     ``judge_errors`` (a judge call or answer that failed); ``kind`` says whose fault it is
     (``core.results.SCENARIO_ERROR`` for the scenario's own files, else the run's)."""

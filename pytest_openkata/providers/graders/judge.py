@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from pytest_openkata.contracts.errors import BackendError, LimitExceededError, OpenkataError
 from pytest_openkata.core.calls import live_call
 from pytest_openkata.core.results import CallStats, CriterionResult, Verdict
 from pytest_openkata.core.scenario import Criterion
@@ -32,12 +33,7 @@ from pytest_openkata.core.trials import majority
 from pytest_openkata.infra.cache import cache_key
 from pytest_openkata.infra.retry import NO_RETRY, RetryPolicy, call_with_retry
 from pytest_openkata.infra.text import clean_output, go_trim, valid_unicode
-from pytest_openkata.providers.backends import (
-    BackendError,
-    Completer,
-    LimitExceededError,
-    ResponseSchema,
-)
+from pytest_openkata.providers.backends import Completer, ResponseSchema
 from pytest_openkata.providers.graders import GradeError, Grading, GradingTask
 
 JUDGE_SYSTEM_PROMPT = """\
@@ -71,11 +67,11 @@ NO_JSON_MESSAGE = "no JSON found in judge response"
 BAD_JSON_MESSAGE = "failed to parse judge JSON"
 
 
-class JudgeParseError(Exception):
+class JudgeParseError(OpenkataError):
     """The judge's answer holds no usable verdict array."""
 
 
-class JudgeError(Exception):
+class JudgeError(OpenkataError):
     """The judge step failed: no parsable answer after the retry, or a suspicious result."""
 
 

@@ -35,6 +35,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from pytest_openkata.contracts.errors import OpenkataError
 from pytest_openkata.core.regression import SkillChanges, compare_skill_runs
 from pytest_openkata.core.results import ScenarioResult
 from pytest_openkata.core.runlog import (
@@ -75,7 +76,7 @@ Nth report of the same second (``write_new_report``)."""
 _ANY_TIME = datetime(2000, 1, 1, tzinfo=UTC)
 
 
-class EarlierRunError(Exception):
+class EarlierRunError(OpenkataError):
     """The earlier run cannot be used; the message names the file and what is wrong."""
 
 

@@ -11,7 +11,7 @@ entry-point group ``pytest_openkata.sandboxes`` as ``factory(EvalSettings) -> Sa
 Errors: a provider raises :class:`SandboxError` for what is not worth retrying (no engine, a
 missing image, a refused archive), :class:`SandboxLost` when the engine itself stopped
 answering (an engine pool then moves the run to another engine), and
-:class:`~pytest_openkata.infra.retry.RetryableError` for what is (an engine's 5xx). The
+:class:`~pytest_openkata.contracts.errors.RetryableError` for what is (an engine's 5xx). The
 messages of an environment's methods do not name the step: the core puts the step it was at in
 front (``copy workspace: ...``). :meth:`SandboxProvider.create` names its own steps, which only
 the provider knows (``docker create: ...``).
@@ -23,7 +23,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from pytest_openkata.providers.backends import BackendError
+from pytest_openkata.contracts.errors import (
+    SandboxError,
+    SandboxLost,
+)
 
 __all__ = [
     "AgentCommand",
@@ -35,24 +38,6 @@ __all__ = [
     "SandboxProvider",
     "SandboxSpec",
 ]
-
-
-class SandboxError(BackendError):
-    """The sandbox itself failed (no engine, a missing image, a copy that failed); the message
-    says which and what to do."""
-
-
-class SandboxLost(SandboxError):
-    """The engine behind an environment stopped answering (its host died, its daemon was
-    killed): the environment and what ran in it are gone.
-
-    ``elsewhere`` says whether the provider has other engines to run on: then the core runs
-    the whole sandboxed run again on a new environment (an engine pool takes the lost engine
-    out first); otherwise the scenario errors with this message."""
-
-    def __init__(self, message: str, *, elsewhere: bool = False) -> None:
-        super().__init__(message)
-        self.elsewhere = elsewhere
 
 
 @dataclass(frozen=True)

@@ -29,13 +29,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
-from pytest_openkata.providers.backends import BackendError
+from pytest_openkata.contracts.errors import BackendError, SandboxError, SandboxLost
 from pytest_openkata.providers.sandboxes import (
     EngineCheck,
     ExecResult,
     SandboxEnvironment,
-    SandboxError,
-    SandboxLost,
     SandboxProvider,
     SandboxSpec,
 )

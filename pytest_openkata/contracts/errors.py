@@ -1,0 +1,190 @@
+"""One exception tree, rooted at :class:`OpenkataError`.
+
+Every error the package raises on purpose descends from :class:`OpenkataError`, so a caller
+of :func:`pytest_openkata.evaluate` or of a provider can catch them all at once, and tell
+them from a bug (any other exception). The classes defined here need nothing but the
+standard library; the rest of the tree lives beside the code whose data it carries and
+subclasses these::
+
+    OpenkataError
+    ├── ConfigError             a setting has a bad value
+    ├── UnknownProviderError    no provider of that kind and name (registry; a LookupError)
+    ├── ScenarioLoadError       a scenario's files are missing or invalid (core.jsonfiles)
+    ├── SkillFileError          the skill's SKILL.md cannot be read (core.prompt; a
+    │                           FileNotFoundError)
+    ├── ScenarioFailure         ends a trial or a scenario with the error its report shows
+    │                           (core.errors)
+    ├── CheckError              a deterministic check cannot give a verdict (core.checks)
+    ├── GradeError              a grader could not grade a trial (providers.graders)
+    ├── JudgeError              the judge step failed (providers.graders.judge)
+    ├── JudgeParseError         the judge's answer holds no verdicts (the same module)
+    ├── ArmError                a baseline arm cannot be made (core.arms)
+    ├── ShardError              shards that cannot be merged (core.shards)
+    ├── RunLogError             a run log that cannot be read (core.runlog)
+    ├── ReportDecodeError       a report file the catalogue cannot read (core.catalogue)
+    ├── VersionsFileError       a versions file of the wrong shape (core.catalogue)
+    ├── EarlierRunError         the earlier run to compare with is unusable
+    │                           (providers.reporters.baselines)
+    ├── WriteError              the scaffold could not create a file (commands.scaffold)
+    ├── FlagError               the drop-in command's flags are refused
+    │                           (commands.openkata_eval)
+    ├── LocalModelError         the local model could not be set up (localsteps)
+    │   └── LockWaitExpired     another run held a lock past the wait's limit
+    └── BackendError            the model could not be asked or did not answer usably
+        ├── TransportError      the request did not complete
+        │   └── CallTimeoutError        … within its deadline (also a LimitExceededError)
+        ├── EndpointStatusError         an HTTP status other than 200
+        ├── MalformedResponseError      a 200 whose body is no usable completion
+        │   └── AnswerTooLargeError     … larger than answer_max_bytes (also a
+        │                               LimitExceededError)
+        ├── LimitExceededError  a call went past its deadline or its answer's size bound
+        │   └── AgentTimeoutError       an agent CLI did not finish in time
+        ├── RetryableError      an error another layer wants retried
+        ├── RetriesExhaustedError       retries ran out (infra.retry)
+        ├── AgentConfigError    an agent cannot be built from the settings
+        ├── AgentFailedError    an agent CLI could not start or failed
+        │   └── AgentNotFoundError      its executable does not exist
+        └── SandboxError        the sandbox itself failed
+            └── SandboxLost     its engine stopped answering
+
+Not in the tree, on purpose: the signals a command uses to stop (``BaseException``
+subclasses that must pass through ``except Exception``), and markers of control flow that
+never reach a caller (``HelpRequested``, ``SlotsClosed`` and the private ones).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AgentConfigError",
+    "AgentFailedError",
+    "AgentNotFoundError",
+    "AgentTimeoutError",
+    "AnswerTooLargeError",
+    "BackendError",
+    "CallTimeoutError",
+    "ConfigError",
+    "EndpointStatusError",
+    "LimitExceededError",
+    "MalformedResponseError",
+    "OpenkataError",
+    "RetryableError",
+    "SandboxError",
+    "SandboxLost",
+    "TransportError",
+]
+
+
+class OpenkataError(Exception):
+    """The root of every error pytest-openkata raises on purpose; the message says what went
+    wrong and, where it can, what to do."""
+
+
+class ConfigError(OpenkataError):
+    """A setting has a bad value; the message names where it came from."""
+
+
+class BackendError(OpenkataError):
+    """The model could not be asked or did not answer usably. Raised by model backends,
+    agents and sandboxes, so that callers can tell an endpoint problem from a failed
+    criterion, and a throttle from any other error, without reading message text."""
+
+
+class EndpointStatusError(BackendError):
+    """The endpoint answered with an HTTP status other than 200."""
+
+    def __init__(self, status: int, body: str, retry_after: float | None = None) -> None:
+        super().__init__(f"HTTP {status}: {body}")
+        self.status = status
+        self.body = body
+        self.retry_after = retry_after
+
+    @property
+    def throttled(self) -> bool:
+        return self.status == 429
+
+
+class TransportError(BackendError):
+    """The request did not complete: connection refused, timeout, broken connection."""
+
+
+class MalformedResponseError(BackendError):
+    """The endpoint answered 200 with a body that is not a usable completion."""
+
+
+class LimitExceededError(BackendError):
+    """A call went past one of the run's limits on it: its deadline (``direct_timeout``) or
+    the size of its answer (``answer_max_bytes``). Such a call is not made again, neither by
+    the retry policy nor by the judge's second ask: it would take the whole deadline, or send
+    as much, again."""
+
+
+class CallTimeoutError(LimitExceededError, TransportError):
+    """The call did not complete within its deadline, whichever phase it was in (connecting,
+    sending, waiting, reading the answer)."""
+
+
+class AnswerTooLargeError(LimitExceededError, MalformedResponseError):
+    """The answer was larger than ``answer_max_bytes``: reading it stopped there."""
+
+
+class RetryableError(BackendError):
+    """An error another layer wants retried, e.g. an agent CLI that reported throttling.
+
+    ``retry_after`` (seconds) is honoured like an HTTP Retry-After header; ``throttled`` makes
+    the final message say "throttled" rather than "failed".
+    """
+
+    def __init__(
+        self, message: str, *, retry_after: float | None = None, throttled: bool = False
+    ) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+        self.throttled = throttled
+
+
+class AgentConfigError(BackendError):
+    """An agent cannot be built from the settings: an unknown name, an empty command."""
+
+
+class AgentFailedError(BackendError):
+    """An agent CLI could not be started or exited unsuccessfully."""
+
+    def __init__(self, message: str, *, exit_status: int | None = None, stderr: str = "") -> None:
+        super().__init__(message)
+        self.exit_status = exit_status
+        self.stderr = stderr
+
+
+class AgentNotFoundError(AgentFailedError):
+    """The agent CLI's executable does not exist."""
+
+
+class AgentTimeoutError(LimitExceededError):
+    """An agent CLI did not finish in time and was killed; ``partial_output`` is what it
+    printed."""
+
+    def __init__(
+        self, message: str, *, timeout: float, partial_output: str, partial_stderr: str = ""
+    ) -> None:
+        super().__init__(message)
+        self.timeout = timeout
+        self.partial_output = partial_output
+        self.partial_stderr = partial_stderr
+
+
+class SandboxError(BackendError):
+    """The sandbox itself failed (no engine, a missing image, a copy that failed); the message
+    says which and what to do."""
+
+
+class SandboxLost(SandboxError):
+    """The engine behind an environment stopped answering (its host died, its daemon was
+    killed): the environment and what ran in it are gone.
+
+    ``elsewhere`` says whether the provider has other engines to run on: then the core runs
+    the whole sandboxed run again on a new environment (an engine pool takes the lost engine
+    out first); otherwise the scenario errors with this message."""
+
+    def __init__(self, message: str, *, elsewhere: bool = False) -> None:
+        super().__init__(message)
+        self.elsewhere = elsewhere
