@@ -40,7 +40,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from benchmarks._common import REPO, machine_line
-from pytest_openkata.localmodel import server_binary
+from pytest_openkata.local.model import server_binary
 
 SKILL = REPO / "skills" / "commit-message"
 

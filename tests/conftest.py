@@ -12,8 +12,8 @@ import httpcore  # noqa: F401  (see below)
 import pytest
 from hypothesis import settings as hypothesis_settings
 
-from pytest_openkata.localmodel import LocalModelServer, prepare
-from pytest_openkata.localsandbox import rootfs_archive
+from pytest_openkata.local.model import LocalModelServer, prepare
+from pytest_openkata.local.sandbox import rootfs_archive
 from tests.support.docker_engine import build_standin_image, engine
 from tests.support.endpoint import ScriptedEndpoint
 from tests.support.evals import EvalScript

@@ -28,7 +28,7 @@ subclasses these::
     ├── WriteError              the scaffold could not create a file (commands.scaffold)
     ├── FlagError               the drop-in command's flags are refused
     │                           (commands.openkata_eval)
-    ├── LocalModelError         the local model could not be set up (localsteps)
+    ├── LocalModelError         the local model could not be set up (local.steps)
     │   └── LockWaitExpired     another run held a lock past the wait's limit
     └── BackendError            the model could not be asked or did not answer usably
         ├── TransportError      the request did not complete

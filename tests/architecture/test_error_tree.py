@@ -23,8 +23,8 @@ OUTSIDE_THE_TREE = {
     "pytest_openkata.core.slots.SlotsClosed": "the run is over: no further call starts",
     "pytest_openkata.core.schedule._PoolClosed": "private control flow of the scenario pool",
     "pytest_openkata.providers.graders.judge._NotVerdicts": "private: the judge asks again",
-    "pytest_openkata.localmodel._Stopped": "a stop signal (BaseException)",
-    "pytest_openkata.localsteps.StopWaiting": "a stop signal while waiting (BaseException)",
+    "pytest_openkata.local.model._Stopped": "a stop signal (BaseException)",
+    "pytest_openkata.local.steps.StopWaiting": "a stop signal while waiting (BaseException)",
 }
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from pytest_openkata.core.scenario import load_scenario
-from pytest_openkata.localmodel import LocalModelServer
+from pytest_openkata.local.model import LocalModelServer
 from pytest_openkata.providers.backends.anthropic import AnthropicMessagesBackend
 from pytest_openkata.providers.backends.http import OpenAIChatBackend, make_client
 from pytest_openkata.providers.graders.judge import run_judge

@@ -24,7 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_openkata.localmodel import LLAMA_CPP_PYTHON_VERSION, cache_dir
+from pytest_openkata.local.model import LLAMA_CPP_PYTHON_VERSION
+from pytest_openkata.local.steps import cache_dir
 
 pytestmark = [
     pytest.mark.e2e,

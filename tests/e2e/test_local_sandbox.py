@@ -22,8 +22,8 @@ from pathlib import Path
 import docker
 import pytest
 
-from pytest_openkata.localmodel import LocalModelError
-from pytest_openkata.localsandbox import (
+from pytest_openkata.local.model import LocalModelError
+from pytest_openkata.local.sandbox import (
     CODEX_VERSION,
     LocalEngine,
     engine_answers,

@@ -27,7 +27,7 @@ from typing import Self
 import docker
 import docker.errors
 
-from pytest_openkata.localsandbox import LocalEngine
+from pytest_openkata.local.sandbox import LocalEngine
 
 STANDINS = Path(__file__).parent / "standins"
 BUSYBOX = Path("/bin/busybox")

@@ -60,8 +60,8 @@ import docker.errors
 import docker.tls
 import trustme
 
-from pytest_openkata.localmodel import _parent_death_preexec
-from pytest_openkata.localsandbox import engine_answers
+from pytest_openkata.local.sandbox import engine_answers
+from pytest_openkata.local.steps import main_thread_death_preexec
 from tests.support.docker_engine import BUSYBOX
 
 START_TIMEOUT = 60.0
@@ -124,7 +124,7 @@ class _Daemon:
                 stdout=output,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
-                preexec_fn=_parent_death_preexec(signal.SIGKILL),  # noqa: PLW1509 (main thread)
+                preexec_fn=main_thread_death_preexec(signal.SIGKILL),  # noqa: PLW1509 (main thread)
             )
 
     @property

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_openkata.localmodel import (
+from pytest_openkata.local.model import (
     LLAMA_CPP_PYTHON_VERSION,
     LocalModelError,
     check_before_starting,
@@ -183,7 +183,7 @@ def _standin_sdist(links: Path) -> None:
 
 
 BUILD = (
-    "import sys; from pytest_openkata.localmodel import build_server; "
+    "import sys; from pytest_openkata.local.model import build_server; "
     "print(build_server(sys.argv[1]))"
 )
 

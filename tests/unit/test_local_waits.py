@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_openkata.localmodel import LLAMA_CPP_PYTHON_VERSION, WEIGHTS_FILE, WEIGHTS_MODULE
-from pytest_openkata.localsandbox import LocalEngine
-from pytest_openkata.localsteps import held_by_another
+from pytest_openkata.local.model import LLAMA_CPP_PYTHON_VERSION, WEIGHTS_FILE, WEIGHTS_MODULE
+from pytest_openkata.local.sandbox import LocalEngine
+from pytest_openkata.local.steps import held_by_another
 
 ENDED = 120.0  # a command that stops at a check or a tiny limit has ended (a bound only)
 SERVER = f"llama-server-{LLAMA_CPP_PYTHON_VERSION}"
@@ -244,7 +244,7 @@ def test_a_malformed_limit_is_reported_before_anything_is_built(tmp_path: Path) 
 # The waiter of this test notes every 0.1 s that it still waits.
 WAIT_AND_NOTE = """
 import sys
-from pytest_openkata.localsteps import take_lock
+from pytest_openkata.local.steps import take_lock
 with open(sys.argv[1], "a") as lock:
     take_lock(lock, "building something", print, every=0.1)
     print("taken")

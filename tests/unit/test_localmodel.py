@@ -17,10 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_openkata import localmodel
 from pytest_openkata.core.sandboxed import sandbox_identity
 from pytest_openkata.infra.config import EvalSettings, HttpSettings, SandboxSettings
-from pytest_openkata.localmodel import (
+from pytest_openkata.local import model as localmodel
+from pytest_openkata.local import steps as localsteps
+from pytest_openkata.local.model import (
     LocalModelError,
     LocalModelServer,
     build_server,
@@ -347,9 +348,9 @@ def kill_after() -> Iterator[list[int]]:
 PARENT = """
 import subprocess, sys, time
 from pathlib import Path
-from pytest_openkata.localmodel import _parent_death_preexec
+from pytest_openkata.local.steps import main_thread_death_preexec
 
-child = subprocess.Popen(["sleep", "600"], preexec_fn=_parent_death_preexec())
+child = subprocess.Popen(["sleep", "600"], preexec_fn=main_thread_death_preexec())
 Path(sys.argv[1] + ".partial").write_text(str(child.pid))
 Path(sys.argv[1] + ".partial").replace(sys.argv[1])
 time.sleep(600)
@@ -379,7 +380,7 @@ def test_a_child_whose_parent_died_before_the_signal_was_set_kills_itself(
     ran = tmp_path / "ran"
     # Expecting another parent than this process: as if the parent had died and the child
     # had been handed to init between the fork and the prctl.
-    preexec = localmodel._parent_death_preexec(parent=os.getppid())
+    preexec = localsteps.main_thread_death_preexec(parent=os.getppid())
 
     completed = subprocess.run(["touch", str(ran)], preexec_fn=preexec, timeout=30, check=False)
 
@@ -392,12 +393,14 @@ def test_the_parent_death_signal_is_set_only_from_the_main_thread() -> None:
     # Linux sends it when the forking *thread* ends: from a worker thread it would kill the
     # server with the thread.
     from_thread: list[object] = []
-    thread = threading.Thread(target=lambda: from_thread.append(localmodel._parent_death_preexec()))
+    thread = threading.Thread(
+        target=lambda: from_thread.append(localsteps.main_thread_death_preexec())
+    )
     thread.start()
     thread.join(timeout=30)
 
     assert from_thread == [None]
-    assert localmodel._parent_death_preexec() is not None
+    assert localsteps.main_thread_death_preexec() is not None
 
 
 class _Interrupted(BaseException):
@@ -567,7 +570,7 @@ def test_a_build_step_with_progress_logs_every_line_and_names_its_failure(tmp_pa
     script = "print('[ 50%] compiling'); print('[100%] linking'); raise SystemExit(3)"
 
     with pytest.raises(localmodel.LocalModelError, match="exited with 3") as raised:
-        localmodel._run([sys.executable, "-c", script], log_file, progress=seen.append)
+        localsteps.run_logged([sys.executable, "-c", script], log_file, progress=seen.append)
 
     assert seen == ["[ 50%] compiling\n", "[100%] linking\n"]
     assert log_file.read_text().endswith("[ 50%] compiling\n[100%] linking\n")

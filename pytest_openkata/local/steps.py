@@ -25,15 +25,18 @@ import math
 import os
 import shutil
 import signal
+import subprocess
+import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import IO
 
 from pytest_openkata.contracts.errors import OpenkataError
+from pytest_openkata.infra.processes import parent_death_preexec
 
 MB = 1024 * 1024
 GB = 1024 * MB
@@ -234,3 +237,79 @@ def build_lock(lock_file: Path, what: str, log: Callable[[str], None]) -> Iterat
     with lock_file.open("a") as lock:
         take_lock(lock, what, log)
         yield
+
+
+# --- shared by the model's and the sandbox's steps ---------------------------------------
+
+# No command of a step may take longer (a build of llama-server takes minutes).
+BUILD_TIMEOUT = 3600.0
+
+Log = Callable[[str], None]
+
+
+def log_to_stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def cache_dir() -> Path:
+    return Path(
+        os.environ.get("OPENKATA_LOCAL_MODEL_CACHE", Path.home() / ".cache" / "pytest-openkata")
+    )
+
+
+def run_logged(
+    command: Sequence[str],
+    log_file: Path,
+    cwd: Path | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> None:
+    """Runs a build step with its output in ``log_file``; each line also goes to ``progress``
+    when given. A failure names the command and shows the end of the log."""
+    with log_file.open("a") as log:
+        log.write(f"$ {' '.join(command)}\n")
+        log.flush()
+        try:
+            if progress is None:
+                returncode = subprocess.run(
+                    command,
+                    check=False,
+                    cwd=cwd,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    timeout=BUILD_TIMEOUT,
+                ).returncode
+            else:
+                returncode = _run_with_progress(command, log, cwd, progress)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise LocalModelError(f"{command[0]} failed: {exc} (log: {log_file})") from exc
+    if returncode != 0:
+        tail = "".join(log_file.read_text(errors="replace").splitlines(keepends=True)[-20:])
+        raise LocalModelError(
+            f"`{' '.join(command[:3])} …` exited with {returncode}; "
+            f"last lines of {log_file}:\n{tail}"
+        )
+
+
+def _run_with_progress(
+    command: Sequence[str], log: IO[str], cwd: Path | None, progress: Callable[[str], None]
+) -> int:
+    with subprocess.Popen(
+        command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        errors="replace",
+    ) as process:  # fmt: skip
+        assert process.stdout is not None
+        for line in process.stdout:
+            log.write(line)
+            progress(line)
+        return process.wait(timeout=BUILD_TIMEOUT)
+
+
+def main_thread_death_preexec(
+    death_signal: int = signal.SIGKILL, parent: int | None = None
+) -> Callable[[], None] | None:
+    """:func:`~pytest_openkata.infra.processes.parent_death_preexec` for the children of
+    ``serve`` and ``run``, from the main thread only: Linux sends the signal when the thread
+    that forked the child ends, and these children outlive any other thread."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return parent_death_preexec(death_signal, parent=parent)

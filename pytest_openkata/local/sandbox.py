@@ -44,20 +44,18 @@ from typing import IO, Self
 import docker
 import docker.errors
 
-from pytest_openkata.localmodel import (
-    Log,
-    _parent_death_preexec,
-    _run,
-    _stderr,
-    cache_dir,
-)
-from pytest_openkata.localsteps import (
+from pytest_openkata.local.steps import (
     GB,
     MB,
     LocalModelError,
+    Log,
     Step,
     build_lock,
+    cache_dir,
     held_by_another,
+    log_to_stderr,
+    main_thread_death_preexec,
+    run_logged,
     take_lock,
 )
 
@@ -183,8 +181,8 @@ def _install_debian_package(command: str, package: str, log: Log) -> str:
     log_file.parent.mkdir(parents=True, exist_ok=True)
     with _Step(log, f"installing {package} (apt-get)", log_file):
         env_apt = ["env", "DEBIAN_FRONTEND=noninteractive", "apt-get"]
-        _run([*env_apt, "update", "-qq"], log_file)
-        _run([*env_apt, "install", "-y", "-qq", package], log_file)
+        run_logged([*env_apt, "update", "-qq"], log_file)
+        run_logged([*env_apt, "install", "-y", "-qq", package], log_file)
     found = _find_command(command)
     if not found:
         raise LocalModelError(f"apt-get installed {package}, but {command} is not on PATH")
@@ -216,10 +214,10 @@ class LocalEngine:
     the process that started it dies without stopping it. Its data folder is
     ``data_root`` when given (the caller's to remove), else the cache's, which one engine at a
     time may use: it is locked from the reservation until :meth:`stop`, and a reservation
-    while another run holds it waits for that run to end (``localsteps.take_lock``).
+    while another run holds it waits for that run to end (``steps.take_lock``).
     """
 
-    def __init__(self, log: Log = _stderr, data_root: Path | None = None) -> None:
+    def __init__(self, log: Log = log_to_stderr, data_root: Path | None = None) -> None:
         self.log = log
         self.data_root = data_root
         self.host = ""
@@ -350,7 +348,7 @@ class LocalEngine:
                     stdout=log,
                     stderr=subprocess.STDOUT,
                     start_new_session=True,
-                    preexec_fn=_parent_death_preexec(signal.SIGTERM),  # noqa: PLW1509
+                    preexec_fn=main_thread_death_preexec(signal.SIGTERM),  # noqa: PLW1509
                 )  # fmt: skip
             self.private = True
             deadline = time.monotonic() + ENGINE_START_TIMEOUT
@@ -432,7 +430,7 @@ def _install_codex(log: Log) -> tuple[Path, Path]:
     prefix.mkdir(parents=True, exist_ok=True)
     log_file = prefix / "npm.log"
     with _Step(log, f"installing {CODEX_PACKAGE}@{CODEX_VERSION} from npm", log_file):
-        _run(
+        run_logged(
             [npm, "install", "--no-fund", "--no-audit", "--prefix", str(prefix),
              f"{CODEX_PACKAGE}@{CODEX_VERSION}"],
             log_file,
@@ -457,7 +455,7 @@ def _debootstrap(rootfs: Path, log_file: Path, log: Log) -> None:
     debootstrap = _install_debian_package("debootstrap", "debootstrap", log)
     mirror = os.environ.get(MIRROR_VARIABLE, DEFAULT_MIRROR)
     with _Step(log, f"debootstrap {DEBIAN_SUITE} from {mirror}", log_file):
-        _run(
+        run_logged(
             [debootstrap, "--variant=minbase", f"--include={','.join(DEBIAN_PACKAGES)}",
              DEBIAN_SUITE, str(rootfs), mirror],
             log_file,
@@ -472,7 +470,7 @@ def _archive_lock_file(archive: Path) -> Path:
     return archive.parent / "build.lock"
 
 
-def rootfs_archive(log: Log = _stderr) -> Path:
+def rootfs_archive(log: Log = log_to_stderr) -> Path:
     """The image's root file system as a tar archive, built once per recipe; a process that
     wants it while another builds it waits for that build (and says so)."""
     archive = _archive_path()
@@ -528,7 +526,9 @@ def _build_rootfs_archive(archive: Path, log: Log) -> None:
                     entry.unlink()
         staged = work / "rootfs.tar"
         with _Step(log, "packing the root file system"):
-            _run(["tar", "-C", str(rootfs), "--numeric-owner", "-cf", str(staged), "."], log_file)
+            run_logged(
+                ["tar", "-C", str(rootfs), "--numeric-owner", "-cf", str(staged), "."], log_file
+            )
         staged.replace(archive)  # atomic: a half-written archive is never taken from the cache
     finally:
         _unmount_under(work)
@@ -552,7 +552,7 @@ def _unmount_under(folder: Path, *, itself: bool = False) -> None:
         subprocess.run(["umount", "-l", target], check=False, capture_output=True)
 
 
-def prepare_image(engine_host: str, log: Log = _stderr) -> str:
+def prepare_image(engine_host: str, log: Log = log_to_stderr) -> str:
     """The image's tag in the engine at ``engine_host``, importing (and first building) it when
     the engine does not have it."""
     tag = image_tag()
@@ -581,7 +581,7 @@ def prepare_image(engine_host: str, log: Log = _stderr) -> str:
 
 @contextlib.contextmanager
 def local_sandbox(
-    log: Log = _stderr, engine: LocalEngine | None = None
+    log: Log = log_to_stderr, engine: LocalEngine | None = None
 ) -> Iterator[dict[str, str]]:
     """An engine (``engine`` when given, reserved or not) with the image in it, as the
     settings a run needs; the engine stops after. The image's root file system is built, or
