@@ -73,6 +73,7 @@ from typing import Literal
 
 from pytest_openkata.contracts.errors import OpenkataError
 from pytest_openkata.core.scenario import discover_scenarios
+from pytest_openkata.infra.config import DEFAULT_THRESHOLD
 
 __all__ = [
     "FLAGS",
@@ -120,7 +121,12 @@ FLAGS = (
     Flag("model", "string", "model for agent calls", "--eval-model"),
     Flag("model-label", "string", "human-readable label for the model", "--eval-model-label"),
     Flag("output", "string", "JSON output file or directory path", "--eval-output"),
-    Flag("threshold", "int", "pass threshold percentage (default 95)", "--eval-threshold"),
+    Flag(
+        "threshold",
+        "int",
+        f"pass threshold percentage (default {DEFAULT_THRESHOLD})",
+        "--eval-threshold",
+    ),
 )
 _BY_NAME = {flag.name: flag for flag in FLAGS}
 

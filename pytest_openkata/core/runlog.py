@@ -27,6 +27,7 @@ from pytest_openkata.core.regression import SkillChanges
 from pytest_openkata.core.results import CriterionResult, ScenarioResult, TrialResult
 from pytest_openkata.core.summary import SkillSummary, summarise
 from pytest_openkata.core.trials import combine_trials
+from pytest_openkata.infra.config import DEFAULT_THRESHOLD
 from pytest_openkata.infra.text import valid_unicode
 
 __all__ = [
@@ -65,7 +66,7 @@ class RunInfo:
 
     finished_at: str
     complete: bool = True
-    threshold: int = 95
+    threshold: int = DEFAULT_THRESHOLD
     settings: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -206,7 +207,7 @@ def parse_run_log(text: str, *, source: str = "run log") -> LoggedRun:
         info = RunInfo(
             finished_at=str(head["finished_at"]),
             complete=bool(head.get("complete", True)),
-            threshold=int(head.get("threshold", 95)),
+            threshold=int(head.get("threshold", DEFAULT_THRESHOLD)),
             settings=dict(head.get("settings") or {}),
         )
     except (KeyError, TypeError, ValueError) as exc:

@@ -64,6 +64,22 @@ def meets_threshold(overall: float, threshold: int, scenario_count: int) -> bool
     return scenario_count > 0 and overall >= float(threshold)
 
 
+def percent_against(
+    value: float, threshold: float, *, passed: bool | None = None, min_digits: int = 0
+) -> str:
+    """``value`` as a percentage with ``min_digits`` decimals, or more where that many would
+    put it on the wrong side of ``threshold``: 94.96 against 95 reads ``94.96%``, never
+    ``95.0%`` or ``95%``. ``passed`` is the side it is on (by default ``value >= threshold``;
+    a gate passes it, since an empty run fails whatever its figure). Every report that
+    shows a figure beside the threshold writes it with this."""
+    on_the_passing_side = value >= threshold if passed is None else passed
+    for digits in range(min_digits, 5):
+        text = f"{value:.{digits}f}"
+        if (float(text) >= threshold) == on_the_passing_side:
+            return f"{text}%"
+    return f"{value!r}%"
+
+
 # The catalogue's colours of a scenario's bar: green from 95 %, yellow from 70 %, red below.
 GREEN_FROM = 95.0
 YELLOW_FROM = 70.0

@@ -27,6 +27,10 @@ CONFIG_FILE_NAME = ".openkata-eval.yaml"
 ENV_NOT_SETTINGS = frozenset({"OPENKATA_EVAL_DEBUG"})
 
 
+# A skill passes when its overall percentage is at least this (the reference's default).
+DEFAULT_THRESHOLD = 95
+
+
 class HttpSettings(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -91,7 +95,7 @@ class EvalSettings(BaseModel):
     judge_backend: str = ""
     model: str = "claude-sonnet-4.6"
     judge_model: str = ""
-    threshold: int = 95
+    threshold: int = DEFAULT_THRESHOLD
     concurrency: int = 2
     direct_timeout: int = 120
     answer_max_bytes: int = DEFAULT_ANSWER_MAX_BYTES
@@ -457,7 +461,9 @@ def help_text(key: str) -> str:
 HELP = {
     "model": "model for agent calls",
     "judge_model": "model for judge calls (defaults to the agent model)",
-    "threshold": "pass threshold percentage of a skill's overall score (default 95)",
+    "threshold": (
+        f"pass threshold percentage of a skill's overall score (default {DEFAULT_THRESHOLD})"
+    ),
     "concurrency": "agent runs and judge calls at once per process (default 2)",
     "direct_timeout": "seconds allowed for one model call, from connecting to the answer's "
     "last byte (default 120)",

@@ -14,6 +14,7 @@ from pytest_openkata.core.scoring import (
     match_verdicts,
     meets_threshold,
     overall_percentage,
+    percent_against,
     percentage,
     scenario_totals,
 )
@@ -198,3 +199,29 @@ def test_threshold_zero_and_hundred() -> None:
 def test_empty_run_never_passes(threshold: int) -> None:
     assert meets_threshold(overall_percentage([]), threshold, 0) is False
     assert meets_threshold(100.0, threshold, 0) is False
+
+
+@pytest.mark.parametrize(
+    ("value", "threshold", "min_digits", "shown"),
+    [
+        (88.0, 95, 0, "88%"),
+        (94.6, 95, 0, "94.6%"),  # "95%" would read as passing
+        (94.96, 95, 1, "94.96%"),  # "95.0%" would too
+        (94.99996, 95, 0, "94.99996%"),
+        (95.0, 95, 0, "95%"),
+        (95.04, 95, 0, "95%"),  # rounds down and still passes: no decimal needed
+        (99.96, 100, 1, "99.96%"),  # not "100.0%"
+        (87.5, 95, 1, "87.5%"),
+    ],
+)
+def test_a_figure_beside_the_threshold_never_reads_on_the_wrong_side(
+    value: float, threshold: int, min_digits: int, shown: str
+) -> None:
+    assert percent_against(value, threshold, min_digits=min_digits) == shown
+
+
+def test_a_gate_says_which_side_its_figure_is_on() -> None:
+    # An empty run fails at a threshold of 0 although its 0 % is not below it: the figure is
+    # then shown in full, never as a rounded number that would read as passing.
+    assert percent_against(0.0, 0, passed=False) == "0.0%"
+    assert percent_against(0.0, 0) == "0%"

@@ -48,7 +48,7 @@ from pytest_openkata.core.runlog import (
     read_run_log,
     skill_summaries,
 )
-from pytest_openkata.core.scoring import catalogue_colour
+from pytest_openkata.core.scoring import catalogue_colour, percent_against
 from pytest_openkata.core.summary import SkillSummary, usage_of
 from pytest_openkata.infra.atomic import write_new_report
 from pytest_openkata.infra.tempfiles import REMOVED
@@ -352,12 +352,10 @@ def _scenario_view(anchor: str, result: ScenarioResult, summary: SkillSummary) -
 
 def _overall(summary: SkillSummary, threshold: int) -> str:
     """The overall percentage with one decimal, or more where one would misstate the gate
-    (94.96 % is not shown as 95.0 % below a threshold of 95)."""
-    for digits in range(1, 5):
-        text = f"{summary.overall:.{digits}f}"
-        if not summary.complete or (float(text) >= threshold) == summary.passed:
-            return f"{text}%"
-    return f"{summary.overall!r}%"
+    of a complete skill (a partial one has no gate)."""
+    if not summary.complete:
+        return f"{summary.overall:.1f}%"
+    return percent_against(summary.overall, threshold, passed=summary.passed, min_digits=1)
 
 
 def _usage_rows(results: Iterable[ScenarioResult]) -> list[UsageRow]:

@@ -38,7 +38,7 @@ from pytest_openkata.core.compare import SkillComparison
 from pytest_openkata.core.regression import SkillChanges
 from pytest_openkata.core.results import CriterionResult, ScenarioResult, TrialResult
 from pytest_openkata.core.runlog import LoggedRun, skill_summaries
-from pytest_openkata.core.scoring import catalogue_colour
+from pytest_openkata.core.scoring import catalogue_colour, percent_against
 from pytest_openkata.core.summary import SkillSummary
 from pytest_openkata.infra.atomic import write_new_report
 from pytest_openkata.infra.text import plural, signed_points
@@ -111,15 +111,9 @@ def _fenced(text: str, info: str = "text") -> str:
 
 
 def _percent(value: float, meets: float) -> str:
-    """A percentage with as few decimals as read right against ``meets``: no decimals when
-    whole, else one, more where rounding would cross ``meets`` (99.96 is not 100%)."""
-    if value == int(value):
-        return f"{value:.0f}%"
-    for digits in range(1, 5):
-        text = f"{value:.{digits}f}"
-        if (float(text) >= meets) == (value >= meets):
-            return f"{text}%"
-    return f"{value!r}%"
+    """A percentage with no decimals when whole, else one, more where rounding would cross
+    ``meets`` (99.96 is not 100%)."""
+    return percent_against(value, meets, min_digits=0 if value == int(value) else 1)
 
 
 def score_bar(value: float) -> str:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from pytest_openkata.core.compare import SkillComparison
 from pytest_openkata.core.regression import SkillChanges
 from pytest_openkata.core.results import CallStats, CriterionResult, ScenarioResult, Usage
+from pytest_openkata.core.scoring import percent_against
 from pytest_openkata.core.summary import SkillSummary, skill_labels
 from pytest_openkata.infra.tempfiles import REMOVED
 from pytest_openkata.infra.text import plural, signed_points, visible, visible_lines
@@ -299,21 +300,12 @@ def _skill_lines(
         yield [(f"  Report not written: {summary.report_error}", "red")]
 
 
-def _gate_percentage(summary: SkillSummary, threshold: int) -> str:
-    """The overall percentage as the overall line rounds it, with as many decimals as it takes
-    for the comparison to read right (94.6 against 95 is ``94.6% < 95%``, not ``95% < 95%``)."""
-    for digits in range(4):
-        text = f"{summary.overall:.{digits}f}"
-        if (float(text) >= threshold) == summary.passed:
-            return f"{text}%"
-    return f"{summary.overall!r}%"
-
-
 def _skill_gate(summary: SkillSummary, label: str, threshold: int) -> str:
     if not summary.complete:
         return f"{label} partial, threshold not enforced"
     relation = ">=" if summary.passed else "<"
-    return f"{label} {_gate_percentage(summary, threshold)} {relation} {threshold}%"
+    overall = percent_against(summary.overall, threshold, passed=summary.passed)
+    return f"{label} {overall} {relation} {threshold}%"
 
 
 def gate_line(
