@@ -6,9 +6,7 @@ model backend, a grader, a reporter, a sandbox provider), each registered throug
 entry-point group (see :mod:`pytest_openkata.providers.registry`).
 """
 
-from __future__ import annotations
-
-from typing import TYPE_CHECKING, Any
+import typing as _typing
 
 from pytest_openkata._version import __version__
 from pytest_openkata.contracts.errors import BackendError, ConfigError, OpenkataError, SandboxError
@@ -40,7 +38,7 @@ from pytest_openkata.providers.sandboxes import (
     SandboxSpec,
 )
 
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
     from pytest_openkata.core.evaluate import evaluate
 
 __all__ = [
@@ -86,7 +84,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _typing.Any:
     # evaluate() brings the run's machinery; the plugin, which loads in every pytest run of
     # the environment, imports this package without needing it.
     if name == "evaluate":
