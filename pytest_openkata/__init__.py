@@ -3,12 +3,13 @@
 The public surface: :func:`evaluate` (a run without pytest), the result types every reporter
 and hook receives, the settings, and the protocols a provider implements (an agent CLI, a
 model backend, a grader, a reporter, a sandbox provider), each registered through its
-entry-point group (see :mod:`pytest_openkata.providers.registry`).
+entry-point group (see :mod:`pytest_openkata.infra.registry`).
 """
 
 import typing as _typing
 
 from pytest_openkata._version import __version__
+from pytest_openkata.contracts.backends import BackendContext, Completer
 from pytest_openkata.contracts.errors import BackendError, ConfigError, OpenkataError, SandboxError
 from pytest_openkata.core.checks import Check, CommandOutcome
 from pytest_openkata.core.compare import CriterionMove, SkillComparison
@@ -27,7 +28,6 @@ from pytest_openkata.core.summary import SkillSummary
 from pytest_openkata.core.uplift import McNemar, Uplift
 from pytest_openkata.infra.config import EvalSettings
 from pytest_openkata.providers.agents import AgentCLI, AgentInvocation, AgentSettings
-from pytest_openkata.providers.backends import BackendContext, Completer
 from pytest_openkata.providers.graders import GradeError, Grader, Grading, GradingTask
 from pytest_openkata.providers.reporters import Reporter, RunReport
 from pytest_openkata.providers.sandboxes import (

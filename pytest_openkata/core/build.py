@@ -14,14 +14,14 @@ from functools import cache, partial
 from pathlib import Path
 from typing import Any, Literal
 
+from pytest_openkata.contracts.backends import BackendContext, CapacityAware, Completer
 from pytest_openkata.contracts.errors import BackendError
 from pytest_openkata.core.run import Backends
 from pytest_openkata.core.sandboxed import SandboxSetup, agent_settings, sandbox_identity
+from pytest_openkata.infra import registry
 from pytest_openkata.infra.config import EvalSettings
 from pytest_openkata.infra.retry import RetryPolicy
 from pytest_openkata.infra.shares import ALONE, Share
-from pytest_openkata.providers import registry
-from pytest_openkata.providers.backends import BackendContext, CapacityAware, Completer
 
 # The agent CLIs and the in-flight cap are imported where they are used: a run on a model
 # backend (the common case) needs neither.

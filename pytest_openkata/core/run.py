@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from pytest_openkata.contracts.backends import Completer, SkillAware
 from pytest_openkata.contracts.errors import BackendError
 from pytest_openkata.core.arms import OWN_ARM, Arm, ArmError, baseline_arm
 from pytest_openkata.core.calls import NO_SLOTS, live_call
@@ -68,11 +69,10 @@ from pytest_openkata.core.workspace import (
     workspace_digest,
     workspace_files,
 )
+from pytest_openkata.infra import registry
 from pytest_openkata.infra.cache import ResultCache, cache_key
 from pytest_openkata.infra.retry import RetryPolicy, call_with_retry
 from pytest_openkata.infra.usage import Prices
-from pytest_openkata.providers import registry
-from pytest_openkata.providers.backends import Completer, SkillAware
 from pytest_openkata.providers.graders import (
     DEFAULT_ORDER,
     GradeError,

@@ -2,7 +2,7 @@
 workspace it runs in, and the result graders see (the agent's output and the workspace changes).
 
 The provider is the one ``sandbox.provider`` names in the registry
-(:mod:`pytest_openkata.providers.registry`); it only makes environments that execute commands,
+(:mod:`pytest_openkata.infra.registry`); it only makes environments that execute commands,
 take and give tar streams, and are removed (:mod:`pytest_openkata.providers.sandboxes`).
 Everything else happens here: one archive holds the workspace (``/workspace``: the skill, the
 task, the inputs and the agent's own files) and, outside it, the prompt; the workspace is
@@ -20,6 +20,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from pytest_openkata.contracts.backends import answer_bound
 from pytest_openkata.contracts.errors import BackendError, RetryableError, SandboxError, SandboxLost
 from pytest_openkata.core.checks import Check, CommandOutcome
 from pytest_openkata.core.errors import ScenarioFailure
@@ -36,11 +37,10 @@ from pytest_openkata.core.workspace import (
     tool_files_of,
     workspace_archive,
 )
+from pytest_openkata.infra import registry
 from pytest_openkata.infra.config import EvalSettings, SandboxSettings
 from pytest_openkata.infra.retry import RetryPolicy, call_with_retry
-from pytest_openkata.providers import registry
 from pytest_openkata.providers.agents import AgentSettings, make_agent
-from pytest_openkata.providers.backends import answer_bound
 from pytest_openkata.providers.sandboxes import (
     AgentCommand,
     ExecResult,

@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from pytest_openkata.contracts.backends import ResponseSchema
 from pytest_openkata.core.files import files_under
 from pytest_openkata.core.jsonfiles import ScenarioLoadError
 from pytest_openkata.core.results import ScenarioResult
@@ -28,7 +29,6 @@ from pytest_openkata.core.run import Backends, RunOptions, run_scenario
 from pytest_openkata.core.sandboxed import WORKSPACE, SandboxSetup
 from pytest_openkata.core.scenario import load_scenario_options
 from pytest_openkata.core.slots import CallSlot
-from pytest_openkata.providers.backends import ResponseSchema
 from pytest_openkata.providers.sandboxes import AgentCommand
 
 __all__ = [

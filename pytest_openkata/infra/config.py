@@ -15,11 +15,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pytest_openkata.contracts.backends import DEFAULT_ANSWER_MAX_BYTES
 from pytest_openkata.contracts.errors import (
     ConfigError,
 )
-from pytest_openkata.providers import registry
-from pytest_openkata.providers.backends import DEFAULT_ANSWER_MAX_BYTES
+from pytest_openkata.infra import registry
 
 ENV_PREFIX = "OPENKATA_EVAL_"
 CONFIG_FILE_NAME = ".openkata-eval.yaml"

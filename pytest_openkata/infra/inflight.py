@@ -38,10 +38,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_openkata.providers.backends import SkillAware
+from pytest_openkata.contracts.backends import SkillAware
 
 if TYPE_CHECKING:
-    from pytest_openkata.providers.backends import Completer, ResponseSchema
+    from pytest_openkata.contracts.backends import Completer, ResponseSchema
 
 __all__ = ["InFlightLimit", "LearnedLimit", "LimitedCompleter", "SharedSlots"]
 

@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
+from pytest_openkata.contracts.backends import ResponseSchema
 from pytest_openkata.contracts.errors import (
     AnswerTooLargeError,
     BackendError,
@@ -21,7 +22,6 @@ from pytest_openkata.contracts.errors import (
     TransportError,
 )
 from pytest_openkata.infra.usage import TokenUsage, recording
-from pytest_openkata.providers.backends import ResponseSchema
 from pytest_openkata.providers.backends.anthropic import (
     CUT_OFF_MESSAGE,
     TOOL_DESCRIPTION,

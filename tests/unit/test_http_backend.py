@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
+from pytest_openkata.contracts.backends import ResponseSchema
 from pytest_openkata.contracts.errors import (
     BackendError,
     EndpointStatusError,
@@ -18,7 +19,6 @@ from pytest_openkata.contracts.errors import (
     TransportError,
 )
 from pytest_openkata.infra.usage import TokenUsage, recording
-from pytest_openkata.providers.backends import ResponseSchema
 from pytest_openkata.providers.backends.http import (
     CUT_OFF_MESSAGE,
     OpenAIChatBackend,

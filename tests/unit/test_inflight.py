@@ -21,8 +21,8 @@ from typing import Any
 import httpx
 import pytest
 
+from pytest_openkata.contracts.backends import ResponseSchema
 from pytest_openkata.infra.inflight import InFlightLimit, LimitedCompleter
-from pytest_openkata.providers.backends import ResponseSchema
 from pytest_openkata.providers.backends.http import OpenAIChatBackend, make_client
 from tests.support.endpoint import RecordedRequest, Reply, ScriptedEndpoint
 

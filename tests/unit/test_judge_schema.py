@@ -11,9 +11,9 @@ from typing import Any
 import httpx
 import pytest
 
+from pytest_openkata.contracts.backends import Completer
 from pytest_openkata.core.results import Verdict
 from pytest_openkata.core.scenario import Criterion
-from pytest_openkata.providers.backends import Completer
 from pytest_openkata.providers.backends.anthropic import AnthropicMessagesBackend
 from pytest_openkata.providers.backends.http import OpenAIChatBackend
 from pytest_openkata.providers.graders.judge import run_judge, verdict_schema
@@ -235,7 +235,7 @@ def test_the_former_schema_would_have_been_refused_and_judged_in_text(
     client: httpx.Client, endpoint: ScriptedEndpoint, strict: StrictStructuredOutput
 ) -> None:
     """What this file guards against: the endpoint refuses, the backend falls back."""
-    from pytest_openkata.providers.backends import ResponseSchema
+    from pytest_openkata.contracts.backends import ResponseSchema
 
     judge = _http(client, endpoint)
     former = ResponseSchema("judge_verdicts", _former_schema(["a"]))

@@ -150,7 +150,7 @@ class NeedsNothingAround:
 
 def make_agent(name: str, settings: AgentSettings) -> AgentCLI:
     """The agent registered as ``name``, configured from ``settings``."""
-    from pytest_openkata.providers import registry
+    from pytest_openkata.infra import registry
 
     try:
         factory = registry.AGENTS.load(name)

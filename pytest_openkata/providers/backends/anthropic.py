@@ -51,14 +51,14 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from pytest_openkata.contracts.errors import EndpointStatusError, MalformedResponseError
-from pytest_openkata.infra.usage import record_tokens, usage_in
-from pytest_openkata.providers.backends import (
+from pytest_openkata.contracts.backends import (
     DEFAULT_ANSWER_MAX_BYTES,
     SCHEMA_REFUSED_STATUSES,
     BackendContext,
     ResponseSchema,
 )
+from pytest_openkata.contracts.errors import EndpointStatusError, MalformedResponseError
+from pytest_openkata.infra.usage import record_tokens, usage_in
 from pytest_openkata.providers.backends.client import (
     ask_json,
     redact_secret,
@@ -371,6 +371,6 @@ class _ForcedTool:
 
 
 if TYPE_CHECKING:  # the protocol this provider implements, checked by mypy
-    from pytest_openkata.providers.backends import Completer
+    from pytest_openkata.contracts.backends import Completer
 
     _implements: type[Completer] = AnthropicMessagesBackend

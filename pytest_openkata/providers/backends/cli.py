@@ -48,6 +48,11 @@ from functools import partial
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
+from pytest_openkata.contracts.backends import (
+    DEFAULT_ANSWER_MAX_BYTES,
+    ResponseSchema,
+    answer_bound,
+)
 from pytest_openkata.contracts.errors import (
     AgentFailedError,
     AgentNotFoundError,
@@ -63,11 +68,6 @@ from pytest_openkata.infra.processes import (
     with_parent_death_signal,
 )
 from pytest_openkata.providers.agents import AgentCLI, AgentInvocation
-from pytest_openkata.providers.backends import (
-    DEFAULT_ANSWER_MAX_BYTES,
-    ResponseSchema,
-    answer_bound,
-)
 
 __all__ = [
     "ERROR_OUTPUT_CHARS",
@@ -418,6 +418,6 @@ def _drain(pipe: IO[bytes], sink: BoundedBuffer) -> None:
 
 
 if TYPE_CHECKING:  # the protocol this provider implements, checked by mypy
-    from pytest_openkata.providers.backends import Completer
+    from pytest_openkata.contracts.backends import Completer
 
     _implements: type[Completer] = CLIBackend

@@ -49,6 +49,7 @@ from typing import Any
 import httpx
 
 from pytest_openkata._version import __version__
+from pytest_openkata.contracts.backends import DEFAULT_ANSWER_MAX_BYTES, answer_bound, byte_size
 from pytest_openkata.contracts.errors import (
     AnswerTooLargeError,
     BackendError,
@@ -59,7 +60,6 @@ from pytest_openkata.contracts.errors import (
 )
 from pytest_openkata.infra.bounded import BoundedBuffer
 from pytest_openkata.infra.text import go_decode, valid_unicode, visible
-from pytest_openkata.providers.backends import DEFAULT_ANSWER_MAX_BYTES, answer_bound, byte_size
 
 __all__ = [
     "REDACTED",

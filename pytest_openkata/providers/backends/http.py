@@ -25,18 +25,18 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from pytest_openkata.contracts.backends import (
+    DEFAULT_ANSWER_MAX_BYTES,
+    SCHEMA_REFUSED_STATUSES,
+    BackendContext,
+    ResponseSchema,
+)
 from pytest_openkata.contracts.errors import (
     BackendError,
     EndpointStatusError,
     MalformedResponseError,
 )
 from pytest_openkata.infra.usage import record_tokens, usage_in
-from pytest_openkata.providers.backends import (
-    DEFAULT_ANSWER_MAX_BYTES,
-    SCHEMA_REFUSED_STATUSES,
-    BackendContext,
-    ResponseSchema,
-)
 from pytest_openkata.providers.backends.client import (
     ask_json,
     make_client,
@@ -200,6 +200,6 @@ def _content_of(data: dict[str, Any]) -> str:
 
 
 if TYPE_CHECKING:  # the protocol this provider implements, checked by mypy
-    from pytest_openkata.providers.backends import Completer
+    from pytest_openkata.contracts.backends import Completer
 
     _implements: type[Completer] = OpenAIChatBackend

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from pytest_openkata.contracts.backends import Completer
 from pytest_openkata.contracts.errors import OpenkataError
 from pytest_openkata.core.calls import NO_SLOTS
 from pytest_openkata.core.checks import CommandOutcome
@@ -34,7 +35,6 @@ from pytest_openkata.core.slots import CallSlot
 from pytest_openkata.infra.cache import ResultCache
 from pytest_openkata.infra.retry import RetryPolicy
 from pytest_openkata.infra.usage import Prices
-from pytest_openkata.providers.backends import Completer
 
 __all__ = ["DEFAULT_ORDER", "GradeError", "Grader", "Grading", "GradingContext", "GradingTask"]
 

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from pytest_openkata.contracts.backends import Completer, ResponseSchema
 from pytest_openkata.contracts.errors import BackendError, LimitExceededError, OpenkataError
 from pytest_openkata.core.calls import live_call
 from pytest_openkata.core.results import CallStats, CriterionResult, Verdict
@@ -33,7 +34,6 @@ from pytest_openkata.core.trials import majority
 from pytest_openkata.infra.cache import cache_key
 from pytest_openkata.infra.retry import NO_RETRY, RetryPolicy, call_with_retry
 from pytest_openkata.infra.text import clean_output, go_trim, valid_unicode
-from pytest_openkata.providers.backends import Completer, ResponseSchema
 from pytest_openkata.providers.graders import GradeError, Grading, GradingTask
 
 JUDGE_SYSTEM_PROMPT = """\

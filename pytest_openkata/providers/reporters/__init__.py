@@ -88,7 +88,7 @@ class Reporter(Protocol):
 
 def reporters() -> list[Reporter]:
     """One instance of every registered reporter, in the order they run."""
-    from pytest_openkata.providers import registry
+    from pytest_openkata.infra import registry
 
     made: list[Reporter] = [registry.REPORTERS.load(name)() for name in registry.REPORTERS.names()]
     return sorted(made, key=lambda reporter: (reporter.order, reporter.name))
