@@ -59,14 +59,14 @@ from dataclasses import dataclass, field
 
 from benchmarks._common import machine_line, percentile
 from benchmarks.lognormal import Z_99
-from pytest_openkata.infra.config import resolve_settings
-from pytest_openkata.infra.inflight import SharedSlots
-from pytest_openkata.providers.sandboxes import (
+from pytest_openkata.contracts.sandboxes import (
     ExecResult,
     SandboxEnvironment,
     SandboxProvider,
     SandboxSpec,
 )
+from pytest_openkata.infra.config import resolve_settings
+from pytest_openkata.infra.inflight import SharedSlots
 from pytest_openkata.providers.sandboxes.pool import EnginePool, LocalSlots, Slots, build_pool
 
 HOUR = 3600.0

@@ -159,10 +159,10 @@ class Paths:
     """The two ways to run the same agent command on the same workspace."""
 
     def __init__(self, client: Any, image: str, root: Path, bare_limits: bool) -> None:
+        from pytest_openkata.contracts.sandboxes import AgentCommand
         from pytest_openkata.core.sandboxed import SandboxSetup
         from pytest_openkata.core.scenario import load_scenario
         from pytest_openkata.core.workspace import workspace_archive
-        from pytest_openkata.providers.sandboxes import AgentCommand
         from pytest_openkata.providers.sandboxes.docker import DockerLimits, DockerProvider
 
         self.client = client

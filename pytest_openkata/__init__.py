@@ -9,8 +9,16 @@ entry-point group (see :mod:`pytest_openkata.infra.registry`).
 import typing as _typing
 
 from pytest_openkata._version import __version__
+from pytest_openkata.contracts.agents import AgentCLI, AgentInvocation, AgentSettings
 from pytest_openkata.contracts.backends import BackendContext, Completer
 from pytest_openkata.contracts.errors import BackendError, ConfigError, OpenkataError, SandboxError
+from pytest_openkata.contracts.sandboxes import (
+    AgentCommand,
+    ExecResult,
+    SandboxEnvironment,
+    SandboxProvider,
+    SandboxSpec,
+)
 from pytest_openkata.core.checks import Check, CommandOutcome
 from pytest_openkata.core.compare import CriterionMove, SkillComparison
 from pytest_openkata.core.lint import EvalLintWarning
@@ -27,16 +35,8 @@ from pytest_openkata.core.stats import TrialStats
 from pytest_openkata.core.summary import SkillSummary
 from pytest_openkata.core.uplift import McNemar, Uplift
 from pytest_openkata.infra.config import EvalSettings
-from pytest_openkata.providers.agents import AgentCLI, AgentInvocation, AgentSettings
 from pytest_openkata.providers.graders import GradeError, Grader, Grading, GradingTask
 from pytest_openkata.providers.reporters import Reporter, RunReport
-from pytest_openkata.providers.sandboxes import (
-    AgentCommand,
-    ExecResult,
-    SandboxEnvironment,
-    SandboxProvider,
-    SandboxSpec,
-)
 
 if _typing.TYPE_CHECKING:
     from pytest_openkata.core.evaluate import evaluate

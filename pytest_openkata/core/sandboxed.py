@@ -20,8 +20,16 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from pytest_openkata.contracts.agents import AgentSettings
 from pytest_openkata.contracts.backends import answer_bound
 from pytest_openkata.contracts.errors import BackendError, RetryableError, SandboxError, SandboxLost
+from pytest_openkata.contracts.sandboxes import (
+    AgentCommand,
+    ExecResult,
+    SandboxEnvironment,
+    SandboxProvider,
+    SandboxSpec,
+)
 from pytest_openkata.core.checks import Check, CommandOutcome
 from pytest_openkata.core.errors import ScenarioFailure
 from pytest_openkata.core.files import SkillReader, files_under
@@ -40,14 +48,7 @@ from pytest_openkata.core.workspace import (
 from pytest_openkata.infra import registry
 from pytest_openkata.infra.config import EvalSettings, SandboxSettings
 from pytest_openkata.infra.retry import RetryPolicy, call_with_retry
-from pytest_openkata.providers.agents import AgentSettings, make_agent
-from pytest_openkata.providers.sandboxes import (
-    AgentCommand,
-    ExecResult,
-    SandboxEnvironment,
-    SandboxProvider,
-    SandboxSpec,
-)
+from pytest_openkata.providers.agents import make_agent
 
 if TYPE_CHECKING:
     from pytest_openkata.providers.sandboxes.pool import SlotsFor

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_openkata.contracts.backends import ResponseSchema
+from pytest_openkata.contracts.sandboxes import AgentCommand
 from pytest_openkata.core.files import files_under
 from pytest_openkata.core.jsonfiles import ScenarioLoadError
 from pytest_openkata.core.results import ScenarioResult
@@ -29,7 +30,6 @@ from pytest_openkata.core.run import Backends, RunOptions, run_scenario
 from pytest_openkata.core.sandboxed import WORKSPACE, SandboxSetup
 from pytest_openkata.core.scenario import load_scenario_options
 from pytest_openkata.core.slots import CallSlot
-from pytest_openkata.providers.sandboxes import AgentCommand
 
 __all__ = [
     "EMPTY_AGENT",

@@ -20,10 +20,11 @@ from pathlib import Path
 
 import pytest
 
+from pytest_openkata.contracts.agents import AgentSettings
 from pytest_openkata.contracts.errors import AgentFailedError
 from pytest_openkata.local.model import LocalModelServer
 from pytest_openkata.local.steps import cache_dir
-from pytest_openkata.providers.agents import AgentSettings, make_agent
+from pytest_openkata.providers.agents import make_agent
 from pytest_openkata.providers.backends.cli import CLIBackend
 
 pytestmark = pytest.mark.e2e

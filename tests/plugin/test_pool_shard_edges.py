@@ -13,8 +13,8 @@ import socket
 
 import pytest
 
+from pytest_openkata.contracts.sandboxes import SandboxProvider, SandboxSpec
 from pytest_openkata.infra.config import EvalSettings, resolve_settings
-from pytest_openkata.providers.sandboxes import SandboxProvider, SandboxSpec
 from pytest_openkata.providers.sandboxes.docker import from_settings as docker_provider
 from pytest_openkata.providers.sandboxes.pool import build_pool
 from tests.support.endpoint import RecordedRequest, Reply, ScriptedEndpoint

@@ -23,6 +23,7 @@ from typing import Any
 import docker
 import pytest
 
+from pytest_openkata.contracts.sandboxes import AgentCommand
 from pytest_openkata.core.checks import CommandOutcome
 from pytest_openkata.core.errors import ScenarioFailure
 from pytest_openkata.core.results import AgentResult
@@ -35,7 +36,6 @@ from pytest_openkata.core.sandboxed import (
 )
 from pytest_openkata.core.scenario import Scenario, load_scenario
 from pytest_openkata.infra.retry import NO_RETRY
-from pytest_openkata.providers.sandboxes import AgentCommand
 from pytest_openkata.providers.sandboxes.docker import (
     MANAGED,
     OWNER_PID,

@@ -24,7 +24,7 @@ import pytest
 import requests
 
 from pytest_openkata.contracts.errors import RetryableError, SandboxError, SandboxLost
-from pytest_openkata.providers.sandboxes import ExecResult, SandboxSpec
+from pytest_openkata.contracts.sandboxes import ExecResult, SandboxSpec
 from pytest_openkata.providers.sandboxes.docker import (
     KEEP_ALIVE,
     MANAGED,

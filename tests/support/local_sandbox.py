@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from pytest_openkata.contracts.errors import SandboxError, SandboxLost
-from pytest_openkata.providers.sandboxes import AgentCommand, EngineCheck, ExecResult, SandboxSpec
+from pytest_openkata.contracts.sandboxes import AgentCommand, EngineCheck, ExecResult, SandboxSpec
 
 
 class LocalEnvironment:

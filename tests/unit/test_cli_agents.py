@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from pytest_openkata.contracts.agents import AgentInvocation, AgentSettings
 from pytest_openkata.contracts.errors import (
     AgentConfigError,
     AgentFailedError,
@@ -28,7 +29,7 @@ from pytest_openkata.contracts.errors import (
     MalformedResponseError,
 )
 from pytest_openkata.infra.text import clean_output
-from pytest_openkata.providers.agents import AgentInvocation, AgentSettings, make_agent
+from pytest_openkata.providers.agents import make_agent
 from pytest_openkata.providers.agents.claude import ClaudeAgent
 from pytest_openkata.providers.agents.codex import CodexAgent
 from pytest_openkata.providers.agents.command import CommandAgent
@@ -711,9 +712,9 @@ def test_calls_started_after_close_are_killed_at_once(tmp_path: Path) -> None:
 
 
 def test_kiro_asks_for_its_credential_folders_and_its_config_other_agents_for_nothing() -> None:
+    from pytest_openkata.contracts.sandboxes import AgentCommand
     from pytest_openkata.core.sandboxed import sandbox_agent
     from pytest_openkata.infra.config import EvalSettings, SandboxSettings
-    from pytest_openkata.providers.sandboxes import AgentCommand
 
     def agent(name: str) -> AgentCommand:
         return sandbox_agent(EvalSettings(sandbox=SandboxSettings(agent=name)))

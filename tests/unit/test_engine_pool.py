@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from pytest_openkata.contracts.errors import BackendError, ConfigError, SandboxError, SandboxLost
+from pytest_openkata.contracts.sandboxes import EngineCheck, SandboxProvider, SandboxSpec
 from pytest_openkata.core.results import AgentResult
 from pytest_openkata.core.sandboxed import SandboxSetup, run_in_sandbox
 from pytest_openkata.core.scenario import load_scenario
@@ -19,7 +20,6 @@ from pytest_openkata.infra.config import EvalSettings, resolve_settings
 from pytest_openkata.infra.inflight import SharedSlots
 from pytest_openkata.infra.retry import NO_RETRY
 from pytest_openkata.infra.shares import Share, apportion
-from pytest_openkata.providers.sandboxes import EngineCheck, SandboxProvider, SandboxSpec
 from pytest_openkata.providers.sandboxes.pool import EnginePool, build_pool
 from tests.support.evals import write_scenario, write_skill
 from tests.support.local_sandbox import LOCAL_AGENT, LocalEngine

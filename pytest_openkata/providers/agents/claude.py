@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from pytest_openkata.providers.agents import (
+from pytest_openkata.contracts.agents import (
     UNUSED_KEY,
     AgentInvocation,
     AgentSettings,
@@ -84,6 +84,6 @@ class ClaudeAgent(NeedsNothingAround):
 
 
 if TYPE_CHECKING:  # the protocol this provider implements, checked by mypy
-    from pytest_openkata.providers.agents import AgentCLI
+    from pytest_openkata.contracts.agents import AgentCLI
 
     _implements: type[AgentCLI] = ClaudeAgent

@@ -18,7 +18,7 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from pytest_openkata.providers.agents import (
+from pytest_openkata.contracts.agents import (
     UNUSED_KEY,
     AgentInvocation,
     AgentSettings,
@@ -94,6 +94,6 @@ class CodexAgent(NeedsNothingAround):
 
 
 if TYPE_CHECKING:  # the protocol this provider implements, checked by mypy
-    from pytest_openkata.providers.agents import AgentCLI
+    from pytest_openkata.contracts.agents import AgentCLI
 
     _implements: type[AgentCLI] = CodexAgent

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from pytest_openkata.contracts.agents import AgentInvocation, AgentSettings, NeedsNothingAround
 from pytest_openkata.contracts.errors import AgentConfigError
-from pytest_openkata.providers.agents import AgentInvocation, AgentSettings, NeedsNothingAround
 
 __all__ = ["COMMAND_AGENT", "MODEL_VARIABLE", "CommandAgent"]
 
@@ -54,6 +54,6 @@ class CommandAgent(NeedsNothingAround):
 
 
 if TYPE_CHECKING:  # the protocol this provider implements, checked by mypy
-    from pytest_openkata.providers.agents import AgentCLI
+    from pytest_openkata.contracts.agents import AgentCLI
 
     _implements: type[AgentCLI] = CommandAgent

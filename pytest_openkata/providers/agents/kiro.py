@@ -25,8 +25,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from pytest_openkata.contracts.agents import AgentInvocation, AgentSettings, Mount
 from pytest_openkata.infra.text import clean_output
-from pytest_openkata.providers.agents import AgentInvocation, AgentSettings, Mount
 from pytest_openkata.providers.reporters.gojson import encode_string
 
 __all__ = [
@@ -193,6 +193,6 @@ class KiroAgent:
 
 
 if TYPE_CHECKING:  # the protocol this provider implements, checked by mypy
-    from pytest_openkata.providers.agents import AgentCLI
+    from pytest_openkata.contracts.agents import AgentCLI
 
     _implements: type[AgentCLI] = KiroAgent

@@ -48,6 +48,7 @@ from functools import partial
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
+from pytest_openkata.contracts.agents import AgentCLI, AgentInvocation
 from pytest_openkata.contracts.backends import (
     DEFAULT_ANSWER_MAX_BYTES,
     ResponseSchema,
@@ -67,7 +68,6 @@ from pytest_openkata.infra.processes import (
     owner_mark,
     with_parent_death_signal,
 )
-from pytest_openkata.providers.agents import AgentCLI, AgentInvocation
 
 __all__ = [
     "ERROR_OUTPUT_CHARS",

@@ -32,11 +32,11 @@ from docker.tls import TLSConfig
 
 from pytest_openkata.contracts.backends import DEFAULT_ANSWER_MAX_BYTES
 from pytest_openkata.contracts.errors import RetryableError, SandboxError, SandboxLost
+from pytest_openkata.contracts.sandboxes import EngineCheck, ExecResult, SandboxSpec
 from pytest_openkata.infra.bounded import BoundedBuffer
 from pytest_openkata.infra.config import EvalSettings
 from pytest_openkata.infra.environ import environ_snapshot, proxy_for
 from pytest_openkata.infra.text import plural
-from pytest_openkata.providers.sandboxes import EngineCheck, ExecResult, SandboxSpec
 
 LABEL = "openkata-eval"
 MANAGED = f"{LABEL}.managed"
@@ -477,6 +477,6 @@ def from_settings(settings: EvalSettings) -> DockerProvider:
 
 
 if TYPE_CHECKING:  # the protocol this provider implements, checked by mypy
-    from pytest_openkata.providers.sandboxes import SandboxProvider
+    from pytest_openkata.contracts.sandboxes import SandboxProvider
 
     _implements: type[SandboxProvider] = DockerProvider

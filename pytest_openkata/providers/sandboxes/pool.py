@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from pytest_openkata.contracts.errors import BackendError, SandboxError, SandboxLost
-from pytest_openkata.providers.sandboxes import (
+from pytest_openkata.contracts.sandboxes import (
     EngineCheck,
     ExecResult,
     SandboxEnvironment,

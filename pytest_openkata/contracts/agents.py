@@ -1,0 +1,148 @@
+"""The coding-agent CLI's contract: one small protocol, and what an agent is given.
+
+An :class:`AgentCLI` says how to start a CLI (:meth:`~AgentCLI.invocation`) and how to tidy its
+answer (:meth:`~AgentCLI.clean`); it never runs anything itself. The host runs it through
+:class:`~.CLIBackend`, the sandbox inside a container. The prompt
+is never part of ``argv``: whoever runs the CLI writes it to the process's standard input, so
+no prompt size hits Linux's 128 KiB limit on one argument (fix of the reference, spec section
+13 item 9).
+
+Three modes, chosen by the keyword arguments of :meth:`~AgentCLI.invocation`:
+
+- plain (``workspace_agent=False``): a one-shot answer, as for the judge;
+- workspace agent (``workspace_agent=True``): the agent works in its current folder and may
+  edit files there, but gets no blanket tool approval on the host;
+- sandboxed (``sandboxed=True``, implies a workspace agent): the agent runs in a disposable
+  container and is allowed every tool without asking.
+
+An agent also says what it needs around a run: files in its sandbox workspace
+(:meth:`~AgentCLI.workspace_files`, kiro's agent configuration), host folders mounted read-only
+in the sandbox (:attr:`~AgentCLI.credential_mounts`, kiro's ``~/.aws`` and ``~/.kiro``) and a
+working folder on the host (:meth:`~AgentCLI.host_folder`, kiro's agent folder).
+
+Agents are registered under the entry-point group ``pytest_openkata.agents``: each entry point
+names a factory that takes :class:`AgentSettings` and returns an :class:`AgentCLI`. The
+built-ins are ``kiro`` (``kiro-cli``), ``claude`` (Claude Code), ``codex`` (OpenAI Codex) and
+``command`` (any shell command line); ``pytest_openkata.providers.agents.make_agent`` builds
+one by name.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from pytest_openkata.contracts.errors import (
+    AgentConfigError,
+)
+
+__all__ = [
+    "UNUSED_KEY",
+    "AgentCLI",
+    "AgentConfigError",
+    "AgentInvocation",
+    "AgentSettings",
+    "NeedsNothingAround",
+]
+
+UNUSED_KEY = "unused-key"
+"""The API key given to a CLI when none is configured (local servers ignore it, and the CLIs
+refuse to start without one)."""
+
+
+@dataclass(frozen=True)
+class AgentSettings:
+    """What the agent presets need from the plugin settings.
+
+    ``executable`` replaces the CLI's path (for ``command``: the shell); empty base URLs mean
+    each CLI's own default endpoint.
+    """
+
+    executable: str | None = None
+    command: str = ""
+    anthropic_base_url: str = ""
+    anthropic_api_key: str = field(default="", repr=False)
+    openai_base_url: str = ""
+    openai_api_key: str = field(default="", repr=False)
+
+
+@dataclass(frozen=True)
+class AgentInvocation:
+    """How to start the CLI. The prompt is not in ``argv``: it goes to standard input.
+
+    ``env`` holds extra variables only; on the host they are merged over ``os.environ``.
+    ``private_dirs`` names variables that the host runner points at a fresh empty folder for
+    each call, removed afterwards: a CLI that keeps state in the user's home (and rewrites it
+    while another copy of itself runs) then starts from a clean state every time. A container
+    starts clean anyway, so the sandbox leaves them unset.
+    """
+
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    private_dirs: tuple[str, ...] = ()
+
+
+Mount = tuple[str, str]
+"""A host folder (``~`` allowed) and where it appears in the sandbox, mounted read-only."""
+
+
+class AgentCLI(Protocol):
+    """A coding-agent CLI.
+
+    ``name`` is the CLI's name as error texts show it (``kiro-cli``, ``claude``, ``codex``,
+    ``command``); ``install_hint`` is a line telling how to install it (may be empty).
+    ``endpoint`` names where its requests go (a base URL, or the CLI itself), for cache keys
+    and the in-flight cap. ``sandboxed=True`` is for runs inside a disposable container only:
+    it implies a workspace agent and approves every tool (``--trust-all-tools``,
+    ``--dangerously-skip-permissions``, ...). ``output_in_errors`` says whether a failed run
+    that printed nothing on standard error shows its standard output instead: Claude Code
+    prints its API errors there. kiro keeps the reference's bare ``kiro-cli failed: exit
+    status N``. ``credential_mounts`` are host folders the agent needs in a sandbox (mounted
+    only when they exist).
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def install_hint(self) -> str: ...
+
+    @property
+    def output_in_errors(self) -> bool: ...
+
+    @property
+    def credential_mounts(self) -> tuple[Mount, ...]: ...
+
+    @property
+    def endpoint(self) -> str: ...
+
+    def invocation(
+        self, *, model: str, workspace_agent: bool, sandboxed: bool = False
+    ) -> AgentInvocation: ...
+
+    def clean(self, output: str) -> str: ...
+
+    def workspace_files(self) -> tuple[tuple[str, bytes], ...]:
+        """Files the agent needs in its sandbox workspace, by ``/``-separated relative path;
+        they are not part of what the agent changed."""
+        ...
+
+    def host_folder(self, skill_dir: Path) -> AbstractContextManager[Path | None]:
+        """The working folder of a workspace-agent run on the host (``None``: the current
+        one), prepared for ``skill_dir`` and removed when the context ends."""
+        ...
+
+
+class NeedsNothingAround:
+    """The defaults of an agent that needs nothing around its run: no files in its sandbox
+    workspace, no host folder mounted and the current folder on the host."""
+
+    credential_mounts: tuple[Mount, ...] = ()
+
+    def workspace_files(self) -> tuple[tuple[str, bytes], ...]:
+        return ()
+
+    def host_folder(self, skill_dir: Path) -> AbstractContextManager[Path | None]:
+        return nullcontext(None)

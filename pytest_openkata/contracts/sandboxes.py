@@ -1,0 +1,143 @@
+"""Sandboxed scenarios: the environment interface its providers implement, and the agent command.
+
+In the manner of Inspect AI's sandbox environments, a provider only creates environments, and
+an environment only executes commands, puts and gets files (as tar streams) and is removed.
+Everything else a sandboxed run does (building the workspace, the snapshots before and after,
+the diff, the judge's text, the outcome) lives once in the core
+(:mod:`pytest_openkata.core.sandboxed`), for every provider. Docker is the first provider
+(:mod:`pytest_openkata.providers.sandboxes.docker`); a provider is registered under the
+entry-point group ``pytest_openkata.sandboxes`` as ``factory(EvalSettings) -> SandboxProvider``.
+
+Errors: a provider raises :class:`SandboxError` for what is not worth retrying (no engine, a
+missing image, a refused archive), :class:`SandboxLost` when the engine itself stopped
+answering (an engine pool then moves the run to another engine), and
+:class:`~pytest_openkata.contracts.errors.RetryableError` for what is (an engine's 5xx). The
+messages of an environment's methods do not name the step: the core puts the step it was at in
+front (``copy workspace: ...``). :meth:`SandboxProvider.create` names its own steps, which only
+the provider knows (``docker create: ...``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from pytest_openkata.contracts.errors import (
+    SandboxError,
+    SandboxLost,
+)
+
+__all__ = [
+    "AgentCommand",
+    "EngineCheck",
+    "ExecResult",
+    "SandboxEnvironment",
+    "SandboxError",
+    "SandboxLost",
+    "SandboxProvider",
+    "SandboxSpec",
+]
+
+
+@dataclass(frozen=True)
+class AgentCommand:
+    """What to run in the workspace: ``argv`` gets the prompt on its standard input."""
+
+    name: str
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    # Files the agent needs in the workspace (kiro's .kiro/agents/eval-agent.json), by path;
+    # they are not counted as the agent's changes.
+    files: tuple[tuple[str, bytes], ...] = ()
+    # Host folders (``~`` allowed) the agent needs, mounted read-only when they exist.
+    mounts: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class SandboxSpec:
+    """What one environment is created with."""
+
+    name: str  # the scenario's name (for the provider's names and labels)
+    network: str  # the provider's network name (Docker: host, none, a network's name)
+    env: Mapping[str, str]  # the environment's variables
+    # (host path, path in the environment), read-only; the host paths are already expanded
+    # (no ``~``). A provider mounts a host folder only when it exists.
+    mounts: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class EngineCheck:
+    """What a provider found when it checked its engine at the start of a run (its optional
+    ``check()`` method, which an engine pool calls): ``summary`` for the run's line about the
+    engine (version, CPUs, image), ``cpus`` for its default room (None: unknown), and
+    ``problem`` when sandboxes cannot run there (the image is missing): the pool leaves it out."""
+
+    summary: str
+    cpus: int | None = None
+    problem: str | None = None
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """What a command printed and how it ended."""
+
+    output: str  # standard output and error combined, UTF-8 decoded with replacement
+    exit_code: int | None  # None when it timed out
+    timed_out: bool
+    # When the command printed more than the provider keeps (``answer_max_bytes``): the bytes
+    # kept, where ``output`` ends; the rest was read and dropped.
+    cut_at: int | None = None
+
+
+class SandboxEnvironment(Protocol):
+    """One fresh, isolated environment, made by :meth:`SandboxProvider.create`.
+
+    Paths are absolute paths of the environment (``/workspace``); the environment's root is
+    writable.
+    """
+
+    def exec(
+        self, argv: Sequence[str], *, env: Mapping[str, str], workdir: str, timeout: float
+    ) -> ExecResult:
+        """Run ``argv`` in ``workdir``, with ``env`` added to the environment's variables.
+
+        The timeout is enforced from outside: the command is stopped, the result keeps the
+        output so far (``timed_out``, no exit code), and the environment's files stay readable
+        with :meth:`get_archive` until it is removed. A provider keeps a bounded part of the
+        output and says where it cut it (``cut_at``).
+        """
+        ...
+
+    def put_archive(self, path: str, data: bytes) -> None:
+        """Extract the tar ``data`` at the folder ``path``."""
+        ...
+
+    def get_archive(self, path: str) -> Iterable[bytes]:
+        """The folder at ``path`` as a tar stream whose members are under the folder's own name
+        (``workspace/...``), as chunks; errors while it is read are this module's errors too."""
+        ...
+
+    def remove(self) -> None:
+        """Remove the environment and everything in it. Idempotent; it does not raise (what
+        could not be removed is the provider's to clean up later)."""
+        ...
+
+    # An environment of an engine pool also has ``engine``, the name of its engine, and
+    # ``lost_engines``, the engines lost while it was being made; the reports show both.
+    # Other environments need not have them.
+
+
+class SandboxProvider(Protocol):
+    """Makes environments; one per run of the plugin, shared by its threads."""
+
+    def create(self, spec: SandboxSpec) -> SandboxEnvironment:
+        """A fresh environment, ready to run commands. What was made of it before a failure
+        (or an interrupt) is removed before the error leaves. After :meth:`close` it raises
+        :class:`SandboxError`."""
+        ...
+
+    def close(self) -> None:
+        """Remove every environment still live (runs abandoned after ``-x``, Ctrl-C,
+        SIGTERM), then release the engine."""
+        ...
