@@ -35,9 +35,9 @@ from pytest_openkata.core.catalogue import (
     splice_versions,
     stale_models,
 )
+from pytest_openkata.infra import gojson
 from pytest_openkata.infra.tempfiles import REMOVED, new_temp_file, remove_stale
 from pytest_openkata.infra.text import visible
-from pytest_openkata.providers.reporters import gojson
 
 __all__ = ["main", "replace_in_place", "text_view"]
 

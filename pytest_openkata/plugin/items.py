@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from pytest_openkata.contracts.junit import PERCENTAGE_PROPERTY, SCENARIO_PROPERTY, scenario_key
 from pytest_openkata.core.results import ScenarioResult
 from pytest_openkata.core.scenario import scenario_candidates
 from pytest_openkata.infra.text import visible
@@ -27,11 +28,6 @@ from pytest_openkata.plugin.scenario_folder import (
     scenario_folders,
 )
 from pytest_openkata.plugin.session import VALIDATE, mode_of
-from pytest_openkata.providers.reporters.junit import (
-    PERCENTAGE_PROPERTY,
-    SCENARIO_PROPERTY,
-    scenario_key,
-)
 
 _SCENARIO_NODEID = re.compile(r"(?:^|/)evals::")
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_openkata.providers.reporters.gojson import dumps
+from pytest_openkata.infra.gojson import dumps
 
 REAL_REPORT = Path(
     "/work/shared/corpus/openkata/skills/critical-thinking/evals/results/"

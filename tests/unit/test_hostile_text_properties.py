@@ -14,8 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_openkata.core.runlog import RunInfo, json_line, log_lines, parse_run_log
+from pytest_openkata.infra import gojson
 from pytest_openkata.infra.text import valid_unicode, visible, visible_lines
-from pytest_openkata.providers.reporters import gojson
 from pytest_openkata.providers.reporters.csvfile import render_csv
 from tests.support.results import ROOT, judged, logged, scenario
 

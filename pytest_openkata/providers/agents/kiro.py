@@ -26,8 +26,8 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from pytest_openkata.contracts.agents import AgentInvocation, AgentSettings, Mount
+from pytest_openkata.infra.gojson import encode_string
 from pytest_openkata.infra.text import clean_output
-from pytest_openkata.providers.reporters.gojson import encode_string
 
 __all__ = [
     "AGENT_DIR_PREFIX",

@@ -17,20 +17,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pytest_openkata.contracts.junit import SCENARIO_PROPERTY, scenario_key
 from pytest_openkata.core.excerpts import scenario_sections
 from pytest_openkata.core.results import ScenarioResult
 from pytest_openkata.core.summary import SkillSummary, skill_labels
 from pytest_openkata.infra.tempfiles import new_temp_file, remove_stale
 from pytest_openkata.providers.reporters import RunReport
-
-SCENARIO_PROPERTY = "openkata_scenario"
-PERCENTAGE_PROPERTY = "openkata_percentage"
-
-
-def scenario_key(skill_dir: str | Path, name: str, rootdir: Path) -> str:
-    """A scenario folder relative to the rootdir, ``/``-separated: how the JUnit file names it."""
-    return Path(os.path.relpath(Path(skill_dir, "evals", name), rootdir)).as_posix()
-
 
 _COUNTED = {"failures": "failure", "errors": "error", "skipped": "skipped"}
 

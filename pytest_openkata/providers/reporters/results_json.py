@@ -35,10 +35,11 @@ from pytest_openkata.core.stats import TrialStats
 from pytest_openkata.core.summary import SkillSummary, usage_of
 from pytest_openkata.core.tile import TILE_FILE, is_tile_dir
 from pytest_openkata.core.uplift import McNemar, Uplift
+from pytest_openkata.infra import gojson
 from pytest_openkata.infra.atomic import write_new_report
 from pytest_openkata.infra.config import EvalSettings
 from pytest_openkata.infra.text import plural
-from pytest_openkata.providers.reporters import RunReport, gojson
+from pytest_openkata.providers.reporters import RunReport
 
 __all__ = [
     "ReportConfig",
