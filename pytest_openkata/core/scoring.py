@@ -65,15 +65,21 @@ def meets_threshold(overall: float, threshold: int, scenario_count: int) -> bool
 
 
 def percent_against(
-    value: float, threshold: float, *, passed: bool | None = None, min_digits: int = 0
+    value: float,
+    threshold: float,
+    *,
+    passed: bool | None = None,
+    min_digits: int = 0,
+    max_digits: int = 4,
 ) -> str:
     """``value`` as a percentage with ``min_digits`` decimals, or more where that many would
     put it on the wrong side of ``threshold``: 94.96 against 95 reads ``94.96%``, never
     ``95.0%`` or ``95%``. ``passed`` is the side it is on (by default ``value >= threshold``;
-    a gate passes it, since an empty run fails whatever its figure). Every report that
-    shows a figure beside the threshold writes it with this."""
+    a gate passes it, since an empty run fails whatever its figure). Past ``max_digits``
+    decimals the figure is shown in full. Every report that shows a figure beside the
+    threshold writes it with this."""
     on_the_passing_side = value >= threshold if passed is None else passed
-    for digits in range(min_digits, 5):
+    for digits in range(min_digits, max_digits + 1):
         text = f"{value:.{digits}f}"
         if (float(text) >= threshold) == on_the_passing_side:
             return f"{text}%"

@@ -123,7 +123,7 @@ START_TIMEOUT = 60.0
 # A 135M model often rambles until its context is full. The reference's clients send no
 # max_tokens, so the server caps their answers; a client that sends max_tokens (the Messages
 # API requires it, Claude Code asks for 32000) gets what it asked for. The cap leaves room for
-# a judge's verdicts on about eight criteria with short reasons (160 characters each), and it
+# a judge's verdicts on about a dozen criteria with short reasons (160 characters each), and it
 # bounds what a rambling answer or agent turn costs on a small machine.
 MAX_ANSWER_TOKENS = 768
 # Codex's first request alone is about 7500 tokens; its second, after a tool call, no longer
@@ -913,3 +913,7 @@ def _port(text: str) -> int:
     if not 1 <= port <= 65535:
         raise argparse.ArgumentTypeError(f"{text} is not a port (1 to 65535)")
     return port
+
+
+if __name__ == "__main__":  # python -m pytest_openkata.local.model, as the command
+    sys.exit(main())

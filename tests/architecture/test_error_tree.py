@@ -76,9 +76,9 @@ def test_the_documented_tree_is_the_tree_the_code_has() -> None:
             stack.pop()
         documented[name] = stack[-1][1] if stack else None
         stack.append((depth, name))
-    in_tree = {
-        cls.__name__: cls for cls in _exception_classes().values() if issubclass(cls, OpenkataError)
-    }
+    tree = [cls for cls in _exception_classes().values() if issubclass(cls, OpenkataError)]
+    in_tree = {cls.__name__: cls for cls in tree}
+    assert len(in_tree) == len(tree)  # the drawing names classes by name: each name once
     assert sorted(documented) == sorted(in_tree)
     # Each class is drawn under one of its own bases (a class with two is drawn under one).
     drawn_under_a_base = {

@@ -49,21 +49,21 @@ NEVER = [
 ]
 
 
-def _layer(path: Path) -> str:
-    relative = path.relative_to(PACKAGE)
-    return relative.parts[0] if len(relative.parts) > 1 else relative.stem
-
-
 def _imported_layers(path: Path) -> set[str]:
-    layers = set()
+    """The package's layers that ``path`` imports: ``import pytest_openkata.x``, ``from
+    pytest_openkata.x import …``, ``from pytest_openkata import x`` and relative imports."""
+    here = path.relative_to(PACKAGE.parent).with_suffix("").parts[:-1]  # its package
+    modules: list[str] = []
     for node in ast.walk(ast.parse(path.read_text())):
-        modules: list[str] = []
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            modules = [node.module]
-        elif isinstance(node, ast.Import):
-            modules = [alias.name for alias in node.names]
-        layers |= {m.split(".")[1] for m in modules if m.startswith("pytest_openkata.")}
-    return layers
+        if isinstance(node, ast.Import):
+            modules += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = ".".join(here[: len(here) - node.level + 1]) if node.level else ""
+            module = ".".join(part for part in (base, node.module or "") if part)
+            modules.append(module)
+            if module == "pytest_openkata":
+                modules += [f"pytest_openkata.{alias.name}" for alias in node.names]
+    return {m.split(".")[1] for m in modules if m.startswith("pytest_openkata.")}
 
 
 @pytest.mark.parametrize(("layer", "never", "why"), NEVER, ids=[rule[0] for rule in NEVER])

@@ -18,14 +18,26 @@ ALLOWED = {
 }
 
 
+def _inside(module: str, package: str) -> bool:
+    return module == package or module.startswith(f"{package}.")
+
+
 def _imports_from(path: Path, package: str) -> list[tuple[str, list[str]]]:
-    """(module, names) of every ``from <package>.<module> import names`` in ``path``."""
+    """(module, names) of every import of ``package`` or its modules in ``path``: ``from
+    <package>.<module> import names``, ``import <package>.<module>`` (no names), and ``from
+    pytest_openkata import local`` (the package itself)."""
     found = []
     for node in ast.walk(ast.parse(path.read_text())):
-        if not isinstance(node, ast.ImportFrom) or node.module is None:
-            continue
-        if node.module == package or node.module.startswith(f"{package}."):
-            found.append((node.module, [alias.name for alias in node.names]))
+        if isinstance(node, ast.Import):
+            found += [(alias.name, []) for alias in node.names if _inside(alias.name, package)]
+        elif isinstance(node, ast.ImportFrom) and node.module is not None:
+            names = [alias.name for alias in node.names]
+            if _inside(node.module, package):
+                found.append((node.module, names))
+            elif f"{node.module}.{package.rpartition('.')[2]}" == package and any(
+                name == package.rpartition(".")[2] for name in names
+            ):
+                found.append((package, []))
     return found
 
 
@@ -44,10 +56,10 @@ def test_imports_inside_the_local_package_run_one_way_and_take_no_private_name()
     assert wrong == []
 
 
-def test_the_plugin_and_the_core_import_nothing_of_the_local_package() -> None:
+def test_no_layer_of_the_run_imports_the_local_package() -> None:
     importers = [
         str(path.relative_to(PACKAGE))
-        for layer in ("plugin", "core", "infra", "providers", "contracts")
+        for layer in ("plugin", "commands", "core", "infra", "providers", "contracts")
         for path in (PACKAGE / layer).rglob("*.py")
         if _imports_from(path, "pytest_openkata.local")
     ]

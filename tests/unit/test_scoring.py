@@ -225,3 +225,9 @@ def test_a_gate_says_which_side_its_figure_is_on() -> None:
     # then shown in full, never as a rounded number that would read as passing.
     assert percent_against(0.0, 0, passed=False) == "0.0%"
     assert percent_against(0.0, 0) == "0%"
+
+
+def test_past_the_most_decimals_the_figure_is_shown_in_full() -> None:
+    value = 98.99960331234611
+    assert percent_against(value, 99) == "98.9996%"
+    assert percent_against(value, 99, max_digits=3) == f"{value!r}%"  # the terminal's

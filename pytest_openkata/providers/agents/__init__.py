@@ -9,6 +9,7 @@ from pytest_openkata.contracts.agents import (
     AgentCLI,
     AgentInvocation,
     AgentSettings,
+    Mount,
     NeedsNothingAround,
 )
 from pytest_openkata.contracts.errors import AgentConfigError
@@ -19,6 +20,7 @@ __all__ = [
     "AgentConfigError",
     "AgentInvocation",
     "AgentSettings",
+    "Mount",
     "NeedsNothingAround",
     "make_agent",
 ]

@@ -1,6 +1,6 @@
 """Model backends: one module per backend (``http``, ``anthropic``, ``cli``), over the
-contract of :mod:`pytest_openkata.contracts.backends`, whose names are given here too for
-backends written against this package."""
+contract of :mod:`pytest_openkata.contracts.backends`, whose names are given here too, with the
+errors a backend raises, for backends written against this package."""
 
 from __future__ import annotations
 
@@ -15,15 +15,31 @@ from pytest_openkata.contracts.backends import (
     answer_bound,
     byte_size,
 )
+from pytest_openkata.contracts.errors import (
+    AnswerTooLargeError,
+    BackendError,
+    CallTimeoutError,
+    EndpointStatusError,
+    LimitExceededError,
+    MalformedResponseError,
+    TransportError,
+)
 
 __all__ = [
     "DEFAULT_ANSWER_MAX_BYTES",
     "SCHEMA_REFUSED_STATUSES",
+    "AnswerTooLargeError",
     "BackendContext",
+    "BackendError",
+    "CallTimeoutError",
     "CapacityAware",
     "Completer",
+    "EndpointStatusError",
+    "LimitExceededError",
+    "MalformedResponseError",
     "ResponseSchema",
     "SkillAware",
+    "TransportError",
     "answer_bound",
     "byte_size",
 ]

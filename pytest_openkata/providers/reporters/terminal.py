@@ -304,7 +304,7 @@ def _skill_gate(summary: SkillSummary, label: str, threshold: int) -> str:
     if not summary.complete:
         return f"{label} partial, threshold not enforced"
     relation = ">=" if summary.passed else "<"
-    overall = percent_against(summary.overall, threshold, passed=summary.passed)
+    overall = percent_against(summary.overall, threshold, passed=summary.passed, max_digits=3)
     return f"{label} {overall} {relation} {threshold}%"
 
 
