@@ -49,7 +49,7 @@ class _Members(dict[str, Any]):
         self.pairs = pairs
 
 
-def _go_keys(data: Any, known: Iterable[str]) -> Any:
+def go_keys(data: Any, known: Iterable[str]) -> Any:
     """Object keys as Go's ``encoding/json`` decodes them into a struct: a key matches a field
     without regard to case, the last key for a field wins, and a null leaves it unchanged."""
     if not isinstance(data, Mapping):
@@ -65,7 +65,7 @@ def _go_keys(data: Any, known: Iterable[str]) -> Any:
     return result
 
 
-def _read_json(path: Path) -> Any:
+def read_json(path: Path) -> Any:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -99,7 +99,7 @@ def _location(loc: tuple[int | str, ...], data: Any) -> str:
     return "".join(parts)
 
 
-_MESSAGES = {
+VALIDATION_MESSAGES = {
     "greater_than": "must be a positive integer",
     "int_type": "must be a positive integer",
     "string_type": "must be a string",
@@ -111,7 +111,7 @@ _MESSAGES = {
 }
 
 
-def _validation_error(path: Path, exc: ValidationError, data: Any) -> ScenarioLoadError:
+def validation_error(path: Path, exc: ValidationError, data: Any) -> ScenarioLoadError:
     first = exc.errors()[0]
     field = _location(tuple(first["loc"]), data) or "(top level)"
     kind = first["type"]
@@ -120,7 +120,7 @@ def _validation_error(path: Path, exc: ValidationError, data: Any) -> ScenarioLo
     elif kind in {"too_short", "string_too_short"}:
         message = "must not be empty"
     else:
-        message = _MESSAGES.get(kind, first["msg"])
+        message = VALIDATION_MESSAGES.get(kind, first["msg"])
     if kind != "missing":
         message += f" (got {json.dumps(first.get('input'))})"
     return ScenarioLoadError(path, message, field)

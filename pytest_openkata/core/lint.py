@@ -33,9 +33,9 @@ from pytest_openkata.core.checks import Check, leaves_workspace, matches
 from pytest_openkata.core.files import EXCLUDED, LEADS_OUT, SKILL_SOURCES, is_inside
 from pytest_openkata.core.jsonfiles import (
     ScenarioLoadError,
-    _go_keys,
-    _read_json,
-    _validation_error,
+    go_keys,
+    read_json,
+    validation_error,
 )
 from pytest_openkata.core.placeholders import placeholders_in
 from pytest_openkata.core.scenario import (
@@ -44,11 +44,11 @@ from pytest_openkata.core.scenario import (
     EMPTY_TASK,
     KIND_UNTRUSTED,
     SCENARIO_NAMES,
-    _check_field,
-    _check_of,
-    _CriteriaModel,
-    _CriterionModel,
-    _ScenarioModel,
+    CriteriaModel,
+    CriterionModel,
+    ScenarioModel,
+    check_field,
+    check_of,
     discover_scenarios,
     load_checks,
     load_criteria,
@@ -124,7 +124,7 @@ class _Node:
 
     def member(self, key: str) -> _Member | None:
         """The member Go's decoder assigns to the field ``key``: matched without regard to
-        case, the last one wins, and a null counts as absent (as ``_go_keys`` decides)."""
+        case, the last one wins, and a null counts as absent (as ``go_keys`` decides)."""
         found = None
         for member in self.members or ():
             if member.key.lower() == key.lower() and not member.node.is_null:
@@ -381,7 +381,7 @@ def _model_findings(
             if "ctx" in error:
                 detail["ctx"] = error["ctx"]
             alone = ValidationError.from_exception_data(exc.title, [detail])
-            worded = _validation_error(path, alone, data)
+            worded = validation_error(path, alone, data)
             finding = _loader_finding(rule, worded, scenario)
             findings.append(_located(finding, _at(tree, error["loc"])))
         return findings
@@ -475,15 +475,15 @@ def _criteria_rule(scenario: _Scenario) -> list[Finding]:
     else:
         return []
     try:
-        raw = _read_json(path)
+        raw = read_json(path)
     except ScenarioLoadError:
         return [_located(first, _json_error_line(path))]
-    data = _go_keys(raw, _CriteriaModel.model_fields)
+    data = go_keys(raw, CriteriaModel.model_fields)
     if isinstance(data, Mapping) and isinstance(data.get("checklist"), list):
-        items = [_go_keys(c, _CriterionModel.model_fields) for c in data["checklist"]]
+        items = [go_keys(c, CriterionModel.model_fields) for c in data["checklist"]]
         data = {**data, "checklist": items}
     found = _model_findings(
-        "criteria-json", scenario, path, model=_CriteriaModel, data=data, tree=scenario.criteria
+        "criteria-json", scenario, path, model=CriteriaModel, data=data, tree=scenario.criteria
     )
     found += _duplicate_criteria(scenario)
     return _with_loader(first, found)
@@ -536,11 +536,11 @@ def _options_rule(scenario: _Scenario) -> list[Finding]:
     else:
         return []
     try:
-        data = _go_keys(_read_json(path), _ScenarioModel.model_fields)
+        data = go_keys(read_json(path), ScenarioModel.model_fields)
     except ScenarioLoadError:
         return [_located(first, _json_error_line(path))]
     found = _model_findings(
-        "scenario-json", scenario, path, model=_ScenarioModel, data=data, tree=scenario.options
+        "scenario-json", scenario, path, model=ScenarioModel, data=data, tree=scenario.options
     )
     return _with_loader(first, found)
 
@@ -560,7 +560,7 @@ def _checks_rule(scenario: _Scenario) -> list[Finding]:
     found: list[Finding] = []
     if first is not None:
         try:
-            data = _read_json(path)
+            data = read_json(path)
         except ScenarioLoadError:
             return [_located(first, _json_error_line(path))]
         if not isinstance(data, list):
@@ -600,7 +600,7 @@ def _outside_workspace(scenario: _Scenario) -> tuple[list[Finding], set[str]]:
             if not isinstance(path.value, str) or not leaves_workspace(path.value):
                 continue
             message = (
-                f"{_check_field(index, {'name': name}, field)}: {path.value!r} leads out of "
+                f"{check_field(index, {'name': name}, field)}: {path.value!r} leads out of "
                 "/workspace, and a check sees only the workspace's files: name a path relative "
                 "to it (or under /workspace/)"
             )
@@ -645,7 +645,7 @@ def _each_check(scenario: _Scenario, data: list[Any]) -> tuple[list[Check], list
         node = nodes[index] if index < len(nodes) else None
         name = item.get("name") if isinstance(item, Mapping) else None
         try:
-            check = _check_of(path, index, item)
+            check = check_of(path, index, item)
         except ScenarioLoadError as exc:
             found.append(
                 _located(_loader_finding("checks-json", exc, scenario), _check_line(exc, node))
@@ -655,7 +655,7 @@ def _each_check(scenario: _Scenario, data: list[Any]) -> tuple[list[Check], list
             if check.reads_workspace and not scenario.sandboxed:
                 found.append(_direct_workspace(scenario, index, item, check, node))
         if isinstance(name, str) and name in names:
-            where = _check_field(index, item, "name")
+            where = check_field(index, item, "name")
             line = None if node is None else _at(node, ["name"])
             message = f"{where}: duplicate check name {name!r}"
             found.append(Finding("checks-json", "error", scenario.rel(path), line, message))
@@ -681,7 +681,7 @@ def _direct_workspace(
     what = "json_schema check with a path" if is_schema else f"{check.type} check"
     key = "path" if is_schema else "type"
     message = (
-        f"{_check_field(index, item, key)}: a {what} reads the workspace, which only a "
+        f"{check_field(index, item, key)}: a {what} reads the workspace, which only a "
         'sandboxed scenario has (scenario.json: "sandbox": true)'
     )
     line = None if node is None else _at(node, [key])
@@ -1434,9 +1434,9 @@ def lint_scenario(
 # --- unknown keys --------------------------------------------------------------------------
 
 
-_OPTION_KEYS = tuple(_ScenarioModel.model_fields)
-_CRITERIA_KEYS = tuple(_CriteriaModel.model_fields)
-_CRITERION_KEYS = tuple(_CriterionModel.model_fields)
+_OPTION_KEYS = tuple(ScenarioModel.model_fields)
+_CRITERIA_KEYS = tuple(CriteriaModel.model_fields)
+_CRITERION_KEYS = tuple(CriterionModel.model_fields)
 
 
 def unknown_keys(scenario_dir: Path) -> list[Finding]:
@@ -1465,7 +1465,7 @@ def _untrusted_kind(finding: Finding, options: _Node) -> Finding:
     """The unknown key of scenario.json that misspells ``sandbox`` as the error it is in a
     run (see :data:`~pytest_openkata.core.scenario.KIND_UNTRUSTED`)."""
     present = {member.key: True for member in options.members or () if not member.node.is_null}
-    key = misspelt_sandbox_key(_go_keys(present, _OPTION_KEYS))
+    key = misspelt_sandbox_key(go_keys(present, _OPTION_KEYS))
     if key is None or finding.message != f'unknown key "{key}"; did you mean "sandbox"?':
         return finding
     message = f"{finding.message} {KIND_UNTRUSTED}"

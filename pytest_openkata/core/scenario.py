@@ -28,11 +28,11 @@ from pytest_openkata.core.checks import (
 )
 from pytest_openkata.core.files import LEADS_OUT, files_under, is_inside
 from pytest_openkata.core.jsonfiles import (
-    _MESSAGES,
+    VALIDATION_MESSAGES,
     ScenarioLoadError,
-    _go_keys,
-    _read_json,
-    _validation_error,
+    go_keys,
+    read_json,
+    validation_error,
 )
 from pytest_openkata.core.tile import is_tile_dir, load_tile, read_tile_version
 
@@ -150,7 +150,7 @@ def unselected_scenarios(evals_dir: Path, names: str = SCENARIO_NAMES) -> list[P
     return [entry for entry in scenario_candidates(evals_dir) if entry not in taken]
 
 
-class _CriterionModel(BaseModel):
+class CriterionModel(BaseModel):
     model_config = ConfigDict(extra="ignore", strict=True)
 
     name: str = Field(min_length=1)
@@ -159,15 +159,15 @@ class _CriterionModel(BaseModel):
     category: str = ""
 
 
-class _CriteriaModel(BaseModel):
+class CriteriaModel(BaseModel):
     model_config = ConfigDict(extra="ignore", strict=True)
 
     context: str = ""
     type: str = ""
-    checklist: list[_CriterionModel]
+    checklist: list[CriterionModel]
 
 
-class _ScenarioModel(BaseModel):
+class ScenarioModel(BaseModel):
     model_config = ConfigDict(extra="ignore", strict=True)
 
     description: str = ""
@@ -180,17 +180,17 @@ def load_criteria(path: Path, *, allow_empty: bool = False) -> tuple[str, tuple[
     """The context and checklist of a ``criteria.json``; the checklist may be empty only when
     ``allow_empty`` (a scenario whose ``checks.json`` holds checks), and every criterion needs
     a description (a judge cannot grade a name alone)."""
-    raw = _read_json(path)
-    data = _go_keys(raw, _CriteriaModel.model_fields)
+    raw = read_json(path)
+    data = go_keys(raw, CriteriaModel.model_fields)
     if isinstance(data, Mapping) and isinstance(data.get("checklist"), list):
         data = {
             **data,
-            "checklist": [_go_keys(c, _CriterionModel.model_fields) for c in data["checklist"]],
+            "checklist": [go_keys(c, CriterionModel.model_fields) for c in data["checklist"]],
         }
     try:
-        model = _CriteriaModel.model_validate(data)
+        model = CriteriaModel.model_validate(data)
     except ValidationError as exc:
-        raise _validation_error(path, exc, data) from None
+        raise validation_error(path, exc, data) from None
     if not model.checklist and not allow_empty:
         raise ScenarioLoadError(
             path,
@@ -214,13 +214,13 @@ def load_criteria(path: Path, *, allow_empty: bool = False) -> tuple[str, tuple[
     return model.context, criteria
 
 
-def load_scenario_options(path: Path, *, kind: bool = False) -> _ScenarioModel:
+def load_scenario_options(path: Path, *, kind: bool = False) -> ScenarioModel:
     """``scenario.json``, the one reader of that file (keyword selection and the run both use
     it); a missing file means the defaults (a sandboxed scenario). With ``kind``, a key that
     misspells ``sandbox`` is an error too (see :data:`KIND_UNTRUSTED`): what runs or selects
     the scenario needs its kind."""
     if not path.exists():
-        return _ScenarioModel()
+        return ScenarioModel()
     return _read_scenario_options(path, kind=kind)
 
 
@@ -235,12 +235,12 @@ def sandbox_mode(scenario_dir: Path) -> str | None:
     return "sandbox" if options.sandbox else "direct"
 
 
-def _read_scenario_options(path: Path, *, kind: bool) -> _ScenarioModel:
-    data = _go_keys(_read_json(path), _ScenarioModel.model_fields)
+def _read_scenario_options(path: Path, *, kind: bool) -> ScenarioModel:
+    data = go_keys(read_json(path), ScenarioModel.model_fields)
     try:
-        options = _ScenarioModel.model_validate(data)
+        options = ScenarioModel.model_validate(data)
     except ValidationError as exc:
-        raise _validation_error(path, exc, data) from None
+        raise validation_error(path, exc, data) from None
     key = misspelt_sandbox_key(data) if kind else None
     if key is not None:
         raise ScenarioLoadError(path, f'unknown key; did you mean "sandbox"? {KIND_UNTRUSTED}', key)
@@ -254,11 +254,11 @@ def closest_key(key: str, known: Iterable[str]) -> str | None:
 
 
 def misspelt_sandbox_key(data: Any) -> str | None:
-    """The first key of scenario.json's object (its keys as ``_go_keys`` leaves them) that
+    """The first key of scenario.json's object (its keys as ``go_keys`` leaves them) that
     misspells ``sandbox`` when ``sandbox`` itself is not there; None when there is none."""
     if not isinstance(data, Mapping) or "sandbox" in data:
         return None
-    known = _ScenarioModel.model_fields
+    known = ScenarioModel.model_fields
     return next(
         (key for key in data if key not in known and closest_key(str(key), known) == "sandbox"),
         None,
@@ -363,7 +363,7 @@ def load_scenario(scenario_dir: Path) -> Scenario:
     if _exists(entries.get("scenario.json")):
         options = _read_scenario_options(scenario_dir / "scenario.json", kind=True)
     else:
-        options = _ScenarioModel()
+        options = ScenarioModel()
     task = entries.get("task.md")
     if task is None or not task.is_file():
         raise ScenarioLoadError(
@@ -459,7 +459,7 @@ _CHECK_MODELS: dict[str, type[_CheckModel]] = {
 assert set(_CHECK_MODELS) == set(CHECK_TYPES)
 
 
-def _check_field(index: int, item: Any, key: str | int | None = None) -> str:
+def check_field(index: int, item: Any, key: str | int | None = None) -> str:
     name = item.get("name") if isinstance(item, Mapping) else None
     where = f"[{index}]" + (f" ({name!r})" if isinstance(name, str) and name else "")
     return where if key is None else f"{where}.{key}"
@@ -483,22 +483,22 @@ def _check_error(path: Path, index: int, item: Any, exc: ValidationError) -> Sce
     elif kind in {"too_short", "string_too_short"}:
         message = "must not be empty"
     else:
-        message = _MESSAGES.get(kind, first["msg"])
+        message = VALIDATION_MESSAGES.get(kind, first["msg"])
         if kind == "float_type":
             message = "must be a number of seconds"
         if kind != "missing":
             message += f" (got {json.dumps(first.get('input'))})"
-    return ScenarioLoadError(path, message, _check_field(index, item, key))
+    return ScenarioLoadError(path, message, check_field(index, item, key))
 
 
-def _check_of(path: Path, index: int, item: Any) -> Check:
+def check_of(path: Path, index: int, item: Any) -> Check:
     if not isinstance(item, Mapping):
         raise ScenarioLoadError(path, "must be an object", f"[{index}]")
     kind = item.get("type")
     if not isinstance(kind, str) or kind not in _CHECK_MODELS:
         got = "is required" if kind is None else f"unknown check type {json.dumps(kind)}"
         choose = f"{got}; choose one of: {', '.join(CHECK_TYPES)}"
-        raise ScenarioLoadError(path, choose, _check_field(index, item, "type"))
+        raise ScenarioLoadError(path, choose, check_field(index, item, "type"))
     try:
         model = _CHECK_MODELS[kind].model_validate(dict(item))
     except ValidationError as exc:
@@ -525,7 +525,7 @@ def _check_of(path: Path, index: int, item: Any) -> Check:
             fields["pattern"] = regex.compile(values["pattern"], regex.MULTILINE)
         except regex.error as exc:
             raise ScenarioLoadError(
-                path, f"not a valid regular expression: {exc}", _check_field(index, item, "pattern")
+                path, f"not a valid regular expression: {exc}", check_field(index, item, "pattern")
             ) from None
     if kind == "json_schema":
         from jsonschema import Draft202012Validator
@@ -535,13 +535,13 @@ def _check_of(path: Path, index: int, item: Any) -> Check:
             Draft202012Validator.check_schema(values["json_schema"])
         except SchemaError as exc:
             raise ScenarioLoadError(
-                path, f"not a valid JSON schema: {exc.message}", _check_field(index, item, "schema")
+                path, f"not a valid JSON schema: {exc.message}", check_field(index, item, "schema")
             ) from None
         fields["schema"] = values["json_schema"]
     if kind == "diff":
         if not values["changed"] and not values["unchanged"]:
             raise ScenarioLoadError(
-                path, "a diff check needs changed or unchanged globs", _check_field(index, item)
+                path, "a diff check needs changed or unchanged globs", check_field(index, item)
             )
         fields.update(
             changed=tuple(workspace_path(glob) for glob in values["changed"]),
@@ -554,15 +554,15 @@ def load_checks(path: Path, *, sandboxed: bool) -> tuple[Check, ...]:
     """The checks of a ``checks.json`` (a list of check objects). Checks that read the
     workspace need a sandboxed scenario: in a direct one they are an error, as is any bad key,
     type, pattern or schema, and a name given twice."""
-    data = _read_json(path)
+    data = read_json(path)
     if not isinstance(data, list):
         raise ScenarioLoadError(path, "must be a list of checks", "(top level)")
     checks: list[Check] = []
     for index, item in enumerate(data):
-        check = _check_of(path, index, item)
+        check = check_of(path, index, item)
         if any(c.name == check.name for c in checks):
             raise ScenarioLoadError(
-                path, f"duplicate check name {check.name!r}", _check_field(index, item, "name")
+                path, f"duplicate check name {check.name!r}", check_field(index, item, "name")
             )
         if check.reads_workspace and not sandboxed:
             what = (
@@ -574,7 +574,7 @@ def load_checks(path: Path, *, sandboxed: bool) -> tuple[Check, ...]:
                 path,
                 f"a {what} reads the workspace, which only a sandboxed scenario has "
                 '(scenario.json: "sandbox": true)',
-                _check_field(index, item, "path" if check.type == "json_schema" else "type"),
+                check_field(index, item, "path" if check.type == "json_schema" else "type"),
             )
         checks.append(check)
     return tuple(checks)

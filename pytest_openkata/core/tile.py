@@ -29,9 +29,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pytest_openkata.core.files import files_under, is_inside, skill_files
 from pytest_openkata.core.jsonfiles import (
     ScenarioLoadError,
-    _go_keys,
-    _read_json,
-    _validation_error,
+    go_keys,
+    read_json,
+    validation_error,
 )
 
 TILE_FILE = "tile.json"
@@ -107,22 +107,22 @@ def load_tile(folder: Path) -> Tile:
     folder = Path(os.path.normpath(folder))  # the listed paths are normalised against it
     tile_json = folder / TILE_FILE
     try:
-        raw = _read_json(tile_json)
+        raw = read_json(tile_json)
     except ScenarioLoadError as exc:
         raise _error(tile_json, exc.message, exc.field) from None
     if not isinstance(raw, Mapping):
         raise _error(tile_json, "must be a JSON object")
-    data = _go_keys(raw, _TileModel.model_fields)
+    data = go_keys(raw, _TileModel.model_fields)
     entries: dict[str, type[BaseModel]] = {"skills": _SkillEntry, "steering": _SteeringEntry}
     for key, entry_model in entries.items():
         if isinstance(data.get(key), Mapping):
             data[key] = {
-                name: _go_keys(entry, entry_model.model_fields) for name, entry in data[key].items()
+                name: go_keys(entry, entry_model.model_fields) for name, entry in data[key].items()
             }
     try:
         model = _TileModel.model_validate(data)
     except ValidationError as exc:
-        error = _validation_error(tile_json, exc, data)
+        error = validation_error(tile_json, exc, data)
         raise _error(tile_json, error.message, error.field) from None
     skills = tuple(
         (name, _listed_file(tile_json, folder, entry.path, f"skills.{name}.path"))

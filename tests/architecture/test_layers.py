@@ -81,3 +81,18 @@ def test_a_layer_never_imports_what_its_rule_forbids(layer: str, never: set[str]
 def test_every_layer_of_the_package_has_a_rule() -> None:
     folders = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
     assert folders == {layer for layer, _, _ in NEVER}
+
+
+def test_no_module_takes_another_modules_private_names() -> None:
+    taken = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                "pytest_openkata."
+            ):
+                taken += [
+                    f"{path.relative_to(PACKAGE)}: {node.module}.{alias.name}"
+                    for alias in node.names
+                    if alias.name.startswith("_") and not alias.name.startswith("__")
+                ]
+    assert taken == []

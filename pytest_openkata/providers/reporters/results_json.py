@@ -381,7 +381,7 @@ class _VotesModel(_Model):
     total: int
 
 
-class _CriterionModel(_Model):
+class CriterionModel(_Model):
     name: str
     passed: bool = Field(alias="pass")
     score: int
@@ -407,7 +407,7 @@ class _UsageModel(_Model):
 
 
 class _ScoredModel(_Model):
-    criteria: list[_CriterionModel] | None
+    criteria: list[CriterionModel] | None
     score: int
     max_score: int
     percentage: float
@@ -441,7 +441,7 @@ class _BaselineModel(_ScoredModel):
     arm: str
 
 
-class _ScenarioModel(_ScoredModel):
+class ScenarioModel(_ScoredModel):
     name: str
     description: str
     agent_output: str | None = None
@@ -522,7 +522,7 @@ class _ReportModel(_Model):
     timestamp: str
     config: _ConfigModel
     threshold: int
-    scenarios: list[_ScenarioModel] | None
+    scenarios: list[ScenarioModel] | None
     overall_percentage: float
     passed: bool = Field(alias="pass")
     usage: _UsageModel | None = None
@@ -536,7 +536,7 @@ def _usage(model: _UsageModel | None) -> Usage:
     return Usage(CallStats(**model.agent.model_dump()), CallStats(**model.judge.model_dump()))
 
 
-def _criteria(models: list[_CriterionModel] | None) -> list[CriterionResult] | None:
+def _criteria(models: list[CriterionModel] | None) -> list[CriterionResult] | None:
     if models is None:
         return None
     return [
@@ -570,7 +570,7 @@ def _trial(model: _ScoredModel, index: int, judge_errors: int = 0, engine: str =
     )
 
 
-def _scenario(model: _ScenarioModel, skill: str) -> ScenarioResult:
+def _scenario(model: ScenarioModel, skill: str) -> ScenarioResult:
     if model.trials:
         trials = [_trial(t, t.trial, engine=t.engine) for t in model.trials]
         if model.judge_errors:  # the count is the scenario's: give it to its first trial
@@ -598,7 +598,7 @@ def _scenario(model: _ScenarioModel, skill: str) -> ScenarioResult:
     )
 
 
-def _baseline(model: _BaselineModel, scenario: _ScenarioModel, skill: str) -> ScenarioResult:
+def _baseline(model: _BaselineModel, scenario: ScenarioModel, skill: str) -> ScenarioResult:
     return ScenarioResult(
         skill=skill,
         skill_dir="",
