@@ -21,7 +21,7 @@ from pytest_openkata.contracts.sandboxes import (
 )
 from pytest_openkata.core.checks import Check, CommandOutcome
 from pytest_openkata.core.compare import CriterionMove, SkillComparison
-from pytest_openkata.core.lint import EvalLintWarning
+from pytest_openkata.core.lint import EvalLintWarning, Finding, LintRule
 from pytest_openkata.core.results import (
     AgentResult,
     CallStats,
@@ -59,10 +59,12 @@ __all__ = [
     "EvalLintWarning",
     "EvalSettings",
     "ExecResult",
+    "Finding",
     "GradeError",
     "Grader",
     "Grading",
     "GradingTask",
+    "LintRule",
     "McNemar",
     "OpenkataError",
     "Reporter",

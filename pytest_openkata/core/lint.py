@@ -9,6 +9,10 @@ The JSON rules validate with the scenario loader's own models and words
 (:mod:`pytest_openkata.core.scenario`, private parts included), so that lint never accepts a
 file the run rejects and names each problem as the run would; where the loader stops at the
 first problem, the rules go on and report every one. Nothing here raises for bad input.
+
+A team adds a rule of its own as a third party adds a grader: a class implementing
+:class:`LintRule` in a distribution of its own, registered under the entry-point group
+``pytest_openkata.lint_rules``; its findings follow the built-in rules' under its name.
 """
 
 from __future__ import annotations
@@ -20,10 +24,10 @@ import math
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 from urllib.parse import unquote
 
 from pydantic import BaseModel, ValidationError
@@ -60,6 +64,7 @@ from pytest_openkata.core.scenario import (
 )
 from pytest_openkata.core.tile import TILE_FILE, is_tile_dir, load_tile, tile_files
 from pytest_openkata.core.workspace import workspace_files
+from pytest_openkata.infra import registry
 from pytest_openkata.infra.text import plural
 
 __all__ = [
@@ -68,6 +73,7 @@ __all__ = [
     "STOP_WORDS",
     "VAGUE_WORDS",
     "Finding",
+    "LintRule",
     "Severity",
     "lint_scenario",
     "lint_skill",
@@ -1428,7 +1434,12 @@ def lint_scenario(
     """Every scenario rule's findings for ``<skill>/evals/scenario-*``. ``shown_root`` is what
     the weights message names the folder relative to (the current directory by default)."""
     scenario = _Scenario(scenario_dir, shown_root)
-    return {name: rule(scenario) for name, rule in _SCENARIO_RULES.items()}
+    findings = {name: rule(scenario) for name, rule in _SCENARIO_RULES.items()}
+    where = scenario.file("")
+    for name, rule in _installed_rules("scenario"):
+        found = _installed_findings(name, rule, scenario_dir, where, SCENARIO_RULES)
+        findings[name] = findings.get(name, []) + found  # a built-in rule's findings stay
+    return findings
 
 
 # --- unknown keys --------------------------------------------------------------------------
@@ -1814,7 +1825,70 @@ prompt."""
 def lint_skill(skill_dir: Path, scenario_names: str = SCENARIO_NAMES) -> dict[str, list[Finding]]:
     """Every skill rule's findings for a skill folder (not its scenarios'); ``scenario_names``
     is the run's setting, which says which of its folders are scenarios."""
-    return {
+    findings = {
         name: _scenarios_rule(skill_dir, scenario_names) if name == "scenarios" else rule(skill_dir)
         for name, rule in _SKILL_RULES.items()
     }
+    for name, rule in _installed_rules("skill"):
+        found = _installed_findings(name, rule, skill_dir, SKILL_FILE, SKILL_RULES)
+        findings[name] = findings.get(name, []) + found  # a built-in rule's findings stay
+    return findings
+
+
+# --- rules of other distributions ------------------------------------------------------------
+
+Scope = Literal["scenario", "skill"]
+
+
+class LintRule(Protocol):
+    """A lint rule of a distribution of its own: a class made without arguments, registered
+    under the entry-point group ``pytest_openkata.lint_rules``; the entry point's name is the
+    rule's. ``scope`` says what :meth:`lint` is given: ``"scenario"``, a scenario folder
+    (``<skill>/evals/<scenario>``), or ``"skill"``, a skill folder. Each :class:`Finding`
+    names its file relative to the skill folder (posix); its ``rule`` becomes the registered
+    name. Its findings run after the built-in rules', rules in the order of their names."""
+
+    scope: Scope
+
+    def lint(self, folder: Path) -> Iterable[Finding]: ...
+
+
+def _installed_rules(scope: Scope) -> list[tuple[str, LintRule | str]]:
+    """The installed rules of ``scope`` by name, sorted. A rule that cannot be loaded, or
+    says no known scope, is the text of its error instead, listed with the skill's rules."""
+    rules: list[tuple[str, LintRule | str]] = []
+    for name in registry.LINT_RULES.names():
+        try:
+            rule = registry.LINT_RULES.load(name)()
+            rule_scope = rule.scope
+        except Exception as exc:  # another distribution's code: its failure is a finding
+            if scope == "skill":
+                rules.append((name, f"cannot be loaded: {type(exc).__name__}: {exc}"))
+            continue
+        if rule_scope == scope:
+            rules.append((name, rule))
+        elif rule_scope not in ("scenario", "skill") and scope == "skill":
+            rules.append((name, f"has the scope {rule_scope!r}; it must be scenario or skill"))
+    return rules
+
+
+def _installed_findings(
+    name: str, rule: LintRule | str, folder: Path, where: str, built_in: tuple[str, ...]
+) -> list[Finding]:
+    """What an installed rule found in ``folder``; its own failure, or a name taken by a
+    built-in rule, as an error finding at ``where`` that names it."""
+
+    def failed(why: str) -> list[Finding]:
+        return [Finding(name, "error", where, None, f"the lint rule {name!r} {why}")]
+
+    if name in built_in:
+        return failed("has the name of a built-in rule: register it under another name")
+    if isinstance(rule, str):
+        return failed(rule)
+    try:
+        found = list(rule.lint(folder))
+    except Exception as exc:  # another distribution's code: its failure is a finding
+        return failed(f"failed: {type(exc).__name__}: {exc}")
+    if not all(isinstance(finding, Finding) for finding in found):
+        return failed("returned something other than Finding objects")
+    return [replace(finding, rule=name) for finding in found]

@@ -10,7 +10,9 @@ module plus one entry point:
 - ``pytest_openkata.graders``: a ``Grader`` class, made without arguments; judge;
 - ``pytest_openkata.reporters``: a ``Reporter`` class, made without arguments; results_json,
   terminal, junit;
-- ``pytest_openkata.sandboxes``: ``factory(EvalSettings) -> SandboxProvider``; docker.
+- ``pytest_openkata.sandboxes``: ``factory(EvalSettings) -> SandboxProvider``; docker;
+- ``pytest_openkata.lint_rules``: a ``LintRule`` class, made without arguments; none built
+  in (the built-in rules are the linter's own).
 
 Names are listed from the installed distributions' metadata without importing anything; a
 provider's module is imported only when it is loaded by name, so a run pays for the
@@ -86,6 +88,7 @@ BACKENDS = Registry("pytest_openkata.backends", "backend")
 GRADERS = Registry("pytest_openkata.graders", "grader")
 REPORTERS = Registry("pytest_openkata.reporters", "reporter")
 SANDBOXES = Registry("pytest_openkata.sandboxes", "sandbox provider")
+LINT_RULES = Registry("pytest_openkata.lint_rules", "lint rule")
 
 
 def backend_names() -> tuple[str, ...]:
