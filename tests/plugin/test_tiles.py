@@ -15,7 +15,7 @@ from tests.support.tiles import TILE_JSON, write_tile
 
 DIRECT = {"sandbox": False}
 
-# The README's worked example: every file named by its path in the tile, the skills in
+# The docs' worked example: every file named by its path in the tile, the skills in
 # tile.json's order (each as the reference orders a skill's files), then docs, then rules.
 TILE_PROMPT = """\
 --- skills/otel/tracing/SKILL.md ---
@@ -241,14 +241,14 @@ def test_a_tile_without_a_name_is_named_by_its_folder_and_the_report_moves_with_
     assert (report["skill"], report["skill_version"]) == ("observability", "")
 
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+WRITING_SCENARIOS = Path(__file__).resolve().parents[2] / "docs" / "writing-scenarios.md"
 
 
-def test_the_readmes_worked_example_is_the_prompt_a_run_sends(
+def test_the_docs_worked_example_is_the_prompt_a_run_sends(
     pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
 ) -> None:
-    text = README.read_text()
-    section = text[text.index("### Tiles: `tile.json`") :]
+    text = WRITING_SCENARIOS.read_text()
+    section = text[text.index("## Tiles: `tile.json`") :]
     start = section.index("````text\n") + len("````text\n")
     documented = section[start : section.index("\n````", start)]
     tile_json = json.loads(section[section.index("```json\n") + 8 : section.index("\n```\n")])
@@ -264,7 +264,7 @@ def test_the_readmes_worked_example_is_the_prompt_a_run_sends(
         },
         tile_json=tile_json,
     )
-    # The README's tile has no scripts/ or assets/.
+    # The documented tile has no scripts/ or assets/.
     (tile / "skills/otel/tracing/scripts/lint.sh").unlink()
     (tile / "metrics/assets/units.txt").unlink()
 
