@@ -168,6 +168,7 @@ class ProgressLine:
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.tally.collected(session)
 
+    @pytest.hookimpl(optionalhook=True)  # xdist's hook: absent under -p no:xdist
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         self.tally.worker_collected(ids)
 

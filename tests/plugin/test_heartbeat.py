@@ -192,3 +192,19 @@ def test_a_bad_interval_is_a_usage_error_naming_the_key(
 
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*eval_status_interval: expected seconds*'soon'*"])
+
+
+def test_status_lines_work_without_xdist_loaded(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    # The status line's plugin implements one of xdist's hooks: with xdist not loaded (-p
+    # no:xdist, or not installed) that hook is unknown to pytest, which must not refuse it.
+    write_skill(pytester.path, "s", {"scenario-a": {"x": 1}})
+
+    result = pytester.runpytest_subprocess(
+        "skills/s", *eval_args(endpoint.base_url), "-p", "no:xdist", "-o", "eval_status_interval=1"
+    )
+
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    result.assert_outcomes(passed=1)
