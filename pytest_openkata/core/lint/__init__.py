@@ -1,0 +1,219 @@
+"""Lint rules for skills and their scenarios: what is wrong on disk, found without running.
+
+Each rule is one function that returns its :class:`Finding` s, in the module of its family:
+``files`` (what a scenario needs, and files that never reach the agent), ``json_files``
+(``criteria.json``, ``scenario.json``, ``checks.json``), ``keys`` (unknown keys),
+``criteria`` (descriptions, weights, vague and mechanical criteria), ``task`` (the task's
+own rules), ``placeholders`` (the scaffold's) and ``skill`` (SKILL.md, CHANGELOG.md, the
+skill's scenarios and links), over what they share: a scenario's files read once
+(``context``), JSON read with lines (``jsonlines``), Markdown as the rules read it
+(``markdown``) and the findings (``findings``). :func:`lint_scenario` and :func:`lint_skill`
+run every rule (in the order of :data:`SCENARIO_RULES` and :data:`SKILL_RULES`) and return
+each rule's findings, an empty list when it passed. Errors are what breaks a run or its
+reports; warnings are what is likely a mistake.
+
+The JSON rules validate with the scenario loader's own models and words (the public
+functions of :mod:`pytest_openkata.core.scenario` and :mod:`pytest_openkata.core.jsonfiles`),
+so that lint never accepts a file the run rejects and names each problem as the run would;
+where the loader stops at the first problem, the rules go on and report every one. Nothing
+here raises for bad input.
+
+A team adds a rule of its own as a third party adds a grader: a class implementing
+:class:`LintRule` in a distribution of its own, registered under the entry-point group
+``pytest_openkata.lint_rules``; its findings follow the built-in rules' under its name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+from pathlib import Path
+from typing import Literal, Protocol
+
+from pytest_openkata.core.lint.context import ScenarioFiles
+from pytest_openkata.core.lint.criteria import (
+    STOP_WORDS,
+    VAGUE_WORDS,
+    descriptions_rule,
+    mechanical_criteria_rule,
+    vague_criteria_rule,
+    weights_rule,
+)
+from pytest_openkata.core.lint.files import (
+    files_rule,
+    unreached_scenario_files,
+    unreached_scenario_rule,
+)
+from pytest_openkata.core.lint.findings import SKILL_FILE, EvalLintWarning, Finding, Severity
+from pytest_openkata.core.lint.json_files import (
+    checks_rule,
+    criteria_rule,
+    options_rule,
+    scenario_description_rule,
+)
+from pytest_openkata.core.lint.keys import unknown_keys, unknown_keys_rule
+from pytest_openkata.core.lint.placeholders import (
+    placeholders_rule,
+    scenario_placeholders,
+    skill_placeholders,
+)
+from pytest_openkata.core.lint.skill import (
+    changelog_rule,
+    scenarios_rule,
+    skill_md_rule,
+    unreached_skill_files,
+)
+from pytest_openkata.core.lint.task import (
+    referenced_inputs_rule,
+    task_names_skill_rule,
+    task_states_answer_rule,
+)
+from pytest_openkata.core.scenario import (
+    SCENARIO_NAMES,
+)
+from pytest_openkata.infra import registry
+
+__all__ = [
+    "SCENARIO_RULES",
+    "SKILL_RULES",
+    "STOP_WORDS",
+    "VAGUE_WORDS",
+    "EvalLintWarning",
+    "Finding",
+    "LintRule",
+    "Severity",
+    "lint_scenario",
+    "lint_skill",
+    "scenario_placeholders",
+    "skill_placeholders",
+    "unknown_keys",
+    "unreached_scenario_files",
+    "unreached_skill_files",
+]
+
+_SCENARIO_RULES: dict[str, Callable[[ScenarioFiles], list[Finding]]] = {
+    "files": files_rule,
+    "criteria-json": criteria_rule,
+    "scenario-json": options_rule,
+    "checks-json": checks_rule,
+    "unknown-keys": unknown_keys_rule,
+    "empty-descriptions": descriptions_rule,
+    "placeholders": placeholders_rule,
+    "weights": weights_rule,
+    "task-names-skill": task_names_skill_rule,
+    "referenced-inputs": referenced_inputs_rule,
+    "vague-criteria": vague_criteria_rule,
+    "scenario-description": scenario_description_rule,
+    "unreached-files": unreached_scenario_rule,
+    "mechanical-criteria": mechanical_criteria_rule,
+    "task-states-answer": task_states_answer_rule,
+}
+
+
+SCENARIO_RULES: tuple[str, ...] = tuple(_SCENARIO_RULES)
+"""The scenario rules in the order they run: required files; criteria.json, scenario.json
+and checks.json as the loader reads them; unknown keys; empty criterion descriptions; the
+scaffold's placeholders; weights
+summing to 100; the task naming the skill; code-span paths missing from inputs/; vague
+criteria; scenario.json's description; files beside task.md that never reach the agent;
+criteria a check would grade exactly; the task stating what a criterion expects."""
+
+
+def lint_scenario(
+    scenario_dir: Path, *, shown_root: Path | None = None
+) -> dict[str, list[Finding]]:
+    """Every scenario rule's findings for ``<skill>/evals/scenario-*``. ``shown_root`` is what
+    the weights message names the folder relative to (the current directory by default)."""
+    scenario = ScenarioFiles(scenario_dir, shown_root)
+    findings = {name: rule(scenario) for name, rule in _SCENARIO_RULES.items()}
+    where = scenario.file("")
+    for name, rule in _installed_rules("scenario"):
+        found = _installed_findings(name, rule, scenario_dir, where, SCENARIO_RULES)
+        findings[name] = findings.get(name, []) + found  # a built-in rule's findings stay
+    return findings
+
+
+_SKILL_RULES: dict[str, Callable[[Path], list[Finding]]] = {
+    "skill-md": skill_md_rule,
+    "placeholders": skill_placeholders,
+    "changelog": changelog_rule,
+    "scenarios": scenarios_rule,
+    "unreached-files": unreached_skill_files,
+}
+
+
+SKILL_RULES: tuple[str, ...] = tuple(_SKILL_RULES)
+"""The skill rules in the order they run: SKILL.md and its front matter; the scaffold's
+placeholders in SKILL.md; CHANGELOG.md's
+released version; at least one scenario; files SKILL.md links to that never reach the
+prompt."""
+
+
+def lint_skill(skill_dir: Path, scenario_names: str = SCENARIO_NAMES) -> dict[str, list[Finding]]:
+    """Every skill rule's findings for a skill folder (not its scenarios'); ``scenario_names``
+    is the run's setting, which says which of its folders are scenarios."""
+    findings = {
+        name: scenarios_rule(skill_dir, scenario_names) if name == "scenarios" else rule(skill_dir)
+        for name, rule in _SKILL_RULES.items()
+    }
+    for name, rule in _installed_rules("skill"):
+        found = _installed_findings(name, rule, skill_dir, SKILL_FILE, SKILL_RULES)
+        findings[name] = findings.get(name, []) + found  # a built-in rule's findings stay
+    return findings
+
+
+Scope = Literal["scenario", "skill"]
+
+
+class LintRule(Protocol):
+    """A lint rule of a distribution of its own: a class made without arguments, registered
+    under the entry-point group ``pytest_openkata.lint_rules``; the entry point's name is the
+    rule's. ``scope`` says what :meth:`lint` is given: ``"scenario"``, a scenario folder
+    (``<skill>/evals/<scenario>``), or ``"skill"``, a skill folder. Each :class:`Finding`
+    names its file relative to the skill folder (posix); its ``rule`` becomes the registered
+    name. Its findings run after the built-in rules', rules in the order of their names."""
+
+    scope: Scope
+
+    def lint(self, folder: Path) -> Iterable[Finding]: ...
+
+
+def _installed_rules(scope: Scope) -> list[tuple[str, LintRule | str]]:
+    """The installed rules of ``scope`` by name, sorted. A rule that cannot be loaded, or
+    says no known scope, is the text of its error instead, listed with the skill's rules."""
+    rules: list[tuple[str, LintRule | str]] = []
+    for name in registry.LINT_RULES.names():
+        try:
+            rule = registry.LINT_RULES.load(name)()
+            rule_scope = rule.scope
+        except Exception as exc:  # another distribution's code: its failure is a finding
+            if scope == "skill":
+                rules.append((name, f"cannot be loaded: {type(exc).__name__}: {exc}"))
+            continue
+        if rule_scope == scope:
+            rules.append((name, rule))
+        elif rule_scope not in ("scenario", "skill") and scope == "skill":
+            rules.append((name, f"has the scope {rule_scope!r}; it must be scenario or skill"))
+    return rules
+
+
+def _installed_findings(
+    name: str, rule: LintRule | str, folder: Path, where: str, built_in: tuple[str, ...]
+) -> list[Finding]:
+    """What an installed rule found in ``folder``; its own failure, or a name taken by a
+    built-in rule, as an error finding at ``where`` that names it."""
+
+    def failed(why: str) -> list[Finding]:
+        return [Finding(name, "error", where, None, f"the lint rule {name!r} {why}")]
+
+    if name in built_in:
+        return failed("has the name of a built-in rule: register it under another name")
+    if isinstance(rule, str):
+        return failed(rule)
+    try:
+        found = list(rule.lint(folder))
+    except Exception as exc:  # another distribution's code: its failure is a finding
+        return failed(f"failed: {type(exc).__name__}: {exc}")
+    if not all(isinstance(finding, Finding) for finding in found):
+        return failed("returned something other than Finding objects")
+    return [replace(finding, rule=name) for finding in found]

@@ -1,0 +1,232 @@
+"""A scenario's files, read once for all the scenario rules, and what the loader's errors become."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+from pydantic_core import InitErrorDetails
+
+from pytest_openkata.core.files import is_inside
+from pytest_openkata.core.jsonfiles import (
+    ScenarioLoadError,
+    validation_error,
+)
+from pytest_openkata.core.lint.findings import (
+    CRITERIA_FILE,
+    OPTIONS_FILE,
+    SKILL_FILE,
+    TASK_FILE,
+    Finding,
+)
+from pytest_openkata.core.lint.jsonlines import JsonNode, json_tree, line_at, read_text_or_none
+from pytest_openkata.core.scenario import (
+    CHECKS_FILE,
+    load_scenario_options,
+)
+from pytest_openkata.core.tile import is_tile_dir, load_tile
+
+
+class ScenarioFiles:
+    """A scenario folder and what the rules read of it, each read at most once."""
+
+    def __init__(self, path: Path, shown_root: Path | None) -> None:
+        self.path = path
+        self.skill_dir = path.parent.parent
+        self.shown_root = shown_root
+
+    def rel(self, path: Path) -> str:
+        """``path`` relative to the skill folder, as findings name files."""
+        try:
+            return path.relative_to(self.skill_dir).as_posix()
+        except ValueError:
+            return path.as_posix()
+
+    def file(self, name: str) -> str:
+        return self.rel(self.path / name)
+
+    @cached_property
+    def criteria(self) -> JsonNode | None:
+        return json_tree(self.path / CRITERIA_FILE)
+
+    @cached_property
+    def checks(self) -> JsonNode | None:
+        return json_tree(self.path / CHECKS_FILE)
+
+    @cached_property
+    def options(self) -> JsonNode | None:
+        return json_tree(self.path / OPTIONS_FILE)
+
+    @cached_property
+    def task(self) -> str | None:
+        """task.md as the run reads it (bytes that are not UTF-8 replaced); None when it is
+        missing, unreadable or leads out of the skill (the run does not read it then)."""
+        path = self.path / TASK_FILE
+        if not in_skill(path, self.skill_dir):
+            return None
+        try:
+            return path.read_bytes().decode("utf-8", errors="replace")
+        except OSError:
+            return None
+
+    @cached_property
+    def has_checks(self) -> bool:
+        """Whether checks.json holds checks, which lets criteria.json have none."""
+        return self.checks is not None and bool(self.checks.items)
+
+    @cached_property
+    def sandboxed(self) -> bool:
+        """As the run decides; a scenario.json that does not load counts as the default
+        (its own rule reports it)."""
+        try:
+            return load_scenario_options(self.path / OPTIONS_FILE).sandbox
+        except ScenarioLoadError:
+            return True
+
+    @cached_property
+    def checklist(self) -> tuple[JsonNode, ...]:
+        """The items of criteria.json's checklist (objects or not, so that indexes are the
+        loader's)."""
+        return checklist_nodes(self.criteria)
+
+    @cached_property
+    def check_items(self) -> tuple[JsonNode, ...]:
+        """The items of checks.json's list."""
+        return () if self.checks is None else self.checks.items or ()
+
+    @cached_property
+    def skill_names(self) -> tuple[str, ...]:
+        """The names a task could call the skill by: its folder's, and SKILL.md's ``name``
+        (a tile's: also its ``name`` and those of its skills)."""
+        names = [self.skill_dir.name]
+        skill_files = [self.skill_dir / SKILL_FILE]
+        if is_tile_dir(self.skill_dir):
+            # A tile's: its folder's, its name's last part, each listed skill's and theirs.
+            try:
+                tile = load_tile(self.skill_dir)
+            except ScenarioLoadError:
+                tile = None
+            if tile is not None:
+                names.append(tile.name.rpartition("/")[2])
+                names += [name for name, _path in tile.skills]
+                skill_files = [path for _name, path in tile.skills]
+        for skill_md in skill_files:
+            front = front_matter(skill_md)
+            name = front.data.get("name") if front.data is not None else None
+            if isinstance(name, str) and name.strip():
+                names.append(name.strip())
+        return tuple(dict.fromkeys(n for n in names if n))
+
+
+def in_skill(path: Path, skill_dir: Path) -> bool:
+    """Whether the run reads ``path``: it does not through a symlink out of the skill."""
+    return not os.path.lexists(path) or is_inside(path, skill_dir.resolve())
+
+
+def loader_finding(rule: str, exc: ScenarioLoadError, scenario: ScenarioFiles) -> Finding:
+    """The loader's error as a finding: its file, field and message."""
+    message = f"{exc.field}: {exc.message}" if exc.field else exc.message
+    return Finding(rule, "error", scenario.rel(exc.path), None, message)
+
+
+def with_loader(first: Finding | None, found: list[Finding]) -> list[Finding]:
+    """Every problem found, and the loader's own first one whenever the others lack it."""
+    if first is None or any(f.file == first.file and f.message == first.message for f in found):
+        return found
+    return [first, *found]
+
+
+def model_findings(
+    rule: str,
+    scenario: ScenarioFiles,
+    path: Path,
+    *,
+    model: type[BaseModel],
+    data: Any,
+    tree: JsonNode | None,
+) -> list[Finding]:
+    """Every error of validating ``data`` with the loader's ``model``, each worded by the
+    loader (which words only the first), with its line."""
+    try:
+        model.model_validate(data)
+    except ValidationError as exc:
+        findings = []
+        for error in exc.errors():
+            detail: InitErrorDetails = {
+                "type": error["type"],
+                "loc": error["loc"],
+                "input": error["input"],
+            }
+            if "ctx" in error:
+                detail["ctx"] = error["ctx"]
+            alone = ValidationError.from_exception_data(exc.title, [detail])
+            worded = validation_error(path, alone, data)
+            finding = loader_finding(rule, worded, scenario)
+            findings.append(located(finding, line_at(tree, error["loc"])))
+        return findings
+    return []
+
+
+def located(finding: Finding, line: int | None) -> Finding:
+    return Finding(finding.rule, finding.severity, finding.file, line, finding.message)
+
+
+@dataclass(frozen=True)
+class _FrontMatter:
+    """SKILL.md's YAML front matter: its mapping and the lines of its top-level keys, or the
+    problem (with its line) that keeps it from being read."""
+
+    data: dict[str, Any] | None
+    lines: Mapping[str, int]
+    problem: str | None = None
+    problem_line: int | None = None
+
+
+def front_matter(path: Path) -> _FrontMatter:
+    text = read_text_or_none(path)
+    if text is None:
+        return _FrontMatter(None, {}, "cannot be read as UTF-8 text", None)
+    lines = text.lstrip("\ufeff").splitlines()
+    if not lines or lines[0].rstrip() != "---":
+        return _FrontMatter(
+            None,
+            {},
+            "no YAML front matter: start SKILL.md with a `---` line, then `name:` and "
+            "`description:`, then a closing `---` line",
+            1,
+        )
+    end = next((i for i in range(1, len(lines)) if lines[i].rstrip() == "---"), None)
+    if end is None:
+        return _FrontMatter(
+            None, {}, "the front matter is not closed: add a `---` line after its last key", 1
+        )
+    import yaml  # here: the plugin loads this module in every pytest run
+
+    try:
+        data = yaml.safe_load("\n".join(lines[1:end]))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = None if mark is None else mark.line + 2
+        problem = getattr(exc, "problem", None) or str(exc)
+        return _FrontMatter(None, {}, f"the front matter is not valid YAML: {problem}", line)
+    if not isinstance(data, dict):
+        return _FrontMatter(
+            None, {}, "the front matter must be YAML keys (`name:`, `description:`)", 2
+        )
+    keys: dict[str, int] = {}
+    for number, line_text in enumerate(lines[1:end], start=2):
+        match = re.match(r"([A-Za-z_][\w-]*)\s*:", line_text)
+        if match is not None:
+            keys.setdefault(match.group(1), number)
+    return _FrontMatter({str(k): v for k, v in data.items()}, keys)
+
+
+def checklist_nodes(criteria: JsonNode | None) -> tuple[JsonNode, ...]:
+    member = None if criteria is None else criteria.member("checklist")
+    return () if member is None else member.node.items or ()

@@ -1,0 +1,218 @@
+"""The task's rules: ``task-names-skill``, ``referenced-inputs`` and ``task-states-answer``."""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from pytest_openkata.core.lint.context import ScenarioFiles
+from pytest_openkata.core.lint.criteria import NEGATION, criterion_check
+from pytest_openkata.core.lint.findings import TASK_FILE, Finding, Severity
+from pytest_openkata.core.lint.jsonlines import JsonNode
+from pytest_openkata.core.lint.markdown import (
+    code_spans,
+    in_inputs,
+    input_path,
+    is_path_token,
+    markdown_lines,
+)
+
+
+def task_names_skill_rule(scenario: ScenarioFiles) -> list[Finding]:
+    """The task does not name the skill: a user states a problem, and a task that says which
+    skill to use tests obedience, not whether the skill helps. Prose is an error; code and
+    file names are a warning (they may be meant)."""
+    if scenario.task is None:
+        return []
+    findings = []
+    for mention in _mentions(scenario.task, scenario.skill_names):
+        if mention.in_code:
+            severity: Severity = "warning"
+            message = (
+                f"the task names the skill {mention.name!r} in code or a file name "
+                f"({mention.token!r}): rename it unless the name is what the task is about"
+            )
+        elif not (mention.beside_skill or "-" in mention.name):
+            # A one-word name ("git", "docker") is also a word a task about its tool needs.
+            severity = "warning"
+            message = (
+                f"the task uses the word {mention.name!r}, the skill's name: keep it only if "
+                "the task is about that thing, not a pointer to the skill"
+            )
+        else:
+            severity = "error"
+            message = (
+                f"the task names the skill {mention.name!r}: describe the user's problem "
+                "instead, so that the eval shows whether the skill is found and helps"
+            )
+        findings.append(
+            Finding("task-names-skill", severity, scenario.file(TASK_FILE), mention.line, message)
+        )
+    return findings
+
+
+@dataclass(frozen=True)
+class _Mention:
+    name: str
+    line: int
+    token: str
+    in_code: bool
+    beside_skill: bool = False  # "the git skill", "skill `git`"
+
+
+_SKILL_AFTER = re.compile(r"[`'\"*_]*\s+skills?\b", re.I)
+
+
+_SKILL_BEFORE = re.compile(r"\bskills?\s+[`'\"*_]*$", re.I)
+
+
+def _mentions(text: str, names: Iterable[str]) -> Iterator[_Mention]:
+    """Whole-word, case-insensitive mentions of any of ``names`` (not inside a longer word
+    such as ``github-create-pr`` for ``create-pr``); in code when inside a code span or a
+    fenced block, or when part of a path or file name."""
+    patterns = [(n, re.compile(rf"(?<![\w-]){re.escape(n)}(?![\w-])", re.I)) for n in names]
+    for number, line, fenced in markdown_lines(text):
+        spans = [] if fenced else code_spans(line)
+        taken: list[tuple[int, int]] = []
+        for name, pattern in patterns:
+            for match in pattern.finditer(line):
+                if any(s < match.end() and match.start() < e for s, e in taken):
+                    continue
+                taken.append((match.start(), match.end()))
+                token = _token_at(line, match.start(), match.end())
+                in_span = any(s <= match.start() < e for s, e, _ in spans)
+                in_code = fenced or in_span or is_path_token(token)
+                beside = bool(
+                    _SKILL_AFTER.match(line, match.end())
+                    or _SKILL_BEFORE.search(line[: match.start()])
+                )
+                yield _Mention(name, number, token, in_code, beside)
+
+
+def _token_at(line: str, start: int, end: int) -> str:
+    """The whitespace-delimited word around ``line[start:end]``, without enclosing
+    punctuation or a sentence's final full stop."""
+    left = start
+    while left > 0 and not line[left - 1].isspace():
+        left -= 1
+    right = end
+    while right < len(line) and not line[right].isspace():
+        right += 1
+    punctuation = "`\"'()[]<>{},;:!?*"
+    return line[left:right].lstrip(punctuation).rstrip(punctuation + ".")
+
+
+def referenced_inputs_rule(scenario: ScenarioFiles) -> list[Finding]:
+    """Paths the task shows in code spans are in inputs/ (a leading ``inputs/`` names that
+    folder itself). A warning only: the task may ask the agent to create the file."""
+    if scenario.task is None:
+        return []
+    findings = []
+    seen: set[str] = set()
+    for number, line, fenced in markdown_lines(scenario.task):
+        if fenced:
+            continue
+        for _, _, content in code_spans(line):
+            path = input_path(content)
+            if path is None or path in seen:
+                continue
+            seen.add(path)
+            if not in_inputs(scenario.path, path):
+                findings.append(_missing_input(scenario, number, content))
+    return findings
+
+
+def _missing_input(scenario: ScenarioFiles, line: int, span: str) -> Finding:
+    inputs = scenario.file("inputs")
+    message = (
+        f"the task refers to `{span}`, which is not in {inputs}/: add it there if the agent "
+        "should find it (ignore this if the task asks the agent to create it)"
+    )
+    return Finding("referenced-inputs", "warning", scenario.file(TASK_FILE), line, message)
+
+
+_PLAIN_WORD = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)*")
+
+
+_MIN_QUOTED = 4
+
+
+_HEADING = re.compile(r"^ {0,3}#{1,6}(?:\s|$)")
+
+
+def _expected_values(scenario: ScenarioFiles, item: JsonNode) -> list[str]:
+    """The values a criterion expects: the text of a mechanical ``contains`` criterion, and
+    the quoted strings (double quotes or backticks) of its description of at least four
+    characters that are neither a plain word (as "main" or "build": a word the task and the
+    criterion share is mostly the thing both talk about) nor a file's path (a file the task
+    names is where to work, not the answer)."""
+    values = []
+    check = criterion_check(scenario, item)
+    if check is not None and check[1].strip():
+        values.append(" ".join(check[1].split()))
+    description = item.scalar("description") if item.members is not None else None
+    # A value the criterion forbids ("does not recommend `git push --force`") is no answer.
+    if isinstance(description, str) and not NEGATION.search(description):
+        quoted = [c for _, _, c in code_spans(description)]
+        quoted += re.findall(r"\"([^\"]+)\"|“([^”]+)”", description)
+        for value in quoted:
+            text = value if isinstance(value, str) else "".join(value)
+            text = " ".join(text.split())
+            if len(text) < _MIN_QUOTED or _PLAIN_WORD.fullmatch(text):
+                continue
+            if is_path_token(text) or input_path(text) is not None:
+                continue
+            values.append(text)
+    return list(dict.fromkeys(values))
+
+
+def _task_prose(task: str) -> tuple[str, list[int], list[int]]:
+    """task.md without its headings (a task's title names its topic), lowercased with its
+    whitespace made single spaces, and where each kept line starts in it, with its number."""
+    parts: list[str] = []
+    starts: list[int] = []
+    numbers: list[int] = []
+    offset = 0
+    for number, line, fenced in markdown_lines(task):
+        if not fenced and _HEADING.match(line):
+            continue
+        words = " ".join(line.split()).lower()
+        if not words:
+            continue
+        starts.append(offset)
+        numbers.append(number)
+        parts.append(words)
+        offset += len(words) + 1
+    return " ".join(parts), starts, numbers
+
+
+def task_states_answer_rule(scenario: ScenarioFiles) -> list[Finding]:
+    """The task does not state, word for word, a value a criterion expects (see
+    :func:`_expected_values`): then the agent copies it, and the criterion measures reading,
+    not the skill. Matched without regard to case or line breaks, as a whole word."""
+    if scenario.task is None:
+        return []
+    prose, starts, numbers = _task_prose(scenario.task)
+    findings = []
+    for index, item in enumerate(scenario.checklist):
+        name = item.scalar("name") if item.members is not None else None
+        label = repr(name) if isinstance(name, str) and name else f"checklist[{index}]"
+        for value in _expected_values(scenario, item):
+            wanted = " ".join(value.split()).lower()
+            before = r"(?<!\w)" if wanted[:1].isalnum() or wanted[:1] == "_" else ""
+            after = r"(?!\w)" if wanted[-1:].isalnum() or wanted[-1:] == "_" else ""
+            match = re.search(before + re.escape(wanted) + after, prose)
+            if match is None:
+                continue
+            line = numbers[bisect.bisect_right(starts, match.start()) - 1]
+            message = (
+                f"the task gives away what criterion {label} checks: it states {value!r}; "
+                "leave it out of the task so that the agent has to find it (or let the "
+                "criterion check something the agent must work out)"
+            )
+            findings.append(
+                Finding("task-states-answer", "warning", scenario.file(TASK_FILE), line, message)
+            )
+    return findings
