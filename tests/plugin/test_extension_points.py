@@ -5,36 +5,20 @@ name."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.support.distributions import install_distribution
 from tests.support.endpoint import ScriptedEndpoint
 from tests.support.evals import EvalScript, reports_under, write_skill
 
-PYPROJECT = """\
-[build-system]
-requires = ["setuptools>=69"]
-build-backend = "setuptools.build_meta"
-
-[project]
-name = "openkata-echo"
-version = "1.0"
-
-[project.entry-points."pytest_openkata.agents"]
-echo = "openkata_echo:EchoAgent"
-
-[project.entry-points."pytest_openkata.graders"]
-words = "openkata_echo:WordGrader"
-
-[project.entry-points."pytest_openkata.reporters"]
-counts = "openkata_echo:CountReporter"
-
-[project.entry-points."pytest_openkata.sandboxes"]
-local = "openkata_echo:LocalProvider"
-"""
+ENTRY_POINTS = {
+    "pytest_openkata.agents": {"echo": "openkata_echo:EchoAgent"},
+    "pytest_openkata.graders": {"words": "openkata_echo:WordGrader"},
+    "pytest_openkata.reporters": {"counts": "openkata_echo:CountReporter"},
+    "pytest_openkata.sandboxes": {"local": "openkata_echo:LocalProvider"},
+}
 
 MODULE = '''\
 """An agent that answers with the size of its prompt, a grader that looks for its words,
@@ -148,21 +132,7 @@ class LocalProvider:
 @pytest.fixture(scope="module")
 def echo_distribution(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The distribution installed into a folder of its own (put on PYTHONPATH by tests)."""
-    source = tmp_path_factory.mktemp("openkata-echo")
-    (source / "pyproject.toml").write_text(PYPROJECT)
-    (source / "openkata_echo.py").write_text(MODULE)
-    site = tmp_path_factory.mktemp("site")
-    subprocess.run(
-        [
-            sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
-            "--no-build-isolation", "--target", str(site), str(source),
-        ],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )  # fmt: skip
-    assert any(site.glob("openkata_echo-1.0.dist-info/entry_points.txt"))
-    return site
+    return install_distribution(tmp_path_factory, "openkata-echo", MODULE, ENTRY_POINTS)
 
 
 @pytest.fixture

@@ -4,27 +4,13 @@ beside the built-in rules."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from pytest_openkata.core.lint import SCENARIO_RULES, SKILL_RULES
+from tests.support.distributions import install_distribution
 from tests.support.evals import criteria_json
-
-PYPROJECT = """\
-[build-system]
-requires = ["setuptools>=69"]
-build-backend = "setuptools.build_meta"
-
-[project]
-name = "{name}"
-version = "1.0"
-
-[project.entry-points."pytest_openkata.lint_rules"]
-{entry_points}
-"""
 
 HOUSE_RULES = '''\
 """A team's own rules: no ticket numbers in a task, and every skill names its owner."""
@@ -71,30 +57,18 @@ class Weights:
 SKILL_MD = "---\nname: notes\ndescription: Writes tidy notes. Use when asked for notes.\n---\n"
 
 
-def _install(tmp: pytest.TempPathFactory, name: str, module: str, entry_points: str) -> Path:
-    """A distribution installed into a folder of its own, to put on PYTHONPATH."""
-    source = tmp.mktemp(name)
-    (source / "pyproject.toml").write_text(PYPROJECT.format(name=name, entry_points=entry_points))
-    (source / f"{name.replace('-', '_')}.py").write_text(module)
-    site = tmp.mktemp("site")
-    subprocess.run(
-        [
-            sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
-            "--no-build-isolation", "--target", str(site), str(source),
-        ],
-        check=True, capture_output=True, timeout=300,
-    )  # fmt: skip
-    return site
-
-
 @pytest.fixture(scope="module")
 def house_rules(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _install(
+    return install_distribution(
         tmp_path_factory,
         "house-rules",
         HOUSE_RULES,
-        'no-ticket-in-task = "house_rules:NoTicketInTask"\n'
-        'skill-has-owner = "house_rules:SkillHasOwner"\n',
+        {
+            "pytest_openkata.lint_rules": {
+                "no-ticket-in-task": "house_rules:NoTicketInTask",
+                "skill-has-owner": "house_rules:SkillHasOwner",
+            }
+        },
     )
 
 
@@ -183,7 +157,12 @@ def test_a_rule_named_as_a_built_in_one_is_refused_with_that_reason(
     pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:  # fmt: skip
-    clash = _install(tmp_path_factory, "clash-rules", CLASH, 'weights = "clash_rules:Weights"\n')
+    clash = install_distribution(
+        tmp_path_factory,
+        "clash-rules",
+        CLASH,
+        {"pytest_openkata.lint_rules": {"weights": "clash_rules:Weights"}},
+    )
     monkeypatch.setenv("PYTHONPATH", str(clash))
     skill = _skill(pytester.path)
     criteria = skill / "evals" / "scenario-0" / "criteria.json"
