@@ -55,6 +55,7 @@ never reach a caller (``HelpRequested``, ``SlotsClosed`` and the private ones).
 from __future__ import annotations
 
 __all__ = [
+    "SUSPICIOUS_RESULT",
     "AgentConfigError",
     "AgentFailedError",
     "AgentNotFoundError",
@@ -72,6 +73,12 @@ __all__ = [
     "SandboxLost",
     "TransportError",
 ]
+
+
+SUSPICIOUS_RESULT = "suspicious result: trivial agent response"
+"""How the judge's error begins when it passed every criterion on a trivial answer (the
+reference's words): a run rejects that verdict, and validation recognises by it the empty
+agent's run that every criterion passes."""
 
 
 class OpenkataError(Exception):

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_openkata.contracts.backends import ResponseSchema
+from pytest_openkata.contracts.errors import SUSPICIOUS_RESULT
 from pytest_openkata.contracts.sandboxes import AgentCommand
 from pytest_openkata.core.files import files_under
 from pytest_openkata.core.jsonfiles import ScenarioLoadError
@@ -56,9 +57,6 @@ def judged_all_on_nothing(result: ScenarioResult) -> bool:
     """The empty agent's run errored because the judge passed every criterion on its empty
     answer: a real run rejects that as suspicious, and it means every criterion passes on
     nothing."""
-    # Here: the judge module is imported where a run needs it.
-    from pytest_openkata.providers.graders.judge import SUSPICIOUS_RESULT
-
     return result.error is not None and SUSPICIOUS_RESULT in result.error
 
 

@@ -25,7 +25,12 @@ from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from pytest_openkata.contracts.backends import Completer, ResponseSchema
-from pytest_openkata.contracts.errors import BackendError, LimitExceededError, OpenkataError
+from pytest_openkata.contracts.errors import (
+    SUSPICIOUS_RESULT,
+    BackendError,
+    LimitExceededError,
+    OpenkataError,
+)
 from pytest_openkata.core.calls import live_call
 from pytest_openkata.core.results import CallStats, CriterionResult, Verdict
 from pytest_openkata.core.scenario import Criterion
@@ -61,7 +66,6 @@ JUDGE_MAX_ATTEMPTS = 2
 
 # Below this many bytes (trimmed) an all-pass verdict set is treated as a judge failure.
 SUSPICIOUS_BELOW_BYTES = 20
-SUSPICIOUS_RESULT = "suspicious result: trivial agent response"
 
 NO_JSON_MESSAGE = "no JSON found in judge response"
 BAD_JSON_MESSAGE = "failed to parse judge JSON"
