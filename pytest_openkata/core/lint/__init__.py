@@ -25,6 +25,7 @@ A team adds a rule of its own as a third party adds a grader: a class implementi
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
@@ -178,23 +179,30 @@ class LintRule(Protocol):
     def lint(self, folder: Path) -> Iterable[Finding]: ...
 
 
-def _installed_rules(scope: Scope) -> list[tuple[str, LintRule | str]]:
-    """The installed rules of ``scope`` by name, sorted. A rule that cannot be loaded, or
-    says no known scope, is the text of its error instead, listed with the skill's rules."""
-    rules: list[tuple[str, LintRule | str]] = []
+@functools.cache
+def _loaded_rules() -> tuple[tuple[str, Scope | None, LintRule | str], ...]:
+    """Every installed rule by name, sorted, with its scope, made once per process (the
+    entry points are read once too). A rule that cannot be loaded, or says no known scope,
+    has no scope and the text of its error in its place."""
+    loaded: list[tuple[str, Scope | None, LintRule | str]] = []
     for name in registry.LINT_RULES.names():
         try:
             rule = registry.LINT_RULES.load(name)()
-            rule_scope = rule.scope
+            scope = rule.scope
         except Exception as exc:  # another distribution's code: its failure is a finding
-            if scope == "skill":
-                rules.append((name, f"cannot be loaded: {type(exc).__name__}: {exc}"))
+            loaded.append((name, None, f"cannot be loaded: {type(exc).__name__}: {exc}"))
             continue
-        if rule_scope == scope:
-            rules.append((name, rule))
-        elif rule_scope not in ("scenario", "skill") and scope == "skill":
-            rules.append((name, f"has the scope {rule_scope!r}; it must be scenario or skill"))
-    return rules
+        if scope in ("scenario", "skill"):
+            loaded.append((name, scope, rule))
+        else:
+            loaded.append((name, None, f"has the scope {scope!r}; it must be scenario or skill"))
+    return tuple(loaded)
+
+
+def _installed_rules(scope: Scope) -> list[tuple[str, LintRule | str]]:
+    """The installed rules of ``scope``; those that are errors go with the skill's rules."""
+    wanted = (scope, None) if scope == "skill" else (scope,)
+    return [(name, rule) for name, of, rule in _loaded_rules() if of in wanted]
 
 
 def _installed_findings(
