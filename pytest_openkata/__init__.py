@@ -12,6 +12,16 @@ from pytest_openkata._version import __version__
 from pytest_openkata.contracts.agents import AgentCLI, AgentInvocation, AgentSettings
 from pytest_openkata.contracts.backends import BackendContext, Completer
 from pytest_openkata.contracts.errors import BackendError, ConfigError, OpenkataError, SandboxError
+from pytest_openkata.contracts.results import (
+    AgentResult,
+    CallStats,
+    CriterionResult,
+    ScenarioResult,
+    TrialResult,
+    TrialStats,
+    Usage,
+    Verdict,
+)
 from pytest_openkata.contracts.sandboxes import (
     AgentCommand,
     ExecResult,
@@ -22,16 +32,6 @@ from pytest_openkata.contracts.sandboxes import (
 from pytest_openkata.core.checks import Check, CommandOutcome
 from pytest_openkata.core.compare import CriterionMove, SkillComparison
 from pytest_openkata.core.lint import EvalLintWarning, Finding, LintRule
-from pytest_openkata.core.results import (
-    AgentResult,
-    CallStats,
-    CriterionResult,
-    ScenarioResult,
-    TrialResult,
-    Usage,
-    Verdict,
-)
-from pytest_openkata.core.stats import TrialStats
 from pytest_openkata.core.summary import SkillSummary
 from pytest_openkata.core.uplift import McNemar, Uplift
 from pytest_openkata.infra.config import EvalSettings

@@ -22,8 +22,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from pytest_openkata import __version__
+from pytest_openkata.contracts.results import ScenarioResult
 from pytest_openkata.core.jsonfiles import ScenarioLoadError
-from pytest_openkata.core.results import ScenarioResult
 from pytest_openkata.core.runlog import RunLogError, read_run_log
 from pytest_openkata.core.scenario import load_scenario_options, read_skill_version
 from pytest_openkata.core.shards import MergedRun, ShardError, merge_shards, shard_files

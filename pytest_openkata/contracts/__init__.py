@@ -4,6 +4,8 @@ Its modules import only the standard library and each other: the exception tree
 (:mod:`~pytest_openkata.contracts.errors`), the contracts of model backends, agent CLIs and
 sandbox providers (:mod:`~pytest_openkata.contracts.backends`,
 :mod:`~pytest_openkata.contracts.agents`, :mod:`~pytest_openkata.contracts.sandboxes`) and
-the keys by which the JUnit file names a scenario (:mod:`~pytest_openkata.contracts.junit`).
+the keys by which the JUnit file names a scenario (:mod:`~pytest_openkata.contracts.junit`),
+the one result model (:mod:`~pytest_openkata.contracts.results`) and the reference's way of
+decoding invalid UTF-8 (:mod:`~pytest_openkata.contracts.text`).
 ``tests/architecture`` keeps it free of imports from the rest of the package.
 """

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from typing import TypeVar
 
+from pytest_openkata.contracts.results import CallStats
 from pytest_openkata.core.activity import ACTIVITY
-from pytest_openkata.core.results import CallStats
 from pytest_openkata.core.slots import CallSlot
 from pytest_openkata.infra.usage import Prices, TokenUsage, add_usage, cost_usd, recording
 

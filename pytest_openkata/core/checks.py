@@ -33,8 +33,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pytest_openkata.contracts.errors import OpenkataError
-from pytest_openkata.core.results import INFRASTRUCTURE_ERROR, SCENARIO_ERROR, CriterionResult
-from pytest_openkata.core.workspace import FileContent, WorkspaceDiff
+from pytest_openkata.contracts.results import (
+    INFRASTRUCTURE_ERROR,
+    SCENARIO_ERROR,
+    CriterionResult,
+    FileContent,
+    WorkspaceDiff,
+)
 
 if TYPE_CHECKING:  # imported where a pattern is compiled: the plugin loads in every pytest run
     import regex
@@ -69,7 +74,7 @@ NO_WORKSPACE = "no workspace: this check needs a sandboxed scenario"
 
 class CheckError(OpenkataError):
     """The check cannot give a verdict; the trial errors (never a failed check). ``kind`` says
-    whose fault it is (``core.results``: a check that does not fit its scenario is the
+    whose fault it is (``contracts.results``: a check that does not fit its scenario is the
     scenario's own, a command that could not run is the run's)."""
 
     def __init__(self, message: str, *, kind: str = INFRASTRUCTURE_ERROR) -> None:

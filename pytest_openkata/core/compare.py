@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pytest_openkata.core.results import ScenarioResult, TrialResult
+from pytest_openkata.contracts.results import ScenarioResult, TrialResult
 from pytest_openkata.core.uplift import Uplift, compare_arms
 
 __all__ = ["CriterionMove", "SkillComparison", "compare_skill"]

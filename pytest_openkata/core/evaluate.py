@@ -21,9 +21,9 @@ from functools import partial
 from pathlib import Path
 
 from pytest_openkata.contracts.errors import BackendError, ConfigError
+from pytest_openkata.contracts.results import ScenarioResult
 from pytest_openkata.core.build import build_backends, close_backends
 from pytest_openkata.core.prompt import SkillTexts
-from pytest_openkata.core.results import ScenarioResult
 from pytest_openkata.core.run import RunOptions, run_scenario
 from pytest_openkata.core.sandboxed import build_sandbox
 from pytest_openkata.core.scenario import (

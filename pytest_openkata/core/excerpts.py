@@ -11,7 +11,7 @@ output must not drive the terminal it is shown on.
 
 from __future__ import annotations
 
-from pytest_openkata.core.results import ScenarioResult, TrialResult
+from pytest_openkata.contracts.results import ScenarioResult, TrialResult
 from pytest_openkata.infra.text import visible
 
 __all__ = ["MAX_SECTION_CHARS", "scenario_sections"]

@@ -13,10 +13,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from pytest_openkata.contracts.errors import OpenkataError
+from pytest_openkata.contracts.text import go_decode
 from pytest_openkata.core.files import LEADS_OUT, SkillReader, files_under, skill_files
 from pytest_openkata.core.jsonfiles import skill_relative
 from pytest_openkata.core.tile import is_tile_dir, load_tile, tile_files
-from pytest_openkata.infra.text import go_decode
 
 PART_SEPARATOR = "\n\n"
 

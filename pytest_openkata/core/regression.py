@@ -32,7 +32,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from pytest_openkata.core.results import CriterionResult, ScenarioResult, TrialResult
+from pytest_openkata.contracts.results import CriterionResult, ScenarioResult, TrialResult
 from pytest_openkata.core.stats import sample_stdev, t_critical_95
 
 __all__ = [

@@ -26,24 +26,25 @@ from typing import Any
 
 from pytest_openkata.contracts.backends import Completer, SkillAware
 from pytest_openkata.contracts.errors import BackendError
-from pytest_openkata.core.arms import OWN_ARM, Arm, ArmError, baseline_arm
-from pytest_openkata.core.calls import NO_SLOTS, live_call
-from pytest_openkata.core.checks import CANNOT_START, Check, CommandOutcome, command_checks
-from pytest_openkata.core.errors import ScenarioFailure
-from pytest_openkata.core.jsonfiles import ScenarioLoadError
-from pytest_openkata.core.prompt import SkillFileError, SkillTexts, build_prompt
-from pytest_openkata.core.results import (
+from pytest_openkata.contracts.results import (
     INFRASTRUCTURE_ERROR,
     SCENARIO_ERROR,
     SKILL_ERROR,
     AgentResult,
     CallStats,
     CriterionResult,
+    FileChange,
     ScenarioResult,
     TrialResult,
     TrialTrace,
     Usage,
 )
+from pytest_openkata.core.arms import OWN_ARM, Arm, ArmError, baseline_arm
+from pytest_openkata.core.calls import NO_SLOTS, live_call
+from pytest_openkata.core.checks import CANNOT_START, Check, CommandOutcome, command_checks
+from pytest_openkata.core.errors import ScenarioFailure
+from pytest_openkata.core.jsonfiles import ScenarioLoadError
+from pytest_openkata.core.prompt import SkillFileError, SkillTexts, build_prompt
 from pytest_openkata.core.sandboxed import (
     SandboxSetup,
     again_elsewhere,
@@ -62,7 +63,6 @@ from pytest_openkata.core.slots import CallSlot
 from pytest_openkata.core.tile import TILE_FILE, unit_name
 from pytest_openkata.core.trials import combine_trials, errored_trial, scored_trial
 from pytest_openkata.core.workspace import (
-    FileChange,
     diff_from_json,
     diff_to_json,
     file_changes,

@@ -5,7 +5,7 @@ reports, a comparison with an earlier run). Its first record describes the run (
 version, when it finished, whether it completed, its settings); then comes one record per
 scenario trial and arm, holding everything the trial saw and did: the digests of what it ran,
 every criterion's verdict, reason, points and votes, the agent's output and workspace changes
-(:class:`~pytest_openkata.core.results.TrialTrace`), each grader's raw answers, usage, timings,
+(:class:`~pytest_openkata.contracts.results.TrialTrace`), each grader's raw answers, usage, timings,
 cache hits and errors. Skill folders are written relative to the run's root folder: a log
 holds no machine paths. Secrets were masked before any of it was recorded.
 
@@ -23,8 +23,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pytest_openkata.contracts.errors import OpenkataError
+from pytest_openkata.contracts.results import CriterionResult, ScenarioResult, TrialResult
 from pytest_openkata.core.regression import SkillChanges
-from pytest_openkata.core.results import CriterionResult, ScenarioResult, TrialResult
 from pytest_openkata.core.summary import SkillSummary, summarise
 from pytest_openkata.core.trials import combine_trials
 from pytest_openkata.infra.config import DEFAULT_THRESHOLD

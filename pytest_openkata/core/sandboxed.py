@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pytest_openkata.contracts.agents import AgentSettings
 from pytest_openkata.contracts.backends import answer_bound
 from pytest_openkata.contracts.errors import BackendError, RetryableError, SandboxError, SandboxLost
+from pytest_openkata.contracts.results import AgentResult, Snapshot, WorkspaceDiff
 from pytest_openkata.contracts.sandboxes import (
     AgentCommand,
     ExecResult,
@@ -33,11 +34,8 @@ from pytest_openkata.contracts.sandboxes import (
 from pytest_openkata.core.checks import Check, CommandOutcome
 from pytest_openkata.core.errors import ScenarioFailure
 from pytest_openkata.core.files import SkillReader, files_under
-from pytest_openkata.core.results import AgentResult
 from pytest_openkata.core.scenario import Scenario
 from pytest_openkata.core.workspace import (
-    Snapshot,
-    WorkspaceDiff,
     diff_snapshots,
     files_archive,
     judge_text,

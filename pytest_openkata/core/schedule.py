@@ -36,7 +36,7 @@ from collections.abc import Callable, Hashable, Iterable
 from concurrent.futures import Future
 from typing import Generic, TypeVar
 
-from pytest_openkata.core.results import ScenarioResult
+from pytest_openkata.contracts.results import ScenarioResult
 from pytest_openkata.core.slots import CallSlot, CallSlots, Reservation, SlotsClosed
 
 J = TypeVar("J", bound=Hashable)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pytest_openkata.core.results import CriterionResult, Verdict
+from pytest_openkata.contracts.results import CriterionResult, Verdict
 from pytest_openkata.core.scenario import Criterion
 
 NO_VERDICT_REASON = "no verdict returned"

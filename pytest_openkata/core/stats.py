@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+from pytest_openkata.contracts.results import TrialStats
 
 __all__ = [
     "TrialStats",
@@ -213,19 +214,6 @@ def _clamp_interval(interval: tuple[float, float] | None) -> tuple[float, float]
         return None
     low, high = interval
     return (min(max(low, 0.0), 100.0), min(max(high, 0.0), 100.0))
-
-
-@dataclass(frozen=True)
-class TrialStats:
-    """Summary of the repeated trials of one scenario (see :func:`trial_stats`)."""
-
-    trials: int
-    mean: float
-    stdev: float
-    ci95: tuple[float, float] | None
-    passes: int
-    pass_at_k: dict[int, float]
-    pass_hat_k: dict[int, float]
 
 
 def trial_stats(percentages: Sequence[float]) -> TrialStats:

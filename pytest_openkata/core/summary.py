@@ -11,10 +11,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_openkata.contracts.results import ScenarioResult, Usage
 from pytest_openkata.core.arms import SAME
 from pytest_openkata.core.compare import SkillComparison, compare_skill
 from pytest_openkata.core.regression import SkillChanges
-from pytest_openkata.core.results import ScenarioResult, Usage
 from pytest_openkata.core.scoring import meets_threshold, overall_percentage
 from pytest_openkata.core.stats import overall_interval_95, straddles
 from pytest_openkata.core.uplift import REGRESSES

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from pytest_openkata.core.results import (
+from pytest_openkata.contracts.results import (
     ERROR_KINDS,
     INFRASTRUCTURE_ERROR,
     CriterionResult,

@@ -23,10 +23,10 @@ from typing import Any
 
 from pytest_openkata.contracts.backends import ResponseSchema
 from pytest_openkata.contracts.errors import SUSPICIOUS_RESULT
+from pytest_openkata.contracts.results import ScenarioResult
 from pytest_openkata.contracts.sandboxes import AgentCommand
 from pytest_openkata.core.files import files_under
 from pytest_openkata.core.jsonfiles import ScenarioLoadError
-from pytest_openkata.core.results import ScenarioResult
 from pytest_openkata.core.run import Backends, RunOptions, run_scenario
 from pytest_openkata.core.sandboxed import WORKSPACE, SandboxSetup
 from pytest_openkata.core.scenario import load_scenario_options

@@ -25,7 +25,6 @@ With no limit reached and no binary file, ``judge_text`` gives the reference's t
 from __future__ import annotations
 
 import base64
-import codecs
 import difflib
 import hashlib
 import io
@@ -33,69 +32,22 @@ import os
 import tarfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
-from functools import cached_property
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from pytest_openkata.contracts.results import (
+    FileChange,
+    FileContent,
+    Snapshot,
+    WorkspaceDiff,
+)
 from pytest_openkata.core.files import SkillReader, files_under, skill_files
 from pytest_openkata.core.tile import is_tile_dir, load_tile, tile_files
-from pytest_openkata.infra.text import GO_REPLACE
 
 DEFAULT_MAX_FILE_BYTES = 1 << 20
-BINARY_SNIFF_BYTES = 8192
 TOOL_FOLDERS = ("skill",)  # what every workspace holds that the agent did not produce
 _READ_CHUNK = 1 << 16
-
-
-@dataclass(frozen=True)
-class FileContent:
-    """A file's bytes as snapshotted: all of them, or the first ones when ``truncated``.
-
-    ``full_size`` is the file's real size (it defaults to ``len(data)``); ``sha256`` is the hex
-    digest of the full content, set for truncated files only. Equality compares all fields.
-    """
-
-    data: bytes
-    truncated: bool = False
-    full_size: int = -1
-    sha256: str | None = None
-
-    def __post_init__(self) -> None:
-        if self.full_size < 0:
-            object.__setattr__(self, "full_size", len(self.data))
-        if self.full_size < len(self.data):
-            raise ValueError(f"full_size {self.full_size} < {len(self.data)} bytes held")
-
-    @property
-    def size(self) -> int:
-        """The number of bytes held (``full_size`` is the file's real size)."""
-        return len(self.data)
-
-    @cached_property
-    def is_binary(self) -> bool:
-        """A NUL byte in the first 8 KiB, or bytes that are not UTF-8. A multi-byte character
-        cut by the truncation at the very end does not count as invalid."""
-        if b"\0" in self.data[:BINARY_SNIFF_BYTES]:
-            return True
-        try:
-            _utf8_decoder("strict").decode(self.data, final=not self.truncated)
-        except UnicodeDecodeError:
-            return True
-        return False
-
-    @cached_property
-    def text(self) -> str:
-        """The content decoded as UTF-8, each invalid byte one U+FFFD as in the reference's
-        judge text; a character cut by the truncation at the very end is dropped."""
-        return _utf8_decoder(GO_REPLACE).decode(self.data, final=not self.truncated)
-
-
-Snapshot = dict[str, FileContent]
-
-
-def _utf8_decoder(errors: str) -> codecs.IncrementalDecoder:
-    return codecs.getincrementaldecoder("utf-8")(errors)
 
 
 def default_exclude(path: str) -> bool:
@@ -268,20 +220,6 @@ def snapshot_directory(
 # --- the diff --------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class WorkspaceDiff:
-    """Files added, modified (with their new content), deleted and unchanged, each by path."""
-
-    added: list[tuple[str, FileContent]] = field(default_factory=list)
-    modified: list[tuple[str, FileContent]] = field(default_factory=list)
-    deleted: list[str] = field(default_factory=list)
-    unchanged: list[str] = field(default_factory=list)
-
-    @property
-    def has_changes(self) -> bool:
-        return bool(self.added or self.modified or self.deleted)
-
-
 def diff_snapshots(before: Snapshot, after: Snapshot) -> WorkspaceDiff:
     """Compare two snapshots by content (bytes, and full size and digest when truncated)."""
     added = [(path, after[path]) for path in sorted(after.keys() - before.keys())]
@@ -377,16 +315,6 @@ def judge_text(
 
 
 # --- the diff as authors read it ---------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class FileChange:
-    """One workspace file the agent added, modified or deleted: a unified diff of its text,
-    or a note where there is no text to show (a binary file, one cut at the snapshot's cap)."""
-
-    path: str
-    status: str  # "added", "modified" or "deleted"
-    diff: str
 
 
 def _lines(data: bytes) -> list[str]:

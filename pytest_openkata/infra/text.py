@@ -5,7 +5,6 @@ terminal, control characters shown rather than obeyed (:func:`visible`)."""
 
 from __future__ import annotations
 
-import codecs
 import re
 
 _ANSI_RE = re.compile(r"\x1b\[[0-9;]*[a-zA-Z]")
@@ -25,26 +24,6 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 # sequence on some terminals, NEL ends a line), the Unicode line and paragraph separators, and
 # the bidirectional embeddings, overrides and isolates that reorder what is shown.
 _NOT_SHOWN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-
-
-GO_REPLACE = "pytest-openkata-go-replace"
-"""The codec error handler that decodes invalid UTF-8 as Go turns it into text: one U+FFFD per
-invalid byte (Python's ``replace`` gives one per ill-formed sequence, so a truncated
-three-byte character is one U+FFFD here and two in Go's JSON, and the prompt bytes differ)."""
-
-
-def _one_per_byte(error: UnicodeError) -> tuple[str, int]:
-    if not isinstance(error, UnicodeDecodeError):
-        raise error
-    return "\ufffd" * (error.end - error.start), error.end
-
-
-codecs.register_error(GO_REPLACE, _one_per_byte)
-
-
-def go_decode(data: bytes) -> str:
-    """``data`` as UTF-8 text, each invalid byte one U+FFFD (:data:`GO_REPLACE`)."""
-    return data.decode("utf-8", GO_REPLACE)
 
 
 def valid_unicode(text: str) -> str:

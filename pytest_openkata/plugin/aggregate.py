@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_openkata.contracts.results import ScenarioResult
 from pytest_openkata.core.excerpts import scenario_sections
-from pytest_openkata.core.results import ScenarioResult
 from pytest_openkata.core.summary import SkillSummary, gate_failed, summarise
 from pytest_openkata.infra.config import EvalSettings
 from pytest_openkata.infra.tempfiles import REMOVED, remove_stale

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_openkata.contracts.errors import BackendError
+from pytest_openkata.contracts.results import ScenarioResult
 from pytest_openkata.core.activity import ACTIVITY
 from pytest_openkata.core.lint import unreached_scenario_files
-from pytest_openkata.core.results import ScenarioResult
 from pytest_openkata.core.run import Backends, RunOptions, run_scenario
 from pytest_openkata.core.sandboxed import SandboxSetup
 from pytest_openkata.core.schedule import ScenarioScheduler

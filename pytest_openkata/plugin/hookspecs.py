@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_openkata.core.results import ScenarioResult
+from pytest_openkata.contracts.results import ScenarioResult
 from pytest_openkata.core.summary import SkillSummary
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from pytest_openkata.contracts.junit import PERCENTAGE_PROPERTY, SCENARIO_PROPERTY, scenario_key
-from pytest_openkata.core.results import ScenarioResult
+from pytest_openkata.contracts.results import ScenarioResult
 from pytest_openkata.core.scenario import scenario_candidates
 from pytest_openkata.infra.text import visible
 from pytest_openkata.plugin import compat, validation

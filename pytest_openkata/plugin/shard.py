@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from pytest_openkata.core.results import ScenarioResult
+from pytest_openkata.contracts.results import ScenarioResult
 from pytest_openkata.core.runlog import RunInfo, log_lines, relative_skill_dir
 from pytest_openkata.core.scenario import read_skill_version
 from pytest_openkata.core.shards import (

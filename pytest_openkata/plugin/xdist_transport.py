@@ -5,7 +5,7 @@ The result rides on the scenario's reports as the attribute ``openkata_result`` 
 that is the result object itself. Under xdist, a worker's reports cross to the controller
 through pytest's documented pair of hooks, ``pytest_report_to_serializable`` and
 ``pytest_report_from_serializable``: the result goes as its JSON-able dict and comes back as
-a :class:`~pytest_openkata.core.results.ScenarioResult`, its skill folder relative to the
+a :class:`~pytest_openkata.contracts.results.ScenarioResult`, its skill folder relative to the
 rootdir on the way (a worker on another host has its checkout elsewhere).
 """
 
@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from pytest_openkata.core.results import ScenarioResult
+from pytest_openkata.contracts.results import ScenarioResult
 from pytest_openkata.core.runlog import relative_skill_dir
 
 RESULT_ATTR = "openkata_result"

@@ -23,10 +23,10 @@ from typing import Any
 import docker
 import pytest
 
+from pytest_openkata.contracts.results import AgentResult
 from pytest_openkata.contracts.sandboxes import AgentCommand
 from pytest_openkata.core.checks import CommandOutcome
 from pytest_openkata.core.errors import ScenarioFailure
-from pytest_openkata.core.results import AgentResult
 from pytest_openkata.core.sandboxed import (
     CHECKS_DIR,
     SandboxSetup,

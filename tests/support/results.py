@@ -9,9 +9,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pytest_openkata.core.results import (
+from pytest_openkata.contracts.results import (
     CallStats,
     CriterionResult,
+    FileChange,
     ScenarioResult,
     TrialResult,
     TrialTrace,
@@ -20,7 +21,6 @@ from pytest_openkata.core.results import (
 from pytest_openkata.core.runlog import LoggedRun, RunInfo, log_lines, parse_run_log
 from pytest_openkata.core.summary import summarise
 from pytest_openkata.core.trials import combine_trials, errored_trial, scored_trial
-from pytest_openkata.core.workspace import FileChange
 from pytest_openkata.infra.config import EvalSettings
 from pytest_openkata.providers.reporters import RunReport
 

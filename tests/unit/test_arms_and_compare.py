@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from pytest_openkata.contracts.results import CriterionResult, ScenarioResult
 from pytest_openkata.core.arms import WITHOUT_SKILL, Arm, ArmError, baseline_arm, skill_at_ref
 from pytest_openkata.core.compare import compare_skill
-from pytest_openkata.core.results import CriterionResult, ScenarioResult
 from pytest_openkata.core.trials import combine_trials, errored_trial, scored_trial
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]

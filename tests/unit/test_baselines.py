@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_openkata.contracts.results import CriterionResult, ScenarioResult, TrialResult
 from pytest_openkata.core.regression import IMPROVEMENT, NOT_COMPARABLE, REGRESSION, UNCHANGED
-from pytest_openkata.core.results import CriterionResult, ScenarioResult, TrialResult
 from pytest_openkata.core.runlog import RunInfo, log_lines
 from pytest_openkata.core.summary import SkillSummary, summarise
 from pytest_openkata.core.trials import combine_trials, scored_trial

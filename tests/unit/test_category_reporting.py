@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from pytest_openkata.contracts.junit import scenario_key
-from pytest_openkata.core.results import CriterionResult, ScenarioResult
+from pytest_openkata.contracts.results import CriterionResult, ScenarioResult
 from pytest_openkata.core.summary import SkillSummary, summarise
 from pytest_openkata.core.trials import combine_trials, errored_trial, scored_trial
 from pytest_openkata.infra.config import EvalSettings

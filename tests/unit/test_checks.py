@@ -13,6 +13,13 @@ from typing import Any
 import pytest
 import regex as regex_package
 
+from pytest_openkata.contracts.results import (
+    SCENARIO_ERROR,
+    AgentResult,
+    CriterionResult,
+    FileContent,
+    WorkspaceDiff,
+)
 from pytest_openkata.core.checks import (
     DEFAULT_PATTERN_TIMEOUT,
     Check,
@@ -23,9 +30,7 @@ from pytest_openkata.core.checks import (
     matches,
     workspace_path,
 )
-from pytest_openkata.core.results import SCENARIO_ERROR, AgentResult, CriterionResult
 from pytest_openkata.core.scenario import ScenarioLoadError, load_checks, load_scenario
-from pytest_openkata.core.workspace import FileContent, WorkspaceDiff
 from pytest_openkata.providers.graders import GradeError, GradingContext, GradingTask
 from pytest_openkata.providers.graders.checks import ChecksGrader, workspace_before
 from tests.support.evals import write_scenario, write_skill

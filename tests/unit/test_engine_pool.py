@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from pytest_openkata.contracts.errors import BackendError, ConfigError, SandboxError, SandboxLost
+from pytest_openkata.contracts.results import AgentResult
 from pytest_openkata.contracts.sandboxes import EngineCheck, SandboxProvider, SandboxSpec
-from pytest_openkata.core.results import AgentResult
 from pytest_openkata.core.sandboxed import SandboxSetup, run_in_sandbox
 from pytest_openkata.core.scenario import load_scenario
 from pytest_openkata.infra.config import EvalSettings, resolve_settings

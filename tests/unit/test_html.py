@@ -12,6 +12,15 @@ from typing import Any
 
 import pytest
 
+from pytest_openkata.contracts.results import (
+    CallStats,
+    CriterionResult,
+    FileChange,
+    ScenarioResult,
+    TrialResult,
+    TrialTrace,
+    Usage,
+)
 from pytest_openkata.core.regression import (
     REGRESSION,
     UNCHANGED,
@@ -19,17 +28,8 @@ from pytest_openkata.core.regression import (
     ScenarioChange,
     SkillChanges,
 )
-from pytest_openkata.core.results import (
-    CallStats,
-    CriterionResult,
-    ScenarioResult,
-    TrialResult,
-    TrialTrace,
-    Usage,
-)
 from pytest_openkata.core.runlog import RunInfo, log_lines, parse_run_log, read_run_log
 from pytest_openkata.core.trials import combine_trials, errored_trial, scored_trial
-from pytest_openkata.core.workspace import FileChange
 from pytest_openkata.providers.reporters.html import main, render_html
 from tests.support.endpoint import ScriptedEndpoint
 from tests.support.evals import EvalScript, eval_args, write_skill

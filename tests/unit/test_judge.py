@@ -12,7 +12,7 @@ import pytest
 
 from pytest_openkata.contracts.backends import ResponseSchema
 from pytest_openkata.contracts.errors import BackendError, EndpointStatusError, TransportError
-from pytest_openkata.core.results import Verdict
+from pytest_openkata.contracts.results import Verdict
 from pytest_openkata.core.scenario import Criterion
 from pytest_openkata.core.scoring import NO_VERDICT_REASON, match_verdicts
 from pytest_openkata.infra.text import clean_output, strip_ansi

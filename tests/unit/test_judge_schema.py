@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from pytest_openkata.contracts.backends import Completer
-from pytest_openkata.core.results import Verdict
+from pytest_openkata.contracts.results import Verdict
 from pytest_openkata.core.scenario import Criterion
 from pytest_openkata.providers.backends.anthropic import AnthropicMessagesBackend
 from pytest_openkata.providers.backends.http import OpenAIChatBackend

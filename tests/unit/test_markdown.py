@@ -9,20 +9,20 @@ from pathlib import Path
 
 import pytest
 
+from pytest_openkata.contracts.results import (
+    FileChange,
+    ScenarioResult,
+)
 from pytest_openkata.core.regression import (
     CriterionFlip,
     ScenarioChange,
     SkillChanges,
-)
-from pytest_openkata.core.results import (
-    ScenarioResult,
 )
 from pytest_openkata.core.runlog import (
     CHANGES_EXTRA,
     LoggedRun,
     skill_summaries,
 )
-from pytest_openkata.core.workspace import FileChange
 from pytest_openkata.infra.config import EvalSettings
 from pytest_openkata.providers.reporters.markdown import (
     STEP_SUMMARY_ENV,

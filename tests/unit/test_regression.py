@@ -10,6 +10,7 @@ from fractions import Fraction
 
 import pytest
 
+from pytest_openkata.contracts.results import CriterionResult, ScenarioResult, TrialResult
 from pytest_openkata.core.regression import (
     IMPROVEMENT,
     MISSING,
@@ -22,7 +23,6 @@ from pytest_openkata.core.regression import (
     compare_skill_runs,
     fisher_exact_p_value,
 )
-from pytest_openkata.core.results import CriterionResult, ScenarioResult, TrialResult
 from pytest_openkata.core.stats import t_critical_95
 from pytest_openkata.core.trials import combine_trials, errored_trial, scored_trial
 from pytest_openkata.providers.reporters.changes import changes_lines

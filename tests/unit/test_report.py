@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from pytest_openkata.contracts.results import CallStats, CriterionResult, ScenarioResult, Usage
 from pytest_openkata.core.compare import compare_skill
-from pytest_openkata.core.results import CallStats, CriterionResult, ScenarioResult, Usage
 from pytest_openkata.core.trials import combine_trials, errored_trial, scored_trial
 from pytest_openkata.providers.reporters.results_json import (
     ReportConfig,

@@ -9,8 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from pytest_openkata.contracts.results import (
+    CriterionResult,
+    FileContent,
+    ScenarioResult,
+    WorkspaceDiff,
+)
 from pytest_openkata.core.regression import REGRESSION, ScenarioChange, SkillChanges
-from pytest_openkata.core.results import CriterionResult, ScenarioResult
 from pytest_openkata.core.runlog import (
     CHANGES_EXTRA,
     RunInfo,
@@ -20,7 +25,7 @@ from pytest_openkata.core.runlog import (
     skill_summaries,
 )
 from pytest_openkata.core.trials import combine_trials, scored_trial
-from pytest_openkata.core.workspace import FileContent, WorkspaceDiff, file_changes
+from pytest_openkata.core.workspace import file_changes
 from pytest_openkata.providers.reporters.changes import changes_lines
 from pytest_openkata.providers.reporters.csvfile import render_csv
 

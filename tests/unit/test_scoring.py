@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_openkata.core.results import CriterionResult, Verdict
+from pytest_openkata.contracts.results import CriterionResult, Verdict
 from pytest_openkata.core.scenario import Criterion
 from pytest_openkata.core.scoring import (
     NO_VERDICT_REASON,

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from pytest_openkata.core.results import CallStats, CriterionResult, ScenarioResult, Usage
+from pytest_openkata.contracts.results import CallStats, CriterionResult, ScenarioResult, Usage
 from pytest_openkata.core.trials import combine_trials, errored_trial, majority, scored_trial
 
 

@@ -17,11 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from pytest_openkata.contracts.results import FileContent, Snapshot, WorkspaceDiff
 from pytest_openkata.core.workspace import (
     DEFAULT_EXCLUDE,
-    FileContent,
-    Snapshot,
-    WorkspaceDiff,
     diff_from_json,
     diff_snapshots,
     diff_to_json,

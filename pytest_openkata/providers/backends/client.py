@@ -58,8 +58,9 @@ from pytest_openkata.contracts.errors import (
     MalformedResponseError,
     TransportError,
 )
+from pytest_openkata.contracts.text import go_decode
 from pytest_openkata.infra.bounded import BoundedBuffer
-from pytest_openkata.infra.text import go_decode, valid_unicode, visible
+from pytest_openkata.infra.text import valid_unicode, visible
 
 __all__ = [
     "REDACTED",

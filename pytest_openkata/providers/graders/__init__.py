@@ -22,14 +22,14 @@ from typing import Any, Protocol
 
 from pytest_openkata.contracts.backends import Completer
 from pytest_openkata.contracts.errors import OpenkataError
-from pytest_openkata.core.calls import NO_SLOTS
-from pytest_openkata.core.checks import CommandOutcome
-from pytest_openkata.core.results import (
+from pytest_openkata.contracts.results import (
     INFRASTRUCTURE_ERROR,
     AgentResult,
     CallStats,
     CriterionResult,
 )
+from pytest_openkata.core.calls import NO_SLOTS
+from pytest_openkata.core.checks import CommandOutcome
 from pytest_openkata.core.scenario import Scenario
 from pytest_openkata.core.slots import CallSlot
 from pytest_openkata.infra.cache import ResultCache
@@ -44,7 +44,7 @@ DEFAULT_ORDER = 50
 class GradeError(OpenkataError):
     """The grader could not grade this trial; ``judge_error`` counts it among the report's
     ``judge_errors`` (a judge call or answer that failed); ``kind`` says whose fault it is
-    (``core.results.SCENARIO_ERROR`` for the scenario's own files, else the run's)."""
+    (``contracts.results.SCENARIO_ERROR`` for the scenario's own files, else the run's)."""
 
     def __init__(
         self,

@@ -31,8 +31,8 @@ from pytest_openkata.contracts.errors import (
     LimitExceededError,
     OpenkataError,
 )
+from pytest_openkata.contracts.results import CallStats, CriterionResult, Verdict
 from pytest_openkata.core.calls import live_call
-from pytest_openkata.core.results import CallStats, CriterionResult, Verdict
 from pytest_openkata.core.scenario import Criterion
 from pytest_openkata.core.scoring import match_verdicts
 from pytest_openkata.core.trials import majority

@@ -2,7 +2,7 @@
 
 Every registered reporter gets the same :class:`RunReport` once the run is over: the skill
 summaries (:class:`~pytest_openkata.core.summary.SkillSummary`, with every scenario's
-:class:`~pytest_openkata.core.results.ScenarioResult`), the settings and the finishing time.
+:class:`~pytest_openkata.contracts.results.ScenarioResult`), the settings and the finishing time.
 Reporters run in the order of their ``order`` attribute, then of their names: the results JSON
 reporter (0) records where it wrote each skill's report on its summary, so that reporters after
 it (the terminal, 100) can show it. A reporter that cannot write records the reason rather than

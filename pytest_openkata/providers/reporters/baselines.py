@@ -36,8 +36,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from pytest_openkata.contracts.errors import OpenkataError
+from pytest_openkata.contracts.results import ScenarioResult
 from pytest_openkata.core.regression import SkillChanges, compare_skill_runs
-from pytest_openkata.core.results import ScenarioResult
 from pytest_openkata.core.runlog import (
     CHANGES_EXTRA,
     RUN_RECORD,

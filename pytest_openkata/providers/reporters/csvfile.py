@@ -33,7 +33,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_openkata.core.results import ScenarioResult, TrialResult
+from pytest_openkata.contracts.results import ScenarioResult, TrialResult
 from pytest_openkata.core.runlog import LoggedRun, skill_summaries
 from pytest_openkata.core.summary import SkillSummary, skill_labels
 from pytest_openkata.infra.atomic import write_new_report

@@ -39,9 +39,14 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup, escape
 
 from pytest_openkata import _version
+from pytest_openkata.contracts.results import (
+    CallStats,
+    CriterionResult,
+    ScenarioResult,
+    TrialResult,
+)
 from pytest_openkata.core.compare import CriterionMove, SkillComparison
 from pytest_openkata.core.regression import UNCHANGED, ScenarioChange
-from pytest_openkata.core.results import CallStats, CriterionResult, ScenarioResult, TrialResult
 from pytest_openkata.core.runlog import (
     LoggedRun,
     RunLogError,

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_openkata.contracts.junit import SCENARIO_PROPERTY, scenario_key
+from pytest_openkata.contracts.results import ScenarioResult
 from pytest_openkata.core.excerpts import scenario_sections
-from pytest_openkata.core.results import ScenarioResult
 from pytest_openkata.core.summary import SkillSummary, skill_labels
 from pytest_openkata.infra.tempfiles import new_temp_file, remove_stale
 from pytest_openkata.providers.reporters import RunReport

@@ -34,9 +34,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_openkata.contracts.results import CriterionResult, ScenarioResult, TrialResult
 from pytest_openkata.core.compare import SkillComparison
 from pytest_openkata.core.regression import SkillChanges
-from pytest_openkata.core.results import CriterionResult, ScenarioResult, TrialResult
 from pytest_openkata.core.runlog import LoggedRun, skill_summaries
 from pytest_openkata.core.scoring import catalogue_colour, percent_against
 from pytest_openkata.core.summary import SkillSummary

@@ -2,7 +2,7 @@
 
 The layout follows the reference runner's report (spec section 10) so that its tooling,
 ``generate-versions`` in particular, reads our reports unchanged. A report is rendered from
-the run's one representation of a result (:class:`~pytest_openkata.core.results.ScenarioResult`
+the run's one representation of a result (:class:`~pytest_openkata.contracts.results.ScenarioResult`
 in a :class:`~pytest_openkata.core.summary.SkillSummary`) straight into Go's JSON encoding;
 reading a report back (:func:`parse_report`) validates it with pydantic at that boundary and
 gives the same records.
@@ -21,17 +21,17 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pytest_openkata.core.compare import CriterionMove, SkillComparison
-from pytest_openkata.core.results import (
+from pytest_openkata.contracts.results import (
     CallStats,
     CriterionResult,
     ScenarioResult,
     TrialResult,
+    TrialStats,
     TrialTrace,
     Usage,
 )
+from pytest_openkata.core.compare import CriterionMove, SkillComparison
 from pytest_openkata.core.scenario import read_skill_version
-from pytest_openkata.core.stats import TrialStats
 from pytest_openkata.core.summary import SkillSummary, usage_of
 from pytest_openkata.core.tile import TILE_FILE, is_tile_dir
 from pytest_openkata.core.uplift import McNemar, Uplift

@@ -13,9 +13,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pytest_openkata.contracts.results import CallStats, CriterionResult, ScenarioResult, Usage
 from pytest_openkata.core.compare import SkillComparison
 from pytest_openkata.core.regression import SkillChanges
-from pytest_openkata.core.results import CallStats, CriterionResult, ScenarioResult, Usage
 from pytest_openkata.core.scoring import percent_against
 from pytest_openkata.core.summary import SkillSummary, skill_labels
 from pytest_openkata.infra.tempfiles import REMOVED

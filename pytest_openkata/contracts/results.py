@@ -1,18 +1,112 @@
 """The one representation of a result, from a scenario run to scoring, summaries and every
-reporter: plain frozen dataclasses.
+reporter: plain frozen dataclasses that every layer shares.
 
 A :class:`ScenarioResult` converts to and from JSON-able dicts (:meth:`~ScenarioResult.to_dict`,
-:meth:`~ScenarioResult.from_dict`) for the pytest adapter's xdist transport.
+:meth:`~ScenarioResult.from_dict`) for the pytest adapter's xdist transport. The workspace's
+files as a sandboxed trial left them (:class:`FileContent`, :class:`WorkspaceDiff`,
+:class:`FileChange`) and a scenario's trial statistics (:class:`TrialStats`) are part of it;
+the code that makes them lives in ``core`` (``core.workspace``, ``core.stats``).
 """
 
 from __future__ import annotations
 
+import codecs
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from typing import Any, TypeVar
 
-from pytest_openkata.core.stats import TrialStats
-from pytest_openkata.core.workspace import FileChange, WorkspaceDiff
+from pytest_openkata.contracts.text import GO_REPLACE
+
+BINARY_SNIFF_BYTES = 8192
+
+
+@dataclass(frozen=True)
+class FileContent:
+    """A file's bytes as snapshotted: all of them, or the first ones when ``truncated``.
+
+    ``full_size`` is the file's real size (it defaults to ``len(data)``); ``sha256`` is the hex
+    digest of the full content, set for truncated files only. Equality compares all fields.
+    """
+
+    data: bytes
+    truncated: bool = False
+    full_size: int = -1
+    sha256: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.full_size < 0:
+            object.__setattr__(self, "full_size", len(self.data))
+        if self.full_size < len(self.data):
+            raise ValueError(f"full_size {self.full_size} < {len(self.data)} bytes held")
+
+    @property
+    def size(self) -> int:
+        """The number of bytes held (``full_size`` is the file's real size)."""
+        return len(self.data)
+
+    @cached_property
+    def is_binary(self) -> bool:
+        """A NUL byte in the first 8 KiB, or bytes that are not UTF-8. A multi-byte character
+        cut by the truncation at the very end does not count as invalid."""
+        if b"\0" in self.data[:BINARY_SNIFF_BYTES]:
+            return True
+        try:
+            _utf8_decoder("strict").decode(self.data, final=not self.truncated)
+        except UnicodeDecodeError:
+            return True
+        return False
+
+    @cached_property
+    def text(self) -> str:
+        """The content decoded as UTF-8, each invalid byte one U+FFFD as in the reference's
+        judge text; a character cut by the truncation at the very end is dropped."""
+        return _utf8_decoder(GO_REPLACE).decode(self.data, final=not self.truncated)
+
+
+Snapshot = dict[str, FileContent]
+
+
+def _utf8_decoder(errors: str) -> codecs.IncrementalDecoder:
+    return codecs.getincrementaldecoder("utf-8")(errors)
+
+
+@dataclass(frozen=True)
+class WorkspaceDiff:
+    """Files added, modified (with their new content), deleted and unchanged, each by path."""
+
+    added: list[tuple[str, FileContent]] = field(default_factory=list)
+    modified: list[tuple[str, FileContent]] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+
+    @property
+    def has_changes(self) -> bool:
+        return bool(self.added or self.modified or self.deleted)
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """One workspace file the agent added, modified or deleted: a unified diff of its text,
+    or a note where there is no text to show (a binary file, one cut at the snapshot's cap)."""
+
+    path: str
+    status: str  # "added", "modified" or "deleted"
+    diff: str
+
+
+@dataclass(frozen=True)
+class TrialStats:
+    """Summary of the repeated trials of one scenario (see :func:`trial_stats`)."""
+
+    trials: int
+    mean: float
+    stdev: float
+    ci95: tuple[float, float] | None
+    passes: int
+    pass_at_k: dict[int, float]
+    pass_hat_k: dict[int, float]
+
 
 N = TypeVar("N", int, float)
 
