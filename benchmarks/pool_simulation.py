@@ -67,7 +67,7 @@ from pytest_openkata.contracts.sandboxes import (
 )
 from pytest_openkata.infra.config import resolve_settings
 from pytest_openkata.infra.inflight import SharedSlots
-from pytest_openkata.providers.sandboxes.pool import EnginePool, LocalSlots, Slots, build_pool
+from pytest_openkata.core.engine_pool import EnginePool, LocalSlots, Slots, build_pool
 
 HOUR = 3600.0
 SPEC = SandboxSpec(name="simulated-scenario", network="none", env={})

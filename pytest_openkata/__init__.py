@@ -31,11 +31,11 @@ from pytest_openkata.contracts.sandboxes import (
 )
 from pytest_openkata.core.checks import Check, CommandOutcome
 from pytest_openkata.core.compare import CriterionMove, SkillComparison
+from pytest_openkata.core.grading import GradeError, Grader, Grading, GradingTask
 from pytest_openkata.core.lint import EvalLintWarning, Finding, LintRule
 from pytest_openkata.core.summary import SkillSummary
 from pytest_openkata.core.uplift import McNemar, Uplift
 from pytest_openkata.infra.config import EvalSettings
-from pytest_openkata.providers.graders import GradeError, Grader, Grading, GradingTask
 from pytest_openkata.providers.reporters import Reporter, RunReport
 
 if _typing.TYPE_CHECKING:

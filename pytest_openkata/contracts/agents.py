@@ -2,7 +2,7 @@
 
 An :class:`AgentCLI` says how to start a CLI (:meth:`~AgentCLI.invocation`) and how to tidy its
 answer (:meth:`~AgentCLI.clean`); it never runs anything itself. The host runs it through
-:class:`~pytest_openkata.providers.backends.cli.CLIBackend`, the sandbox inside a
+:class:`~pytest_openkata.core.agent_backend.CLIBackend`, the sandbox inside a
 container. The prompt
 is never part of ``argv``: whoever runs the CLI writes it to the process's standard input, so
 no prompt size hits Linux's 128 KiB limit on one argument (fix of the reference, spec section

@@ -46,8 +46,8 @@ def make_completer(
         return completer
     if name not in registry.AGENTS:
         raise BackendError(registry.BACKENDS.unknown(name))
-    from pytest_openkata.providers.agents import make_agent
-    from pytest_openkata.providers.backends.cli import CLIBackend
+    from pytest_openkata.core.agent_backend import CLIBackend
+    from pytest_openkata.core.agents import make_agent
 
     return CLIBackend(
         make_agent(name, agent_settings(settings)),
@@ -121,7 +121,7 @@ def _sandbox_in_flight(
 
     @cache
     def pointed_at_it() -> bool:  # loads the agent CLIs' modules: on first use only
-        from pytest_openkata.providers.agents import make_agent
+        from pytest_openkata.core.agents import make_agent
 
         try:
             sandboxed = make_agent(settings.sandbox.agent, agent_settings(settings))

@@ -206,7 +206,7 @@ def _engine_slots(folder: Path, engine: str, capacity: int) -> SharedSlots:
 
 
 def _run(jobs: list[_Job], settings: EvalSettings, here: Path) -> list[ScenarioResult]:
-    from pytest_openkata.providers.backends.client import make_client
+    from pytest_openkata.infra.http import make_client
 
     redact = Redactor({*settings.secrets, *secrets_from_environment()})
     cache = None if settings.cache == "off" else ResultCache(cache_folder(here), settings.cache)

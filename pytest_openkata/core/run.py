@@ -43,6 +43,13 @@ from pytest_openkata.core.arms import OWN_ARM, Arm, ArmError, baseline_arm
 from pytest_openkata.core.calls import NO_SLOTS, live_call
 from pytest_openkata.core.checks import CANNOT_START, Check, CommandOutcome, command_checks
 from pytest_openkata.core.errors import ScenarioFailure
+from pytest_openkata.core.grading import (
+    DEFAULT_ORDER,
+    GradeError,
+    Grader,
+    GradingContext,
+    GradingTask,
+)
 from pytest_openkata.core.jsonfiles import ScenarioLoadError
 from pytest_openkata.core.prompt import SkillFileError, SkillTexts, build_prompt
 from pytest_openkata.core.sandboxed import (
@@ -73,13 +80,6 @@ from pytest_openkata.infra import registry
 from pytest_openkata.infra.cache import ResultCache, cache_key
 from pytest_openkata.infra.retry import RetryPolicy, call_with_retry
 from pytest_openkata.infra.usage import Prices
-from pytest_openkata.providers.graders import (
-    DEFAULT_ORDER,
-    GradeError,
-    Grader,
-    GradingContext,
-    GradingTask,
-)
 
 __all__ = [
     "NO_SLOTS",

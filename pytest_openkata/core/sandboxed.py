@@ -31,6 +31,7 @@ from pytest_openkata.contracts.sandboxes import (
     SandboxProvider,
     SandboxSpec,
 )
+from pytest_openkata.core.agents import make_agent
 from pytest_openkata.core.checks import Check, CommandOutcome
 from pytest_openkata.core.errors import ScenarioFailure
 from pytest_openkata.core.files import SkillReader, files_under
@@ -46,10 +47,9 @@ from pytest_openkata.core.workspace import (
 from pytest_openkata.infra import registry
 from pytest_openkata.infra.config import EvalSettings, SandboxSettings
 from pytest_openkata.infra.retry import RetryPolicy, call_with_retry
-from pytest_openkata.providers.agents import make_agent
 
 if TYPE_CHECKING:
-    from pytest_openkata.providers.sandboxes.pool import SlotsFor
+    from pytest_openkata.core.engine_pool import SlotsFor
 
 T = TypeVar("T")
 
@@ -143,12 +143,12 @@ def sandbox_identity(settings: EvalSettings) -> dict[str, Any]:
 def build_provider(settings: EvalSettings, slots_for: SlotsFor | None = None) -> SandboxProvider:
     """The configured sandbox provider: on the engine it finds itself (Docker: DOCKER_HOST),
     or with ``sandbox.hosts``, an engine pool of one such provider per engine, whose room
-    ``slots_for`` counts (:mod:`pytest_openkata.providers.sandboxes.pool`)."""
+    ``slots_for`` counts (:mod:`pytest_openkata.core.engine_pool`)."""
     factory = registry.SANDBOXES.load(settings.sandbox.provider)
     if not settings.sandbox.hosts:
         provider: SandboxProvider = factory(settings)
         return provider
-    from pytest_openkata.providers.sandboxes.pool import build_pool
+    from pytest_openkata.core.engine_pool import build_pool
 
     return build_pool(settings, factory, slots_for)
 

@@ -19,8 +19,8 @@ _left_out_key = pytest.StashKey[list[str]]()
 
 def check_engines(config: pytest.Config) -> None:
     """Connect and check every engine; keep a line for each, and those of the left out."""
+    from pytest_openkata.core.engine_pool import EnginePool
     from pytest_openkata.core.sandboxed import build_provider
-    from pytest_openkata.providers.sandboxes.pool import EnginePool
 
     pool = build_provider(settings_of(config))
     assert isinstance(pool, EnginePool)

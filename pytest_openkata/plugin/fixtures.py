@@ -32,7 +32,7 @@ from pytest_openkata.plugin.scheduling import upcoming_items
 from pytest_openkata.plugin.session import redactor_of, settings_of
 
 if TYPE_CHECKING:
-    from pytest_openkata.providers.sandboxes.pool import SlotsFor
+    from pytest_openkata.core.engine_pool import SlotsFor
 
 CACHE_FOLDER = "openkata"
 IN_FLIGHT_FOLDER = "openkata-in-flight"
@@ -131,7 +131,7 @@ def openkata_backends(
     errors each scenario with a clear message instead of breaking fixture setup.
     """
     from pytest_openkata.core.build import build_backends, close_backends
-    from pytest_openkata.providers.backends.http import make_client
+    from pytest_openkata.infra.http import make_client
 
     settings = openkata_settings
     lock_folder = in_flight_folder(pytestconfig) if settings.max_in_flight else None

@@ -20,7 +20,7 @@ from pytest_openkata.infra.config import EvalSettings, resolve_settings
 from pytest_openkata.infra.inflight import SharedSlots
 from pytest_openkata.infra.retry import NO_RETRY
 from pytest_openkata.infra.shares import Share, apportion
-from pytest_openkata.providers.sandboxes.pool import EnginePool, build_pool
+from pytest_openkata.core.engine_pool import EnginePool, build_pool
 from tests.support.evals import write_scenario, write_skill
 from tests.support.local_sandbox import LOCAL_AGENT, LocalEngine
 

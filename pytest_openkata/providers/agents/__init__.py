@@ -13,6 +13,7 @@ from pytest_openkata.contracts.agents import (
     NeedsNothingAround,
 )
 from pytest_openkata.contracts.errors import AgentConfigError
+from pytest_openkata.core.agents import make_agent
 
 __all__ = [
     "UNUSED_KEY",
@@ -24,15 +25,3 @@ __all__ = [
     "NeedsNothingAround",
     "make_agent",
 ]
-
-
-def make_agent(name: str, settings: AgentSettings) -> AgentCLI:
-    """The agent registered as ``name``, configured from ``settings``."""
-    from pytest_openkata.infra import registry
-
-    try:
-        factory = registry.AGENTS.load(name)
-    except registry.UnknownProviderError as exc:
-        raise AgentConfigError(str(exc)) from None
-    agent: AgentCLI = factory(settings)
-    return agent

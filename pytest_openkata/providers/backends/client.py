@@ -1,12 +1,12 @@
 """The session's HTTP client for model endpoints, and the one request the backends make with it.
 
-:func:`make_client` builds one :class:`httpx.Client` per pytest session, shared by every
-backend and scenario thread (httpx clients are thread-safe). It keeps connections between
-calls, so that calls do not open, and for https handshake, a new connection each time; httpx
-drops a kept connection that the server closed meanwhile instead of using it. What the
-environment says is read once, when the client is made on pytest's thread, never by the calls
-on scenario threads: the proxy (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``, unless
-``NO_PROXY`` names the host) and the trusted authorities (``SSL_CERT_FILE``, else
+:func:`~pytest_openkata.infra.http.make_client` builds one :class:`httpx.Client` per pytest
+session, shared by every backend and scenario thread (httpx clients are thread-safe). It keeps
+connections between calls, so that calls do not open, and for https handshake, a new connection
+each time; httpx drops a kept connection that the server closed meanwhile instead of using it.
+What the environment says is read once, when the client is made on pytest's thread, never by
+the calls on scenario threads: the proxy (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``,
+unless ``NO_PROXY`` names the host) and the trusted authorities (``SSL_CERT_FILE``, else
 ``SSL_CERT_DIR``, else certifi's bundle). Certificates are always verified.
 
 :func:`post_json` is one POST of a JSON body, with failures raised as the backend errors: a
@@ -48,7 +48,6 @@ from typing import Any
 
 import httpx
 
-from pytest_openkata._version import __version__
 from pytest_openkata.contracts.backends import DEFAULT_ANSWER_MAX_BYTES, answer_bound, byte_size
 from pytest_openkata.contracts.errors import (
     AnswerTooLargeError,
@@ -60,6 +59,7 @@ from pytest_openkata.contracts.errors import (
 )
 from pytest_openkata.contracts.text import go_decode
 from pytest_openkata.infra.bounded import BoundedBuffer
+from pytest_openkata.infra.http import make_client
 from pytest_openkata.infra.text import valid_unicode, visible
 
 __all__ = [
@@ -74,63 +74,11 @@ __all__ = [
 
 REDACTED = "***"
 _DELTA_SECONDS = re.compile(r"\d+(?:\.\d+)?")
-_HEADERS = {"Accept": "application/json", "User-Agent": f"pytest-openkata/{__version__}"}
-# Idle connections the client keeps at the least (the run's concurrency when higher).
-KEPT_CONNECTIONS = 20
 _BROKEN = (ConnectionResetError, ConnectionAbortedError, BrokenPipeError)
 # What a header value may hold: visible ASCII, space and tab.
 _HEADER_VALUE = re.compile(r"[\t\x20-\x7e]*")
 # How much of a body that is not JSON an error text shows.
 BODY_START_CHARS = 200
-
-
-def make_client(timeout: float, connections: int = 1) -> httpx.Client:
-    """Build the session's shared client; ``timeout`` seconds are each call's deadline (see
-    the module docstring; httpx applies them to each phase too); ``connections`` is how many
-    calls it makes at once (the run's concurrency), which it keeps connections for.
-
-    An environment httpx cannot work with (a proxy URL of a scheme it does not speak, a
-    ``SSL_CERT_FILE`` that does not load) does not fail here but in every call, as a
-    :class:`TransportError` naming the problem: a session fixture makes the client, and the
-    scenarios report the failure.
-    """
-    if timeout <= 0:
-        raise ValueError(f"timeout must be positive seconds, got {timeout!r}")
-    try:
-        return _client(timeout, connections)
-    except (ImportError, ValueError, httpx.InvalidURL) as exc:  # a proxy variable
-        refusal = _Refusal(httpx.ProxyError, str(exc))
-    except OSError as exc:  # ssl.SSLError included: the trusted authorities
-        refusal = _Refusal(httpx.ConnectError, f"cannot load the trusted authorities: {exc}")
-    return _client(timeout, connections, refusal)
-
-
-def _client(
-    timeout: float, connections: int, transport: httpx.BaseTransport | None = None
-) -> httpx.Client:
-    return httpx.Client(
-        headers=_HEADERS,
-        timeout=httpx.Timeout(timeout),
-        limits=httpx.Limits(
-            max_connections=None,  # calls are bounded by the run's concurrency already
-            max_keepalive_connections=max(connections, KEPT_CONNECTIONS),
-        ),
-        verify=True,
-        trust_env=True,
-        transport=transport,
-    )
-
-
-class _Refusal(httpx.BaseTransport):
-    """The transport of a client whose environment httpx refused: every call fails with the
-    reason."""
-
-    def __init__(self, error: type[httpx.TransportError], message: str) -> None:
-        self._error = error
-        self._message = message
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        raise self._error(self._message, request=request)
 
 
 def parse_retry_after(value: str | None, *, now: datetime | None = None) -> float | None:
