@@ -65,9 +65,9 @@ from pytest_openkata.contracts.sandboxes import (
     SandboxProvider,
     SandboxSpec,
 )
+from pytest_openkata.core.engine_pool import EnginePool, LocalSlots, Slots, build_pool
 from pytest_openkata.infra.config import resolve_settings
 from pytest_openkata.infra.inflight import SharedSlots
-from pytest_openkata.core.engine_pool import EnginePool, LocalSlots, Slots, build_pool
 
 HOUR = 3600.0
 SPEC = SandboxSpec(name="simulated-scenario", network="none", env={})

@@ -33,10 +33,10 @@ from pytest_openkata.core.checks import Check, CommandOutcome
 from pytest_openkata.core.compare import CriterionMove, SkillComparison
 from pytest_openkata.core.grading import GradeError, Grader, Grading, GradingTask
 from pytest_openkata.core.lint import EvalLintWarning, Finding, LintRule
+from pytest_openkata.core.reporting import Reporter, ReportOutcome, Run
 from pytest_openkata.core.summary import SkillSummary
 from pytest_openkata.core.uplift import McNemar, Uplift
 from pytest_openkata.infra.config import EvalSettings
-from pytest_openkata.providers.reporters import Reporter, RunReport
 
 if _typing.TYPE_CHECKING:
     from pytest_openkata.core.evaluate import evaluate
@@ -67,8 +67,9 @@ __all__ = [
     "LintRule",
     "McNemar",
     "OpenkataError",
+    "ReportOutcome",
     "Reporter",
-    "RunReport",
+    "Run",
     "SandboxEnvironment",
     "SandboxError",
     "SandboxProvider",

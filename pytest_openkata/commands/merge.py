@@ -23,14 +23,14 @@ from pathlib import Path
 
 from pytest_openkata import __version__
 from pytest_openkata.contracts.results import ScenarioResult
+from pytest_openkata.core.gate import gate_line
 from pytest_openkata.core.jsonfiles import ScenarioLoadError
+from pytest_openkata.core.reporting import Segment, make_run, report_run
 from pytest_openkata.core.runlog import RunLogError, read_run_log
 from pytest_openkata.core.scenario import load_scenario_options, read_skill_version
 from pytest_openkata.core.shards import MergedRun, ShardError, merge_shards, shard_files
 from pytest_openkata.core.summary import gate_failed, summarise
 from pytest_openkata.infra.text import visible
-from pytest_openkata.providers.reporters import RunReport, Segment, report_run
-from pytest_openkata.providers.reporters.terminal import gate_line
 
 USAGE_ERROR = 2
 
@@ -82,20 +82,10 @@ def _scenario_trials(scenario_dir: Path) -> int | None:
 
 def report(merged: MergedRun, rootdir: Path) -> int:
     """Write the merged run's reports and show it; the unsharded run's exit status."""
-    from pytest_openkata.providers.reporters.baselines import attach_changes
-
     settings = merged.settings
     results = [_rooted(result, rootdir) for result in merged.results]
     summaries = summarise(results, settings.threshold, rootdir, partial=merged.partial)
-    run = RunReport(
-        summaries=summaries,
-        settings=settings,
-        finished_at=merged.finished_at,
-        rootdir=rootdir,
-        terminal=_Stdout(),
-        log_extras=attach_changes(summaries, settings, rootdir),
-    )
-    report_run(run)
+    run = report_run(make_run(summaries, settings, merged.finished_at, rootdir, terminal=_Stdout()))
     # As the run errors a scenario in setup: its own arm's error, or its baseline arm's.
     errored = sum(
         1
@@ -104,13 +94,13 @@ def report(merged: MergedRun, rootdir: Path) -> int:
         or (result.baseline is not None and result.baseline.error is not None)
     )
     failed = gate_failed(
-        summaries,
+        run.summaries,
         require_uplift=settings.require_uplift,
         fail_on_regression=settings.fail_on_regression,
     ) or bool(errored or merged.failed or run.errors)
     status = 1 if failed else 0
     line = gate_line(
-        summaries,
+        run.summaries,
         settings.threshold,
         status,
         errored=errored,

@@ -24,7 +24,7 @@ subclasses these::
     ├── ReportDecodeError       a report file the catalogue cannot read (core.catalogue)
     ├── VersionsFileError       a versions file of the wrong shape (core.catalogue)
     ├── EarlierRunError         the earlier run to compare with is unusable
-    │                           (providers.reporters.baselines)
+    │                           (core.earlier)
     ├── WriteError              the scaffold could not create a file (commands.scaffold)
     ├── FlagError               the drop-in command's flags are refused
     │                           (commands.openkata_eval)

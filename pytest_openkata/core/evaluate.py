@@ -15,7 +15,7 @@ import contextlib
 import logging
 import os
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -24,6 +24,7 @@ from pytest_openkata.contracts.errors import BackendError, ConfigError
 from pytest_openkata.contracts.results import ScenarioResult
 from pytest_openkata.core.build import build_backends, close_backends
 from pytest_openkata.core.prompt import SkillTexts
+from pytest_openkata.core.reporting import make_run, report_run
 from pytest_openkata.core.run import RunOptions, run_scenario
 from pytest_openkata.core.sandboxed import build_sandbox
 from pytest_openkata.core.scenario import (
@@ -45,7 +46,6 @@ from pytest_openkata.infra.redact import Redactor, secrets_from_environment
 from pytest_openkata.infra.signals import sigterm_as_interrupt
 from pytest_openkata.infra.tempfiles import REMOVED, remove_stale
 from pytest_openkata.infra.usage import Prices
-from pytest_openkata.providers.reporters import RunReport, report_run
 
 __all__ = ["cache_folder", "evaluate", "find_scenarios", "run_options"]
 
@@ -173,24 +173,22 @@ def evaluate(paths: PathLike | Iterable[PathLike], **settings: object) -> list[S
     here = Path.cwd()
     results = _run(jobs, resolved, here)
     summaries = summarise(results, resolved.threshold, here, partial=bool(resolved.category))
-    from pytest_openkata.providers.reporters.baselines import attach_changes
-
-    run = RunReport(
-        summaries=summaries,
-        settings=resolved,
-        finished_at=datetime.now(UTC),
-        rootdir=here,
-        log_extras=attach_changes(summaries, resolved, here),
-        removed=_remove_stale(resolved, here),
+    run = make_run(
+        summaries,
+        resolved,
+        datetime.now(UTC),
+        here,
+        removed=tuple(_remove_stale(resolved, here)),
     )
-    report_run(run)
-    for path in run.removed:  # no terminal here: a warning of Python's logging says it
+    done = report_run(run)
+    for path in done.removed:  # no terminal here: a warning of Python's logging says it
         logger.warning("%s: %s", REMOVED, path)
     # A file of the whole run that could not be written fails every skill's gate here, where
     # the summaries are all the caller gets.
-    for summary in summaries:
-        summary.report_error = summary.report_error or "; ".join(run.errors) or None
-    return summaries
+    return [
+        replace(summary, report_error=summary.report_error or "; ".join(done.errors) or None)
+        for summary in done.summaries
+    ]
 
 
 def _remove_stale(settings: EvalSettings, here: Path) -> list[Path]:

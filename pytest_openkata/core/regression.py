@@ -1,7 +1,7 @@
 """Comparing a run with an earlier one: which scenarios regressed, improved or changed.
 
 The earlier run is a results JSON or a run log of the same skill (see
-:mod:`pytest_openkata.providers.reporters.baselines`). Per scenario the change of its
+:mod:`pytest_openkata.core.earlier`). Per scenario the change of its
 percentage gets a tier; per criterion the verdict's flips, with Fisher's exact test when both
 sides ran several trials. Pure functions over scenario results: no I/O.
 

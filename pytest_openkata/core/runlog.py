@@ -17,20 +17,25 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_openkata.contracts.errors import OpenkataError
 from pytest_openkata.contracts.results import CriterionResult, ScenarioResult, TrialResult
 from pytest_openkata.core.regression import SkillChanges
 from pytest_openkata.core.summary import SkillSummary, summarise
 from pytest_openkata.core.trials import combine_trials
-from pytest_openkata.infra.config import DEFAULT_THRESHOLD
+from pytest_openkata.infra.config import DEFAULT_THRESHOLD, EvalSettings
 from pytest_openkata.infra.text import valid_unicode
 
+if TYPE_CHECKING:
+    from pytest_openkata.core.reporting import Run
+
 __all__ = [
+    "LOG_NAME",
     "SCHEMA_VERSION",
     "LoggedRun",
     "LoggedTrial",
@@ -38,10 +43,16 @@ __all__ = [
     "RunLogError",
     "arm_name",
     "json_line",
+    "log_folder",
     "log_lines",
+    "log_name",
+    "logs_newest_first",
     "parse_run_log",
+    "prune_logs",
     "read_run_log",
     "relative_skill_dir",
+    "run_info",
+    "run_settings",
     "skill_summaries",
 ]
 
@@ -53,6 +64,11 @@ CHANGES_EXTRA = "changes"  # extra records of a comparison with an earlier run, 
 
 # A trial record's keys that belong to its scenario (the same on every trial of it).
 _SCENARIO_KEYS = ("skill", "skill_dir", "scenario", "description", "skill_scenarios", "arm")
+
+
+_STAMP = "%Y%m%dT%H%M%SZ"
+LOG_NAME = re.compile(r"(?P<stamp>[0-9]{8}T[0-9]{6}Z)(?:-(?P<n>[0-9]+))?\.jsonl")
+"""The name of a run log: its UTC time, then ``-N`` for the Nth log of the same second."""
 
 
 class RunLogError(OpenkataError):
@@ -97,6 +113,62 @@ class LoggedRun:
     extras: Mapping[str, list[dict[str, Any]]] = field(default_factory=dict)
     source: str = "run log"  # what errors name: the log's file
     trials: Sequence[LoggedTrial] = ()
+
+
+def run_settings(settings: EvalSettings) -> dict[str, Any]:
+    """The settings a run log records: what ran and how, never a secret or a machine path."""
+    return {
+        "agent": settings.backend,
+        "model": settings.model,
+        "model_label": settings.model_label,
+        "judge": settings.judge_backend or settings.backend,
+        "judge_model": settings.judge_model or settings.model,
+        "trials": settings.trials,
+        "judge_votes": settings.judge_votes,
+        "baseline": settings.baseline,
+        "sandbox_agent": settings.sandbox.agent,
+        "sandbox_image": settings.sandbox.image,
+        "cache": settings.cache,
+        "category": settings.category,
+    }
+
+
+def run_info(run: Run) -> RunInfo:
+    """The run record of ``run``'s log."""
+    return RunInfo(
+        finished_at=run.finished_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        complete=run.complete,
+        threshold=run.settings.threshold,
+        settings=run_settings(run.settings),
+    )
+
+
+def log_folder(settings: EvalSettings, rootdir: Path) -> Path | None:
+    """Where run logs go (None: ``log_dir`` is off)."""
+    if not settings.log_dir:
+        return None
+    return rootdir / Path(settings.log_dir).expanduser()
+
+
+def log_name(run: Run) -> str:
+    """The file name of ``run``'s log: its UTC time (see :data:`LOG_NAME`)."""
+    return f"{run.finished_at.strftime(_STAMP)}.jsonl"
+
+
+def logs_newest_first(folder: Path) -> list[Path]:
+    """The run logs of ``folder`` (files named as logs are), the newest first."""
+    found = []
+    for path in folder.iterdir():
+        match = LOG_NAME.fullmatch(path.name)
+        if match and path.is_file():
+            found.append(((match["stamp"], int(match["n"] or 1)), path))
+    return [path for _key, path in sorted(found, reverse=True)]
+
+
+def prune_logs(folder: Path, keep: int) -> None:
+    """Delete all but the newest ``keep`` run logs of ``folder`` (other files are left)."""
+    for old in logs_newest_first(folder)[keep:]:
+        old.unlink(missing_ok=True)
 
 
 def relative_skill_dir(skill_dir: str | Path, rootdir: Path) -> str:
@@ -323,6 +395,10 @@ def skill_summaries(run: LoggedRun) -> list[SkillSummary]:
             raise RunLogError(
                 f"{run.source}: comparison record {number} cannot be read: {exc!r}"
             ) from exc
-    for summary in summaries:
-        summary.changes = changes.get(summary.skill_dir.as_posix(), changes.get(summary.name))
-    return summaries
+    return [
+        replace(
+            summary,
+            changes=changes.get(summary.skill_dir.as_posix(), changes.get(summary.name)),
+        )
+        for summary in summaries
+    ]

@@ -20,10 +20,12 @@ from pytest_openkata.core.stats import overall_interval_95, straddles
 from pytest_openkata.core.uplift import REGRESSES
 
 
-@dataclass
+@dataclass(frozen=True)
 class SkillSummary:
     """One skill's results in the reference's scenario order, its overall percentage and
-    whether it passed; the reporters fill in where its report went (or why it did not)."""
+    whether it passed. Before the reporters run, the run adds its comparison with an earlier
+    run and why its report is held back, if it is; the finished run, where its report went or
+    why it could not be written (see :mod:`pytest_openkata.core.reporting`)."""
 
     skill_dir: Path
     display: str

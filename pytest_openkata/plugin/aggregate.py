@@ -17,6 +17,8 @@ import pytest
 
 from pytest_openkata.contracts.results import ScenarioResult
 from pytest_openkata.core.excerpts import scenario_sections
+from pytest_openkata.core.gate import gate_line
+from pytest_openkata.core.reporting import Segment, make_run, report_run
 from pytest_openkata.core.summary import SkillSummary, gate_failed, summarise
 from pytest_openkata.infra.config import EvalSettings
 from pytest_openkata.infra.tempfiles import REMOVED, remove_stale
@@ -24,8 +26,6 @@ from pytest_openkata.plugin import shard
 from pytest_openkata.plugin.fixtures import REFS_FOLDER, result_cache, shared_folder
 from pytest_openkata.plugin.items import ScenarioItem, is_scenario_nodeid
 from pytest_openkata.plugin.xdist_transport import result_of
-from pytest_openkata.providers.reporters import RunReport, Segment, report_run
-from pytest_openkata.providers.reporters.terminal import gate_line
 
 BODY_RAISED_ATTR = "openkata_body_raised"
 
@@ -155,33 +155,35 @@ class EvalAggregator:
         )
         xml_path = self.config.getoption("xmlpath", None)  # --junitxml
         self.terminal.attach(self.config.pluginmanager.get_plugin("terminalreporter"))
-        # Here, not at import: the plugin loads in runs without scenarios too (results_json).
-        from pytest_openkata.providers.reporters.baselines import attach_changes
-
-        extras = attach_changes(self.summaries, self.settings, self.config.rootpath)
         finished_at = datetime.now(UTC)
         # A shard writes no results JSON, not even at --eval-output: the merge writes it.
         settings = self.settings.model_copy(update={"output": ""}) if sharded else self.settings
-        run = RunReport(
-            summaries=self.summaries,
-            settings=settings,
-            finished_at=finished_at,
-            rootdir=self.config.rootpath,
-            complete=finished,
-            junit_xml=Path(xml_path) if xml_path else None,
-            terminal=self.terminal,
-            log_extras=extras,
-            removed=self._remove_stale(),
-        )
+        removed = self._remove_stale()
+        written: dict[str, Path] = {}
+        errors: tuple[str, ...] = ()
         if sharded:  # a stopped shard too: the merge then says it stopped
-            written = self._shard_file(
-                run.finished_at, run.removed, complete=finished and not session.shouldstop
+            shard_file = self._shard_file(
+                finished_at, removed, complete=finished and not session.shouldstop
             )
-            if isinstance(written, str):
-                run.errors.append(written)
+            if isinstance(shard_file, str):
+                errors = (shard_file,)
             else:
-                run.written[f"shard {shard.shard_of(self.config)}"] = written
-        report_run(run)
+                written[f"shard {shard.shard_of(self.config)}"] = shard_file
+        run = report_run(
+            make_run(
+                self.summaries,
+                settings,
+                finished_at,
+                self.config.rootpath,
+                complete=finished,
+                junit_xml=Path(xml_path) if xml_path else None,
+                terminal=self.terminal,
+                removed=tuple(removed),
+                written=written,
+                errors=errors,
+            )
+        )
+        self.summaries = list(run.summaries)
         self._run_errors = len(run.errors)
         if finished:  # interrupted, usage or internal errors keep pytest's own status
             failed = gate_failed(

@@ -161,7 +161,7 @@ def write_shard_file(
     ``complete`` is False for a shard that was stopped (the merge then refuses it). The
     temporary files of killed runs removed from the folder are added to ``removed``."""
     from pytest_openkata import __version__
-    from pytest_openkata.providers.reporters.runlog import run_settings
+    from pytest_openkata.core.runlog import run_settings
 
     spec = shard_of(config)
     assert spec is not None

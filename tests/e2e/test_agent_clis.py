@@ -22,10 +22,10 @@ import pytest
 
 from pytest_openkata.contracts.agents import AgentSettings
 from pytest_openkata.contracts.errors import AgentFailedError
+from pytest_openkata.core.agent_backend import CLIBackend
 from pytest_openkata.local.model import LocalModelServer
 from pytest_openkata.local.steps import cache_dir
 from pytest_openkata.providers.agents import make_agent
-from pytest_openkata.core.agent_backend import CLIBackend
 
 pytestmark = pytest.mark.e2e
 

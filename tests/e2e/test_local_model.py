@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from pytest_openkata.core.results_json import parse_report
 from pytest_openkata.core.scenario import load_scenario
 from pytest_openkata.local.model import LocalModelServer
 from pytest_openkata.providers.backends.anthropic import AnthropicMessagesBackend
 from pytest_openkata.providers.backends.http import OpenAIChatBackend, make_client
 from pytest_openkata.providers.graders.judge import run_judge
-from pytest_openkata.providers.reporters.results_json import parse_report
 from tests.support.endpoint import Reply, ScriptedEndpoint
 from tests.support.evals import write_skill
 from tests.support.judged import run_judged

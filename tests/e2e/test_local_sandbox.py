@@ -22,6 +22,7 @@ from pathlib import Path
 import docker
 import pytest
 
+from pytest_openkata.core.results_json import parse_report
 from pytest_openkata.local.model import LocalModelError
 from pytest_openkata.local.sandbox import (
     CODEX_VERSION,
@@ -32,7 +33,6 @@ from pytest_openkata.local.sandbox import (
     rootfs_archive,
     sandbox_steps,
 )
-from pytest_openkata.providers.reporters.results_json import parse_report
 
 pytestmark = pytest.mark.e2e
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_openkata.providers.reporters.runlog import LOG_NAME
+from pytest_openkata.core.runlog import LOG_NAME
 from tests.support.endpoint import Reply, ScriptedEndpoint
 from tests.support.evals import EvalScript, eval_args, write_scenario, write_skill
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from pytest_openkata.core.reporting import make_run
 from pytest_openkata.core.summary import summarise
 from pytest_openkata.infra.config import EvalSettings
-from pytest_openkata.providers.reporters import RunReport
 from pytest_openkata.providers.reporters.results_json import ResultsJsonReporter
 from tests.support.results import judged, scenario
 
@@ -206,11 +206,11 @@ def plugin_run(
         for name in names
     ]
     settings = EvalSettings(backend="http", model=model, model_label=label, output=output)
-    run = RunReport(
-        summaries=summarise(results, settings.threshold, skill_dir.parent),
-        settings=settings,
-        finished_at=finished_at,
-        rootdir=skill_dir.parent,
+    run = make_run(
+        summarise(results, settings.threshold, skill_dir.parent),
+        settings,
+        finished_at,
+        skill_dir.parent,
     )
     ResultsJsonReporter().report(run)
 

@@ -14,7 +14,7 @@ from pytest_openkata.infra.config import EvalSettings
 from pytest_openkata.providers.reporters.results_json import ResultsJsonReporter
 from tests.support.endpoint import Reply, ScriptedEndpoint
 from tests.support.evals import EvalScript, eval_args, reports_under, write_scenario, write_skill
-from tests.support.results import judged, report_of, scenario
+from tests.support.results import judged, report_of, reported, scenario
 
 FAILING = Reply(status=503, body="engine down", headers={"Retry-After": "0"})
 
@@ -182,9 +182,8 @@ def test_a_second_report_in_the_same_second_takes_the_next_free_second(tmp_path:
 
     written = []
     for _ in range(3):
-        summaries = [replace(summary) for summary in run.summaries]
-        reporter.report(replace(run, summaries=summaries))
-        written.append(summaries[0].report_path)
+        done = reported(reporter, replace(run, summaries=[replace(s) for s in run.summaries]))
+        written.append(done.summaries[0].report_path)
 
     folder = tmp_path / "skills/s/evals/results/m"
     assert [p.name for p in written if p] == [
@@ -216,7 +215,7 @@ def test_a_held_report_is_laid_out_as_evals_results(tmp_path: Path) -> None:
     ok = scenario("scenario-1", [judged("c", 1, True)])
     run = report_of([failed, ok], settings, rootdir=tmp_path)
 
-    ResultsJsonReporter().report(run)
+    run = reported(ResultsJsonReporter(), run)
 
     (summary,) = run.summaries
     expected = tmp_path / ".openkata/runs/unpublished/s/org_model/2026-12-01T100000.json"
@@ -235,7 +234,7 @@ def test_an_errored_scenario_of_its_own_files_is_no_reason_to_hold_back(tmp_path
         run, summaries=[replace(s, skill_dir=tmp_path / "skills/s") for s in run.summaries]
     )
 
-    ResultsJsonReporter().report(run)
+    run = reported(ResultsJsonReporter(), run)
 
     (summary,) = run.summaries
     assert summary.report_held is None

@@ -10,12 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from pytest_openkata.core.reporting import Run
 from pytest_openkata.core.runlog import SCHEMA_VERSION, read_run_log, skill_summaries
 from pytest_openkata.infra.config import EvalSettings
-from pytest_openkata.providers.reporters import RunReport
 from pytest_openkata.providers.reporters.runlog import RunLogReporter
 from tests.support.endpoint import Reply, ScriptedEndpoint
 from tests.support.evals import EvalScript, eval_args, write_skill
+from tests.support.results import reported
 
 SECRET = "sk-test-0123456789abcdef"
 
@@ -168,9 +169,9 @@ def test_a_log_is_never_written_over_another(tmp_path: Path) -> None:
     taken = tmp_path / "logs" / "20261201T173005Z.jsonl"
     taken.parent.mkdir()
     taken.write_text("an earlier log\n")
-    run = RunReport(summaries=[], settings=settings, finished_at=moment, rootdir=tmp_path)
+    run = Run(summaries=(), settings=settings, finished_at=moment, rootdir=tmp_path)
 
-    RunLogReporter().report(run)
+    run = reported(RunLogReporter(), run)
 
     assert taken.read_text() == "an earlier log\n"
     assert run.written["run log"] == taken.with_name("20261201T173005Z-2.jsonl")

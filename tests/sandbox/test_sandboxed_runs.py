@@ -23,11 +23,11 @@ from pytest_openkata.contracts.errors import RetryableError, SandboxError
 from pytest_openkata.contracts.results import AgentResult
 from pytest_openkata.contracts.sandboxes import AgentCommand, ExecResult, SandboxSpec
 from pytest_openkata.core.errors import ScenarioFailure
+from pytest_openkata.core.results_json import parse_report
 from pytest_openkata.core.sandboxed import SandboxSetup, run_in_sandbox
 from pytest_openkata.core.scenario import Scenario, load_scenario
 from pytest_openkata.infra.retry import NO_RETRY, RetriesExhaustedError, RetryPolicy
 from pytest_openkata.local.model import LocalModelServer
-from pytest_openkata.providers.reporters.results_json import parse_report
 from pytest_openkata.providers.sandboxes.docker import (
     MANAGED,
     OWNER_PID,

@@ -18,11 +18,11 @@ from pytest_openkata.contracts.results import (
     TrialTrace,
     Usage,
 )
+from pytest_openkata.core.reporting import Reporter, ReportOutcome, Run, make_run
 from pytest_openkata.core.runlog import LoggedRun, RunInfo, log_lines, parse_run_log
 from pytest_openkata.core.summary import summarise
 from pytest_openkata.core.trials import combine_trials, errored_trial, scored_trial
 from pytest_openkata.infra.config import EvalSettings
-from pytest_openkata.providers.reporters import RunReport
 
 ROOT = Path("/checkout")
 SETTINGS = {"agent": "http", "model": "gpt-4o", "judge": "http", "judge_model": "gpt-4o"}
@@ -81,13 +81,16 @@ def logged(
     return parse_run_log(log_lines(info, results, ROOT, extras))
 
 
-def report_of(
-    results: list[ScenarioResult], settings: EvalSettings, rootdir: Path = ROOT
-) -> RunReport:
+def report_of(results: list[ScenarioResult], settings: EvalSettings, rootdir: Path = ROOT) -> Run:
     """What the reporters get after a run of ``results``."""
-    return RunReport(
-        summaries=summarise(results, settings.threshold, rootdir),
-        settings=settings,
-        finished_at=datetime(2026, 12, 1, 10, 0, tzinfo=UTC),
-        rootdir=rootdir,
+    return make_run(
+        summarise(results, settings.threshold, rootdir),
+        settings,
+        datetime(2026, 12, 1, 10, 0, tzinfo=UTC),
+        rootdir,
     )
+
+
+def reported(reporter: Reporter, run: Run) -> Run:
+    """``run`` finished with what ``reporter`` did of it."""
+    return run.finished(reporter.report(run) or ReportOutcome())

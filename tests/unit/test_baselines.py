@@ -11,13 +11,7 @@ from pathlib import Path
 import pytest
 
 from pytest_openkata.contracts.results import CriterionResult, ScenarioResult, TrialResult
-from pytest_openkata.core.regression import IMPROVEMENT, NOT_COMPARABLE, REGRESSION, UNCHANGED
-from pytest_openkata.core.runlog import RunInfo, log_lines
-from pytest_openkata.core.summary import SkillSummary, summarise
-from pytest_openkata.core.trials import combine_trials, scored_trial
-from pytest_openkata.infra.atomic import write_new_report
-from pytest_openkata.infra.config import EvalSettings
-from pytest_openkata.providers.reporters.baselines import (
+from pytest_openkata.core.earlier import (
     AUTO,
     EarlierRun,
     EarlierRunError,
@@ -25,12 +19,14 @@ from pytest_openkata.providers.reporters.baselines import (
     earlier_runs,
     newest_report,
 )
-from pytest_openkata.providers.reporters.results_json import (
-    auto_report_path,
-    output_report_path,
-    render_report,
-    skill_report,
-)
+from pytest_openkata.core.regression import IMPROVEMENT, NOT_COMPARABLE, REGRESSION, UNCHANGED
+from pytest_openkata.core.report_paths import auto_report_path, output_report_path
+from pytest_openkata.core.results_json import render_report, skill_report
+from pytest_openkata.core.runlog import RunInfo, log_lines
+from pytest_openkata.core.summary import SkillSummary, summarise
+from pytest_openkata.core.trials import combine_trials, scored_trial
+from pytest_openkata.infra.atomic import write_new_report
+from pytest_openkata.infra.config import EvalSettings
 
 MODEL = "m"
 DIGESTS = {"prompt": "p", "task": "t", "criteria": "c", "inputs": "i"}
@@ -436,7 +432,7 @@ def test_within_one_second_a_report_goes_with_its_own_runs_log_and_a_later_log_g
     """Names give seconds only. A run writes its report, then its log; a second run in the
     same second writes only a log (a partial run). The later run is the newest, and the
     report stands for its own run, ahead of that run's log."""
-    from pytest_openkata.providers.reporters.baselines import _LOG, _REPORT, _newest_first
+    from pytest_openkata.core.earlier import _LOG, _REPORT, _newest_first
 
     second = datetime(2026, 12, 3, 20, 58, 7)
     earlier = datetime(2026, 12, 3, 20, 58, 6)

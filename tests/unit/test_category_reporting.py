@@ -10,20 +10,21 @@ from pathlib import Path
 
 from pytest_openkata.contracts.junit import scenario_key
 from pytest_openkata.contracts.results import CriterionResult, ScenarioResult
-from pytest_openkata.core.summary import SkillSummary, summarise
-from pytest_openkata.core.trials import combine_trials, errored_trial, scored_trial
-from pytest_openkata.infra.config import EvalSettings
-from pytest_openkata.providers.reporters import RunReport
-from pytest_openkata.providers.reporters.junit import add_criteria_to_junit
-from pytest_openkata.providers.reporters.results_json import (
+from pytest_openkata.core.report_paths import report_prefixes
+from pytest_openkata.core.reporting import make_run
+from pytest_openkata.core.results_json import (
     ReportConfig,
-    ResultsJsonReporter,
     build_report,
     parse_report,
     render_report,
-    report_prefixes,
 )
+from pytest_openkata.core.summary import SkillSummary, summarise
+from pytest_openkata.core.trials import combine_trials, errored_trial, scored_trial
+from pytest_openkata.infra.config import EvalSettings
+from pytest_openkata.providers.reporters.junit import add_criteria_to_junit
+from pytest_openkata.providers.reporters.results_json import ResultsJsonReporter
 from pytest_openkata.providers.sandboxes.docker import missing_image_message
+from tests.support.results import reported
 
 NOW = datetime(2026, 6, 18, 11, 0, 0, tzinfo=UTC)
 ROOT = Path("/checkout")
@@ -169,17 +170,17 @@ def test_folders_that_still_give_one_name_get_a_number_and_nothing_is_overwritte
     # skills/a__b/x and skills/a/b/x both read skills__a__b__x.
     summaries = _summaries(tmp_path, "skills/a/b/x", "skills/a__b/x")
     settings = EvalSettings(model="m", output=str(tmp_path / "out") + "/")
-    run = RunReport(summaries=summaries, settings=settings, finished_at=NOW, rootdir=tmp_path)
+    run = make_run(summaries, settings, NOW, tmp_path)
 
     assert report_prefixes(summaries, tmp_path) == ["skills__a__b__x", "skills__a__b__x-2"]
-    ResultsJsonReporter().report(run)
+    run = reported(ResultsJsonReporter(), run)
 
     names = sorted(p.name for p in (tmp_path / "out").iterdir())
     assert names == [
         "skills__a__b__x-2-results-2026-06-18T110000.json",
         "skills__a__b__x-results-2026-06-18T110000.json",
     ]
-    assert [s.report_path.name for s in summaries if s.report_path] == [
+    assert [s.report_path.name for s in run.summaries if s.report_path] == [
         "skills__a__b__x-results-2026-06-18T110000.json",
         "skills__a__b__x-2-results-2026-06-18T110000.json",
     ]
@@ -198,13 +199,13 @@ def test_a_held_back_report_of_a_repeated_name_goes_to_its_folders_name(tmp_path
         for folder in ("skills/a/commit-message", "skills/b/commit-message")
     ]
     summaries = summarise(results, 95, tmp_path)
-    run = RunReport(
-        summaries=summaries, settings=EvalSettings(model="m"), finished_at=NOW, rootdir=tmp_path
-    )
+    run = make_run(summaries, EvalSettings(model="m"), NOW, tmp_path)
 
-    ResultsJsonReporter().report(run)
+    run = reported(ResultsJsonReporter(), run)
 
-    written = [s.report_path.relative_to(tmp_path).as_posix() for s in summaries if s.report_path]
+    written = [
+        s.report_path.relative_to(tmp_path).as_posix() for s in run.summaries if s.report_path
+    ]
     assert written == [
         ".openkata/runs/unpublished/skills__a__commit-message/m/2026-06-18T110000.json",
         ".openkata/runs/unpublished/skills__b__commit-message/m/2026-06-18T110000.json",

@@ -28,6 +28,7 @@ from pytest_openkata.contracts.errors import (
     BackendError,
     MalformedResponseError,
 )
+from pytest_openkata.core.agent_backend import ERROR_OUTPUT_CHARS, CLIBackend, go_duration
 from pytest_openkata.infra.text import clean_output
 from pytest_openkata.providers.agents import make_agent
 from pytest_openkata.providers.agents.claude import ClaudeAgent
@@ -40,7 +41,6 @@ from pytest_openkata.providers.agents.kiro import (
     agent_config_json,
     prepare_agent_dir,
 )
-from pytest_openkata.core.agent_backend import ERROR_OUTPUT_CHARS, CLIBackend, go_duration
 
 STANDINS = Path(__file__).resolve().parents[1] / "support" / "standins"
 STANDIN_KIRO = STANDINS / "kiro-cli"

@@ -11,8 +11,7 @@ import pytest
 
 from pytest_openkata.infra.config import EvalSettings
 from pytest_openkata.providers.reporters.csvfile import COLUMNS, CsvReporter, render_csv
-from pytest_openkata.providers.reporters.runlog import logged_run
-from tests.support.results import judged, logged, report_of, scenario
+from tests.support.results import judged, logged, report_of, reported, scenario
 
 QUOTED = 'says "no", then, a comma\nand a second line'
 
@@ -129,13 +128,13 @@ def test_the_reporter_writes_relative_to_the_current_folder_and_never_overwrites
     settings = EvalSettings(csv="out/rows.csv")
     first, second = report_of(results, settings), report_of(results, settings)
 
-    CsvReporter().report(first)
-    CsvReporter().report(second)
+    first = reported(CsvReporter(), first)
+    second = reported(CsvReporter(), second)
 
     assert first.written == {"CSV rows": Path("out/rows.csv")}
     assert second.written == {"CSV rows": Path("out/rows-2.csv")}
     text = (tmp_path / "out" / "rows.csv").read_bytes().decode()
-    assert text == render_csv(logged_run(first))
+    assert text == render_csv(first.logged)
     assert read_back(text)[0]["reason"] == QUOTED
 
 
@@ -144,7 +143,7 @@ def test_rows_that_cannot_be_written_are_recorded_once_on_the_run(tmp_path: Path
     results = [scenario("scenario-a", [judged("x", 1, True)]), scenario("b", "e", skill="t")]
     run = report_of(results, EvalSettings(csv=str(tmp_path / "blocker" / "rows.csv")))
 
-    CsvReporter().report(run)
+    run = reported(CsvReporter(), run)
 
     assert run.written == {}
     [error] = run.errors
@@ -158,7 +157,7 @@ def test_without_the_setting_nothing_is_written(
     monkeypatch.chdir(tmp_path)
     run = report_of([scenario("scenario-a", [judged("x", 1, True)])], EvalSettings())
 
-    CsvReporter().report(run)
+    run = reported(CsvReporter(), run)
 
     assert run.written == {}
     assert list(tmp_path.iterdir()) == []

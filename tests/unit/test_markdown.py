@@ -36,9 +36,8 @@ from pytest_openkata.providers.reporters.markdown import (
     score_bar,
     sections,
 )
-from pytest_openkata.providers.reporters.runlog import logged_run
 from tests.support.readers import PARSER, html_blocks, inline_text, tables
-from tests.support.results import judged, logged, report_of, scenario
+from tests.support.results import judged, logged, report_of, reported, scenario
 
 NASTY = "a | b\nsecond line <script>alert(1)</script> *not bold* [no](link) `tick` $x$ & ~s~ #1"
 
@@ -370,13 +369,13 @@ def test_the_reporter_writes_the_markdown_report_relative_to_the_current_folder(
     settings = EvalSettings(markdown="out/report.md")
 
     first, second = report_of(results, settings), report_of(results, settings)
-    MarkdownReporter().report(first)
-    MarkdownReporter().report(second)
+    first = reported(MarkdownReporter(), first)
+    second = reported(MarkdownReporter(), second)
 
     assert first.written == {"Markdown report": Path("out/report.md")}
     assert second.written == {"Markdown report": Path("out/report-2.md")}  # never overwritten
     text = (tmp_path / "out" / "report.md").read_text()
-    assert text == render_markdown(logged_run(first))
+    assert text == render_markdown(first.logged)
     assert text == (tmp_path / "out" / "report-2.md").read_text()
     assert "x (0/10): missed" in text
 
@@ -389,7 +388,7 @@ def test_a_report_that_cannot_be_written_is_recorded_once_on_the_run(
     results = [scenario("scenario-a"), scenario("scenario-b", skill="t")]
     run = report_of(results, EvalSettings(markdown=str(tmp_path / "blocker" / "report.md")))
 
-    MarkdownReporter().report(run)
+    run = reported(MarkdownReporter(), run)
 
     assert run.written == {}
     [markdown, step_summary] = run.errors
@@ -405,7 +404,7 @@ def test_a_step_summary_that_cannot_be_appended_is_recorded(
     monkeypatch.setenv(STEP_SUMMARY_ENV, str(tmp_path / "no-such-folder" / "summary.md"))
     run = report_of([scenario("scenario-a")], EvalSettings())
 
-    MarkdownReporter().report(run)
+    run = reported(MarkdownReporter(), run)
 
     [error] = run.errors
     assert error.startswith("could not append to the step summary ")
@@ -426,7 +425,7 @@ def test_a_cut_step_summary_points_at_the_markdown_report_written_in_full(
     ]
     run = report_of(results, EvalSettings(markdown="reports/run.md"), rootdir=tmp_path)
 
-    MarkdownReporter().report(run)
+    run = reported(MarkdownReporter(), run)
 
     full = (tmp_path / "reports" / "run.md").read_text()
     assert len(full.encode()) > STEP_SUMMARY_LIMIT  # the file is whole

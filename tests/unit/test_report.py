@@ -13,18 +13,17 @@ from pydantic import ValidationError
 
 from pytest_openkata.contracts.results import CallStats, CriterionResult, ScenarioResult, Usage
 from pytest_openkata.core.compare import compare_skill
-from pytest_openkata.core.trials import combine_trials, errored_trial, scored_trial
-from pytest_openkata.providers.reporters.results_json import (
+from pytest_openkata.core.report_paths import auto_report_path, output_report_path
+from pytest_openkata.core.results_json import (
     ReportConfig,
     SkillReport,
-    auto_report_path,
     build_report,
-    output_report_path,
     parse_report,
-    read_skill_version,
     render_report,
-    write_new_report,
 )
+from pytest_openkata.core.scenario import read_skill_version
+from pytest_openkata.core.trials import combine_trials, errored_trial, scored_trial
+from pytest_openkata.infra.atomic import write_new_report
 
 NOW = datetime(2026, 6, 18, 11, 0, 0, tzinfo=UTC)
 TS = "2026-06-18T110000"

@@ -2,8 +2,8 @@
 and data frames.
 
 One row per skill, scenario, trial, arm and criterion, rendered from the run as its log holds
-it (:func:`~.runlog.logged_run`), so that the rows of a run and those rendered from its log
-afterwards are the same bytes. The columns, in order:
+it (:attr:`~pytest_openkata.core.reporting.Run.logged`), so that the rows of a run and those
+rendered from its log afterwards are the same bytes. The columns, in order:
 
 - ``skill``: the skill's name (its folder's name, as the results JSON has it);
 - ``scenario``: the scenario folder's name;
@@ -34,11 +34,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_openkata.contracts.results import ScenarioResult, TrialResult
+from pytest_openkata.core.reporting import ReportOutcome, Run
 from pytest_openkata.core.runlog import LoggedRun, skill_summaries
 from pytest_openkata.core.summary import SkillSummary, skill_labels
 from pytest_openkata.infra.atomic import write_new_report
-from pytest_openkata.providers.reporters import RunReport
-from pytest_openkata.providers.reporters.runlog import logged_run
 
 __all__ = ["COLUMNS", "OWN_ARM", "CsvReporter", "render_csv", "rows"]
 
@@ -109,22 +108,21 @@ class CsvReporter:
     recorded on every skill's summary, which fails the run."""
 
     name = "csv"
-    order = 20
 
-    def report(self, run: RunReport) -> None:
+    def report(self, run: Run) -> ReportOutcome | None:
         if not run.settings.csv:
-            return
+            return None
         path = Path(run.settings.csv).expanduser()
+        removed: list[Path] = []
         try:
-            run.written["CSV rows"] = write_new_report(
-                path, render_csv(logged_run(run)), removed=run.removed
-            )
+            written = write_new_report(path, render_csv(run.logged), removed=removed)
         except OSError as exc:
             problem = f"could not write the CSV rows {path}: {exc.strerror or exc}"
-            run.errors.append(problem)
+            return ReportOutcome(errors=(problem,), removed=tuple(removed))
+        return ReportOutcome(written={"CSV rows": written}, removed=tuple(removed))
 
 
 if TYPE_CHECKING:  # the protocol this provider implements, checked by mypy
-    from pytest_openkata.providers.reporters import Reporter
+    from pytest_openkata.core.reporting import Reporter
 
     _implements: type[Reporter] = CsvReporter

@@ -1,8 +1,8 @@
 """The HTML report: a run as one self-contained page (``--eval-html PATH``, or afterwards
 ``python -m pytest_openkata html LOG [-o PATH]``).
 
-The page is rendered from the run as its log holds it (:func:`~pytest_openkata.providers.
-reporters.runlog.logged_run` during a run, :func:`~pytest_openkata.core.runlog.read_run_log`
+The page is rendered from the run as its log holds it (:attr:`~pytest_openkata.core.reporting.
+Run.logged` during a run, :func:`~pytest_openkata.core.runlog.read_run_log`
 afterwards), so a page written live and one rendered from the log later are the same bytes.
 
 It is made to be opened anywhere, from a CI artifact or a mail attachment, and to show an
@@ -47,6 +47,7 @@ from pytest_openkata.contracts.results import (
 )
 from pytest_openkata.core.compare import CriterionMove, SkillComparison
 from pytest_openkata.core.regression import UNCHANGED, ScenarioChange
+from pytest_openkata.core.reporting import ReportOutcome, Run
 from pytest_openkata.core.runlog import (
     LoggedRun,
     RunLogError,
@@ -58,8 +59,6 @@ from pytest_openkata.core.summary import SkillSummary, usage_of
 from pytest_openkata.infra.atomic import write_new_report
 from pytest_openkata.infra.tempfiles import REMOVED
 from pytest_openkata.infra.text import plural, signed_points
-from pytest_openkata.providers.reporters import RunReport
-from pytest_openkata.providers.reporters.runlog import logged_run
 
 __all__ = ["HtmlReporter", "main", "page_view", "render_html"]
 
@@ -542,22 +541,23 @@ class HtmlReporter:
     written on the run, or the reason it could not be on every skill's summary."""
 
     name = "html"
-    order = 20
 
-    def report(self, run: RunReport) -> None:
+    def report(self, run: Run) -> ReportOutcome | None:
         target = run.settings.html
         if not target:
-            return
+            return None
         path = Path(target).expanduser()
+        removed: list[Path] = []
         try:
             if path.is_dir() or target.endswith(_SEPARATORS):
                 raise IsADirectoryError(f"{target} is a folder, not a file name")
-            text = render_html(logged_run(run), source="this run's log")
-            run.written["HTML report"] = write_new_report(path, text, removed=run.removed)
+            text = render_html(run.logged, source="this run's log")
+            written = write_new_report(path, text, removed=removed)
         except (OSError, RunLogError) as exc:
             detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
             problem = f"could not write the HTML report {target} (--eval-html): {detail}"
-            run.errors.append(problem)
+            return ReportOutcome(errors=(problem,), removed=tuple(removed))
+        return ReportOutcome(written={"HTML report": written}, removed=tuple(removed))
 
 
 def main(argv: list[str]) -> int:
@@ -600,6 +600,6 @@ def main(argv: list[str]) -> int:
 
 
 if TYPE_CHECKING:  # the protocol this provider implements, checked by mypy
-    from pytest_openkata.providers.reporters import Reporter
+    from pytest_openkata.core.reporting import Reporter
 
     _implements: type[Reporter] = HtmlReporter

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING
 from pytest_openkata.contracts.junit import SCENARIO_PROPERTY, scenario_key
 from pytest_openkata.contracts.results import ScenarioResult
 from pytest_openkata.core.excerpts import scenario_sections
+from pytest_openkata.core.reporting import ReportOutcome, Run
 from pytest_openkata.core.summary import SkillSummary, skill_labels
 from pytest_openkata.infra.tempfiles import new_temp_file, remove_stale
-from pytest_openkata.providers.reporters import RunReport
 
 _COUNTED = {"failures": "failure", "errors": "error", "skipped": "skipped"}
 
@@ -186,27 +186,29 @@ class JUnitReporter:
     """Adds every criterion of the run's scenarios to pytest's JUnit file, when there is one."""
 
     name = "junit"
-    order = 10
 
-    def report(self, run: RunReport) -> None:
+    def report(self, run: Run) -> ReportOutcome | None:
         if run.junit_xml is None or not run.junit_xml.is_file():
-            return
+            return None
         results = {
             scenario_key(result.skill_dir, result.name, run.rootdir): result
             for summary in run.summaries
             for result in summary.results
         }
-        if results:
-            labels = skill_labels(run.summaries)
-            figures = [
-                pair
-                for summary, label in zip(run.summaries, labels, strict=True)
-                for pair in uplift_properties(summary, label)
-            ]
-            add_criteria_to_junit(run.junit_xml, results, figures, run.removed)
+        if not results:
+            return None
+        labels = skill_labels(run.summaries)
+        figures = [
+            pair
+            for summary, label in zip(run.summaries, labels, strict=True)
+            for pair in uplift_properties(summary, label)
+        ]
+        removed: list[Path] = []
+        add_criteria_to_junit(run.junit_xml, results, figures, removed)
+        return ReportOutcome(removed=tuple(removed))
 
 
 if TYPE_CHECKING:  # the protocol this provider implements, checked by mypy
-    from pytest_openkata.providers.reporters import Reporter
+    from pytest_openkata.core.reporting import Reporter
 
     _implements: type[Reporter] = JUnitReporter

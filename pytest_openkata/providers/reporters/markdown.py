@@ -1,10 +1,11 @@
 """The Markdown report (``--eval-markdown PATH``) and the GitHub Actions step summary.
 
-Both are rendered from the run as its log holds it (:func:`~.runlog.logged_run`), so a report
-rendered during the run and one rendered from the log afterwards are the same bytes. The
-document holds no machine path, no secret (they were masked before the log was made), and
-nothing that changes between two runs with the same outcome: no clock time, no durations, no
-call counts. It is made of sections, overviews first and details last:
+Both are rendered from the run as its log holds it
+(:attr:`~pytest_openkata.core.reporting.Run.logged`), so a report rendered during the run and
+one rendered from the log afterwards are the same bytes. The document holds no machine path, no
+secret (they were masked before the log was made), and nothing that changes between two runs
+with the same outcome: no clock time, no durations, no call counts. It is made of sections,
+overviews first and details last:
 
 - per skill: a heading with its overall percentage, the threshold and PASS, FAIL or partial; a
   table with one row per scenario (its percentage, a bar of ten cells, the baseline arm's
@@ -37,13 +38,12 @@ from typing import TYPE_CHECKING, Any
 from pytest_openkata.contracts.results import CriterionResult, ScenarioResult, TrialResult
 from pytest_openkata.core.compare import SkillComparison
 from pytest_openkata.core.regression import SkillChanges
-from pytest_openkata.core.runlog import LoggedRun, skill_summaries
+from pytest_openkata.core.reporting import ReportOutcome, Run
+from pytest_openkata.core.runlog import LoggedRun, log_folder, log_name, skill_summaries
 from pytest_openkata.core.scoring import catalogue_colour, percent_against
 from pytest_openkata.core.summary import SkillSummary
 from pytest_openkata.infra.atomic import write_new_report
 from pytest_openkata.infra.text import plural, signed_points
-from pytest_openkata.providers.reporters import RunReport
-from pytest_openkata.providers.reporters.runlog import logged_run
 
 __all__ = [
     "STEP_SUMMARY_ENV",
@@ -559,16 +559,14 @@ def _shown(path: Path, rootdir: Path) -> str:
         return path.name
 
 
-def _full_report(run: RunReport) -> str | None:
-    for what in ("Markdown report", "HTML report", "run log"):
-        path = run.written.get(what)
-        if path is not None:
-            return _shown(path, run.rootdir)
-    return None
-
-
-def _record_error(run: RunReport, problem: str) -> None:
-    run.errors.append(problem)
+def _full_report(run: Run) -> str | None:
+    """The fullest report of the run a step summary can point to: the Markdown report, the
+    HTML report, or the run log, as the settings name them."""
+    for target in (run.settings.markdown, run.settings.html):
+        if target:
+            return _shown(Path(target).expanduser(), run.rootdir)
+    folder = log_folder(run.settings, run.rootdir)
+    return None if folder is None else _shown(folder / log_name(run), run.rootdir)
 
 
 class MarkdownReporter:
@@ -576,37 +574,37 @@ class MarkdownReporter:
     where ``GITHUB_STEP_SUMMARY`` says (see the module docstring)."""
 
     name = "markdown"
-    order = 20
 
-    def report(self, run: RunReport) -> None:
+    def report(self, run: Run) -> ReportOutcome | None:
         target = run.settings.markdown
         step_summary = os.environ.get(STEP_SUMMARY_ENV, "")
         if not target and not step_summary:
-            return
-        logged = logged_run(run)
-        parts = sections(logged, skill_summaries(logged))
+            return None
+        parts = sections(run.logged, skill_summaries(run.logged))
+        outcome = ReportOutcome()
         if target:
             path = Path(target).expanduser()
+            removed: list[Path] = []
             try:
-                run.written["Markdown report"] = write_new_report(
-                    path, _joined(parts), removed=run.removed
-                )
+                written = write_new_report(path, _joined(parts), removed=removed)
+                outcome += ReportOutcome(written={"Markdown report": written})
             except OSError as exc:
-                _record_error(
-                    run, f"could not write the Markdown report {path}: {exc.strerror or exc}"
-                )
+                problem = f"could not write the Markdown report {path}: {exc.strerror or exc}"
+                outcome += ReportOutcome(errors=(problem,))
+            outcome += ReportOutcome(removed=tuple(removed))
         if step_summary:
             try:
                 append_step_summary(Path(step_summary), parts, _full_report(run))
             except OSError as exc:
-                _record_error(
-                    run,
+                problem = (
                     f"could not append to the step summary {step_summary} "
-                    f"({STEP_SUMMARY_ENV}): {exc.strerror or exc}",
+                    f"({STEP_SUMMARY_ENV}): {exc.strerror or exc}"
                 )
+                outcome += ReportOutcome(errors=(problem,))
+        return outcome
 
 
 if TYPE_CHECKING:  # the protocol this provider implements, checked by mypy
-    from pytest_openkata.providers.reporters import Reporter
+    from pytest_openkata.core.reporting import Reporter
 
     _implements: type[Reporter] = MarkdownReporter

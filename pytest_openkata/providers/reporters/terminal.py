@@ -15,12 +15,10 @@ from typing import TYPE_CHECKING
 
 from pytest_openkata.contracts.results import CallStats, CriterionResult, ScenarioResult, Usage
 from pytest_openkata.core.compare import SkillComparison
-from pytest_openkata.core.regression import SkillChanges
-from pytest_openkata.core.scoring import percent_against
-from pytest_openkata.core.summary import SkillSummary, skill_labels
+from pytest_openkata.core.reporting import TERMINAL_REPORTER, ReportOutcome, Run, Segment
+from pytest_openkata.core.summary import SkillSummary
 from pytest_openkata.infra.tempfiles import REMOVED
 from pytest_openkata.infra.text import plural, signed_points, visible, visible_lines
-from pytest_openkata.providers.reporters import TERMINAL_REPORTER, RunReport, Segment
 from pytest_openkata.providers.reporters.changes import changes_lines
 
 
@@ -300,93 +298,15 @@ def _skill_lines(
         yield [(f"  Report not written: {summary.report_error}", "red")]
 
 
-def _skill_gate(summary: SkillSummary, label: str, threshold: int) -> str:
-    if not summary.complete:
-        return f"{label} partial, threshold not enforced"
-    relation = ">=" if summary.passed else "<"
-    overall = percent_against(summary.overall, threshold, passed=summary.passed, max_digits=3)
-    return f"{label} {overall} {relation} {threshold}%"
-
-
-def gate_line(
-    summaries: Sequence[SkillSummary],
-    threshold: int,
-    exit_status: int,
-    *,
-    stopped: str | None = None,
-    errored: int = 0,
-    failed: int = 0,
-    require_uplift: bool = False,
-    fail_on_regression: bool = False,
-    run_errors: int = 0,
-) -> list[Segment]:
-    """The run's last line: the gate's decision and why the exit status is what it is.
-
-    Per complete skill ``name 88% < 95%`` or ``name 100% >= 95%`` (a skill that ran in part:
-    ``name partial, threshold not enforced``), then what else failed the run: ``errored``
-    scenarios, ``failed`` ordinary tests, reports not written; then the status:
-    ``commit-message 88% < 95%: exit 1``. When no skill ran completely the threshold is not
-    enforced (``partial run: threshold not enforced, exit 0``); ``stopped`` names what ended
-    a run that did not finish (``interrupted``), whose status is pytest's own.
-    """
-    if stopped is not None:
-        text = f"{stopped}: threshold not enforced, exit {exit_status}"
-        return [(visible(text), "green" if exit_status == 0 else "red")]
-    enforced = any(summary.complete for summary in summaries)
-    labels = skill_labels(summaries)
-    reasons = [
-        "; ".join(
-            _skill_gate(summary, label, threshold)
-            for summary, label in zip(summaries, labels, strict=True)
-        )
-        if enforced
-        else "partial run: threshold not enforced"
-    ]
-    if errored:
-        reasons.append(f"{plural(errored, 'scenario')} errored")
-    if failed:
-        reasons.append(f"{plural(failed, 'ordinary test')} failed")
-    labelled = list(zip(summaries, labels, strict=True))
-    regressed = [label for s, label in labelled if require_uplift and s.regresses]
-    if regressed:
-        verb = "regresses" if len(regressed) == 1 else "regress"
-        reasons.append(f"{', '.join(regressed)} {verb} against the baseline")
-    if fail_on_regression:
-        reasons += [
-            _regressions(s.changes, label)
-            for s, label in labelled
-            if s.changes is not None and s.changes.failed
-        ]
-    unwritten = run_errors + sum(1 for summary in summaries if summary.report_error is not None)
-    if unwritten:
-        reasons.append(f"{plural(unwritten, 'report')} not written")
-    if any(summary.compare_error is not None for summary in summaries):
-        reasons.append("the earlier run to compare with could not be read")
-    separator = ": " if enforced else ", "
-    text = f"{'; '.join(reasons)}{separator}exit {exit_status}"
-    return [(visible(text), "green" if exit_status == 0 else "red")]
-
-
-def _regressions(changes: SkillChanges, label: str) -> str:
-    """``commit-message: 1 regression (scenario-a), 1 missing (scenario-b) against <label>``."""
-    parts = []
-    for what, found in (("regression", changes.regressions), ("missing", changes.missing)):
-        if found:
-            noun = plural(len(found), what) if what == "regression" else f"{len(found)} missing"
-            parts.append(f"{noun} ({', '.join(change.name for change in found)})")
-    return f"{label}: {', '.join(parts)} against {changes.baseline}"
-
-
 class TerminalReporter:
     """Each skill's block of lines, written to the run's terminal output, one write per skill
     (a large suite has thousands of segments)."""
 
     name = TERMINAL_REPORTER
-    order = 100
 
-    def report(self, run: RunReport) -> None:
+    def report(self, run: Run) -> ReportOutcome | None:
         if run.terminal is None:
-            return
+            return None
         for summary in run.summaries:
             lines = skill_lines(summary, run.settings.threshold, run.rootdir)
             run.terminal.write_lines(list(lines))
@@ -405,9 +325,10 @@ class TerminalReporter:
             run.terminal.write_lines(
                 [_safe([(f"{REMOVED}: {_shown(path, run.rootdir)}", None)]) for path in run.removed]
             )
+        return None
 
 
 if TYPE_CHECKING:  # the protocol this provider implements, checked by mypy
-    from pytest_openkata.providers.reporters import Reporter
+    from pytest_openkata.core.reporting import Reporter
 
     _implements: type[Reporter] = TerminalReporter

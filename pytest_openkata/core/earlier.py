@@ -2,14 +2,14 @@
 
 The setting is one of:
 
-- the path of a results JSON (:func:`~pytest_openkata.providers.reporters.results_json.
-  parse_report`): it is of one skill, matched by the skill's name;
+- the path of a results JSON (:func:`~pytest_openkata.core.results_json.parse_report`): it
+  is of one skill, matched by the skill's name;
 - the path of a run log (:func:`~pytest_openkata.core.runlog.parse_run_log`): it may hold
   several skills, each matched by its folder relative to the run's root folder
   (:func:`~pytest_openkata.core.runlog.relative_skill_dir`);
 - ``auto``: for each skill, the newest earlier run of the same selection (:func:`auto_runs`):
   of the same model, among its results JSONs under ``<skill>/evals/results/<model>/`` (the
-  folder :func:`~pytest_openkata.providers.reporters.results_json.auto_report_path` writes
+  folder :func:`~pytest_openkata.core.report_paths.auto_report_path` writes
   to) and the run logs (``log_dir``), partial runs' included. The comparison is made before
   this run's reports and log are written, so its own are never the newest.
 
@@ -38,25 +38,28 @@ from pydantic import ValidationError
 from pytest_openkata.contracts.errors import OpenkataError
 from pytest_openkata.contracts.results import ScenarioResult
 from pytest_openkata.core.regression import SkillChanges, compare_skill_runs
+from pytest_openkata.core.report_paths import auto_report_path
+from pytest_openkata.core.results_json import parse_report
 from pytest_openkata.core.runlog import (
     CHANGES_EXTRA,
+    LOG_NAME,
     RUN_RECORD,
     LoggedRun,
     RunLogError,
+    log_folder,
+    logs_newest_first,
     parse_run_log,
     relative_skill_dir,
 )
 from pytest_openkata.core.summary import SkillSummary
 from pytest_openkata.infra.config import EvalSettings
-from pytest_openkata.providers.reporters.results_json import auto_report_path, parse_report
-from pytest_openkata.providers.reporters.runlog import LOG_NAME, log_folder, logs_newest_first
 
 __all__ = [
     "AUTO",
     "EarlierRun",
     "EarlierRunError",
-    "attach_changes",
     "auto_runs",
+    "compare_run",
     "compare_with_earlier",
     "earlier_runs",
     "newest_report",
@@ -474,24 +477,21 @@ def compare_with_earlier(
     return changes
 
 
-def attach_changes(
+def compare_run(
     summaries: Sequence[SkillSummary], settings: EvalSettings, rootdir: Path
-) -> dict[str, list[dict[str, Any]]]:
-    """Compare each skill with the earlier run (``compare`` setting) before the reporters run:
-    sets every summary's ``changes`` and returns the run log's extra records of them. An
-    earlier run that cannot be read is recorded on every summary as its ``compare_error``
-    (which fails the run and says why), not raised: the run's own reports are still written."""
+) -> tuple[list[SkillSummary], dict[str, list[dict[str, Any]]]]:
+    """Each skill compared with the earlier run (``compare`` setting), before the reporters
+    run: the summaries with their ``changes``, and the run log's extra records of them. An
+    earlier run that cannot be read is every summary's ``compare_error`` (which fails the run
+    and says why), not raised: the run's own reports are still written."""
     try:
         changes = compare_with_earlier(summaries, settings, rootdir)
     except EarlierRunError as exc:
-        for summary in summaries:
-            summary.compare_error = str(exc)
-        return {}
-    for summary in summaries:
-        summary.changes = changes.get(summary.skill_dir)
+        return [replace(summary, compare_error=str(exc)) for summary in summaries], {}
+    compared = [replace(summary, changes=changes.get(summary.skill_dir)) for summary in summaries]
     if not changes:
-        return {}
-    return {
+        return compared, {}
+    return compared, {
         CHANGES_EXTRA: [
             {**change.to_dict(), "skill_dir": relative_skill_dir(skill_dir, rootdir)}
             for skill_dir, change in changes.items()
