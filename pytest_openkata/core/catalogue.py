@@ -52,6 +52,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from pytest_openkata.contracts.errors import OpenkataError
+from pytest_openkata.core.report_paths import report_name_order
 from pytest_openkata.core.scenario import read_skill_version
 from pytest_openkata.core.tile import TILE_FILE, has_context, is_tile_dir
 from pytest_openkata.infra import gojson
@@ -353,8 +354,10 @@ def model_report_files(results: Path) -> dict[str, list[Path]]:
 
 
 def newest_report(files: Iterable[Path]) -> tuple[ReportFacts | None, list[SkippedReport]]:
-    """The plugin's rule: the report with the greatest ``timestamp`` (ties: the greatest file
-    name), and the files that could not be decoded."""
+    """The plugin's rule: the report with the greatest ``timestamp`` (ties: the newest by its
+    file name, as :func:`~pytest_openkata.core.report_paths.report_name_order` orders
+    names, the rule of every other search for the newest report), and the files that could
+    not be decoded."""
     decoded: list[ReportFacts] = []
     skipped: list[SkippedReport] = []
     for path in files:
@@ -362,8 +365,13 @@ def newest_report(files: Iterable[Path]) -> tuple[ReportFacts | None, list[Skipp
             decoded.append(read_report(path, Rule.PLUGIN))
         except ReportDecodeError as exc:
             skipped.append(SkippedReport(path, str(exc)))
-    newest = max(decoded, key=lambda r: (r.timestamp, r.path.name), default=None)
+    newest = max(decoded, key=lambda r: (r.timestamp, _name_order(r.path)), default=None)
     return newest, skipped
+
+
+def _name_order(path: Path) -> tuple[tuple[str, int], str]:
+    """A report's place by its name: written as reports are named first, then any other."""
+    return report_name_order(path.name) or ("", 0), path.name
 
 
 def _is_real_folder(entry: os.DirEntry[str]) -> bool:

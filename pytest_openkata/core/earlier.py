@@ -26,7 +26,6 @@ is named by its file name only, never by a machine path.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -38,7 +37,7 @@ from pydantic import ValidationError
 from pytest_openkata.contracts.errors import OpenkataError
 from pytest_openkata.contracts.results import ScenarioResult
 from pytest_openkata.core.regression import SkillChanges, compare_skill_runs
-from pytest_openkata.core.report_paths import auto_report_path
+from pytest_openkata.core.report_paths import auto_report_path, report_name_order
 from pytest_openkata.core.results_json import parse_report
 from pytest_openkata.core.runlog import (
     CHANGES_EXTRA,
@@ -67,13 +66,6 @@ __all__ = [
 ]
 
 AUTO = "auto"
-
-_REPORT_NAME = re.compile(
-    r"(?P<stamp>[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{6})(?:-(?P<n>[0-9]+))?\.json"
-)
-"""The name of a report written to a skill's results folder: its UTC time, then ``-N`` for the
-Nth report of the same second (``write_new_report``)."""
-
 
 # Any time does: only the folder of the path a report of that time would go to is used.
 _ANY_TIME = datetime(2000, 1, 1, tzinfo=UTC)
@@ -198,10 +190,9 @@ def newest_report(folder: Path, exclude: Collection[Path] = ()) -> Path | None:
     there (``<UTC time>.json``, ``<UTC time>-N.json`` for the Nth of a second), the one of the
     latest time and then the highest N, leaving out ``exclude``; None when there is none.
 
-    The catalogue takes the greatest name by plain string comparison, which sorts ``-2``
-    before its unnumbered name; ordering by time and number makes the second report of a
-    second the newer, as it is. Other names (``results-*.json``: ``--eval-output`` files) are
-    not reports of this folder's runs and are left out.
+    The order is :func:`~pytest_openkata.core.report_paths.report_name_order`'s, as the
+    catalogue's plugin rule takes it. Other names (``results-*.json``: ``--eval-output``
+    files) are not reports of this folder's runs and are left out.
     """
     left_out = {path.resolve() for path in exclude}
     try:
@@ -212,9 +203,9 @@ def newest_report(folder: Path, exclude: Collection[Path] = ()) -> Path | None:
         raise EarlierRunError(f"{folder}: cannot be listed: {exc.strerror or exc}") from exc
     found = []
     for path in entries:
-        match = _REPORT_NAME.fullmatch(path.name)
-        if match and path.is_file() and path.resolve() not in left_out:
-            found.append(((match["stamp"], int(match["n"] or 1)), path))
+        order = report_name_order(path.name)
+        if order is not None and path.is_file() and path.resolve() not in left_out:
+            found.append((order, path))
     return max(found)[1] if found else None
 
 
@@ -290,10 +281,11 @@ def _report_candidates(folder: Path) -> list[tuple[tuple[datetime, int, int], Pa
         raise EarlierRunError(f"{folder}: cannot be listed: {exc.strerror or exc}") from exc
     found = []
     for path in entries:
-        match = _REPORT_NAME.fullmatch(path.name)
-        if match and path.is_file():
-            when = datetime.strptime(match["stamp"], "%Y-%m-%dT%H%M%S")
-            found.append(((when, _REPORT, int(match["n"] or 1)), path))
+        order = report_name_order(path.name)
+        if order is not None and path.is_file():
+            stamp, number = order
+            when = datetime.strptime(stamp, "%Y-%m-%dT%H%M%S")
+            found.append(((when, _REPORT, number), path))
     return found
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
@@ -25,12 +26,14 @@ from pytest_openkata.infra.text import plural
 
 __all__ = [
     "PATH_SEPARATOR",
+    "REPORT_NAME",
     "UNPUBLISHED_FOLDER",
     "as_utc",
     "auto_report_path",
     "held_back",
     "later_names",
     "output_report_path",
+    "report_name_order",
     "report_namer",
     "report_path",
     "report_prefixes",
@@ -40,6 +43,24 @@ __all__ = [
 ]
 
 _FILE_TIMESTAMP = "%Y-%m-%dT%H%M%S"
+
+REPORT_NAME = re.compile(
+    r"(?P<stamp>[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{6})(?:-(?P<n>[0-9]+))?\.json"
+)
+"""The name of a report written to a skill's results folder: its UTC time, then ``-N`` for the
+Nth report of the same second (``write_new_report``)."""
+
+
+def report_name_order(name: str) -> tuple[str, int] | None:
+    """Where a report's file name places it among a results folder's reports, the newest
+    greatest: its UTC time, then ``N`` of ``-N`` (the unnumbered name is the first of its
+    second); None for a name not written as a report (``results-*.json``). The catalogue
+    takes the greatest name by plain string comparison, which sorts ``-2`` before its
+    unnumbered name: this is the one rule the plugin uses wherever it looks for the newest."""
+    match = REPORT_NAME.fullmatch(name)
+    if match is None:
+        return None
+    return match["stamp"], int(match["n"] or 1)
 
 
 def report_path(

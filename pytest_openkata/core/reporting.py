@@ -112,7 +112,8 @@ class Run:
         from pytest_openkata.core.runlog import log_lines, run_info
 
         results = [result for summary in self.summaries for result in summary.results]
-        return log_lines(run_info(self), results, self.rootdir, self.log_extras)
+        info = run_info(self.settings, self.finished_at, complete=self.complete)
+        return log_lines(info, results, self.rootdir, self.log_extras)
 
     @cached_property
     def logged(self) -> LoggedRun:

@@ -20,8 +20,9 @@ import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from datetime import datetime
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pytest_openkata.contracts.errors import OpenkataError
 from pytest_openkata.contracts.results import CriterionResult, ScenarioResult, TrialResult
@@ -30,9 +31,6 @@ from pytest_openkata.core.summary import SkillSummary, summarise
 from pytest_openkata.core.trials import combine_trials
 from pytest_openkata.infra.config import DEFAULT_THRESHOLD, EvalSettings
 from pytest_openkata.infra.text import valid_unicode
-
-if TYPE_CHECKING:
-    from pytest_openkata.core.reporting import Run
 
 __all__ = [
     "LOG_NAME",
@@ -133,13 +131,13 @@ def run_settings(settings: EvalSettings) -> dict[str, Any]:
     }
 
 
-def run_info(run: Run) -> RunInfo:
-    """The run record of ``run``'s log."""
+def run_info(settings: EvalSettings, finished_at: datetime, *, complete: bool) -> RunInfo:
+    """The run record of the log of a run with ``settings`` that finished at ``finished_at``."""
     return RunInfo(
-        finished_at=run.finished_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
-        complete=run.complete,
-        threshold=run.settings.threshold,
-        settings=run_settings(run.settings),
+        finished_at=finished_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        complete=complete,
+        threshold=settings.threshold,
+        settings=run_settings(settings),
     )
 
 
@@ -150,9 +148,10 @@ def log_folder(settings: EvalSettings, rootdir: Path) -> Path | None:
     return rootdir / Path(settings.log_dir).expanduser()
 
 
-def log_name(run: Run) -> str:
-    """The file name of ``run``'s log: its UTC time (see :data:`LOG_NAME`)."""
-    return f"{run.finished_at.strftime(_STAMP)}.jsonl"
+def log_name(finished_at: datetime) -> str:
+    """The file name of the log of a run that finished at ``finished_at``, a UTC time (see
+    :data:`LOG_NAME`)."""
+    return f"{finished_at.strftime(_STAMP)}.jsonl"
 
 
 def logs_newest_first(folder: Path) -> list[Path]:

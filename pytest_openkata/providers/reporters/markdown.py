@@ -566,7 +566,7 @@ def _full_report(run: Run) -> str | None:
         if target:
             return _shown(Path(target).expanduser(), run.rootdir)
     folder = log_folder(run.settings, run.rootdir)
-    return None if folder is None else _shown(folder / log_name(run), run.rootdir)
+    return None if folder is None else _shown(folder / log_name(run.finished_at), run.rootdir)
 
 
 class MarkdownReporter:

@@ -30,7 +30,8 @@ class RunLogReporter:
             return None
         removed: list[Path] = []
         try:
-            path = write_new_report(folder / log_name(run), run.log_text, removed=removed)
+            target = folder / log_name(run.finished_at)
+            path = write_new_report(target, run.log_text, removed=removed)
             prune_logs(folder, run.settings.log_keep)
         except OSError as exc:
             shown = relative_skill_dir(folder, run.rootdir)  # no machine path on the terminal
