@@ -28,6 +28,7 @@ from pytest_openkata.core.catalogue import (
     rule_differences,
     splice_versions,
 )
+from pytest_openkata.core.earlier import newest_report
 
 # The test's own git commands ignore the developer's configuration (signing, hooks).
 GIT_ENV = {
@@ -250,17 +251,21 @@ def test_file_names_are_compared_as_go_compares_them_byte_by_byte(tmp_path: Path
     assert model.path.name == "\U0001f600.json"
 
 
-def test_equal_timestamps_are_told_apart_by_the_file_name(tmp_path: Path) -> None:
+def test_equal_timestamps_are_told_apart_by_the_number_of_the_name(tmp_path: Path) -> None:
     folder = results(skill(tmp_path, "x"), "m")
     report(folder / "2026-06-01T000000.json", overall=10)
+    report(folder / "2026-06-01T000000-3.json", overall=30, timestamp="2026-06-01T02:00:00+02:00")
     report(folder / "2026-06-01T000000-2.json", overall=20)
-    report(folder / "2026-06-01T000000-3.json", timestamp="2026-06-01T02:00:00+02:00")
 
     (model,) = read_skill(tmp_path, "x", Rule.PLUGIN).models
 
-    assert model.path.name == "2026-06-01T000000.json"  # "." sorts after "-"
+    # The third report of the second is the newest, as the earlier-run loader takes it; the
+    # catalogue's plain string order would take the unnumbered name ("." sorts after "-").
+    assert model.path.name == "2026-06-01T000000-3.json"
     assert model.facts is not None
-    assert model.facts.overall_percentage == 10
+    assert model.facts.overall_percentage == 30
+    newest = newest_report(folder)
+    assert newest == model.path
 
 
 def test_the_catalogue_lists_real_folders_with_a_readable_skill_md(tmp_path: Path) -> None:
