@@ -1,9 +1,12 @@
 """The layers' "never" rules, read from the imports of every module of the package (those
 inside functions too).
 
-The layers, lowest first: ``contracts`` (the kernel), ``infra``, then ``core`` and
-``providers``, then ``plugin`` and ``commands``, which adapt the run to pytest and to the
-command line. ``local`` (the built-in local model) is tooling beside them.
+The layers, lowest first: ``contracts`` (the kernel), ``infra``, ``core``, then
+``providers``, which implement the contracts, then ``plugin`` and ``commands``, which adapt the
+run to pytest and to the command line. ``core``, ``plugin`` and ``commands`` reach the
+providers only through the registry (``infra.registry``), by their registered names, never by
+importing them. ``local`` (the built-in local model) is tooling beside them. No module imports
+itself back through others (no cycle), counting the imports inside functions too.
 """
 
 from __future__ import annotations
@@ -31,16 +34,25 @@ NEVER = [
     ),
     (
         "core",
-        {"plugin", "commands", "local", "localmodel"},
-        "the evaluation runs without pytest and without the command line",
+        {"providers", "plugin", "commands", "local", "localmodel"},
+        "the evaluation runs without pytest and the command line, and finds its providers "
+        "through the registry",
     ),
     (
         "providers",
         {"plugin", "commands", "local", "localmodel"},
         "a provider is used by the run, never the other way round",
     ),
-    ("plugin", {"commands", "local", "localmodel"}, "the pytest adapter is not a command"),
-    ("commands", {"plugin", "local", "localmodel"}, "commands run without the pytest adapter"),
+    (
+        "plugin",
+        {"providers", "commands", "local", "localmodel"},
+        "the pytest adapter is not a command, and finds providers through the registry",
+    ),
+    (
+        "commands",
+        {"providers", "plugin", "local", "localmodel"},
+        "commands run without the pytest adapter, and find providers through the registry",
+    ),
     (
         "local",
         {"core", "providers", "plugin", "commands"},
@@ -49,8 +61,8 @@ NEVER = [
 ]
 
 
-def _imported_layers(path: Path) -> set[str]:
-    """The package's layers that ``path`` imports: ``import pytest_openkata.x``, ``from
+def _imported_modules(path: Path) -> list[str]:
+    """The package's modules that ``path`` imports: ``import pytest_openkata.x``, ``from
     pytest_openkata.x import …``, ``from pytest_openkata import x`` and relative imports."""
     here = path.relative_to(PACKAGE.parent).with_suffix("").parts[:-1]  # its package
     modules: list[str] = []
@@ -61,9 +73,12 @@ def _imported_layers(path: Path) -> set[str]:
             base = ".".join(here[: len(here) - node.level + 1]) if node.level else ""
             module = ".".join(part for part in (base, node.module or "") if part)
             modules.append(module)
-            if module == "pytest_openkata":
-                modules += [f"pytest_openkata.{alias.name}" for alias in node.names]
-    return {m.split(".")[1] for m in modules if m.startswith("pytest_openkata.")}
+            modules += [f"{module}.{alias.name}" for alias in node.names]
+    return [m for m in modules if m.startswith("pytest_openkata.")]
+
+
+def _imported_layers(path: Path) -> set[str]:
+    return {module.split(".")[1] for module in _imported_modules(path)}
 
 
 @pytest.mark.parametrize(("layer", "never", "why"), NEVER, ids=[rule[0] for rule in NEVER])
@@ -96,3 +111,51 @@ def test_no_module_takes_another_modules_private_names() -> None:
                     if alias.name.startswith("_") and not alias.name.startswith("__")
                 ]
     assert taken == []
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for other in sorted(graph[module]):
+            if other not in index:
+                visit(other)
+                low[module] = min(low[module], low[other])
+            elif other in stack:
+                low[module] = min(low[module], index[other])
+        if low[module] == index[module]:
+            group = []
+            while (member := stack.pop()) != module:
+                group.append(member)
+            if group:
+                found.append(sorted([module, *group]))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return found
+
+
+def test_no_module_imports_itself_back_through_others() -> None:
+    paths = {_module_name(path): path for path in PACKAGE.rglob("*.py")}
+    graph = {
+        name: {m for m in _imported_modules(path) if m in paths and m != name}
+        for name, path in paths.items()
+    }
+    assert _cycles(graph) == []
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _cycles(graph) == [["a", "b", "c"]]
