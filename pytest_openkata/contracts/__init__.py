@@ -8,4 +8,9 @@ the keys by which the JUnit file names a scenario (:mod:`~pytest_openkata.contra
 the one result model (:mod:`~pytest_openkata.contracts.results`) and the reference's way of
 decoding invalid UTF-8 (:mod:`~pytest_openkata.contracts.text`).
 ``tests/architecture`` keeps it free of imports from the rest of the package.
+
+Public for provider authors: each module's ``__all__`` is its part of the contract; the package
+itself adds no names.
 """
+
+__all__: list[str] = []

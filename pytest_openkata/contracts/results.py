@@ -18,6 +18,28 @@ from typing import Any, TypeVar
 
 from pytest_openkata.contracts.text import GO_REPLACE
 
+__all__ = [
+    "BINARY_SNIFF_BYTES",
+    "ERROR_KINDS",
+    "INFRASTRUCTURE_ERROR",
+    "SCENARIO_ERROR",
+    "SKILL_ERROR",
+    "AgentResult",
+    "CallStats",
+    "CriterionResult",
+    "FileChange",
+    "FileContent",
+    "ScenarioResult",
+    "Snapshot",
+    "TrialResult",
+    "TrialStats",
+    "TrialTrace",
+    "Usage",
+    "Verdict",
+    "WorkspaceDiff",
+    "engines_of",
+]
+
 BINARY_SNIFF_BYTES = 8192
 
 
@@ -108,7 +130,7 @@ class TrialStats:
     pass_hat_k: dict[int, float]
 
 
-N = TypeVar("N", int, float)
+_N = TypeVar("_N", int, float)
 
 # Why a trial errored (``TrialResult.error_kind``): its scenario's files or the run's own
 # configuration are broken; the skill itself is (its SKILL.md, or a tile's tile.json, is
@@ -188,7 +210,7 @@ class CallStats:
         return self.calls == 0 and self.cached == 0
 
 
-def _add(left: N | None, right: N | None) -> N | None:
+def _add(left: _N | None, right: _N | None) -> _N | None:
     if left is None:
         return right
     if right is None:

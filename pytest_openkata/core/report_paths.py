@@ -44,9 +44,7 @@ __all__ = [
 
 _FILE_TIMESTAMP = "%Y-%m-%dT%H%M%S"
 
-REPORT_NAME = re.compile(
-    r"(?P<stamp>[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{6})(?:-(?P<n>[0-9]+))?\.json"
-)
+REPORT_NAME = re.compile(r"(?P<stamp>[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{6})(?:-(?P<n>[0-9]+))?\.json")
 """The name of a report written to a skill's results folder: its UTC time, then ``-N`` for the
 Nth report of the same second (``write_new_report``)."""
 

@@ -5,4 +5,8 @@ and uses SmolLM2-135M through llama-server; :mod:`pytest_openkata.local.sandbox`
 Docker engine holding an image with Codex; :mod:`pytest_openkata.local.steps` holds what both
 share: their long steps, the locks other runs hold, the cache folder and the logged commands.
 The imports run one way, model → sandbox → steps, and the plugin imports none of them.
+
+Internal: its names may change between releases; the command is the interface.
 """
+
+__all__: list[str] = []

@@ -31,47 +31,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Literal, Protocol
 
-from pytest_openkata.core.lint.context import ScenarioFiles
-from pytest_openkata.core.lint.criteria import (
-    STOP_WORDS,
-    VAGUE_WORDS,
-    descriptions_rule,
-    mechanical_criteria_rule,
-    vague_criteria_rule,
-    weights_rule,
-)
-from pytest_openkata.core.lint.files import (
-    files_rule,
-    unreached_scenario_files,
-    unreached_scenario_rule,
-)
-from pytest_openkata.core.lint.findings import SKILL_FILE, EvalLintWarning, Finding, Severity
-from pytest_openkata.core.lint.json_files import (
-    checks_rule,
-    criteria_rule,
-    options_rule,
-    scenario_description_rule,
-)
-from pytest_openkata.core.lint.keys import unknown_keys, unknown_keys_rule
-from pytest_openkata.core.lint.placeholders import (
-    placeholders_rule,
-    scenario_placeholders,
-    skill_placeholders,
-)
-from pytest_openkata.core.lint.skill import (
-    changelog_rule,
-    scenarios_rule,
-    skill_md_rule,
-    unreached_skill_files,
-)
-from pytest_openkata.core.lint.task import (
-    referenced_inputs_rule,
-    task_names_skill_rule,
-    task_states_answer_rule,
-)
-from pytest_openkata.core.scenario import (
-    SCENARIO_NAMES,
-)
+from pytest_openkata.core.lint import criteria, files, json_files, keys, placeholders, skill, task
+from pytest_openkata.core.lint.context import ScenarioFiles as _ScenarioFiles
+from pytest_openkata.core.lint.criteria import STOP_WORDS, VAGUE_WORDS
+from pytest_openkata.core.lint.files import unreached_scenario_files
+from pytest_openkata.core.lint.findings import SKILL_FILE as _SKILL_FILE
+from pytest_openkata.core.lint.findings import EvalLintWarning, Finding, Severity
+from pytest_openkata.core.lint.keys import unknown_keys
+from pytest_openkata.core.lint.placeholders import scenario_placeholders, skill_placeholders
+from pytest_openkata.core.lint.skill import unreached_skill_files
+from pytest_openkata.core.scenario import SCENARIO_NAMES as _SCENARIO_NAMES
 from pytest_openkata.infra import registry
 
 __all__ = [
@@ -92,22 +61,22 @@ __all__ = [
     "unreached_skill_files",
 ]
 
-_SCENARIO_RULES: dict[str, Callable[[ScenarioFiles], list[Finding]]] = {
-    "files": files_rule,
-    "criteria-json": criteria_rule,
-    "scenario-json": options_rule,
-    "checks-json": checks_rule,
-    "unknown-keys": unknown_keys_rule,
-    "empty-descriptions": descriptions_rule,
-    "placeholders": placeholders_rule,
-    "weights": weights_rule,
-    "task-names-skill": task_names_skill_rule,
-    "referenced-inputs": referenced_inputs_rule,
-    "vague-criteria": vague_criteria_rule,
-    "scenario-description": scenario_description_rule,
-    "unreached-files": unreached_scenario_rule,
-    "mechanical-criteria": mechanical_criteria_rule,
-    "task-states-answer": task_states_answer_rule,
+_SCENARIO_RULES: dict[str, Callable[[_ScenarioFiles], list[Finding]]] = {
+    "files": files.files_rule,
+    "criteria-json": json_files.criteria_rule,
+    "scenario-json": json_files.options_rule,
+    "checks-json": json_files.checks_rule,
+    "unknown-keys": keys.unknown_keys_rule,
+    "empty-descriptions": criteria.descriptions_rule,
+    "placeholders": placeholders.placeholders_rule,
+    "weights": criteria.weights_rule,
+    "task-names-skill": task.task_names_skill_rule,
+    "referenced-inputs": task.referenced_inputs_rule,
+    "vague-criteria": criteria.vague_criteria_rule,
+    "scenario-description": json_files.scenario_description_rule,
+    "unreached-files": files.unreached_scenario_rule,
+    "mechanical-criteria": criteria.mechanical_criteria_rule,
+    "task-states-answer": task.task_states_answer_rule,
 }
 
 
@@ -125,7 +94,7 @@ def lint_scenario(
 ) -> dict[str, list[Finding]]:
     """Every scenario rule's findings for ``<skill>/evals/scenario-*``. ``shown_root`` is what
     the weights message names the folder relative to (the current directory by default)."""
-    scenario = ScenarioFiles(scenario_dir, shown_root)
+    scenario = _ScenarioFiles(scenario_dir, shown_root)
     findings = {name: rule(scenario) for name, rule in _SCENARIO_RULES.items()}
     where = scenario.file("")
     for name, rule in _installed_rules("scenario"):
@@ -135,10 +104,10 @@ def lint_scenario(
 
 
 _SKILL_RULES: dict[str, Callable[[Path], list[Finding]]] = {
-    "skill-md": skill_md_rule,
+    "skill-md": skill.skill_md_rule,
     "placeholders": skill_placeholders,
-    "changelog": changelog_rule,
-    "scenarios": scenarios_rule,
+    "changelog": skill.changelog_rule,
+    "scenarios": skill.scenarios_rule,
     "unreached-files": unreached_skill_files,
 }
 
@@ -150,20 +119,22 @@ released version; at least one scenario; files SKILL.md links to that never reac
 prompt."""
 
 
-def lint_skill(skill_dir: Path, scenario_names: str = SCENARIO_NAMES) -> dict[str, list[Finding]]:
+def lint_skill(skill_dir: Path, scenario_names: str = _SCENARIO_NAMES) -> dict[str, list[Finding]]:
     """Every skill rule's findings for a skill folder (not its scenarios'); ``scenario_names``
     is the run's setting, which says which of its folders are scenarios."""
     findings = {
-        name: scenarios_rule(skill_dir, scenario_names) if name == "scenarios" else rule(skill_dir)
+        name: skill.scenarios_rule(skill_dir, scenario_names)
+        if name == "scenarios"
+        else rule(skill_dir)
         for name, rule in _SKILL_RULES.items()
     }
     for name, rule in _installed_rules("skill"):
-        found = _installed_findings(name, rule, skill_dir, SKILL_FILE, SKILL_RULES)
+        found = _installed_findings(name, rule, skill_dir, _SKILL_FILE, SKILL_RULES)
         findings[name] = findings.get(name, []) + found  # a built-in rule's findings stay
     return findings
 
 
-Scope = Literal["scenario", "skill"]
+_Scope = Literal["scenario", "skill"]
 
 
 class LintRule(Protocol):
@@ -174,17 +145,17 @@ class LintRule(Protocol):
     names its file relative to the skill folder (posix); its ``rule`` becomes the registered
     name. Its findings run after the built-in rules', rules in the order of their names."""
 
-    scope: Scope
+    scope: _Scope
 
     def lint(self, folder: Path) -> Iterable[Finding]: ...
 
 
 @functools.cache
-def _loaded_rules() -> tuple[tuple[str, Scope | None, LintRule | str], ...]:
+def _loaded_rules() -> tuple[tuple[str, _Scope | None, LintRule | str], ...]:
     """Every installed rule by name, sorted, with its scope, made once per process (the
     entry points are read once too). A rule that cannot be loaded, or says no known scope,
     has no scope and the text of its error in its place."""
-    loaded: list[tuple[str, Scope | None, LintRule | str]] = []
+    loaded: list[tuple[str, _Scope | None, LintRule | str]] = []
     for name in registry.LINT_RULES.names():
         try:
             rule = registry.LINT_RULES.load(name)()
@@ -199,7 +170,7 @@ def _loaded_rules() -> tuple[tuple[str, Scope | None, LintRule | str], ...]:
     return tuple(loaded)
 
 
-def _installed_rules(scope: Scope) -> list[tuple[str, LintRule | str]]:
+def _installed_rules(scope: _Scope) -> list[tuple[str, LintRule | str]]:
     """The installed rules of ``scope``; those that are errors go with the skill's rules."""
     wanted = (scope, None) if scope == "skill" else (scope,)
     return [(name, rule) for name, of, rule in _loaded_rules() if of in wanted]
