@@ -87,6 +87,7 @@ def agent_settings(settings: EvalSettings) -> AgentSettings:
         anthropic_api_key=settings.anthropic.api_key,
         openai_base_url=settings.http.base_url,
         openai_api_key=settings.http.api_key,
+        provider_settings=settings.provider_settings,
     )
 
 
