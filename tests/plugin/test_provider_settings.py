@@ -145,6 +145,25 @@ def test_each_source_configures_the_agent_as_it_does_a_built_in_setting(
     assert "the parrot says ahoy ahoy\n" in _judged(endpoint)
 
 
+def test_a_later_layer_wins_and_a_changed_value_is_not_answered_from_the_cache(
+    pytester: pytest.Pytester,
+    with_parrot: None,
+    endpoint: ScriptedEndpoint,
+    script: EvalScript,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    (pytester.path / ".openkata-eval.yaml").write_text("agents:\n  parrot:\n    greeting: ahoy\n")
+    assert _run(pytester, endpoint).ret == pytest.ExitCode.OK
+    assert "the parrot says ahoy\n" in _judged(endpoint)
+
+    monkeypatch.setenv("OPENKATA_EVAL_AGENTS_PARROT_GREETING", "hullo")
+    result = _run(pytester, endpoint)
+
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    assert script.judge_calls == 2  # the judge saw the new answer: no cached one was reused
+    assert "the parrot says hullo\n" in _judged(endpoint)
+
+
 def test_the_keyword_of_evaluate_configures_the_agent(
     pytester: pytest.Pytester, with_parrot: None, endpoint: ScriptedEndpoint, script: EvalScript
 ) -> None:
