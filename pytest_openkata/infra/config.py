@@ -495,7 +495,8 @@ _DECLARED_PARSE: dict[type, tuple[Callable[[str], Any], str]] = {
 }
 
 
-def _declared_row(declared: DeclaredSetting) -> Setting:
+def provider_row(declared: DeclaredSetting) -> Setting:
+    """The row of the settings table of a provider's own setting, parsed by its type."""
     parse, metavar = _DECLARED_PARSE[declared.setting.type]
     return Setting(declared.key, parse, metavar=metavar, declared=declared)
 
@@ -516,7 +517,7 @@ def _provider_rows() -> tuple[tuple[Setting, ...], tuple[str, ...]]:
     rows: list[Setting] = []
     problems = list(found.problems)
     for declared in found.settings:
-        row = _declared_row(declared)
+        row = provider_row(declared)
         clash = next((taken[s] for s in _spellings(row) if s in taken), None)
         if clash is not None:
             problems.append(
@@ -552,12 +553,17 @@ def shown_value(value: object) -> str:
     return str(value) if value != "" else "none"
 
 
+def setting_help(field: Setting) -> str:
+    """The help of a row of the settings table: a provider's own setting's from its
+    declaration, with its default."""
+    declared = field.declared
+    if declared is None:
+        return help_text(field.key)
+    return f"{declared.setting.help} (default {shown_value(declared.setting.default)})"
+
+
 def help_text(key: str) -> str:
-    """The help of a setting; lists of providers come from the registries, a provider's own
-    setting's from its declaration."""
-    declared = next((f.declared for f in _provider_rows()[0] if f.key == key), None)
-    if declared is not None:
-        return f"{declared.setting.help} (default {shown_value(declared.setting.default)})"
+    """The help of a built-in setting; lists of providers come from the registries."""
     if key == "backend":
         return f"agent backend: {_listed(registry.backend_names())} (default kiro)"
     if key == "judge_backend":

@@ -13,9 +13,9 @@ from pytest_openkata.core.scenario import has_categories
 from pytest_openkata.infra.config import (
     EvalSettings,
     find_yaml_file,
-    help_text,
     provider_problems,
     resolve_settings,
+    setting_help,
     settings_table,
 )
 from pytest_openkata.infra.redact import Redactor, secrets_from_environment
@@ -73,7 +73,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 action="store_const",
                 const="true",
                 default=None,
-                help=help_text(field.key),
+                help=setting_help(field),
             )
         elif field.option:
             group.addoption(
@@ -81,9 +81,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 dest=field.dest,
                 default=None,
                 metavar=field.shown_metavar,
-                help=help_text(field.key),
+                help=setting_help(field),
             )
-        parser.addini(field.ini, help_text(field.key), type="string", default=None)
+        parser.addini(field.ini, setting_help(field), type="string", default=None)
     heartbeat.add_ini(parser)
     group.addoption(
         "--eval-partial",
