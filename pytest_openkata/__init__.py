@@ -3,7 +3,8 @@
 The public surface: :func:`evaluate` (a run without pytest), the result types every reporter
 and hook receives, the settings, and the protocols a provider implements (an agent CLI, a
 model backend, a grader, a reporter, a sandbox provider), each registered through its
-entry-point group (see :mod:`pytest_openkata.infra.registry`).
+entry-point group (see :mod:`pytest_openkata.infra.registry`), with the settings it may
+declare of its own (:class:`ProviderSetting`).
 """
 
 import typing as _typing
@@ -29,6 +30,7 @@ from pytest_openkata.contracts.sandboxes import (
     SandboxProvider,
     SandboxSpec,
 )
+from pytest_openkata.contracts.settings import ProviderSetting
 from pytest_openkata.core.checks import Check, CommandOutcome
 from pytest_openkata.core.compare import CriterionMove, SkillComparison
 from pytest_openkata.core.grading import GradeError, Grader, Grading, GradingTask
@@ -67,6 +69,7 @@ __all__ = [
     "LintRule",
     "McNemar",
     "OpenkataError",
+    "ProviderSetting",
     "ReportOutcome",
     "Reporter",
     "Run",

@@ -3,10 +3,11 @@
 Its modules import only the standard library and each other: the exception tree
 (:mod:`~pytest_openkata.contracts.errors`), the contracts of model backends, agent CLIs and
 sandbox providers (:mod:`~pytest_openkata.contracts.backends`,
-:mod:`~pytest_openkata.contracts.agents`, :mod:`~pytest_openkata.contracts.sandboxes`) and
-the keys by which the JUnit file names a scenario (:mod:`~pytest_openkata.contracts.junit`),
-the one result model (:mod:`~pytest_openkata.contracts.results`) and the reference's way of
-decoding invalid UTF-8 (:mod:`~pytest_openkata.contracts.text`).
+:mod:`~pytest_openkata.contracts.agents`, :mod:`~pytest_openkata.contracts.sandboxes`), the
+settings a provider declares of its own (:mod:`~pytest_openkata.contracts.settings`), the keys
+by which the JUnit file names a scenario (:mod:`~pytest_openkata.contracts.junit`), the one
+result model (:mod:`~pytest_openkata.contracts.results`) and the reference's way of decoding
+invalid UTF-8 (:mod:`~pytest_openkata.contracts.text`).
 ``tests/architecture`` keeps it free of imports from the rest of the package.
 
 Public for provider authors: each module's ``__all__`` is its part of the contract; the package

@@ -30,6 +30,7 @@ one by name.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +39,7 @@ from typing import Protocol
 from pytest_openkata.contracts.errors import (
     AgentConfigError,
 )
+from pytest_openkata.contracts.settings import SettingValue
 
 __all__ = [
     "UNUSED_KEY",
@@ -59,7 +61,9 @@ class AgentSettings:
     """What the agent presets need from the plugin settings.
 
     ``executable`` replaces the CLI's path (for ``command``: the shell); empty base URLs mean
-    each CLI's own default endpoint.
+    each CLI's own default endpoint. ``provider_settings`` are the run's values of the
+    settings that installed providers declare (an agent of another distribution reads its own
+    with ``ProviderSetting.value_in``).
     """
 
     executable: str | None = None
@@ -68,6 +72,7 @@ class AgentSettings:
     anthropic_api_key: str = field(default="", repr=False)
     openai_base_url: str = ""
     openai_api_key: str = field(default="", repr=False)
+    provider_settings: Mapping[str, SettingValue] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

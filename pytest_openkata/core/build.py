@@ -58,8 +58,19 @@ def make_completer(
     )
 
 
-def _identity(name: str, completer: Completer) -> dict[str, str]:
-    return {"backend": name, "model": completer.model, "endpoint": completer.endpoint}
+def _identity(name: str, completer: Completer, settings: EvalSettings) -> dict[str, Any]:
+    """What decides a backend's answers, for cache keys: its name, model and endpoint, and
+    the values of its own settings when it declares some."""
+    identity: dict[str, Any] = {
+        "backend": name,
+        "model": completer.model,
+        "endpoint": completer.endpoint,
+    }
+    kind = registry.BACKENDS if name in registry.BACKENDS else registry.AGENTS
+    own = settings.provider_values(f"{kind.section}.{name}")
+    if own:
+        identity["provider_settings"] = own
+    return identity
 
 
 def _limited(
@@ -172,8 +183,8 @@ def build_backends(
         retry=retry_policy(settings),
         sandbox=sandbox,
         sandbox_in_flight=_sandbox_in_flight(settings, limited_agent),
-        agent_identity=_identity(settings.backend, agent),
-        judge_identity=_identity(settings.judge_backend, judge),
+        agent_identity=_identity(settings.backend, agent, settings),
+        judge_identity=_identity(settings.judge_backend, judge, settings),
         sandbox_identity=_OnFirstUse(partial(sandbox_identity, settings)),
         closers=closers,
     )

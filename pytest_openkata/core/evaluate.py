@@ -39,7 +39,12 @@ from pytest_openkata.core.schedule import ScenarioScheduler
 from pytest_openkata.core.slots import CallSlot
 from pytest_openkata.core.summary import SkillSummary, summarise
 from pytest_openkata.infra.cache import ResultCache
-from pytest_openkata.infra.config import EvalSettings, find_yaml_file, resolve_settings
+from pytest_openkata.infra.config import (
+    EvalSettings,
+    find_yaml_file,
+    provider_problems,
+    resolve_settings,
+)
 from pytest_openkata.infra.inflight import SharedSlots
 from pytest_openkata.infra.once import Once
 from pytest_openkata.infra.redact import Redactor, secrets_from_environment
@@ -139,11 +144,14 @@ def run_options(
         refs_folder=refs_folder,
         judge_reason_max_chars=settings.judge_reason_max_chars,
         categories=settings.categories,
+        provider_settings=settings.provider_settings,
     )
 
 
 def _settings(arguments: dict[str, object]) -> EvalSettings:
     here = Path.cwd()
+    for problem in provider_problems():  # as pytest warns of them: the run goes on
+        logger.warning("%s", problem)
     return resolve_settings(
         ini={},
         yaml_path=find_yaml_file(None, [here]),

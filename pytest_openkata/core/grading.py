@@ -75,6 +75,9 @@ class GradingContext:
     slot: CallSlot = NO_SLOTS
     # A cap on the length of a judge's reason in its schema (0: none; see judge.verdict_schema).
     reason_max_chars: int = 0
+    # The run's values of the settings that installed providers declare (a grader of another
+    # distribution reads its own with ``ProviderSetting.value_in``).
+    provider_settings: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

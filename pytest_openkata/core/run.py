@@ -150,6 +150,8 @@ class RunOptions:
     trials_fixed: bool = False
     # Only the criteria of these categories run and score (``--eval-category``; () for all).
     categories: tuple[str, ...] = ()
+    # The values of the settings that installed providers declare, for the graders.
+    provider_settings: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.trials < 1 or self.judge_votes < 1:
@@ -243,6 +245,7 @@ class _ScenarioRun:
             redact=redact,
             slot=slot,
             reason_max_chars=options.judge_reason_max_chars,
+            provider_settings=options.provider_settings,
         )
 
     @functools.cached_property

@@ -85,6 +85,7 @@ def agent_settings(settings: EvalSettings) -> AgentSettings:
         anthropic_api_key=settings.anthropic.api_key,
         openai_base_url=settings.http.base_url,
         openai_api_key=settings.http.api_key,
+        provider_settings=settings.provider_settings,
     )
 
 
@@ -137,6 +138,17 @@ def sandbox_identity(settings: EvalSettings) -> dict[str, Any]:
     }
     if box.provider != _DEFAULT_PROVIDER:  # the keys made before there was a choice stay
         identity["provider"] = box.provider
+    # What the provider and the agent were configured with, when they declare settings.
+    own = {
+        provider: values
+        for provider in (
+            f"{registry.SANDBOXES.section}.{box.provider}",
+            f"{registry.AGENTS.section}.{box.agent}",
+        )
+        if (values := settings.provider_values(provider))
+    }
+    if own:
+        identity["provider_settings"] = own
     return identity
 
 

@@ -3,12 +3,18 @@
 Layers, later winning: defaults -> ``[tool.pytest.ini_options]`` (``eval_*`` keys) ->
 ``.openkata-eval.yaml`` -> ``OPENKATA_EVAL_*`` environment variables -> command line.
 Unlike the reference runner, a value that does not parse is an error, never ignored.
+
+The settings table is :data:`FIELDS`, the built-in settings, followed by the settings that
+installed providers declare (:func:`settings_table`): theirs are spelled, parsed and checked
+as the built-in ones are, and their values are kept in ``EvalSettings.provider_settings``.
 """
 
 from __future__ import annotations
 
+import functools
+import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -19,7 +25,9 @@ from pytest_openkata.contracts.backends import DEFAULT_ANSWER_MAX_BYTES
 from pytest_openkata.contracts.errors import (
     ConfigError,
 )
+from pytest_openkata.contracts.settings import SettingValue
 from pytest_openkata.infra import registry
+from pytest_openkata.infra.provider_settings import DeclaredSetting, declarations
 
 ENV_PREFIX = "OPENKATA_EVAL_"
 CONFIG_FILE_NAME = ".openkata-eval.yaml"
@@ -126,7 +134,21 @@ class EvalSettings(BaseModel):
     sandbox: SandboxSettings = SandboxSettings()
     retry: RetrySettings = RetrySettings()
     price: PriceSettings = PriceSettings()
+    # The settings that installed providers declare, by key (``sandboxes.acme.region``), each
+    # with its resolved value or its default; a provider reads its own with
+    # ``ProviderSetting.value_in``.
+    provider_settings: Mapping[str, SettingValue] = {}
     sources: dict[str, str] = {}
+
+    def provider_values(self, provider: str) -> dict[str, SettingValue]:
+        """The values of one provider's own settings by name (``provider``: its entry point's
+        group and name, ``sandboxes.acme``); ``{}`` for a provider that declares none."""
+        prefix = f"{provider}."
+        return {
+            key.removeprefix(prefix): value
+            for key, value in self.provider_settings.items()
+            if key.startswith(prefix)
+        }
 
     @property
     def categories(self) -> tuple[str, ...]:
@@ -359,6 +381,8 @@ class Setting:
     flag: bool = False
     # A list: a YAML list (or a list argument of ``evaluate()``) is its comma-separated text.
     listed: bool = False
+    # The provider's declaration this row comes from; None for a built-in setting.
+    declared: DeclaredSetting | None = None
 
     @property
     def shown_metavar(self) -> str:
@@ -366,20 +390,25 @@ class Setting:
 
     @property
     def env(self) -> str:
-        return ENV_PREFIX + self.key.replace(".", "_").upper()
+        return ENV_PREFIX + self._underscored.upper()
 
     @property
     def ini(self) -> str:
-        return "eval_" + self.key.replace(".", "_")
+        return "eval_" + self._underscored
 
     @property
     def option(self) -> str | None:
-        spelled = self.key.replace(".", "-").replace("_", "-")
+        spelled = self._underscored.replace("_", "-")
         return None if self.secret else (self.cli or f"--eval-{spelled}")
 
     @property
     def dest(self) -> str:
-        return "eval_" + self.key.replace(".", "_")
+        return "eval_" + self._underscored
+
+    @property
+    def _underscored(self) -> str:
+        # A provider's name may hold "-" (``lint_rules.no-ticket``); no variable name may.
+        return self.key.replace(".", "_").replace("-", "_")
 
 
 FIELDS: tuple[Setting, ...] = (
@@ -441,12 +470,100 @@ FIELDS: tuple[Setting, ...] = (
 FIELDS_BY_KEY = {f.key: f for f in FIELDS}
 
 
+def _whole_number(value: str) -> int:
+    if not _WHOLE_NUMBER.fullmatch(value.strip()):
+        raise ValueError(f"{value!r} is not a whole number")
+    return int(value.strip())
+
+
+def _finite_number(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise ValueError(f"{value!r} is not a number") from None
+    if not math.isfinite(number):
+        raise ValueError(f"{value!r} is not a finite number")
+    return number
+
+
+# How the text of a provider's setting is parsed, and shown in its option, by its type.
+_DECLARED_PARSE: dict[type, tuple[Callable[[str], Any], str]] = {
+    str: (_text, "TEXT"),
+    int: (_whole_number, "N"),
+    float: (_finite_number, "NUMBER"),
+    bool: (_boolean, "true|false"),
+}
+
+
+def provider_row(declared: DeclaredSetting) -> Setting:
+    """The row of the settings table of a provider's own setting, parsed by its type."""
+    parse, metavar = _DECLARED_PARSE[declared.setting.type]
+    return Setting(declared.key, parse, metavar=metavar, declared=declared)
+
+
+def _spellings(field: Setting) -> Iterator[str]:
+    yield field.env
+    yield field.dest
+    if field.option:
+        yield field.option
+
+
+@functools.cache
+def _provider_rows() -> tuple[tuple[Setting, ...], tuple[str, ...]]:
+    """The rows of the settings that installed providers declare, and the problems of those
+    that cannot join the table (an unreadable declaration, a spelling already taken)."""
+    found = declarations()
+    taken = {spelled: field.key for field in FIELDS for spelled in _spellings(field)}
+    rows: list[Setting] = []
+    problems = list(found.problems)
+    for declared in found.settings:
+        row = provider_row(declared)
+        clash = next((taken[s] for s in _spellings(row) if s in taken), None)
+        if clash is not None:
+            problems.append(
+                f"the {declared.kind} setting {row.key} is spelled as {clash} is; "
+                "it is left out of the settings"
+            )
+            continue
+        taken.update(dict.fromkeys(_spellings(row), row.key))
+        rows.append(row)
+    return tuple(rows), tuple(problems)
+
+
+def settings_table() -> tuple[Setting, ...]:
+    """Every setting of this process: the built-in ones (:data:`FIELDS`), then those that
+    installed providers declare."""
+    return FIELDS + _provider_rows()[0]
+
+
+def provider_problems() -> tuple[str, ...]:
+    """Why a provider's declared settings could not join the table, one sentence each."""
+    return _provider_rows()[1]
+
+
 def _listed(names: tuple[str, ...]) -> str:
     return ", ".join(names[:-1]) + f" or {names[-1]}" if len(names) > 1 else "".join(names)
 
 
+def shown_value(value: object) -> str:
+    """A setting's value as it is written in every source (``true``, ``2``, ``eu``), or
+    ``none`` for empty text."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value) if value != "" else "none"
+
+
+def setting_help(field: Setting) -> str:
+    """The help of a row of the settings table: a provider's own setting's from its
+    declaration, with its default."""
+    declared = field.declared
+    if declared is None:
+        return help_text(field.key)
+    return f"{declared.setting.help} (default {shown_value(declared.setting.default)})"
+
+
 def help_text(key: str) -> str:
-    """The help of a setting; lists of providers come from the registries."""
+    """The help of a built-in setting; lists of providers come from the registries."""
     if key == "backend":
         return f"agent backend: {_listed(registry.backend_names())} (default kiro)"
     if key == "judge_backend":
@@ -562,25 +679,37 @@ def _apply(
 
 
 def _flatten(data: Mapping[str, Any], where: str) -> dict[str, object]:
-    """Sections (``http:``, ``sandbox:``, ...) as dotted keys; ``where`` names the source in
-    errors."""
+    """Sections (``http:``, ``sandbox:``, a provider's ``sandboxes: acme:``) as dotted keys;
+    ``where`` names the source in errors."""
+    table = settings_table()
+    keys = {f.key for f in table}
+    sections = {key.rsplit(".", depth)[0] for key in keys for depth in range(1, key.count(".") + 1)}
     flat: dict[str, object] = {}
-    sections = {f.key.partition(".")[0] for f in FIELDS if "." in f.key}
-    for key, value in data.items():
-        if key in sections and value == "":
-            continue  # an empty section, e.g. every key under "http:" commented out
-        if key in sections and not isinstance(value, Mapping):
-            raise ConfigError(f"{where}: key {key}: expected a mapping of keys")
-        if isinstance(value, Mapping):
-            for sub_key, sub_value in value.items():
-                flat[f"{key}.{sub_key}"] = sub_value
-        else:
-            flat[str(key)] = value
+
+    def walk(mapping: Mapping[str, Any], prefix: str) -> None:
+        for name, value in mapping.items():
+            key = f"{prefix}{name}"
+            if key in sections and value == "":
+                continue  # an empty section, e.g. every key under "http:" commented out
+            if key in sections and not isinstance(value, Mapping):
+                raise ConfigError(f"{where}: key {key}: expected a mapping of keys")
+            if key in sections:
+                walk(value, f"{key}.")
+            else:
+                flat[key] = value
+
+    walk(data, "")
     for key in flat:
-        if key not in FIELDS_BY_KEY:
-            known = ", ".join(f.key for f in FIELDS)
-            raise ConfigError(f"{where}: unknown key {key!r}; known keys: {known}")
+        if key not in keys:
+            known = ", ".join(f.key for f in table)
+            raise ConfigError(f"{where}: unknown key {key!r}; known keys: {known}{_unreadable()}")
     return flat
+
+
+def _unreadable() -> str:
+    """What an unknown-key error adds when a provider's settings could not be read."""
+    problems = provider_problems()
+    return f" (and {'; '.join(problems)})" if problems else ""
 
 
 def _flatten_yaml(data: Mapping[str, Any], path: Path) -> dict[str, object]:
@@ -639,32 +768,37 @@ def resolve_settings(
     to read, if any; ``arguments`` are keyword arguments of the Python API, named as the YAML
     keys (sections as dicts), the last layer.
     """
+    table = settings_table()
+    by_key = {f.key: f for f in table}
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
-    for field in FIELDS:
+    for field in table:
         _apply(values, sources, field, ini.get(field.dest), f"ini option {field.ini}")
     if yaml_path is not None:
         for key, raw in read_yaml_file(yaml_path).items():
-            field = FIELDS_BY_KEY[key]
+            field = by_key[key]
             _apply(values, sources, field, raw, f"{yaml_path}: key {key}")
     unknown_env = sorted(
         name
         for name in environ
         if name.startswith(ENV_PREFIX)
         and name not in ENV_NOT_SETTINGS
-        and name not in {f.env for f in FIELDS}
+        and name not in {f.env for f in table}
     )
     if unknown_env:
-        known = ", ".join(f.env for f in FIELDS)
-        raise ConfigError(f"unknown environment variable {unknown_env[0]}; known: {known}")
-    for field in FIELDS:
+        known = ", ".join(f.env for f in table)
+        raise ConfigError(
+            f"unknown environment variable {unknown_env[0]}; known: {known}{_unreadable()}"
+        )
+    for field in table:
         _apply(values, sources, field, environ.get(field.env), f"environment {field.env}")
-    for field in FIELDS:
+    for field in table:
         if field.option:
             _apply(values, sources, field, cli.get(field.dest), f"option {field.option}")
     for key, raw in _flatten(arguments or {}, "arguments").items():
         text = _argument_text(key, raw)
-        _apply(values, sources, FIELDS_BY_KEY[key], text, f"argument {key}")
+        _apply(values, sources, by_key[key], text, f"argument {key}")
+    provided = {f.key: values.pop(f.key, f.declared.setting.default) for f in table if f.declared}
 
     if not values.get("judge_backend"):
         values["judge_backend"] = values.get("backend", EvalSettings().backend)
@@ -679,7 +813,7 @@ def resolve_settings(
             nested[head][tail] = value
         else:
             nested[key] = value
-    return EvalSettings(**nested, sources=sources)
+    return EvalSettings(**nested, provider_settings=provided, sources=sources)
 
 
 def find_yaml_file(explicit: str | None, search_dirs: list[Path]) -> Path | None:

@@ -22,9 +22,10 @@ providers it uses. Option choices, help texts and validation come from these tab
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
-from importlib.metadata import EntryPoint, entry_points
+from importlib.metadata import EntryPoint, EntryPoints, entry_points
 from typing import Any
 
 from pytest_openkata.contracts.errors import OpenkataError
@@ -33,6 +34,7 @@ __all__ = [
     "AGENTS",
     "BACKENDS",
     "GRADERS",
+    "LINT_RULES",
     "REPORTERS",
     "SANDBOXES",
     "Registry",
@@ -46,11 +48,28 @@ class UnknownProviderError(OpenkataError, LookupError):
     are."""
 
 
+# One reading of every distribution's entry points for all the groups: each reading walks
+# every installed distribution, and start-up lists the providers of every group. Python 3.11
+# gives them grouped (its SelectableGroups); both kinds select a group alike.
+if sys.version_info >= (3, 12):
+
+    @functools.cache
+    def _every_entry_point() -> EntryPoints:
+        return entry_points()
+
+else:
+    from importlib.metadata import SelectableGroups
+
+    @functools.cache
+    def _every_entry_point() -> SelectableGroups:
+        return entry_points()
+
+
 @functools.cache
 def _entry_points(group: str) -> Mapping[str, EntryPoint]:
     # The first distribution to register a name keeps it, as importlib.metadata lists them.
     found: dict[str, EntryPoint] = {}
-    for point in entry_points(group=group):
+    for point in _every_entry_point().select(group=group):
         found.setdefault(point.name, point)
     return found
 
@@ -66,6 +85,25 @@ class Registry:
     def names(self) -> tuple[str, ...]:
         """Every registered name, sorted."""
         return tuple(sorted(_entry_points(self.group)))
+
+    @property
+    def section(self) -> str:
+        """The first part of the keys of its providers' own settings: the group's last word
+        (``sandboxes`` for ``pytest_openkata.sandboxes``)."""
+        return self.group.rpartition(".")[2]
+
+    def not_built_in(self) -> tuple[str, ...]:
+        """The names whose providers live outside this package, sorted, told by the module
+        each entry point names (no distribution's metadata is read): the providers that may
+        declare settings of their own (a built-in provider's settings are rows of the settings
+        table itself)."""
+        return tuple(
+            sorted(
+                name
+                for name, point in _entry_points(self.group).items()
+                if point.module.partition(".")[0] != OWN_PACKAGE
+            )
+        )
 
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and name in _entry_points(self.group)
@@ -89,6 +127,9 @@ GRADERS = Registry("pytest_openkata.graders", "grader")
 REPORTERS = Registry("pytest_openkata.reporters", "reporter")
 SANDBOXES = Registry("pytest_openkata.sandboxes", "sandbox provider")
 LINT_RULES = Registry("pytest_openkata.lint_rules", "lint rule")
+
+
+OWN_PACKAGE = __name__.partition(".")[0]
 
 
 def backend_names() -> tuple[str, ...]:

@@ -11,11 +11,12 @@ import pytest
 from pytest_openkata.contracts.errors import ConfigError
 from pytest_openkata.core.scenario import has_categories
 from pytest_openkata.infra.config import (
-    FIELDS,
     EvalSettings,
     find_yaml_file,
-    help_text,
+    provider_problems,
     resolve_settings,
+    setting_help,
+    settings_table,
 )
 from pytest_openkata.infra.redact import Redactor, secrets_from_environment
 from pytest_openkata.plugin import (
@@ -63,7 +64,8 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("openkata", "skill evals (pytest-openkata)")
-    for field in FIELDS:
+    # The built-in settings, then those that installed providers declare.
+    for field in settings_table():
         if field.option and field.flag:
             group.addoption(
                 field.option,
@@ -71,7 +73,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 action="store_const",
                 const="true",
                 default=None,
-                help=help_text(field.key),
+                help=setting_help(field),
             )
         elif field.option:
             group.addoption(
@@ -79,9 +81,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 dest=field.dest,
                 default=None,
                 metavar=field.shown_metavar,
-                help=help_text(field.key),
+                help=setting_help(field),
             )
-        parser.addini(field.ini, help_text(field.key), type="string", default=None)
+        parser.addini(field.ini, setting_help(field), type="string", default=None)
     heartbeat.add_ini(parser)
     group.addoption(
         "--eval-partial",
@@ -121,13 +123,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def _resolve(config: pytest.Config) -> EvalSettings:
     search = [config.invocation_params.dir, config.rootpath]
+    table = settings_table()
+    for problem in provider_problems():
+        config.issue_config_time_warning(
+            pytest.PytestConfigWarning(f"pytest-openkata: {problem}"), stacklevel=2
+        )
     try:
         yaml_path = find_yaml_file(config.getoption("eval_config"), search)
         return resolve_settings(
-            ini={f.dest: config.getini(f.ini) for f in FIELDS},
+            ini={f.dest: config.getini(f.ini) for f in table},
             yaml_path=yaml_path,
             environ=os.environ,
-            cli={f.dest: config.getoption(f.dest) for f in FIELDS if f.option},
+            cli={f.dest: config.getoption(f.dest) for f in table if f.option},
         )
     except ConfigError as exc:
         raise pytest.UsageError(f"pytest-openkata: {exc}") from None
