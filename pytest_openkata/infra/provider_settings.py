@@ -26,12 +26,12 @@ from pytest_openkata.infra import registry
 
 __all__ = ["Declarations", "DeclaredSetting", "declarations"]
 
-# The kinds of provider that get the run's settings, in the order the table lists theirs (a
-# lint rule is made without them, so it declares none).
+# The kinds of provider that get the run's settings, in the order the table lists theirs.
 CONFIGURABLE = (
     registry.AGENTS,
     registry.BACKENDS,
     registry.GRADERS,
+    registry.LINT_RULES,
     registry.REPORTERS,
     registry.SANDBOXES,
 )

@@ -127,15 +127,20 @@ def lint_skill_rules(request: pytest.FixtureRequest, subtests: pytest.Subtests) 
     """The skill's rules (SKILL.md, CHANGELOG.md, its scenarios), each a subtest."""
     item = request.node
     assert isinstance(item, SkillLintItem)
-    names = item.config.stash[settings_key].scenario_names
-    _check_rules(lint_skill(item.skill_dir, names), subtests, item, item.skill_dir)
+    settings = item.config.stash[settings_key]
+    findings = lint_skill(item.skill_dir, settings.scenario_names, settings.provider_settings)
+    _check_rules(findings, subtests, item, item.skill_dir)
 
 
 def lint_scenario_rules(request: pytest.FixtureRequest, subtests: pytest.Subtests) -> None:
     """The scenario's rules, each a subtest."""
     item = request.node
     assert isinstance(item, ScenarioLintItem)
-    findings = lint_scenario(item.path, shown_root=item.config.rootpath)
+    findings = lint_scenario(
+        item.path,
+        shown_root=item.config.rootpath,
+        settings=item.config.stash[settings_key].provider_settings,
+    )
     _check_rules(findings, subtests, item, item.path.parent.parent)
 
 

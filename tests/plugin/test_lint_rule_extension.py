@@ -18,18 +18,22 @@ HOUSE_RULES = '''\
 import os
 import re
 
-from pytest_openkata import Finding
+from pytest_openkata import Finding, ProviderSetting
+
+PROJECT = ProviderSetting("project", str, "JIRA", "the ticket project a task must not name")
 
 
 class NoTicketInTask:
     scope = "scenario"
+    settings = (PROJECT,)
 
-    def lint(self, folder):
+    def lint(self, folder, settings):
         if os.environ.get("HOUSE_RULES_BREAK"):
             raise RuntimeError("the ticket list is unreachable")
+        project = PROJECT.value_in(settings, "lint_rules.no-ticket-in-task")
         task = (folder / "task.md").read_text()
         for number, line in enumerate(task.splitlines(), start=1):
-            if re.search(r"\\bJIRA-[0-9]+", line):
+            if re.search(rf"\\b{re.escape(project)}-[0-9]+", line):
                 where = f"evals/{folder.name}/task.md"
                 yield Finding("any", "warning", where, number, "a ticket number in the task")
 
@@ -37,7 +41,7 @@ class NoTicketInTask:
 class SkillHasOwner:
     scope = "skill"
 
-    def lint(self, folder):
+    def lint(self, folder, settings):
         if "owner:" not in (folder / "SKILL.md").read_text():
             return [Finding("any", "error", "SKILL.md", 1, "name the skill's owner")]
         return []
@@ -50,7 +54,7 @@ from pytest_openkata import Finding
 class Weights:
     scope = "scenario"
 
-    def lint(self, folder):
+    def lint(self, folder, settings):
         return [Finding("weights", "warning", "task.md", 1, "never shown")]
 """
 
@@ -116,6 +120,31 @@ def test_an_installed_rule_runs_beside_the_built_in_ones_under_its_name(
     strict.stdout.fnmatch_lines(
         ["*no-ticket-in-task*", "*evals/scenario-1/task.md:2: a ticket number in the task*"]
     )
+
+
+def test_a_rule_reads_the_setting_it_declares_from_the_run(
+    pytester: pytest.Pytester, house_rules: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PYTHONPATH", str(house_rules))
+    skill = _skill(pytester.path)
+    task = skill / "evals" / "scenario-0" / "task.md"
+    task.write_text("Write a note about the meeting.\nIt was filed as OPS-17.\n")
+
+    by_option = pytester.runpytest_subprocess(
+        "--eval-lint", "skills", "--eval-lint-rules-no-ticket-in-task-project", "OPS"
+    )
+    pytester.makeini("[pytest]\neval_lint_rules_no_ticket_in_task_project = OPS\n")
+    by_ini = pytester.runpytest_subprocess("--eval-lint", "skills")
+
+    for result in (by_option, by_ini):
+        # OPS-17 in scenario-0 is found; JIRA-4521 in scenario-1 no longer is.
+        result.stdout.fnmatch_lines(
+            ["*scenario-0/task.md:2: EvalLintWarning: [[]no-ticket-in-task[]] a ticket*"]
+        )
+        assert "scenario-1/task.md:2" not in result.stdout.str()
+    help_text = pytester.runpytest_subprocess("--help").stdout.str()
+    assert "--eval-lint-rules-no-ticket-in-task-project" in help_text
+    assert "the ticket project a task must not name" in help_text
 
 
 def test_an_installed_skill_rule_fails_the_skill_item_with_its_error(

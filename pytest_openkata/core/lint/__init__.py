@@ -26,7 +26,7 @@ A team adds a rule of its own as a third party adds a grader: a class implementi
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Literal, Protocol
@@ -90,15 +90,21 @@ criteria a check would grade exactly; the task stating what a criterion expects.
 
 
 def lint_scenario(
-    scenario_dir: Path, *, shown_root: Path | None = None
+    scenario_dir: Path,
+    *,
+    shown_root: Path | None = None,
+    settings: Mapping[str, object] | None = None,
 ) -> dict[str, list[Finding]]:
     """Every scenario rule's findings for ``<skill>/evals/scenario-*``. ``shown_root`` is what
-    the weights message names the folder relative to (the current directory by default)."""
+    the weights message names the folder relative to (the current directory by default);
+    ``settings`` are the values of the settings providers declare, for installed rules."""
     scenario = _ScenarioFiles(scenario_dir, shown_root)
     findings = {name: rule(scenario) for name, rule in _SCENARIO_RULES.items()}
     where = scenario.file("")
     for name, rule in _installed_rules("scenario"):
-        found = _installed_findings(name, rule, scenario_dir, where, SCENARIO_RULES)
+        found = _installed_findings(
+            name, rule, scenario_dir, where, SCENARIO_RULES, settings=settings or {}
+        )
         findings[name] = findings.get(name, []) + found  # a built-in rule's findings stay
     return findings
 
@@ -119,9 +125,14 @@ released version; at least one scenario; files SKILL.md links to that never reac
 prompt."""
 
 
-def lint_skill(skill_dir: Path, scenario_names: str = _SCENARIO_NAMES) -> dict[str, list[Finding]]:
+def lint_skill(
+    skill_dir: Path,
+    scenario_names: str = _SCENARIO_NAMES,
+    settings: Mapping[str, object] | None = None,
+) -> dict[str, list[Finding]]:
     """Every skill rule's findings for a skill folder (not its scenarios'); ``scenario_names``
-    is the run's setting, which says which of its folders are scenarios."""
+    is the run's setting, which says which of its folders are scenarios; ``settings`` as for
+    :func:`lint_scenario`."""
     findings = {
         name: skill.scenarios_rule(skill_dir, scenario_names)
         if name == "scenarios"
@@ -129,7 +140,9 @@ def lint_skill(skill_dir: Path, scenario_names: str = _SCENARIO_NAMES) -> dict[s
         for name, rule in _SKILL_RULES.items()
     }
     for name, rule in _installed_rules("skill"):
-        found = _installed_findings(name, rule, skill_dir, _SKILL_FILE, SKILL_RULES)
+        found = _installed_findings(
+            name, rule, skill_dir, _SKILL_FILE, SKILL_RULES, settings=settings or {}
+        )
         findings[name] = findings.get(name, []) + found  # a built-in rule's findings stay
     return findings
 
@@ -141,13 +154,16 @@ class LintRule(Protocol):
     """A lint rule of a distribution of its own: a class made without arguments, registered
     under the entry-point group ``pytest_openkata.lint_rules``; the entry point's name is the
     rule's. ``scope`` says what :meth:`lint` is given: ``"scenario"``, a scenario folder
-    (``<skill>/evals/<scenario>``), or ``"skill"``, a skill folder. Each :class:`Finding`
-    names its file relative to the skill folder (posix); its ``rule`` becomes the registered
-    name. Its findings run after the built-in rules', rules in the order of their names."""
+    (``<skill>/evals/<scenario>``), or ``"skill"``, a skill folder, with the run's values of
+    the settings providers declare (a rule that declares ``settings`` of its own reads them
+    with :meth:`~pytest_openkata.ProviderSetting.value_in`, as ``lint_rules.<name>``). Each
+    :class:`Finding` names its file relative to the skill folder (posix); its ``rule``
+    becomes the registered name. Its findings run after the built-in rules', rules in the
+    order of their names."""
 
     scope: _Scope
 
-    def lint(self, folder: Path) -> Iterable[Finding]: ...
+    def lint(self, folder: Path, settings: Mapping[str, object]) -> Iterable[Finding]: ...
 
 
 @functools.cache
@@ -177,7 +193,13 @@ def _installed_rules(scope: _Scope) -> list[tuple[str, LintRule | str]]:
 
 
 def _installed_findings(
-    name: str, rule: LintRule | str, folder: Path, where: str, built_in: tuple[str, ...]
+    name: str,
+    rule: LintRule | str,
+    folder: Path,
+    where: str,
+    built_in: tuple[str, ...],
+    *,
+    settings: Mapping[str, object],
 ) -> list[Finding]:
     """What an installed rule found in ``folder``; its own failure, or a name taken by a
     built-in rule, as an error finding at ``where`` that names it."""
@@ -190,7 +212,7 @@ def _installed_findings(
     if isinstance(rule, str):
         return failed(rule)
     try:
-        found = list(rule.lint(folder))
+        found = list(rule.lint(folder, settings))
     except Exception as exc:  # another distribution's code: its failure is a finding
         return failed(f"failed: {type(exc).__name__}: {exc}")
     if not all(isinstance(finding, Finding) for finding in found):
