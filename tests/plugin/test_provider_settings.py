@@ -5,6 +5,7 @@ agent reads them and its answer shows them."""
 
 from __future__ import annotations
 
+import os
 import sys
 import textwrap
 from pathlib import Path
@@ -246,3 +247,48 @@ def test_a_declaration_that_cannot_be_read_is_a_warning_and_pytest_still_runs(
             "settings that are not a tuple of ProviderSetting: ('region',)",
         ]
     )
+
+
+KEYWORD_GRADER = '''\
+"""A grader that looks for one word in the agent's answer: the word is its own setting."""
+
+from pytest_openkata import CriterionResult, Grading, ProviderSetting
+
+WORD = ProviderSetting(name="word", type=str, default="absent", help="the word to look for")
+
+
+class KeywordGrader:
+    name = "keyword"
+    settings = (WORD,)
+
+    def grade(self, task):
+        word = WORD.value_in(task.context.provider_settings, "graders.keyword")
+        found = word in task.agent.text
+        return Grading([CriterionResult.judged("says-it", 5, found, f"looked for {word!r}")])
+'''
+
+
+def test_a_grader_reads_the_setting_it_declares(
+    pytester: pytest.Pytester,
+    with_parrot: None,
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    endpoint: ScriptedEndpoint,
+    script: EvalScript,
+) -> None:
+    grader = install_distribution(
+        tmp_path_factory,
+        "openkata-keyword",
+        KEYWORD_GRADER,
+        {"pytest_openkata.graders": {"keyword": "openkata_keyword:KeywordGrader"}},
+    )
+    # The parrot's folder stays on the path beside the grader's.
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([os.environ["PYTHONPATH"], str(grader)]))
+
+    by_default = _run(pytester, endpoint, "--eval-cache", "off")
+    told = _run(pytester, endpoint, "--eval-cache", "off", "--eval-graders-keyword-word", "parrot")
+
+    # The parrot's answer holds "parrot" but not "absent": only the run told the word passes.
+    assert by_default.ret == pytest.ExitCode.TESTS_FAILED, by_default.stdout.str()
+    by_default.stdout.fnmatch_lines(["*says-it*looked for 'absent'*"])
+    assert told.ret == pytest.ExitCode.OK, told.stdout.str()
