@@ -25,10 +25,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from benchmarks._common import machine_line, median
+from pytest_openkata.contracts.config import EvalSettings
 from pytest_openkata.core.results_json import render_report, skill_report
 from pytest_openkata.core.runlog import RunInfo, log_lines, parse_run_log
 from pytest_openkata.core.summary import summarise
-from pytest_openkata.infra.config import EvalSettings
 from pytest_openkata.providers.reporters.csvfile import render_csv
 from pytest_openkata.providers.reporters.html import render_html
 from pytest_openkata.providers.reporters.markdown import render_markdown

@@ -12,6 +12,7 @@ import typing as _typing
 from pytest_openkata._version import __version__
 from pytest_openkata.contracts.agents import AgentCLI, AgentInvocation, AgentSettings
 from pytest_openkata.contracts.backends import BackendContext, Completer
+from pytest_openkata.contracts.config import EvalSettings
 from pytest_openkata.contracts.errors import BackendError, ConfigError, OpenkataError, SandboxError
 from pytest_openkata.contracts.results import (
     AgentResult,
@@ -38,7 +39,6 @@ from pytest_openkata.core.lint import EvalLintWarning, Finding, LintRule
 from pytest_openkata.core.reporting import Reporter, ReportOutcome, Run
 from pytest_openkata.core.summary import SkillSummary
 from pytest_openkata.core.uplift import McNemar, Uplift
-from pytest_openkata.infra.config import EvalSettings
 
 if _typing.TYPE_CHECKING:
     from pytest_openkata.core.evaluate import evaluate

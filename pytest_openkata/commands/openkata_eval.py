@@ -71,9 +71,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from pytest_openkata.contracts.config import DEFAULT_THRESHOLD
 from pytest_openkata.contracts.errors import OpenkataError
 from pytest_openkata.core.scenario import discover_scenarios
-from pytest_openkata.infra.config import DEFAULT_THRESHOLD
 
 __all__ = [
     "FLAGS",

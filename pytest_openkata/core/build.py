@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pytest_openkata.contracts.backends import BackendContext, CapacityAware, Completer
+from pytest_openkata.contracts.config import EvalSettings
 from pytest_openkata.contracts.errors import BackendError
 from pytest_openkata.core.run import Backends
 from pytest_openkata.core.sandboxed import SandboxSetup, agent_settings, sandbox_identity
 from pytest_openkata.infra import registry
-from pytest_openkata.infra.config import EvalSettings
 from pytest_openkata.infra.retry import RetryPolicy
 from pytest_openkata.infra.shares import ALONE, Share
 

@@ -34,6 +34,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from pytest_openkata.contracts.config import EvalSettings
 from pytest_openkata.contracts.errors import OpenkataError
 from pytest_openkata.contracts.results import ScenarioResult
 from pytest_openkata.core.regression import SkillChanges, compare_skill_runs
@@ -51,7 +52,6 @@ from pytest_openkata.core.runlog import (
     relative_skill_dir,
 )
 from pytest_openkata.core.summary import SkillSummary
-from pytest_openkata.infra.config import EvalSettings
 
 __all__ = [
     "AUTO",

@@ -39,7 +39,7 @@ from pytest_openkata.contracts.sandboxes import (
 )
 
 if TYPE_CHECKING:
-    from pytest_openkata.infra.config import EvalSettings
+    from pytest_openkata.contracts.config import EvalSettings
 
 __all__ = ["EnginePool", "LocalSlots", "PoolEngine", "Slots", "SlotsFor", "build_pool"]
 

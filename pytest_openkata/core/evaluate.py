@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 
+from pytest_openkata.contracts.config import EvalSettings
 from pytest_openkata.contracts.errors import BackendError, ConfigError
 from pytest_openkata.contracts.results import ScenarioResult
 from pytest_openkata.core.build import build_backends, close_backends
@@ -39,12 +40,7 @@ from pytest_openkata.core.schedule import ScenarioScheduler
 from pytest_openkata.core.slots import CallSlot
 from pytest_openkata.core.summary import SkillSummary, summarise
 from pytest_openkata.infra.cache import ResultCache
-from pytest_openkata.infra.config import (
-    EvalSettings,
-    find_yaml_file,
-    provider_problems,
-    resolve_settings,
-)
+from pytest_openkata.infra.config import find_yaml_file, provider_problems, resolve_settings
 from pytest_openkata.infra.inflight import SharedSlots
 from pytest_openkata.infra.once import Once
 from pytest_openkata.infra.redact import Redactor, secrets_from_environment

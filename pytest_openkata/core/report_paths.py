@@ -19,9 +19,9 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from pytest_openkata.contracts.config import EvalSettings
 from pytest_openkata.core.summary import SkillSummary
 from pytest_openkata.core.tile import TILE_FILE, is_tile_dir
-from pytest_openkata.infra.config import EvalSettings
 from pytest_openkata.infra.text import plural
 
 __all__ = [

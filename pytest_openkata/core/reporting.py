@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pytest_openkata.core.summary import SkillSummary
 
 if TYPE_CHECKING:
+    from pytest_openkata.contracts.config import EvalSettings
     from pytest_openkata.core.runlog import LoggedRun
-    from pytest_openkata.infra.config import EvalSettings
 
 __all__ = [
     "TERMINAL_REPORTER",

@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pytest_openkata.contracts.config import EvalSettings
 from pytest_openkata.contracts.results import (
     CallStats,
     CriterionResult,
@@ -33,7 +34,6 @@ from pytest_openkata.core.scenario import read_skill_version
 from pytest_openkata.core.summary import SkillSummary, usage_of
 from pytest_openkata.core.uplift import McNemar, Uplift
 from pytest_openkata.infra import gojson
-from pytest_openkata.infra.config import EvalSettings
 
 __all__ = [
     "ReportConfig",

@@ -24,12 +24,12 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from pytest_openkata.contracts.config import DEFAULT_THRESHOLD, EvalSettings
 from pytest_openkata.contracts.errors import OpenkataError
 from pytest_openkata.contracts.results import CriterionResult, ScenarioResult, TrialResult
 from pytest_openkata.core.regression import SkillChanges
 from pytest_openkata.core.summary import SkillSummary, summarise
 from pytest_openkata.core.trials import combine_trials
-from pytest_openkata.infra.config import DEFAULT_THRESHOLD, EvalSettings
 from pytest_openkata.infra.text import valid_unicode
 
 __all__ = [

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pytest_openkata.contracts.agents import AgentSettings
 from pytest_openkata.contracts.backends import answer_bound
+from pytest_openkata.contracts.config import EvalSettings, SandboxSettings
 from pytest_openkata.contracts.errors import BackendError, RetryableError, SandboxError, SandboxLost
 from pytest_openkata.contracts.results import AgentResult, Snapshot, WorkspaceDiff
 from pytest_openkata.contracts.sandboxes import (
@@ -45,7 +46,6 @@ from pytest_openkata.core.workspace import (
     workspace_archive,
 )
 from pytest_openkata.infra import registry
-from pytest_openkata.infra.config import EvalSettings, SandboxSettings
 from pytest_openkata.infra.retry import RetryPolicy, call_with_retry
 
 if TYPE_CHECKING:

@@ -34,11 +34,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+from pytest_openkata.contracts.config import EvalSettings
 from pytest_openkata.contracts.errors import OpenkataError
 from pytest_openkata.contracts.results import ScenarioResult
 from pytest_openkata.core.runlog import LoggedRun, LoggedTrial, arm_name
 from pytest_openkata.core.trials import trial_contradiction
-from pytest_openkata.infra.config import EvalSettings
 
 __all__ = [
     "SHARD_EXTRA",

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
-from pytest_openkata.infra.config import EvalSettings, Setting, setting_help, shown_value
+from pytest_openkata.contracts.config import EvalSettings
+from pytest_openkata.infra.config import Setting, setting_help, shown_value
 
 __all__ = ["COLUMNS", "default_of", "reference_table"]
 

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from pytest_openkata.contracts.config import EvalSettings
 from pytest_openkata.contracts.results import ScenarioResult
 from pytest_openkata.core.excerpts import scenario_sections
 from pytest_openkata.core.gate import gate_line
 from pytest_openkata.core.reporting import Segment, make_run, report_run
 from pytest_openkata.core.summary import SkillSummary, gate_failed, summarise
-from pytest_openkata.infra.config import EvalSettings
 from pytest_openkata.infra.tempfiles import REMOVED, remove_stale
 from pytest_openkata.plugin import shard
 from pytest_openkata.plugin.fixtures import REFS_FOLDER, result_cache, shared_folder

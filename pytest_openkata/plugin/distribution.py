@@ -31,7 +31,8 @@ from typing import Any
 
 import pytest
 
-from pytest_openkata.infra.config import FIELDS_BY_KEY, EvalSettings, resolve_settings
+from pytest_openkata.contracts.config import EvalSettings
+from pytest_openkata.infra.config import FIELDS_BY_KEY, resolve_settings
 from pytest_openkata.infra.shares import ALONE, Share
 from pytest_openkata.plugin import compat
 from pytest_openkata.plugin.session import settings_key

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from pytest_openkata.contracts.config import EvalSettings
 from pytest_openkata.contracts.errors import BackendError
 from pytest_openkata.contracts.results import ScenarioResult
 from pytest_openkata.core.activity import ACTIVITY
@@ -21,7 +22,6 @@ from pytest_openkata.core.sandboxed import SandboxSetup
 from pytest_openkata.core.schedule import ScenarioScheduler
 from pytest_openkata.core.slots import CallSlot
 from pytest_openkata.infra.cache import ResultCache
-from pytest_openkata.infra.config import EvalSettings
 from pytest_openkata.infra.once import Once
 from pytest_openkata.infra.redact import Redactor
 from pytest_openkata.infra.text import visible

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from pytest_openkata.contracts.config import EvalSettings
 from pytest_openkata.contracts.errors import ConfigError
 from pytest_openkata.core.scenario import has_categories
 from pytest_openkata.infra.config import (
-    EvalSettings,
     find_yaml_file,
     provider_problems,
     resolve_settings,

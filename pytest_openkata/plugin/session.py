@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_openkata.infra.config import EvalSettings
+from pytest_openkata.contracts.config import EvalSettings
 from pytest_openkata.infra.redact import Redactor
 
 settings_key = pytest.StashKey[EvalSettings]()

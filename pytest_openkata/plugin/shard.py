@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from pytest_openkata.contracts.config import EvalSettings
 from pytest_openkata.contracts.results import ScenarioResult
 from pytest_openkata.core.runlog import RunInfo, log_lines, relative_skill_dir
 from pytest_openkata.core.scenario import read_skill_version
@@ -28,7 +29,6 @@ from pytest_openkata.core.shards import (
     shard_items,
 )
 from pytest_openkata.infra.atomic import write_new_report
-from pytest_openkata.infra.config import EvalSettings
 from pytest_openkata.infra.redact import Redactor
 from pytest_openkata.plugin.items import ScenarioItem
 from pytest_openkata.plugin.session import redactor_of

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from pytest_openkata.contracts.config import EvalSettings
 from pytest_openkata.core.reporting import make_run
 from pytest_openkata.core.summary import summarise
-from pytest_openkata.infra.config import EvalSettings
 from pytest_openkata.providers.reporters.results_json import ResultsJsonReporter
 from tests.support.results import judged, scenario
 

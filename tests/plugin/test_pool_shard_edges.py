@@ -13,9 +13,10 @@ import socket
 
 import pytest
 
+from pytest_openkata.contracts.config import EvalSettings
 from pytest_openkata.contracts.sandboxes import SandboxProvider, SandboxSpec
 from pytest_openkata.core.engine_pool import build_pool
-from pytest_openkata.infra.config import EvalSettings, resolve_settings
+from pytest_openkata.infra.config import resolve_settings
 from pytest_openkata.providers.sandboxes.docker import from_settings as docker_provider
 from tests.support.endpoint import RecordedRequest, Reply, ScriptedEndpoint
 from tests.support.evals import EvalScript, eval_args, write_scenario, write_skill

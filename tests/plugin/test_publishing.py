@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_openkata.contracts.config import EvalSettings
 from pytest_openkata.core.trials import errored_trial
-from pytest_openkata.infra.config import EvalSettings
 from pytest_openkata.providers.reporters.results_json import ResultsJsonReporter
 from tests.support.endpoint import Reply, ScriptedEndpoint
 from tests.support.evals import EvalScript, eval_args, reports_under, write_scenario, write_skill

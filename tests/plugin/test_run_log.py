@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from pytest_openkata.contracts.config import EvalSettings
 from pytest_openkata.core.reporting import Run
 from pytest_openkata.core.runlog import SCHEMA_VERSION, read_run_log, skill_summaries
-from pytest_openkata.infra.config import EvalSettings
 from pytest_openkata.providers.reporters.runlog import RunLogReporter
 from tests.support.endpoint import Reply, ScriptedEndpoint
 from tests.support.evals import EvalScript, eval_args, write_skill

@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from pytest_openkata.infra.config import EvalSettings
+from pytest_openkata.contracts.config import EvalSettings
 from tests.pool.conftest import SSH_HOST_API_KEY
 from tests.support.endpoint import RecordedRequest, ScriptedEndpoint
 from tests.support.engines import SshHost

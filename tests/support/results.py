@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pytest_openkata.contracts.config import EvalSettings
 from pytest_openkata.contracts.results import (
     CallStats,
     CriterionResult,
@@ -22,7 +23,6 @@ from pytest_openkata.core.reporting import Reporter, ReportOutcome, Run, make_ru
 from pytest_openkata.core.runlog import LoggedRun, RunInfo, log_lines, parse_run_log
 from pytest_openkata.core.summary import summarise
 from pytest_openkata.core.trials import combine_trials, errored_trial, scored_trial
-from pytest_openkata.infra.config import EvalSettings
 
 ROOT = Path("/checkout")
 SETTINGS = {"agent": "http", "model": "gpt-4o", "judge": "http", "judge_model": "gpt-4o"}

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_openkata.contracts.config import EvalSettings
 from pytest_openkata.contracts.results import CriterionResult, ScenarioResult, TrialResult
 from pytest_openkata.core.earlier import (
     AUTO,
@@ -26,7 +27,6 @@ from pytest_openkata.core.runlog import RunInfo, log_lines
 from pytest_openkata.core.summary import SkillSummary, summarise
 from pytest_openkata.core.trials import combine_trials, scored_trial
 from pytest_openkata.infra.atomic import write_new_report
-from pytest_openkata.infra.config import EvalSettings
 
 MODEL = "m"
 DIGESTS = {"prompt": "p", "task": "t", "criteria": "c", "inputs": "i"}

@@ -8,6 +8,7 @@ import xml.etree.ElementTree as ET
 from datetime import UTC, datetime
 from pathlib import Path
 
+from pytest_openkata.contracts.config import EvalSettings
 from pytest_openkata.contracts.junit import scenario_key
 from pytest_openkata.contracts.results import CriterionResult, ScenarioResult
 from pytest_openkata.core.report_paths import report_prefixes
@@ -20,7 +21,6 @@ from pytest_openkata.core.results_json import (
 )
 from pytest_openkata.core.summary import SkillSummary, summarise
 from pytest_openkata.core.trials import combine_trials, errored_trial, scored_trial
-from pytest_openkata.infra.config import EvalSettings
 from pytest_openkata.providers.reporters.junit import add_criteria_to_junit
 from pytest_openkata.providers.reporters.results_json import ResultsJsonReporter
 from pytest_openkata.providers.sandboxes.docker import missing_image_message

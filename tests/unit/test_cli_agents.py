@@ -712,9 +712,9 @@ def test_calls_started_after_close_are_killed_at_once(tmp_path: Path) -> None:
 
 
 def test_kiro_asks_for_its_credential_folders_and_its_config_other_agents_for_nothing() -> None:
+    from pytest_openkata.contracts.config import EvalSettings, SandboxSettings
     from pytest_openkata.contracts.sandboxes import AgentCommand
     from pytest_openkata.core.sandboxed import sandbox_agent
-    from pytest_openkata.infra.config import EvalSettings, SandboxSettings
 
     def agent(name: str) -> AgentCommand:
         return sandbox_agent(EvalSettings(sandbox=SandboxSettings(agent=name)))

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from pytest_openkata.contracts.config import EvalSettings
 from pytest_openkata.contracts.errors import ConfigError
 from pytest_openkata.infra.config import (
     CONFIG_FILE_NAME,
     FIELDS,
     FIELDS_BY_KEY,
-    EvalSettings,
     find_yaml_file,
     read_yaml_file,
     resolve_settings,

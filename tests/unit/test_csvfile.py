@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_openkata.infra.config import EvalSettings
+from pytest_openkata.contracts.config import EvalSettings
 from pytest_openkata.providers.reporters.csvfile import COLUMNS, CsvReporter, render_csv
 from tests.support.results import judged, logged, report_of, reported, scenario
 

@@ -11,7 +11,7 @@ from typing import Any
 import execnet
 import pytest
 
-from pytest_openkata.infra.config import EvalSettings, HttpSettings
+from pytest_openkata.contracts.config import EvalSettings, HttpSettings
 from pytest_openkata.plugin.distribution import (
     SETTINGS_INPUT,
     group_of,

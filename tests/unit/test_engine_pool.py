@@ -11,13 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from pytest_openkata.contracts.config import EvalSettings
 from pytest_openkata.contracts.errors import BackendError, ConfigError, SandboxError, SandboxLost
 from pytest_openkata.contracts.results import AgentResult
 from pytest_openkata.contracts.sandboxes import EngineCheck, SandboxProvider, SandboxSpec
 from pytest_openkata.core.engine_pool import EnginePool, build_pool
 from pytest_openkata.core.sandboxed import SandboxSetup, run_in_sandbox
 from pytest_openkata.core.scenario import load_scenario
-from pytest_openkata.infra.config import EvalSettings, resolve_settings
+from pytest_openkata.infra.config import resolve_settings
 from pytest_openkata.infra.inflight import SharedSlots
 from pytest_openkata.infra.retry import NO_RETRY
 from pytest_openkata.infra.shares import Share, apportion

@@ -440,7 +440,7 @@ def test_an_openai_endpoint_says_its_capacity_as_llama_server_does(
 
 
 def _settings(base_url: str, cap: int | str, agent: str) -> Any:
-    from pytest_openkata.infra.config import EvalSettings, HttpSettings, SandboxSettings
+    from pytest_openkata.contracts.config import EvalSettings, HttpSettings, SandboxSettings
 
     return EvalSettings(
         backend="http",

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_openkata.contracts.config import EvalSettings, HttpSettings, SandboxSettings
 from pytest_openkata.core.sandboxed import sandbox_identity
-from pytest_openkata.infra.config import EvalSettings, HttpSettings, SandboxSettings
 from pytest_openkata.local import model as localmodel
 from pytest_openkata.local import steps as localsteps
 from pytest_openkata.local.model import (

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_openkata.contracts.config import EvalSettings
 from pytest_openkata.contracts.results import (
     FileChange,
     ScenarioResult,
@@ -23,7 +24,6 @@ from pytest_openkata.core.runlog import (
     LoggedRun,
     skill_summaries,
 )
-from pytest_openkata.infra.config import EvalSettings
 from pytest_openkata.providers.reporters.markdown import (
     STEP_SUMMARY_ENV,
     STEP_SUMMARY_LIMIT,

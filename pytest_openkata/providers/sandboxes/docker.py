@@ -31,10 +31,10 @@ from docker.constants import MINIMUM_DOCKER_API_VERSION
 from docker.tls import TLSConfig
 
 from pytest_openkata.contracts.backends import DEFAULT_ANSWER_MAX_BYTES
+from pytest_openkata.contracts.config import EvalSettings
 from pytest_openkata.contracts.errors import RetryableError, SandboxError, SandboxLost
 from pytest_openkata.contracts.sandboxes import EngineCheck, ExecResult, SandboxSpec
 from pytest_openkata.infra.bounded import BoundedBuffer
-from pytest_openkata.infra.config import EvalSettings
 from pytest_openkata.infra.environ import environ_snapshot, proxy_for
 from pytest_openkata.infra.text import plural
 
