@@ -23,5 +23,6 @@ def pytest_openkata_skill_summary(summary: SkillSummary, config: pytest.Config) 
     where its report went (``summary.report_path``, ``summary.report_error``).
 
     Called once per skill, on the process that reports (the xdist controller, or the only
-    process), after every reporter has run and the exit status is set.
+    process), after every reporter has run and the exit status is set. The summary is frozen,
+    as every reporter saw it.
     """
