@@ -25,7 +25,6 @@ from pytest_openkata.plugin.fixtures import REFS_FOLDER, result_cache, shared_fo
 from pytest_openkata.plugin.items import ScenarioItem, is_scenario_nodeid
 from pytest_openkata.plugin.xdist_transport import result_of
 from pytest_openkata.providers.reporters import RunReport, Segment, report_run
-from pytest_openkata.providers.reporters.terminal import gate_line
 
 BODY_RAISED_ATTR = "openkata_body_raised"
 
@@ -270,6 +269,8 @@ class EvalAggregator:
             return
         errored = {nodeid for nodeid in self.hard_failures if nodeid in self.results}
         failed = set(self.hard_failures) - errored
+        from pytest_openkata.providers.reporters.terminal import gate_line
+
         line = gate_line(
             self.summaries,
             self.settings.threshold,

@@ -13,15 +13,16 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_openkata.core.compare import SkillComparison
-from pytest_openkata.core.regression import SkillChanges
 from pytest_openkata.core.results import CallStats, CriterionResult, ScenarioResult, Usage
 from pytest_openkata.core.scoring import percent_against
 from pytest_openkata.core.summary import SkillSummary, skill_labels
 from pytest_openkata.infra.tempfiles import REMOVED
 from pytest_openkata.infra.text import plural, signed_points, visible, visible_lines
 from pytest_openkata.providers.reporters import TERMINAL_REPORTER, RunReport, Segment
-from pytest_openkata.providers.reporters.changes import changes_lines
+
+if TYPE_CHECKING:
+    from pytest_openkata.core.compare import SkillComparison
+    from pytest_openkata.core.regression import SkillChanges
 
 
 def _label(passed: bool) -> Segment:
@@ -277,6 +278,8 @@ def _skill_lines(
     if summary.comparison is not None:
         yield from uplift_lines(summary.comparison)
     if summary.changes is not None:
+        from pytest_openkata.providers.reporters.changes import changes_lines
+
         yield from changes_lines(summary.changes)
     if summary.compare_error is not None:
         yield [(f"  Not compared: --eval-compare: {summary.compare_error}", "red")]
