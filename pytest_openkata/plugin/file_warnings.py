@@ -31,16 +31,15 @@ SECTION = "openkata: check these files"
 def warn_about_files(config: pytest.Config, skill_dir: Path, scenarios: Sequence[Path]) -> None:
     """The skill's findings (unreached links, placeholders in SKILL.md) and each collected
     scenario's (unknown keys, placeholders) as warnings at their file and line."""
-    from pytest_openkata.core.lint import (
-        scenario_placeholders,
-        skill_placeholders,
-        unknown_keys,
-        unreached_skill_files,
-    )
+    from pytest_openkata.core.lint import skill_placeholders, unreached_skill_files
+    from pytest_openkata.core.lint.context import ScenarioFiles
+    from pytest_openkata.core.lint.keys import unknown_keys_rule
+    from pytest_openkata.core.lint.placeholders import placeholders_rule
 
     findings = [*unreached_skill_files(skill_dir), *skill_placeholders(skill_dir)]
     for scenario_dir in scenarios:
-        findings += [*unknown_keys(scenario_dir), *scenario_placeholders(scenario_dir)]
+        scenario = ScenarioFiles(scenario_dir, None)  # both rules read the same files
+        findings += [*unknown_keys_rule(scenario), *placeholders_rule(scenario)]
     warn_findings(findings, skill_dir, config.rootpath)
 
 
