@@ -121,12 +121,19 @@ def scenario_candidates(evals_dir: Path) -> list[Path]:
     """The folders of an ``evals`` folder that are scenarios by the reference's rule
     (``scenario-*``) or by their files (``task.md`` and ``criteria.json``), in plain string
     order."""
+    # One listing, whose entries say without a system call each whether they are real folders
+    # (collection asks this of every evals folder).
     try:
-        entries = list(evals_dir.iterdir())
+        with os.scandir(evals_dir) as listing:
+            folders = [entry.name for entry in listing if entry.is_dir(follow_symlinks=False)]
     except OSError:
         return []
-    found = (e for e in entries if is_scenario_dir(e) or holds_scenario_files(e))
-    return sorted(found, key=lambda e: e.name)
+    found = [
+        evals_dir / name
+        for name in sorted(folders)
+        if name.startswith(SCENARIO_PREFIX) or holds_scenario_files(evals_dir / name)
+    ]
+    return found
 
 
 def name_matches(name: str, names: str) -> bool:

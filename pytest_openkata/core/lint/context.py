@@ -47,7 +47,8 @@ class ScenarioFiles:
         None when it is missing or unreadable."""
         if name not in self._contents:
             try:
-                self._contents[name] = (self.path / name).read_bytes()
+                with open(os.path.join(self.path, name), "rb") as file:
+                    self._contents[name] = file.read()
             except OSError:
                 self._contents[name] = None
         return self._contents[name]
