@@ -15,6 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.endpoint import ScriptedEndpoint
+from tests.support.evals import EvalScript, eval_args, write_skill
+
 # Modules a run that needs them imports when it uses them, never at start-up.
 LOADED_WHEN_USED = (
     "jinja2",
@@ -49,11 +52,13 @@ print(json.dumps(loaded))
 """
 
 
-def _loaded_after(code: str, cwd: Path | None = None) -> list[str]:
+def _loaded_after(
+    code: str, cwd: Path | None = None, names: tuple[str, ...] = LOADED_WHEN_USED
+) -> list[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "OPENKATA_EVAL_"))}
     env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # other plugins may import any of them
     done = subprocess.run(
-        [sys.executable, "-c", code + REPORT_LOADED, json.dumps(LOADED_WHEN_USED)],
+        [sys.executable, "-c", code + REPORT_LOADED, json.dumps(names)],
         capture_output=True,
         text=True,
         check=True,
@@ -89,3 +94,16 @@ def test_a_run_without_skills_imports_none_of_them(tmp_path: Path, collect_only:
         args.append("--collect-only")
     code = f"import pytest\nassert pytest.main({args!r}) == 0\n"
     assert _loaded_after(code, cwd=tmp_path) == []
+
+
+def test_a_run_of_direct_scenarios_writing_no_page_imports_no_renderer_nor_sandbox(
+    tmp_path: Path, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    write_skill(tmp_path, "s", {"scenario-a": {"good": 10}})
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    args = ["-q", "-p", "openkata", "-p", "no:cacheprovider", "skills"]
+    args += eval_args(endpoint.base_url, "--eval-threshold", "0")
+    code = f"import pytest\nassert pytest.main({args!r}) == 0\n"
+    unused = ("jinja2", "markupsafe", "jsonschema", "docker", "paramiko", "pytest_openkata.local")
+    assert _loaded_after(code, cwd=tmp_path, names=unused) == []
+    assert script.agent_calls == 1
