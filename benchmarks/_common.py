@@ -24,11 +24,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 VENV_CACHE = Path.home() / ".cache" / "pytest-openkata"
@@ -162,6 +164,7 @@ def pytest_runtest_logfinish(nodeid, location):
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_sessionfinish(session, exitstatus):
+    finishing_at = time.time()  # before every other sessionfinish hook: reports, summary
     try:
         return (yield)
     finally:
@@ -171,6 +174,7 @@ def pytest_sessionfinish(session, exitstatus):
             record = {
                 "session_seconds": finished - _started,
                 "started_at": _started_at,
+                "finishing_at": finishing_at,
                 "finished_at": finished_at,
                 "items": _items,
                 "probe_seconds": _probe["seconds"],
@@ -361,6 +365,24 @@ def run_child(
         data = json.loads(record_path.read_text())
         record_path.unlink()
     return ChildRun(done.returncode, wall, done.stdout, done.stderr, data)
+
+
+class ArrivalLog:
+    """Wraps an endpoint's responder to note when each request arrives (epoch seconds)."""
+
+    def __init__(self, responder: Callable[[Any], Any]) -> None:
+        self.responder = responder
+        self.arrivals: list[float] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, request: Any) -> Any:
+        with self._lock:
+            self.arrivals.append(time.time())
+        return self.responder(request)
+
+    def since(self, index: int) -> list[float]:
+        with self._lock:
+            return self.arrivals[index:]
 
 
 def percentile(values: Sequence[float], q: float) -> float:

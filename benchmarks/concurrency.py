@@ -30,12 +30,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import argparse
 import math
-import threading
-import time
 from dataclasses import dataclass
 
 from benchmarks._common import (
     RECORDER_CONFTEST,
+    ArrivalLog,
     add_plugin_option,
     check_child,
     eval_options,
@@ -47,7 +46,7 @@ from benchmarks._common import (
     scratch_folder,
     write_corpus,
 )
-from tests.support.endpoint import RecordedRequest, Reply, ScriptedEndpoint
+from tests.support.endpoint import ScriptedEndpoint
 from tests.support.evals import EvalScript
 
 TARGET = 1.15
@@ -187,24 +186,6 @@ class Outcome:
     calls_window: float  # first call arrives -> last answer leaves
     after_calls: float  # last answer -> session end
     scenario_calls: float  # median seconds of a scenario's two calls, as the plugin timed them
-
-
-class ArrivalLog:
-    """Wraps the responder to note when each request arrives (epoch seconds)."""
-
-    def __init__(self, responder: EvalScript) -> None:
-        self.responder = responder
-        self.arrivals: list[float] = []
-        self._lock = threading.Lock()
-
-    def __call__(self, request: RecordedRequest) -> Reply:
-        with self._lock:
-            self.arrivals.append(time.time())
-        return self.responder(request)
-
-    def since(self, index: int) -> list[float]:
-        with self._lock:
-            return self.arrivals[index:]
 
 
 def run_setup(

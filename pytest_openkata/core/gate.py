@@ -6,12 +6,15 @@ Every way a run ends shows it: a pytest run, a shard, and the merge of shards.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from pytest_openkata.core.regression import SkillChanges
 from pytest_openkata.core.reporting import Segment
 from pytest_openkata.core.scoring import percent_against
 from pytest_openkata.core.summary import SkillSummary, skill_labels
 from pytest_openkata.infra.text import plural, visible
+
+if TYPE_CHECKING:
+    from pytest_openkata.core.regression import SkillChanges
 
 __all__ = ["gate_line"]
 

@@ -27,7 +27,6 @@ from typing import Any
 from pytest_openkata.contracts.config import DEFAULT_THRESHOLD, EvalSettings
 from pytest_openkata.contracts.errors import OpenkataError
 from pytest_openkata.contracts.results import CriterionResult, ScenarioResult, TrialResult
-from pytest_openkata.core.regression import SkillChanges
 from pytest_openkata.core.summary import SkillSummary, summarise
 from pytest_openkata.core.trials import combine_trials
 from pytest_openkata.infra.text import valid_unicode
@@ -384,6 +383,8 @@ def _combined(
 def skill_summaries(run: LoggedRun) -> list[SkillSummary]:
     """The skills of a logged run, scored as the run scored them, each with its comparison
     with an earlier run when the run made one; skill folders are the log's relative ones."""
+    from pytest_openkata.core.regression import SkillChanges
+
     summaries = summarise(run.results, run.info.threshold, Path())
     changes = {}
     for number, record in enumerate(run.extras.get(CHANGES_EXTRA, ()), start=1):

@@ -26,7 +26,7 @@ from pytest_openkata.core.checks import (
     Check,
     workspace_path,
 )
-from pytest_openkata.core.files import LEADS_OUT, files_under, is_inside
+from pytest_openkata.core.files import LEADS_OUT, SkillReader, files_under
 from pytest_openkata.core.jsonfiles import (
     VALIDATION_MESSAGES,
     ScenarioLoadError,
@@ -121,12 +121,19 @@ def scenario_candidates(evals_dir: Path) -> list[Path]:
     """The folders of an ``evals`` folder that are scenarios by the reference's rule
     (``scenario-*``) or by their files (``task.md`` and ``criteria.json``), in plain string
     order."""
+    # One listing, whose entries say without a system call each whether they are real folders
+    # (collection asks this of every evals folder).
     try:
-        entries = list(evals_dir.iterdir())
+        with os.scandir(evals_dir) as listing:
+            folders = [entry.name for entry in listing if entry.is_dir(follow_symlinks=False)]
     except OSError:
         return []
-    found = (e for e in entries if is_scenario_dir(e) or holds_scenario_files(e))
-    return sorted(found, key=lambda e: e.name)
+    found = [
+        evals_dir / name
+        for name in sorted(folders)
+        if name.startswith(SCENARIO_PREFIX) or holds_scenario_files(evals_dir / name)
+    ]
+    return found
 
 
 def name_matches(name: str, names: str) -> bool:
@@ -334,13 +341,14 @@ def _exists(entry: os.DirEntry[str] | None) -> bool:
 def load_scenario(scenario_dir: Path) -> Scenario:
     """Load and validate a scenario folder ``<skill>/evals/<scenario>`` (or a tile's)."""
     skill_dir = scenario_dir.parent.parent
+    reader = SkillReader(skill_dir)  # resolves the skill folder once for both checks below
     if is_tile_dir(skill_dir):
         load_tile(skill_dir)
     elif not (skill_dir / "SKILL.md").is_file():
         raise ScenarioLoadError(
             skill_dir / "SKILL.md", "file not found (every skill needs one)", shown="SKILL.md"
         )
-    elif not is_inside(skill_dir / "SKILL.md", skill_dir.resolve()):
+    elif not reader.is_inside(skill_dir / "SKILL.md"):
         raise ScenarioLoadError(skill_dir / "SKILL.md", LEADS_OUT, shown="SKILL.md")
     entries = _entries(scenario_dir)
     # pytest imports these as initial conftests when the scenario folder is given as an argument.
@@ -369,7 +377,7 @@ def load_scenario(scenario_dir: Path) -> Scenario:
         raise ScenarioLoadError(
             scenario_dir / "task.md", "file not found (every scenario needs a task.md)"
         )
-    if not is_inside(scenario_dir / "task.md", skill_dir.resolve()):
+    if not reader.is_inside(scenario_dir / "task.md"):
         raise ScenarioLoadError(scenario_dir / "task.md", LEADS_OUT)
     _check_task(scenario_dir / "task.md")
     checks: tuple[Check, ...] = ()

@@ -10,14 +10,17 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pytest_openkata.contracts.results import ScenarioResult, Usage
 from pytest_openkata.core.arms import SAME
-from pytest_openkata.core.compare import SkillComparison, compare_skill
-from pytest_openkata.core.regression import SkillChanges
 from pytest_openkata.core.scoring import meets_threshold, overall_percentage
 from pytest_openkata.core.stats import overall_interval_95, straddles
-from pytest_openkata.core.uplift import REGRESSES
+
+if TYPE_CHECKING:
+    # Imported where used: the plugin loads this module in every pytest run.
+    from pytest_openkata.core.compare import SkillComparison
+    from pytest_openkata.core.regression import SkillChanges
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,8 @@ class SkillSummary:
         comparison = self.comparison
         if comparison is None or comparison.uplift is None or comparison.arm == SAME:
             return False
+        from pytest_openkata.core.uplift import REGRESSES
+
         return comparison.uplift.verdict == REGRESSES
 
     @property
@@ -115,6 +120,8 @@ def summarise(
     by_skill: dict[str, list[ScenarioResult]] = defaultdict(list)
     for result in results:
         by_skill[result.skill_dir].append(result)
+    from pytest_openkata.core.compare import compare_skill
+
     summaries = []
     for skill_dir, skill_results in sorted(by_skill.items()):
         skill_results.sort(key=lambda r: r.name)

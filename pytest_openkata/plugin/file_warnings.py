@@ -13,19 +13,13 @@ collection warnings), ``-W ignore::…`` silences both places. A key that misspe
 
 from __future__ import annotations
 
+import sys
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
-from pytest_openkata.core.lint import (
-    EvalLintWarning,
-    scenario_placeholders,
-    skill_placeholders,
-    unknown_keys,
-    unreached_skill_files,
-)
 from pytest_openkata.infra.text import visible
 from pytest_openkata.plugin.lint import warn_findings
 
@@ -37,9 +31,15 @@ SECTION = "openkata: check these files"
 def warn_about_files(config: pytest.Config, skill_dir: Path, scenarios: Sequence[Path]) -> None:
     """The skill's findings (unreached links, placeholders in SKILL.md) and each collected
     scenario's (unknown keys, placeholders) as warnings at their file and line."""
+    from pytest_openkata.core.lint import skill_placeholders, unreached_skill_files
+    from pytest_openkata.core.lint.context import ScenarioFiles
+    from pytest_openkata.core.lint.keys import unknown_keys_rule
+    from pytest_openkata.core.lint.placeholders import placeholders_rule
+
     findings = [*unreached_skill_files(skill_dir), *skill_placeholders(skill_dir)]
     for scenario_dir in scenarios:
-        findings += [*unknown_keys(scenario_dir), *scenario_placeholders(scenario_dir)]
+        scenario = ScenarioFiles(scenario_dir, None)  # both rules read the same files
+        findings += [*unknown_keys_rule(scenario), *placeholders_rule(scenario)]
     warn_findings(findings, skill_dir, config.rootpath)
 
 
@@ -52,8 +52,13 @@ class FileWarnings:
         self.lines: dict[str, None] = {}  # in the order first seen, without repeats
 
     def pytest_warning_recorded(self, warning_message: warnings.WarningMessage) -> None:
+        # Every lint warning is raised by the linter's code: before it is loaded there is none
+        # (the plugin does not load it for runs that collect no scenario).
+        lint = sys.modules.get("pytest_openkata.core.lint")
+        if lint is None:
+            return
         category = warning_message.category
-        if not (isinstance(category, type) and issubclass(category, EvalLintWarning)):
+        if not (isinstance(category, type) and issubclass(category, lint.EvalLintWarning)):
             return
         where = warning_message.filename
         if warning_message.lineno:

@@ -16,7 +16,6 @@ from pytest_openkata.contracts.config import EvalSettings
 from pytest_openkata.contracts.errors import BackendError
 from pytest_openkata.contracts.results import ScenarioResult
 from pytest_openkata.core.activity import ACTIVITY
-from pytest_openkata.core.lint import unreached_scenario_files
 from pytest_openkata.core.run import Backends, RunOptions, run_scenario
 from pytest_openkata.core.sandboxed import SandboxSetup
 from pytest_openkata.core.schedule import ScenarioScheduler
@@ -223,6 +222,8 @@ def openkata_result(
 
     # A file beside task.md never reaches the agent: say so before it runs (typo'd keys were
     # said at collection).
+    from pytest_openkata.core.lint import unreached_scenario_files
+
     warn_findings(unreached_scenario_files(item.scenario_dir), item.skill_dir, item.config.rootpath)
     result = openkata_scheduler.result(item, run)
     item.ihook.pytest_openkata_scenario_result(result=result, item=item)

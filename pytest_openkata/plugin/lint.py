@@ -15,18 +15,21 @@ import os
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_openkata.core.lint import EvalLintWarning, Finding, lint_scenario, lint_skill
 from pytest_openkata.core.scenario import scenario_candidates
 from pytest_openkata.core.tile import is_tile_dir, unit_name
 from pytest_openkata.plugin import compat
 from pytest_openkata.plugin.scenario_folder import ScenarioFolderItem, scenario_folders
 from pytest_openkata.plugin.session import settings_key
 
+if TYPE_CHECKING:
+    # The linter is imported where it is used: the plugin loads this module in every run.
+    from pytest_openkata.core.lint import Finding
+
 __all__ = [
-    "EvalLintWarning",
     "EvalsLintDir",
     "ScenarioLintItem",
     "SkillLintDir",
@@ -98,6 +101,8 @@ class EvalsLintDir(pytest.Directory):
 def warn_findings(findings: Sequence[Finding], skill_dir: Path, rootdir: Path) -> None:
     """Each finding as a pytest warning (:class:`EvalLintWarning`) located at its file and
     line (relative to the rootdir), so pytest's warnings summary shows where it is."""
+    from pytest_openkata.core.lint import EvalLintWarning
+
     for finding in findings:
         where = os.path.relpath(skill_dir / finding.file, rootdir)
         warnings.warn_explicit(
@@ -127,6 +132,8 @@ def lint_skill_rules(request: pytest.FixtureRequest, subtests: pytest.Subtests) 
     """The skill's rules (SKILL.md, CHANGELOG.md, its scenarios), each a subtest."""
     item = request.node
     assert isinstance(item, SkillLintItem)
+    from pytest_openkata.core.lint import lint_skill
+
     settings = item.config.stash[settings_key]
     findings = lint_skill(item.skill_dir, settings.scenario_names, settings.provider_settings)
     _check_rules(findings, subtests, item, item.skill_dir)
@@ -136,6 +143,8 @@ def lint_scenario_rules(request: pytest.FixtureRequest, subtests: pytest.Subtest
     """The scenario's rules, each a subtest."""
     item = request.node
     assert isinstance(item, ScenarioLintItem)
+    from pytest_openkata.core.lint import lint_scenario
+
     findings = lint_scenario(
         item.path,
         shown_root=item.config.rootpath,

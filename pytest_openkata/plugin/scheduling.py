@@ -25,6 +25,7 @@ RUN_FIXTURES = (
 )
 
 _positions_key = pytest.StashKey[tuple[int, dict[str, int]]]()
+_definitions_key = pytest.StashKey[tuple[object, ...] | None]()
 
 
 def _position(session: pytest.Session, item: pytest.Item) -> int | None:
@@ -41,19 +42,31 @@ def _next_items(session: pytest.Session, item: pytest.Item) -> Iterator[pytest.I
     queued = compat.xdist_queued(session.config)
     if queued is None:
         index = _position(session, item)
-        if index is not None:
-            yield from items[index + 1 :]
+        if index is not None:  # by index: a slice would copy the rest of the list each time
+            for following in range(index + 1, len(items)):
+                yield items[following]
         return
     for index in queued:
         if 0 <= index < len(items) and items[index] is not item:
             yield items[index]
 
 
+def _run_definitions(item: pytest.Item) -> tuple[object, ...] | None:
+    """The definitions ``item`` resolves for the run fixtures, worked out once per item: the
+    scheduler looks at the items ahead each time an item asks for its result."""
+    try:
+        return item.stash[_definitions_key]
+    except KeyError:
+        definitions = compat.fixture_definitions(item, RUN_FIXTURES)
+        item.stash[_definitions_key] = definitions
+        return definitions
+
+
 def upcoming_items(session: pytest.Session, item: pytest.Item) -> Iterator[pytest.Item]:
     """The items this process will run after ``item`` with the same run fixtures, in order."""
-    definitions = compat.fixture_definitions(item, RUN_FIXTURES)
+    definitions = _run_definitions(item)
     if definitions is None:
         return
     for upcoming in _next_items(session, item):
-        if compat.fixture_definitions(upcoming, RUN_FIXTURES) == definitions:
+        if _run_definitions(upcoming) == definitions:
             yield upcoming

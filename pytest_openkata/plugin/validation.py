@@ -16,7 +16,6 @@ from collections.abc import Callable
 
 import pytest
 
-from pytest_openkata.core.lint import unreached_scenario_files
 from pytest_openkata.core.run import Backends, RunOptions
 from pytest_openkata.core.validate import EMPTY_AGENT_LIMIT, Validation, validate_scenario
 from pytest_openkata.infra.redact import Redactor
@@ -81,6 +80,8 @@ def openkata_validation(
     if mode_of(item.config) != VALIDATE or not hasattr(item, "scenario_dir"):
         raise pytest.UsageError("openkata_validation is only available in validate mode")
     # As in a run (typo'd keys were said at collection).
+    from pytest_openkata.core.lint import unreached_scenario_files
+
     warn_findings(unreached_scenario_files(item.scenario_dir), item.skill_dir, item.config.rootpath)
     validation = validate_scenario(
         item.scenario_dir,

@@ -34,12 +34,36 @@ from pytest_openkata.core.tile import is_tile_dir, load_tile
 
 
 class ScenarioFiles:
-    """A scenario folder and what the rules read of it, each read at most once."""
+    """A scenario folder and what the rules read of it, each file read at most once."""
 
     def __init__(self, path: Path, shown_root: Path | None) -> None:
         self.path = path
         self.skill_dir = path.parent.parent
         self.shown_root = shown_root
+        self._contents: dict[str, bytes | None] = {}
+
+    def content(self, name: str) -> bytes | None:
+        """The bytes of the file ``name`` (a path below the scenario folder), read once;
+        None when it is missing or unreadable."""
+        if name not in self._contents:
+            try:
+                with open(os.path.join(self.path, name), "rb") as file:
+                    self._contents[name] = file.read()
+            except OSError:
+                self._contents[name] = None
+        return self._contents[name]
+
+    def text(self, name: str) -> str | None:
+        """The file ``name`` as :func:`~.jsonlines.read_text_or_none` reads it: UTF-8 with
+        universal newlines; None when it is missing, unreadable or not UTF-8."""
+        content = self.content(name)
+        try:
+            text = None if content is None else content.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        if text is not None and "\r" in text:
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        return text
 
     def rel(self, path: Path) -> str:
         """``path`` relative to the skill folder, as findings name files."""
@@ -53,27 +77,24 @@ class ScenarioFiles:
 
     @cached_property
     def criteria(self) -> JsonNode | None:
-        return json_tree(self.path / CRITERIA_FILE)
+        return json_tree(self.text(CRITERIA_FILE))
 
     @cached_property
     def checks(self) -> JsonNode | None:
-        return json_tree(self.path / CHECKS_FILE)
+        return json_tree(self.text(CHECKS_FILE))
 
     @cached_property
     def options(self) -> JsonNode | None:
-        return json_tree(self.path / OPTIONS_FILE)
+        return json_tree(self.text(OPTIONS_FILE))
 
     @cached_property
     def task(self) -> str | None:
         """task.md as the run reads it (bytes that are not UTF-8 replaced); None when it is
         missing, unreadable or leads out of the skill (the run does not read it then)."""
-        path = self.path / TASK_FILE
-        if not in_skill(path, self.skill_dir):
+        if not in_skill(self.path / TASK_FILE, self.skill_dir):
             return None
-        try:
-            return path.read_bytes().decode("utf-8", errors="replace")
-        except OSError:
-            return None
+        content = self.content(TASK_FILE)
+        return None if content is None else content.decode("utf-8", errors="replace")
 
     @cached_property
     def has_checks(self) -> bool:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pytest_openkata.core.files import LEADS_OUT
@@ -108,6 +109,12 @@ def unreached_scenario_files(scenario_dir: Path) -> list[Finding]:
     :data:`SCENARIO_ENTRIES`, as warnings (paths relative to the skill folder): the agent is
     given task.md and inputs/ only, so a file left beside them never reaches it. Dotfiles,
     ``__pycache__`` and the Python files the ``files`` rule reports are left out."""
+    try:
+        names = os.listdir(scenario_dir)
+    except OSError:
+        return []
+    if all(_expected_entry(name) for name in names):
+        return []  # the usual folder: nothing more to look at (a run asks for every scenario)
     scenario = ScenarioFiles(scenario_dir, None)
     traps = set(_traps(scenario_dir))
     try:
@@ -116,8 +123,7 @@ def unreached_scenario_files(scenario_dir: Path) -> list[Finding]:
         return []
     findings = []
     for entry in entries:
-        name = entry.name
-        if name in SCENARIO_ENTRIES or name.startswith(".") or name == "__pycache__":
+        if _expected_entry(entry.name):
             continue
         if entry in traps or entry / "conftest.py" in traps:
             continue  # the files rule reports it
@@ -128,6 +134,11 @@ def unreached_scenario_files(scenario_dir: Path) -> list[Finding]:
         )
         findings.append(Finding("unreached-files", "warning", scenario.rel(entry), None, message))
     return findings
+
+
+def _expected_entry(name: str) -> bool:
+    """One of :data:`SCENARIO_ENTRIES`, a dotfile or ``__pycache__``."""
+    return name in SCENARIO_ENTRIES or name.startswith(".") or name == "__pycache__"
 
 
 def unreached_scenario_rule(scenario: ScenarioFiles) -> list[Finding]:

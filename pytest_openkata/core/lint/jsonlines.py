@@ -114,9 +114,9 @@ def read_text_or_none(path: Path) -> str | None:
         return None
 
 
-def json_tree(path: Path) -> JsonNode | None:
-    """The file as :class:`JsonNode` s, or None when it is missing, unreadable or not JSON."""
-    text = read_text_or_none(path)
+def json_tree(text: str | None) -> JsonNode | None:
+    """A file's text (None: it could not be read) as :class:`JsonNode` s, or None when it
+    is not JSON."""
     if text is None:
         return None
     try:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import difflib
+import json
 from pathlib import Path
+from typing import Any
 
 from pytest_openkata.core.jsonfiles import (
     go_keys,
@@ -20,12 +22,6 @@ from pytest_openkata.core.scenario import (
     misspelt_sandbox_key,
 )
 
-
-def unknown_keys_rule(scenario: ScenarioFiles) -> list[Finding]:
-    """Keys the run ignores (see :func:`unknown_keys`)."""
-    return unknown_keys(scenario.path)
-
-
 _OPTION_KEYS = tuple(ScenarioModel.model_fields)
 
 
@@ -35,14 +31,15 @@ _CRITERIA_KEYS = tuple(CriteriaModel.model_fields)
 _CRITERION_KEYS = tuple(CriterionModel.model_fields)
 
 
-def unknown_keys(scenario_dir: Path) -> list[Finding]:
+def unknown_keys_rule(scenario: ScenarioFiles) -> list[Finding]:
     """The keys of scenario.json and criteria.json (top level and checklist items) that the
     run ignores, as warnings with the closest known key. Keys match without regard to case,
     as for Go's decoder (``"Sandbox"`` is known). A key that misspells ``sandbox`` (with no
     ``sandbox`` beside it) is an error, as in a run. A file that is missing or not JSON gives
     none (other rules report it); checks.json's unknown keys are errors of its own rule."""
+    if _only_known_keys(scenario):
+        return []  # the usual scenario, said at every collection: no need to find lines
     findings = []
-    scenario = ScenarioFiles(scenario_dir, None)
     if scenario.options is not None:
         file = scenario.file(OPTIONS_FILE)
         findings += [
@@ -55,6 +52,44 @@ def unknown_keys(scenario_dir: Path) -> list[Finding]:
         for index, item in enumerate(scenario.checklist):
             findings += _unknown(item, _CRITERION_KEYS, file, f"{criterion_field(index, item)}: ")
     return findings
+
+
+def unknown_keys(scenario_dir: Path) -> list[Finding]:
+    """Keys the run ignores (see :func:`unknown_keys_rule`)."""
+    return unknown_keys_rule(ScenarioFiles(scenario_dir, None))
+
+
+def _only_known_keys(scenario: ScenarioFiles) -> bool:
+    """Whether scenario.json and criteria.json, read as plain JSON, hold known keys only (a
+    file that is missing or not JSON holds none). Where this cannot tell at a glance (a key
+    the run ignores, the checklist named twice) the files are read with their lines."""
+    options = _plain_json(scenario.text(OPTIONS_FILE))
+    criteria = _plain_json(scenario.text(CRITERIA_FILE))
+    if not (_known(options, _OPTION_KEYS) and _known(criteria, _CRITERIA_KEYS)):
+        return False
+    if not isinstance(criteria, dict):
+        return True
+    named = [key for key in criteria if key.lower() == "checklist"]
+    if len(named) > 1:
+        return False  # which one the run takes (the last not null) needs the lines' reading
+    checklist = criteria[named[0]] if named else None
+    items = checklist if isinstance(checklist, list) else ()
+    return all(_known(item, _CRITERION_KEYS) for item in items)
+
+
+def _plain_json(text: str | None) -> Any:
+    try:
+        return None if text is None else json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _known(data: Any, known: tuple[str, ...]) -> bool:
+    """Whether ``data`` is no object, or an object whose keys are all ``known``."""
+    if not isinstance(data, dict):
+        return True
+    lowered = {key.lower() for key in known}
+    return all(key.lower() in lowered for key in data)
 
 
 def _untrusted_kind(finding: Finding, options: JsonNode) -> Finding:

@@ -41,20 +41,27 @@ def _placeholder_finding(file: str, text: str | None, whose: str) -> list[Findin
     return [Finding("placeholders", "warning", file, line, message)]
 
 
+_SCENARIO_TEXTS = (TASK_FILE, CRITERIA_FILE, OPTIONS_FILE, CHECKS_FILE, _INPUTS_README)
+
+
 def scenario_placeholders(scenario_dir: Path) -> list[Finding]:
     """The scaffold's placeholders left in a scenario's files: task.md, criteria.json,
     scenario.json, checks.json and a sandboxed scenario's inputs/README.md."""
-    scenario = ScenarioFiles(scenario_dir, None)
-    findings = _placeholder_finding(scenario.file(TASK_FILE), scenario.task, "scenario")
-    for name in (CRITERIA_FILE, OPTIONS_FILE, CHECKS_FILE, _INPUTS_README):
-        text = read_text_or_none(scenario_dir / name)
-        findings += _placeholder_finding(scenario.file(name), text, "scenario")
-    return findings
+    return placeholders_rule(ScenarioFiles(scenario_dir, None))
 
 
 def placeholders_rule(scenario: ScenarioFiles) -> list[Finding]:
     """Placeholders of ``new-scenario`` left in the scenario (see :func:`scenario_placeholders`)."""
-    return scenario_placeholders(scenario.path)
+    findings = []
+    for name in _SCENARIO_TEXTS:
+        # Said at the collection of every scenario: a file is read as the rules read it (task.md
+        # only where the run reads it) only when it holds a placeholder at all.
+        content = scenario.content(name)
+        if content is None or not placeholders_in(content.decode("utf-8", errors="replace")):
+            continue
+        text = scenario.task if name == TASK_FILE else scenario.text(name)
+        findings += _placeholder_finding(scenario.file(name), text, "scenario")
+    return findings
 
 
 def skill_placeholders(skill_dir: Path) -> list[Finding]:

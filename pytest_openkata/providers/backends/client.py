@@ -60,6 +60,7 @@ from pytest_openkata.contracts.errors import (
 from pytest_openkata.contracts.text import go_decode
 from pytest_openkata.infra.bounded import BoundedBuffer
 from pytest_openkata.infra.http import make_client
+from pytest_openkata.infra.idle_threads import IdleThreads
 from pytest_openkata.infra.text import valid_unicode, visible
 
 __all__ = [
@@ -194,6 +195,9 @@ def _timed_out(url: str, seconds: float | None, secret: str) -> CallTimeoutError
     return CallTimeoutError(redact_secret(f"POST {url}: timed out{limit}", secret))
 
 
+_EXCHANGE_THREADS = IdleThreads("openkata-model-call")  # kept between calls
+
+
 class _Call:
     """One exchange, made on a thread of its own so that its caller waits no longer than the
     deadline (see the module docstring)."""
@@ -221,10 +225,7 @@ class _Call:
 
     def within(self, request: httpx.Request, seconds: float | None) -> _Answer | None:
         """The answer, or None when ``seconds`` passed first; httpx's errors are raised."""
-        worker = threading.Thread(
-            target=self._exchange, args=(request,), name="openkata-model-call", daemon=True
-        )
-        worker.start()
+        _EXCHANGE_THREADS.run(lambda: self._exchange(request))
         if not self._done.wait(seconds):
             self._abandon()
             return None

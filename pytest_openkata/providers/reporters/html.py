@@ -35,9 +35,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from jinja2 import Environment, PackageLoader, StrictUndefined
-from markupsafe import Markup, escape
-
 from pytest_openkata import _version
 from pytest_openkata.contracts.results import (
     CallStats,
@@ -59,6 +56,9 @@ from pytest_openkata.core.summary import SkillSummary, usage_of
 from pytest_openkata.infra.atomic import write_new_report
 from pytest_openkata.infra.tempfiles import REMOVED
 from pytest_openkata.infra.text import plural, signed_points
+
+if TYPE_CHECKING:
+    from jinja2 import Environment
 
 __all__ = ["HtmlReporter", "main", "page_view", "render_html"]
 
@@ -467,6 +467,8 @@ def page_view(run: LoggedRun, *, source: str = "run log") -> PageView:
 def _finalize(value: Any) -> Any:
     """Every value the page shows, escaped, with ``://`` written as ``&#58;//`` so that the
     file holds no URL; None shows as nothing."""
+    from markupsafe import Markup, escape
+
     if value is None:
         return Markup("")
     return Markup(str(escape(value)).replace("://", "&#58;//"))
@@ -490,6 +492,9 @@ def _cost(value: float | None) -> str:
 
 @functools.cache
 def _environment() -> Environment:
+    # jinja2 is imported here: every run loads the reporters, few write a page.
+    from jinja2 import Environment, PackageLoader, StrictUndefined
+
     environment = Environment(
         loader=PackageLoader("pytest_openkata.providers.reporters", "templates"),
         autoescape=True,
@@ -514,6 +519,8 @@ def _sha256_source(text: str) -> str:
 def render_html(run: LoggedRun, *, source: str = "run log") -> str:
     """The page of a logged run (see the module docstring); :class:`RunLogError` for a log
     whose records the page cannot read."""
+    from markupsafe import Markup
+
     environment = _environment()
     style = environment.get_template(_STYLE).render()
     script = environment.get_template(_SCRIPT).render()

@@ -14,12 +14,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_openkata.contracts.results import CallStats, CriterionResult, ScenarioResult, Usage
-from pytest_openkata.core.compare import SkillComparison
 from pytest_openkata.core.reporting import TERMINAL_REPORTER, ReportOutcome, Run, Segment
 from pytest_openkata.core.summary import SkillSummary
 from pytest_openkata.infra.tempfiles import REMOVED
 from pytest_openkata.infra.text import plural, signed_points, visible, visible_lines
-from pytest_openkata.providers.reporters.changes import changes_lines
+
+if TYPE_CHECKING:
+    from pytest_openkata.core.compare import SkillComparison
 
 
 def _label(passed: bool) -> Segment:
@@ -275,6 +276,8 @@ def _skill_lines(
     if summary.comparison is not None:
         yield from uplift_lines(summary.comparison)
     if summary.changes is not None:
+        from pytest_openkata.providers.reporters.changes import changes_lines
+
         yield from changes_lines(summary.changes)
     if summary.compare_error is not None:
         yield [(f"  Not compared: --eval-compare: {summary.compare_error}", "red")]
