@@ -1,0 +1,158 @@
+"""How an agent worked: one transcript model for every agent that says what it did.
+
+A :class:`Transcript` is the ordered :class:`Step` s of one agent run (its messages and its tool
+calls, with the subagent that made each, if one did), the skills it loaded and by whom, the files
+it read and wrote, its turns, tokens, cost and time where the agent reported them. Agents say
+this in their own event streams (Claude Code's ``stream-json``, Codex's ``exec --json``, ...);
+each agent's reader turns its stream into this one model, and every report reads only the model.
+
+Texts are bounded: a message, an argument or a result longer than its cap keeps its start and a
+mark of how much was cut (:func:`bounded`), and a transcript keeps at most
+:data:`MAX_STEPS` steps, the first and the last ones, with the number left out in ``cut_steps``,
+so that a run of thousands of tool calls cannot fill a report or the cache.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+__all__ = [
+    "ARGUMENT_CHARS",
+    "MAX_STEPS",
+    "MESSAGE_CHARS",
+    "RESULT_CHARS",
+    "SkillLoad",
+    "Step",
+    "Transcript",
+    "bounded",
+    "kept_steps",
+    "unique",
+]
+
+MESSAGE_CHARS = 4000  # of one message's text
+ARGUMENT_CHARS = 1000  # of one tool call's arguments
+RESULT_CHARS = 1000  # of one tool call's result
+MAX_STEPS = 400  # steps kept of one transcript: the first half and the last half of them
+
+_StepKind = Literal["message", "tool_call"]
+
+
+def bounded(text: str, limit: int) -> str:
+    """``text``, or its first ``limit`` characters and a mark saying how many were cut."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… [{len(text) - limit} more characters cut]"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One thing the agent did: a message (``role`` ``assistant`` or ``user``, its ``text``) or
+    a tool call (``tool``, its ``arguments`` as the agent gave them, an excerpt of its ``result``
+    and its ``status``: ``ok``, ``error`` or ``""`` where the agent did not say). ``subagent``
+    names the tool call that started the subagent which made this step (``""``: the agent
+    itself)."""
+
+    kind: _StepKind
+    role: str = ""
+    text: str = ""
+    tool: str = ""
+    arguments: str = ""
+    result: str = ""
+    status: str = ""
+    subagent: str = ""
+
+    @classmethod
+    def message(cls, role: str, text: str, *, subagent: str = "") -> Step:
+        return cls("message", role=role, text=bounded(text, MESSAGE_CHARS), subagent=subagent)
+
+    @classmethod
+    def tool_call(
+        cls,
+        tool: str,
+        arguments: str,
+        *,
+        result: str = "",
+        status: str = "",
+        subagent: str = "",
+    ) -> Step:
+        return cls(
+            "tool_call",
+            tool=tool,
+            arguments=bounded(arguments, ARGUMENT_CHARS),
+            result=bounded(result, RESULT_CHARS),
+            status=status,
+            subagent=subagent,
+        )
+
+
+@dataclass(frozen=True)
+class SkillLoad:
+    """A skill the agent loaded: its ``name`` and who loaded it (``subagent``: the tool call
+    that started the subagent that loaded it, ``""`` for the agent itself)."""
+
+    name: str
+    subagent: str = ""
+
+
+@dataclass(frozen=True)
+class Transcript:
+    """One agent run as its events told it; see the module docstring. ``source`` names the
+    events it was read from (``claude stream-json``, ``codex exec --json``); ``None`` where
+    the agent did not report a figure."""
+
+    source: str
+    steps: tuple[Step, ...] = ()
+    cut_steps: int = 0
+    skills_loaded: tuple[SkillLoad, ...] = ()
+    files_read: tuple[str, ...] = ()
+    files_written: tuple[str, ...] = ()
+    turns: int | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+    seconds: float | None = None
+    outcome: str = ""  # how the agent said it ended: "success", "error: …", "" unknown
+    final_text: str = ""
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def tool_calls(self) -> tuple[Step, ...]:
+        return tuple(step for step in self.steps if step.kind == "tool_call")
+
+    def last_tool_calls(self, count: int) -> tuple[Step, ...]:
+        """The last ``count`` tool calls, the most recent last."""
+        return self.tool_calls[-count:] if count > 0 else ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Transcript:
+        """A transcript from :meth:`to_dict`'s data; raises KeyError or TypeError for data of
+        another shape."""
+        return cls(
+            **{
+                **data,
+                "steps": tuple(Step(**step) for step in data.get("steps", ())),
+                "skills_loaded": tuple(SkillLoad(**load) for load in data.get("skills_loaded", ())),
+                "files_read": tuple(data.get("files_read", ())),
+                "files_written": tuple(data.get("files_written", ())),
+            }
+        )
+
+
+def kept_steps(steps: Sequence[Step], limit: int = MAX_STEPS) -> tuple[tuple[Step, ...], int]:
+    """At most ``limit`` of ``steps``: the first and the last ones, and how many were left out
+    between them."""
+    if len(steps) <= limit:
+        return tuple(steps), 0
+    head = limit // 2
+    tail = limit - head
+    return (*steps[:head], *steps[-tail:]), len(steps) - limit
+
+
+def unique(items: Iterable[str]) -> tuple[str, ...]:
+    """``items`` once each, in the order first seen."""
+    return tuple(dict.fromkeys(item for item in items if item))

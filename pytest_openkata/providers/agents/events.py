@@ -1,0 +1,31 @@
+"""Agent event streams as JSON Lines: what the agents' readers share."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+__all__ = ["json_events", "mapping"]
+
+
+def json_events(output: str) -> Iterator[Mapping[str, Any]]:
+    """Each line of ``output`` that is a JSON object with a string ``type``, in order. Other
+    lines (a warning the CLI printed among its events, a line cut by a crash) are passed
+    over."""
+    for line in output.splitlines():
+        text = line.strip()
+        if not text.startswith("{"):
+            continue
+        try:
+            event = json.loads(text)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(event, dict) and isinstance(event.get("type"), str):
+            yield event
+
+
+def mapping(value: Any) -> Mapping[str, Any]:
+    """``value`` when it is a JSON object, else an empty one: an event's field of the wrong
+    shape reads as absent."""
+    return value if isinstance(value, dict) else {}
