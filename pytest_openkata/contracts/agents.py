@@ -34,12 +34,13 @@ from collections.abc import Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from pytest_openkata.contracts.errors import (
     AgentConfigError,
 )
 from pytest_openkata.contracts.settings import SettingValue
+from pytest_openkata.contracts.transcripts import Transcript
 
 __all__ = [
     "UNUSED_KEY",
@@ -47,6 +48,7 @@ __all__ = [
     "AgentConfigError",
     "AgentInvocation",
     "AgentSettings",
+    "GivesTranscript",
     "Mount",
     "NeedsNothingAround",
 ]
@@ -139,6 +141,17 @@ class AgentCLI(Protocol):
     def host_folder(self, skill_dir: Path) -> AbstractContextManager[Path | None]:
         """The working folder of a workspace-agent run on the host (``None``: the current
         one), prepared for ``skill_dir`` and removed when the context ends."""
+        ...
+
+
+@runtime_checkable
+class GivesTranscript(Protocol):
+    """An agent CLI whose output tells how it worked (an event stream): :meth:`transcript`
+    reads it, and :meth:`~AgentCLI.clean` gives the final answer from the same output."""
+
+    def transcript(self, output: str) -> Transcript | None:
+        """How the agent worked, read from what it printed; None when the output holds no
+        events (an older CLI, a crash before the first event)."""
         ...
 
 

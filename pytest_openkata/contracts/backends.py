@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from pytest_openkata.contracts.transcripts import Transcript
+
 __all__ = [
     "DEFAULT_ANSWER_MAX_BYTES",
     "SCHEMA_REFUSED_STATUSES",
@@ -21,6 +23,7 @@ __all__ = [
     "Completer",
     "ResponseSchema",
     "SkillAware",
+    "Transcribing",
     "answer_bound",
     "byte_size",
 ]
@@ -84,6 +87,15 @@ class SkillAware(Protocol):
     a folder prepared from the skill, as kiro's agent mode does)."""
 
     def for_skill(self, skill_dir: Path) -> Completer: ...
+
+
+@runtime_checkable
+class Transcribing(Protocol):
+    """A backend that can say how its answer was made (an agent CLI that prints its events):
+    :meth:`complete_transcribed` is :meth:`~Completer.complete` with the transcript beside the
+    answer (None where the agent gave no events)."""
+
+    def complete_transcribed(self, system: str, user: str) -> tuple[str, Transcript | None]: ...
 
 
 @runtime_checkable

@@ -17,6 +17,7 @@ from functools import cached_property
 from typing import Any, TypeVar
 
 from pytest_openkata.contracts.text import GO_REPLACE
+from pytest_openkata.contracts.transcripts import Transcript
 
 __all__ = [
     "BINARY_SNIFF_BYTES",
@@ -245,6 +246,8 @@ class AgentResult:
     # lost under this run before it, each "engine <name>: why".
     engine: str = ""
     lost_engines: tuple[str, ...] = ()
+    # How the agent worked, where it said so (its events), else None.
+    transcript: Transcript | None = None
 
 
 @dataclass(frozen=True)
@@ -258,6 +261,7 @@ class TrialTrace:
     command checks' outcomes); ``seconds`` the trial's wall time. ``engine`` is the engine of
     an engine pool the sandboxed agent ran on ("" without a pool or from the cache), and
     ``lost_engines`` the engines that failed under the trial before it ("engine <name>: why").
+    ``transcript`` is how the agent worked, where its events said so (None otherwise).
     """
 
     output: str = ""
@@ -267,6 +271,7 @@ class TrialTrace:
     seconds: float = 0.0
     engine: str = ""
     lost_engines: tuple[str, ...] = ()
+    transcript: Transcript | None = None
 
 
 @dataclass(frozen=True)
@@ -419,7 +424,11 @@ def _trace(data: dict[str, Any] | None) -> TrialTrace | None:
         return None
     changes = tuple(FileChange(**change) for change in data.get("changes", ()))
     lost = tuple(data.get("lost_engines", ()))
-    return TrialTrace(**{**data, "changes": changes, "lost_engines": lost})
+    told = data.get("transcript")
+    transcript = None if told is None else Transcript.from_dict(told)
+    return TrialTrace(
+        **{**data, "changes": changes, "lost_engines": lost, "transcript": transcript}
+    )
 
 
 def _trial(data: dict[str, Any]) -> TrialResult:

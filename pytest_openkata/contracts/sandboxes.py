@@ -19,7 +19,7 @@ the provider knows (``docker create: ...``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -27,6 +27,7 @@ from pytest_openkata.contracts.errors import (
     SandboxError,
     SandboxLost,
 )
+from pytest_openkata.contracts.transcripts import Transcript
 
 __all__ = [
     "AgentCommand",
@@ -52,6 +53,11 @@ class AgentCommand:
     files: tuple[tuple[str, bytes], ...] = ()
     # Host folders (``~`` allowed) the agent needs, mounted read-only when they exist.
     mounts: tuple[tuple[str, str], ...] = ()
+    # How to read what the agent printed: its answer and how it worked (an agent that prints
+    # its events); None: the output is the answer, and no transcript is known.
+    read_output: Callable[[str], tuple[str, Transcript | None]] | None = field(
+        default=None, compare=False, repr=False
+    )
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ so that a run of thousands of tool calls cannot fill a report or the cache.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 __all__ = [
@@ -27,6 +27,7 @@ __all__ = [
     "Step",
     "Transcript",
     "bounded",
+    "final_answer",
     "kept_steps",
     "unique",
 ]
@@ -125,6 +126,26 @@ class Transcript:
         """The last ``count`` tool calls, the most recent last."""
         return self.tool_calls[-count:] if count > 0 else ()
 
+    def masked(self, mask: Callable[[str], str]) -> Transcript:
+        """This transcript with ``mask`` applied to every text it holds (secrets masked)."""
+        steps = tuple(
+            replace(
+                step,
+                text=mask(step.text),
+                arguments=mask(step.arguments),
+                result=mask(step.result),
+            )
+            for step in self.steps
+        )
+        return replace(
+            self,
+            steps=steps,
+            files_read=tuple(mask(path) for path in self.files_read),
+            files_written=tuple(mask(path) for path in self.files_written),
+            final_text=mask(self.final_text),
+            outcome=mask(self.outcome),
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -141,6 +162,14 @@ class Transcript:
                 "files_written": tuple(data.get("files_written", ())),
             }
         )
+
+
+def final_answer(transcript: Transcript) -> str:
+    """The agent's final answer: the one its events name, else its last message."""
+    if transcript.final_text:
+        return transcript.final_text
+    said = [s.text for s in transcript.steps if s.kind == "message" and s.role == "assistant"]
+    return said[-1] if said else ""
 
 
 def kept_steps(steps: Sequence[Step], limit: int = MAX_STEPS) -> tuple[tuple[Step, ...], int]:

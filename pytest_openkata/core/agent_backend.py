@@ -48,7 +48,7 @@ from functools import partial
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from pytest_openkata.contracts.agents import AgentCLI, AgentInvocation
+from pytest_openkata.contracts.agents import AgentCLI, AgentInvocation, GivesTranscript
 from pytest_openkata.contracts.backends import (
     DEFAULT_ANSWER_MAX_BYTES,
     ResponseSchema,
@@ -61,6 +61,7 @@ from pytest_openkata.contracts.errors import (
     AnswerTooLargeError,
     MalformedResponseError,
 )
+from pytest_openkata.contracts.transcripts import Transcript
 from pytest_openkata.infra.bounded import BoundedBuffer
 from pytest_openkata.infra.environ import environ_snapshot
 from pytest_openkata.infra.processes import (
@@ -230,6 +231,18 @@ class CLIBackend:
 
     def complete(self, system: str, user: str, *, schema: ResponseSchema | None = None) -> str:
         """The agent's cleaned answer; ``schema`` is ignored (CLIs answer in free text)."""
+        return self.complete_transcribed(system, user)[0]
+
+    def complete_transcribed(self, system: str, user: str) -> tuple[str, Transcript | None]:
+        """The agent's cleaned answer, and how it worked where its output says so."""
+        stdout = self._stdout(system, user)
+        transcript = (
+            self.agent.transcript(stdout) if isinstance(self.agent, GivesTranscript) else None
+        )
+        return self.agent.clean(stdout), transcript
+
+    def _stdout(self, system: str, user: str) -> str:
+        """What the agent printed on standard output, once it exited well."""
         invocation = self.agent.invocation(model=self.model, workspace_agent=self.workspace_agent)
         prompt = agent_prompt(system, user).encode()
         with self._cwd_factory() as cwd, contextlib.ExitStack() as stack:
@@ -318,7 +331,7 @@ class CLIBackend:
             )
         if not finished.stdout:
             raise MalformedResponseError(f"{name} returned empty response")
-        return self.agent.clean(stdout)
+        return stdout
 
 
 def _tail(text: str) -> str:

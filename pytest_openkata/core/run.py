@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from pytest_openkata.contracts.backends import Completer, SkillAware
+from pytest_openkata.contracts.backends import Completer, SkillAware, Transcribing
 from pytest_openkata.contracts.errors import BackendError
 from pytest_openkata.contracts.results import (
     INFRASTRUCTURE_ERROR,
@@ -39,6 +39,7 @@ from pytest_openkata.contracts.results import (
     TrialTrace,
     Usage,
 )
+from pytest_openkata.contracts.transcripts import Step, Transcript
 from pytest_openkata.core.arms import OWN_ARM, Arm, ArmError, baseline_arm
 from pytest_openkata.core.calls import NO_SLOTS, live_call
 from pytest_openkata.core.checks import CANNOT_START, Check, CommandOutcome, command_checks
@@ -95,6 +96,7 @@ DEFAULT_RETRY = RetryPolicy()
 NO_SANDBOX = "sandboxed scenarios need a sandbox provider, and none is configured"
 AGENT_CACHE = "agent"
 CHECKS_CACHE = "checks"
+DIRECT_SOURCE = "direct"  # the transcript of a model backend's one answer
 
 
 @dataclass(frozen=True)
@@ -170,7 +172,26 @@ def _agent_from_cache(entry: dict[str, Any] | None) -> AgentResult | None:
         return None
     if not isinstance(output, str):
         return None
-    return AgentResult(entry["response"], output, diff, cached=True)
+    try:
+        told = entry.get("transcript")
+        transcript = None if told is None else Transcript.from_dict(told)
+    except (AttributeError, KeyError, TypeError, ValueError):
+        return None
+    return AgentResult(entry["response"], output, diff, cached=True, transcript=transcript)
+
+
+def _transcribed(agent: Completer, prompt: str) -> tuple[str, Transcript]:
+    """The agent's answer, and how it was made: its own transcript where it gives one, else
+    one turn (a model backend answers in one; the prompt, the same for every trial, is not
+    repeated in it)."""
+    if isinstance(agent, Transcribing):
+        answer, transcript = agent.complete_transcribed("", prompt)
+        if transcript is not None:
+            return answer, transcript
+    else:
+        answer = agent.complete("", prompt)
+    one_turn = (Step.message("assistant", answer),)
+    return answer, Transcript(DIRECT_SOURCE, steps=one_turn, turns=1, final_text=answer)
 
 
 def _agent_to_cache(result: AgentResult) -> dict[str, Any]:
@@ -179,6 +200,8 @@ def _agent_to_cache(result: AgentResult) -> dict[str, Any]:
         entry["output"] = result.output
     if result.changes is not None:
         entry["changes"] = diff_to_json(result.changes)
+    if result.transcript is not None:
+        entry["transcript"] = result.transcript.to_dict()
     return entry
 
 
@@ -311,12 +334,12 @@ class _ScenarioRun:
                 raise ScenarioFailure(f"sandbox: {exc}") from exc
         try:
             agent = self.backends.agent_of(scenario.skill_dir)
-            answer = call_with_retry(
-                lambda: agent.complete("", self.prompt), retry, describe="agent call"
+            answer, transcript = call_with_retry(
+                lambda: _transcribed(agent, self.prompt), retry, describe="agent call"
             )
         except BackendError as exc:
             raise ScenarioFailure(f"agent: {exc}") from exc
-        return AgentResult(answer, answer), {}
+        return AgentResult(answer, answer, transcript=transcript), {}
 
     def _commands_key(self, agent_key: str) -> str:
         """The cache key of the command checks' outcomes on one agent result: the checks'
@@ -375,7 +398,12 @@ class _ScenarioRun:
             self._call_agent, self.options.agent_prices, self.slot, "agent"
         )
         # Secrets the agent printed or wrote never reach the graders, the cache or a report.
-        result = replace(result, text=self.redact(result.text), output=self.redact(result.output))
+        result = replace(
+            result,
+            text=self.redact(result.text),
+            output=self.redact(result.output),
+            transcript=None if result.transcript is None else result.transcript.masked(self.redact),
+        )
         outcomes = self._redacted(outcomes)
         if cache is not None:
             cache.put(AGENT_CACHE, key, _agent_to_cache(result))
@@ -458,6 +486,7 @@ class _ScenarioRun:
             seconds,
             engine=agent.engine,
             lost_engines=tuple(self.redact(lost) for lost in agent.lost_engines),
+            transcript=agent.transcript,
         )
 
 

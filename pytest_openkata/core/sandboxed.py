@@ -20,7 +20,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from pytest_openkata.contracts.agents import AgentSettings
+from pytest_openkata.contracts.agents import AgentCLI, AgentSettings, GivesTranscript
 from pytest_openkata.contracts.backends import answer_bound
 from pytest_openkata.contracts.config import EvalSettings, SandboxSettings
 from pytest_openkata.contracts.errors import BackendError, RetryableError, SandboxError, SandboxLost
@@ -32,6 +32,7 @@ from pytest_openkata.contracts.sandboxes import (
     SandboxProvider,
     SandboxSpec,
 )
+from pytest_openkata.contracts.transcripts import Transcript
 from pytest_openkata.core.agents import make_agent
 from pytest_openkata.core.checks import Check, CommandOutcome
 from pytest_openkata.core.errors import ScenarioFailure
@@ -100,7 +101,19 @@ def sandbox_agent(settings: EvalSettings) -> AgentCommand:
         invocation.env,
         files=agent.workspace_files(),
         mounts=agent.credential_mounts,
+        read_output=_output_reader(agent) if isinstance(agent, GivesTranscript) else None,
     )
+
+
+def _output_reader(agent: AgentCLI) -> Callable[[str], tuple[str, Transcript | None]]:
+    """How a sandboxed agent's output is read when it prints its events: the final answer the
+    agent's ``clean`` gives, and its transcript."""
+
+    def read(output: str) -> tuple[str, Transcript | None]:
+        transcript = agent.transcript(output) if isinstance(agent, GivesTranscript) else None
+        return agent.clean(output), transcript
+
+    return read
 
 
 def _looks_secret(name: str) -> bool:
@@ -204,6 +217,10 @@ class SandboxRun:
     commands: dict[str, CommandOutcome] | None = None
     engine: str = ""  # the engine of a pool it ran on
     lost_engines: tuple[str, ...] = ()  # engines of the pool lost while its sandbox was made
+    # The agent's answer as its output gives it (the output itself unless the agent prints its
+    # events), and how it worked where it says so.
+    answer: str = ""
+    transcript: Transcript | None = None
 
 
 def _at_step(step: str, call: Callable[[], T]) -> T:
@@ -316,7 +333,19 @@ def sandbox_run(
     diff = diff_snapshots(before, after)
     engine = str(getattr(environment, "engine", ""))
     lost = tuple(getattr(environment, "lost_engines", ()))
-    return SandboxRun(result, diff, judge_text(result.output, diff), outcomes, engine, lost)
+    answer, transcript = result.output, None
+    if agent.read_output is not None and not result.timed_out:
+        answer, transcript = agent.read_output(result.output)
+    return SandboxRun(
+        result,
+        diff,
+        judge_text(answer, diff),
+        outcomes,
+        engine,
+        lost,
+        answer=answer,
+        transcript=transcript,
+    )
 
 
 def again_elsewhere(call: Callable[[], T], lost: list[str]) -> T:
@@ -420,10 +449,11 @@ def run_agent_in_sandbox(
         raise ScenarioFailure(f"sandbox: {name}: exit status {result.exit_code}{detail}")
     agent = AgentResult(
         run.judge_text,
-        result.output,
+        run.answer,
         run.diff,
         engine=run.engine,
         lost_engines=(*lost, *run.lost_engines),
+        transcript=run.transcript,
     )
     return agent, run.commands or {}
 

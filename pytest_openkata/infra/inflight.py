@@ -38,7 +38,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_openkata.contracts.backends import SkillAware
+from pytest_openkata.contracts.backends import SkillAware, Transcribing
+from pytest_openkata.contracts.transcripts import Transcript
 
 if TYPE_CHECKING:
     from pytest_openkata.contracts.backends import Completer, ResponseSchema
@@ -344,3 +345,10 @@ class LimitedCompleter:
     def complete(self, system: str, user: str, *, schema: ResponseSchema | None = None) -> str:
         with self.limit.acquire():
             return self.inner.complete(system, user, schema=schema)
+
+    def complete_transcribed(self, system: str, user: str) -> tuple[str, Transcript | None]:
+        """The inner backend's answer and transcript (None when it gives none), in a slot."""
+        with self.limit.acquire():
+            if isinstance(self.inner, Transcribing):
+                return self.inner.complete_transcribed(system, user)
+            return self.inner.complete(system, user), None

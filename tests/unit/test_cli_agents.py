@@ -548,7 +548,10 @@ def test_each_call_gets_a_fresh_private_folder_that_is_removed_afterwards(
 def test_claude_plain_invocation() -> None:
     invocation = make_agent("claude", SETTINGS).invocation(model="smollm2", workspace_agent=False)
 
-    assert invocation.argv == ["claude", "-p", "--bare", "--model", "smollm2"]
+    assert invocation.argv == [
+        "claude", "-p", "--bare", "--model", "smollm2",
+        "--output-format", "stream-json", "--verbose",
+    ]  # fmt: skip
     assert invocation.env == {
         "ANTHROPIC_BASE_URL": "http://127.0.0.1:9/anthropic",
         "ANTHROPIC_API_KEY": "sk-ant-secret",
@@ -562,7 +565,8 @@ def test_claude_workspace_agent_accepts_edits_but_bypasses_nothing_on_the_host()
     invocation = make_agent("claude", SETTINGS).invocation(model="m", workspace_agent=True)
 
     assert invocation.argv == [
-        "claude", "-p", "--bare", "--model", "m", "--permission-mode", "acceptEdits",
+        "claude", "-p", "--bare", "--model", "m", "--output-format", "stream-json", "--verbose",
+        "--permission-mode", "acceptEdits",
     ]  # fmt: skip
     assert "IS_SANDBOX" not in invocation.env
 
@@ -573,7 +577,8 @@ def test_claude_sandboxed_skips_permissions() -> None:
     )
 
     assert invocation.argv == [
-        "claude", "-p", "--bare", "--model", "m", "--dangerously-skip-permissions",
+        "claude", "-p", "--bare", "--model", "m", "--output-format", "stream-json", "--verbose",
+        "--dangerously-skip-permissions",
     ]  # fmt: skip
     assert invocation.env["IS_SANDBOX"] == "1"
     assert invocation.private_dirs == ()  # the container's home starts clean
@@ -593,7 +598,8 @@ def test_claude_defaults_without_settings() -> None:
 
 def codex_expected(sandbox: list[str], base_url: str = "http://127.0.0.1:9/v1") -> list[str]:
     return [
-        "codex", "exec", "--skip-git-repo-check", "--ephemeral", *sandbox, "-m", "smollm2",
+        "codex", "exec", "--json", "--skip-git-repo-check", "--ephemeral", *sandbox, "-m",
+        "smollm2",
         "-c", 'model_provider="openkata"',
         "-c", 'model_providers.openkata.name="openkata"',
         "-c", f'model_providers.openkata.base_url="{base_url}"',

@@ -1,6 +1,8 @@
 """Claude Code (``claude``, npm ``@anthropic-ai/claude-code``) in print mode.
 
-``claude -p --bare --model M`` reads the prompt from standard input and prints the answer.
+``claude -p --bare --model M --output-format stream-json --verbose`` reads the prompt from
+standard input and prints its events, one JSON object a line (read into a transcript by
+:mod:`.claude_events`); the answer is the ``result`` of the last one.
 ``--bare`` keeps runs reproducible: no hooks, plugins, auto-memory or CLAUDE.md discovery, and
 authentication strictly through ``ANTHROPIC_API_KEY``. On the host, ``CLAUDE_CONFIG_DIR`` is a
 fresh folder per call: Claude Code rewrites ``~/.claude.json`` on every start, and a copy of it
@@ -29,12 +31,22 @@ from pytest_openkata.contracts.agents import (
     AgentSettings,
     NeedsNothingAround,
 )
+from pytest_openkata.contracts.transcripts import Transcript, final_answer
+from pytest_openkata.providers.agents.claude_events import read_claude_events
 
-__all__ = ["CLAUDE_CLI", "CLAUDE_CONFIG_VARIABLE", "CLAUDE_INSTALL_HINT", "ClaudeAgent"]
+__all__ = [
+    "CLAUDE_CLI",
+    "CLAUDE_CONFIG_VARIABLE",
+    "CLAUDE_INSTALL_HINT",
+    "STREAM_JSON",
+    "ClaudeAgent",
+]
 
 CLAUDE_CLI = "claude"
 CLAUDE_INSTALL_HINT = "Install: npm install -g @anthropic-ai/claude-code"
 CLAUDE_CONFIG_VARIABLE = "CLAUDE_CONFIG_DIR"
+# Its events, one JSON object a line (--verbose is required with -p).
+STREAM_JSON = ("--output-format", "stream-json", "--verbose")
 
 
 @dataclass(frozen=True)
@@ -63,7 +75,7 @@ class ClaudeAgent(NeedsNothingAround):
     def invocation(
         self, *, model: str, workspace_agent: bool, sandboxed: bool = False
     ) -> AgentInvocation:
-        argv = [self.executable, "-p", "--bare", "--model", model]
+        argv = [self.executable, "-p", "--bare", "--model", model, *STREAM_JSON]
         env = {
             "ANTHROPIC_API_KEY": self.api_key or UNUSED_KEY,
             "DISABLE_TELEMETRY": "1",
@@ -80,7 +92,13 @@ class ClaudeAgent(NeedsNothingAround):
         return AgentInvocation(argv, env, private_dirs=(CLAUDE_CONFIG_VARIABLE,))
 
     def clean(self, output: str) -> str:
-        return output
+        """The final answer: the ``result`` of its events, or what it printed when it printed
+        no events (a CLI too old for ``stream-json``)."""
+        transcript = read_claude_events(output)
+        return output if transcript is None else final_answer(transcript)
+
+    def transcript(self, output: str) -> Transcript | None:
+        return read_claude_events(output)
 
 
 if TYPE_CHECKING:  # the protocol this provider implements, checked by mypy

@@ -1,7 +1,8 @@
 """OpenAI Codex (``codex``, npm ``@openai/codex``) in ``exec`` mode.
 
-``codex exec ... -`` reads the prompt from standard input and prints only the final answer on
-standard output (its progress goes to standard error). The model provider is defined on the
+``codex exec --json ... -`` reads the prompt from standard input and prints its events on
+standard output, one JSON object a line (read into a transcript by :mod:`.codex_events`); the
+answer is its last agent message. The model provider is defined on the
 command line as ``openkata``: the OpenAI *Responses* API at the configured base URL (Codex
 speaks no other wire protocol to custom providers), with the key taken from the environment
 variable ``OPENKATA_CODEX_KEY``. ``--ephemeral`` keeps session files out of ``~/.codex``.
@@ -24,6 +25,8 @@ from pytest_openkata.contracts.agents import (
     AgentSettings,
     NeedsNothingAround,
 )
+from pytest_openkata.contracts.transcripts import Transcript, final_answer
+from pytest_openkata.providers.agents.codex_events import read_codex_events
 
 __all__ = [
     "CODEX_CLI",
@@ -71,7 +74,7 @@ class CodexAgent(NeedsNothingAround):
     def invocation(
         self, *, model: str, workspace_agent: bool, sandboxed: bool = False
     ) -> AgentInvocation:
-        argv = [self.executable, "exec", "--skip-git-repo-check", "--ephemeral"]
+        argv = [self.executable, "exec", "--json", "--skip-git-repo-check", "--ephemeral"]
         if sandboxed:
             argv.append("--dangerously-bypass-approvals-and-sandbox")
         else:
@@ -90,7 +93,13 @@ class CodexAgent(NeedsNothingAround):
         return AgentInvocation(argv, {CODEX_KEY_VARIABLE: self.api_key or UNUSED_KEY})
 
     def clean(self, output: str) -> str:
-        return output
+        """The final answer: the last agent message of its events, or what it printed when it
+        printed no events."""
+        transcript = read_codex_events(output)
+        return output if transcript is None else final_answer(transcript)
+
+    def transcript(self, output: str) -> Transcript | None:
+        return read_codex_events(output)
 
 
 if TYPE_CHECKING:  # the protocol this provider implements, checked by mypy
