@@ -1,0 +1,172 @@
+"""How the agent worked, end to end: a stand-in for Claude Code (which prints its events as
+Claude Code's ``stream-json`` does) answers a scenario; the judge reads its final answer, and
+the run log keeps its transcript, secrets masked. A model backend's answer is one turn."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from tests.support.endpoint import ScriptedEndpoint
+from tests.support.evals import EvalScript, eval_args, write_skill
+
+SECRET = "sk-transcript-secret-0123456789abcdef"
+
+EVENTS = [
+    {"type": "system", "subtype": "init", "session_id": "s-1", "model": "m"},
+    {
+        "type": "assistant",
+        "message": {
+            "content": [
+                {"type": "text", "text": "Reading the skill first."},
+                {"type": "tool_use", "id": "t1", "name": "Skill", "input": {"skill": "s"}},
+            ]
+        },
+        "parent_tool_use_id": None,
+    },
+    {
+        "type": "user",
+        "message": {
+            "content": [
+                {"type": "tool_result", "tool_use_id": "t1", "content": f"token {SECRET}"},
+            ]
+        },
+        "parent_tool_use_id": None,
+    },
+    {
+        "type": "assistant",
+        "message": {
+            "content": [
+                {"type": "tool_use", "id": "t2", "name": "Bash", "input": {"command": "ls"}},
+            ]
+        },
+        "parent_tool_use_id": None,
+    },
+    {
+        "type": "user",
+        "message": {
+            "content": [
+                {"type": "tool_result", "tool_use_id": "t2", "content": "nope", "is_error": True}
+            ]
+        },
+        "parent_tool_use_id": None,
+    },
+    {
+        "type": "result",
+        "subtype": "success",
+        "is_error": False,
+        "result": "The final answer, long enough to be judged on its own merits.",
+        "num_turns": 2,
+        "duration_ms": 1500,
+        "usage": {"input_tokens": 900, "output_tokens": 30},
+    },
+]
+
+
+@pytest.fixture
+def claude_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A ``claude`` executable first on PATH that reads its prompt and prints ``EVENTS``."""
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    events = folder / "events.jsonl"
+    events.write_text("".join(json.dumps(event) + "\n" for event in EVENTS))
+    claude = folder / "claude"
+    claude.write_text(f"#!/bin/sh\ncat > /dev/null\ncat '{events}'\n")
+    claude.chmod(claude.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+    return claude
+
+
+def _trial_records(root: Path) -> list[dict]:
+    [log] = (root / ".openkata" / "runs").glob("*.jsonl")
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    return [record for record in records if record["record"] == "trial"]
+
+
+def test_an_agents_events_become_its_transcript_and_the_judge_reads_its_final_answer(
+    pytester: pytest.Pytester,
+    claude_on_path: Path,
+    endpoint: ScriptedEndpoint,
+    script: EvalScript,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    write_skill(pytester.path, "s", {"scenario-a": {"x": 1}})
+    monkeypatch.setenv("OPENKATA_EVAL_HTTP_API_KEY", SECRET)
+
+    result = pytester.runpytest_subprocess(
+        "skills/s",
+        "--eval-backend", "claude",
+        "--eval-judge-backend", "http",
+        "--eval-base-url", endpoint.base_url,
+    )  # fmt: skip
+
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    judged = str(endpoint.requests[-1].json["messages"][-1]["content"])
+    assert "The final answer, long enough to be judged" in judged
+    assert '"type": "result"' not in judged  # the judge reads the answer, not the events
+    [trial] = _trial_records(pytester.path)
+    transcript = trial["trace"]["transcript"]
+    assert transcript["source"] == "claude stream-json"
+    assert [(s["kind"], s["tool"] or s["role"], s["status"]) for s in transcript["steps"]] == [
+        ("message", "assistant", ""),
+        ("tool_call", "Skill", "ok"),
+        ("tool_call", "Bash", "error"),
+    ]
+    assert transcript["skills_loaded"] == [{"name": "s", "subagent": ""}]
+    assert (transcript["turns"], transcript["input_tokens"], transcript["output_tokens"]) == (
+        2,
+        900,
+        30,
+    )
+    assert trial["trace"]["output"] == EVENTS[-1]["result"]
+    log_text = next((pytester.path / ".openkata" / "runs").glob("*.jsonl")).read_text()
+    assert SECRET not in log_text  # masked in the tool result too
+    assert "token ***" in transcript["steps"][1]["result"]
+
+
+def test_a_repeat_answered_from_the_cache_keeps_the_transcript(
+    pytester: pytest.Pytester,
+    claude_on_path: Path,
+    endpoint: ScriptedEndpoint,
+    script: EvalScript,
+) -> None:
+    write_skill(pytester.path, "s", {"scenario-a": {"x": 1}})
+    args = ("--eval-backend", "claude", "--eval-judge-backend", "http")
+    args += ("--eval-base-url", endpoint.base_url)
+
+    first = pytester.runpytest_subprocess("skills/s", *args)
+    claude_on_path.write_text("#!/bin/sh\nexit 3\n")  # a live call now would fail
+    second = pytester.runpytest_subprocess("skills/s", *args)
+
+    assert first.ret == second.ret == pytest.ExitCode.OK, second.stdout.str()
+    logs = sorted((pytester.path / ".openkata" / "runs").glob("*.jsonl"))
+    transcripts = [
+        next(
+            json.loads(line)["trace"]["transcript"]
+            for line in log.read_text().splitlines()
+            if json.loads(line)["record"] == "trial"
+        )
+        for log in logs
+    ]
+    assert len(transcripts) == 2
+    assert transcripts[0] == transcripts[1]
+
+
+def test_a_model_backends_answer_is_a_one_turn_transcript(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    write_skill(pytester.path, "s", {"scenario-a": {"x": 1}})
+
+    pytester.runpytest_subprocess("skills/s", *eval_args(endpoint.base_url))
+
+    [trial] = _trial_records(pytester.path)
+    transcript = trial["trace"]["transcript"]
+    assert transcript["source"] == "direct"
+    assert transcript["turns"] == 1
+    assert [(s["role"], s["text"]) for s in transcript["steps"]] == [
+        ("assistant", script.agent_answer)
+    ]
