@@ -120,7 +120,7 @@ def test_a_conftest_override_of_the_backends_is_used_for_its_skill_only(
         (pytester.path / "skills" / "t" / "conftest.py").write_text(
             "import pytest\n"
             "from pytest_openkata.providers.backends.http import make_client\n"
-            "from pytest_openkata.infra.config import HttpSettings\n"
+            "from pytest_openkata.contracts.config import HttpSettings\n"
             "from pytest_openkata.core.build import build_backends\n\n\n"
             "@pytest.fixture(scope='session')\n"
             "def openkata_backends(openkata_settings, openkata_sandbox):\n"
