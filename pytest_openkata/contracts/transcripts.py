@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 __all__ = [
     "ARGUMENT_CHARS",
+    "DIRECT_SOURCE",
     "MAX_STEPS",
     "MESSAGE_CHARS",
     "RESULT_CHARS",
@@ -29,6 +30,7 @@ __all__ = [
     "bounded",
     "final_answer",
     "kept_steps",
+    "one_turn",
     "unique",
 ]
 
@@ -162,6 +164,17 @@ class Transcript:
                 "files_written": tuple(data.get("files_written", ())),
             }
         )
+
+
+DIRECT_SOURCE = "direct"
+
+
+def one_turn(answer: str) -> Transcript:
+    """The transcript of a model backend's answer: one turn, one message (the prompt, the same
+    for every trial, is not repeated in it)."""
+    return Transcript(
+        DIRECT_SOURCE, steps=(Step.message("assistant", answer),), turns=1, final_text=answer
+    )
 
 
 def final_answer(transcript: Transcript) -> str:

@@ -39,7 +39,7 @@ from pytest_openkata.contracts.results import (
     TrialTrace,
     Usage,
 )
-from pytest_openkata.contracts.transcripts import Step, Transcript
+from pytest_openkata.contracts.transcripts import Transcript
 from pytest_openkata.core.arms import OWN_ARM, Arm, ArmError, baseline_arm
 from pytest_openkata.core.calls import NO_SLOTS, live_call
 from pytest_openkata.core.checks import CANNOT_START, Check, CommandOutcome, command_checks
@@ -96,7 +96,6 @@ DEFAULT_RETRY = RetryPolicy()
 NO_SANDBOX = "sandboxed scenarios need a sandbox provider, and none is configured"
 AGENT_CACHE = "agent"
 CHECKS_CACHE = "checks"
-DIRECT_SOURCE = "direct"  # the transcript of a model backend's one answer
 
 
 @dataclass(frozen=True)
@@ -180,18 +179,12 @@ def _agent_from_cache(entry: dict[str, Any] | None) -> AgentResult | None:
     return AgentResult(entry["response"], output, diff, cached=True, transcript=transcript)
 
 
-def _transcribed(agent: Completer, prompt: str) -> tuple[str, Transcript]:
-    """The agent's answer, and how it was made: its own transcript where it gives one, else
-    one turn (a model backend answers in one; the prompt, the same for every trial, is not
-    repeated in it)."""
+def _transcribed(agent: Completer, prompt: str) -> tuple[str, Transcript | None]:
+    """The agent's answer, and how it was made where the backend says so (an agent CLI that
+    prints its events, a model backend's one turn)."""
     if isinstance(agent, Transcribing):
-        answer, transcript = agent.complete_transcribed("", prompt)
-        if transcript is not None:
-            return answer, transcript
-    else:
-        answer = agent.complete("", prompt)
-    one_turn = (Step.message("assistant", answer),)
-    return answer, Transcript(DIRECT_SOURCE, steps=one_turn, turns=1, final_text=answer)
+        return agent.complete_transcribed("", prompt)
+    return agent.complete("", prompt), None
 
 
 def _agent_to_cache(result: AgentResult) -> dict[str, Any]:

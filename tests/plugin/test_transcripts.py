@@ -170,3 +170,23 @@ def test_a_model_backends_answer_is_a_one_turn_transcript(
     assert [(s["role"], s["text"]) for s in transcript["steps"]] == [
         ("assistant", script.agent_answer)
     ]
+
+
+def test_an_agent_that_prints_no_events_has_no_transcript_and_its_output_is_its_answer(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    write_skill(pytester.path, "s", {"scenario-a": {"x": 1}})
+    answer = "A plain answer from a command, long enough to be judged on its merits."
+
+    result = pytester.runpytest_subprocess(
+        "skills/s",
+        "--eval-backend", "command",
+        "--eval-agent-command", f"cat > /dev/null; echo '{answer}'",
+        "--eval-judge-backend", "http",
+        "--eval-base-url", endpoint.base_url,
+    )  # fmt: skip
+
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    [trial] = _trial_records(pytester.path)
+    assert trial["trace"]["transcript"] is None
+    assert trial["trace"]["output"] == answer + "\n"  # as the command printed it

@@ -58,6 +58,7 @@ from pytest_openkata.contracts.backends import (
     ResponseSchema,
 )
 from pytest_openkata.contracts.errors import EndpointStatusError, MalformedResponseError
+from pytest_openkata.contracts.transcripts import Transcript, one_turn
 from pytest_openkata.infra.usage import record_tokens, usage_in
 from pytest_openkata.providers.backends.client import (
     ask_json,
@@ -116,6 +117,11 @@ class AnthropicMessagesBackend:
 
     def __repr__(self) -> str:
         return self._redact(f"{type(self).__name__}(url={self.url!r}, model={self.model!r})")
+
+    def complete_transcribed(self, system: str, user: str) -> tuple[str, Transcript]:
+        """The answer, and its transcript: one turn."""
+        answer = self.complete(system, user)
+        return answer, one_turn(answer)
 
     def complete(self, system: str, user: str, *, schema: ResponseSchema | None = None) -> str:
         """The model's answer: the text blocks of the response, joined in order; with

@@ -36,6 +36,7 @@ from pytest_openkata.contracts.errors import (
     EndpointStatusError,
     MalformedResponseError,
 )
+from pytest_openkata.contracts.transcripts import Transcript, one_turn
 from pytest_openkata.infra.usage import record_tokens, usage_in
 from pytest_openkata.providers.backends.client import (
     ask_json,
@@ -117,6 +118,11 @@ class OpenAIChatBackend:
         if isinstance(slots, bool) or not isinstance(slots, int) or slots < 1:
             return None
         return slots
+
+    def complete_transcribed(self, system: str, user: str) -> tuple[str, Transcript]:
+        """The answer, and its transcript: one turn."""
+        answer = self.complete(system, user)
+        return answer, one_turn(answer)
 
     def complete(self, system: str, user: str, *, schema: ResponseSchema | None = None) -> str:
         messages = [{"role": "system", "content": system}] if system else []
