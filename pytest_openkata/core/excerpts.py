@@ -1,5 +1,6 @@
-"""What the judge judged, as pytest users look for it: the end of the agent's output and the
-workspace changes of a scenario that failed or errored, as report sections.
+"""What the judge judged, as pytest users look for it: the end of the agent's output, the
+workspace changes and the agent's last tool calls of a scenario that failed or errored, as
+report sections.
 
 pytest shows an item's report sections under a failure's traceback and with ``-rA``, as it
 shows captured output; the JUnit reporter writes the same text to the scenario testcase's
@@ -12,11 +13,14 @@ output must not drive the terminal it is shown on.
 from __future__ import annotations
 
 from pytest_openkata.contracts.results import ScenarioResult, TrialResult
+from pytest_openkata.contracts.transcripts import Step
 from pytest_openkata.infra.text import visible
 
-__all__ = ["MAX_SECTION_CHARS", "scenario_sections"]
+__all__ = ["LAST_TOOL_CALLS", "MAX_SECTION_CHARS", "scenario_sections"]
 
 MAX_SECTION_CHARS = 6000
+LAST_TOOL_CALLS = 5  # the tool calls of a failed trial its report names, the last ones
+_CALL_LINE_CHARS = 160
 
 
 def _tail(text: str, limit: int) -> str:
@@ -42,7 +46,22 @@ def _trial_sections(trial: TrialResult, suffix: str, limit: int) -> list[tuple[s
     if trace is not None and trace.changes:
         diff = "".join(change.diff for change in trace.changes)
         sections.append((f"workspace changes{suffix}", visible(_head(diff, limit))))
+    if trace is not None and trace.transcript is not None:
+        calls = trace.transcript.last_tool_calls(LAST_TOOL_CALLS)
+        if calls:
+            lines = [_call_line(call) for call in calls]
+            sections.append((f"last tool calls{suffix}", visible("\n".join(lines) + "\n")))
     return sections
+
+
+def _call_line(call: Step) -> str:
+    """One tool call on one line: its name, its arguments and how it ended."""
+    arguments = " ".join(call.arguments.split())
+    if len(arguments) > _CALL_LINE_CHARS:
+        arguments = arguments[:_CALL_LINE_CHARS] + "…"
+    status = f" -> {call.status}" if call.status else ""
+    by = f" (subagent {call.subagent})" if call.subagent else ""
+    return f"{call.tool} {arguments}{status}{by}"
 
 
 def scenario_sections(

@@ -190,3 +190,29 @@ def test_an_agent_that_prints_no_events_has_no_transcript_and_its_output_is_its_
     [trial] = _trial_records(pytester.path)
     assert trial["trace"]["transcript"] is None
     assert trial["trace"]["output"] == answer + "\n"  # as the command printed it
+
+
+def test_a_failed_criterions_report_names_the_agents_last_tool_calls(
+    pytester: pytest.Pytester,
+    claude_on_path: Path,
+    endpoint: ScriptedEndpoint,
+    script: EvalScript,
+) -> None:
+    write_skill(pytester.path, "s", {"scenario-a": {"x": 1}})
+    script.verdicts["x"] = (False, "x was not done")
+
+    result = pytester.runpytest_subprocess(
+        "skills/s",
+        "--eval-backend", "claude",
+        "--eval-judge-backend", "http",
+        "--eval-base-url", endpoint.base_url,
+    )  # fmt: skip
+
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "*- last tool calls -*",
+            'Skill {"skill": "s"} -> ok',
+            'Bash {"command": "ls"} -> error',
+        ]
+    )
