@@ -65,9 +65,17 @@ def go_keys(data: Any, known: Iterable[str]) -> Any:
     return result
 
 
-def read_json(path: Path) -> Any:
+def read_json(path: Path, content: bytes | None = None) -> Any:
+    """The JSON file at ``path``, decoded as Go decodes it (see :func:`go_keys`); ``content``
+    is its bytes when the caller has read them already (they are then read as
+    ``Path.read_text`` would read the file: UTF-8, universal newlines)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        if content is None:
+            text = path.read_text(encoding="utf-8")
+        else:
+            text = content.decode("utf-8")
+            if "\r" in text:
+                text = text.replace("\r\n", "\n").replace("\r", "\n")
     except FileNotFoundError:
         raise ScenarioLoadError(path, "file not found") from None
     except (OSError, UnicodeDecodeError) as exc:

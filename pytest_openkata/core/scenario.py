@@ -141,11 +141,15 @@ def name_matches(name: str, names: str) -> bool:
     return any(fnmatch.fnmatchcase(name, glob.strip()) for glob in names.split(",") if glob.strip())
 
 
-def discover_scenarios(evals_dir: Path, names: str = SCENARIO_NAMES) -> list[Path]:
+def discover_scenarios(
+    evals_dir: Path, names: str = SCENARIO_NAMES, candidates: list[Path] | None = None
+) -> list[Path]:
     """The scenario folders a run takes from an ``evals`` folder, in the reference's plain
     string order: in a tile's every candidate, in a skill's those whose name matches
-    ``names`` (the ``scenario_names`` setting; by default the reference's ``scenario-*``)."""
-    candidates = scenario_candidates(evals_dir)
+    ``names`` (the ``scenario_names`` setting; by default the reference's ``scenario-*``).
+    ``candidates``: the folder's :func:`scenario_candidates` when the caller has them."""
+    if candidates is None:
+        candidates = scenario_candidates(evals_dir)
     if is_tile_dir(evals_dir.parent):
         return candidates
     return [entry for entry in candidates if name_matches(entry.name, names)]
@@ -231,19 +235,26 @@ def load_scenario_options(path: Path, *, kind: bool = False) -> ScenarioModel:
     return _read_scenario_options(path, kind=kind)
 
 
-def sandbox_mode(scenario_dir: Path) -> str | None:
+def sandbox_mode(scenario_dir: Path, content: bytes | None = None) -> str | None:
     """``"sandbox"`` or ``"direct"``, as the scenario will run; None when its scenario.json
     cannot be read or its kind cannot be trusted (the scenario then errors with the reason
-    when it runs)."""
+    when it runs). ``content`` is scenario.json's bytes when the caller has read them
+    already (collection reads every scenario.json for its warnings)."""
+    path = scenario_dir / "scenario.json"
     try:
-        options = load_scenario_options(scenario_dir / "scenario.json", kind=True)
+        if content is None:
+            options = load_scenario_options(path, kind=True)
+        else:
+            options = _read_scenario_options(path, kind=True, content=content)
     except ScenarioLoadError:
         return None
     return "sandbox" if options.sandbox else "direct"
 
 
-def _read_scenario_options(path: Path, *, kind: bool) -> ScenarioModel:
-    data = go_keys(read_json(path), ScenarioModel.model_fields)
+def _read_scenario_options(
+    path: Path, *, kind: bool, content: bytes | None = None
+) -> ScenarioModel:
+    data = go_keys(read_json(path, content), ScenarioModel.model_fields)
     try:
         options = ScenarioModel.model_validate(data)
     except ValidationError as exc:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from pytest_openkata.core.jsonfiles import read_json
 from pytest_openkata.core.scenario import (
     Criterion,
     ScenarioLoadError,
@@ -172,6 +173,45 @@ def test_scenario_json_the_last_key_of_any_case_wins_and_null_changes_nothing(
 
     assert load_scenario(scenario).sandbox is sandboxed
     assert sandbox_mode(scenario) == ("sandbox" if sandboxed else "direct")
+    # Collection hands over the bytes its warnings read: the same answer.
+    content = (scenario / "scenario.json").read_bytes()
+    assert sandbox_mode(scenario, content) == ("sandbox" if sandboxed else "direct")
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b'{"sandbox": false}',
+        b'{\r\n"sandbox": false\r\n}',
+        b'{\r"sandbox":\rfalse}',
+        b'{\r"sandbox":\r\r,}',
+        b'{"sandbox": 1}',
+        b'{"sandbx": false}',
+        b'{\r\n"sandbox": false,\r\n\r\n "trials": 0}',
+        b'{"sandbox": false\r\n\r\n',
+        b'\xef\xbb\xbf{"sandbox": false}',
+        b'{"description": "\xff"}',
+        b"[]",
+    ],
+)
+def test_scenario_json_read_from_bytes_gives_what_reading_the_file_gives(
+    tmp_path: Path, content: bytes
+) -> None:
+    # The same kind, and the same JSON or the same error (file, message, line and column of a
+    # JSON error), whether the file is read or its bytes are handed over.
+    scenario = make_scenario(tmp_path / "skill", scenario_json="{}")
+    path = scenario / "scenario.json"
+    path.write_bytes(content)
+
+    assert sandbox_mode(scenario, content) == sandbox_mode(scenario)
+    assert _json_or_error(path, content) == _json_or_error(path, None)
+
+
+def _json_or_error(path: Path, content: bytes | None) -> object:
+    try:
+        return read_json(path, content)
+    except ScenarioLoadError as exc:
+        return str(exc)
 
 
 def test_scenario_json_unknown_keys_are_ignored(tmp_path: Path) -> None:
