@@ -22,6 +22,7 @@ from pytest_openkata.core.scenario import (
     load_scenario,
     read_description,
     sandbox_mode,
+    scenario_digests,
 )
 
 CORPUS = Path("/work/shared/corpus/openkata/skills")
@@ -648,3 +649,25 @@ def test_conftest_in_a_test_folder_of_the_scenario_is_an_error(tmp_path: Path) -
 
     assert info.value.path == scenario / "tests" / "conftest.py"
     assert "move scenario files under inputs/" in str(info.value)
+
+
+@pytest.mark.parametrize("with_checks", [False, True])
+def test_the_digests_of_what_loading_read_equal_those_of_the_files_on_disk(
+    tmp_path: Path, with_checks: bool
+) -> None:
+    # The run digests the bytes loading read instead of reading the files again.
+    scenario = make_scenario(tmp_path / "skill", task="Do\r\nthe task.\r", scenario_json="{}")
+    if with_checks:
+        check = {"name": "says-hi", "max_score": 1, "type": "output_regex", "pattern": "hi"}
+        (scenario / "checks.json").write_text(json.dumps([check]), encoding="utf-8")
+    (scenario / "inputs").mkdir()
+    (scenario / "inputs" / "a.txt").write_text("input", encoding="utf-8")
+
+    loaded = load_scenario(scenario)
+
+    names = {"task.md", "criteria.json", *(["checks.json"] if with_checks else [])}
+    assert set(loaded.contents) == names
+    assert all(loaded.contents[name] == (scenario / name).read_bytes() for name in names)
+    from_disk = scenario_digests(scenario, "the prompt")
+    assert scenario_digests(scenario, "the prompt", loaded.contents) == from_disk
+    assert ("checks" in from_disk) is with_checks
