@@ -65,14 +65,29 @@ def go_keys(data: Any, known: Iterable[str]) -> Any:
     return result
 
 
-def read_json(path: Path) -> Any:
+def read_file(path: Path) -> bytes:
+    """The bytes of a scenario's file; :class:`ScenarioLoadError` when it is missing or cannot
+    be read."""
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_bytes()
     except FileNotFoundError:
         raise ScenarioLoadError(path, "file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise ScenarioLoadError(path, f"cannot be read: {reason}") from None
+    except OSError as exc:
+        raise ScenarioLoadError(path, f"cannot be read: {exc.strerror or exc}") from None
+
+
+def read_json(path: Path, content: bytes | None = None) -> Any:
+    """The JSON file at ``path``, as objects that keep their members in order (see
+    :func:`go_keys`); ``content`` is its bytes when the caller has read them already. The
+    bytes are read as ``Path.read_text`` reads a file: UTF-8, universal newlines."""
+    if content is None:
+        content = read_file(path)
+    try:
+        text = content.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ScenarioLoadError(path, f"cannot be read: {exc}") from None
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
     try:
         return json.loads(text, object_pairs_hook=_Members)
     except json.JSONDecodeError as exc:

@@ -44,9 +44,16 @@ _FOUND = re.compile(
 )
 
 
+# Every placeholder starts with one of these words, as it is: a text without any holds none,
+# which is most texts, and saying so needs no search of the pattern.
+_FIRST_WORDS = tuple({opening.split()[0]: None for opening in SCAFFOLD_PLACEHOLDERS})
+
+
 def placeholders_in(text: str) -> list[tuple[int, str]]:
     """The scaffold's placeholders ``text`` still holds, in order: the line (1-based) where
     each starts and its opening words."""
+    if not any(word in text for word in _FIRST_WORDS):
+        return []
     return [
         (text.count("\n", 0, match.start()) + 1, " ".join(match.group().split()))
         for match in _FOUND.finditer(text)

@@ -272,7 +272,7 @@ class _ScenarioRun:
         return dict(workspace_files(scenario.skill_dir, scenario.path, skill=False))
 
     def digests(self) -> dict[str, str]:
-        return scenario_digests(self.scenario.path, self.prompt)
+        return scenario_digests(self.scenario.path, self.prompt, self.scenario.contents)
 
     # -- the agent -------------------------------------------------------------------------
 
@@ -579,10 +579,15 @@ def run_scenario(
 
 
 def _task_text(scenario: Scenario, redact: Callable[[str], str]) -> str:
-    try:
-        return redact((scenario.path / "task.md").read_text(encoding="utf-8", errors="replace"))
-    except OSError:
-        return ""
+    """task.md as loading read it, read as text (universal newlines), redacted."""
+    content = scenario.contents.get("task.md")
+    if content is None:
+        try:
+            content = (scenario.path / "task.md").read_bytes()
+        except OSError:
+            return ""
+    text = content.decode("utf-8", errors="replace")
+    return redact(text.replace("\r\n", "\n").replace("\r", "\n"))
 
 
 @functools.cache

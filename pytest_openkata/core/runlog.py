@@ -15,11 +15,12 @@ and arm are combined as the run combined them, so every reader sees what the run
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -187,8 +188,32 @@ def _trial_record(result: ScenarioResult, trial: TrialResult, skill_dir: str) ->
         "arm": result.arm,
         "task": result.task,
         "digests": dict(result.digests),
-        **_renamed(asdict(trial), "index", "trial"),
+        **_renamed(_json_data(trial), "index", "trial"),
     }
+
+
+_ATOMS = (str, int, float, bool, type(None))
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _json_data(value: Any) -> Any:
+    """What :func:`dataclasses.asdict` makes of ``value``, for a record written as JSON at
+    once: the same keys and values, without the deep copy of every text and number that
+    ``asdict`` makes (a run log holds thousands of them, and writing it is at the end of every
+    run)."""
+    if isinstance(value, _ATOMS):
+        return value
+    if is_dataclass(value) and not isinstance(value, type):
+        kind = type(value)
+        names = _FIELD_NAMES.get(kind)
+        if names is None:
+            names = _FIELD_NAMES[kind] = tuple(f.name for f in fields(value))
+        return {name: _json_data(getattr(value, name)) for name in names}
+    if type(value) in (list, tuple):
+        return type(value)(_json_data(item) for item in value)
+    if type(value) is dict:
+        return {_json_data(key): _json_data(item) for key, item in value.items()}
+    return copy.deepcopy(value)  # as asdict does
 
 
 def _renamed(data: dict[str, Any], old: str, new: str) -> dict[str, Any]:

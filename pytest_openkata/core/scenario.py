@@ -13,7 +13,7 @@ import json
 import os
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ from pytest_openkata.core.jsonfiles import (
     VALIDATION_MESSAGES,
     ScenarioLoadError,
     go_keys,
+    read_file,
     read_json,
     validation_error,
 )
@@ -76,6 +77,9 @@ class Scenario:
     criteria: tuple[Criterion, ...]
     trials: int | None = None  # scenario.json's own trial count, overriding the setting
     checks: tuple[Check, ...] = ()  # checks.json's deterministic checks
+    # The bytes of task.md, criteria.json and checks.json as loading read them (those it
+    # read), so that the run's digests and its task text need not read them again.
+    contents: Mapping[str, bytes] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def name(self) -> str:
@@ -141,11 +145,15 @@ def name_matches(name: str, names: str) -> bool:
     return any(fnmatch.fnmatchcase(name, glob.strip()) for glob in names.split(",") if glob.strip())
 
 
-def discover_scenarios(evals_dir: Path, names: str = SCENARIO_NAMES) -> list[Path]:
+def discover_scenarios(
+    evals_dir: Path, names: str = SCENARIO_NAMES, candidates: list[Path] | None = None
+) -> list[Path]:
     """The scenario folders a run takes from an ``evals`` folder, in the reference's plain
     string order: in a tile's every candidate, in a skill's those whose name matches
-    ``names`` (the ``scenario_names`` setting; by default the reference's ``scenario-*``)."""
-    candidates = scenario_candidates(evals_dir)
+    ``names`` (the ``scenario_names`` setting; by default the reference's ``scenario-*``).
+    ``candidates``: the folder's :func:`scenario_candidates` when the caller has them."""
+    if candidates is None:
+        candidates = scenario_candidates(evals_dir)
     if is_tile_dir(evals_dir.parent):
         return candidates
     return [entry for entry in candidates if name_matches(entry.name, names)]
@@ -183,11 +191,14 @@ class ScenarioModel(BaseModel):
     trials: int | None = Field(default=None, gt=0)
 
 
-def load_criteria(path: Path, *, allow_empty: bool = False) -> tuple[str, tuple[Criterion, ...]]:
-    """The context and checklist of a ``criteria.json``; the checklist may be empty only when
-    ``allow_empty`` (a scenario whose ``checks.json`` holds checks), and every criterion needs
-    a description (a judge cannot grade a name alone)."""
-    raw = read_json(path)
+def load_criteria(
+    path: Path, *, allow_empty: bool = False, content: bytes | None = None
+) -> tuple[str, tuple[Criterion, ...]]:
+    """The context and checklist of a ``criteria.json`` (``content``: its bytes, when already
+    read); the checklist may be empty only when ``allow_empty`` (a scenario whose
+    ``checks.json`` holds checks), and every criterion needs a description (a judge cannot
+    grade a name alone)."""
+    raw = read_json(path, content)
     data = go_keys(raw, CriteriaModel.model_fields)
     if isinstance(data, Mapping) and isinstance(data.get("checklist"), list):
         data = {
@@ -231,19 +242,26 @@ def load_scenario_options(path: Path, *, kind: bool = False) -> ScenarioModel:
     return _read_scenario_options(path, kind=kind)
 
 
-def sandbox_mode(scenario_dir: Path) -> str | None:
+def sandbox_mode(scenario_dir: Path, content: bytes | None = None) -> str | None:
     """``"sandbox"`` or ``"direct"``, as the scenario will run; None when its scenario.json
     cannot be read or its kind cannot be trusted (the scenario then errors with the reason
-    when it runs)."""
+    when it runs). ``content`` is scenario.json's bytes when the caller has read them
+    already (collection reads every scenario.json for its warnings)."""
+    path = scenario_dir / "scenario.json"
     try:
-        options = load_scenario_options(scenario_dir / "scenario.json", kind=True)
+        if content is None:
+            options = load_scenario_options(path, kind=True)
+        else:
+            options = _read_scenario_options(path, kind=True, content=content)
     except ScenarioLoadError:
         return None
     return "sandbox" if options.sandbox else "direct"
 
 
-def _read_scenario_options(path: Path, *, kind: bool) -> ScenarioModel:
-    data = go_keys(read_json(path), ScenarioModel.model_fields)
+def _read_scenario_options(
+    path: Path, *, kind: bool, content: bytes | None = None
+) -> ScenarioModel:
+    data = go_keys(read_json(path, content), ScenarioModel.model_fields)
     try:
         options = ScenarioModel.model_validate(data)
     except ValidationError as exc:
@@ -379,11 +397,17 @@ def load_scenario(scenario_dir: Path) -> Scenario:
         )
     if not reader.is_inside(scenario_dir / "task.md"):
         raise ScenarioLoadError(scenario_dir / "task.md", LEADS_OUT)
-    _check_task(scenario_dir / "task.md")
+    contents = {"task.md": _check_task(scenario_dir / "task.md")}
     checks: tuple[Check, ...] = ()
     if _exists(entries.get(CHECKS_FILE)):
-        checks = load_checks(scenario_dir / CHECKS_FILE, sandboxed=options.sandbox)
-    context, criteria = load_criteria(scenario_dir / "criteria.json", allow_empty=bool(checks))
+        contents[CHECKS_FILE] = read_file(scenario_dir / CHECKS_FILE)
+        checks = load_checks(
+            scenario_dir / CHECKS_FILE, sandboxed=options.sandbox, content=contents[CHECKS_FILE]
+        )
+    contents["criteria.json"] = read_file(scenario_dir / "criteria.json")
+    context, criteria = load_criteria(
+        scenario_dir / "criteria.json", allow_empty=bool(checks), content=contents["criteria.json"]
+    )
     clash = next((c.name for c in criteria if c.name in {k.name for k in checks}), None)
     if clash is not None:
         raise ScenarioLoadError(
@@ -399,17 +423,19 @@ def load_scenario(scenario_dir: Path) -> Scenario:
         context=context,
         criteria=criteria,
         checks=checks,
+        contents=contents,
     )
 
 
-def _check_task(path: Path) -> None:
-    """task.md holds more than whitespace, read as the prompt reads it."""
+def _check_task(path: Path) -> bytes:
+    """task.md's bytes, which must hold more than whitespace read as the prompt reads them."""
     try:
-        text = path.read_bytes().decode("utf-8", errors="replace")
+        content = path.read_bytes()
     except OSError as exc:
         raise ScenarioLoadError(path, f"cannot be read: {exc.strerror or exc}") from None
-    if not text.strip():
+    if not content.decode("utf-8", errors="replace").strip():
         raise ScenarioLoadError(path, EMPTY_TASK)
+    return content
 
 
 # --- checks.json -------------------------------------------------------------------------------
@@ -558,11 +584,11 @@ def check_of(path: Path, index: int, item: Any) -> Check:
     return Check(**fields)
 
 
-def load_checks(path: Path, *, sandboxed: bool) -> tuple[Check, ...]:
-    """The checks of a ``checks.json`` (a list of check objects). Checks that read the
-    workspace need a sandboxed scenario: in a direct one they are an error, as is any bad key,
-    type, pattern or schema, and a name given twice."""
-    data = read_json(path)
+def load_checks(path: Path, *, sandboxed: bool, content: bytes | None = None) -> tuple[Check, ...]:
+    """The checks of a ``checks.json`` (a list of check objects; ``content``: its bytes, when
+    already read). Checks that read the workspace need a sandboxed scenario: in a direct one
+    they are an error, as is any bad key, type, pattern or schema, and a name given twice."""
+    data = read_json(path, content)
     if not isinstance(data, list):
         raise ScenarioLoadError(path, "must be a list of checks", "(top level)")
     checks: list[Check] = []
@@ -591,16 +617,23 @@ def load_checks(path: Path, *, sandboxed: bool) -> tuple[Check, ...]:
 DIGESTED_FILES = {"task": "task.md", "criteria": "criteria.json", "checks": CHECKS_FILE}
 
 
-def scenario_digests(scenario_dir: Path, prompt: str) -> dict[str, str]:
+def scenario_digests(
+    scenario_dir: Path, prompt: str, contents: Mapping[str, bytes] | None = None
+) -> dict[str, str]:
     """sha256 of what one arm of a scenario ran: its prompt, and its task, criteria, checks
     and inputs on disk (a missing file is left out), so that a comparison of two runs can
-    tell a scenario whose task, criteria or inputs changed from one whose agent did."""
+    tell a scenario whose task, criteria or inputs changed from one whose agent did.
+    ``contents`` holds files by name as loading read them (:attr:`Scenario.contents`); the
+    others are read here."""
     digests = {"prompt": hashlib.sha256(prompt.encode()).hexdigest()}
     for key, name in DIGESTED_FILES.items():
-        try:
-            digests[key] = hashlib.sha256((scenario_dir / name).read_bytes()).hexdigest()
-        except OSError:
-            continue
+        content = None if contents is None else contents.get(name)
+        if content is None:
+            try:
+                content = (scenario_dir / name).read_bytes()
+            except OSError:
+                continue
+        digests[key] = hashlib.sha256(content).hexdigest()
     inputs = hashlib.sha256()
     for rel, path in files_under(scenario_dir / "inputs"):
         try:

@@ -28,19 +28,29 @@ __all__ = ["FileWarnings", "warn_about_files"]
 SECTION = "openkata: check these files"
 
 
-def warn_about_files(config: pytest.Config, skill_dir: Path, scenarios: Sequence[Path]) -> None:
+def warn_about_files(
+    config: pytest.Config, skill_dir: Path, scenarios: Sequence[Path]
+) -> dict[Path, bytes]:
     """The skill's findings (unreached links, placeholders in SKILL.md) and each collected
-    scenario's (unknown keys, placeholders) as warnings at their file and line."""
+    scenario's (unknown keys, placeholders) as warnings at their file and line. Returns the
+    scenario.json of each scenario that has one the rules could read, by scenario folder, so
+    that collection reads no file twice."""
     from pytest_openkata.core.lint import skill_placeholders, unreached_skill_files
     from pytest_openkata.core.lint.context import ScenarioFiles
+    from pytest_openkata.core.lint.findings import OPTIONS_FILE
     from pytest_openkata.core.lint.keys import unknown_keys_rule
     from pytest_openkata.core.lint.placeholders import placeholders_rule
 
     findings = [*unreached_skill_files(skill_dir), *skill_placeholders(skill_dir)]
+    options: dict[Path, bytes] = {}
     for scenario_dir in scenarios:
         scenario = ScenarioFiles(scenario_dir, None)  # both rules read the same files
         findings += [*unknown_keys_rule(scenario), *placeholders_rule(scenario)]
+        content = scenario.content(OPTIONS_FILE)
+        if content is not None:
+            options[scenario_dir] = content
     warn_findings(findings, skill_dir, config.rootpath)
+    return options
 
 
 class FileWarnings:

@@ -53,16 +53,23 @@ class EvalsDir(pytest.Directory):
 
     def collect(self) -> Iterator[pytest.Item]:
         scenarios, skill_scenarios = scenario_folders(self, self.path)
-        # Said before -k, -m or --deselect leave any scenario out, once per skill.
+        # Said before -k, -m or --deselect leave any scenario out, once per skill. The
+        # scenario.json files the warnings read give each item its kind without a second read.
+        options: dict[Path, bytes] = {}
         if says_collection_warnings(self.config):
-            warn_about_files(self.config, self.path.parent, scenarios)
+            options = warn_about_files(self.config, self.path.parent, scenarios)
         names = tuple(skill_scenarios)
         item_class = ValidationItem if mode_of(self.config) == VALIDATE else ScenarioItem
         fixture_info = compat.shared_fixture_info(self, item_class.body)
         for entry in scenarios:
             extra = {} if fixture_info is None else {"fixtureinfo": fixture_info()}
             yield item_class.from_parent(
-                self, name=entry.name, scenario_dir=entry, skill_scenarios=names, **extra
+                self,
+                name=entry.name,
+                scenario_dir=entry,
+                skill_scenarios=names,
+                options=options.get(entry),
+                **extra,
             )
 
 
@@ -93,7 +100,12 @@ class ScenarioItem(ScenarioFolderItem):
     body: Callable[..., None] = staticmethod(evaluate_scenario)
 
     def __init__(
-        self, *, scenario_dir: Path, skill_scenarios: tuple[str, ...], **kwargs: Any
+        self,
+        *,
+        scenario_dir: Path,
+        skill_scenarios: tuple[str, ...],
+        options: bytes | None = None,
+        **kwargs: Any,
     ) -> None:
         super().__init__(callobj=self.body, **kwargs)
         # The scenario folder is the item's path, so `pytest <scenario folder>` selects it.
@@ -101,7 +113,7 @@ class ScenarioItem(ScenarioFolderItem):
         self.scenario_dir = scenario_dir
         self.skill_dir = scenario_dir.parent.parent
         self.skill_scenarios = skill_scenarios
-        self.mark_scenario()
+        self.mark_scenario(options)  # options: scenario.json's bytes, when already read
 
     # How pytest's report headers name the skill (``ERROR at setup of <skill>::<scenario>``):
     # its folder's name, or its path where another skill of the run has that name.

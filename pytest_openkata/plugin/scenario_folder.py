@@ -27,15 +27,16 @@ class ScenarioFolderItem(pytest.Function):
     """An item whose path is a scenario folder (``self.path``), with its skill's keyword and
     its kind's marker."""
 
-    def mark_scenario(self) -> None:
+    def mark_scenario(self, options: bytes | None = None) -> None:
         """``-k skill:<name>`` selects the item (the folder's name, and a tile's ``name``);
-        ``-m direct`` or ``-m sandbox`` selects it by how it runs."""
+        ``-m direct`` or ``-m sandbox`` selects it by how it runs (``options``: its
+        scenario.json's bytes when collection has read them already)."""
         skill_dir = self.path.parent.parent
         self.extra_keyword_matches.add(f"skill:{skill_dir.name}")
         name = self._unit_name(skill_dir)
         if name != skill_dir.name:
             self.extra_keyword_matches.add(f"skill:{name}")
-        kind = sandbox_mode(self.path)
+        kind = sandbox_mode(self.path, options)
         # A scenario.json that cannot be read gets both: either selection shows its error.
         for marker in KIND_MARKERS if kind is None else (kind,):
             self.add_marker(marker)
@@ -78,11 +79,12 @@ def scenario_folders(collector: pytest.Directory, evals: Path) -> tuple[list[Pat
     names = config.stash[settings_key].scenario_names
     session = collector.session
     ignored = compat.ignore_check(collector)
-    selected = set(discover_scenarios(evals, names))
+    candidates = scenario_candidates(evals)
+    selected = set(discover_scenarios(evals, names, candidates))
     left_out: list[str] = []
     taken: list[Path] = []
     named_only = False
-    for entry in scenario_candidates(evals):
+    for entry in candidates:
         explicit = session.isinitpath(entry, with_parents=True)
         if not explicit and ignored(entry):
             continue

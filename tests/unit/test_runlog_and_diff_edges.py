@@ -5,14 +5,19 @@ the comparison's terminal lines (a small fall that must not read as none)."""
 from __future__ import annotations
 
 import json
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import pytest
 
 from pytest_openkata.contracts.results import (
+    CallStats,
     CriterionResult,
+    FileChange,
     FileContent,
     ScenarioResult,
+    TrialTrace,
+    Usage,
     WorkspaceDiff,
 )
 from pytest_openkata.core.regression import REGRESSION, ScenarioChange, SkillChanges
@@ -104,6 +109,31 @@ def test_an_extra_record_with_a_kind_field_reads_back_as_it_was_written() -> Non
     run = parse_run_log(log_lines(RunInfo("2026-01-01T00:00:00Z"), [], Path("/r"), extras))
 
     assert dict(run.extras) == extras
+
+
+def test_a_trial_record_holds_what_dataclasses_asdict_makes_of_the_trial() -> None:
+    # The log converts a trial without asdict's deep copy: every field, nested dataclasses,
+    # tuples, dicts and None must come out as asdict gives them.
+    trace = TrialTrace(
+        output="out",
+        judged="judged text",
+        changes=(FileChange("a.txt", "added", "+a"),),
+        answers={"judge": [{"verdicts": [1, "x", None]}], "checks": []},
+        seconds=1.5,
+        engine="e1",
+        lost_engines=("engine e0: gone",),
+    )
+    usage = Usage(CallStats(1, 0, 10, None, 0.5, None), CallStats(2, 1, None, 3, 0.25, 0.01))
+    criteria = [CriterionResult("x", True, 2, 2, "ok", votes=(2, 3), category="INTENT")]
+    trial = replace(scored_trial(1, criteria, trace=trace, usage=usage), judge_errors=1)
+    result = replace(_result("/r/skills/s"), trials=[trial])
+
+    text = log_lines(RunInfo("2026-01-01T00:00:00Z"), [result], Path("/r"))
+
+    record = json.loads(text.splitlines()[1])
+    expected = json.loads(json.dumps(asdict(trial)))
+    expected["trial"] = expected.pop("index")
+    assert {key: record[key] for key in expected} == expected
 
 
 def _trial_line(**changes: object) -> str:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from pytest_openkata.core.jsonfiles import read_json
 from pytest_openkata.core.scenario import (
     Criterion,
     ScenarioLoadError,
@@ -21,6 +22,7 @@ from pytest_openkata.core.scenario import (
     load_scenario,
     read_description,
     sandbox_mode,
+    scenario_digests,
 )
 
 CORPUS = Path("/work/shared/corpus/openkata/skills")
@@ -172,6 +174,45 @@ def test_scenario_json_the_last_key_of_any_case_wins_and_null_changes_nothing(
 
     assert load_scenario(scenario).sandbox is sandboxed
     assert sandbox_mode(scenario) == ("sandbox" if sandboxed else "direct")
+    # Collection hands over the bytes its warnings read: the same answer.
+    content = (scenario / "scenario.json").read_bytes()
+    assert sandbox_mode(scenario, content) == ("sandbox" if sandboxed else "direct")
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b'{"sandbox": false}',
+        b'{\r\n"sandbox": false\r\n}',
+        b'{\r"sandbox":\rfalse}',
+        b'{\r"sandbox":\r\r,}',
+        b'{"sandbox": 1}',
+        b'{"sandbx": false}',
+        b'{\r\n"sandbox": false,\r\n\r\n "trials": 0}',
+        b'{"sandbox": false\r\n\r\n',
+        b'\xef\xbb\xbf{"sandbox": false}',
+        b'{"description": "\xff"}',
+        b"[]",
+    ],
+)
+def test_scenario_json_read_from_bytes_gives_what_reading_the_file_gives(
+    tmp_path: Path, content: bytes
+) -> None:
+    # The same kind, and the same JSON or the same error (file, message, line and column of a
+    # JSON error), whether the file is read or its bytes are handed over.
+    scenario = make_scenario(tmp_path / "skill", scenario_json="{}")
+    path = scenario / "scenario.json"
+    path.write_bytes(content)
+
+    assert sandbox_mode(scenario, content) == sandbox_mode(scenario)
+    assert _json_or_error(path, content) == _json_or_error(path, None)
+
+
+def _json_or_error(path: Path, content: bytes | None) -> object:
+    try:
+        return read_json(path, content)
+    except ScenarioLoadError as exc:
+        return str(exc)
 
 
 def test_scenario_json_unknown_keys_are_ignored(tmp_path: Path) -> None:
@@ -608,3 +649,25 @@ def test_conftest_in_a_test_folder_of_the_scenario_is_an_error(tmp_path: Path) -
 
     assert info.value.path == scenario / "tests" / "conftest.py"
     assert "move scenario files under inputs/" in str(info.value)
+
+
+@pytest.mark.parametrize("with_checks", [False, True])
+def test_the_digests_of_what_loading_read_equal_those_of_the_files_on_disk(
+    tmp_path: Path, with_checks: bool
+) -> None:
+    # The run digests the bytes loading read instead of reading the files again.
+    scenario = make_scenario(tmp_path / "skill", task="Do\r\nthe task.\r", scenario_json="{}")
+    if with_checks:
+        check = {"name": "says-hi", "max_score": 1, "type": "output_regex", "pattern": "hi"}
+        (scenario / "checks.json").write_text(json.dumps([check]), encoding="utf-8")
+    (scenario / "inputs").mkdir()
+    (scenario / "inputs" / "a.txt").write_text("input", encoding="utf-8")
+
+    loaded = load_scenario(scenario)
+
+    names = {"task.md", "criteria.json", *(["checks.json"] if with_checks else [])}
+    assert set(loaded.contents) == names
+    assert all(loaded.contents[name] == (scenario / name).read_bytes() for name in names)
+    from_disk = scenario_digests(scenario, "the prompt")
+    assert scenario_digests(scenario, "the prompt", loaded.contents) == from_disk
+    assert ("checks" in from_disk) is with_checks

@@ -84,11 +84,16 @@ def _plain_json(text: str | None) -> Any:
         return None
 
 
+_LOWERED: dict[tuple[str, ...], frozenset[str]] = {}
+
+
 def _known(data: Any, known: tuple[str, ...]) -> bool:
     """Whether ``data`` is no object, or an object whose keys are all ``known``."""
     if not isinstance(data, dict):
         return True
-    lowered = {key.lower() for key in known}
+    lowered = _LOWERED.get(known)
+    if lowered is None:
+        lowered = _LOWERED[known] = frozenset(key.lower() for key in known)
     return all(key.lower() in lowered for key in data)
 
 
