@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from pytest_openkata.contracts.results import (
     TrialTrace,
     Usage,
 )
+from pytest_openkata.contracts.transcripts import SkillLoad, Step, Transcript
 from pytest_openkata.core.regression import (
     REGRESSION,
     UNCHANGED,
@@ -163,6 +165,45 @@ def test_a_hostile_output_is_text_inside_a_pre_and_cannot_break_out() -> None:
     [policy] = page.all("meta", **{"http-equiv": "Content-Security-Policy"})
     assert "default-src 'none'" in policy.attrs["content"]
     assert "script-src 'sha256-" in policy.attrs["content"]
+
+
+def test_the_transcript_is_shown_with_its_tool_calls_collapsed_and_the_skill_load_marked() -> None:
+    transcript = Transcript(
+        "claude stream-json",
+        steps=(
+            Step.message("assistant", "Reading the skill."),
+            Step.tool_call("Skill", '{"skill": "s"}', result="loaded", status="ok"),
+            Step.tool_call("Bash", HOSTILE, result=HOSTILE, status="error", subagent="t9"),
+        ),
+        skills_loaded=(SkillLoad("s"),),
+        turns=2,
+    )
+    told = trial(1, [judged("clear", 10, False, "no")])
+    assert told.trace is not None
+    told = replace(told, trace=replace(told.trace, transcript=transcript))
+
+    html = render([scenario("scenario-a", [told])])
+    page = parse(html)
+
+    [section] = page.by_class("transcript")
+    assert "How the agent worked: 3 steps, 2 tool calls, 2 turns" in section.text
+    [loaded] = page.by_class("skill-loaded")
+    assert "Skills loaded: s" in loaded.text
+    calls = page.by_class("tool-call")
+    assert [("skill-load" in c.attrs["class"]) for c in calls] == [True, False]
+    # Each call is collapsed under its summary: a <details> without "open" inside it.
+    folded = [e for e in page.all("details") if any(e.within(c) for c in calls)]
+    assert len(folded) == 2
+    assert all("open" not in e.attrs for e in folded)
+    assert "subagent t9" in calls[1].text
+    assert [e for e in page.elements if e.attrs.get("id") == "injected"] == []
+    assert page.all("img") == []
+
+
+def test_a_trial_without_a_transcript_shows_none() -> None:
+    page = parse(render(two_scenarios()))
+
+    assert page.by_class("transcript") == []
 
 
 def test_the_page_holds_no_url_yet_shows_the_text_that_had_one() -> None:

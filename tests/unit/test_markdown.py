@@ -14,6 +14,8 @@ from pytest_openkata.contracts.results import (
     FileChange,
     ScenarioResult,
 )
+from pytest_openkata.contracts.transcripts import SkillLoad, Step, Transcript
+from pytest_openkata.core.excerpts import LAST_TOOL_CALLS
 from pytest_openkata.core.regression import (
     CriterionFlip,
     ScenarioChange,
@@ -435,3 +437,25 @@ def test_a_cut_step_summary_points_at_the_markdown_report_written_in_full(
     assert len(appended.encode()) <= STEP_SUMMARY_LIMIT
     assert appended.endswith(cut_note("reports/run.md"))
     assert all(summary.report_error is None for summary in run.summaries)
+
+
+def test_a_failed_trials_details_name_the_skills_loaded_and_the_last_tool_calls() -> None:
+    failed = scenario("scenario-a", [judged("x", 10, False, "missed")])
+    [trial] = failed.trials
+    assert trial.trace is not None
+    transcript = Transcript(
+        "codex exec --json",
+        steps=tuple(
+            Step.tool_call("shell", f"echo {n}", status="ok") for n in range(LAST_TOOL_CALLS + 2)
+        ),
+        skills_loaded=(SkillLoad("review", "t2"),),
+    )
+    told = replace(trial, trace=replace(trial.trace, transcript=transcript))
+    failed = replace(failed, trials=[told])
+
+    text = render_markdown(logged([failed]))
+
+    assert "Skills loaded: review (subagent t2)" in text
+    assert f"Last tool calls, of {LAST_TOOL_CALLS + 2}:" in text
+    assert "shell echo 1 ->" not in text  # only the last ones
+    assert f"shell echo {LAST_TOOL_CALLS + 1} -> ok" in text

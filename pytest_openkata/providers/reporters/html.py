@@ -42,6 +42,7 @@ from pytest_openkata.contracts.results import (
     ScenarioResult,
     TrialResult,
 )
+from pytest_openkata.contracts.transcripts import Step, Transcript
 from pytest_openkata.core.compare import CriterionMove, SkillComparison
 from pytest_openkata.core.regression import UNCHANGED, ScenarioChange
 from pytest_openkata.core.reporting import ReportOutcome, Run
@@ -145,6 +146,12 @@ class TrialView:
     votes: list[VoteView]
     other_answers: list[tuple[str, str]]
     seconds: float | None  # None: the log kept no trace of the trial
+    transcript: Transcript | None = None  # how the agent worked, where it said so
+
+    @staticmethod
+    def loads_skill(step: Step) -> bool:
+        """Whether a tool call loaded a skill (its skill tool, or a read of a SKILL.md)."""
+        return step.kind == "tool_call" and (step.tool == "Skill" or "SKILL.md" in step.arguments)
 
     def unmatched_checks(self, criteria: Sequence[CriterionResult] | None) -> list[CheckRun]:
         """The command runs no criterion of ``criteria`` is named after."""
@@ -309,6 +316,7 @@ def _trial_view(trial: TrialResult) -> TrialView:
         votes=votes or [],
         other_answers=other,
         seconds=trace.seconds if trace is not None else None,
+        transcript=trace.transcript if trace is not None else None,
     )
 
 

@@ -36,7 +36,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_openkata.contracts.results import CriterionResult, ScenarioResult, TrialResult
+from pytest_openkata.contracts.transcripts import Transcript
 from pytest_openkata.core.compare import SkillComparison
+from pytest_openkata.core.excerpts import LAST_TOOL_CALLS
 from pytest_openkata.core.regression import SkillChanges
 from pytest_openkata.core.reporting import ReportOutcome, Run
 from pytest_openkata.core.runlog import LoggedRun, log_folder, log_name, skill_summaries
@@ -406,6 +408,25 @@ def _trial_lines(
     if trace is not None and trace.changes:
         changed = ", ".join(f"{escape(c.path)} ({escape(c.status)})" for c in trace.changes)
         yield f"Changed files{which}: {changed}"
+        yield ""
+    if trace is not None and trace.transcript is not None:
+        yield from _transcript_lines(trace.transcript, which)
+
+
+def _transcript_lines(transcript: Transcript, which: str) -> Iterator[str]:
+    """What the agent did, in short: the skills it loaded and its last tool calls."""
+    loaded = ", ".join(
+        escape(load.name) + (f" (subagent {escape(load.subagent)})" if load.subagent else "")
+        for load in transcript.skills_loaded
+    )
+    yield f"Skills loaded{which}: {loaded or 'none'}"
+    yield ""
+    calls = transcript.last_tool_calls(LAST_TOOL_CALLS)
+    if calls:
+        yield f"Last tool calls{which}, of {len(transcript.tool_calls)}:"
+        yield ""
+        shown = [f"{call.tool} {call.arguments} -> {call.status or '?'}" for call in calls]
+        yield _fenced("\n".join(shown)).rstrip("\n")
         yield ""
 
 
