@@ -2,9 +2,10 @@
 
 A check is graded without a model: a shell command run in the sandbox after the agent
 finished, a file of the workspace, a pattern in a file or in the agent's output, a JSON
-schema, or which files changed. This module holds the checks as loaded
-(:class:`Check`, read and validated in :mod:`pytest_openkata.core.scenario`), the evidence a
-trial gives them (:class:`Evidence`) and the verdict of each (:func:`evaluate_check`).
+schema, which files changed, or whether the agent loaded the skill (from its transcript).
+This module holds the checks as loaded (:class:`Check`, read and validated in
+:mod:`pytest_openkata.core.scenario`), the evidence a trial gives them (:class:`Evidence`)
+and the verdict of each (:func:`evaluate_check`).
 
 Every check refuses a false pass that peers' users ran into: a directory or an empty file is
 not a file, a pattern that must be absent does not pass on a missing file or on an empty
@@ -40,6 +41,8 @@ from pytest_openkata.contracts.results import (
     FileContent,
     WorkspaceDiff,
 )
+from pytest_openkata.contracts.transcripts import Transcript
+from pytest_openkata.core.activation import LOADED, UNKNOWN, activation
 
 if TYPE_CHECKING:  # imported where a pattern is compiled: the plugin loads in every pytest run
     import regex
@@ -58,7 +61,15 @@ __all__ = [
 ]
 
 CHECK_KIND = "check"
-CHECK_TYPES = ("command", "file", "file_regex", "output_regex", "json_schema", "diff")
+CHECK_TYPES = (
+    "command",
+    "file",
+    "file_regex",
+    "output_regex",
+    "json_schema",
+    "diff",
+    "skill_activated",
+)
 # The types that read the sandbox's workspace (json_schema only with a path).
 WORKSPACE_TYPES = frozenset({"command", "file", "file_regex", "diff"})
 DEFAULT_COMMAND_TIMEOUT = 60.0
@@ -103,6 +114,7 @@ class Check:
     schema: Mapping[str, Any] | None = None
     changed: tuple[str, ...] = ()
     unchanged: tuple[str, ...] = ()
+    activated: bool = True  # skill_activated: whether the skill must be loaded, or must not
 
     @property
     def reads_workspace(self) -> bool:
@@ -130,6 +142,11 @@ class Evidence:
     before: Mapping[str, bytes] | None = None
     diff: WorkspaceDiff | None = None
     commands: Mapping[str, CommandOutcome] = field(default_factory=dict)
+    # How the agent worked (None: it gave no events), the names the skill goes by, and the
+    # agent's name, for what a check that needs its events says when there are none.
+    transcript: Transcript | None = None
+    skills: tuple[str, ...] = ()
+    agent: str = ""
 
     def files_after(self) -> dict[str, FileContent]:
         """The workspace's regular files once the agent finished."""
@@ -361,6 +378,19 @@ def _diff(check: Check, evidence: Evidence) -> CriterionResult:
     return _verdict(check, True, f"changed: {shown or 'nothing'}")
 
 
+def _skill_activated(check: Check, evidence: Evidence) -> CriterionResult:
+    state = activation(evidence.transcript, evidence.skills)
+    if state == UNKNOWN:
+        who = evidence.agent or "the agent"
+        raise CheckError(
+            f"{who} gave no events to tell whether it loaded the skill: skill_activated needs "
+            "an agent that reports what it did (claude, codex)"
+        )
+    loaded = state == LOADED
+    said = "the agent loaded the skill" if loaded else "the agent did not load the skill"
+    return _verdict(check, loaded == check.activated, said)
+
+
 _EVALUATORS = {
     "command": _command,
     "file": _file,
@@ -368,6 +398,7 @@ _EVALUATORS = {
     "output_regex": _output_regex,
     "json_schema": _json_schema,
     "diff": _diff,
+    "skill_activated": _skill_activated,
 }
 
 

@@ -78,6 +78,8 @@ class GradingContext:
     # The run's values of the settings that installed providers declare (a grader of another
     # distribution reads its own with ``ProviderSetting.value_in``).
     provider_settings: Mapping[str, Any] = field(default_factory=dict)
+    # The agent's name (its backend, or the sandbox's agent CLI), for what graders say of it.
+    agent_name: str = ""
 
 
 @dataclass(frozen=True)

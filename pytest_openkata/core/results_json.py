@@ -28,6 +28,7 @@ from pytest_openkata.contracts.results import (
     TrialTrace,
     Usage,
 )
+from pytest_openkata.core.activation import ActivationRate, scenario_activation
 from pytest_openkata.core.compare import CriterionMove, SkillComparison
 from pytest_openkata.core.report_paths import as_utc
 from pytest_openkata.core.scenario import read_skill_version
@@ -273,9 +274,17 @@ def _scenario_dict(result: ScenarioResult) -> dict[str, Any]:
         data["usage"] = usage
     if result.engine:  # run on an engine pool: which engine ran it
         data["engine"] = result.engine
+    activation = scenario_activation(result)
+    if activation is not None:
+        data["skill_activation"] = _activation_dict(activation)
     if result.baseline is not None:
         data["baseline"] = _baseline_dict(result.baseline)
     return data
+
+
+def _activation_dict(rate: ActivationRate) -> dict[str, int]:
+    """How many trials loaded the skill, of those whose agent's events could tell."""
+    return {"loaded": rate.loaded, "known": rate.known, "trials": rate.trials}
 
 
 def _baseline_dict(baseline: ScenarioResult) -> dict[str, Any]:
@@ -285,6 +294,9 @@ def _baseline_dict(baseline: ScenarioResult) -> dict[str, Any]:
         "percentage": float(baseline.percentage),
         **_scored_dict(baseline),
     }
+    activation = scenario_activation(baseline)
+    if activation is not None:
+        data["skill_activation"] = _activation_dict(activation)
     return _with_error_and_usage(data, baseline)
 
 

@@ -179,6 +179,14 @@ def _agent_from_cache(entry: dict[str, Any] | None) -> AgentResult | None:
     return AgentResult(entry["response"], output, diff, cached=True, transcript=transcript)
 
 
+def _agent_name(scenario: Scenario, backends: Backends) -> str:
+    """The agent as messages name it: the sandbox's agent CLI, or the agent backend."""
+    if scenario.sandbox:
+        argv = backends.sandbox_identity.get("argv") or [""]
+        return Path(str(argv[0])).name
+    return str(backends.agent_identity.get("backend", ""))
+
+
 def _transcribed(agent: Completer, prompt: str) -> tuple[str, Transcript | None]:
     """The agent's answer, and how it was made where the backend says so (an agent CLI that
     prints its events, a model backend's one turn)."""
@@ -262,6 +270,7 @@ class _ScenarioRun:
             slot=slot,
             reason_max_chars=options.judge_reason_max_chars,
             provider_settings=options.provider_settings,
+            agent_name=_agent_name(scenario, backends),
         )
 
     @functools.cached_property

@@ -482,6 +482,10 @@ class _DiffCheckModel(_CheckModel):
     unchanged: list[str] = []
 
 
+class _SkillActivatedCheckModel(_CheckModel):
+    activated: bool = True
+
+
 _CHECK_MODELS: dict[str, type[_CheckModel]] = {
     "command": _CommandCheckModel,
     "file": _FileCheckModel,
@@ -489,6 +493,7 @@ _CHECK_MODELS: dict[str, type[_CheckModel]] = {
     "output_regex": _OutputRegexCheckModel,
     "json_schema": _JsonSchemaCheckModel,
     "diff": _DiffCheckModel,
+    "skill_activated": _SkillActivatedCheckModel,
 }
 assert set(_CHECK_MODELS) == set(CHECK_TYPES)
 
@@ -572,6 +577,8 @@ def check_of(path: Path, index: int, item: Any) -> Check:
                 path, f"not a valid JSON schema: {exc.message}", check_field(index, item, "schema")
             ) from None
         fields["schema"] = values["json_schema"]
+    if kind == "skill_activated":
+        fields["activated"] = values["activated"]
     if kind == "diff":
         if not values["changed"] and not values["unchanged"]:
             raise ScenarioLoadError(

@@ -183,3 +183,18 @@ def unit_name(folder: Path) -> str:
         except ScenarioLoadError:
             pass
     return folder.name
+
+
+def skill_names(folder: Path) -> tuple[str, ...]:
+    """The names the skill of ``folder`` goes by, as an agent loads it: the folder's name and,
+    for a tile, its name and the names of its skills and of their folders."""
+    names = [folder.name]
+    if is_tile_dir(folder):
+        try:
+            tile = load_tile(folder)
+        except ScenarioLoadError:
+            return (folder.name,)
+        names += [tile.name, tile.name.rsplit("/", 1)[-1]]
+        for name, skill_md in tile.skills:
+            names += [name, skill_md.parent.name]
+    return tuple(dict.fromkeys(names))

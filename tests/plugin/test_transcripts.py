@@ -216,3 +216,55 @@ def test_a_failed_criterions_report_names_the_agents_last_tool_calls(
             'Bash {"command": "ls"} -> error',
         ]
     )
+
+
+def test_the_skills_activation_is_reported_per_scenario_and_checked(
+    pytester: pytest.Pytester,
+    claude_on_path: Path,
+    endpoint: ScriptedEndpoint,
+    script: EvalScript,
+) -> None:
+    write_skill(pytester.path, "s", {"scenario-a": {"x": 1}})
+    checks = [
+        {"name": "loads-it", "description": "loads s", "max_score": 2, "type": "skill_activated"},
+        {
+            "name": "never-it",
+            "description": "does not load s",
+            "max_score": 2,
+            "type": "skill_activated",
+            "activated": False,
+        },
+    ]
+    scenario_dir = pytester.path / "skills" / "s" / "evals" / "scenario-a"
+    (scenario_dir / "checks.json").write_text(json.dumps(checks))
+
+    result = pytester.runpytest_subprocess(
+        "skills/s",
+        "--eval-backend", "claude",
+        "--eval-judge-backend", "http",
+        "--eval-base-url", endpoint.base_url,
+        "--eval-output", "out/",
+        "--eval-threshold", "0",
+    )  # fmt: skip
+
+    result.stdout.fnmatch_lines(["  Skill loaded in 1 of 1 trial"])
+    [report] = (pytester.path / "out").glob("*.json")
+    [entry] = json.loads(report.read_text())["scenarios"]
+    assert entry["skill_activation"] == {"loaded": 1, "known": 1, "trials": 1}
+    verdicts = {c["name"]: c["pass"] for c in entry["criteria"]}
+    assert verdicts == {"x": True, "loads-it": True, "never-it": False}
+
+
+def test_a_model_backends_run_says_nothing_of_activation(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    write_skill(pytester.path, "s", {"scenario-a": {"x": 1}})
+
+    result = pytester.runpytest_subprocess(
+        "skills/s", *eval_args(endpoint.base_url), "--eval-output", "out/"
+    )
+
+    assert "Skill loaded" not in result.stdout.str()
+    [report] = (pytester.path / "out").glob("*.json")
+    [entry] = json.loads(report.read_text())["scenarios"]
+    assert "skill_activation" not in entry

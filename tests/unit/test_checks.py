@@ -20,6 +20,7 @@ from pytest_openkata.contracts.results import (
     FileContent,
     WorkspaceDiff,
 )
+from pytest_openkata.contracts.transcripts import SkillLoad, Transcript
 from pytest_openkata.core.checks import (
     DEFAULT_PATTERN_TIMEOUT,
     Check,
@@ -223,7 +224,10 @@ def test_missing_type(tmp_path: Path) -> None:
 def test_unknown_type(tmp_path: Path) -> None:
     message = load_error(tmp_path, [item("regex", "t", pattern="x")])
     assert message.startswith(f"{SHOWN}: [0] ('t').type: unknown check type \"regex\"")
-    assert "choose one of: command, file, file_regex, output_regex, json_schema, diff" in message
+    assert (
+        "choose one of: command, file, file_regex, output_regex, json_schema, diff, "
+        "skill_activated" in message
+    )
 
 
 @pytest.mark.parametrize("kind", [["file"], {"file": True}])
@@ -1097,3 +1101,52 @@ def test_json_nested_deeper_than_python_reads_fails_the_check_instead_of_the_run
     result = evaluate_check(check, Evidence(output="[" * depth + "]" * depth))
     assert result.passed is False
     assert result.reason.startswith("the agent's output is JSON nested too deeply to be ")
+
+
+# --- skill_activated ---------------------------------------------------------------------------
+
+
+def test_a_skill_activated_check_loads_whether_the_skill_must_be_loaded(tmp_path: Path) -> None:
+    must, must_not = load(
+        tmp_path,
+        [item("skill_activated", "loads"), item("skill_activated", "stays", activated=False)],
+    )
+    assert (must.type, must.activated) == ("skill_activated", True)
+    assert must_not.activated is False
+    assert not must.reads_workspace  # a direct scenario's agent can load a skill too
+
+
+def _told(*loads: SkillLoad) -> Evidence:
+    transcript = Transcript("claude stream-json", skills_loaded=loads)
+    return Evidence(output="done", transcript=transcript, skills=("review", "org/review"))
+
+
+def test_a_skill_activated_check_passes_when_the_agent_or_a_subagent_loaded_the_skill() -> None:
+    check = make_check("skill_activated")
+
+    assert_verdict(evaluate_check(check, _told(SkillLoad("review"))), check, True)
+    assert_verdict(evaluate_check(check, _told(SkillLoad("Review", "t2"))), check, True)
+    failed = evaluate_check(check, _told(SkillLoad("other-skill")))
+    assert_verdict(failed, check, False)
+    assert failed.reason == "the agent did not load the skill"
+
+
+def test_a_skill_that_must_not_load_fails_when_it_did() -> None:
+    check = make_check("skill_activated", activated=False)
+
+    assert_verdict(evaluate_check(check, _told(SkillLoad("review"))), check, False)
+    assert_verdict(evaluate_check(check, _told()), check, True)
+
+
+@pytest.mark.parametrize(
+    "transcript",
+    [None, Transcript("direct", turns=1)],
+    ids=["no events", "a model backend"],
+)
+def test_without_the_agents_events_the_check_errors_naming_the_agent(
+    transcript: Transcript | None,
+) -> None:
+    evidence = Evidence(output="done", transcript=transcript, skills=("review",), agent="kiro-cli")
+
+    with pytest.raises(CheckError, match="kiro-cli gave no events to tell whether it loaded"):
+        evaluate_check(make_check("skill_activated"), evidence)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from pytest_openkata.core.checks import CheckError, Evidence, evaluate_check
 from pytest_openkata.core.scenario import CHECKS_FILE, Scenario
+from pytest_openkata.core.tile import skill_names
 from pytest_openkata.core.workspace import workspace_files
 from pytest_openkata.providers.graders import GradeError, Grading, GradingTask
 
@@ -40,6 +41,9 @@ class ChecksGrader:
             before=workspace_before(scenario) if scenario.sandbox else None,
             diff=agent.changes,
             commands=task.commands,
+            transcript=agent.transcript,
+            skills=skill_names(scenario.skill_dir),
+            agent=task.context.agent_name,
         )
         redact = task.context.redact
         results = []

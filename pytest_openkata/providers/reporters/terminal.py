@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_openkata.contracts.results import CallStats, CriterionResult, ScenarioResult, Usage
+from pytest_openkata.core.activation import scenario_activation
 from pytest_openkata.core.reporting import TERMINAL_REPORTER, ReportOutcome, Run, Segment
 from pytest_openkata.core.summary import SkillSummary
 from pytest_openkata.infra.tempfiles import REMOVED
@@ -160,6 +161,18 @@ def _error_lines(error: str) -> Iterator[list[Segment]]:
     return _continued([("    ", None), ("ERROR", "red"), (": ", None)], error, "    ")
 
 
+def _activation_line(result: ScenarioResult) -> str | None:
+    """Whether the agent loaded the skill, over the trials, where its events could tell."""
+    own = scenario_activation(result)
+    baseline = None if result.baseline is None else scenario_activation(result.baseline)
+    if own is None and baseline is None:
+        return None
+    text = f"  Skill {own.text if own is not None else 'unknown'}"
+    if baseline is not None and result.baseline is not None:
+        text += f"; baseline arm {result.baseline.arm}: {baseline.text}"
+    return text
+
+
 def _scenario_lines(result: ScenarioResult) -> Iterator[list[Segment]]:
     yield [(_header(result), None)]
     if result.criteria is None:  # errored: no criterion, no score, no statistics
@@ -187,6 +200,7 @@ def _scenario_lines(result: ScenarioResult) -> Iterator[list[Segment]]:
     yield _score_line(result)
     extras = (
         _baseline_line(result),
+        _activation_line(result),
         _trials_line(result),
         _engine_line(result),
         _cache_line(result),

@@ -1,0 +1,80 @@
+"""Whether the agent loaded the skill, in three states, from its transcript.
+
+``loaded``: the agent (or a subagent it started) loaded the skill; ``not loaded``: its events
+show everything it did, and loading the skill was not among it; ``unknown``: there is nothing
+to tell from (an agent that gave no events, or a model backend, which is only ever given the
+skill in its prompt). A skill is named by its folder's name, or by a tile's skills' names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pytest_openkata.contracts.results import ScenarioResult, TrialResult
+from pytest_openkata.contracts.transcripts import DIRECT_SOURCE, Transcript
+from pytest_openkata.core.tile import skill_names
+
+__all__ = [
+    "LOADED",
+    "NOT_LOADED",
+    "UNKNOWN",
+    "Activation",
+    "ActivationRate",
+    "activation",
+    "activation_rate",
+    "scenario_activation",
+]
+
+Activation = Literal["loaded", "not loaded", "unknown"]
+LOADED: Activation = "loaded"
+NOT_LOADED: Activation = "not loaded"
+UNKNOWN: Activation = "unknown"
+
+
+def activation(transcript: Transcript | None, skills: Collection[str]) -> Activation:
+    """Whether the agent of ``transcript`` loaded one of ``skills`` (the names it goes by)."""
+    if transcript is None or transcript.source == DIRECT_SOURCE:
+        return UNKNOWN
+    wanted = {name.lower() for name in skills}
+    if any(load.name.lower() in wanted for load in transcript.skills_loaded):
+        return LOADED
+    return NOT_LOADED
+
+
+@dataclass(frozen=True)
+class ActivationRate:
+    """A scenario's trials by activation: ``loaded`` of the ``known`` ones (those whose
+    activation could be told), of ``trials`` in all."""
+
+    loaded: int
+    known: int
+    trials: int
+
+    @property
+    def text(self) -> str:
+        """``loaded in 2 of 3 trials``, with the trials that could not be told, if any."""
+        unknown = self.trials - self.known
+        if not self.known:
+            return "unknown (the agent gave no events)"
+        said = f"loaded in {self.loaded} of {self.known} trial{'s' if self.known != 1 else ''}"
+        return said + (f" ({unknown} unknown)" if unknown else "")
+
+
+def activation_rate(trials: Sequence[TrialResult], skills: Collection[str]) -> ActivationRate:
+    """How many of ``trials`` loaded the skill, of those whose activation is known."""
+    states = [
+        activation(trial.trace.transcript if trial.trace is not None else None, skills)
+        for trial in trials
+    ]
+    known = [state for state in states if state != UNKNOWN]
+    return ActivationRate(sum(1 for s in known if s == LOADED), len(known), len(trials))
+
+
+def scenario_activation(result: ScenarioResult) -> ActivationRate | None:
+    """A scenario arm's activation over its trials; None when no trial's could be told (the
+    reports then say nothing of it rather than "unknown" for every model backend's run)."""
+    rate = activation_rate(result.trials, skill_names(Path(result.skill_dir)))
+    return rate if rate.known else None
