@@ -28,7 +28,7 @@ import fnmatch
 import json
 import re
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -41,7 +41,8 @@ from pytest_openkata.contracts.results import (
     FileContent,
     WorkspaceDiff,
 )
-from pytest_openkata.contracts.transcripts import Transcript
+from pytest_openkata.contracts.transcripts import DIRECT_SOURCE, Transcript
+from pytest_openkata.core import trajectory
 from pytest_openkata.core.activation import LOADED, UNKNOWN, activation
 
 if TYPE_CHECKING:  # imported where a pattern is compiled: the plugin loads in every pytest run
@@ -50,6 +51,7 @@ if TYPE_CHECKING:  # imported where a pattern is compiled: the plugin loads in e
 __all__ = [
     "CHECK_KIND",
     "CHECK_TYPES",
+    "TRAJECTORY_TYPES",
     "WORKSPACE_TYPES",
     "Check",
     "CheckError",
@@ -61,6 +63,16 @@ __all__ = [
 ]
 
 CHECK_KIND = "check"
+# The checks of how the agent worked, read from its transcript (core.trajectory).
+TRAJECTORY_TYPES = (
+    "tool_used",
+    "tool_not_used",
+    "tool_sequence",
+    "file_read",
+    "max_tool_calls",
+    "max_turns",
+    "max_tokens",
+)
 CHECK_TYPES = (
     "command",
     "file",
@@ -69,6 +81,7 @@ CHECK_TYPES = (
     "json_schema",
     "diff",
     "skill_activated",
+    *TRAJECTORY_TYPES,
 )
 # The types that read the sandbox's workspace (json_schema only with a path).
 WORKSPACE_TYPES = frozenset({"command", "file", "file_regex", "diff"})
@@ -115,6 +128,10 @@ class Check:
     changed: tuple[str, ...] = ()
     unchanged: tuple[str, ...] = ()
     activated: bool = True  # skill_activated: whether the skill must be loaded, or must not
+    tool: str = ""  # tool_used, tool_not_used: the tool's name (a glob)
+    tools: tuple[str, ...] = ()  # tool_sequence: the tools' names, in order
+    order: str = "in_order"  # tool_sequence: exact, in_order or any_order
+    limit: int = 0  # max_tool_calls, max_turns, max_tokens: the most allowed
 
     @property
     def reads_workspace(self) -> bool:
@@ -391,6 +408,64 @@ def _skill_activated(check: Check, evidence: Evidence) -> CriterionResult:
     return _verdict(check, loaded == check.activated, said)
 
 
+def _told(evidence: Evidence, what: str) -> Transcript:
+    """The agent's transcript; a check of its trajectory errors, naming the agent, when it
+    gave no events (a model backend's one turn has no tool calls to check either)."""
+    transcript = evidence.transcript
+    if transcript is None or transcript.source == DIRECT_SOURCE:
+        who = evidence.agent or "the agent"
+        raise CheckError(
+            f"{who} gave no events to tell {what}: trajectory checks need an agent that "
+            "reports what it did (claude, codex)"
+        )
+    return transcript
+
+
+def _arguments_match(check: Check) -> Callable[[str], bool] | None:
+    pattern = check.pattern
+    if pattern is None:
+        return None
+    return lambda arguments: (
+        search_within(pattern, arguments, check.timeout, "a tool call's arguments") is not None
+    )
+
+
+def _tool_used(check: Check, evidence: Evidence) -> CriterionResult:
+    transcript = _told(evidence, "which tools it used")
+    used, why = trajectory.tool_used(transcript, check.tool, _arguments_match(check))
+    return _verdict(check, used != (check.type == "tool_not_used"), why)
+
+
+def _tool_sequence(check: Check, evidence: Evidence) -> CriterionResult:
+    transcript = _told(evidence, "which tools it used")
+    return _verdict(check, *trajectory.tool_sequence(transcript, check.tools, check.order))
+
+
+def _file_read(check: Check, evidence: Evidence) -> CriterionResult:
+    transcript = _told(evidence, "which files it read")
+    return _verdict(check, *trajectory.files_read(transcript, check.path))
+
+
+def _max_tool_calls(check: Check, evidence: Evidence) -> CriterionResult:
+    calls = len(_told(evidence, "its tool calls").tool_calls)
+    return _verdict(check, *trajectory.within_limit(calls, check.limit, "tool calls"))
+
+
+def _max_turns(check: Check, evidence: Evidence) -> CriterionResult:
+    turns = _told(evidence, "its turns").turns
+    if turns is None:
+        raise CheckError(f"{evidence.agent or 'the agent'} did not report its turns")
+    return _verdict(check, *trajectory.within_limit(turns, check.limit, "turns"))
+
+
+def _max_tokens(check: Check, evidence: Evidence) -> CriterionResult:
+    transcript = _told(evidence, "its tokens")
+    if transcript.input_tokens is None and transcript.output_tokens is None:
+        raise CheckError(f"{evidence.agent or 'the agent'} did not report its tokens")
+    tokens = (transcript.input_tokens or 0) + (transcript.output_tokens or 0)
+    return _verdict(check, *trajectory.within_limit(tokens, check.limit, "tokens"))
+
+
 _EVALUATORS = {
     "command": _command,
     "file": _file,
@@ -399,6 +474,13 @@ _EVALUATORS = {
     "json_schema": _json_schema,
     "diff": _diff,
     "skill_activated": _skill_activated,
+    "tool_used": _tool_used,
+    "tool_not_used": _tool_used,
+    "tool_sequence": _tool_sequence,
+    "file_read": _file_read,
+    "max_tool_calls": _max_tool_calls,
+    "max_turns": _max_turns,
+    "max_tokens": _max_tokens,
 }
 
 

@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -486,6 +486,25 @@ class _SkillActivatedCheckModel(_CheckModel):
     activated: bool = True
 
 
+class _ToolUsedCheckModel(_CheckModel):
+    tool: str = Field(min_length=1)
+    pattern: str = ""  # searched in the call's arguments; "" for any
+    timeout: float = Field(default=DEFAULT_PATTERN_TIMEOUT, gt=0)
+
+
+class _ToolSequenceCheckModel(_CheckModel):
+    tools: list[str] = Field(min_length=1)
+    order: Literal["exact", "in_order", "any_order"] = "in_order"
+
+
+class _FileReadCheckModel(_CheckModel):
+    path: str = Field(min_length=1)
+
+
+class _LimitCheckModel(_CheckModel):
+    limit: int = Field(alias="max", ge=0)
+
+
 _CHECK_MODELS: dict[str, type[_CheckModel]] = {
     "command": _CommandCheckModel,
     "file": _FileCheckModel,
@@ -494,6 +513,13 @@ _CHECK_MODELS: dict[str, type[_CheckModel]] = {
     "json_schema": _JsonSchemaCheckModel,
     "diff": _DiffCheckModel,
     "skill_activated": _SkillActivatedCheckModel,
+    "tool_used": _ToolUsedCheckModel,
+    "tool_not_used": _ToolUsedCheckModel,
+    "tool_sequence": _ToolSequenceCheckModel,
+    "file_read": _FileReadCheckModel,
+    "max_tool_calls": _LimitCheckModel,
+    "max_turns": _LimitCheckModel,
+    "max_tokens": _LimitCheckModel,
 }
 assert set(_CHECK_MODELS) == set(CHECK_TYPES)
 
@@ -557,7 +583,7 @@ def check_of(path: Path, index: int, item: Any) -> Check:
         fields["path"] = values["path"]
     if "absent" in values:
         fields["absent"] = values["absent"]
-    if "pattern" in values:
+    if values.get("pattern"):
         import regex  # here: a run without patterns never needs it
 
         try:
@@ -579,6 +605,12 @@ def check_of(path: Path, index: int, item: Any) -> Check:
         fields["schema"] = values["json_schema"]
     if kind == "skill_activated":
         fields["activated"] = values["activated"]
+    if kind in ("tool_used", "tool_not_used"):
+        fields["tool"] = values["tool"]
+    if kind == "tool_sequence":
+        fields.update(tools=tuple(values["tools"]), order=values["order"])
+    if "limit" in values:
+        fields["limit"] = values["limit"]
     if kind == "diff":
         if not values["changed"] and not values["unchanged"]:
             raise ScenarioLoadError(

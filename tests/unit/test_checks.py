@@ -20,7 +20,7 @@ from pytest_openkata.contracts.results import (
     FileContent,
     WorkspaceDiff,
 )
-from pytest_openkata.contracts.transcripts import SkillLoad, Transcript
+from pytest_openkata.contracts.transcripts import SkillLoad, Step, Transcript
 from pytest_openkata.core.checks import (
     DEFAULT_PATTERN_TIMEOUT,
     Check,
@@ -1150,3 +1150,95 @@ def test_without_the_agents_events_the_check_errors_naming_the_agent(
 
     with pytest.raises(CheckError, match="kiro-cli gave no events to tell whether it loaded"):
         evaluate_check(make_check("skill_activated"), evidence)
+
+
+# --- trajectory checks ---------------------------------------------------------------------------
+
+TRAJECTORY = Transcript(
+    "claude stream-json",
+    steps=(
+        Step.message("assistant", "Looking around."),
+        Step.tool_call("Read", '{"file_path": "/workspace/skill/references/api.md"}'),
+        Step.tool_call("Bash", '{"command": "pytest -q"}', status="ok"),
+        Step.tool_call("Write", '{"file_path": "MSG.txt"}', status="ok"),
+    ),
+    files_read=("/workspace/skill/references/api.md",),
+    turns=3,
+    input_tokens=900,
+    output_tokens=100,
+)
+
+
+def _run(check: Check, transcript: Transcript | None = TRAJECTORY) -> CriterionResult:
+    return evaluate_check(check, Evidence(output="done", transcript=transcript, agent="codex"))
+
+
+def test_trajectory_checks_load_with_their_fields(tmp_path: Path) -> None:
+    used, sequence, read, most = load(
+        tmp_path,
+        [
+            item("tool_used", "used", tool="bash", pattern="pytest"),
+            item("tool_sequence", "seq", tools=["Read", "Write"], order="exact"),
+            item("file_read", "read", path="references/*.md"),
+            item("max_turns", "turns", max=5),
+        ],
+    )
+    assert (used.tool, used.pattern is not None) == ("bash", True)
+    assert (sequence.tools, sequence.order) == (("Read", "Write"), "exact")
+    assert read.path == "references/*.md"
+    assert most.limit == 5
+
+
+def test_a_bad_order_or_a_negative_limit_names_the_field(tmp_path: Path) -> None:
+    assert "[0] ('seq').order" in load_error(
+        tmp_path, [item("tool_sequence", "seq", tools=["a"], order="sorted")]
+    )
+    assert "[0] ('most').max" in load_error(tmp_path, [item("max_tool_calls", "most", max=-1)])
+
+
+@pytest.mark.parametrize(
+    ("fields", "passed"),
+    [
+        ({"type": "tool_used", "tool": "bash"}, True),
+        ({"type": "tool_used", "tool": "BASH", "pattern": "pytest -q"}, True),
+        ({"type": "tool_used", "tool": "bash", "pattern": "ruff"}, False),
+        ({"type": "tool_used", "tool": "WebFetch"}, False),
+        ({"type": "tool_not_used", "tool": "WebFetch"}, True),
+        ({"type": "tool_not_used", "tool": "bash"}, False),
+        ({"type": "tool_sequence", "tools": ("Read", "Write")}, True),
+        ({"type": "tool_sequence", "tools": ("Write", "Read")}, False),
+        ({"type": "tool_sequence", "tools": ("Write", "Read"), "order": "any_order"}, True),
+        ({"type": "tool_sequence", "tools": ("Read", "Write"), "order": "exact"}, False),
+        ({"type": "tool_sequence", "tools": ("Read", "Bash", "Write"), "order": "exact"}, True),
+        ({"type": "file_read", "path": "references/*.md"}, True),
+        ({"type": "file_read", "path": "SKILL.md"}, False),
+        ({"type": "max_tool_calls", "limit": 3}, True),
+        ({"type": "max_tool_calls", "limit": 2}, False),
+        ({"type": "max_turns", "limit": 3}, True),
+        ({"type": "max_tokens", "limit": 999}, False),
+    ],
+)
+def test_a_trajectory_check_reads_the_transcript(fields: dict[str, Any], passed: bool) -> None:
+    kind = fields.pop("type")
+    if "pattern" in fields:
+        fields["pattern"] = regex(fields["pattern"])
+    check = make_check(kind, **fields)
+
+    assert_verdict(_run(check), check, passed)
+
+
+@pytest.mark.parametrize("kind", ["tool_used", "file_read", "max_tool_calls", "max_turns"])
+def test_a_trajectory_check_without_the_agents_events_is_an_error_naming_it(kind: str) -> None:
+    check = make_check(kind, tool="bash", path="x", limit=1)
+
+    with pytest.raises(CheckError, match="codex gave no events"):
+        _run(check, None)
+
+
+def test_limits_the_agent_did_not_report_are_errors() -> None:
+    silent = Transcript("codex exec --json")
+
+    with pytest.raises(CheckError, match="did not report its turns"):
+        _run(make_check("max_turns", limit=1), silent)
+    with pytest.raises(CheckError, match="did not report its tokens"):
+        _run(make_check("max_tokens", limit=1), silent)
