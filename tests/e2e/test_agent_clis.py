@@ -96,7 +96,12 @@ def test_claude_code_answers_through_the_anthropic_route(
 
     answer: str | None
     try:
-        answer = backend.complete("", PROMPT)
+        answer, transcript = backend.complete_transcribed("", PROMPT)
+        # Its events, as the real CLI prints them, read into the transcript.
+        assert transcript is not None
+        assert transcript.source == "claude stream-json"
+        assert transcript.outcome == "success"
+        assert transcript.final_text == answer
     except AgentFailedError as exc:
         # Claude Code's system prompt holds the date and the working folder, so its request,
         # and with it even a greedy answer, differs from one run to the next. A rambling
@@ -116,6 +121,12 @@ def test_codex_answers_through_the_responses_route(
         executable=str(npm_bin / "codex"), openai_base_url=local_model.base_url
     )
 
-    answer = _backend("codex", settings, tmp_path).complete("", PROMPT)
+    answer, transcript = _backend("codex", settings, tmp_path).complete_transcribed("", PROMPT)
 
     assert answer.strip()
+    # Its events, as the real CLI prints them, read into the transcript.
+    assert transcript is not None
+    assert transcript.source == "codex exec --json"
+    assert transcript.turns == 1
+    assert transcript.input_tokens
+    assert transcript.final_text == answer
