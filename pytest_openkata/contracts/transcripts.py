@@ -6,10 +6,12 @@ it read and wrote, its turns, tokens, cost and time where the agent reported the
 this in their own event streams (Claude Code's ``stream-json``, Codex's ``exec --json``, ...);
 each agent's reader turns its stream into this one model, and every report reads only the model.
 
-Texts are bounded: a message, an argument or a result longer than its cap keeps its start and a
-mark of how much was cut (:func:`bounded`), and a transcript keeps at most
-:data:`MAX_STEPS` steps, the first and the last ones, with the number left out in ``cut_steps``,
-so that a run of thousands of tool calls cannot fill a report or the cache.
+A reader keeps at most :data:`MAX_STEPS` steps, the first and the last ones, with the number
+left out in ``cut_steps``, so that a run of thousands of tool calls cannot fill a report or
+the cache. Before a transcript is kept, :meth:`Transcript.masked` masks the secrets in every
+text it holds and then bounds the steps' texts: a message, an argument or a result longer than
+its cap keeps its start and a mark of how much was cut (:func:`bounded`). Masking comes first,
+so that a cut never leaves part of a secret behind.
 """
 
 from __future__ import annotations
@@ -68,7 +70,7 @@ class Step:
 
     @classmethod
     def message(cls, role: str, text: str, *, subagent: str = "") -> Step:
-        return cls("message", role=role, text=bounded(text, MESSAGE_CHARS), subagent=subagent)
+        return cls("message", role=role, text=text, subagent=subagent)
 
     @classmethod
     def tool_call(
@@ -83,10 +85,23 @@ class Step:
         return cls(
             "tool_call",
             tool=tool,
-            arguments=bounded(arguments, ARGUMENT_CHARS),
-            result=bounded(result, RESULT_CHARS),
+            arguments=arguments,
+            result=result,
             status=status,
             subagent=subagent,
+        )
+
+    def masked(self, mask: Callable[[str], str]) -> Step:
+        """This step with ``mask`` applied to every text, and its texts then bounded."""
+        return Step(
+            self.kind,
+            role=mask(self.role),
+            text=bounded(mask(self.text), MESSAGE_CHARS),
+            tool=mask(self.tool),
+            arguments=bounded(mask(self.arguments), ARGUMENT_CHARS),
+            result=bounded(mask(self.result), RESULT_CHARS),
+            status=mask(self.status),
+            subagent=mask(self.subagent),
         )
 
 
@@ -108,6 +123,7 @@ class Transcript:
     source: str
     steps: tuple[Step, ...] = ()
     cut_steps: int = 0
+    tool_call_count: int | None = None  # every tool call, those left out included
     skills_loaded: tuple[SkillLoad, ...] = ()
     files_read: tuple[str, ...] = ()
     files_written: tuple[str, ...] = ()
@@ -122,30 +138,36 @@ class Transcript:
 
     @property
     def tool_calls(self) -> tuple[Step, ...]:
+        """The tool calls kept (see ``cut_steps``)."""
         return tuple(step for step in self.steps if step.kind == "tool_call")
+
+    @property
+    def all_tool_calls(self) -> int:
+        """How many tool calls the agent made, those left out of ``steps`` included."""
+        return len(self.tool_calls) if self.tool_call_count is None else self.tool_call_count
 
     def last_tool_calls(self, count: int) -> tuple[Step, ...]:
         """The last ``count`` tool calls, the most recent last."""
         return self.tool_calls[-count:] if count > 0 else ()
 
     def masked(self, mask: Callable[[str], str]) -> Transcript:
-        """This transcript with ``mask`` applied to every text it holds (secrets masked)."""
-        steps = tuple(
-            replace(
-                step,
-                text=mask(step.text),
-                arguments=mask(step.arguments),
-                result=mask(step.result),
-            )
-            for step in self.steps
-        )
+        """This transcript with ``mask`` applied to every text it holds (secrets masked), its
+        steps' texts then bounded; the final answer is kept whole (the judge reads it)."""
         return replace(
             self,
-            steps=steps,
+            source=mask(self.source),
+            steps=tuple(step.masked(mask) for step in self.steps),
+            skills_loaded=tuple(
+                SkillLoad(mask(load.name), mask(load.subagent)) for load in self.skills_loaded
+            ),
             files_read=tuple(mask(path) for path in self.files_read),
             files_written=tuple(mask(path) for path in self.files_written),
             final_text=mask(self.final_text),
             outcome=mask(self.outcome),
+            extras={
+                key: mask(value) if isinstance(value, str) else value
+                for key, value in self.extras.items()
+            },
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -173,7 +195,11 @@ def one_turn(answer: str) -> Transcript:
     """The transcript of a model backend's answer: one turn, one message (the prompt, the same
     for every trial, is not repeated in it)."""
     return Transcript(
-        DIRECT_SOURCE, steps=(Step.message("assistant", answer),), turns=1, final_text=answer
+        DIRECT_SOURCE,
+        steps=(Step.message("assistant", answer),),
+        tool_call_count=0,
+        turns=1,
+        final_text=answer,
     )
 
 

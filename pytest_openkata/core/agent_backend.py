@@ -239,7 +239,10 @@ class CLIBackend:
         transcript = (
             self.agent.transcript(stdout) if isinstance(self.agent, GivesTranscript) else None
         )
-        return self.agent.clean(stdout), transcript
+        answer = self.agent.clean(stdout)
+        if transcript is not None and not answer:  # its events held no answer
+            raise MalformedResponseError(f"{self.agent.name} returned empty response")
+        return answer, transcript
 
     def _stdout(self, system: str, user: str) -> str:
         """What the agent printed on standard output, once it exited well."""

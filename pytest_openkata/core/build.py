@@ -2,8 +2,8 @@
 
 A backend name is a model backend of ``pytest_openkata.backends`` (built with a
 :class:`~pytest_openkata.providers.backends.BackendContext`) or else an agent CLI of
-``pytest_openkata.agents``, run on the host (:class:`~.cli.CLIBackend`). Nothing here knows a
-provider by name.
+``pytest_openkata.agents``, run on the host (:class:`~.agent_backend.CLIBackend`). Nothing
+here knows a provider by name.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from functools import cache, partial
 from pathlib import Path
 from typing import Any, Literal
 
+from pytest_openkata.contracts.agents import GivesTranscript
 from pytest_openkata.contracts.backends import BackendContext, CapacityAware, Completer
 from pytest_openkata.contracts.config import EvalSettings
 from pytest_openkata.contracts.errors import BackendError
@@ -58,6 +59,10 @@ def make_completer(
     )
 
 
+# The version of what an agent's cached answer keeps of how it worked (its transcript).
+TRANSCRIPT_FORMAT = 1
+
+
 def _identity(name: str, completer: Completer, settings: EvalSettings) -> dict[str, Any]:
     """What decides a backend's answers, for cache keys: its name, model and endpoint, and
     the values of its own settings when it declares some."""
@@ -70,6 +75,11 @@ def _identity(name: str, completer: Completer, settings: EvalSettings) -> dict[s
     own = settings.provider_values(f"{kind.section}.{name}")
     if own:
         identity["provider_settings"] = own
+    from pytest_openkata.core.agent_backend import CLIBackend
+
+    if isinstance(completer, CLIBackend) and isinstance(completer.agent, GivesTranscript):
+        # Its answers come with their transcripts: none cached before that is taken for one.
+        identity["events"] = TRANSCRIPT_FORMAT
     return identity
 
 

@@ -63,6 +63,8 @@ __all__ = [
 ]
 
 CHECK_KIND = "check"
+# Agents whose events say what they ran, not what they read (Codex reads files with commands).
+SOURCES_WITHOUT_READS = frozenset({"codex exec --json"})
 # The checks of how the agent worked, read from its transcript (core.trajectory).
 TRAJECTORY_TYPES = (
     "tool_used",
@@ -430,24 +432,40 @@ def _arguments_match(check: Check) -> Callable[[str], bool] | None:
     )
 
 
+def _cut(transcript: Transcript) -> CheckError:
+    return CheckError(
+        f"the transcript left out {transcript.cut_steps} steps of a long run, where the "
+        "answer may lie"
+    )
+
+
 def _tool_used(check: Check, evidence: Evidence) -> CriterionResult:
     transcript = _told(evidence, "which tools it used")
     used, why = trajectory.tool_used(transcript, check.tool, _arguments_match(check))
+    if not used and transcript.cut_steps:
+        raise _cut(transcript)
     return _verdict(check, used != (check.type == "tool_not_used"), why)
 
 
 def _tool_sequence(check: Check, evidence: Evidence) -> CriterionResult:
     transcript = _told(evidence, "which tools it used")
+    if transcript.cut_steps:
+        raise _cut(transcript)
     return _verdict(check, *trajectory.tool_sequence(transcript, check.tools, check.order))
 
 
 def _file_read(check: Check, evidence: Evidence) -> CriterionResult:
     transcript = _told(evidence, "which files it read")
+    if transcript.source in SOURCES_WITHOUT_READS:
+        raise CheckError(
+            f"{evidence.agent or 'the agent'} reports the commands it ran, not the files it "
+            "read: file_read cannot tell"
+        )
     return _verdict(check, *trajectory.files_read(transcript, check.path))
 
 
 def _max_tool_calls(check: Check, evidence: Evidence) -> CriterionResult:
-    calls = len(_told(evidence, "its tool calls").tool_calls)
+    calls = _told(evidence, "its tool calls").all_tool_calls
     return _verdict(check, *trajectory.within_limit(calls, check.limit, "tool calls"))
 
 

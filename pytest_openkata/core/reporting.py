@@ -165,7 +165,11 @@ def make_run(
     from pytest_openkata.core.report_paths import with_report_decisions
 
     compared, extras = compare_run(summaries, settings, rootdir)
-    decided = with_report_decisions(compared, settings, finished_at, rootdir)
+    # An incomplete run writes no results JSON: there is nothing to hold back.
+    complete = details.get("complete", True)
+    decided = (
+        with_report_decisions(compared, settings, finished_at, rootdir) if complete else compared
+    )
     return Run(
         summaries=tuple(decided),
         settings=settings,

@@ -209,9 +209,11 @@ def _json_data(value: Any) -> Any:
         if names is None:
             names = _FIELD_NAMES[kind] = tuple(f.name for f in fields(value))
         return {name: _json_data(getattr(value, name)) for name in names}
-    if type(value) in (list, tuple):
-        return type(value)(_json_data(item) for item in value)
-    if type(value) is dict:
+    if isinstance(value, tuple):  # a subclass too (a named tuple): JSON writes it alike
+        return tuple(_json_data(item) for item in value)
+    if isinstance(value, list):
+        return [_json_data(item) for item in value]
+    if isinstance(value, dict):  # an OrderedDict or a defaultdict too
         return {_json_data(key): _json_data(item) for key, item in value.items()}
     return copy.deepcopy(value)  # as asdict does
 

@@ -76,10 +76,16 @@ def tool_sequence(transcript: Transcript, tools: Sequence[str], order: str) -> t
 
 
 def files_read(transcript: Transcript, glob: str) -> tuple[bool, str]:
-    """Whether the agent read a file whose path matches ``glob`` (relative paths match at any
-    depth: ``references/*.md`` matches ``/workspace/skill/references/api.md``)."""
-    pattern = glob if glob.startswith("/") else f"*{glob.lstrip('./')}"
-    read = [path for path in transcript.files_read if fnmatch.fnmatchcase(path, pattern)]
+    """Whether the agent read a file whose path matches ``glob``; a relative glob matches
+    below any folder (``references/*.md`` matches ``/workspace/skill/references/api.md``, not
+    ``/workspace/notreferences/a.md``)."""
+    wanted = glob.removeprefix("./")
+    read = [
+        path
+        for path in transcript.files_read
+        if fnmatch.fnmatchcase(path, wanted)
+        or (not wanted.startswith("/") and fnmatch.fnmatchcase(path, f"*/{wanted}"))
+    ]
     if read:
         return True, f"read {read[0]}"
     shown = ", ".join(transcript.files_read[:_SHOWN_CALLS]) or "none"

@@ -208,7 +208,9 @@ def test_a_long_run_keeps_its_first_and_last_steps_and_says_how_many_were_cut() 
     assert transcript.cut_steps == 100
     assert transcript.steps[0].arguments == "echo 0"
     assert transcript.steps[-1].arguments == f"echo {MAX_STEPS + 99}"
-    assert transcript.steps[0].result.endswith("… [50 more characters cut]")
+    assert transcript.all_tool_calls == MAX_STEPS + 100  # those left out counted too
+    kept = transcript.masked(lambda text: text)  # as the run keeps it: texts bounded
+    assert kept.steps[0].result.endswith("… [50 more characters cut]")
 
 
 def test_a_transcript_goes_to_json_and_back_equal() -> None:
@@ -218,3 +220,86 @@ def test_a_transcript_goes_to_json_and_back_equal() -> None:
     data = json.loads(json.dumps(transcript.to_dict()))
 
     assert Transcript.from_dict(data) == transcript
+
+
+def test_masking_comes_before_the_cut_so_no_part_of_a_secret_is_kept() -> None:
+    secret = "sk-" + "Z" * 40
+    result = "x" * (RESULT_CHARS - 10) + secret
+    events = _lines(
+        _assistant(
+            {"type": "tool_use", "id": "t1", "name": "Skill", "input": {"skill": secret}},
+        ),
+        _results({"type": "tool_result", "tool_use_id": "t1", "content": result}),
+    )
+    transcript = read_claude_events(events)
+    assert transcript is not None
+
+    kept = transcript.masked(lambda text: text.replace(secret, "***"))
+
+    assert "ZZZZ" not in json.dumps(kept.to_dict())
+    assert kept.skills_loaded == (SkillLoad("***"),)
+
+
+def test_the_final_answer_is_kept_whole_however_long() -> None:
+    answer = "y" * 10_000
+    codex = _lines(
+        {"type": "turn.started"},
+        {"type": "item.completed", "item": {"id": "i1", "type": "agent_message", "text": answer}},
+    )
+    claude = _lines(_assistant({"type": "text", "text": answer}))  # no result event
+
+    for transcript in (read_codex_events(codex), read_claude_events(claude)):
+        assert transcript is not None
+        assert transcript.masked(lambda text: text).final_text == answer
+
+
+def test_events_of_the_wrong_shape_are_read_as_absent() -> None:
+    odd = _lines(
+        {"type": "assistant", "message": {"content": 7}},
+        {"type": "assistant", "message": {"content": [{"type": "tool_use", "name": "Bash"}]}},
+        {"type": "user", "message": {"content": [{"type": "tool_result", "content": "?"}]}},
+        {"type": "result", "subtype": "success", "result": None, "total_cost_usd": True},
+    )
+
+    transcript = read_claude_events(odd)
+
+    assert transcript is not None
+    assert [s.tool for s in transcript.steps] == ["Bash"]
+    assert transcript.steps[0].result == ""  # a result with no id matches no call
+    assert transcript.cost_usd is None
+    assert transcript.final_text == ""
+
+
+def test_claude_codes_cached_input_counts_as_input() -> None:
+    events = _lines(
+        {
+            "type": "result",
+            "subtype": "success",
+            "result": "ok",
+            "usage": {
+                "input_tokens": 10,
+                "cache_read_input_tokens": 700,
+                "cache_creation_input_tokens": 90,
+                "output_tokens": 5,
+            },
+        }
+    )
+
+    transcript = read_claude_events(events)
+
+    assert transcript is not None
+    assert (transcript.input_tokens, transcript.output_tokens) == (800, 5)
+
+
+def test_a_codex_error_it_recovered_from_is_not_its_outcome() -> None:
+    events = _lines(
+        {"type": "turn.started"},
+        {"type": "error", "message": "Reconnecting... 1/5"},
+        {"type": "item.completed", "item": {"id": "i1", "type": "agent_message", "text": "ok"}},
+        {"type": "turn.completed", "usage": {"input_tokens": 1, "output_tokens": 1}},
+    )
+
+    transcript = read_codex_events(events)
+
+    assert transcript is not None
+    assert transcript.outcome == "success"

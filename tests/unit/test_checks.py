@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -1242,3 +1243,41 @@ def test_limits_the_agent_did_not_report_are_errors() -> None:
         _run(make_check("max_turns", limit=1), silent)
     with pytest.raises(CheckError, match="did not report its tokens"):
         _run(make_check("max_tokens", limit=1), silent)
+
+
+def test_a_cut_transcript_cannot_tell_a_tool_was_not_used_but_counts_every_call() -> None:
+    cut = replace(TRAJECTORY, cut_steps=600, tool_call_count=1003)
+
+    with pytest.raises(CheckError, match="left out 600 steps"):
+        _run(make_check("tool_not_used", tool="WebFetch"), cut)
+    with pytest.raises(CheckError, match="left out 600 steps"):
+        _run(make_check("tool_sequence", tools=("Read", "Write")), cut)
+    assert_verdict(_run(make_check("tool_used", tool="bash"), cut), make_check("tool_used"), True)
+    calls = make_check("max_tool_calls", limit=500)
+    assert_verdict(_run(calls, cut), calls, False)
+
+
+def test_file_read_is_an_error_for_an_agent_that_reports_commands_not_reads() -> None:
+    codex = replace(TRAJECTORY, source="codex exec --json")
+
+    with pytest.raises(CheckError, match="codex reports the commands it ran"):
+        _run(make_check("file_read", path="references/*.md"), codex)
+
+
+@pytest.mark.parametrize(
+    ("glob", "passed"),
+    [
+        ("references/*.md", True),
+        ("./references/api.md", True),
+        ("/workspace/skill/references/api.md", True),
+        ("ferences/*.md", False),
+        ("api.md", True),
+        ("pi.md", False),
+    ],
+)
+def test_a_relative_file_glob_matches_below_a_folder_not_inside_a_name(
+    glob: str, passed: bool
+) -> None:
+    check = make_check("file_read", path=glob)
+
+    assert_verdict(_run(check), check, passed)

@@ -323,6 +323,27 @@ def test_a_cli_that_reports_its_error_on_stdout_shows_it(tmp_path: Path) -> None
     assert str(caught.value) == "claude failed: exit status 1\nstdout: API Error: overloaded"
 
 
+def test_events_that_hold_no_answer_are_an_empty_response(tmp_path: Path) -> None:
+    result = '{"type": "result", "subtype": "success", "is_error": false, "result": ""}'
+    backend = CLIBackend(
+        ClaudeAgent(_script(tmp_path, "claude", f"echo '{result}'")), model="m", timeout=30
+    )
+
+    with pytest.raises(MalformedResponseError, match=r"^claude returned empty response$"):
+        backend.complete("s", "u")
+
+
+def test_a_cli_without_events_answers_with_what_it_printed(tmp_path: Path) -> None:
+    # An older Claude Code that ignores --output-format prints its answer as text.
+    backend = CLIBackend(
+        ClaudeAgent(_script(tmp_path, "claude", "echo 'a plain answer'")), model="m", timeout=30
+    )
+
+    answer, transcript = backend.complete_transcribed("s", "u")
+
+    assert (answer, transcript) == ("a plain answer\n", None)
+
+
 def test_only_the_end_of_a_long_output_goes_into_the_error(tmp_path: Path) -> None:
     script = 'for i in $(seq 1 2000); do echo "line $i"; done; echo "the reason"; exit 2'
     backend = CLIBackend(CommandAgent(script), model="m", timeout=30)

@@ -92,3 +92,22 @@ def test_reading_the_written_log_back_gives_the_run_the_reporters_rendered(
     read = read_run_log(done.written["run log"])
     assert dataclasses.replace(read, source=run.logged.source) == run.logged
     assert done.written["run log"].read_text() == run.log_text
+
+
+def test_an_interrupted_run_holds_nothing_back_for_it_writes_no_results_json(
+    tmp_path: Path,
+) -> None:
+    from pytest_openkata.core.reporting import make_run
+    from pytest_openkata.core.summary import summarise
+
+    done = _run(tmp_path)
+    interrupted = make_run(
+        summarise([r for s in done.summaries for r in s.results], 95, tmp_path),
+        done.settings,
+        done.finished_at,
+        tmp_path,
+        complete=False,
+    )
+
+    assert [s.report_held for s in interrupted.summaries] == [None]
+    assert done.summaries[0].report_held is not None

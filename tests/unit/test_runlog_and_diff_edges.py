@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -221,3 +222,22 @@ def test_a_small_regression_does_not_read_as_no_change_in_the_terminal() -> None
 
     [regression] = [line for line in lines if "regression:" in line]
     assert "100% -> 100%" not in regression
+
+
+def test_a_graders_answers_in_mapping_and_sequence_subclasses_are_logged_as_json() -> None:
+    from collections import OrderedDict, defaultdict, namedtuple
+
+    from tests.support.results import judged
+
+    Pair = namedtuple("Pair", "left right")
+    answers: dict[str, list[Any]] = {
+        "mine": [OrderedDict(a=1), defaultdict(list, b=[Pair(1, 2)]), Pair("x", "y")]
+    }
+    trial = scored_trial(1, [judged("x", 1, True)], trace=TrialTrace(answers=answers))
+    result = combine_trials([trial], skill="s", skill_dir="/r/s", name="scenario-a",
+                            description="d", skill_scenarios=["scenario-a"])  # fmt: skip
+
+    text = log_lines(RunInfo("2026-01-01T00:00:00Z"), [result], Path("/r"))
+
+    [_, record] = [json.loads(line) for line in text.splitlines()]
+    assert record["trace"]["answers"] == {"mine": [{"a": 1}, {"b": [[1, 2]]}, ["x", "y"]]}

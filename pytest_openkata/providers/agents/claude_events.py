@@ -72,6 +72,16 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _tokens(*values: Any) -> int | None:
+    """The sum of the token counts given (Claude Code reports the cached input apart)."""
+    counts = [count for count in map(_int, values) if count is not None]
+    return sum(counts) if counts else None
+
+
 class _Reading:
     """The transcript as the events come in."""
 
@@ -95,7 +105,9 @@ class _Reading:
     def _tool_use(self, block: Mapping[str, Any], by: str) -> None:
         tool = str(block.get("name", ""))
         arguments = mapping(block.get("input"))
-        self.calls[str(block.get("id", ""))] = len(self.steps)
+        call_id = block.get("id")
+        if isinstance(call_id, str) and call_id:  # a call without one has no result to match
+            self.calls[call_id] = len(self.steps)
         self.steps.append(Step.tool_call(tool, _arguments(arguments), subagent=by))
         skill = _skill_name(tool, arguments)
         if skill:
@@ -126,29 +138,39 @@ class _Reading:
     def transcript(self) -> Transcript:
         result = self.result
         usage = mapping(result.get("usage"))
-        duration = result.get("duration_ms")
-        cost = result.get("total_cost_usd")
+        duration = _number(result.get("duration_ms"))
         steps, cut = kept_steps(self.steps)
         outcome = ""
         if result:
             failed = result.get("is_error") or result.get("subtype") != "success"
             outcome = f"error: {result.get('subtype', '')}" if failed else "success"
+        answer = result.get("result")
         return Transcript(
             source=SOURCE,
             steps=steps,
             cut_steps=cut,
+            tool_call_count=sum(1 for step in self.steps if step.kind == "tool_call"),
             skills_loaded=tuple(dict.fromkeys(self.skills)),
             files_read=unique(self.read),
             files_written=unique(self.written),
             turns=_int(result.get("num_turns")),
-            input_tokens=_int(usage.get("input_tokens")),
+            input_tokens=_tokens(
+                usage.get("input_tokens"),
+                usage.get("cache_read_input_tokens"),
+                usage.get("cache_creation_input_tokens"),
+            ),
             output_tokens=_int(usage.get("output_tokens")),
-            cost_usd=float(cost) if isinstance(cost, int | float) else None,
-            seconds=duration / 1000 if isinstance(duration, int | float) else None,
+            cost_usd=_number(result.get("total_cost_usd")),
+            seconds=None if duration is None else duration / 1000,
             outcome=outcome,
-            final_text=str(result.get("result", "")) if result else "",
+            final_text=answer if isinstance(answer, str) else self._last_message(),
             extras={"model": self.model} if self.model else {},
         )
+
+    def _last_message(self) -> str:
+        """The agent's own last message, whole: the answer where no result event names one."""
+        said = [s.text for s in self.steps if s.kind == "message" and not s.subagent]
+        return said[-1] if said else ""
 
 
 def _content(event: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -156,7 +178,9 @@ def _content(event: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     content = message.get("content") if isinstance(message, dict) else None
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
-    return [block for block in content or () if isinstance(block, dict)]
+    if not isinstance(content, list):
+        return []
+    return [block for block in content if isinstance(block, dict)]
 
 
 def read_claude_events(output: str) -> Transcript | None:

@@ -93,6 +93,7 @@ class _Reading:
         elif kind == "turn.started":
             self.turns += 1
         elif kind == "turn.completed":
+            self.failure = ""  # an error it recovered from (a reconnect) did not end the turn
             usage = mapping(event.get("usage"))
             self.input_tokens = _add(self.input_tokens, usage.get("input_tokens"))
             self.output_tokens = _add(self.output_tokens, usage.get("output_tokens"))
@@ -124,6 +125,7 @@ class _Reading:
             source=SOURCE,
             steps=kept,
             cut_steps=cut,
+            tool_call_count=sum(1 for step in steps if step.kind == "tool_call"),
             skills_loaded=tuple(dict.fromkeys(skills)),
             files_written=unique(written),
             turns=self.turns or None,

@@ -2,9 +2,10 @@
 
 Both are rendered from the run as its log holds it
 (:attr:`~pytest_openkata.core.reporting.Run.logged`), so a report rendered during the run and
-one rendered from the log afterwards are the same bytes. The document holds no machine path, no
-secret (they were masked before the log was made), and nothing that changes between two runs
-with the same outcome: no clock time, no durations, no call counts. It is made of sections,
+one rendered from the log afterwards are the same bytes. Of its own the document holds no
+machine path, no secret (they were masked before the log was made), and nothing that changes
+between two runs with the same outcome: no clock time, no durations, no call counts; what the
+agent wrote (its output, its tool calls) is shown as it wrote it. It is made of sections,
 overviews first and details last:
 
 - per skill: a heading with its overall percentage, the threshold and PASS, FAIL or partial; a
