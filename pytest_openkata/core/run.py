@@ -13,9 +13,11 @@ the trial (:mod:`pytest_openkata.providers.graders`); their criterion results ma
 
 from __future__ import annotations
 
+import atexit
 import functools
 import hashlib
 import os
+import shutil
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -602,8 +604,11 @@ def _task_text(scenario: Scenario, redact: Callable[[str], str]) -> str:
 @functools.cache
 def _private_refs_folder() -> Path:
     """Where a run given no ``refs_folder`` extracts skills at a git ref: a folder of this
-    process's own (a shared, predictable one could be planted by another user)."""
-    return Path(tempfile.mkdtemp(prefix="openkata-refs-"))
+    process's own (a shared, predictable one could be planted by another user), removed when
+    the process exits."""
+    folder = Path(tempfile.mkdtemp(prefix="openkata-refs-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
 
 
 def _baseline_run(

@@ -111,3 +111,22 @@ def test_an_interrupted_run_holds_nothing_back_for_it_writes_no_results_json(
 
     assert [s.report_held for s in interrupted.summaries] == [None]
     assert done.summaries[0].report_held is not None
+
+
+def test_a_processs_own_refs_folder_is_removed_when_it_exits() -> None:
+    import subprocess
+    import sys
+
+    script = (
+        "from pytest_openkata.core.run import _private_refs_folder as f\n"
+        "folder = f()\n"
+        "(folder / 'skill').mkdir()\n"
+        "print(folder)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+
+    folder = Path(done.stdout.strip())
+    assert folder.name.startswith("openkata-refs-")
+    assert not folder.exists()
