@@ -13,15 +13,19 @@ import threading
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
+from pytest_openkata.contracts.transcripts import SkillLoad, Step, Transcript
+from pytest_openkata.core.runlog import RunInfo, log_lines, parse_run_log
+from pytest_openkata.providers.reporters.html import render_html
 from tests.browser.conftest import CHROMIUM
 from tests.support.endpoint import RecordedRequest, Reply, ScriptedEndpoint
 from tests.support.evals import CONTEXT_LINE, CRITERION_LINE, EvalScript, eval_args, write_skill
+from tests.support.results import ROOT, judged, scenario
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
@@ -312,3 +316,45 @@ def test_the_screenshot_script_takes_a_picture_of_a_run_log(
     assert (done.returncode, done.stdout, done.stderr) == (0, f"{target}\n", "")
     assert again.stdout == f"{target.with_name('html-report-2.png')}\n"  # never over one
     assert {GREEN, RED} <= png_colours(target.read_bytes())
+
+
+def test_a_transcript_shows_its_tool_calls_folded_and_a_hostile_result_as_text(
+    tmp_path: Path, browser: Browser
+) -> None:
+    transcript = Transcript(
+        "claude stream-json",
+        steps=(
+            Step.tool_call("Skill", '{"skill": "s"}', result="loaded", status="ok"),
+            Step.tool_call("Bash", '{"command": "ls"}', result=HOSTILE, status="error"),
+        ),
+        skills_loaded=(SkillLoad("s"),),
+        turns=2,
+    )
+    result = scenario("scenario-a", [judged("clear", 10, False, REASON)])
+    [trial] = result.trials
+    assert trial.trace is not None
+    result = replace(
+        result, trials=[replace(trial, trace=replace(trial.trace, transcript=transcript))]
+    )
+    info = RunInfo("2026-03-04T05:06:07Z", settings={"agent": "claude", "model": "m"})
+    page_file = tmp_path / "report.html"
+    page_file.write_text(render_html(parse_run_log(log_lines(info, [result], ROOT))))
+
+    with opened(browser, page_file) as view:
+        page = view.page
+        summary = page.locator("details.transcript > summary")
+        summary.click()
+        assert page.get_by_text("Skills loaded:").is_visible()
+        calls = page.locator("li.tool-call > details")
+        assert calls.count() == 2
+        assert (
+            page.eval_on_selector_all("li.tool-call > details", "els => els.some(e => e.open)")
+            is False
+        )
+        assert "skill-load" in (page.locator("li.tool-call").first.get_attribute("class") or "")
+        calls.nth(1).locator("summary").click()
+        shown = calls.nth(1).locator("pre").nth(1)
+        assert shown.inner_text() == HOSTILE
+        assert page.evaluate("typeof window.PWNED") == "undefined"
+        assert page.query_selector("#injected") is None
+        assert view.requests == [page_file.as_uri()]
