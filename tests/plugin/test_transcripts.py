@@ -81,6 +81,19 @@ def claude_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return claude
 
 
+def _run_claude(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, *extra: str
+) -> pytest.RunResult:
+    """The skill ``s`` answered by the ``claude`` on PATH and judged by the endpoint."""
+    return pytester.runpytest_subprocess(
+        "skills/s",
+        "--eval-backend", "claude",
+        "--eval-judge-backend", "http",
+        "--eval-base-url", endpoint.base_url,
+        *extra,
+    )  # fmt: skip
+
+
 def _trial_records(root: Path) -> list[dict]:
     [log] = (root / ".openkata" / "runs").glob("*.jsonl")
     records = [json.loads(line) for line in log.read_text().splitlines()]
@@ -97,12 +110,7 @@ def test_an_agents_events_become_its_transcript_and_the_judge_reads_its_final_an
     write_skill(pytester.path, "s", {"scenario-a": {"x": 1}})
     monkeypatch.setenv("OPENKATA_EVAL_HTTP_API_KEY", SECRET)
 
-    result = pytester.runpytest_subprocess(
-        "skills/s",
-        "--eval-backend", "claude",
-        "--eval-judge-backend", "http",
-        "--eval-base-url", endpoint.base_url,
-    )  # fmt: skip
+    result = _run_claude(pytester, endpoint)
 
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     judged = str(endpoint.requests[-1].json["messages"][-1]["content"])
@@ -135,12 +143,9 @@ def test_a_repeat_answered_from_the_cache_keeps_the_transcript(
     script: EvalScript,
 ) -> None:
     write_skill(pytester.path, "s", {"scenario-a": {"x": 1}})
-    args = ("--eval-backend", "claude", "--eval-judge-backend", "http")
-    args += ("--eval-base-url", endpoint.base_url)
-
-    first = pytester.runpytest_subprocess("skills/s", *args)
+    first = _run_claude(pytester, endpoint)
     claude_on_path.write_text("#!/bin/sh\nexit 3\n")  # a live call now would fail
-    second = pytester.runpytest_subprocess("skills/s", *args)
+    second = _run_claude(pytester, endpoint)
 
     assert first.ret == second.ret == pytest.ExitCode.OK, second.stdout.str()
     logs = sorted((pytester.path / ".openkata" / "runs").glob("*.jsonl"))
@@ -201,12 +206,7 @@ def test_a_failed_criterions_report_names_the_agents_last_tool_calls(
     write_skill(pytester.path, "s", {"scenario-a": {"x": 1}})
     script.verdicts["x"] = (False, "x was not done")
 
-    result = pytester.runpytest_subprocess(
-        "skills/s",
-        "--eval-backend", "claude",
-        "--eval-judge-backend", "http",
-        "--eval-base-url", endpoint.base_url,
-    )  # fmt: skip
+    result = _run_claude(pytester, endpoint)
 
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
@@ -238,14 +238,7 @@ def test_the_skills_activation_is_reported_per_scenario_and_checked(
     scenario_dir = pytester.path / "skills" / "s" / "evals" / "scenario-a"
     (scenario_dir / "checks.json").write_text(json.dumps(checks))
 
-    result = pytester.runpytest_subprocess(
-        "skills/s",
-        "--eval-backend", "claude",
-        "--eval-judge-backend", "http",
-        "--eval-base-url", endpoint.base_url,
-        "--eval-output", "out/",
-        "--eval-threshold", "0",
-    )  # fmt: skip
+    result = _run_claude(pytester, endpoint, "--eval-output", "out/", "--eval-threshold", "0")
 
     result.stdout.fnmatch_lines(["  Skill loaded in 1 of 1 trial"])
     [report] = (pytester.path / "out").glob("*.json")
