@@ -189,6 +189,8 @@ def test_the_transcript_is_shown_with_its_tool_calls_collapsed_and_the_skill_loa
     assert "How the agent worked: 3 steps, 2 tool calls, 2 turns" in section.text
     [loaded] = page.by_class("skill-loaded")
     assert "Skills loaded: s" in loaded.text
+    [rate] = page.by_class("activation")
+    assert rate.text == "Skill loaded in 1 of 1 trial"
     calls = page.by_class("tool-call")
     assert [("skill-load" in c.attrs["class"]) for c in calls] == [True, False]
     # Each call is collapsed under its summary: a <details> without "open" inside it.
@@ -204,6 +206,7 @@ def test_a_trial_without_a_transcript_shows_none() -> None:
     page = parse(render(two_scenarios()))
 
     assert page.by_class("transcript") == []
+    assert page.by_class("activation") == []  # nothing to tell it from: nothing said
 
 
 def test_the_page_holds_no_url_yet_shows_the_text_that_had_one() -> None:

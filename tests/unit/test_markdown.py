@@ -456,6 +456,7 @@ def test_a_failed_trials_details_name_the_skills_loaded_and_the_last_tool_calls(
     text = render_markdown(logged([failed]))
 
     assert "Skills loaded: review (subagent t2)" in text
+    assert "Skill: loaded in 0 of 1 trial" in text  # the skill is s; it loaded another
     assert f"Last tool calls, of {LAST_TOOL_CALLS + 2}:" in text
     assert "shell echo 1 ->" not in text  # only the last ones
     assert f"shell echo {LAST_TOOL_CALLS + 1} -> ok" in text

@@ -43,6 +43,7 @@ from pytest_openkata.contracts.results import (
     TrialResult,
 )
 from pytest_openkata.contracts.transcripts import Step, Transcript
+from pytest_openkata.core.activation import ActivationRate, scenario_activation
 from pytest_openkata.core.compare import CriterionMove, SkillComparison
 from pytest_openkata.core.regression import UNCHANGED, ScenarioChange
 from pytest_openkata.core.reporting import ReportOutcome, Run
@@ -168,6 +169,8 @@ class ArmView:
     colour: str
     trials: list[TrialView]
     flaky: bool
+    # Whether the agent loaded the skill, over the trials (None: no trial could tell).
+    activation: ActivationRate | None = None
 
     @property
     def single(self) -> TrialView | None:
@@ -338,6 +341,7 @@ def _arm_view(result: ScenarioResult) -> ArmView:
         colour=catalogue_colour(result.percentage),
         trials=[_trial_view(trial) for trial in result.trials],
         flaky=len(result.trials) > 1 and _flaky(result.trials),
+        activation=scenario_activation(result),
     )
 
 

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_openkata.contracts.results import CriterionResult, ScenarioResult, TrialResult
 from pytest_openkata.contracts.transcripts import Transcript
+from pytest_openkata.core.activation import ActivationRate, scenario_activation
 from pytest_openkata.core.compare import SkillComparison
 from pytest_openkata.core.excerpts import LAST_TOOL_CALLS
 from pytest_openkata.core.regression import SkillChanges
@@ -443,6 +444,13 @@ def _details_summary(result: ScenarioResult) -> str:
     return f"{name}: {_percent(result.percentage, 100)} ({state}{error})"
 
 
+def _activations(result: ScenarioResult) -> list[tuple[str, ActivationRate]]:
+    """Each arm's activation rate, by arm name ("" for the run's own), where it is known."""
+    arms = [result] if result.baseline is None else [result, result.baseline]
+    rates = [(arm.arm, scenario_activation(arm)) for arm in arms]
+    return [(name, rate) for name, rate in rates if rate is not None]
+
+
 def _details_section(result: ScenarioResult) -> Section:
     lines = ["<details>", f"<summary>{_details_summary(result)}</summary>", ""]
     description = result.plain_description
@@ -450,6 +458,9 @@ def _details_section(result: ScenarioResult) -> Section:
         lines += [f"Description: {escape(description)}", ""]
     if result.error is not None:
         lines += [f"**Error:** {escape(result.error)}", ""]
+    for arm_name, rate in _activations(result):
+        where = f" (baseline arm {escape(arm_name)})" if arm_name else ""
+        lines += [f"Skill{where}: {escape(rate.text)}", ""]
     if result.criteria:
         lines += [_criterion_item(c) for c in result.criteria] + [""]
     baseline = result.baseline
