@@ -3,7 +3,8 @@
 ``loaded``: the agent (or a subagent it started) loaded the skill; ``not loaded``: its events
 show everything it did, and loading the skill was not among it; ``unknown``: there is nothing
 to tell from (an agent that gave no events, or a model backend, which is only ever given the
-skill in its prompt). A skill is named by its folder's name, or by a tile's skills' names.
+skill in its prompt). A skill is named by its folder's name, by a tile's skills' names, or by
+the folder it has in a sandbox's workspace (``skill/``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Literal
 from pytest_openkata.contracts.results import ScenarioResult, TrialResult
 from pytest_openkata.contracts.transcripts import DIRECT_SOURCE, Transcript
 from pytest_openkata.core.tile import skill_names
+from pytest_openkata.core.workspace import TOOL_FOLDERS
 
 __all__ = [
     "LOADED",
@@ -25,6 +27,7 @@ __all__ = [
     "ActivationRate",
     "activation",
     "activation_rate",
+    "names_of",
     "scenario_activation",
 ]
 
@@ -73,8 +76,14 @@ def activation_rate(trials: Sequence[TrialResult], skills: Collection[str]) -> A
     return ActivationRate(sum(1 for s in known if s == LOADED), len(known), len(trials))
 
 
+def names_of(skill_dir: Path) -> tuple[str, ...]:
+    """The names the skill of ``skill_dir`` goes by for an agent: its own (and a tile's), and
+    its folder's in a sandbox's workspace."""
+    return (*skill_names(skill_dir), *TOOL_FOLDERS)
+
+
 def scenario_activation(result: ScenarioResult) -> ActivationRate | None:
     """A scenario arm's activation over its trials; None when no trial's could be told (the
     reports then say nothing of it rather than "unknown" for every model backend's run)."""
-    rate = activation_rate(result.trials, skill_names(Path(result.skill_dir)))
+    rate = activation_rate(result.trials, names_of(Path(result.skill_dir)))
     return rate if rate.known else None

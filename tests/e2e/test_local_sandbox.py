@@ -190,6 +190,7 @@ def _quick_start(project: Path, docker_host: str, *extra: str) -> subprocess.Com
 
 
 SCORE_LINE = re.compile(r"^    Score: .*$|^    ERROR: .*$", re.MULTILINE)
+ACTIVATION_LINE = re.compile(r"^  Skill loaded in [01] of 1 trial$", re.MULTILINE)
 
 
 def test_the_quick_start_scores_the_whole_skill_offline_and_a_repeat_comes_from_the_cache(
@@ -232,6 +233,12 @@ def test_the_quick_start_scores_the_whole_skill_offline_and_a_repeat_comes_from_
     )
     assert "sandbox image" in first.stderr
     assert "first answer in" in first.stderr
+    # Codex said what it did in the sandbox: whether it loaded the skill is told for both
+    # sandboxed scenarios (a 135M model's choice is not checked), and the repeat, from the
+    # cache, tells the same.
+    activation = ACTIVATION_LINE.findall(first.stdout)
+    assert len(activation) == 2, output
+    assert ACTIVATION_LINE.findall(second.stdout) == activation
     # The repeat compared with the first run: the same answers, nothing changed.
     assert (
         f"  Compared with {first_report.name}: 0 regressions, 0 improvements, 4 unchanged, "

@@ -15,6 +15,8 @@ from pytest_openkata.core.activation import (
     UNKNOWN,
     activation,
     activation_rate,
+    names_of,
+    scenario_activation,
 )
 from pytest_openkata.core.tile import skill_names
 from pytest_openkata.core.trials import scored_trial
@@ -64,3 +66,19 @@ def test_a_tiles_skills_go_by_their_names_and_folders(tmp_path: Path) -> None:
 
     assert skill_names(tile) == ("my-tile", "org/my-tile", "review", "review-folder")
     assert skill_names(tmp_path / "plain") == ("plain",)
+
+
+def test_reading_the_skill_in_a_sandboxs_workspace_counts_as_loading_it(tmp_path: Path) -> None:
+    from tests.support.results import scenario
+
+    read = Transcript("codex exec --json", skills_loaded=(SkillLoad("skill"),))  # skill/SKILL.md
+    result = scenario("scenario-a")
+    [trial] = result.trials
+    assert trial.trace is not None
+    result = replace(result, trials=[replace(trial, trace=replace(trial.trace, transcript=read))])
+
+    rate = scenario_activation(result)
+
+    assert rate is not None
+    assert (rate.loaded, rate.known) == (1, 1)
+    assert "skill" in names_of(tmp_path / "commit-message")

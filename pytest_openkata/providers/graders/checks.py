@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import asdict, replace
 from typing import TYPE_CHECKING
 
+from pytest_openkata.core.activation import names_of
 from pytest_openkata.core.checks import CheckError, Evidence, evaluate_check
 from pytest_openkata.core.scenario import CHECKS_FILE, Scenario
-from pytest_openkata.core.tile import skill_names
 from pytest_openkata.core.workspace import workspace_files
 from pytest_openkata.providers.graders import GradeError, Grading, GradingTask
 
@@ -42,7 +42,7 @@ class ChecksGrader:
             diff=agent.changes,
             commands=task.commands,
             transcript=agent.transcript,
-            skills=skill_names(scenario.skill_dir),
+            skills=names_of(scenario.skill_dir),
             agent=task.context.agent_name,
         )
         redact = task.context.redact
