@@ -32,6 +32,7 @@ __all__ = [
     "bounded",
     "final_answer",
     "kept_steps",
+    "last_said",
     "one_turn",
     "unique",
 ]
@@ -203,12 +204,20 @@ def one_turn(answer: str) -> Transcript:
     )
 
 
+def last_said(steps: Sequence[Step]) -> str:
+    """What the agent itself (not a subagent) said last, whole: its answer where its events
+    name none."""
+    said = [
+        step.text
+        for step in steps
+        if step.kind == "message" and step.role == "assistant" and not step.subagent
+    ]
+    return said[-1] if said else ""
+
+
 def final_answer(transcript: Transcript) -> str:
     """The agent's final answer: the one its events name, else its last message."""
-    if transcript.final_text:
-        return transcript.final_text
-    said = [s.text for s in transcript.steps if s.kind == "message" and s.role == "assistant"]
-    return said[-1] if said else ""
+    return transcript.final_text or last_said(transcript.steps)
 
 
 def kept_steps(steps: Sequence[Step], limit: int = MAX_STEPS) -> tuple[tuple[Step, ...], int]:

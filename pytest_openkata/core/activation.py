@@ -85,5 +85,8 @@ def names_of(skill_dir: Path) -> tuple[str, ...]:
 def scenario_activation(result: ScenarioResult) -> ActivationRate | None:
     """A scenario arm's activation over its trials; None when no trial's could be told (the
     reports then say nothing of it rather than "unknown" for every model backend's run)."""
+    told = [trial.trace.transcript for trial in result.trials if trial.trace is not None]
+    if all(t is None or t.source == DIRECT_SOURCE for t in told):
+        return None  # nothing to tell it from: the skill's names are not even read
     rate = activation_rate(result.trials, names_of(Path(result.skill_dir)))
     return rate if rate.known else None

@@ -274,16 +274,15 @@ def with_report_decisions(
 def report_namer(
     summary: SkillSummary,
     settings: EvalSettings,
-    now: datetime,
     rootdir: Path,
     *,
     several: bool,
     prefix: str,
 ) -> Callable[[datetime], Path | None]:
     """The skill's report path for a time (None: no report is written), held back beside the
-    run logs when :func:`with_report_decisions` decided so."""
+    run logs where :func:`with_report_decisions` decided so (``report_held``)."""
     if skill_broken(summary):
         return lambda moment: None
-    if _held_reason(summary, settings, now, several) is None:
+    if summary.report_held is None:
         return lambda moment: report_path(summary, settings, moment, several, prefix)
     return lambda moment: unpublished_report_path(summary, settings, moment, rootdir, prefix)

@@ -261,3 +261,83 @@ def test_a_model_backends_run_says_nothing_of_activation(
     [report] = (pytester.path / "out").glob("*.json")
     [entry] = json.loads(report.read_text())["scenarios"]
     assert "skill_activation" not in entry
+
+
+HOSTILE_TEXT = "\x1b[2J\x1b]0;owned\x07 nul\x00 line\u2028sep </details><b id=injected>x</b>"
+
+
+def test_hostile_text_in_a_transcript_survives_the_terminal_the_log_and_the_reports(
+    pytester: pytest.Pytester,
+    endpoint: ScriptedEndpoint,
+    script: EvalScript,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    hostile = [
+        {
+            "type": "assistant",
+            "message": {
+                "content": [
+                    {"type": "text", "text": HOSTILE_TEXT * 2000},
+                    {
+                        "type": "tool_use",
+                        "id": "t1",
+                        "name": HOSTILE_TEXT,
+                        "input": {"a": HOSTILE_TEXT},
+                    },
+                ]
+            },
+        },
+        {
+            "type": "user",
+            "message": {
+                "content": [
+                    {"type": "tool_result", "tool_use_id": "t1", "content": HOSTILE_TEXT * 500}
+                ]
+            },
+        },
+        {
+            "type": "result",
+            "subtype": "success",
+            "result": "An answer long enough to be judged here.",
+        },
+    ]
+    folder = tmp_path / "hostile-bin"
+    folder.mkdir()
+    (folder / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in hostile))
+    claude = folder / "claude"
+    claude.write_text(f"#!/bin/sh\ncat > /dev/null\ncat '{folder / 'events.jsonl'}'\n")
+    claude.chmod(claude.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+    write_skill(pytester.path, "s", {"scenario-a": {"x": 1}})
+    script.verdicts["x"] = (False, "not done")
+
+    result = _run_claude(
+        pytester,
+        endpoint,
+        "--eval-html",
+        "r.html",
+        "--eval-markdown",
+        "r.md",
+        "--eval-csv",
+        "r.csv",
+    )
+
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    terminal = result.stdout.str()
+    assert "\x1b" not in terminal
+    assert "\x00" not in terminal
+    assert "\u2028" not in terminal
+    assert "\\x1b[2J" in terminal  # the last tool calls, shown as escapes
+    [log] = (pytester.path / ".openkata" / "runs").glob("*.jsonl")
+    lines = log.read_text().split("\n")
+    assert all(json.loads(line) for line in lines if line)  # one record per line still
+    [trial] = _trial_records(pytester.path)
+    step = trial["trace"]["transcript"]["steps"][0]
+    assert len(step["text"]) < 5000
+    assert step["text"].endswith("more characters cut]")
+    page = (pytester.path / "r.html").read_text()
+    assert "<b id=injected>" not in page
+    assert "&lt;b id=injected&gt;" in page
+    assert (pytester.path / "r.md").is_file()
+    assert (pytester.path / "r.csv").is_file()

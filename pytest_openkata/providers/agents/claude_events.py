@@ -25,6 +25,7 @@ from pytest_openkata.contracts.transcripts import (
     Step,
     Transcript,
     kept_steps,
+    last_said,
     unique,
 )
 from pytest_openkata.providers.agents.events import json_events, mapping
@@ -163,14 +164,9 @@ class _Reading:
             cost_usd=_number(result.get("total_cost_usd")),
             seconds=None if duration is None else duration / 1000,
             outcome=outcome,
-            final_text=answer if isinstance(answer, str) else self._last_message(),
+            final_text=answer if isinstance(answer, str) else last_said(self.steps),
             extras={"model": self.model} if self.model else {},
         )
-
-    def _last_message(self) -> str:
-        """The agent's own last message, whole: the answer where no result event names one."""
-        said = [s.text for s in self.steps if s.kind == "message" and not s.subagent]
-        return said[-1] if said else ""
 
 
 def _content(event: Mapping[str, Any]) -> list[Mapping[str, Any]]:

@@ -26,6 +26,7 @@ from pytest_openkata.contracts.transcripts import (
     Step,
     Transcript,
     kept_steps,
+    last_said,
     unique,
 )
 from pytest_openkata.providers.agents.events import json_events, mapping
@@ -119,7 +120,6 @@ class _Reading:
                     for change in item.get("changes") or ()
                     if isinstance(change, dict) and change.get("kind") != "delete"
                 ]
-        messages = [s.text for s in steps if s.kind == "message" and s.role == "assistant"]
         kept, cut = kept_steps(steps)
         return Transcript(
             source=SOURCE,
@@ -132,7 +132,7 @@ class _Reading:
             input_tokens=self.input_tokens,
             output_tokens=self.output_tokens,
             outcome=self.failure or ("success" if self.turns else ""),
-            final_text=messages[-1] if messages else "",
+            final_text=last_said(steps),
         )
 
 

@@ -25,6 +25,13 @@ def workspace_before(scenario: Scenario) -> dict[str, bytes]:
     return dict(workspace_files(scenario.skill_dir, scenario.path, skill=False))
 
 
+def _skill_names(scenario: Scenario) -> tuple[str, ...]:
+    """The names the skill goes by, read only for a scenario that checks its activation."""
+    if any(check.type == "skill_activated" for check in scenario.checks):
+        return names_of(scenario.skill_dir)
+    return ()
+
+
 class ChecksGrader:
     """Grades ``checks.json``'s checks; a scenario without checks makes it do nothing."""
 
@@ -42,7 +49,7 @@ class ChecksGrader:
             diff=agent.changes,
             commands=task.commands,
             transcript=agent.transcript,
-            skills=names_of(scenario.skill_dir),
+            skills=_skill_names(scenario),
             agent=task.context.agent_name,
         )
         redact = task.context.redact

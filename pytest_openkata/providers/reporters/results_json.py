@@ -34,9 +34,7 @@ class ResultsJsonReporter:
         problems: dict[Path, str] = {}
         removed: list[Path] = []
         for summary, prefix in zip(run.summaries, prefixes, strict=True):
-            namer = report_namer(
-                summary, run.settings, run.finished_at, run.rootdir, several=several, prefix=prefix
-            )
+            namer = report_namer(summary, run.settings, run.rootdir, several=several, prefix=prefix)
             path = namer(run.finished_at)
             if path is None:
                 continue
