@@ -31,9 +31,9 @@ from pytest_openkata.contracts.results import (
 from pytest_openkata.core.activation import ActivationRate, scenario_activation
 from pytest_openkata.core.compare import CriterionMove, SkillComparison
 from pytest_openkata.core.report_paths import as_utc
-from pytest_openkata.core.scenario import read_skill_version
 from pytest_openkata.core.summary import SkillSummary, usage_of
 from pytest_openkata.core.uplift import McNemar, Uplift
+from pytest_openkata.core.versions import read_skill_version
 from pytest_openkata.infra import gojson
 
 __all__ = [

@@ -11,7 +11,6 @@ import fnmatch
 import hashlib
 import json
 import os
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -35,11 +34,10 @@ from pytest_openkata.core.jsonfiles import (
     read_json,
     validation_error,
 )
-from pytest_openkata.core.tile import is_tile_dir, load_tile, read_tile_version
+from pytest_openkata.core.tile import is_tile_dir, load_tile
 
 SCENARIO_PREFIX = "scenario-"
 SCENARIO_NAMES = "scenario-*"  # the default of the scenario_names setting: the reference's
-_VERSION_HEADING = re.compile(r"## \[([^\]]*)\]")
 CHECKS_FILE = "checks.json"
 # What the run and lint say of an empty task.md and of a criterion without a description: the
 # reference accepts both, and an agent then answers nothing, or a judge grades nothing.
@@ -84,26 +82,6 @@ class Scenario:
     @property
     def name(self) -> str:
         return self.path.name
-
-
-def read_skill_version(skill_dir: Path) -> str:
-    """Return a tile's ``version``, else the first released version heading of
-    ``<skill_dir>/CHANGELOG.md``, or ``""``.
-
-    Only an exact ``Unreleased`` is skipped (spec 13.32), and ``## []`` yields ``""``.
-    """
-    tile_version = read_tile_version(Path(skill_dir))
-    if tile_version is not None:
-        return tile_version
-    try:
-        raw = (Path(skill_dir) / "CHANGELOG.md").read_bytes()
-    except OSError:
-        return ""
-    for line in raw.decode("utf-8", errors="replace").split("\n"):
-        match = _VERSION_HEADING.match(line)
-        if match and match.group(1) != "Unreleased":
-            return match.group(1)
-    return ""
 
 
 def is_scenario_dir(entry: Path) -> bool:

@@ -20,10 +20,10 @@ from pytest_openkata.core.lint.markdown import code_spans, markdown_lines
 from pytest_openkata.core.scenario import (
     SCENARIO_NAMES,
     discover_scenarios,
-    read_skill_version,
     unselected_scenarios,
 )
 from pytest_openkata.core.tile import TILE_FILE, is_tile_dir, load_tile, tile_files
+from pytest_openkata.core.versions import PLUGIN_FILE, read_skill_version
 
 
 def skill_md_rule(skill_dir: Path) -> list[Finding]:
@@ -87,8 +87,9 @@ def _tile_json_rule(tile_dir: Path) -> list[Finding]:
 
 
 def changelog_rule(skill_dir: Path) -> list[Finding]:
-    """CHANGELOG.md has a released version heading, by the reference's rule (the first
-    ``## [x]`` that is not ``## [Unreleased]``, read by ``read_skill_version``); a tile's
+    """The skill has a version: asked of CHANGELOG.md (a released version heading, by the
+    reference's rule: the first ``## [x]`` that is not ``## [Unreleased]``) only where no
+    manifest gives one (see :mod:`pytest_openkata.core.versions` for the order); a tile's
     version is tile.json's ``version``."""
     if is_tile_dir(skill_dir):
         if read_skill_version(skill_dir) or _tile_json_rule(skill_dir):
@@ -101,7 +102,8 @@ def changelog_rule(skill_dir: Path) -> list[Finding]:
     if not path.is_file():
         message = (
             "missing: add a CHANGELOG.md with a released version heading such as "
-            f"`## [1.0.0] - 2026-01-01`; {_WHY_VERSION}"
+            f"`## [1.0.0] - 2026-01-01` (or a `version` in {PLUGIN_FILE} or {TILE_FILE}); "
+            f"{_WHY_VERSION}"
         )
         return [Finding("changelog", "error", CHANGELOG_FILE, None, message)]
     text = read_text_or_none(path) or ""
