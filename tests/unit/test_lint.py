@@ -722,6 +722,57 @@ def test_paths_in_inputs_and_spans_that_are_no_paths_pass(tmp_path: Path) -> Non
     assert findings(scenario, "referenced-inputs") == []
 
 
+@pytest.mark.parametrize(
+    "task",
+    [
+        "Write the summary to `summary.md`.\n",
+        "Save the output of `git log` to `log.txt` and produce `notes/out.md`.\n",
+        "Put the rule in a directory named `rules/api/` in the repository.\n",
+        "Some files use kebab-case (`user-profile.ts`), others camelCase.\n",
+        "Use a name such as `notes/2026.md` from the team's scheme.\n",
+        "# Output\n\n- a `Makefile` and any supporting files under `mk/`\n",
+        "The change touches `src/a.js`.\n\nCreate minimal placeholder files, then commit.\n",
+        "Read the guide in `references/guide.md` first.\n",  # the skill's own file
+        "The scripts can be assumed to exist at `scripts/test.sh`.\n",
+    ],
+    ids=[
+        "written",
+        "saved and produced",
+        "named",
+        "an example in brackets",
+        "an example after such as",
+        "under a heading of what to hand in",
+        "stand-ins the agent makes",
+        "a file of the skill",
+        "assumed",
+    ],
+)
+def test_paths_the_agent_is_to_make_or_that_are_examples_are_not_warned(
+    tmp_path: Path, task: str
+) -> None:
+    scenario = scenario_of(tmp_path, task_md=task)
+    (scenario.parents[1] / "references").mkdir(exist_ok=True)
+    (scenario.parents[1] / "references" / "guide.md").write_text("# guide\n")
+
+    assert findings(scenario, "referenced-inputs") == []
+
+
+@pytest.mark.parametrize(
+    ("task", "path"),
+    [
+        ("The project contains these folders: `infra/` and more.\n", "infra/"),
+        ("There's a `src/` folder with TypeScript files.\n", "src/"),
+        ("The `specs/_current` file points to the spec.\n", "specs/_current"),
+        ("Fix the bug in `app/main.py`. Then write `report.md`.\n", "app/main.py"),
+    ],
+    ids=["contains", "there is", "a file that points", "fix in, then write another"],
+)
+def test_paths_the_task_speaks_of_as_there_are_warned(tmp_path: Path, task: str, path: str) -> None:
+    scenario = scenario_of(tmp_path, task_md=task)
+
+    assert [f.message.split("`")[1] for f in findings(scenario, "referenced-inputs")] == [path]
+
+
 # --- vague criteria ------------------------------------------------------------------------
 
 

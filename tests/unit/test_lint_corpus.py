@@ -172,3 +172,43 @@ def test_every_skill_has_a_version_from_a_manifest_and_no_changelog_error(
     assert read_skill_version(skills / "commit-conventions") == "0.2.1"  # plugin.json
     assert read_skill_version(skills / "create-evals") == "0.1.1"  # plugin.json, no tile.json
     assert read_skill_version(skills / "create-pr") == "0.1.0"  # its CHANGELOG's release
+
+
+# Every `referenced-inputs` warning on the corpus, labelled by reading its task: True when the
+# task speaks of the path as already there and the scenario does not provide it.
+REFERENCED_INPUTS_LABELS = {
+    # "The skill is located at `skills/<name>/SKILL.md` (provided in inputs)": inputs/ holds
+    # it under another name.
+    ("create-evals/scenario-complex-multi-step-skill", "skills/deploy-service/SKILL.md"): True,
+    ("create-evals/scenario-minimal-skill-no-references", "skills/rename-files/SKILL.md"): True,
+    ("create-evals/scenario-simple-skill-happy-path", "skills/greet-user/SKILL.md"): True,
+    # "The project contains the following top-level directories: ..." and the agent is asked
+    # to explore them.
+    ("create-profile/scenario-3", ".github/"): True,
+    ("create-profile/scenario-3", "infra/"): True,
+    ("create-profile/scenario-3", "scripts/deploy/"): True,
+    ("create-profile/scenario-3", "scripts/db/"): True,
+    ("create-profile/scenario-3", "src/"): True,
+    ("create-rule/scenario-2", "src/"): True,  # "There's a `src/` folder with ... files"
+    ("grill-with-docs/scenario-1", "docs/context/"): True,  # "The `docs/context/` directory exists"
+    # "The project already has several scripts in a `scripts/` directory", but a later line
+    # says they "can be assumed to already exist": the author left them out on purpose.
+    ("makefile-conventions/scenario-0", "scripts/"): False,
+    ("spec-workflow/scenario-3", "specs/0002-notifications/"): True,
+    ("spec-workflow/scenario-3", "specs/_current"): True,
+}
+
+
+def test_referenced_inputs_is_right_at_least_nine_times_in_ten(
+    scenario_findings: dict[str, list[Finding]],
+) -> None:
+    warned = {
+        (scenario, f.message.split("`")[1])
+        for scenario, found in scenario_findings.items()
+        for f in found
+        if f.rule == "referenced-inputs"
+    }
+
+    assert warned == set(REFERENCED_INPUTS_LABELS)  # every warning it gives is labelled
+    right = sum(REFERENCED_INPUTS_LABELS[key] for key in warned)
+    assert right / len(warned) >= 0.9
