@@ -487,6 +487,24 @@ def test_values_a_task_may_share_with_its_criteria_pass(tmp_path: Path) -> None:
     assert scenario_rule(scenario, "task-states-answer") == []
 
 
+def test_a_command_the_task_tells_the_agent_to_run_is_no_answer(tmp_path: Path) -> None:
+    task = (
+        "# Help\n\nAdd a help system. Capture `make test` to test-help.txt, and run\n"
+        "`make lint`.\nThe test target is called `make check`.\n"
+    )
+    criteria = criteria_with(
+        '{"name": "help", "description": "Bare `make test`, `make lint` and `make check` '
+        'show help", "max_score": 100}'
+    )
+    scenario = scenario_with(tmp_path, task_md=task, criteria_json=criteria)
+
+    found = scenario_rule(scenario, "task-states-answer")
+
+    assert [(f.line, f.message.split("states ")[1].split(";")[0]) for f in found] == [
+        (5, "'make check'")
+    ]
+
+
 def test_a_value_inside_a_longer_word_is_not_stated(tmp_path: Path) -> None:
     task = "# Notes\n\nWrite notes about the refactoring of the parser.\n"
     criteria = criteria_with(

@@ -252,10 +252,18 @@ def _task_prose(task: str) -> tuple[str, list[int], list[int]]:
     return " ".join(parts), starts, numbers
 
 
+# A value the task tells the agent to run or capture is how to do the work, not its answer:
+# "capture `make test` to out.txt" when a criterion checks what `make test` does.
+_TOLD_TO_RUN = re.compile(
+    r"\b(?:run(?:ning)?|capture|execute|invoke|call|type|try|use|using)\b\W*$", re.I
+)
+
+
 def task_states_answer_rule(scenario: ScenarioFiles) -> list[Finding]:
     """The task does not state, word for word, a value a criterion expects (see
     :func:`_expected_values`): then the agent copies it, and the criterion measures reading,
-    not the skill. Matched without regard to case or line breaks, as a whole word."""
+    not the skill. Matched without regard to case or line breaks, as a whole word; a value the
+    task tells the agent to run, capture or use is an instruction and not counted."""
     if scenario.task is None:
         return []
     prose, starts, numbers = _task_prose(scenario.task)
@@ -267,7 +275,14 @@ def task_states_answer_rule(scenario: ScenarioFiles) -> list[Finding]:
             wanted = " ".join(value.split()).lower()
             before = r"(?<!\w)" if wanted[:1].isalnum() or wanted[:1] == "_" else ""
             after = r"(?!\w)" if wanted[-1:].isalnum() or wanted[-1:] == "_" else ""
-            match = re.search(before + re.escape(wanted) + after, prose)
+            match = next(
+                (
+                    m
+                    for m in re.finditer(before + re.escape(wanted) + after, prose)
+                    if not _TOLD_TO_RUN.search(prose, max(0, m.start() - 40), m.start())
+                ),
+                None,
+            )
             if match is None:
                 continue
             line = numbers[bisect.bisect_right(starts, match.start()) - 1]
