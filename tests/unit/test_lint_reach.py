@@ -21,6 +21,7 @@ from pytest_openkata.core.lint import (
     unreached_skill_files,
 )
 from pytest_openkata.core.scenario import load_checks
+from tests.support.tiles import write_tile
 
 SKILL_MD = "---\nname: notes-writer\ndescription: Writes release notes.\n---\n# Notes writer\n"
 CHANGELOG = "# Changelog\n\n## [1.0.0] - 2026-01-01\n\n- First release\n"
@@ -150,6 +151,19 @@ def test_linked_files_outside_the_prompt_s_folders_are_warned(tmp_path: Path) ->
         ),
     ]
     assert unreached_skill_files(skill) == found
+
+
+def test_a_link_to_an_evals_file_is_never_told_to_move_into_the_prompt(tmp_path: Path) -> None:
+    text = SKILL_MD + "See the [example task](evals/scenario-0/task.md).\n"
+    skill = make_skill(tmp_path, {"SKILL.md": text})
+
+    [finding] = unreached_skill_files(skill)
+
+    assert finding.message == (
+        "SKILL.md links to evals/scenario-0/task.md, which never reaches the agent's prompt: "
+        "it is an eval's file, which the agent must not see: remove the link"
+    )
+    assert "references/" not in finding.message
 
 
 def test_a_linked_file_the_prompt_leaves_out_of_references_is_warned(tmp_path: Path) -> None:
@@ -513,3 +527,18 @@ def test_a_value_inside_a_longer_word_is_not_stated(tmp_path: Path) -> None:
     scenario = scenario_with(tmp_path, task_md=task, criteria_json=criteria)
 
     assert scenario_rule(scenario, "task-states-answer") == []
+
+
+def test_a_tiles_link_to_an_evals_file_is_never_told_to_move_into_the_prompt(
+    tmp_path: Path,
+) -> None:
+    tile = write_tile(tmp_path, {"flow": {"criteria": {"a": 100}}})
+    skill_md = tile / "metrics" / "SKILL.md"
+    skill_md.write_text("# Metrics\n\nSee [a task](../evals/flow/task.md).\n")
+
+    [finding] = unreached_skill_files(tile)
+
+    assert finding.message == (
+        "metrics/SKILL.md links to evals/flow/task.md, which never reaches the agent's prompt: "
+        "it is an eval's file, which the agent must not see: remove the link"
+    )
