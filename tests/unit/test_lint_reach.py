@@ -542,3 +542,28 @@ def test_a_tiles_link_to_an_evals_file_is_never_told_to_move_into_the_prompt(
         "metrics/SKILL.md links to evals/flow/task.md, which never reaches the agent's prompt: "
         "it is an eval's file, which the agent must not see: remove the link"
     )
+
+
+def test_a_tiles_scenarios_may_have_any_weights(tmp_path: Path) -> None:
+    # Tessl's format scores the points got of the points there are: sums of 2 or 90 are fine
+    # for a tile's own evals and for a skill inside the tile, never for a skill of its own.
+    tile = write_tile(tmp_path / "a", {"flow": {"criteria": {"spans": 2}}})
+    nested = tile / "metrics" / "evals" / "scenario-0"
+    nested.mkdir(parents=True)
+    (nested / "task.md").write_text("Add metrics.\n")
+    (nested / "criteria.json").write_text(
+        criteria_with('{"name": "a", "description": "d", "max_score": 90}')
+    )
+    skill = make_skill(
+        tmp_path / "b",
+        {
+            "evals/scenario-0/criteria.json": criteria_with(
+                '{"name": "a", "description": "d", "max_score": 90}'
+            )
+        },
+    )
+
+    assert lint_scenario(tile / "evals" / "flow")["weights"] == []
+    assert lint_scenario(nested)["weights"] == []
+    [finding] = lint_scenario(skill / "evals" / "scenario-0")["weights"]
+    assert "sum=90 (expected 100)" in finding.message
