@@ -295,6 +295,7 @@ FIELDS: tuple[Setting, ...] = (
     Setting("concurrency", _int_between(1, None), metavar="N"),
     Setting("direct_timeout", _int_between(1, None), metavar="SECONDS"),
     Setting("answer_max_bytes", _byte_count, metavar="BYTES"),
+    Setting("context_budget", _int_between(0, None), metavar="TOKENS"),
     Setting("output", _text, metavar="PATH"),
     Setting("model_label", _text, metavar="LABEL"),
     Setting("agent_command", _text, metavar="COMMAND"),
@@ -462,6 +463,9 @@ HELP = {
     "answer_max_bytes": "largest answer taken from a model, an agent CLI or a sandboxed "
     "command, in bytes or with k, m, g (KiB, MiB, GiB); a larger answer errors the trial "
     "(default 4m)",
+    "context_budget": "estimated tokens a scenario's prompt may hold (four characters a "
+    "token); a larger prompt is named, with its largest parts, by lint and before its scenario "
+    "runs (default 100000; 0: no budget)",
     "output": "results JSON file or directory path",
     "model_label": "human-readable label for the model in the report",
     "agent_command": "shell command of the 'command' agent; it gets the prompt on stdin",

@@ -87,7 +87,12 @@ def loaded(tmp_path: Path, entry: dict[str, object], *, sandboxed: bool) -> Chec
 
 
 def test_the_rules_are_registered_after_the_existing_ones() -> None:
-    assert SCENARIO_RULES[-3:] == ("unreached-files", "mechanical-criteria", "task-states-answer")
+    assert SCENARIO_RULES[-4:] == (
+        "unreached-files",
+        "mechanical-criteria",
+        "task-states-answer",
+        "prompt-size",
+    )
     assert SKILL_RULES[-1] == "unreached-files"
 
 
