@@ -390,7 +390,7 @@ class _ScenarioRun:
     @functools.cached_property
     def _task(self) -> str:
         """The first turn as a conversation shows it: task.md, without the skill."""
-        return _task_text(self.scenario, self.redact)
+        return _task_text(self.scenario, self.redact).strip()
 
     def _call_agent(self) -> tuple[AgentResult, dict[str, CommandOutcome]]:
         scenario, retry, follow = self.scenario, self.backends.retry, self._follow()
