@@ -302,3 +302,33 @@ def test_an_agent_cli_on_the_host_continues_its_session(
     ]
     users = [s["text"] for s in trace["transcript"]["steps"] if s["role"] == "user"]
     assert users == [FOLLOW_UP, "And the last one."]
+
+
+def test_a_repeat_answers_from_the_cache_with_its_turns_and_new_follow_ups_miss(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint
+) -> None:
+    folder = _scenario(pytester.path, {"follow_ups": [FOLLOW_UP]})
+    calls = Conversations([FIRST, SECOND])
+    _run(pytester, endpoint, calls)
+    first_turns = _trial(pytester.path)["trace"]["turns"]
+    for log in (pytester.path / ".openkata" / "runs").glob("*.jsonl"):
+        log.unlink()
+
+    repeat = _run(pytester, endpoint, calls)
+
+    assert repeat.ret == pytest.ExitCode.OK, repeat.stdout.str()
+    assert len(calls.calls["agent"]) == 2  # no new call
+    trial = _trial(pytester.path)
+    assert trial["agent_cached"] is True
+    assert trial["trace"]["turns"] == first_turns
+    for log in (pytester.path / ".openkata" / "runs").glob("*.jsonl"):
+        log.unlink()
+    (folder / "scenario.json").write_text(
+        json.dumps({"sandbox": False, "follow_ups": ["Another follow-up."]})
+    )
+
+    changed = _run(pytester, endpoint, calls)
+
+    assert changed.ret == pytest.ExitCode.OK, changed.stdout.str()
+    assert len(calls.calls["agent"]) == 4  # both turns asked again
+    assert _trial(pytester.path)["trace"]["turns"][1]["user"] == "Another follow-up."
