@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -161,19 +162,23 @@ def _follow_up_session(
         return converse(send, prompts[0], prompts[0], scripted(prompts[1:]))
 
 
-def _assert_resumed(agent_name: str, folder: Path, log: Path, flag: list[str]) -> list[str]:
-    """The second call continued the session the first call's output named; the state
-    folders each call had, in order."""
-    calls = [line.split("|") for line in log.read_text().splitlines()]
-    assert len(calls) == 2
+@dataclass(frozen=True)
+class _Calls:
+    """What the logging wrapper saw: each call's arguments and state folder, and the session
+    the first call's output named."""
+
+    arguments: list[str]
+    folders: list[str]
+    first_session: str
+
+
+def _calls(agent_name: str, folder: Path, log: Path) -> _Calls:
+    lines = [line.split("|") for line in log.read_text().splitlines()]
     agent = make_agent(agent_name, AgentSettings())
     assert isinstance(agent, ContinuesSession)
     session = agent.session_id((folder / "output-1").read_text())
     assert session
-    assert f"{' '.join(flag)} {session}" not in calls[0][0]
-    assert f"{' '.join(flag)} " in calls[1][0] or flag == []
-    assert session in calls[1][0].split()
-    return [call[1] or call[2] for call in calls]
+    return _Calls([line[0] for line in lines], [line[1] or line[2] for line in lines], session)
 
 
 def _assert_both_turns(conversation: Conversation, follow_up: str) -> None:
@@ -203,9 +208,12 @@ def test_claude_code_continues_its_session_for_a_follow_up(
         assert CUT_AT_THE_MAXIMUM in str(exc)  # noqa: PT017
         pytest.xfail("the local model's answer went past the output token maximum")
 
-    folders = _assert_resumed("claude", tmp_path, log, ["--resume"])
-    assert folders[0] == folders[1] != ""  # one configuration folder for both turns
-    assert not Path(folders[0]).exists()  # removed when the session ended
+    calls = _calls("claude", tmp_path, log)
+    assert len(calls.arguments) == 2
+    assert "--resume" not in calls.arguments[0]
+    assert f"--resume {calls.first_session}" in calls.arguments[1]
+    assert calls.folders[0] == calls.folders[1] != ""  # one configuration folder for both
+    assert not Path(calls.folders[0]).exists()  # removed when the session ended
     _assert_both_turns(conversation, FOLLOW_UP)
 
 
@@ -217,10 +225,12 @@ def test_codex_resumes_its_session_for_a_follow_up(
 
     conversation = _follow_up_session("codex", settings, tmp_path, (PROMPT, FOLLOW_UP))
 
-    folders = _assert_resumed("codex", tmp_path, log, [])
-    calls = log.read_text().splitlines()
-    assert " exec resume " in f" {calls[1]}"
-    assert "--ephemeral" not in calls[0]  # its session files are kept for the next turn
-    assert folders[0] == folders[1] != ""  # one CODEX_HOME for both turns
-    assert not Path(folders[0]).exists()
+    calls = _calls("codex", tmp_path, log)
+    assert len(calls.arguments) == 2
+    assert calls.arguments[0].startswith("exec ")
+    assert "--ephemeral" not in calls.arguments[0]  # its session files are kept for the next
+    assert calls.arguments[1].startswith("exec resume ")
+    assert calls.arguments[1].split()[-2:] == [calls.first_session, "-"]
+    assert calls.folders[0] == calls.folders[1] != ""  # one CODEX_HOME for both turns
+    assert not Path(calls.folders[0]).exists()
     _assert_both_turns(conversation, FOLLOW_UP)
