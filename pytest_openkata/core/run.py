@@ -130,6 +130,10 @@ class Backends:
     # and default network, for the cache keys (no secrets), known without connecting.
     agent_identity: Mapping[str, Any] = field(default_factory=dict)
     judge_identity: Mapping[str, Any] = field(default_factory=dict)
+    # The simulated user's own backend and identity (``simulated_user_model``); None: the
+    # judge plays the user.
+    simulated_user: Completer | None = None
+    simulated_user_identity: Mapping[str, Any] = field(default_factory=dict)
     sandbox_identity: Mapping[str, Any] = field(default_factory=dict)
     # Called once the run is over, e.g. to stop agent CLIs still running after Ctrl-C.
     closers: tuple[Callable[[], None], ...] = ()
@@ -357,7 +361,9 @@ class _ScenarioRun:
                 material["simulated_user"] = {
                     "instructions": user.instructions,
                     "max_turns": user.max_turns,
-                    "model": dict(self.backends.judge_identity),
+                    "model": dict(
+                        self.backends.simulated_user_identity or self.backends.judge_identity
+                    ),
                 }
             self._agent_material = material
         return self._agent_material
@@ -383,9 +389,8 @@ class _ScenarioRun:
         follow = scripted(scenario.follow_ups)
         if user is None:
             return follow
-        return then(
-            follow, simulated_user(user, self.backends.judge, after=len(scenario.follow_ups))
-        )
+        model = self.backends.simulated_user or self.backends.judge
+        return then(follow, simulated_user(user, model, after=len(scenario.follow_ups)))
 
     @functools.cached_property
     def _task(self) -> str:

@@ -154,10 +154,12 @@ def test_the_simulated_user_replies_until_it_says_it_is_done(
         ],
     )
 
-    result = _run(pytester, endpoint, calls)
+    result = _run(pytester, endpoint, calls, "--eval-simulated-user-model", "user-model")
 
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     assert len(calls.calls["agent"]) == 2  # the done reply was not sent
+    assert {ask["model"] for ask in calls.calls["user"]} == {"user-model"}
+    assert calls.calls["judge"][0]["model"] != "user-model"
     first_ask, second_ask = calls.calls["user"]
     task = "Do the task of scenario-a."
     assert first_ask["messages"][1]["content"] == (
