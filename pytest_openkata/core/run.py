@@ -381,7 +381,7 @@ class _ScenarioRun:
 
     def _follow(self) -> NextPrompt | None:
         """Where the prompts after the first answer come from: the scenario's follow-ups, then
-        its simulated user (the judge's backend and model); None for a one-turn scenario."""
+        its simulated user (its own model, else the judge); None for a one-turn scenario."""
         scenario = self.scenario
         user = scenario.simulated_user
         if not scenario.follow_ups and user is None:
