@@ -34,7 +34,7 @@ class Conversations:
         self.agent_answers = list(agent_answers)
         self.user_replies = list(user_replies)
         self.calls: dict[str, list[Any]] = {"agent": [], "user": [], "judge": []}
-        self._verdicts = EvalScript()
+        self.judge = EvalScript()
 
     def __call__(self, request: RecordedRequest) -> Reply:
         body = request.json
@@ -42,7 +42,7 @@ class Conversations:
         system = messages[0]["content"] if messages[0]["role"] == "system" else ""
         if system.startswith(JUDGE_SYSTEM):
             self.calls["judge"].append(body)
-            verdicts = self._verdicts.answer_judge(messages[-1]["content"])
+            verdicts = self.judge.answer_judge(messages[-1]["content"])
             return Reply.chat(json.dumps(verdicts))
         if system.startswith(USER_SYSTEM):
             self.calls["user"].append(body)
@@ -123,6 +123,34 @@ def test_follow_ups_go_to_a_model_backend_as_messages_and_the_judge_reads_every_
     assert "Conversation: 2 turns" in page
     assert FOLLOW_UP not in page  # the user's text is escaped on the page
     assert '<pre class="text turn-user">Now make it &lt;b&gt;shorter&lt;/b&gt;.</pre>' in page
+
+
+def test_a_failed_conversation_shows_its_turns_in_pytests_output(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint
+) -> None:
+    _scenario(pytester.path, {"follow_ups": ["\x1b[2J" + FOLLOW_UP]})
+    calls = Conversations([FIRST, SECOND])
+    calls.judge.verdicts["x"] = (False, "not shorter")
+
+    result = _run(pytester, endpoint, calls, "-rA")
+
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "*- conversation -*",
+            "[[]user, turn 1]",
+            "Do the task of scenario-a.",
+            "",
+            "[[]agent, turn 1]",
+            FIRST,
+            "",
+            "[[]user, turn 2]",
+            "\\x1b[[]2J" + FOLLOW_UP,  # shown as an escape, never driving the terminal
+            "*- agent output -*",
+            SECOND,
+        ]
+    )
+    assert "\x1b" not in result.stdout.str()
 
 
 def test_a_one_turn_scenario_is_judged_as_before(
