@@ -26,7 +26,7 @@ FOLLOW_UP = "Now make it <b>shorter</b>."
 
 
 class Conversations:
-    """Answers a run's calls by who makes them: the judge (verdicts of ``EvalScript``), the
+    """Answers a run's calls by who makes them: the judge (the verdicts of ``judge``), the
     simulated user (``user_replies`` in order) and the agent (``agent_answers`` in order,
     the last one again once they run out); every request is kept by kind."""
 
