@@ -194,27 +194,40 @@ def _assert_both_turns(conversation: Conversation, follow_up: str) -> None:
 FOLLOW_UP = "Now reply with one word: goodbye"
 
 
+# Claude Code's first answer from the 135M model is sometimes cut at the maximum (see above):
+# the conversation is tried again, this many times at most.
+CLAUDE_ATTEMPTS = 3
+
+
 def test_claude_code_continues_its_session_for_a_follow_up(
     npm_bin: Path, local_model: LocalModelServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CLAUDE_CODE_MAX_OUTPUT_TOKENS", CLAUDE_MAX_OUTPUT_TOKENS)
     monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
-    wrapper, log = _logging_wrapper(npm_bin / "claude", tmp_path)
-    settings = AgentSettings(executable=str(wrapper), anthropic_base_url=local_model.root_url)
+    conversation: Conversation | None = None
+    for attempt in range(1, CLAUDE_ATTEMPTS + 1):
+        folder = tmp_path / f"attempt-{attempt}"
+        folder.mkdir()
+        wrapper, log = _logging_wrapper(npm_bin / "claude", folder)
+        settings = AgentSettings(executable=str(wrapper), anthropic_base_url=local_model.root_url)
+        try:
+            conversation = _follow_up_session("claude", settings, folder, (PROMPT, FOLLOW_UP))
+            break
+        except AgentFailedError as exc:  # an answer cut at the maximum (see above)
+            assert CUT_AT_THE_MAXIMUM in str(exc)  # noqa: PT017
+            if len(log.read_text().splitlines()) == 2:
+                break  # the second turn's answer was cut: its session was resumed all the same
+    else:
+        pytest.xfail("every first answer of the local model went past the output token maximum")
 
-    try:
-        conversation = _follow_up_session("claude", settings, tmp_path, (PROMPT, FOLLOW_UP))
-    except AgentFailedError as exc:  # a rambling answer cut at the maximum (see above)
-        assert CUT_AT_THE_MAXIMUM in str(exc)  # noqa: PT017
-        pytest.xfail("the local model's answer went past the output token maximum")
-
-    calls = _calls("claude", tmp_path, log)
+    calls = _calls("claude", folder, log)
     assert len(calls.arguments) == 2
     assert "--resume" not in calls.arguments[0]
     assert f"--resume {calls.first_session}" in calls.arguments[1]
     assert calls.folders[0] == calls.folders[1] != ""  # one configuration folder for both
     assert not Path(calls.folders[0]).exists()  # removed when the session ended
-    _assert_both_turns(conversation, FOLLOW_UP)
+    if conversation is not None:
+        _assert_both_turns(conversation, FOLLOW_UP)
 
 
 def test_codex_resumes_its_session_for_a_follow_up(
