@@ -110,6 +110,7 @@ class EvalSettings(BaseModel):
     judge_votes: int = 1
     judge_fence: bool = True
     judge_reason_max_chars: int = 0
+    simulated_user_model: str = ""
     cache: str = "on"
     max_in_flight: int | Literal["auto"] = 0
     baseline: str = ""

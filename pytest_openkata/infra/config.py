@@ -303,6 +303,7 @@ FIELDS: tuple[Setting, ...] = (
     Setting("judge_votes", _int_between(1, None), metavar="K"),
     Setting("judge_fence", _boolean, metavar="true|false"),
     Setting("judge_reason_max_chars", _int_between(0, None), metavar="N"),
+    Setting("simulated_user_model", _text, metavar="MODEL"),
     Setting("cache", _cache_mode, metavar="on|off|refresh"),
     Setting("max_in_flight", _in_flight_cap, metavar="N|auto"),
     Setting("baseline", _baseline, metavar="without-skill|same|REF"),
@@ -475,6 +476,8 @@ HELP = {
     "reference's exact layout)",
     "judge_reason_max_chars": "cap a judge reason's length in its structured-output schema, for "
     "grammar-constrained local servers only (default 0: no cap; OpenAI's strict mode refuses it)",
+    "simulated_user_model": "model of the simulated user of scenarios that have one, on the "
+    "judge's backend (default: the judge model)",
     "cache": "reuse cached agent answers and verdicts: on, off or refresh (default on; "
     "--cache-clear empties it)",
     "max_in_flight": "model requests in flight per endpoint across all workers; auto: as many "

@@ -329,6 +329,43 @@ def test_every_bad_scenario_option_is_an_error(tmp_path: Path) -> None:
     ]
 
 
+def test_bad_follow_ups_and_simulated_user_name_their_fields(tmp_path: Path) -> None:
+    options = (
+        '{\n  "follow_ups": ["Now add tests.", 3],\n'
+        '  "simulated_user": {\n    "instructions": "A user",\n    "max_turns": 0\n  }\n}\n'
+    )
+    scenario = scenario_of(tmp_path, scenario_json=options)
+
+    found = findings(scenario, "scenario-json")
+
+    assert [(f.severity, f.line, f.message) for f in found] == [
+        ("error", 2, "follow_ups[1]: must be a string (got 3)"),
+        ("error", 5, "simulated_user.max_turns: must be a positive integer (got 0)"),
+    ]
+
+
+def test_good_follow_ups_and_simulated_user_pass(tmp_path: Path) -> None:
+    options = (
+        '{"follow_ups": ["Now add tests."], '
+        '"Simulated_User": {"Instructions": "A hurried user", "max_turns": 2}}'
+    )
+    scenario = scenario_of(tmp_path, scenario_json=options)
+
+    assert findings(scenario, "scenario-json") == []
+    assert findings(scenario, "unknown-keys") == []
+
+
+def test_an_unknown_key_of_the_simulated_user_is_a_warning(tmp_path: Path) -> None:
+    options = '{\n  "simulated_user": {\n    "instructions": "A user",\n    "max_turn": 2\n  }\n}\n'
+    scenario = scenario_of(tmp_path, scenario_json=options)
+
+    found = findings(scenario, "unknown-keys")
+
+    assert [(f.severity, f.line, f.message) for f in found] == [
+        ("warning", 4, 'simulated_user: unknown key "max_turn"; did you mean "max_turns"?')
+    ]
+
+
 def test_good_scenario_options_pass(tmp_path: Path) -> None:
     options = '{"description": "Notes", "Sandbox": false, "network": "none", "trials": 3}'
     scenario = scenario_of(tmp_path, scenario_json=options)
@@ -513,7 +550,7 @@ def test_an_unknown_key_with_no_close_match_lists_the_known_keys(tmp_path: Path)
 
     assert messages(unknown_keys(scenario)) == [
         'unknown key "include" (the run ignores it; the known keys are description, sandbox, '
-        "network, trials)",
+        "network, trials, follow_ups, simulated_user)",
         'unknown key "kind" (the run ignores it; the known keys are context, type, checklist)',
     ]
 
