@@ -253,26 +253,19 @@ def load_scenario_options(path: Path, *, kind: bool = False) -> ScenarioModel:
     return _read_scenario_options(path, kind=kind)
 
 
-def sandbox_mode(scenario_dir: Path, content: bytes | None = None) -> str | None:
+def sandbox_mode(scenario_dir: Path) -> str | None:
     """``"sandbox"`` or ``"direct"``, as the scenario will run; None when its scenario.json
     cannot be read or its kind cannot be trusted (the scenario then errors with the reason
-    when it runs). ``content`` is scenario.json's bytes when the caller has read them
-    already (collection reads every scenario.json for its warnings)."""
-    path = scenario_dir / "scenario.json"
+    when it runs)."""
     try:
-        if content is None:
-            options = load_scenario_options(path, kind=True)
-        else:
-            options = _read_scenario_options(path, kind=True, content=content)
+        options = load_scenario_options(scenario_dir / "scenario.json", kind=True)
     except ScenarioLoadError:
         return None
     return "sandbox" if options.sandbox else "direct"
 
 
-def _read_scenario_options(
-    path: Path, *, kind: bool, content: bytes | None = None
-) -> ScenarioModel:
-    data = scenario_keys(read_json(path, content))
+def _read_scenario_options(path: Path, *, kind: bool) -> ScenarioModel:
+    data = scenario_keys(read_json(path))
     try:
         options = ScenarioModel.model_validate(data)
     except ValidationError as exc:
