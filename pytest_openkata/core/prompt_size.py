@@ -26,6 +26,7 @@ from pytest_openkata.core.prompt import PART_SEPARATOR, SkillTexts
 __all__ = [
     "CHARS_PER_TOKEN",
     "DEFAULT_CONTEXT_BUDGET",
+    "PromptBudget",
     "PromptSize",
     "over_budget",
     "prompt_size",
@@ -83,6 +84,65 @@ def over_budget(size: PromptSize, budget: int) -> str | None:
         f"the prompt is about {size.tokens:,} tokens ({size.characters:,} characters), over "
         f"the context budget of {budget:,} (context_budget); its largest parts: {largest}"
     )
+
+
+class PromptBudget:
+    """A run's check of its scenarios' prompts against ``budget`` estimated tokens, before
+    each scenario runs. A skill's part is measured once; a scenario's own files (task.md,
+    inputs/) by their sizes on disk, which are never fewer than their characters, so that
+    they are read only for a prompt that may be over the budget."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self._skill_chars: dict[Path, int] = {}
+
+    def over(self, skill_dir: Path, scenario_dir: Path, *, with_skill: bool = True) -> str | None:
+        """What to say of the scenario's prompt when it is over the budget, else None;
+        ``with_skill`` False: the prompt holds no skill (the skill is installed instead)."""
+        if self.budget <= 0:
+            return None
+        skill = self._skill_size(skill_dir) if with_skill else 0
+        if skill + _size_on_disk(scenario_dir) <= self.budget * CHARS_PER_TOKEN:
+            return None
+        size = prompt_size(skill_dir, scenario_dir) if with_skill else _own_size(scenario_dir)
+        return over_budget(size, self.budget)
+
+    def _skill_size(self, skill_dir: Path) -> int:
+        chars = self._skill_chars.get(skill_dir)
+        if chars is None:
+            try:
+                parts = SkillTexts().of(skill_dir)
+            except (OSError, ScenarioLoadError):
+                parts = []
+            chars = sum(len(part) + len(PART_SEPARATOR) for part in parts)
+            self._skill_chars[skill_dir] = chars
+        return chars
+
+
+def _size_on_disk(scenario_dir: Path) -> int:
+    """At least the characters task.md and inputs/ give the prompt: their bytes (a character
+    is one byte or more, an invalid byte one character), each input's fence and name, and the
+    separators."""
+    try:
+        total = (scenario_dir / "task.md").stat().st_size
+    except OSError:
+        total = 0
+    for rel, path in files_under(scenario_dir / "inputs"):
+        try:
+            total += path.stat().st_size
+        except OSError:
+            continue
+        total += len(rel) + len("```\n\n```") + len(PART_SEPARATOR)
+    return total
+
+
+def _own_size(scenario_dir: Path) -> PromptSize:
+    """The size of a prompt without the skill's part: the task and its inputs."""
+    whole = prompt_size(scenario_dir.parent.parent, scenario_dir)
+    own = {"task.md"} | {name for name, _ in whole.parts if name.startswith("inputs/")}
+    parts = tuple(part for part in whole.parts if part[0] in own)
+    characters = sum(chars for _, chars in parts) + len(PART_SEPARATOR) * (len(parts) - 1)
+    return PromptSize(characters, parts)
 
 
 def _skill_part_name(text: str, *, first: bool) -> str:

@@ -5,7 +5,8 @@ file), and all of them again in a section of the terminal summary, which
 
 Each is an :class:`~pytest_openkata.core.lint.EvalLintWarning` with the lint rule's words:
 unknown keys of ``scenario.json`` and ``criteria.json``, the scaffold's placeholders left in
-the skill or a scenario, and the files ``SKILL.md`` links to that never reach the prompt.
+the skill or a scenario, the files ``SKILL.md`` links to that never reach the prompt, and a
+prompt over the ``context_budget`` (before any model is paid to read it).
 ``-W error::pytest_openkata.EvalLintWarning`` makes a skill's a collection error (as pytest's
 own collection warnings) and a scenario's an error of that scenario, ``-W ignore::…`` silences
 both places. A key that misspells
@@ -18,15 +19,21 @@ from __future__ import annotations
 import sys
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from pytest_openkata.infra.text import visible
 from pytest_openkata.plugin.lint import warn_findings
+from pytest_openkata.plugin.session import settings_key
+
+if TYPE_CHECKING:
+    from pytest_openkata.core.prompt_size import PromptBudget
 
 __all__ = ["FileWarnings", "warn_about_scenario", "warn_about_skill"]
 
 SECTION = "openkata: check these files"
+_prompt_budget_key = pytest.StashKey["PromptBudget"]()
 
 
 def warn_about_skill(config: pytest.Config, skill_dir: Path) -> None:
@@ -41,12 +48,13 @@ def warn_about_skill(config: pytest.Config, skill_dir: Path) -> None:
 
 def warn_about_scenario(config: pytest.Config, scenario_dir: Path) -> None:
     """The scenario's findings (unknown keys, placeholders, files beside task.md that never
-    reach the agent) as warnings at their file and line: said when the scenario is about to
-    run, in pytest's thread, so that they belong to the scenario's item (a scenario that
-    ``-k``, ``-m`` or ``--deselect`` leaves out is not read, and ``--eval-lint`` says them
-    of every scenario)."""
-    from pytest_openkata.core.lint import unreached_scenario_files
+    reach the agent, a prompt over the context budget) as warnings at their file and line:
+    said when the scenario is about to run, in pytest's thread, so that they belong to the
+    scenario's item (a scenario that ``-k``, ``-m`` or ``--deselect`` leaves out is not read,
+    and ``--eval-lint`` says them of every scenario)."""
+    from pytest_openkata.core.lint import Finding, unreached_scenario_files
     from pytest_openkata.core.lint.context import ScenarioFiles
+    from pytest_openkata.core.lint.findings import TASK_FILE
     from pytest_openkata.core.lint.keys import unknown_keys_rule
     from pytest_openkata.core.lint.placeholders import placeholders_rule
 
@@ -56,7 +64,21 @@ def warn_about_scenario(config: pytest.Config, scenario_dir: Path) -> None:
         *placeholders_rule(scenario),
         *unreached_scenario_files(scenario_dir),
     ]
-    warn_findings(findings, scenario_dir.parent.parent, config.rootpath)
+    over = _prompt_budget(config).over(scenario.skill_dir, scenario_dir)
+    if over is not None:
+        findings.append(Finding("prompt-size", "warning", scenario.file(TASK_FILE), None, over))
+    warn_findings(findings, scenario.skill_dir, config.rootpath)
+
+
+def _prompt_budget(config: pytest.Config) -> PromptBudget:
+    """The run's check of prompt sizes, made on first use (each skill's part measured once)."""
+    budget = config.stash.get(_prompt_budget_key, None)
+    if budget is None:
+        from pytest_openkata.core.prompt_size import PromptBudget
+
+        budget = PromptBudget(config.stash[settings_key].context_budget)
+        config.stash[_prompt_budget_key] = budget
+    return budget
 
 
 class FileWarnings:
