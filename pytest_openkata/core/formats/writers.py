@@ -1,0 +1,265 @@
+"""The neutral model written out: as openkata scenario folders, or as skill-creator's
+``evals/evals.json`` where that format can hold a scenario.
+
+Nothing is overwritten: a target that exists is an error before anything is written, and a
+scenario folder is written beside its place and renamed into it, so that a failure leaves
+no half-written scenario. What a target cannot hold is returned as notes naming the scenario
+and what was left behind; nothing is dropped without one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_openkata.core.formats.model import EvalScenario, InputFile
+from pytest_openkata.core.formats.skill_creator import EVALS_FILE, FILES_FOLDER
+
+__all__ = [
+    "ConvertError",
+    "Note",
+    "evals_json",
+    "openkata_files",
+    "write_evals_json",
+    "write_openkata",
+]
+
+FIXTURES_FOLDER = "fixtures"
+
+
+class ConvertError(Exception):
+    """The conversion cannot be written (a target exists, or two inputs clash)."""
+
+
+@dataclass(frozen=True)
+class Note:
+    """Something of ``scenario`` that the target format cannot hold."""
+
+    scenario: str
+    what: str
+
+    def __str__(self) -> str:
+        return f"{self.scenario}: {self.what}"
+
+
+def _json(data: Any) -> bytes:
+    return (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode()
+
+
+def openkata_files(scenario: EvalScenario) -> tuple[dict[str, bytes], list[Note]]:
+    """The files of ``scenario``'s openkata folder by relative path (inputs under
+    ``inputs/``; directory fixtures' files are not among them), and what it cannot hold."""
+    files: dict[str, bytes] = {}
+    task = scenario.task if scenario.task.endswith("\n") else scenario.task + "\n"
+    files["task.md"] = task.encode()
+    criteria: dict[str, Any] = {}
+    if scenario.context:
+        criteria["context"] = scenario.context
+    criteria["type"] = "weighted_checklist"
+    criteria["checklist"] = [
+        {"name": c.name, "description": c.description, "max_score": c.weight}
+        for c in scenario.criteria
+    ]
+    files["criteria.json"] = _json(criteria)
+    if scenario.checks:
+        files["checks.json"] = _json([dict(check) for check in scenario.checks])
+    options: dict[str, Any] = {}
+    if scenario.description:
+        options["description"] = scenario.description
+    options["sandbox"] = scenario.sandbox.sandbox
+    if scenario.sandbox.network:
+        options["network"] = scenario.sandbox.network
+    if scenario.trials is not None:
+        options["trials"] = scenario.trials
+    if scenario.fixtures:
+        options["fixtures"] = {
+            f.name: {
+                "type": "directory",
+                "path": f"{FIXTURES_FOLDER}/{f.name}",
+                "installPath": f.install_path,
+            }
+            for f in scenario.fixtures
+        }
+    if scenario.setup:
+        options["setup"] = list(scenario.setup)
+    files["scenario.json"] = _json(options)
+    for item in scenario.inputs:
+        files[f"inputs/{item.path}"] = item.content
+    return files, _openkata_notes(scenario)
+
+
+def _openkata_notes(scenario: EvalScenario) -> list[Note]:
+    name = scenario.name
+    notes = []
+    box = scenario.sandbox
+    if scenario.fixtures or scenario.setup:
+        notes.append(
+            Note(
+                name,
+                "fixtures and setup are written as Tessl's scenario.json keys; the run "
+                "does not apply them yet",
+            )
+        )
+    if scenario.threshold is not None:
+        notes.append(Note(name, f"threshold {scenario.threshold} (a run's threshold setting)"))
+    if scenario.follow_ups:
+        notes.append(Note(name, f"{len(scenario.follow_ups)} follow-up prompt(s)"))
+    if box.cpus is not None or box.memory_mb is not None:
+        notes.append(Note(name, "cpus and memory_mb (the sandbox's settings)"))
+    if box.image or box.dockerfile is not None:
+        notes.append(Note(name, "the image or Dockerfile (the sandbox's image setting)"))
+    if any(item.executable for item in scenario.inputs):
+        notes.append(Note(name, "the executable bit of inputs"))
+    return notes
+
+
+def _free(targets: Iterable[Path]) -> None:
+    taken = [t for t in targets if t.exists() or t.is_symlink()]
+    if taken:
+        raise ConvertError(f"{taken[0]}: already exists; nothing was written (never overwritten)")
+
+
+def write_openkata(scenarios: Iterable[EvalScenario], evals_dir: Path) -> list[Note]:
+    """Write each scenario as ``evals_dir/<name>/`` (its reference solution as
+    ``solution/``, its fixtures as ``fixtures/<name>/``); the notes of what was left behind."""
+    scenarios = list(scenarios)
+    _free(evals_dir / s.name for s in scenarios)
+    evals_dir.mkdir(parents=True, exist_ok=True)
+    notes: list[Note] = []
+    for scenario in scenarios:
+        files, left = openkata_files(scenario)
+        notes += left
+        temp = Path(tempfile.mkdtemp(prefix=f".{scenario.name}.", dir=evals_dir))
+        try:
+            for rel, content in files.items():
+                _write(temp / rel, content, _executable(scenario.inputs, rel))
+            for fixture in scenario.fixtures:
+                shutil.copytree(
+                    fixture.source, temp / FIXTURES_FOLDER / fixture.name, symlinks=True
+                )
+            if scenario.solution is not None:
+                shutil.copytree(scenario.solution, temp / "solution", symlinks=True)
+            _free([evals_dir / scenario.name])
+            os.rename(temp, evals_dir / scenario.name)
+        except BaseException:
+            shutil.rmtree(temp, ignore_errors=True)
+            raise
+    return notes
+
+
+def _executable(inputs: Iterable[InputFile], rel: str) -> bool:
+    return any(f"inputs/{item.path}" == rel and item.executable for item in inputs)
+
+
+def _write(path: Path, content: bytes, executable: bool = False) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(content)
+    if executable:
+        path.chmod(0o755)
+
+
+def evals_json(
+    scenarios: Iterable[EvalScenario], skill_name: str
+) -> tuple[dict[str, Any], dict[str, bytes], list[Note]]:
+    """skill-creator's ``evals.json`` object, its files (by path relative to the skill) and
+    what it cannot hold. Criteria become expectations (their descriptions), output checks of
+    plain text become ``contains`` / ``not_contains`` assertions."""
+    evals = []
+    files: dict[str, bytes] = {}
+    notes: list[Note] = []
+    for number, scenario in enumerate(scenarios, start=1):
+        name = scenario.name
+        if name != f"eval-{number}":
+            notes.append(Note(name, f"its name (it becomes eval-{number})"))
+        item: dict[str, Any] = {"id": number, "prompt": scenario.task}
+        if scenario.context:
+            item["expected_output"] = scenario.context
+        paths = []
+        for input_file in scenario.inputs:
+            rel = f"{FILES_FOLDER}/{input_file.path}"
+            if files.get(rel, input_file.content) != input_file.content:
+                raise ConvertError(
+                    f"{name}: inputs/{input_file.path} differs from another scenario's file of "
+                    f"that path, and evals.json keeps one {FILES_FOLDER}/ folder"
+                )
+            files[rel] = input_file.content
+            paths.append(rel)
+        if paths:
+            item["files"] = paths
+        expectations = []
+        for criterion in scenario.criteria:
+            expectations.append(criterion.description)
+            if criterion.name != criterion.description or criterion.weight != 1:
+                notes.append(Note(name, f"criterion {criterion.name!r}'s name and weight"))
+        if expectations:
+            item["expectations"] = expectations
+        assertions = []
+        for check in scenario.checks:
+            assertion = _assertion(check)
+            if assertion is None:
+                notes.append(Note(name, f"check {check['name']!r} ({check['type']})"))
+            else:
+                assertions.append(assertion)
+        if assertions:
+            item["assertions"] = assertions
+        notes += _evals_notes(scenario)
+        evals.append(item)
+    return {"skill_name": skill_name, "evals": evals}, files, notes
+
+
+def _evals_notes(scenario: EvalScenario) -> list[Note]:
+    name = scenario.name
+    notes = [n for n in _openkata_notes(scenario) if "Tessl" not in n.what]
+    if scenario.fixtures:
+        notes.append(Note(name, "directory fixtures"))
+    if scenario.setup:
+        notes.append(Note(name, "setup commands"))
+    if scenario.trials is not None:
+        notes.append(Note(name, f"trials {scenario.trials}"))
+    if not scenario.sandbox.sandbox or scenario.sandbox.network:
+        notes.append(Note(name, "sandbox and network"))
+    if scenario.solution is not None:
+        notes.append(Note(name, "the reference solution"))
+    if scenario.description:
+        notes.append(Note(name, "its description"))
+    return notes
+
+
+def _assertion(check: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The assertion object of an output check of plain text, weight 1; None otherwise."""
+    if check.get("type") != "output_regex" or check.get("max_score") != 1:
+        return None
+    if set(check) - {"name", "type", "pattern", "absent", "max_score", "description"}:
+        return None
+    text = _literal(str(check.get("pattern", "")))
+    if text is None:
+        return None
+    kind = "not_contains" if check.get("absent") else "contains"
+    assertion = {"name": check["name"], "type": kind, "value": text}
+    if check.get("description"):
+        assertion["description"] = check["description"]
+    return assertion
+
+
+def _literal(pattern: str) -> str | None:
+    """The text a pattern matches when it is plain text (escaped as ``re.escape`` does)."""
+    text = re.sub(r"\\(.)", r"\1", pattern, flags=re.DOTALL)
+    return text if text and re.escape(text) == pattern else None
+
+
+def write_evals_json(scenarios: Iterable[EvalScenario], skill_dir: Path) -> list[Note]:
+    """Write ``skill_dir/evals/evals.json`` and its files under ``evals/files/``; the notes."""
+    data, files, notes = evals_json(scenarios, skill_dir.name)
+    target = skill_dir / "evals" / EVALS_FILE
+    _free([target, *(skill_dir / rel for rel in files)])
+    for rel, content in files.items():
+        _write(skill_dir / rel, content)
+    _write(target, _json(data))
+    return notes
