@@ -128,7 +128,8 @@ def harbor(root: Path, toml: str | None = None) -> Path:
         task / "task.toml",
         toml
         or (
-            'version = "1.0"\n\n[metadata]\ndifficulty = "easy"\n\n[verifier]\ntimeout_sec = 120.0\n\n'
+            'version = "1.0"\n\n[metadata]\ndifficulty = "easy"\n\n'
+            "[verifier]\ntimeout_sec = 120.0\n\n"
             "[agent]\ntimeout_sec = 600.0\n\n[environment]\ncpus = 1\nmemory_mb = 2048\n"
             "allow_internet = false\n"
         ),

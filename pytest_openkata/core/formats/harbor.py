@@ -69,7 +69,7 @@ def verifier_command(tests_dir: Path) -> str:
         data = base64.b64encode(file.read_bytes()).decode()
         lines.append(f'mkdir -p "$(dirname {target})" && printf %s {data} | base64 -d > {target}')
     lines += [
-        "bash /tests/test.sh",
+        "if command -v bash >/dev/null; then bash /tests/test.sh; else sh /tests/test.sh; fi",
         f"reward=$(cat {REWARD_FILE} 2>/dev/null || echo missing)",
         'echo "reward: $reward"',
         "awk -v r=\"$reward\" 'BEGIN { exit !(r ~ /^[ \\t]*[0-9.]+[ \\t]*$/ && r + 0 >= 1) }'",

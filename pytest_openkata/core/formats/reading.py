@@ -14,13 +14,18 @@ from pytest_openkata.core.formats.model import FormatError, InputFile
 
 __all__ = [
     "check_keys",
+    "escaped",
     "files_of",
     "mapping_at",
     "read_json_file",
     "read_toml",
     "read_yaml",
     "relative_inside",
+    "unescaped",
 ]
+
+# The characters a pattern gives a meaning to; every other one matches itself.
+SPECIAL = frozenset(".^$*+?{}[]|()\\")
 
 
 def _read_text(fmt: str, path: Path) -> str:
@@ -120,3 +125,30 @@ def files_of(fmt: str, path: Path, source: Path, install: str, field: str) -> li
 
 def _executable(path: Path) -> bool:
     return bool(path.stat().st_mode & 0o111)
+
+
+def escaped(text: str) -> str:
+    """A pattern matching ``text`` itself, with a backslash before each special character
+    only (unlike ``re.escape``, which also escapes spaces), so that the text can be read back
+    from it unchanged (:func:`unescaped`)."""
+    return "".join("\\" + c if c in SPECIAL else c for c in text)
+
+
+def unescaped(pattern: str) -> str | None:
+    """The text a pattern of plain text matches (the inverse of :func:`escaped`); None for a
+    pattern that is more than plain text."""
+    text, index = [], 0
+    while index < len(pattern):
+        char = pattern[index]
+        if char == "\\":
+            following = pattern[index + 1 : index + 2]
+            if not following or following.isalnum():
+                return None
+            text.append(following)
+            index += 2
+            continue
+        if char in SPECIAL:
+            return None
+        text.append(char)
+        index += 1
+    return "".join(text) or None

@@ -11,7 +11,6 @@ the agent's output.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,13 @@ from pytest_openkata.core.formats.model import (
     ScenarioSource,
     validated_checks,
 )
-from pytest_openkata.core.formats.reading import check_keys, files_of, mapping_at, read_json_file
+from pytest_openkata.core.formats.reading import (
+    check_keys,
+    escaped,
+    files_of,
+    mapping_at,
+    read_json_file,
+)
 
 __all__ = ["EVALS_FILE", "FILES_FOLDER", "SkillCreatorFormat", "assertion_check", "input_path"]
 
@@ -65,7 +70,7 @@ def assertion_check(
     if not isinstance(value, str) or not value:
         raise FormatError(NAME, path, "must be a non-empty string", f"{field}.value")
     name = item.get("name") or default
-    pattern = value if kind == "regex" else re.escape(value)
+    pattern = value if kind == "regex" else escaped(value)
     check: dict[str, Any] = {"name": str(name), "type": "output_regex", "pattern": pattern}
     if kind == "not_contains":
         check["absent"] = True

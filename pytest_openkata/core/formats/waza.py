@@ -16,7 +16,6 @@ are read and left to them.
 
 from __future__ import annotations
 
-import re
 import shlex
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -34,8 +33,10 @@ from pytest_openkata.core.formats.model import (
 )
 from pytest_openkata.core.formats.reading import (
     check_keys,
+    escaped,
     files_of,
     mapping_at,
+    read_json_file,
     read_yaml,
     relative_inside,
 )
@@ -252,7 +253,7 @@ class WazaFormat:
                     f"prompt file not found: {inputs['prompt_file']}",
                     "inputs.prompt_file",
                 )
-            prompt = prompt_path.read_text(encoding="utf-8", errors="replace")
+            prompt: Any = prompt_path.read_text(encoding="utf-8", errors="replace")
         else:
             prompt = inputs.get("prompt")
         if not isinstance(prompt, str) or not prompt.strip():
@@ -388,11 +389,11 @@ def _text_checks(
     for key in known:
         for value in config.get(key) or []:
             if key.endswith("_cs"):
-                pattern = re.escape(str(value))
+                pattern = escaped(str(value))
             elif key.startswith("regex"):
                 pattern = str(value)
             else:
-                pattern = "(?i)" + re.escape(str(value))
+                pattern = "(?i)" + escaped(str(value))
             check: dict[str, Any] = {"type": "output_regex", "pattern": pattern}
             if key.startswith("not_") or key == "regex_not_match":
                 check["absent"] = True
@@ -441,8 +442,6 @@ def _schema_check(
     check_keys(NAME, path, config, where, known=("schema", "schema_file"))
     schema = config.get("schema")
     if "schema_file" in config:
-        from pytest_openkata.core.formats.reading import read_json_file
-
         schema = read_json_file(NAME, path.parent / str(config["schema_file"]))
     if not isinstance(schema, Mapping):
         raise FormatError(NAME, path, "a json_schema grader needs a schema object", where)
@@ -548,7 +547,7 @@ def _diff_checks(
                 {
                     "type": "file_regex",
                     "path": str(spec.get("path")),
-                    "pattern": re.escape(str(text)),
+                    "pattern": escaped(str(text)),
                 }
             )
     if not checks:
@@ -563,7 +562,7 @@ def _expected(path: Path, expected: Mapping[str, Any]) -> list[tuple[str, dict[s
             {
                 "name": f"output contains {text!r}",
                 "type": "output_regex",
-                "pattern": "(?i)" + re.escape(str(text)),
+                "pattern": "(?i)" + escaped(str(text)),
             }
         )
     for text in expected.get("output_not_contains") or []:
@@ -571,7 +570,7 @@ def _expected(path: Path, expected: Mapping[str, Any]) -> list[tuple[str, dict[s
             {
                 "name": f"output lacks {text!r}",
                 "type": "output_regex",
-                "pattern": "(?i)" + re.escape(str(text)),
+                "pattern": "(?i)" + escaped(str(text)),
                 "absent": True,
             }
         )

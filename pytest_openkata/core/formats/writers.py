@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import tempfile
 from collections.abc import Iterable, Mapping
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_openkata.core.formats.model import EvalScenario, InputFile
+from pytest_openkata.core.formats.reading import unescaped
 from pytest_openkata.core.formats.skill_creator import EVALS_FILE, FILES_FOLDER
 
 __all__ = [
@@ -238,7 +238,7 @@ def _assertion(check: Mapping[str, Any]) -> dict[str, Any] | None:
         return None
     if set(check) - {"name", "type", "pattern", "absent", "max_score", "description"}:
         return None
-    text = _literal(str(check.get("pattern", "")))
+    text = unescaped(str(check.get("pattern", "")))
     if text is None:
         return None
     kind = "not_contains" if check.get("absent") else "contains"
@@ -246,12 +246,6 @@ def _assertion(check: Mapping[str, Any]) -> dict[str, Any] | None:
     if check.get("description"):
         assertion["description"] = check["description"]
     return assertion
-
-
-def _literal(pattern: str) -> str | None:
-    """The text a pattern matches when it is plain text (escaped as ``re.escape`` does)."""
-    text = re.sub(r"\\(.)", r"\1", pattern, flags=re.DOTALL)
-    return text if text and re.escape(text) == pattern else None
 
 
 def write_evals_json(scenarios: Iterable[EvalScenario], skill_dir: Path) -> list[Note]:
