@@ -52,7 +52,7 @@ COMMANDS = {
     ),
     "convert": Command(
         "pytest_openkata.commands.convert:main",
-        "write evals of another format as openkata folders, or back as evals.json",
+        "write evals of other formats as openkata folders or evals.json",
     ),
     "effectiveness": Command(
         "pytest_openkata.commands.effectiveness:main",
