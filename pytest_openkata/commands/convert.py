@@ -80,7 +80,7 @@ def main(argv: list[str]) -> int:
             notes = write_openkata(scenarios, args.to)
         else:
             notes = write_evals_json(scenarios, args.to)
-    except (ConvertError, OpenkataError) as exc:
+    except OpenkataError as exc:  # ConvertError and FormatError among them
         print(visible(f"convert: {exc}"), file=sys.stderr)
         return USAGE_ERROR
     print(f"wrote {len(scenarios)} scenario(s) to {args.to} as {args.to_format}")

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_openkata.contracts.errors import OpenkataError
 from pytest_openkata.core.formats.model import EvalScenario, InputFile
 from pytest_openkata.core.formats.reading import unescaped
 from pytest_openkata.core.formats.skill_creator import EVALS_FILE, FILES_FOLDER
@@ -34,7 +35,7 @@ __all__ = [
 FIXTURES_FOLDER = "fixtures"
 
 
-class ConvertError(Exception):
+class ConvertError(OpenkataError):
     """The conversion cannot be written (a target exists, or two inputs clash)."""
 
 
