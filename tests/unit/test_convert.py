@@ -51,6 +51,8 @@ def test_each_format_written_as_openkata_loads_to_the_same_criteria_checks_and_t
         expected = [check_of(scenario.source.path, i, c) for i, c in enumerate(scenario.checks)]
         assert [repr(c) for c in loaded.checks] == [repr(c) for c in expected]
         assert loaded.trials == scenario.trials
+        assert loaded.follow_ups == scenario.follow_ups
+        assert loaded.simulated_user == scenario.simulated_user
         assert loaded.sandbox == scenario.sandbox.sandbox
         assert loaded.network == scenario.sandbox.network
         folder = skill / "evals" / scenario.name

@@ -24,7 +24,7 @@ from pytest_openkata.core.formats import (
 )
 from pytest_openkata.core.formats.model import integer_weights
 from pytest_openkata.core.formats.skillgrade import score_command
-from pytest_openkata.core.scenario import check_of
+from pytest_openkata.core.scenario import SimulatedUser, check_of
 from tests.support import format_layouts as layouts
 
 
@@ -213,8 +213,8 @@ BASE_TASK: dict[str, Any] = {
         ),
         ({"inputs": {"prompt_file": "missing.md"}}, "inputs.prompt_file", "prompt file not found"),
         (
-            {"inputs": {"prompt": "Go.", "responder": {"instructions": "x", "max_followups": 1}}},
-            "inputs.responder",
+            {"inputs": {"prompt": "Go.", "workdir": "src"}},
+            "inputs.workdir",
             "not supported",
         ),
         ({"expected": {"should_trigger": True}}, "expected.should_trigger", "not supported"),
@@ -230,6 +230,14 @@ def test_waza_errors_name_the_file_the_key_and_the_format(
     assert f"sort.yaml: {field}: " in message
     assert words in message
     assert "(waza format)" in message
+
+
+def test_a_waza_responder_is_the_simulated_user(tmp_path: Path) -> None:
+    responder = {"instructions": "You want ages ascending.", "max_followups": 2, "model": "m"}
+    task = {**BASE_TASK, "inputs": {"prompt": "Go.", "responder": responder}}
+    (scenario,) = read_all(layouts.waza(tmp_path, task))
+    assert scenario.simulated_user == SimulatedUser("You want ages ascending.", 2)
+    assert scenario.follow_ups == ()
 
 
 def test_waza_unknown_eval_key_is_an_error_as_in_waza(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_openkata.core.jsonfiles import ScenarioLoadError
-from pytest_openkata.core.scenario import check_of
+from pytest_openkata.core.scenario import SimulatedUser, check_of
 
 __all__ = [
     "DirectoryFixture",
@@ -105,7 +105,8 @@ class EvalScenario:
 
     ``checks`` are ``checks.json`` objects (validated when read); ``setup`` runs in the
     sandbox before the agent, in order; ``follow_ups`` are prompts sent after the first one
-    in the same session; ``solution`` is a reference solution folder (``solve.sh`` in it)."""
+    in the same session, ``simulated_user`` a model replying as the user after them;
+    ``solution`` is a reference solution folder (``solve.sh`` in it)."""
 
     source: ScenarioSource
     task: str
@@ -120,6 +121,7 @@ class EvalScenario:
     trials: int | None = None
     threshold: float | None = None
     follow_ups: tuple[str, ...] = ()
+    simulated_user: SimulatedUser | None = None
     solution: Path | None = None
 
     @property

@@ -86,6 +86,8 @@ class OpenkataFormat:
             setup=_setup(options_path, raw.get("setup")),
             sandbox=SandboxNeeds(sandbox=options.sandbox, network=options.network),
             trials=options.trials,
+            follow_ups=options.conversation[0],
+            simulated_user=options.conversation[1],
         )
 
     def _folders(self, folder: Path) -> list[Path]:

@@ -5,13 +5,13 @@ grader the schema has but this plugin cannot honour is an error naming it. Each 
 one scenario named by its ``id``. The task's ``inputs`` give the prompt (``prompt``, or
 ``prompt_file`` relative to the task file), files (``path`` relative to the task's
 ``context_dir`` or the eval's folder, or inline ``content``), a ``context.fixture`` folder
-copied into the workspace and ``follow_up_prompts``. Graders, the eval's and then the task's,
-become judged criteria (``prompt``) or exact checks (``text``, ``file``, ``json_schema``,
-``program``, ``behavior``, ``action_sequence``, ``skill_invocation``, ``tool_constraint`` and
-``diff``'s ``contains``), each grader's ``weight`` (default 1) shared by the checks it
-becomes; ``expected.output_contains`` and its kin are checks too. ``config.trials_per_task``
-gives the trials. Which agent, model and timeouts run is the run's own settings: those keys
-are read and left to them.
+copied into the workspace, ``follow_up_prompts`` and a ``responder`` (the simulated user).
+Graders, the eval's and then the task's, become judged criteria (``prompt``) or exact checks
+(``text``, ``file``, ``json_schema``, ``program``, ``behavior``, ``action_sequence``,
+``skill_invocation``, ``tool_constraint`` and ``diff``'s ``contains``), each grader's
+``weight`` (default 1) shared by the checks it becomes; ``expected.output_contains`` and its
+kin are checks too. ``config.trials_per_task`` gives the trials. Which agent, model and
+timeouts run is the run's own settings: those keys are read and left to them.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from pytest_openkata.core.formats.reading import (
     read_yaml,
     relative_inside,
 )
+from pytest_openkata.core.scenario import SimulatedUser
 
 __all__ = ["EVAL_FILE", "WazaFormat", "is_waza_eval"]
 
@@ -110,12 +111,11 @@ TASK_UNSUPPORTED = {
     "skill_directories": "other skill folders",
     "instruction_files": "instruction files",
 }
-INPUT_KEYS = ("prompt", "prompt_file", "context", "files", "follow_up_prompts")
+INPUT_KEYS = ("prompt", "prompt_file", "context", "files", "follow_up_prompts", "responder")
 INPUT_UNSUPPORTED = {
     "repos": "git worktrees in the workspace",
     "workdir": "a working folder other than the workspace",
     "environment": "environment variables for the agent",
-    "responder": "a model answering the agent's questions",
 }
 EXPECTED_KEYS = ("output_contains", "output_not_contains", "behavior")
 EXPECTED_UNSUPPORTED = {
@@ -182,6 +182,10 @@ class WazaFormat:
         prompt = self._prompt(path, inputs_map)
         context_dir = eval_path.parent / str(task.get("context_dir") or ".")
         inputs, fixtures = self._inputs(path, inputs_map, context_dir)
+        if "follow_up_prompts" in inputs_map and "responder" in inputs_map:
+            raise FormatError(
+                NAME, path, "give follow_up_prompts or a responder, not both", "inputs.responder"
+            )
         follow_ups = inputs_map.get("follow_up_prompts") or []
         if not isinstance(follow_ups, list) or not all(isinstance(p, str) for p in follow_ups):
             raise FormatError(NAME, path, "must be a list of prompts", "inputs.follow_up_prompts")
@@ -222,6 +226,7 @@ class WazaFormat:
             fixtures=tuple(fixtures),
             trials=trials if isinstance(trials, int) and trials > 0 else None,
             follow_ups=tuple(follow_ups),
+            simulated_user=_responder(path, inputs_map.get("responder")),
         )
 
     def _spec(self, path: Path) -> Mapping[str, Any]:
@@ -288,6 +293,26 @@ class WazaFormat:
             else:
                 files += files_of(NAME, path, source, source.name, "inputs.context.fixture")
         return files, fixtures
+
+
+def _responder(path: Path, value: Any) -> SimulatedUser | None:
+    """waza's responder as the simulated user: its instructions, and ``max_followups`` as
+    its most replies (its ``model`` is the run's ``simulated_user_model`` setting)."""
+    if value is None:
+        return None
+    responder = mapping_at(NAME, path, value, "inputs.responder")
+    check_keys(
+        NAME, path, responder, "inputs.responder", known=("model", "instructions", "max_followups")
+    )
+    instructions = responder.get("instructions")
+    if not isinstance(instructions, str) or not instructions.strip():
+        raise FormatError(NAME, path, "must be a non-empty text", "inputs.responder.instructions")
+    turns = responder.get("max_followups")
+    if isinstance(turns, bool) or not isinstance(turns, int) or turns < 1:
+        raise FormatError(
+            NAME, path, "must be a whole number of at least 1", "inputs.responder.max_followups"
+        )
+    return SimulatedUser(instructions, turns)
 
 
 def _weight(path: Path, field: str, grader: Mapping[str, Any]) -> float:

@@ -79,6 +79,11 @@ def openkata_files(scenario: EvalScenario) -> tuple[dict[str, bytes], list[Note]
         options["network"] = scenario.sandbox.network
     if scenario.trials is not None:
         options["trials"] = scenario.trials
+    if scenario.follow_ups:
+        options["follow_ups"] = list(scenario.follow_ups)
+    if scenario.simulated_user is not None:
+        user = scenario.simulated_user
+        options["simulated_user"] = {"instructions": user.instructions, "max_turns": user.max_turns}
     if scenario.fixtures:
         options["fixtures"] = {
             f.name: {
@@ -110,8 +115,6 @@ def _openkata_notes(scenario: EvalScenario) -> list[Note]:
         )
     if scenario.threshold is not None:
         notes.append(Note(name, f"threshold {scenario.threshold} (a run's threshold setting)"))
-    if scenario.follow_ups:
-        notes.append(Note(name, f"{len(scenario.follow_ups)} follow-up prompt(s)"))
     if box.cpus is not None or box.memory_mb is not None:
         notes.append(Note(name, "cpus and memory_mb (the sandbox's settings)"))
     if box.image or box.dockerfile is not None:
@@ -224,6 +227,8 @@ def _evals_notes(scenario: EvalScenario) -> list[Note]:
         notes.append(Note(name, "setup commands"))
     if scenario.trials is not None:
         notes.append(Note(name, f"trials {scenario.trials}"))
+    if scenario.follow_ups or scenario.simulated_user is not None:
+        notes.append(Note(name, "follow-up prompts and the simulated user"))
     if not scenario.sandbox.sandbox or scenario.sandbox.network:
         notes.append(Note(name, "sandbox and network"))
     if scenario.solution is not None:
