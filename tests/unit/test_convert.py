@@ -14,7 +14,12 @@ from pathlib import Path
 import pytest
 
 from pytest_openkata.core.formats import EvalScenario, detect_formats
-from pytest_openkata.core.formats.writers import openkata_files, write_evals_json, write_openkata
+from pytest_openkata.core.formats.writers import (
+    ConvertError,
+    openkata_files,
+    write_evals_json,
+    write_openkata,
+)
 from pytest_openkata.core.scenario import check_of, load_scenario
 from tests.support import format_layouts as layouts
 
@@ -185,3 +190,15 @@ def test_convert_back_to_evals_json_and_a_bad_source_is_an_error_naming_file_and
     assert "evals.json: evals[0].rubric: unknown key" in bad.stderr
     assert "(skill-creator format)" in bad.stderr
     assert not (tmp_path / "other").exists()
+
+
+def test_a_scenario_name_that_leads_out_of_the_target_is_refused_before_anything_is_written(
+    tmp_path: Path,
+) -> None:
+    task = {"id": "../escaped", "name": "t", "inputs": {"prompt": "Go."}}
+    task["graders"] = [{"name": "g", "type": "prompt", "config": {"prompt": "ok"}}]
+    scenarios = read_all(layouts.waza(tmp_path / "src", task))
+    with pytest.raises(ConvertError, match="cannot be a scenario folder's name"):
+        write_openkata(scenarios, tmp_path / "skill" / "evals")
+    assert not (tmp_path / "skill").exists()
+    assert not (tmp_path / "escaped").exists()

@@ -29,6 +29,7 @@ from pytest_openkata.core.formats.reading import (
     files_of,
     mapping_at,
     read_json_file,
+    relative_inside,
 )
 
 __all__ = ["EVALS_FILE", "FILES_FOLDER", "SkillCreatorFormat", "assertion_check", "input_path"]
@@ -117,7 +118,8 @@ class SkillCreatorFormat:
         inputs: list[InputFile] = []
         for number, given in enumerate(_strings(path, item.get("files"), f"{where}.files")):
             field = f"{where}.files[{number}]"
-            inputs += files_of(NAME, path, skill_dir / given, input_path(given), field)
+            place = relative_inside(NAME, path, input_path(given), field)
+            inputs += files_of(NAME, path, skill_dir / given, place, field)
         criteria: list[JudgedCriterion] = []
         checks: list[dict[str, Any]] = []
         for text in _strings(path, item.get("expectations"), f"{where}.expectations"):

@@ -130,10 +130,30 @@ def _free(targets: Iterable[Path]) -> None:
         raise ConvertError(f"{taken[0]}: already exists; nothing was written (never overwritten)")
 
 
+def _folder_name(name: str) -> str:
+    """A scenario's name as one folder's name; a name that would lead elsewhere (``..``, a
+    separator) or hide the folder is an error."""
+    if name in ("", ".", "..") or name.startswith(".") or any(c in name for c in "/\\\0"):
+        raise ConvertError(f"{name!r}: cannot be a scenario folder's name; rename it in its source")
+    return name
+
+
+def _inside(folder: Path, rel: str) -> Path:
+    """``folder / rel``, which must stay inside ``folder``."""
+    parts = rel.split("/")
+    if rel.startswith("/") or any(p in ("", ".", "..") for p in parts):
+        raise ConvertError(f"{rel!r}: not a path inside the scenario folder")
+    return folder.joinpath(*parts)
+
+
 def write_openkata(scenarios: Iterable[EvalScenario], evals_dir: Path) -> list[Note]:
     """Write each scenario as ``evals_dir/<name>/`` (its reference solution as
     ``solution/``, its fixtures as ``fixtures/<name>/``); the notes of what was left behind."""
     scenarios = list(scenarios)
+    for scenario in scenarios:
+        _folder_name(scenario.name)
+        for fixture in scenario.fixtures:
+            _folder_name(fixture.name)
     _free(evals_dir / s.name for s in scenarios)
     evals_dir.mkdir(parents=True, exist_ok=True)
     notes: list[Note] = []
@@ -143,7 +163,7 @@ def write_openkata(scenarios: Iterable[EvalScenario], evals_dir: Path) -> list[N
         temp = Path(tempfile.mkdtemp(prefix=f".{scenario.name}.", dir=evals_dir))
         try:
             for rel, content in files.items():
-                _write(temp / rel, content, _executable(scenario.inputs, rel))
+                _write(_inside(temp, rel), content, _executable(scenario.inputs, rel))
             for fixture in scenario.fixtures:
                 shutil.copytree(
                     fixture.source, temp / FIXTURES_FOLDER / fixture.name, symlinks=True
@@ -258,8 +278,8 @@ def write_evals_json(scenarios: Iterable[EvalScenario], skill_dir: Path) -> list
     """Write ``skill_dir/evals/evals.json`` and its files under ``evals/files/``; the notes."""
     data, files, notes = evals_json(scenarios, skill_dir.name)
     target = skill_dir / "evals" / EVALS_FILE
-    _free([target, *(skill_dir / rel for rel in files)])
+    _free([target, *(_inside(skill_dir, rel) for rel in files)])
     for rel, content in files.items():
-        _write(skill_dir / rel, content)
+        _write(_inside(skill_dir, rel), content)
     _write(target, _json(data))
     return notes
