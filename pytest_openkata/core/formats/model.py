@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_openkata.core.jsonfiles import ScenarioLoadError
+from pytest_openkata.core.jsonfiles import ScenarioLoadError, skill_relative
 from pytest_openkata.core.scenario import SimulatedUser, check_of
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "SandboxNeeds",
     "ScenarioSource",
     "integer_weights",
+    "shown_path",
     "validated_checks",
 ]
 
@@ -42,7 +43,19 @@ class FormatError(ScenarioLoadError):
 
     def __init__(self, fmt: str, path: Path, message: str, key: str | None = None) -> None:
         self.format = fmt
-        super().__init__(path, f"{message} ({fmt} format)", key, shown=str(path))
+        super().__init__(path, f"{message} ({fmt} format)", key, shown=shown_path(path))
+
+
+def shown_path(path: Path) -> str:
+    """``path`` as an error names it without the machine's folders: relative to its skill
+    folder or to the current folder when it is under one, else its folder and name."""
+    shown = skill_relative(path)
+    if shown != str(path):
+        return shown
+    try:
+        return path.absolute().relative_to(Path.cwd()).as_posix()
+    except ValueError:
+        return "/".join(path.parts[-2:])
 
 
 @dataclass(frozen=True)
