@@ -5,6 +5,7 @@ format."""
 from __future__ import annotations
 
 import json
+import os
 import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -33,8 +34,10 @@ def _read_text(fmt: str, path: Path) -> str:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise FormatError(fmt, path, "file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise FormatError(fmt, path, f"cannot be read: {exc}") from None
+    except UnicodeDecodeError:
+        raise FormatError(fmt, path, "cannot be read: not UTF-8 text") from None
+    except OSError as exc:
+        raise FormatError(fmt, path, f"cannot be read: {exc.strerror or 'error'}") from None
 
 
 def read_yaml(fmt: str, path: Path) -> Any:
@@ -120,7 +123,8 @@ def files_of(fmt: str, path: Path, source: Path, install: str, field: str) -> li
             where = rel if install in ("", ".") else f"{install}/{rel}"
             found.append(InputFile(where, file.read_bytes(), _executable(file)))
         return found
-    raise FormatError(fmt, path, f"file not found: {source.name} (looked for {source})", field)
+    looked = Path(os.path.relpath(source, path.parent)).as_posix()
+    raise FormatError(fmt, path, f"file not found: {looked} (from this file's folder)", field)
 
 
 def _executable(path: Path) -> bool:
