@@ -16,6 +16,7 @@ import pytest
 from pytest_openkata.core.formats import EvalScenario, detect_formats
 from pytest_openkata.core.formats.writers import (
     ConvertError,
+    folder_name,
     openkata_files,
     write_evals_json,
     write_openkata,
@@ -47,7 +48,8 @@ def test_each_format_written_as_openkata_loads_to_the_same_criteria_checks_and_t
     layouts.write(skill / "SKILL.md", layouts.SKILL_MD)
     write_openkata(scenarios, skill / "evals")
     for scenario in scenarios:
-        loaded = load_scenario(skill / "evals" / scenario.name)
+        folder = skill / "evals" / folder_name(scenario.name)
+        loaded = load_scenario(folder)
         assert loaded.contents["task.md"].decode().rstrip("\n") == scenario.task.rstrip("\n")
         assert [(c.name, c.description, c.max_score) for c in loaded.criteria] == [
             (c.name, c.description, c.weight) for c in scenario.criteria
@@ -60,11 +62,10 @@ def test_each_format_written_as_openkata_loads_to_the_same_criteria_checks_and_t
         assert loaded.simulated_user == scenario.simulated_user
         assert loaded.sandbox == scenario.sandbox.sandbox
         assert loaded.network == scenario.sandbox.network
-        folder = skill / "evals" / scenario.name
         for item in scenario.inputs:
             assert (folder / "inputs" / item.path).read_bytes() == item.content
         # What the layout does not hold is read back by the openkata format, as written.
-        (again,) = [s for s in read_all(skill) if s.name == scenario.name]
+        (again,) = [s for s in read_all(skill) if s.name == folder.name]
         assert (again.setup, [f.install_path for f in again.fixtures]) == (
             scenario.setup,
             [f.install_path for f in scenario.fixtures],
@@ -74,7 +75,7 @@ def test_each_format_written_as_openkata_loads_to_the_same_criteria_checks_and_t
 def test_a_harbor_solution_becomes_the_scenarios_reference_solution(tmp_path: Path) -> None:
     scenarios = read_all(layouts.harbor(tmp_path / "src"))
     write_openkata(scenarios, tmp_path / "skill" / "evals")
-    solve = tmp_path / "skill" / "evals" / "sort-csv" / "solution" / "solve.sh"
+    solve = tmp_path / "skill" / "evals" / "scenario-sort-csv" / "solution" / "solve.sh"
     assert solve.read_text().startswith("#!/bin/bash\n")
 
 
@@ -83,7 +84,7 @@ def test_openkata_to_evals_json_and_back_is_identical_where_evals_json_holds_it(
 ) -> None:
     skill = tmp_path / "csv-tidy"
     layouts.write(skill / "SKILL.md", layouts.SKILL_MD)
-    scenario = skill / "evals" / "eval-1"
+    scenario = skill / "evals" / "scenario-eval-1"
     layouts.write(scenario / "task.md", "Count the rows of people.csv.\n")
     statement = "The answer says there are two rows"
     layouts.write(
@@ -113,12 +114,12 @@ def test_openkata_to_evals_json_and_back_is_identical_where_evals_json_holds_it(
     notes = write_evals_json([original], target)
     assert notes == []
     (back,) = read_all(target)
-    assert back.name == original.name
+    assert (original.name, back.name) == ("scenario-eval-1", "eval-1")
     assert openkata_files(back) == openkata_files(original)
     # And written again as openkata folders, the files are the same bytes.
     write_openkata([back], tmp_path / "again" / "evals")
     for rel, content in openkata_files(original)[0].items():
-        assert (tmp_path / "again" / "evals" / "eval-1" / rel).read_bytes() == content
+        assert (tmp_path / "again" / "evals" / "scenario-eval-1" / rel).read_bytes() == content
 
 
 def test_what_evals_json_cannot_hold_is_named(tmp_path: Path) -> None:
@@ -153,7 +154,7 @@ def test_convert_writes_openkata_folders_names_what_is_left_and_never_overwrites
     assert "wrote 1 scenario(s)" in done.stdout
     assert "sort-rows: threshold 0.8" in done.stdout
     assert "sort-rows: the image or Dockerfile" in done.stdout
-    written = dest / "sort-rows"
+    written = dest / "scenario-sort-rows"
     assert json.loads((written / "criteria.json").read_text())["checklist"][0]["max_score"] == 3
     before = {p: p.read_bytes() for p in written.rglob("*") if p.is_file()}
 
@@ -198,7 +199,7 @@ def test_a_scenario_name_that_leads_out_of_the_target_is_refused_before_anything
     task = {"id": "../escaped", "name": "t", "inputs": {"prompt": "Go."}}
     task["graders"] = [{"name": "g", "type": "prompt", "config": {"prompt": "ok"}}]
     scenarios = read_all(layouts.waza(tmp_path / "src", task))
-    with pytest.raises(ConvertError, match="cannot be a scenario folder's name"):
+    with pytest.raises(ConvertError, match="cannot be a folder's name"):
         write_openkata(scenarios, tmp_path / "skill" / "evals")
     assert not (tmp_path / "skill").exists()
     assert not (tmp_path / "escaped").exists()

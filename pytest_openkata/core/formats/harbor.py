@@ -3,19 +3,18 @@ Dockerfile), ``tests/test.sh`` and ``solution/solve.sh``.
 
 A folder that is a task is one scenario; a folder whose subfolders are tasks (a dataset) is
 one scenario per task, each named by its folder. ``instruction.md`` is the task. The verifier
-becomes one ``command`` check: ``tests/`` is written to ``/tests`` in the sandbox after the
-agent finished (never before, so the agent cannot read it), ``test.sh`` runs, and the check
-passes when the reward it wrote to ``/logs/verifier/reward.txt`` is 1 (a partial reward fails
-it). ``solution/`` is kept as the scenario's reference solution, ``environment/Dockerfile`` or
-``[environment].docker_image`` as the sandbox's image, ``cpus``, ``memory_mb`` and
-``allow_internet`` as its needs. Multi-step tasks, GPUs, MCP servers and environment
-variables for the verifier or the solution are errors: this plugin cannot honour them.
+becomes one ``command`` check: ``tests/`` is kept as the scenario's check files and copied to
+``/tests`` in the sandbox after the agent finished (never before, so the agent cannot read
+it), ``test.sh`` runs, and the check passes when the reward it wrote to
+``/logs/verifier/reward.txt`` is 1 (a partial reward fails it). ``solution/`` is kept as the
+scenario's reference solution, ``environment/Dockerfile`` or ``[environment].docker_image`` as
+the sandbox's image, ``cpus``, ``memory_mb`` and ``allow_internet`` as its needs. Multi-step
+tasks, GPUs, MCP servers and environment variables for the verifier or the solution are
+errors: this plugin cannot honour them.
 """
 
 from __future__ import annotations
 
-import base64
-import shlex
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,7 @@ from pytest_openkata.core.formats.model import (
     ScenarioSource,
     validated_checks,
 )
-from pytest_openkata.core.formats.reading import check_keys, mapping_at, read_toml
+from pytest_openkata.core.formats.reading import check_keys, files_of, mapping_at, read_toml
 
 __all__ = ["REWARD_FILE", "HarborFormat", "is_task", "verifier_command"]
 
@@ -59,22 +58,20 @@ def is_task(folder: Path) -> bool:
     return (folder / TASK_FILE).is_file() and (folder / INSTRUCTION).is_file()
 
 
-def verifier_command(tests_dir: Path) -> str:
-    """The shell command that writes ``tests_dir``'s files to ``/tests``, runs ``test.sh``
-    and passes (exit 0) only on a reward of 1."""
-    lines = ["set -u", "rm -rf /tests && mkdir -p /tests /logs/verifier", f"rm -f {REWARD_FILE}"]
-    for file in sorted(p for p in tests_dir.rglob("*") if p.is_file()):
-        rel = file.relative_to(tests_dir).as_posix()
-        target = shlex.quote(f"/tests/{rel}")
-        data = base64.b64encode(file.read_bytes()).decode()
-        lines.append(f'mkdir -p "$(dirname {target})" && printf %s {data} | base64 -d > {target}')
-    lines += [
-        "if command -v bash >/dev/null; then bash /tests/test.sh; else sh /tests/test.sh; fi",
-        f"reward=$(cat {REWARD_FILE} 2>/dev/null || echo missing)",
-        'echo "reward: $reward"',
-        "awk -v r=\"$reward\" 'BEGIN { exit !(r ~ /^[ \\t]*[0-9.]+[ \\t]*$/ && r + 0 >= 1) }'",
-    ]
-    return "\n".join(lines)
+def verifier_command() -> str:
+    """The shell command that copies the task's ``tests/`` (the scenario's ``checks/tests``)
+    to ``/tests``, runs ``test.sh`` and passes (exit 0) only on a reward of 1."""
+    return "\n".join(
+        [
+            "rm -rf /tests && mkdir -p /tests /logs/verifier",
+            'cp -R "$OPENKATA_CHECKS/tests/." /tests/',
+            f"rm -f {REWARD_FILE}",
+            "if command -v bash >/dev/null; then bash /tests/test.sh; else sh /tests/test.sh; fi",
+            f"reward=$(cat {REWARD_FILE} 2>/dev/null || echo missing)",
+            'echo "reward: $reward"',
+            "awk -v r=\"$reward\" 'BEGIN { exit !(r ~ /^[ \\t]*[0-9.]+[ \\t]*$/ && r + 0 >= 1) }'",
+        ]
+    )
 
 
 class HarborFormat:
@@ -123,7 +120,7 @@ class HarborFormat:
             "name": "tests/test.sh",
             "description": f"the verifier's reward ({REWARD_FILE}) is 1",
             "type": "command",
-            "run": verifier_command(tests_dir),
+            "run": verifier_command(),
             "timeout": timeout,
             "max_score": 1,
         }
@@ -137,6 +134,7 @@ class HarborFormat:
                 mapping_at(NAME, path, data.get("metadata"), "metadata").get("description", "")
             ),
             checks=validated_checks(path, [check]),
+            check_files=tuple(files_of(NAME, path, tests_dir, "tests", "tests")),
             sandbox=SandboxNeeds(
                 sandbox=True,
                 network="" if internet else "none",

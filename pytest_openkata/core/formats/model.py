@@ -116,7 +116,9 @@ class SandboxNeeds:
 class EvalScenario:
     """One scenario in the neutral model, whatever format it was written in.
 
-    ``checks`` are ``checks.json`` objects (validated when read); ``setup`` runs in the
+    ``checks`` are ``checks.json`` objects (validated when read); ``check_files`` the files
+    their commands use (a scenario's ``checks/`` folder: copied in after the agent finished,
+    under ``$OPENKATA_CHECKS``, never in the workspace the agent sees); ``setup`` runs in the
     sandbox before the agent, in order; ``follow_ups`` are prompts sent after the first one
     in the same session, ``simulated_user`` a model replying as the user after them;
     ``solution`` is a reference solution folder (``solve.sh`` in it)."""
@@ -127,6 +129,7 @@ class EvalScenario:
     context: str = ""
     criteria: tuple[JudgedCriterion, ...] = ()
     checks: tuple[Mapping[str, Any], ...] = ()
+    check_files: tuple[InputFile, ...] = ()
     inputs: tuple[InputFile, ...] = ()
     fixtures: tuple[DirectoryFixture, ...] = ()
     setup: tuple[str, ...] = ()

@@ -70,10 +70,7 @@ class OpenkataFormat:
         task_path = folder / "task.md"
         if not task_path.is_file():
             raise FormatError(NAME, task_path, "file not found (every scenario needs a task.md)")
-        inputs = tuple(
-            InputFile(rel, path.read_bytes(), bool(path.stat().st_mode & 0o111))
-            for rel, path in files_under(folder / "inputs")
-        )
+        inputs = _files(folder / "inputs")
         return EvalScenario(
             source=source,
             task=task_path.read_text(encoding="utf-8", errors="replace"),
@@ -81,6 +78,7 @@ class OpenkataFormat:
             context=context,
             criteria=tuple(JudgedCriterion(c.name, c.description, c.max_score) for c in criteria),
             checks=checks,
+            check_files=_files(folder / "checks"),
             inputs=inputs,
             fixtures=_fixtures(options_path, folder, raw.get("fixtures")),
             setup=_setup(options_path, raw.get("setup")),
@@ -95,6 +93,13 @@ class OpenkataFormat:
             return [folder]
         evals = folder if folder.name == "evals" else folder / "evals"
         return [f for f in scenario_candidates(evals) if holds_scenario_files(f)]
+
+
+def _files(folder: Path) -> tuple[InputFile, ...]:
+    return tuple(
+        InputFile(rel, path.read_bytes(), bool(path.stat().st_mode & 0o111))
+        for rel, path in files_under(folder)
+    )
 
 
 def _fixtures(path: Path, folder: Path, value: Any) -> tuple[DirectoryFixture, ...]:

@@ -3,13 +3,15 @@ with ``name`` and ``instruction``).
 
 Each task is one scenario named by its ``name``. ``instruction`` and ``rubric`` are text or a
 file beside ``eval.yaml`` (read when the value names a file there). ``workspace`` entries copy
-a file or folder (``src``) to ``dest`` in the workspace (``chmod: "+x"`` makes it
-executable); a ``dest`` outside the workspace is an error. A ``deterministic`` grader becomes
-a ``command`` check that runs ``setup`` then ``run`` and passes when the JSON it prints has a
-``score`` of 1; an ``llm_rubric`` grader a judged criterion; weights scale to whole points.
-``trials``, ``threshold``, ``docker`` (``base`` as the image, ``setup`` as setup commands) and
-``environment`` (``cpus``, ``memory_mb``) come from ``defaults`` and may be overridden per
-task. The agent, provider, timeout and grader model are the run's own settings.
+a file or folder (``src``) to ``dest`` in the workspace (``chmod: "+x"`` makes it executable);
+a ``dest`` outside the workspace is an error. A ``deterministic`` grader becomes a ``command``
+check that runs ``setup`` then ``run`` and passes when the JSON it prints has a ``score`` of
+1; an ``llm_rubric`` grader a judged criterion; weights scale to whole points. The files its
+commands name beside ``eval.yaml`` are kept as check files and copied into the workspace only
+when the grader runs. ``trials``, ``threshold``, ``docker`` (``base`` as the image, ``setup``
+as setup commands) and ``environment`` (``cpus``, ``memory_mb``) come from ``defaults`` and
+may be overridden per task. The agent, provider, timeout and grader model are the run's own
+settings.
 """
 
 from __future__ import annotations
@@ -57,9 +59,10 @@ GRADER_TIMEOUT = 300.0
 
 
 def score_command(run: str, setup: str = "") -> str:
-    """The shell command of a deterministic grader: ``setup`` and ``run``, passing (exit 0)
-    only when the ``score`` of the JSON that ``run`` prints is 1."""
-    lines = []
+    """The shell command of a deterministic grader: the grader's files copied into the
+    workspace (they were kept out of the agent's sight until now), ``setup`` and ``run``,
+    passing (exit 0) only when the ``score`` of the JSON that ``run`` prints is 1."""
+    lines = ['if [ -n "${OPENKATA_CHECKS:-}" ]; then cp -R "$OPENKATA_CHECKS/." . ; fi']
     if setup.strip():
         lines.append(f"{{\n{setup.strip()}\n}} >&2 || exit 1")
     lines += [
@@ -113,11 +116,15 @@ class SkillgradeFormat:
         instruction = _text_or_file(path, folder, task.get("instruction"), f"{where}.instruction")
         inputs = self._workspace(path, folder, task.get("workspace"), f"{where}.workspace")
         graded: list[tuple[dict[str, Any], float]] = []
+        check_files: dict[str, InputFile] = {}
         graders = task.get("graders")
         if not isinstance(graders, list) or not graders:
             raise FormatError(NAME, path, "every task needs graders", f"{where}.graders")
         for number, grader in enumerate(graders):
-            graded.append(self._grader(path, folder, grader, f"{where}.graders[{number}]", number))
+            field = f"{where}.graders[{number}]"
+            graded.append(self._grader(path, folder, grader, field, number))
+            for grader_file in _grader_files(path, folder, grader, field):
+                check_files[grader_file.path] = grader_file
         weights = integer_weights([w for _, w in graded])
         criteria, checks = [], []
         for (item, _), weight in zip(graded, weights, strict=True):
@@ -137,6 +144,7 @@ class SkillgradeFormat:
             task=instruction,
             criteria=tuple(criteria),
             checks=validated_checks(path, checks),
+            check_files=tuple(check_files.values()),
             inputs=tuple(inputs),
             setup=(setup,) if setup else (),
             sandbox=SandboxNeeds(
@@ -212,7 +220,8 @@ class SkillgradeFormat:
                 raise FormatError(
                     NAME, path, "a deterministic grader needs its run command", f"{field}.run"
                 )
-            command = score_command(run, str(grader.get("setup") or ""))
+            setup = str(grader.get("setup") or "")
+            command = score_command(run, setup)
             check = {
                 "name": name,
                 "type": "command",
@@ -227,6 +236,22 @@ class SkillgradeFormat:
             f"grader type {kind!r} is not supported; choose deterministic or llm_rubric",
             f"{field}.type",
         )
+
+
+def _grader_files(path: Path, folder: Path, grader: Any, field: str) -> list[InputFile]:
+    """The files beside ``eval.yaml`` that a deterministic grader's commands name (each word
+    of ``run`` and ``setup`` that is a file or folder there), at the same relative paths."""
+    if not isinstance(grader, Mapping) or grader.get("type") != "deterministic":
+        return []
+    words = f"{grader.get('run') or ''} {grader.get('setup') or ''}".split()
+    found: list[InputFile] = []
+    for word in words:
+        candidate = folder / word
+        if word.startswith(("-", "/")) or ".." in word.split("/") or not candidate.exists():
+            continue
+        place = relative_inside(NAME, path, word, field)
+        found += files_of(NAME, path, candidate, place, field)
+    return found
 
 
 def _text_or_file(path: Path, folder: Path, value: Any, field: str) -> str:

@@ -19,14 +19,16 @@ from pathlib import Path
 from typing import Any
 
 from pytest_openkata.contracts.errors import OpenkataError
-from pytest_openkata.core.formats.model import EvalScenario, InputFile
+from pytest_openkata.core.formats.model import EvalScenario
 from pytest_openkata.core.formats.reading import unescaped
 from pytest_openkata.core.formats.skill_creator import EVALS_FILE, FILES_FOLDER
+from pytest_openkata.core.scenario import SCENARIO_PREFIX
 
 __all__ = [
     "ConvertError",
     "Note",
     "evals_json",
+    "folder_name",
     "openkata_files",
     "write_evals_json",
     "write_openkata",
@@ -56,7 +58,8 @@ def _json(data: Any) -> bytes:
 
 def openkata_files(scenario: EvalScenario) -> tuple[dict[str, bytes], list[Note]]:
     """The files of ``scenario``'s openkata folder by relative path (inputs under
-    ``inputs/``; directory fixtures' files are not among them), and what it cannot hold."""
+    ``inputs/``, check files under ``checks/``; directory fixtures' files are not among
+    them), and what it cannot hold."""
     files: dict[str, bytes] = {}
     task = scenario.task if scenario.task.endswith("\n") else scenario.task + "\n"
     files["task.md"] = task.encode()
@@ -98,6 +101,8 @@ def openkata_files(scenario: EvalScenario) -> tuple[dict[str, bytes], list[Note]
     files["scenario.json"] = _json(options)
     for item in scenario.inputs:
         files[f"inputs/{item.path}"] = item.content
+    for item in scenario.check_files:
+        files[f"checks/{item.path}"] = item.content
     return files, _openkata_notes(scenario)
 
 
@@ -120,7 +125,7 @@ def _openkata_notes(scenario: EvalScenario) -> list[Note]:
     if box.image or box.dockerfile is not None:
         notes.append(Note(name, "the image or Dockerfile (the sandbox's image setting)"))
     if any(item.executable for item in scenario.inputs):
-        notes.append(Note(name, "the executable bit of inputs"))
+        notes.append(Note(name, "the executable bit of inputs (the sandbox copies files as files)"))
     return notes
 
 
@@ -130,12 +135,19 @@ def _free(targets: Iterable[Path]) -> None:
         raise ConvertError(f"{taken[0]}: already exists; nothing was written (never overwritten)")
 
 
-def _folder_name(name: str) -> str:
-    """A scenario's name as one folder's name; a name that would lead elsewhere (``..``, a
-    separator) or hide the folder is an error."""
+def _safe_name(name: str) -> str:
+    """``name`` as one folder's name; a name that would lead elsewhere (``..``, a separator)
+    or hide the folder is an error."""
     if name in ("", ".", "..") or name.startswith(".") or any(c in name for c in "/\\\0"):
-        raise ConvertError(f"{name!r}: cannot be a scenario folder's name; rename it in its source")
+        raise ConvertError(f"{name!r}: cannot be a folder's name; rename it in its source")
     return name
+
+
+def folder_name(name: str) -> str:
+    """The openkata folder of a scenario named ``name``: ``scenario-<name>`` (the name itself
+    when it starts so), which the default ``scenario_names`` collects."""
+    name = _safe_name(name)
+    return name if name.startswith(SCENARIO_PREFIX) else SCENARIO_PREFIX + name
 
 
 def _inside(folder: Path, rel: str) -> Path:
@@ -147,39 +159,43 @@ def _inside(folder: Path, rel: str) -> Path:
 
 
 def write_openkata(scenarios: Iterable[EvalScenario], evals_dir: Path) -> list[Note]:
-    """Write each scenario as ``evals_dir/<name>/`` (its reference solution as
-    ``solution/``, its fixtures as ``fixtures/<name>/``); the notes of what was left behind."""
+    """Write each scenario as ``evals_dir/scenario-<name>/`` (:func:`folder_name`; its
+    reference solution as ``solution/``, its fixtures as ``fixtures/<name>/``); the notes of
+    what was left behind."""
     scenarios = list(scenarios)
     for scenario in scenarios:
-        _folder_name(scenario.name)
+        folder_name(scenario.name)
         for fixture in scenario.fixtures:
-            _folder_name(fixture.name)
-    _free(evals_dir / s.name for s in scenarios)
+            _safe_name(fixture.name)
+    _free(evals_dir / folder_name(s.name) for s in scenarios)
     evals_dir.mkdir(parents=True, exist_ok=True)
     notes: list[Note] = []
     for scenario in scenarios:
         files, left = openkata_files(scenario)
         notes += left
-        temp = Path(tempfile.mkdtemp(prefix=f".{scenario.name}.", dir=evals_dir))
+        folder = evals_dir / folder_name(scenario.name)
+        temp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=evals_dir))
         try:
             for rel, content in files.items():
-                _write(_inside(temp, rel), content, _executable(scenario.inputs, rel))
+                _write(_inside(temp, rel), content, _executable(scenario, rel))
             for fixture in scenario.fixtures:
                 shutil.copytree(
                     fixture.source, temp / FIXTURES_FOLDER / fixture.name, symlinks=True
                 )
             if scenario.solution is not None:
                 shutil.copytree(scenario.solution, temp / "solution", symlinks=True)
-            _free([evals_dir / scenario.name])
-            os.rename(temp, evals_dir / scenario.name)
+            _free([folder])
+            os.rename(temp, folder)
         except BaseException:
             shutil.rmtree(temp, ignore_errors=True)
             raise
     return notes
 
 
-def _executable(inputs: Iterable[InputFile], rel: str) -> bool:
-    return any(f"inputs/{item.path}" == rel and item.executable for item in inputs)
+def _executable(scenario: EvalScenario, rel: str) -> bool:
+    inputs = ((f"inputs/{i.path}", i) for i in scenario.inputs)
+    checks = ((f"checks/{i.path}", i) for i in scenario.check_files)
+    return any(place == rel and item.executable for place, item in (*inputs, *checks))
 
 
 def _write(path: Path, content: bytes, executable: bool = False) -> None:
@@ -200,7 +216,7 @@ def evals_json(
     notes: list[Note] = []
     for number, scenario in enumerate(scenarios, start=1):
         name = scenario.name
-        if name != f"eval-{number}":
+        if name not in (f"eval-{number}", f"{SCENARIO_PREFIX}eval-{number}"):
             notes.append(Note(name, f"its name (it becomes eval-{number})"))
         item: dict[str, Any] = {"id": number, "prompt": scenario.task}
         if scenario.context:
@@ -253,6 +269,8 @@ def _evals_notes(scenario: EvalScenario) -> list[Note]:
         notes.append(Note(name, "sandbox and network"))
     if scenario.solution is not None:
         notes.append(Note(name, "the reference solution"))
+    if scenario.check_files:
+        notes.append(Note(name, "the files of its command checks"))
     if scenario.description:
         notes.append(Note(name, "its description"))
     return notes
