@@ -72,6 +72,8 @@ def test_skill_creator_evals_become_scenarios_with_judged_expectations_and_outpu
     assert names_age.pattern.search("in age (years) order")
     assert not names_age.pattern.search("in age order")  # the parentheses are text, not a group
     assert checks["no apology"]["absent"] is True
+    # Its evals folder, named itself, reads the same (files relative to the skill above it).
+    assert read_all(skill / "evals") == [first, second]
 
 
 @pytest.mark.parametrize(

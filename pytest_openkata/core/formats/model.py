@@ -61,13 +61,15 @@ def shown_path(path: Path) -> str:
 @dataclass(frozen=True)
 class ScenarioSource:
     """One scenario a format finds in a folder: ``name`` is stable (a pytest item id can be
-    made of it), ``path`` the file it comes from, ``key`` where in that file (``evals[2]``,
-    a task's id; ``""`` when the file is the scenario's own)."""
+    made of it), ``path`` the file it comes from, ``key`` where in that file (``evals[2]``;
+    ``""`` when the file is the scenario's own), ``listed_in`` the file that lists ``path``
+    when another does (waza's ``eval.yaml`` for a task file)."""
 
     format: str
     name: str
     path: Path
     key: str = ""
+    listed_in: Path | None = None
 
 
 @dataclass(frozen=True)

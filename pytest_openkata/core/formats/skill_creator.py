@@ -87,7 +87,8 @@ class SkillCreatorFormat:
     name = NAME
 
     def detect(self, folder: Path) -> bool:
-        return (folder / EVALS_FILE).is_file() or (folder / "evals" / EVALS_FILE).is_file()
+        """A skill folder with ``evals/evals.json``, or that ``evals`` folder itself."""
+        return self._file(folder).is_file()
 
     def scenarios(self, folder: Path) -> list[ScenarioSource]:
         path = self._file(folder)
@@ -154,8 +155,9 @@ class SkillCreatorFormat:
         )
 
     def _file(self, folder: Path) -> Path:
-        direct = folder / EVALS_FILE
-        return direct if direct.is_file() else folder / "evals" / EVALS_FILE
+        # Its files are relative to the skill folder: the one above evals/.
+        evals = folder if folder.name == "evals" else folder / "evals"
+        return evals / EVALS_FILE
 
     def _evals(self, path: Path) -> list[Mapping[str, Any]]:
         data = mapping_at(NAME, path, read_json_file(NAME, path), "")

@@ -161,7 +161,7 @@ class WazaFormat:
                 task = self._task(task_file)
                 if task.get("enabled", True) is False:
                     continue
-                sources.append(ScenarioSource(NAME, str(task["id"]), task_file, str(path)))
+                sources.append(ScenarioSource(NAME, str(task["id"]), task_file, listed_in=path))
         if not sources:
             raise FormatError(NAME, path, "no task file matches these globs", "tasks")
         names = [s.name for s in sources]
@@ -171,7 +171,7 @@ class WazaFormat:
         return sources
 
     def load(self, source: ScenarioSource) -> EvalScenario:
-        eval_path = Path(source.key)
+        eval_path = source.listed_in or source.path.parent / EVAL_FILE
         spec = self._spec(eval_path)
         path = source.path
         task = self._task(path)
