@@ -203,3 +203,13 @@ def test_a_scenario_name_that_leads_out_of_the_target_is_refused_before_anything
         write_openkata(scenarios, tmp_path / "skill" / "evals")
     assert not (tmp_path / "skill").exists()
     assert not (tmp_path / "escaped").exists()
+
+
+def test_evals_json_is_never_overwritten_and_nothing_is_written_then(tmp_path: Path) -> None:
+    scenarios = read_all(layouts.skill_creator(tmp_path / "src"))
+    target = tmp_path / "out"
+    layouts.write(target / "evals" / "files" / "people.csv", "mine\n")
+    with pytest.raises(ConvertError, match=r"people\.csv: already exists"):
+        write_evals_json(scenarios, target)
+    assert not (target / "evals" / "evals.json").exists()
+    assert (target / "evals" / "files" / "people.csv").read_text() == "mine\n"
