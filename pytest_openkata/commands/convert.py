@@ -1,12 +1,12 @@
 """``python -m pytest_openkata convert SRC --to DEST``: evals of any supported format
 written as openkata scenario folders, or back as skill-creator's ``evals.json``.
 
-``SRC`` is a folder holding evals of one format (found by the formats' own detection, or
-named with ``--from``). With ``--to-format openkata`` (the default) each scenario becomes
-``DEST/<name>/`` (DEST is an ``evals`` folder); with ``--to-format skill-creator`` DEST is a
-skill folder and gets ``evals/evals.json`` and ``evals/files/``. Nothing is overwritten;
-what the target cannot hold is listed, one line each. Exit 0 when written, 2 when the
-source cannot be read or a target exists (nothing written then).
+``SRC`` is a folder holding evals of one format (found by the formats' own detection, or named
+with ``--from``). With ``--to-format openkata`` (the default) each scenario becomes
+``DEST/scenario-<name>/`` (DEST is an ``evals`` folder); with ``--to-format skill-creator``
+DEST is a skill folder and gets ``evals/evals.json`` and ``evals/files/``. Nothing is
+overwritten; what the target cannot hold is listed, one line each. Exit 0 when written, 2 when
+the source cannot be read or a target exists (nothing written then).
 """
 
 from __future__ import annotations
