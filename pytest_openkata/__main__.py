@@ -4,6 +4,8 @@
   or scenario needs;
 - ``html LOG [-o PATH]`` renders the HTML report of a run from its run log;
 - ``merge DIR...`` makes the shards of a CI matrix (``--eval-shard I/N``) into one run's reports;
+- ``convert SRC --to DEST`` writes evals of another published format (skill-creator, waza,
+  Skillgrade, Harbor) as openkata scenario folders, or back as skill-creator's evals.json;
 - ``effectiveness [SKILLS-ROOT]`` shows what the skill catalogue will show per skill and model.
 
 ``--help`` (``-h``, or no arguments) lists them, each with what it does; ``COMMAND --help``
@@ -47,6 +49,10 @@ COMMANDS = {
     "merge": Command(
         "pytest_openkata.commands.merge:main",
         "merge the shards of a run (--eval-shard I/N) into its reports",
+    ),
+    "convert": Command(
+        "pytest_openkata.commands.convert:main",
+        "write evals of other formats as openkata folders or evals.json",
     ),
     "effectiveness": Command(
         "pytest_openkata.commands.effectiveness:main",

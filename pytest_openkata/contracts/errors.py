@@ -10,6 +10,8 @@ subclasses these::
     ├── ConfigError             a setting has a bad value
     ├── UnknownProviderError    no provider of that kind and name (registry; a LookupError)
     ├── ScenarioLoadError       a scenario's files are missing or invalid (core.jsonfiles)
+    │   └── FormatError         a published eval format's file cannot be run as it is
+    │                           (core.formats)
     ├── SkillFileError          the skill's SKILL.md cannot be read (core.prompt; a
     │                           FileNotFoundError)
     ├── ScenarioFailure         ends a trial or a scenario with the error its report shows
@@ -26,6 +28,7 @@ subclasses these::
     ├── EarlierRunError         the earlier run to compare with is unusable
     │                           (core.earlier)
     ├── WriteError              the scaffold could not create a file (commands.scaffold)
+    ├── ConvertError            a conversion cannot be written (core.formats.writers)
     ├── FlagError               the drop-in command's flags are refused
     │                           (commands.openkata_eval)
     ├── LocalModelError         the local model could not be set up (local.steps)

@@ -12,7 +12,9 @@ module plus one entry point:
   terminal, junit;
 - ``pytest_openkata.sandboxes``: ``factory(EvalSettings) -> SandboxProvider``; docker;
 - ``pytest_openkata.lint_rules``: a ``LintRule`` class, made without arguments; none built
-  in (the built-in rules are the linter's own).
+  in (the built-in rules are the linter's own);
+- ``pytest_openkata.formats``: an ``EvalFormat`` class (``core.formats``), made without
+  arguments; openkata, skill-creator, waza, skillgrade, harbor.
 
 Names are listed from the installed distributions' metadata without importing anything; a
 provider's module is imported only when it is loaded by name, so a run pays for the
@@ -33,6 +35,7 @@ from pytest_openkata.contracts.errors import OpenkataError
 __all__ = [
     "AGENTS",
     "BACKENDS",
+    "FORMATS",
     "GRADERS",
     "LINT_RULES",
     "REPORTERS",
@@ -127,6 +130,7 @@ GRADERS = Registry("pytest_openkata.graders", "grader")
 REPORTERS = Registry("pytest_openkata.reporters", "reporter")
 SANDBOXES = Registry("pytest_openkata.sandboxes", "sandbox provider")
 LINT_RULES = Registry("pytest_openkata.lint_rules", "lint rule")
+FORMATS = Registry("pytest_openkata.formats", "eval format")
 
 
 OWN_PACKAGE = __name__.partition(".")[0]

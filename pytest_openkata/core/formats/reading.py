@@ -1,0 +1,158 @@
+"""What every format's reader shares: parsing its YAML, JSON or TOML into plain values, and
+refusing keys it does not know or cannot honour, each error naming the file, the key and the
+format."""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from pytest_openkata.core.formats.model import FormatError, InputFile
+
+__all__ = [
+    "check_keys",
+    "escaped",
+    "files_of",
+    "mapping_at",
+    "read_json_file",
+    "read_toml",
+    "read_yaml",
+    "relative_inside",
+    "unescaped",
+]
+
+# The characters a pattern gives a meaning to; every other one matches itself.
+SPECIAL = frozenset(".^$*+?{}[]|()\\")
+
+
+def _read_text(fmt: str, path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise FormatError(fmt, path, "file not found") from None
+    except UnicodeDecodeError:
+        raise FormatError(fmt, path, "cannot be read: not UTF-8 text") from None
+    except OSError as exc:
+        raise FormatError(fmt, path, f"cannot be read: {exc.strerror or 'error'}") from None
+
+
+def read_yaml(fmt: str, path: Path) -> Any:
+    import yaml  # here: a run that reads no YAML never imports it
+
+    try:
+        return yaml.safe_load(_read_text(fmt, path))
+    except yaml.YAMLError as exc:
+        raise FormatError(fmt, path, f"not valid YAML: {exc}") from None
+
+
+def read_json_file(fmt: str, path: Path) -> Any:
+    try:
+        return json.loads(_read_text(fmt, path))
+    except json.JSONDecodeError as exc:
+        raise FormatError(fmt, path, f"not valid JSON: {exc.msg} at line {exc.lineno}") from None
+
+
+def read_toml(fmt: str, path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(_read_text(fmt, path))
+    except tomllib.TOMLDecodeError as exc:
+        raise FormatError(fmt, path, f"not valid TOML: {exc}") from None
+
+
+def mapping_at(fmt: str, path: Path, value: Any, where: str) -> Mapping[str, Any]:
+    """``value`` when it is a mapping (``None`` reads as an empty one), else an error."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise FormatError(fmt, path, "must be a mapping of keys to values", where or "(top level)")
+    return value
+
+
+def check_keys(
+    fmt: str,
+    path: Path,
+    data: Mapping[str, Any],
+    where: str,
+    *,
+    known: Iterable[str],
+    unsupported: Mapping[str, str] | None = None,
+) -> None:
+    """Refuse a key the format does not have (``known`` lists those it has) and a key it has
+    that this plugin cannot honour (``unsupported``: key -> why), naming the first such key."""
+    unsupported = unsupported or {}
+    known = set(known)
+    for key in data:
+        field = f"{where}.{key}" if where else str(key)
+        if key in unsupported:
+            raise FormatError(fmt, path, f"not supported by this plugin: {unsupported[key]}", field)
+        if key not in known:
+            choices = ", ".join(sorted(known | set(unsupported)))
+            raise FormatError(fmt, path, f"unknown key; the format's keys here: {choices}", field)
+
+
+def relative_inside(fmt: str, path: Path, value: str, field: str) -> str:
+    """A workspace path as a format gives it, relative and ``/``-separated; a path that leaves
+    the workspace (absolute, or climbing out with ``..``) is an error."""
+    text = value.replace("\\", "/").strip()
+    while text.startswith("./"):
+        text = text[2:]
+    parts = [p for p in text.split("/") if p not in ("", ".")]
+    if not text or text.startswith("/") or ".." in parts:
+        raise FormatError(
+            fmt,
+            path,
+            f"{value!r} is not a path inside the workspace, where inputs are placed",
+            field,
+        )
+    return "/".join(parts)
+
+
+def files_of(fmt: str, path: Path, source: Path, install: str, field: str) -> list[InputFile]:
+    """The input files of ``source`` (a file, or every file under a folder) placed at
+    ``install`` in the workspace; a missing source is an error."""
+    if source.is_file():
+        return [InputFile(install, source.read_bytes(), _executable(source))]
+    if source.is_dir():
+        found = []
+        for file in sorted(p for p in source.rglob("*") if p.is_file()):
+            rel = file.relative_to(source).as_posix()
+            where = rel if install in ("", ".") else f"{install}/{rel}"
+            found.append(InputFile(where, file.read_bytes(), _executable(file)))
+        return found
+    looked = Path(os.path.relpath(source, path.parent)).as_posix()
+    raise FormatError(fmt, path, f"file not found: {looked} (from this file's folder)", field)
+
+
+def _executable(path: Path) -> bool:
+    return bool(path.stat().st_mode & 0o111)
+
+
+def escaped(text: str) -> str:
+    """A pattern matching ``text`` itself, with a backslash before each special character
+    only (unlike ``re.escape``, which also escapes spaces), so that the text can be read back
+    from it unchanged (:func:`unescaped`)."""
+    return "".join("\\" + c if c in SPECIAL else c for c in text)
+
+
+def unescaped(pattern: str) -> str | None:
+    """The text a pattern of plain text matches (the inverse of :func:`escaped`); None for a
+    pattern that is more than plain text."""
+    text, index = [], 0
+    while index < len(pattern):
+        char = pattern[index]
+        if char == "\\":
+            following = pattern[index + 1 : index + 2]
+            if not following or following.isalnum():
+                return None
+            text.append(following)
+            index += 2
+            continue
+        if char in SPECIAL:
+            return None
+        text.append(char)
+        index += 1
+    return "".join(text) or None
