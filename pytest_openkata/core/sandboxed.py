@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import tarfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -23,8 +23,21 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pytest_openkata.contracts.agents import AgentCLI, AgentSettings, GivesTranscript
 from pytest_openkata.contracts.backends import answer_bound
 from pytest_openkata.contracts.config import EvalSettings, SandboxSettings
-from pytest_openkata.contracts.errors import BackendError, RetryableError, SandboxError, SandboxLost
-from pytest_openkata.contracts.results import AgentResult, Snapshot, WorkspaceDiff
+from pytest_openkata.contracts.errors import (
+    AGENT_CRASH,
+    OUT_OF_MEMORY,
+    TIMEOUT,
+    BackendError,
+    RetryableError,
+    SandboxError,
+    SandboxLost,
+)
+from pytest_openkata.contracts.results import (
+    AgentResult,
+    Snapshot,
+    TrialEnvironment,
+    WorkspaceDiff,
+)
 from pytest_openkata.contracts.sandboxes import (
     AgentCommand,
     ExecResult,
@@ -33,6 +46,7 @@ from pytest_openkata.contracts.sandboxes import (
     SandboxSpec,
 )
 from pytest_openkata.contracts.transcripts import Transcript
+from pytest_openkata.core.agent_versions import AgentVersions
 from pytest_openkata.core.agents import make_agent
 from pytest_openkata.core.checks import Check, CommandOutcome
 from pytest_openkata.core.errors import ScenarioFailure
@@ -77,6 +91,8 @@ class SandboxSetup:
     # Host folders (``~`` allowed) for every agent, besides the agent's own (sandbox.mounts);
     # mounted read-only when they exist.
     mounts: tuple[tuple[str, str], ...] = ()
+    # The agent CLI's version in each image, asked once per run.
+    versions: AgentVersions = field(default_factory=AgentVersions, compare=False, repr=False)
 
 
 def agent_settings(settings: EvalSettings) -> AgentSettings:
@@ -203,6 +219,8 @@ def sandbox_spec(scenario: Scenario, setup: SandboxSetup) -> SandboxSpec:
         network=scenario.network or setup.network,
         env=dict(setup.agent.env),
         mounts=mounts,
+        cpus=scenario.cpus,
+        memory_mb=scenario.memory_mb,
     )
 
 
@@ -221,6 +239,20 @@ class SandboxRun:
     # events), and how it worked where it says so.
     answer: str = ""
     transcript: Transcript | None = None
+    # What the environment was given and ran (CPUs, memory, agent CLI version, image id).
+    environment: TrialEnvironment | None = None
+
+
+def environment_of(environment: SandboxEnvironment, agent_version: str = "") -> TrialEnvironment:
+    """What ``environment`` was given and runs, as far as its provider says."""
+    cpus = getattr(environment, "cpus", None)
+    memory = getattr(environment, "memory_mb", None)
+    return TrialEnvironment(
+        cpus=float(cpus) if isinstance(cpus, int | float) else None,
+        memory_mb=memory if isinstance(memory, int) else None,
+        agent_version=agent_version,
+        image_id=str(getattr(environment, "image_id", "")),
+    )
 
 
 def _at_step(step: str, call: Callable[[], T]) -> T:
@@ -319,6 +351,7 @@ def sandbox_run(
     try:
         _at_step("copy workspace", lambda: environment.put_archive("/", archive))
         before = _snapshot(environment, "snapshot before", exclude)
+        had = environment_of(environment, setup.versions.of(environment, agent.argv[0], WORKSPACE))
         result = _at_step(
             f"run {agent.name}",
             lambda: environment.exec(
@@ -345,6 +378,7 @@ def sandbox_run(
         lost,
         answer=answer,
         transcript=transcript,
+        environment=had,
     )
 
 
@@ -435,18 +469,36 @@ def run_agent_in_sandbox(
         lost,
     )
     name, result = setup.agent.name, run.result
+    if result.oom_killed:
+        memory = "" if scenario.memory_mb is None else f" of {scenario.memory_mb} MiB"
+        raise ScenarioFailure(
+            f"sandbox: {name} ran out of memory{memory} and was killed "
+            f"(exit status {result.exit_code})",
+            cause=OUT_OF_MEMORY,
+            environment=run.environment,
+        )
     if result.cut_at is not None:
-        raise ScenarioFailure(f"sandbox: {name} printed more than {answer_bound(result.cut_at)}")
+        raise ScenarioFailure(
+            f"sandbox: {name} printed more than {answer_bound(result.cut_at)}",
+            cause=AGENT_CRASH,
+            environment=run.environment,
+        )
     if result.timed_out:
         raise ScenarioFailure(
             f"sandbox: {name} timed out after {setup.timeout:g} s (its partial output and "
             "workspace changes are in the report's agent_output)",
             agent_output=run.judge_text,
+            cause=TIMEOUT,
+            environment=run.environment,
         )
     if result.exit_code != 0:
         tail = result.output.strip().splitlines()[-5:]
         detail = ("\n" + "\n".join(tail)) if tail else ""
-        raise ScenarioFailure(f"sandbox: {name}: exit status {result.exit_code}{detail}")
+        raise ScenarioFailure(
+            f"sandbox: {name}: exit status {result.exit_code}{detail}",
+            cause=AGENT_CRASH,
+            environment=run.environment,
+        )
     agent = AgentResult(
         run.judge_text,
         run.answer,
@@ -454,6 +506,7 @@ def run_agent_in_sandbox(
         engine=run.engine,
         lost_engines=(*lost, *run.lost_engines),
         transcript=run.transcript,
+        environment=run.environment,
     )
     return agent, run.commands or {}
 
@@ -475,6 +528,7 @@ __all__ = [
     "build_provider",
     "build_sandbox",
     "check_scripts",
+    "environment_of",
     "replay_commands",
     "run_agent_in_sandbox",
     "run_commands",

@@ -77,6 +77,9 @@ class Scenario:
     criteria: tuple[Criterion, ...]
     trials: int | None = None  # scenario.json's own trial count, overriding the setting
     checks: tuple[Check, ...] = ()  # checks.json's deterministic checks
+    # scenario.json's resources for its sandbox, overriding the settings (None: theirs).
+    cpus: float | None = None
+    memory_mb: int | None = None
     # The bytes of task.md, criteria.json and checks.json as loading read them (those it
     # read), so that the run's digests and its task text need not read them again.
     contents: Mapping[str, bytes] = field(default_factory=dict, compare=False, repr=False)
@@ -189,6 +192,10 @@ class ScenarioModel(BaseModel):
     sandbox: bool = True
     network: str = ""
     trials: int | None = Field(default=None, gt=0)
+    # What the scenario's sandbox is given (None: the sandbox.cpus / sandbox.memory settings).
+    # Docker refuses less than 6 MiB.
+    cpus: float | None = Field(default=None, gt=0)
+    memory_mb: int | None = Field(default=None, ge=6)
 
 
 def load_criteria(
@@ -269,7 +276,17 @@ def _read_scenario_options(
     key = misspelt_sandbox_key(data) if kind else None
     if key is not None:
         raise ScenarioLoadError(path, f'unknown key; did you mean "sandbox"? {KIND_UNTRUSTED}', key)
+    resource = next((r for r in RESOURCE_KEYS if getattr(options, r) is not None), None)
+    if resource is not None and not options.sandbox:
+        raise ScenarioLoadError(path, DIRECT_RESOURCES, resource)
     return options
+
+
+RESOURCE_KEYS = ("cpus", "memory_mb")
+DIRECT_RESOURCES = (
+    "a direct scenario runs no sandbox, so it cannot be given CPUs or memory: remove the key, "
+    'or set "sandbox": true'
+)
 
 
 def closest_key(key: str, known: Iterable[str]) -> str | None:
@@ -420,6 +437,8 @@ def load_scenario(scenario_dir: Path) -> Scenario:
         sandbox=options.sandbox,
         network=options.network,
         trials=options.trials,
+        cpus=options.cpus,
+        memory_mb=options.memory_mb,
         context=context,
         criteria=criteria,
         checks=checks,
