@@ -58,6 +58,9 @@ class AgentCommand:
     read_output: Callable[[str], tuple[str, Transcript | None]] | None = field(
         default=None, compare=False, repr=False
     )
+    # The command that prints the agent CLI's version (``claude --version``); () when it
+    # has none to ask.
+    version_argv: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ first line is kept, stripped of control characters and bounded.
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 
 from pytest_openkata.contracts.errors import BackendError
 from pytest_openkata.contracts.sandboxes import SandboxEnvironment
@@ -28,29 +29,30 @@ class AgentVersions:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._known: dict[tuple[str, str], str] = {}
+        self._known: dict[tuple[str, ...], str] = {}
 
-    def of(self, environment: SandboxEnvironment, executable: str, workdir: str) -> str:
-        """``executable``'s version in ``environment`` (its first line of ``--version``);
-        "" when it cannot tell (it failed, printed nothing, or the environment knows no image
-        id to remember the answer by, when it is asked every time)."""
+    def of(self, environment: SandboxEnvironment, argv: Sequence[str], workdir: str) -> str:
+        """The version ``argv`` prints in ``environment`` (its first line), ``argv`` being
+        the agent's executable and its version flag; "" when it cannot tell (no ``argv``, it
+        failed or printed nothing). An environment that knows no image id to remember the
+        answer by is asked every time."""
+        if not argv:
+            return ""
         image = str(getattr(environment, "image_id", ""))
-        key = (image, executable)
+        key = (image, *argv)
         with self._lock:
             if image and key in self._known:
                 return self._known[key]
-        version = _asked(environment, executable, workdir)
+        version = _asked(environment, argv, workdir)
         if image:
             with self._lock:
                 self._known.setdefault(key, version)
         return version
 
 
-def _asked(environment: SandboxEnvironment, executable: str, workdir: str) -> str:
+def _asked(environment: SandboxEnvironment, argv: Sequence[str], workdir: str) -> str:
     try:
-        result = environment.exec(
-            [executable, "--version"], env={}, workdir=workdir, timeout=VERSION_TIMEOUT
-        )
+        result = environment.exec(list(argv), env={}, workdir=workdir, timeout=VERSION_TIMEOUT)
     except BackendError:
         return ""  # the agent's own run reports what is wrong with the environment
     if result.timed_out or result.exit_code != 0:

@@ -118,7 +118,17 @@ def sandbox_agent(settings: EvalSettings) -> AgentCommand:
         files=agent.workspace_files(),
         mounts=agent.credential_mounts,
         read_output=_output_reader(agent) if isinstance(agent, GivesTranscript) else None,
+        version_argv=_version_argv(agent, invocation.argv),
     )
+
+
+def _version_argv(agent: AgentCLI, argv: Sequence[str]) -> tuple[str, ...]:
+    """How the agent's executable prints its version (see ``AgentCLI``): () for an agent
+    without one, or without an executable."""
+    flag = getattr(agent, "version_flag", "--version")
+    if not isinstance(flag, str) or not argv:
+        return ()
+    return (argv[0], flag)
 
 
 def _output_reader(agent: AgentCLI) -> Callable[[str], tuple[str, Transcript | None]]:
@@ -351,7 +361,8 @@ def sandbox_run(
     try:
         _at_step("copy workspace", lambda: environment.put_archive("/", archive))
         before = _snapshot(environment, "snapshot before", exclude)
-        had = environment_of(environment, setup.versions.of(environment, agent.argv[0], WORKSPACE))
+        version = setup.versions.of(environment, agent.version_argv, WORKSPACE)
+        had = environment_of(environment, version)
         result = _at_step(
             f"run {agent.name}",
             lambda: environment.exec(
