@@ -404,6 +404,11 @@ class ScenarioResult:
         return next((t.error_kind for t in self.trials if t.error is not None), "")
 
     @property
+    def error_cause(self) -> str:
+        """What kind of failure the first errored trial had (``""`` when none errored)."""
+        return next((t.error_cause for t in self.trials if t.error is not None), "")
+
+    @property
     def skill_errors(self) -> int:
         """Trials that errored because the skill itself is broken (:data:`SKILL_ERROR`)."""
         return sum(1 for trial in self.trials if trial.error_kind == SKILL_ERROR)
