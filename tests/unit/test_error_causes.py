@@ -3,6 +3,8 @@ from, never by its message."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from pytest_openkata.contracts.errors import (
@@ -31,8 +33,10 @@ from pytest_openkata.contracts.errors import (
     TransportError,
     error_cause,
 )
+from pytest_openkata.contracts.results import Attempt, ScenarioResult, TrialEnvironment
 from pytest_openkata.core.checks import CheckError
 from pytest_openkata.core.errors import ScenarioFailure
+from pytest_openkata.core.trials import combine_trials, errored_trial
 from pytest_openkata.infra.retry import RetriesExhaustedError
 
 
@@ -93,3 +97,21 @@ def test_only_the_infrastructures_kinds_are_retried() -> None:
     assert set(RETRIED_CAUSES) == {MODEL_ENDPOINT, SANDBOX_SETUP, ENGINE_LOST}
     assert set(RETRIED_CAUSES) <= set(ERROR_CAUSES)
     assert len(set(ERROR_CAUSES)) == len(ERROR_CAUSES)
+
+
+def test_attempts_and_environment_cross_between_processes_unchanged() -> None:
+    # What an xdist worker sends the controller (JSON of ScenarioResult.to_dict), read back.
+    trial = errored_trial(
+        1,
+        "sandbox: docker create: image not found",
+        cause=SANDBOX_SETUP,
+        attempts=(Attempt(1, "sandbox: docker create: refused", SANDBOX_SETUP, 0.5),),
+        environment=TrialEnvironment(0.5, 64, "2.1.197 (Claude Code)", "sha256:ab"),
+    )
+    result = combine_trials([trial], skill="s", skill_dir="skills/s", name="a", description="")
+
+    again = ScenarioResult.from_dict(json.loads(json.dumps(result.to_dict())))
+
+    assert again == result
+    assert again.trials[0].attempts[0].cause == SANDBOX_SETUP
+    assert again.error_cause == SANDBOX_SETUP
