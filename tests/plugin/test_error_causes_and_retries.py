@@ -74,6 +74,7 @@ def test_an_endpoint_failure_is_retried_and_the_trial_passes_with_every_attempt_
     assert r"Errors by kind: model\_endpoint 2 of 3 attempts (67%, 2 retried)." in markdown
     html = (pytester.path / "run.html").read_text()
     assert "<caption>Errors by kind</caption>" in html
+    assert "Attempt 2 (model_endpoint), run again: agent: HTTP 500: the model is down" in html
     assert '<td>model_endpoint</td><td class="num">2</td><td class="num">3</td>' in html
 
 

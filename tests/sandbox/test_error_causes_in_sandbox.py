@@ -50,6 +50,8 @@ def test_an_agent_that_exits_2_is_an_agent_crash_and_records_what_its_sandbox_ha
         "skills",
         *sandbox_args(endpoint.base_url, standin_image),
         *_command("echo crashing; exit 2", "--eval-retry-infrastructure", "2"),
+        "--eval-html",
+        "run.html",
     )
 
     result.assert_outcomes(errors=1)
@@ -64,6 +66,10 @@ def test_an_agent_that_exits_2_is_an_agent_crash_and_records_what_its_sandbox_ha
         "image_id": docker_client.images.get(standin_image).id,
     }
     result.stdout.fnmatch_lines(["  Errors by kind: agent_crash 1 of 1 attempt (100%)"])
+    html = (pytester.path / "run.html").read_text()
+    assert "Kind of failure: agent_crash" in html
+    image = trial["environment"]["image_id"]
+    assert f"Sandbox: 0.5 CPUs, 96 MiB; agent version unknown; image {image}</p>" in html
 
 
 def test_the_sandbox_is_created_with_the_scenarios_cpus_and_memory(
