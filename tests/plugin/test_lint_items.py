@@ -332,6 +332,7 @@ def test_a_prompt_over_the_context_budget_is_a_lint_warning_naming_its_largest_p
     over.stdout.fnmatch_lines(
         [
             "*EvalLintWarning: [[]prompt-size[]] the prompt is about 5,* tokens (2*,* characters), "
-            "over the context budget of 5,000 (context_budget); its largest parts: manual.md (5,505), SKILL.md (*"
+            "over the context budget of 5,000 (context_budget); its largest parts: "
+            "manual.md (5,505), SKILL.md (*"
         ]
     )
