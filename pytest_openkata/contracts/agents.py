@@ -111,6 +111,10 @@ class AgentCLI(Protocol):
     prints its API errors there. kiro keeps the reference's bare ``kiro-cli failed: exit
     status N``. ``credential_mounts`` are host folders the agent needs in a sandbox (mounted
     only when they exist).
+
+    An agent may also have ``version_flag``: the argument that makes its executable print its
+    version (``--version`` when it has none), or None when it has no version of its own to
+    tell (the ``command`` agent runs a shell).
     """
 
     @property

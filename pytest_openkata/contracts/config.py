@@ -69,6 +69,8 @@ class SandboxSettings(BaseModel):
     per_host: int = 0
     # The client certificates of tcp:// engines (ca.pem, cert.pem, key.pem), as DOCKER_CERT_PATH.
     tls_cert_path: str = ""
+    # The agent CLI's npm version the local model's sandbox image installs ("": the pinned one).
+    agent_version: str = ""
 
 
 class RetrySettings(BaseModel):
@@ -76,6 +78,8 @@ class RetrySettings(BaseModel):
 
     attempts: int = 3
     budget: float = 120.0
+    # Times a trial that errored for the infrastructure runs again (core.run).
+    infrastructure: int = 0
 
 
 class PriceSettings(BaseModel):

@@ -24,7 +24,8 @@ Errors, in the reference's priority order and texts (``<cli>`` is the agent's na
 - ``<cli> not found in PATH`` plus the agent's install hint on a second line
   (:class:`AgentNotFoundError`); any other start failure is ``<cli> failed: <error>``;
 - ``<cli> returned empty response`` when standard output is empty
-  (:class:`~.MalformedResponseError`).
+  (:class:`~.MalformedResponseError`, of the kind ``agent_crash``). An agent whose events hold
+  no final answer answered with nothing: that empty answer is graded, not an error.
 
 Deviation: the stderr in an error text loses its trailing white space. Error texts pass through
 ``redact`` (the answer itself does not: it is the agent's output, masked where it is written).
@@ -60,6 +61,7 @@ from pytest_openkata.contracts.backends import (
     answer_bound,
 )
 from pytest_openkata.contracts.errors import (
+    AGENT_CRASH,
     AgentConfigError,
     AgentFailedError,
     AgentNotFoundError,
@@ -291,9 +293,9 @@ class CLIBackend:
         transcript = (
             self.agent.transcript(stdout) if isinstance(self.agent, GivesTranscript) else None
         )
+        # Events that hold no final answer are the agent's own outcome (it gave up, or ended
+        # without a word): an empty answer, graded like any other, never an error.
         answer = self.agent.clean(stdout)
-        if transcript is not None and not answer:  # its events held no answer
-            raise MalformedResponseError(f"{self.agent.name} returned empty response")
         return answer, transcript
 
     def _stdout(self, system: str, user: str) -> str:
@@ -359,12 +361,14 @@ class CLIBackend:
         stdout = finished.stdout.decode(errors="replace")
         stderr = finished.stderr.decode(errors="replace")
         if finished.stdout_over:
-            raise AnswerTooLargeError(
+            too_large = AnswerTooLargeError(
                 self._redact(
                     f"{name} printed more than {answer_bound(self.answer_max_bytes)}; "
                     "it was stopped"
                 )
             )
+            too_large.cause = AGENT_CRASH  # the CLI's output, not an endpoint's answer
+            raise too_large
         if finished.timed_out:
             raise AgentTimeoutError(
                 self._redact(f"{name} timed out after {go_duration(self.timeout)}"),
@@ -384,8 +388,10 @@ class CLIBackend:
                 exit_status=finished.returncode,
                 stderr=self._redact(stderr),
             )
-        if not finished.stdout:
-            raise MalformedResponseError(f"{name} returned empty response")
+        if not finished.stdout:  # the reference's error: the CLI printed nothing at all
+            silent = MalformedResponseError(f"{name} returned empty response")
+            silent.cause = AGENT_CRASH
+            raise silent
         return stdout
 
 

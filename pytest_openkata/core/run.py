@@ -34,12 +34,22 @@ from pytest_openkata.contracts.backends import (
     SkillAware,
     Transcribing,
 )
-from pytest_openkata.contracts.errors import AgentConfigError, BackendError
+from pytest_openkata.contracts.errors import (
+    CHECK_FAILED,
+    INVALID_INPUT,
+    MODEL_ENDPOINT,
+    RETRIED_CAUSES,
+    SANDBOX_SETUP,
+    AgentConfigError,
+    BackendError,
+    error_cause,
+)
 from pytest_openkata.contracts.results import (
     INFRASTRUCTURE_ERROR,
     SCENARIO_ERROR,
     SKILL_ERROR,
     AgentResult,
+    Attempt,
     CallStats,
     CriterionResult,
     FileChange,
@@ -176,10 +186,14 @@ class RunOptions:
     categories: tuple[str, ...] = ()
     # The values of the settings that installed providers declare, for the graders.
     provider_settings: Mapping[str, Any] = field(default_factory=dict)
+    # How many times a trial that errored for the infrastructure (RETRIED_CAUSES) runs again.
+    retry_infrastructure: int = 0
 
     def __post_init__(self) -> None:
         if self.trials < 1 or self.judge_votes < 1:
             raise ValueError("trials and judge_votes must be at least 1")
+        if self.retry_infrastructure < 0:
+            raise ValueError("retry_infrastructure must not be negative")
 
 
 def _agent_from_cache(entry: dict[str, Any] | None) -> AgentResult | None:
@@ -370,7 +384,7 @@ class _ScenarioRun:
 
     def _sandbox(self) -> SandboxSetup:
         if self.backends.sandbox is None:
-            raise ScenarioFailure(NO_SANDBOX)
+            raise ScenarioFailure(NO_SANDBOX, cause=INVALID_INPUT)
         try:
             return self.backends.sandbox()
         except BackendError as exc:
@@ -465,7 +479,9 @@ class _ScenarioRun:
 
     def _replayed_commands(self, agent: AgentResult) -> dict[str, CommandOutcome]:
         if agent.changes is None:
-            raise ScenarioFailure("checks: the cached agent result holds no workspace changes")
+            raise ScenarioFailure(
+                "checks: the cached agent result holds no workspace changes", cause=CHECK_FAILED
+            )
         setup, changes, commands = self._sandbox(), agent.changes, self._commands()
         try:
             # A sandbox like the agent's own: it holds a call slot, and is retried alike.
@@ -533,7 +549,30 @@ class _ScenarioRun:
     def _error(self, exc: BaseException) -> str:
         return error_text(exc, self.redact, self.scenario.skill_dir)
 
+    def _cause(self, exc: BaseException) -> str:
+        """The kind of failure ``exc`` is; what no raiser classified is the sandbox's for a
+        sandboxed scenario, the model endpoint's for a direct one."""
+        return error_cause(exc, SANDBOX_SETUP if self.scenario.sandbox else MODEL_ENDPOINT)
+
     def trial(self, index: int) -> TrialResult:
+        """Trial ``index``, run again while it errors for the infrastructure and
+        ``retry_infrastructure`` allows; the attempts before the last are kept in it."""
+        earlier: list[Attempt] = []
+        while True:
+            result = self._one_trial(index)
+            retried = (
+                result.error is not None
+                and result.error_cause in RETRIED_CAUSES
+                and len(earlier) < self.options.retry_infrastructure
+            )
+            if not retried:
+                return replace(result, attempts=tuple(earlier)) if earlier else result
+            seconds = 0.0 if result.trace is None else result.trace.seconds
+            earlier.append(
+                Attempt(len(earlier) + 1, result.error or "", result.error_cause, seconds)
+            )
+
+    def _one_trial(self, index: int) -> TrialResult:
         started = time.monotonic()
 
         def seconds() -> float:
@@ -548,8 +587,10 @@ class _ScenarioRun:
                 index,
                 self._error(exc),
                 kind=exc.kind or INFRASTRUCTURE_ERROR,
+                cause=INVALID_INPUT if exc.kind else self._cause(exc),
                 agent_output=output,
                 trace=trace,
+                environment=exc.environment,
             )
         task = GradingTask(
             self.scenario, agent, index, self.grading, arm=self.arm.name, commands=commands
@@ -565,10 +606,12 @@ class _ScenarioRun:
                     index,
                     self._error(exc),
                     kind=exc.kind,
+                    cause=self._grade_cause(exc),
                     agent_cached=agent.cached,
                     judge_errors=1 if exc.judge_error else 0,
                     usage=Usage(agent_stats, judge_stats + exc.usage),
                     trace=self._trace(agent, answers, seconds()),
+                    environment=agent.environment,
                 )
             criteria.extend(grading.criteria)
             judge_stats += grading.usage
@@ -582,7 +625,15 @@ class _ScenarioRun:
             judge_cached=judge_stats.cached,
             usage=usage,
             trace=self._trace(agent, answers, seconds()),
+            environment=agent.environment,
         )
+
+    def _grade_cause(self, exc: GradeError) -> str:
+        """A grader's failure: the scenario's own files when it is their fault, else what
+        failed under it (a check that could not run, the judge's endpoint)."""
+        if exc.kind != INFRASTRUCTURE_ERROR:
+            return INVALID_INPUT
+        return error_cause(exc, MODEL_ENDPOINT)
 
     def _trace(
         self, agent: AgentResult, answers: dict[str, list[Any]], seconds: float
@@ -668,7 +719,8 @@ def run_scenario(
             raise ScenarioFailure(str(exc)) from exc
     except (ScenarioLoadError, ScenarioFailure, BackendError, SkillFileError) as exc:
         kind = _error_kind(exc, scenario_dir)
-        trial = errored_trial(1, error_text(exc, redact, skill_dir), kind=kind)
+        cause = INVALID_INPUT if kind != INFRASTRUCTURE_ERROR else error_cause(exc, INVALID_INPUT)
+        trial = errored_trial(1, error_text(exc, redact, skill_dir), kind=kind, cause=cause)
         return combine_trials(
             [trial],
             description=read_description(scenario_dir),
@@ -745,5 +797,6 @@ def _baseline_run(
             scenario.skill_dir, scenario.path, options.skill_texts, skill=arm.skill
         )
     except (ArmError, FileNotFoundError, ScenarioLoadError) as exc:  # a tile.json at the ref
-        return errored_trial(1, error_text(exc, redact, scenario.skill_dir), kind=SCENARIO_ERROR)
+        text = error_text(exc, redact, scenario.skill_dir)
+        return errored_trial(1, text, kind=SCENARIO_ERROR, cause=INVALID_INPUT)
     return _ScenarioRun(scenario, prompt, backends, options, redact=redact, slot=slot, arm=arm)

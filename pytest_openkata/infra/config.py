@@ -286,6 +286,19 @@ class Setting:
         return self.key.replace(".", "_").replace("-", "_")
 
 
+MAX_INFRASTRUCTURE_RETRIES = 5
+# An npm version or dist-tag: what may follow ``pkg@`` on npm's command line, nothing a shell
+# or a Docker tag would read otherwise.
+_AGENT_VERSION = re.compile(r"[0-9A-Za-z][0-9A-Za-z.+_-]{0,63}")
+
+
+def _agent_version(value: str) -> str:
+    text = value.strip()
+    if not _AGENT_VERSION.fullmatch(text):
+        raise ValueError(f"{value!r} is not an npm version such as 0.63.0 or a tag such as latest")
+    return text
+
+
 FIELDS: tuple[Setting, ...] = (
     Setting("backend", _backend, choices=registry.backend_names),
     Setting("judge_backend", _backend, choices=registry.backend_names),
@@ -337,8 +350,10 @@ FIELDS: tuple[Setting, ...] = (
     Setting("sandbox.hosts", _hosts, metavar="[NAME=]URL,...", listed=True),
     Setting("sandbox.per_host", _int_between(0, None), metavar="N"),
     Setting("sandbox.tls_cert_path", _text, metavar="PATH"),
+    Setting("sandbox.agent_version", _agent_version, metavar="VERSION"),
     Setting("retry.attempts", _int_between(1, None), metavar="N"),
     Setting("retry.budget", _non_negative_number, metavar="SECONDS"),
+    Setting("retry.infrastructure", _int_between(0, MAX_INFRASTRUCTURE_RETRIES), metavar="N"),
     Setting("price.agent_input", _non_negative_number, metavar="USD"),
     Setting("price.agent_output", _non_negative_number, metavar="USD"),
     Setting("price.judge_input", _non_negative_number, metavar="USD"),
@@ -530,6 +545,11 @@ HELP = {
     "without either, plain TCP)",
     "retry.attempts": "attempts per model call or sandbox run on 429, 503 and 5xx (default 3)",
     "retry.budget": "seconds of back-off allowed per call across its retries (default 120)",
+    "retry.infrastructure": "times a trial that errored for the infrastructure (model_endpoint, "
+    f"sandbox_setup, engine_lost) runs again, at most {MAX_INFRASTRUCTURE_RETRIES}; a crash, "
+    "a timeout or an out-of-memory kill never does (default 0)",
+    "sandbox.agent_version": "version of the agent CLI the local model's sandbox image installs "
+    "from npm (npm's pkg@VERSION, e.g. 0.63.0; default: the version this release pins)",
     "price.agent_input": "US dollars per million input tokens of the agent model",
     "price.agent_output": "US dollars per million output tokens of the agent model",
     "price.judge_input": "US dollars per million input tokens of the judge model",

@@ -1,5 +1,6 @@
 """Real agent CLIs (Claude Code, Codex) answering through the CLI backend, offline, against the
-local model: Claude Code on llama-server's Anthropic route, Codex on its Responses route.
+local model: Claude Code on llama-server's Anthropic route, Codex on its Responses route; and
+the version a real CLI tells, recorded by a sandboxed trial.
 
 The CLIs are installed once into ``~/.cache/pytest-openkata/npm`` (``npm install --prefix``);
 a failed install is an error, never a skip. A 135M model's answer is not checked for content.
@@ -14,11 +15,14 @@ retried; Claude Code's own request changes from run to run (see the test).
 from __future__ import annotations
 
 import contextlib
+import json
+import os
 import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+import docker
 import pytest
 
 from pytest_openkata.contracts.agents import AgentSettings, ContinuesSession
@@ -28,6 +32,8 @@ from pytest_openkata.core.conversation import Conversation, converse, scripted
 from pytest_openkata.local.model import LocalModelServer
 from pytest_openkata.local.steps import cache_dir
 from pytest_openkata.providers.agents import make_agent
+from tests.support.endpoint import ScriptedEndpoint
+from tests.support.evals import EvalScript, sandbox_args, write_skill
 
 pytestmark = pytest.mark.e2e
 
@@ -247,3 +253,47 @@ def test_codex_resumes_its_session_for_a_follow_up(
     assert calls.folders[0] == calls.folders[1] != ""  # one CODEX_HOME for both turns
     assert not Path(calls.folders[0]).exists()
     _assert_both_turns(conversation, FOLLOW_UP)
+
+
+def test_a_sandboxed_trial_records_the_real_clis_version_and_its_images_id(
+    npm_bin: Path,
+    pytester: pytest.Pytester,
+    endpoint: ScriptedEndpoint,
+    script: EvalScript,
+    use_engine: str,
+    standin_image: str,
+    docker_client: docker.DockerClient,
+) -> None:
+    # The real Claude Code binary, with the host's C library, mounted into the sandbox image;
+    # it answers --version whatever becomes of the trial (no model is reachable from there).
+    binary = Path(os.path.realpath(npm_bin / "claude"))
+    on_path = pytester.path / "on-path"
+    on_path.mkdir()
+    (on_path / "claude").symlink_to(f"/opt/claude/{binary.name}")
+    mounts = ",".join(
+        f"{os.path.realpath(host)}:{target}"
+        for host, target in (
+            (binary.parent, "/opt/claude"),
+            (on_path, "/usr/local/bin"),
+            ("/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu"),
+            ("/lib64", "/lib64"),
+        )
+    )
+    write_skill(pytester.path, "s", {"scenario-box": {"x": 1}}, sandbox=True)
+    host_version = subprocess.run(
+        [str(npm_bin / "claude"), "--version"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+    pytester.runpytest(
+        "skills",
+        *sandbox_args(endpoint.base_url, standin_image, "--eval-sandbox-timeout", "20"),
+        "--eval-sandbox-agent", "claude",
+        "--eval-sandbox-network", "none",
+        "--eval-sandbox-mounts", mounts,
+    )  # fmt: skip
+
+    (log,) = (pytester.path / ".openkata/runs").glob("*.jsonl")
+    (trial,) = [json.loads(line) for line in log.read_text().splitlines()][1:]
+    assert trial["environment"]["agent_version"] == host_version
+    assert trial["environment"]["image_id"] == docker_client.images.get(standin_image).id
+    assert trial["environment"]["image_id"].startswith("sha256:")

@@ -20,6 +20,7 @@ import pytest
 
 from pytest_openkata.contracts.agents import AgentInvocation, AgentSettings, ContinuesSession
 from pytest_openkata.contracts.errors import (
+    AGENT_CRASH,
     AgentConfigError,
     AgentFailedError,
     AgentNotFoundError,
@@ -27,6 +28,7 @@ from pytest_openkata.contracts.errors import (
     AnswerTooLargeError,
     BackendError,
     MalformedResponseError,
+    error_cause,
 )
 from pytest_openkata.core.agent_backend import ERROR_OUTPUT_CHARS, CLIBackend, go_duration
 from pytest_openkata.infra.text import clean_output
@@ -323,14 +325,17 @@ def test_a_cli_that_reports_its_error_on_stdout_shows_it(tmp_path: Path) -> None
     assert str(caught.value) == "claude failed: exit status 1\nstdout: API Error: overloaded"
 
 
-def test_events_that_hold_no_answer_are_an_empty_response(tmp_path: Path) -> None:
+def test_events_that_hold_no_answer_are_an_empty_answer_to_grade(tmp_path: Path) -> None:
+    # The agent ended without a word: its own outcome, graded, not an error of the run.
     result = '{"type": "result", "subtype": "success", "is_error": false, "result": ""}'
     backend = CLIBackend(
         ClaudeAgent(_script(tmp_path, "claude", f"echo '{result}'")), model="m", timeout=30
     )
 
-    with pytest.raises(MalformedResponseError, match=r"^claude returned empty response$"):
-        backend.complete("s", "u")
+    answer, transcript = backend.complete_transcribed("s", "u")
+
+    assert answer == ""
+    assert transcript is not None
 
 
 def test_a_cli_without_events_answers_with_what_it_printed(tmp_path: Path) -> None:
@@ -411,8 +416,11 @@ def test_usage_error_of_the_cli_is_reported_with_its_stderr(kiro_on_path: None) 
 def test_empty_output_is_an_error(kiro_on_path: None, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KIRO_STANDIN_REPLY", "")
 
-    with pytest.raises(MalformedResponseError, match=r"^kiro-cli returned empty response$"):
+    with pytest.raises(MalformedResponseError, match=r"^kiro-cli returned empty response$") as e:
         kiro_backend(timeout=30).complete("s", "u")
+
+    # A CLI that printed nothing at all failed as a program: never retried as the endpoint's.
+    assert error_cause(e.value, "") == AGENT_CRASH
 
 
 def test_missing_kiro_names_path_and_install_hint(

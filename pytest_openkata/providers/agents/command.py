@@ -31,6 +31,8 @@ class CommandAgent(NeedsNothingAround):
     name: str = field(default=COMMAND_AGENT, init=False)
     install_hint: str = field(default="", init=False)
     output_in_errors: bool = field(default=True, init=False)
+    # Its executable is a shell: its version says nothing of the agent.
+    version_flag: None = field(default=None, init=False)
 
     @property
     def endpoint(self) -> str:

@@ -46,6 +46,7 @@ from pytest_openkata.contracts.results import (
 from pytest_openkata.contracts.transcripts import Step, Transcript
 from pytest_openkata.core.activation import ActivationRate, scenario_activation
 from pytest_openkata.core.compare import CriterionMove, SkillComparison
+from pytest_openkata.core.error_rates import ErrorRate, error_rates
 from pytest_openkata.core.regression import UNCHANGED, ScenarioChange
 from pytest_openkata.core.reporting import ReportOutcome, Run
 from pytest_openkata.core.runlog import (
@@ -211,6 +212,8 @@ class SkillView:
     usage: list[UsageRow]
     comparison: SkillComparison | None
     counts: dict[str, int] = field(default_factory=dict)
+    # How often its attempts errored, by kind of failure ([] when none did).
+    error_rates: list[ErrorRate] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -403,6 +406,7 @@ def _skill_view(index: int, summary: SkillSummary, threshold: int) -> SkillView:
         usage=_usage_rows(summary.results),
         comparison=summary.comparison,
         counts=counts,
+        error_rates=error_rates(summary.results),
     )
 
 

@@ -40,6 +40,7 @@ from pytest_openkata.contracts.results import CriterionResult, ScenarioResult, T
 from pytest_openkata.contracts.transcripts import Transcript, bounded
 from pytest_openkata.core.activation import ActivationRate, scenario_activation
 from pytest_openkata.core.compare import SkillComparison
+from pytest_openkata.core.error_rates import error_rates, error_rates_text
 from pytest_openkata.core.excerpts import LAST_TOOL_CALLS
 from pytest_openkata.core.regression import SkillChanges
 from pytest_openkata.core.reporting import ReportOutcome, Run
@@ -206,6 +207,9 @@ def _skill_head_section(summary: SkillSummary, threshold: int) -> Section:
             else ""
         )
         lines += [f"95% CI of the overall: {low:.1f}–{high:.1f}%{note}.", ""]
+    rates = error_rates(results)
+    if rates:
+        lines += [f"Errors by kind: {escape(error_rates_text(rates))}.", ""]
     return Section("\n".join(lines) + "\n")
 
 
