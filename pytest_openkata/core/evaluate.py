@@ -141,6 +141,7 @@ def run_options(
         judge_reason_max_chars=settings.judge_reason_max_chars,
         categories=settings.categories,
         provider_settings=settings.provider_settings,
+        skill_delivery=settings.skill_delivery,
     )
 
 

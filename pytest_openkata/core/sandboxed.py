@@ -38,6 +38,7 @@ from pytest_openkata.core.checks import Check, CommandOutcome
 from pytest_openkata.core.errors import ScenarioFailure
 from pytest_openkata.core.files import SkillReader, files_under
 from pytest_openkata.core.scenario import Scenario
+from pytest_openkata.core.skill_delivery import INSTALLED, discovering_agent, installed_skill_files
 from pytest_openkata.core.workspace import (
     diff_snapshots,
     files_archive,
@@ -94,6 +95,9 @@ def sandbox_agent(settings: EvalSettings) -> AgentCommand:
     """The agent command run in every sandbox, with the configured model (fix of the
     reference, whose agent CLI ran its default model whatever was configured)."""
     agent = make_agent(settings.sandbox.agent, agent_settings(settings))
+    skills_folder = ""
+    if settings.skill_delivery == INSTALLED:
+        agent, skills_folder = discovering_agent(agent)
     invocation = agent.invocation(model=settings.model, workspace_agent=True, sandboxed=True)
     return AgentCommand(
         agent.name,
@@ -101,6 +105,7 @@ def sandbox_agent(settings: EvalSettings) -> AgentCommand:
         invocation.env,
         files=agent.workspace_files(),
         mounts=agent.credential_mounts,
+        skills_folder=skills_folder,
         read_output=_output_reader(agent) if isinstance(agent, GivesTranscript) else None,
     )
 
@@ -292,6 +297,22 @@ def run_commands(
     return outcomes
 
 
+def agent_workspace_files(
+    scenario: Scenario, agent: AgentCommand, skill: Path | bool
+) -> tuple[tuple[tuple[str, bytes], ...], Path | bool]:
+    """The files the agent's workspace gets besides the task (its own, and the installed
+    skill where it discovers skills), and where the workspace's ``skill/`` folder comes from:
+    with installed skills the workspace has none, and the skill is only where the agent
+    looks. Both are the agent's tools: the workspace diff leaves them out."""
+    if not agent.skills_folder:
+        return agent.files, skill
+    installed: list[tuple[str, bytes]] = []
+    if skill is not False:
+        source = None if skill is True else skill
+        installed = installed_skill_files(agent.skills_folder, scenario.skill_dir, source)
+    return (*agent.files, *installed), False
+
+
 def sandbox_run(
     scenario: Scenario,
     prompt: str,
@@ -304,16 +325,17 @@ def sandbox_run(
     the agent exited 0, the ``commands`` checks run in it next. ``skill`` is where
     ``/workspace/skill`` comes from (:func:`~pytest_openkata.core.workspace.workspace_files`)."""
     agent = setup.agent
+    agent_files, skill = agent_workspace_files(scenario, agent, skill)
     # One archive, extracted at the root: the workspace and, outside it, the prompt.
     archive = workspace_archive(
         scenario.skill_dir,
         scenario.path,
-        agent.files,
+        agent_files,
         prefix=f"{WORKSPACE.lstrip('/')}/",
         extra=[(PROMPT_PATH.lstrip("/"), prompt.encode())],
         skill=skill,
     )
-    exclude = tool_files_of(agent.files)
+    exclude = tool_files_of(agent_files)
     environment = setup.sandbox.create(sandbox_spec(scenario, setup))
     outcomes = None
     try:
@@ -382,8 +404,9 @@ def replay_commands(
             f"checks: {cut[0]} is larger than the cached workspace keeps, so the checks cannot "
             "run again on it; run with --eval-cache refresh"
         )
+    agent_files, skill = agent_workspace_files(scenario, agent, skill)
     base = workspace_archive(
-        scenario.skill_dir, scenario.path, agent.files, prefix=prefix, skill=skill
+        scenario.skill_dir, scenario.path, agent_files, prefix=prefix, skill=skill
     )
     # Snapshots keep no file modes: a script (``#!``) is made executable again.
     changed = [
@@ -472,6 +495,7 @@ __all__ = [
     "SandboxSetup",
     "again_elsewhere",
     "agent_settings",
+    "agent_workspace_files",
     "build_provider",
     "build_sandbox",
     "check_scripts",
