@@ -41,7 +41,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import partial
@@ -227,6 +227,13 @@ class CLIBackend:
             )
             return self.in_folder(partial(installed_folder, files))
         return self.in_folder(partial(self.agent.host_folder, skill_dir))
+
+    def installing(self, files: Sequence[tuple[str, bytes]]) -> CLIBackend:
+        """The same backend running each call in a temporary folder holding ``files`` (the
+        installed skills, by path relative to that folder)."""
+        from pytest_openkata.core.skill_delivery import installed_folder
+
+        return self.in_folder(partial(installed_folder, list(files)))
 
     def in_folder(self, cwd_factory: CwdFactory) -> CLIBackend:
         """The same backend running each call in the folder ``cwd_factory`` gives; it shares
