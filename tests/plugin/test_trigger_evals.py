@@ -147,9 +147,7 @@ def test_a_run_without_events_errors_the_query_and_a_custom_rule_applies(
     _skill_with_queries(pytester.path, QUERIES[:2])
     claude.plan("zoo", {SHOULD_A: ["load", "silent"], SHOULD_B: ["load", "skip"]})
 
-    result = _run(
-        pytester, "--eval-trigger-runs", "2", "--eval-trigger-loads-needed", "1"
-    )
+    result = _run(pytester, "--eval-trigger-runs", "2", "--eval-trigger-loads-needed", "1")
 
     result.assert_outcomes(passed=1, errors=1)
     out = result.stdout.str()

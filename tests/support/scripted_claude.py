@@ -23,7 +23,7 @@ from pathlib import Path
 
 __all__ = ["ScriptedClaude", "install_scripted_claude"]
 
-_PROGRAM = r'''
+_PROGRAM = r"""
 import fcntl, json, os, sys
 here = os.path.dirname(os.path.abspath(__file__))
 prompt = sys.stdin.read()
@@ -31,7 +31,8 @@ plan = json.load(open(os.path.join(here, "plan.json")))
 query = prompt.strip()
 with open(os.path.join(here, "calls.jsonl"), "a") as log:
     fcntl.flock(log, fcntl.LOCK_EX)
-    count = sum(1 for line in open(os.path.join(here, "calls.jsonl")) if json.loads(line)["prompt"].strip() == query)
+    earlier = [json.loads(line) for line in open(os.path.join(here, "calls.jsonl"))]
+    count = sum(1 for call in earlier if call["prompt"].strip() == query)
     files = sorted(
         os.path.relpath(os.path.join(root, name), ".")
         for root, _dirs, names in os.walk(".") for name in names
@@ -55,7 +56,7 @@ events.append({"type": "result", "subtype": "success", "is_error": False, "resul
                "num_turns": 1, "usage": {"input_tokens": 10, "output_tokens": 2}})
 for event in events:
     print(json.dumps(event))
-'''
+"""
 
 
 class ScriptedClaude:
