@@ -52,7 +52,8 @@ if step == "load":
 else:
     events.append({"type": "assistant", "parent_tool_use_id": None, "message": {"content": [
         {"type": "text", "text": "No skill needed."}]}})
-events.append({"type": "result", "subtype": "success", "is_error": False, "result": "Done.",
+answer = "The task is done as the rules of the skill say, step by step."
+events.append({"type": "result", "subtype": "success", "is_error": False, "result": answer,
                "num_turns": 1, "usage": {"input_tokens": 10, "output_tokens": 2}})
 for event in events:
     print(json.dumps(event))
