@@ -90,11 +90,16 @@ def load_trigger_queries(skill_dir: Path) -> list[TriggerQuery]:
     ]
 
 
+def _error(path: Path, message: str, field: str | None = None) -> ScenarioLoadError:
+    """An error naming the query file relative to the skill folder (no machine path)."""
+    return ScenarioLoadError(path, message, field, shown=f"evals/{path.name}")
+
+
 def _read_text(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise ScenarioLoadError(path, f"cannot be read: {exc}") from None
+        raise _error(path, f"cannot be read: {exc}") from None
 
 
 def _read_queries_json(path: Path) -> list[tuple[str, bool, str]]:
@@ -102,22 +107,22 @@ def _read_queries_json(path: Path) -> list[tuple[str, bool, str]]:
     try:
         data = json.loads(_read_text(path))
     except json.JSONDecodeError as exc:
-        raise ScenarioLoadError(path, f"not valid JSON: {exc}") from None
+        raise _error(path, f"not valid JSON: {exc}") from None
     if not isinstance(data, list):
-        raise ScenarioLoadError(path, 'expected a JSON list of {"query", "should_trigger"}')
+        raise _error(path, 'expected a JSON list of {"query", "should_trigger"}')
     found = []
     for index, entry in enumerate(data):
         where = f"entry {index}"
         if not isinstance(entry, dict):
-            raise ScenarioLoadError(path, "expected an object", where)
+            raise _error(path, "expected an object", where)
         query, should = entry.get("query"), entry.get("should_trigger")
         if not isinstance(query, str) or not query.strip():
-            raise ScenarioLoadError(path, "expected a non-empty string", f"{where}: query")
+            raise _error(path, "expected a non-empty string", f"{where}: query")
         if not isinstance(should, bool):
-            raise ScenarioLoadError(path, "expected true or false", f"{where}: should_trigger")
+            raise _error(path, "expected true or false", f"{where}: should_trigger")
         found.append((query, should, source))
     if not found:
-        raise ScenarioLoadError(path, "holds no query")
+        raise _error(path, "holds no query")
     return found
 
 
@@ -128,39 +133,39 @@ def _read_waza(path: Path) -> list[tuple[str, bool, str]]:
     try:
         data = yaml.safe_load(_read_text(path))
     except yaml.YAMLError as exc:
-        raise ScenarioLoadError(path, f"not valid YAML: {exc}") from None
+        raise _error(path, f"not valid YAML: {exc}") from None
     if not isinstance(data, dict):
-        raise ScenarioLoadError(path, "expected a mapping with skill and the prompt lists")
+        raise _error(path, "expected a mapping with skill and the prompt lists")
     unknown = sorted(str(key) for key in data if key not in _WAZA_KEYS)
     if unknown:
         known = ", ".join(sorted(_WAZA_KEYS))
-        raise ScenarioLoadError(path, f"unknown key; known keys: {known}", unknown[0])
+        raise _error(path, f"unknown key; known keys: {known}", unknown[0])
     if not isinstance(data.get("skill"), str) or not data["skill"].strip():
-        raise ScenarioLoadError(path, "required: the skill's name", "skill")
+        raise _error(path, "required: the skill's name", "skill")
     found = []
     for key, should in (("should_trigger_prompts", True), ("should_not_trigger_prompts", False)):
         entries = data.get(key) or []
         if not isinstance(entries, list):
-            raise ScenarioLoadError(path, "expected a list of {prompt, reason, confidence}", key)
+            raise _error(path, "expected a list of {prompt, reason, confidence}", key)
         for index, entry in enumerate(entries):
             found.append((_waza_prompt(path, entry, f"{key}[{index}]"), should, source))
     if not found:
-        raise ScenarioLoadError(path, "holds no prompt")
+        raise _error(path, "holds no prompt")
     return found
 
 
 def _waza_prompt(path: Path, entry: Any, where: str) -> str:
     if not isinstance(entry, dict):
-        raise ScenarioLoadError(path, "expected a mapping with prompt", where)
+        raise _error(path, "expected a mapping with prompt", where)
     unknown = sorted(str(key) for key in entry if key not in _WAZA_PROMPT_KEYS)
     if unknown:
-        raise ScenarioLoadError(path, "unknown key; known: prompt, reason, confidence", where)
+        raise _error(path, "unknown key; known: prompt, reason, confidence", where)
     prompt = entry.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
-        raise ScenarioLoadError(path, "required: a non-empty string", f"{where}.prompt")
+        raise _error(path, "required: a non-empty string", f"{where}.prompt")
     confidence = entry.get("confidence") or ""
     if confidence not in _CONFIDENCES:
-        raise ScenarioLoadError(path, "expected high or medium", f"{where}.confidence")
+        raise _error(path, "expected high or medium", f"{where}.confidence")
     return prompt
 
 

@@ -183,5 +183,9 @@ def test_waza_trigger_tests_are_read_and_a_broken_file_names_the_file_and_the_en
 
     broken.assert_outcomes(errors=1)
     assert (
-        "evals/trigger_tests.yaml: should_trigger_prompts[0].prompt: required: a non-empty string"
+        "trigger queries: evals/trigger_tests.yaml: should_trigger_prompts[0].prompt: "
+        "required: a non-empty string"
     ) in broken.stdout.str()
+    said = [line for line in broken.stdout.lines if "trigger queries:" in line]
+    assert said
+    assert not [line for line in said if str(pytester.path) in line]
