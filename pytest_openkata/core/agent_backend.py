@@ -355,6 +355,7 @@ class CLIBackend:
                 self._redact(message),
                 exit_status=finished.returncode,
                 stderr=self._redact(stderr),
+                output=self._redact(stdout),
             )
         if not finished.stdout:
             raise MalformedResponseError(f"{name} returned empty response")
