@@ -189,3 +189,20 @@ def test_waza_trigger_tests_are_read_and_a_broken_file_names_the_file_and_the_en
     said = [line for line in broken.stdout.lines if "trigger queries:" in line]
     assert said
     assert not [line for line in said if str(pytester.path) in line]
+
+
+def test_finished_runs_come_from_the_cache_until_the_skill_changes(
+    pytester: pytest.Pytester, claude: ScriptedClaude
+) -> None:
+    skill = _skill_with_queries(pytester.path, QUERIES[:1])
+    claude.plan("zoo", {SHOULD_A: ["load"]})
+    args = ("skills/zoo", "--eval-backend", "claude", "--eval-trigger-runs", "2")
+
+    first = pytester.runpytest_subprocess(*args)
+    again = pytester.runpytest_subprocess(*args)
+    (skill / "SKILL.md").write_text("---\nname: zoo\ndescription: changed\n---\n")
+    changed = pytester.runpytest_subprocess(*args)
+
+    for result in (first, again, changed):
+        result.assert_outcomes(passed=1)
+    assert len(claude.calls()) == 4  # two runs, none again, two for the changed skill
