@@ -20,7 +20,7 @@ from typing import Any
 from pytest_openkata.contracts.backends import Completer, Transcribing
 from pytest_openkata.contracts.errors import BackendError, ConfigError
 from pytest_openkata.contracts.transcripts import Transcript
-from pytest_openkata.core.activation import UNKNOWN, Activation, activation
+from pytest_openkata.core.activation import LOADED, UNKNOWN, Activation, activation
 from pytest_openkata.core.agent_backend import CLIBackend
 from pytest_openkata.core.errors import ScenarioFailure
 from pytest_openkata.core.run import Backends
@@ -63,14 +63,14 @@ def installed_skills(
     return files
 
 
-def _installing(agent: Completer, files: Sequence[InstalledFile], backend: str) -> Completer:
-    """The agent backend running each call among ``files`` (under its in-flight cap, if
-    any)."""
-    inner = agent.inner if isinstance(agent, LimitedCompleter) else agent
-    if not isinstance(inner, CLIBackend) or not inner.skills_folder:
-        raise ScenarioFailure(NOT_DISCOVERING.format(backend=backend or "the agent backend"))
-    view = inner.installing(files)
-    return LimitedCompleter(view, agent.limit) if isinstance(agent, LimitedCompleter) else view
+def _installing(agent: Completer, files: Sequence[InstalledFile]) -> Completer:
+    """The agent backend (a :class:`CLIBackend` with a skills folder, checked by
+    :meth:`TriggerRun.skills_folder`) running each call among ``files``, under its in-flight
+    cap if it has one."""
+    if isinstance(agent, LimitedCompleter):
+        return LimitedCompleter(_installing(agent.inner, files), agent.limit)
+    assert isinstance(agent, CLIBackend)
+    return agent.installing(files)
 
 
 def _transcript(agent: Completer, query: str) -> Transcript | None:
@@ -127,8 +127,7 @@ def run_trigger_query(
     """The query's ``run.rule.runs`` runs and the rule's verdict. Raises
     :class:`ScenarioFailure` for a run that could not tell (no events) or failed."""
     files = installed_skills(run.skills_folder(), skill_dir, run.others)
-    backend = str(run.backends.agent_identity.get("backend", ""))
-    agent = _installing(run.backends.agent, files, backend)
+    agent = _installing(run.backends.agent, files)
     names = skill_names(skill_dir)
     states: list[Activation] = []
     for index in range(1, run.rule.runs + 1):
@@ -154,7 +153,7 @@ def run_trigger_query(
                 "is unknown"
             )
         states.append(state)
-    loads = sum(1 for state in states if state != "not loaded")
+    loads = sum(1 for state in states if state == LOADED)
     return QueryOutcome(
         skill,
         query.name,

@@ -116,16 +116,21 @@ def trigger_items(parent: pytest.Collector, skill_dir: Path) -> Iterator[Trigger
 
 @pytest.fixture(scope="session")
 def openkata_trigger_backends(
-    openkata_settings: EvalSettings,
+    pytestconfig: pytest.Config, openkata_settings: EvalSettings
 ) -> Iterator[Callable[[], Backends]]:
     """The backends of trigger queries: the run's, with the agent built for installed skill
-    delivery whatever ``skill_delivery`` says (a query's skill is never in its prompt)."""
+    delivery whatever ``skill_delivery`` says (a query's skill is never in its prompt), under
+    the same in-flight cap as the scenarios' agent."""
     from pytest_openkata.core.build import build_backends, close_backends
     from pytest_openkata.infra.http import make_client
+    from pytest_openkata.plugin.distribution import share_of
+    from pytest_openkata.plugin.fixtures import in_flight_folder
 
     settings = openkata_settings.model_copy(update={"skill_delivery": "installed"})
+    lock_folder = in_flight_folder(pytestconfig) if settings.max_in_flight else None
+    share = share_of(pytestconfig)
     with make_client(float(settings.direct_timeout), settings.concurrency) as client:
-        factory = Once(lambda: build_backends(settings, client))
+        factory = Once(lambda: build_backends(settings, client, None, lock_folder, share))
         with contextlib.suppress(BackendError):
             factory()
         yield factory

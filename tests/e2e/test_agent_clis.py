@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from pytest_openkata.contracts.agents import AgentSettings, GivesTranscript
-from pytest_openkata.contracts.errors import AgentFailedError
+from pytest_openkata.contracts.errors import AgentFailedError, AgentTimeoutError
 from pytest_openkata.core.activation import LOADED, NOT_LOADED, activation
 from pytest_openkata.core.agent_backend import CLIBackend
 from pytest_openkata.core.skill_delivery import (
@@ -42,6 +42,8 @@ CLI_TIMEOUT = 400.0  # Codex sends a long system prompt: about 50 s idle, 160 s 
 CLAUDE_MAX_OUTPUT_TOKENS = "256"
 CUT_AT_THE_MAXIMUM = f"exceeded the {CLAUDE_MAX_OUTPUT_TOKENS} output token maximum"
 PROMPT = "Reply with one word: hello"
+# Installed delivery's discovery is over before the model's first token: no need to wait for it.
+DISCOVERY_TIMEOUT = 90.0
 
 
 @pytest.fixture(scope="session")
@@ -160,29 +162,38 @@ def test_claude_code_discovers_an_installed_skill_where_it_is_put(
     agent, folder = discovering_agent(claude)
     files = installed_skill_files(folder, skill)
     seen: list[list[str]] = []
+    folders: list[Path] = []
 
     @contextlib.contextmanager
     def installed() -> Iterator[Path]:
         with installed_folder(files) as cwd:
+            folders.append(cwd)
             seen.append(
                 sorted(p.relative_to(cwd).as_posix() for p in cwd.rglob("*") if p.is_file())
             )
             yield cwd
 
     backend = CLIBackend(
-        agent, model="smollm2", timeout=CLI_TIMEOUT, workspace_agent=True, skills_folder=folder
-    ).in_folder(installed)
+        agent, model="smollm2", timeout=DISCOVERY_TIMEOUT, workspace_agent=True,
+        skills_folder=folder,
+    ).in_folder(installed)  # fmt: skip
 
+    assert isinstance(agent, GivesTranscript)
     try:
         transcript = backend.complete_transcribed("", PROMPT)[1]
     except AgentFailedError as exc:
         # A rambling answer is cut at the maximum and Claude Code exits 1 (see the first
         # test); its events, init included, are still on its standard output.
         assert CUT_AT_THE_MAXIMUM in str(exc)  # noqa: PT017
-        assert isinstance(agent, GivesTranscript)
         transcript = agent.transcript(exc.output)
+    except AgentTimeoutError as exc:
+        # Without --bare the request carries every tool and the skill listing, which a busy
+        # 2-core machine reads for minutes. What this test is about happened before the
+        # first request: the init event, which the partial output holds.
+        transcript = agent.transcript(exc.partial_output)
 
     assert seen == [[".claude/skills/zebra-inventory/SKILL.md"]]
+    assert not folders[0].exists()  # removed once the CLI ended
     assert transcript is not None
     assert transcript.source == "claude stream-json"
     assert "zebra-inventory" in transcript.extras["skills_offered"].split(", ")
