@@ -189,8 +189,6 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(FileWarnings(), "openkata-file-warnings")
     if mode == "":
         config.pluginmanager.register(termination, "openkata-termination")
-    if mode == "":
-        config.pluginmanager.register(triggers, "openkata-trigger-fixtures")
     if controller and mode == "":
         summary = triggers.TriggerSummary()
         config.pluginmanager.register(summary, "openkata-trigger-summary")

@@ -1,4 +1,4 @@
-"""The pytest side of trigger evals: one item per trigger query, their fixtures and summary.
+"""The pytest side of trigger evals: one item per trigger query, and their summary.
 
 A skill's ``evals/trigger_queries.json`` or ``evals/trigger_tests.yaml``
 (:mod:`pytest_openkata.core.triggers`) gives one :class:`TriggerQueryItem` per query, named
@@ -9,37 +9,31 @@ skill loaded, or whose agent fails, is a setup *error*; the pass rule's verdict 
 pass or *failure*. A query file that cannot be read is one errored item, ``trigger-queries``,
 whose error names the file and the entry.
 
-Each outcome travels in the item's report (``user_properties``, which xdist carries to the
-controller); :class:`TriggerSummary` gathers them there, shows each skill's precision, recall
-and F1 in the terminal summary, and hands them to the run's reports (the run log's ``trigger``
-records and the trigger JSON report).
+The fixtures are in :mod:`pytest_openkata.plugin.fixtures`, with the scenarios'. Each outcome
+travels in the item's report (``user_properties``, which xdist carries to the controller);
+:class:`TriggerSummary` gathers them there, shows each skill's precision, recall and F1 in the
+terminal summary, and hands them to the run's reports (the run log's ``trigger_query`` and
+``trigger_skill`` records, and the trigger JSON report).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pytest_openkata.contracts.config import EvalSettings
-from pytest_openkata.contracts.errors import BackendError, ConfigError
 from pytest_openkata.core.jsonfiles import ScenarioLoadError
-from pytest_openkata.core.run import Backends
-from pytest_openkata.core.runlog import relative_skill_dir
 from pytest_openkata.core.triggers import (
-    PassRule,
     QueryOutcome,
     TriggerQuery,
     load_trigger_queries,
     metrics_by_skill,
     metrics_line,
 )
-from pytest_openkata.infra.once import Once
-from pytest_openkata.infra.redact import Redactor
 from pytest_openkata.infra.text import visible
 
 __all__ = [
@@ -48,8 +42,6 @@ __all__ = [
     "TriggerQueryItem",
     "TriggerSummary",
     "evaluate_trigger_query",
-    "openkata_trigger_backends",
-    "openkata_trigger_outcome",
     "trigger_items",
     "trigger_records",
 ]
@@ -112,70 +104,6 @@ def trigger_items(parent: pytest.Collector, skill_dir: Path) -> Iterator[Trigger
         yield TriggerQueryItem.from_parent(
             parent, name=query.name, skill_dir=skill_dir, query=query
         )
-
-
-@pytest.fixture(scope="session")
-def openkata_trigger_backends(
-    pytestconfig: pytest.Config, openkata_settings: EvalSettings
-) -> Iterator[Callable[[], Backends]]:
-    """The backends of trigger queries: the run's, with the agent built for installed skill
-    delivery whatever ``skill_delivery`` says (a query's skill is never in its prompt), under
-    the same in-flight cap as the scenarios' agent."""
-    from pytest_openkata.core.build import build_backends, close_backends
-    from pytest_openkata.infra.http import make_client
-    from pytest_openkata.plugin.distribution import share_of
-    from pytest_openkata.plugin.fixtures import in_flight_folder
-
-    settings = openkata_settings.model_copy(update={"skill_delivery": "installed"})
-    lock_folder = in_flight_folder(pytestconfig) if settings.max_in_flight else None
-    share = share_of(pytestconfig)
-    with make_client(float(settings.direct_timeout), settings.concurrency) as client:
-        factory = Once(lambda: build_backends(settings, client, None, lock_folder, share))
-        with contextlib.suppress(BackendError):
-            factory()
-        yield factory
-        for backends in factory.built:
-            close_backends(backends)
-
-
-@pytest.fixture
-def openkata_trigger_outcome(
-    request: pytest.FixtureRequest,
-    openkata_settings: EvalSettings,
-    openkata_trigger_backends: Callable[[], Backends],
-    openkata_redactor: Redactor,
-) -> QueryOutcome:
-    """Runs the trigger query (``trigger_runs`` times) and records its outcome; a query that
-    cannot be evaluated errors here, in setup, with the reason on one line."""
-    from pytest_openkata.core.errors import ScenarioFailure
-    from pytest_openkata.core.trigger_run import TriggerRun, run_trigger_query
-    from pytest_openkata.plugin.fixtures import result_cache
-
-    item = request.node
-    if not isinstance(item, TriggerQueryItem):
-        raise pytest.UsageError("openkata_trigger_outcome is only available to trigger items")
-    if item.query is None:
-        pytest.fail(visible(f"trigger queries: {item.load_error}"), pytrace=False)
-    settings = openkata_settings
-    rootdir = item.config.rootpath
-    try:
-        rule = PassRule(
-            settings.trigger_runs, settings.trigger_loads_needed, settings.trigger_loads_allowed
-        )
-        backends = openkata_trigger_backends()
-        run = TriggerRun(
-            backends,
-            tuple(rootdir / folder for folder in settings.trigger_skills),
-            rule,
-            cache=result_cache(item.config, settings),
-            redact=openkata_redactor,
-        )
-        skill = relative_skill_dir(item.skill_dir, rootdir)
-        outcome = run_trigger_query(item.query, item.skill_dir, skill, run)
-    except (BackendError, ConfigError, ScenarioFailure) as exc:
-        pytest.fail(visible(f"trigger query error: {openkata_redactor(str(exc))}"), pytrace=False)
-    item.user_properties.append((OUTCOME_PROPERTY, json.dumps(outcome.to_dict())))
-    return outcome
 
 
 def trigger_records(outcomes: list[QueryOutcome]) -> dict[str, list[dict[str, Any]]]:
