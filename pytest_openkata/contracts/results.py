@@ -35,6 +35,7 @@ __all__ = [
     "TrialResult",
     "TrialStats",
     "TrialTrace",
+    "Turn",
     "Usage",
     "Verdict",
     "WorkspaceDiff",
@@ -229,6 +230,15 @@ class Usage:
 
 
 @dataclass(frozen=True)
+class Turn:
+    """One exchange of a conversation with the agent: what the user said (the task for the
+    first turn, then each follow-up) and what the agent answered to it."""
+
+    user: str
+    agent: str
+
+
+@dataclass(frozen=True)
 class AgentResult:
     """What the agent of one trial produced, as graders see it.
 
@@ -248,6 +258,9 @@ class AgentResult:
     lost_engines: tuple[str, ...] = ()
     # How the agent worked, where it said so (its events), else None.
     transcript: Transcript | None = None
+    # Every turn of a conversation with follow-ups (the last one's answer is the final
+    # answer); empty for a one-turn trial.
+    turns: tuple[Turn, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -263,6 +276,7 @@ class TrialTrace:
     ``lost_engines`` the engines that failed under the trial before it ("engine <name>: why").
     ``transcript`` is how the agent worked, where its events said so (None otherwise).
     ``skill_delivery`` is how the skill reached the agent.
+    ``turns`` is the conversation of a trial with follow-ups (empty for one turn).
     """
 
     output: str = ""
@@ -276,6 +290,7 @@ class TrialTrace:
     # How the skill reached the agent: "prompt" (pasted into it) or "installed" (where the
     # agent discovers skills; :mod:`pytest_openkata.core.skill_delivery`).
     skill_delivery: str = "prompt"
+    turns: tuple[Turn, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -430,8 +445,15 @@ def _trace(data: dict[str, Any] | None) -> TrialTrace | None:
     lost = tuple(data.get("lost_engines", ()))
     told = data.get("transcript")
     transcript = None if told is None else Transcript.from_dict(told)
+    turns = tuple(Turn(**turn) for turn in data.get("turns", ()))
     return TrialTrace(
-        **{**data, "changes": changes, "lost_engines": lost, "transcript": transcript}
+        **{
+            **data,
+            "changes": changes,
+            "lost_engines": lost,
+            "transcript": transcript,
+            "turns": turns,
+        }
     )
 
 

@@ -315,3 +315,24 @@ def test_a_run_errors_a_scenario_whose_key_misspells_sandbox_and_warns_about_oth
             'mean "max_score"[?]',
         ]
     )
+
+
+def test_a_prompt_over_the_context_budget_is_a_lint_warning_naming_its_largest_parts(
+    pytester: pytest.Pytester,
+) -> None:
+    skill = _skill(pytester.path)
+    (skill / "references").mkdir()
+    (skill / "references" / "manual.md").write_text("Read this. " * 2000)
+    _scenario(skill, "scenario-0", {"a": 100})
+
+    within = pytester.runpytest("--eval-lint", "skills")
+    over = pytester.runpytest("--eval-lint", "skills", "--eval-context-budget", "5000")
+
+    assert "prompt-size" not in within.stdout.str()
+    over.stdout.fnmatch_lines(
+        [
+            "*EvalLintWarning: [[]prompt-size[]] the prompt is about 5,* tokens (2*,* characters), "
+            "over the context budget of 5,000 (context_budget); its largest parts: "
+            "manual.md (5,505), SKILL.md (*"
+        ]
+    )
