@@ -44,7 +44,8 @@ def make_completer(
         if role == "agent" and settings.skill_delivery == INSTALLED:
             raise AgentConfigError(
                 f"skill_delivery installed needs an agent CLI backend; {name} is a model "
-                "backend, which only ever sees the prompt: use skill_delivery prompt"
+                "backend, which only ever sees the prompt: use an agent such as claude or "
+                "codex (or, for scenarios, skill_delivery prompt)"
             )
         factory = registry.BACKENDS.load(name)
         completer: Completer = factory(

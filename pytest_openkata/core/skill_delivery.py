@@ -53,8 +53,8 @@ def discovering_agent(agent: AgentCLI) -> tuple[AgentCLI, str]:
     if not isinstance(agent, DiscoversSkills):
         raise AgentConfigError(
             f"skill_delivery installed needs an agent that discovers skills in its working "
-            f"folder; {agent.name} declares no skills folder: use skill_delivery prompt, or "
-            "an agent such as claude or codex"
+            f"folder; {agent.name} declares no skills folder: use an agent such as claude or "
+            "codex (or, for scenarios, skill_delivery prompt)"
         )
     return agent.discovering(), agent.skills_folder.strip("/")
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_openkata.contracts.config import EvalSettings
-from pytest_openkata.contracts.errors import BackendError, ConfigError
+from pytest_openkata.contracts.errors import AgentConfigError, BackendError, ConfigError
 from pytest_openkata.contracts.results import ScenarioResult
 from pytest_openkata.core.activity import ACTIVITY
 from pytest_openkata.core.run import Backends, RunOptions, run_scenario
@@ -286,7 +286,10 @@ def openkata_trigger_outcome(
         rule = PassRule(
             settings.trigger_runs, settings.trigger_loads_needed, settings.trigger_loads_allowed
         )
-        backends = openkata_trigger_backends()
+        try:
+            backends = openkata_trigger_backends()
+        except AgentConfigError as exc:  # an agent (or a model backend) without a skills folder
+            raise AgentConfigError(f"trigger queries install the skill: {exc}") from exc
         run = TriggerRun(
             backends,
             tuple(rootdir / folder for folder in settings.trigger_skills),

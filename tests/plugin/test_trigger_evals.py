@@ -206,3 +206,19 @@ def test_finished_runs_come_from_the_cache_until_the_skill_changes(
     for result in (first, again, changed):
         result.assert_outcomes(passed=1)
     assert len(claude.calls()) == 4  # two runs, none again, two for the changed skill
+
+
+def test_a_backend_without_a_skills_folder_errors_every_query_saying_why(
+    pytester: pytest.Pytester,
+) -> None:
+    _skill_with_queries(pytester.path, QUERIES[:2])
+
+    result = pytester.runpytest_subprocess(
+        "skills/zoo", "--eval-backend", "command", "--eval-agent-command", "cat"
+    )
+
+    result.assert_outcomes(errors=2)
+    assert (
+        "trigger query error: trigger queries install the skill: skill_delivery installed needs "
+        "an agent that discovers skills in its working folder; command declares no skills folder"
+    ) in result.stdout.str()
