@@ -222,3 +222,18 @@ def test_a_backend_without_a_skills_folder_errors_every_query_saying_why(
         "trigger query error: trigger queries install the skill: skill_delivery installed needs "
         "an agent that discovers skills in its working folder; command declares no skills folder"
     ) in result.stdout.str()
+
+
+def test_outcomes_reach_the_summary_from_an_xdist_worker(
+    pytester: pytest.Pytester, claude: ScriptedClaude
+) -> None:
+    _skill_with_queries(pytester.path, QUERIES[:2])
+    claude.plan("zoo", {SHOULD_A: ["load"], SHOULD_B: ["load", "skip"]})
+
+    result = _run(pytester, "-n", "1", "--eval-trigger-runs", "2")
+
+    result.assert_outcomes(passed=1, failed=1)
+    assert (
+        "skills/zoo: 1 of 2 trigger queries passed; precision 1.00 [0.44, 1.00], "
+        "recall 0.75 [0.30, 0.95]"
+    ) in result.stdout.str()
