@@ -21,6 +21,11 @@ An agent also says what it needs around a run: files in its sandbox workspace
 in the sandbox (:attr:`~AgentCLI.credential_mounts`, kiro's ``~/.aws`` and ``~/.kiro``) and a
 working folder on the host (:meth:`~AgentCLI.host_folder`, kiro's agent folder).
 
+An agent that finds skills in its working folder by itself (Claude Code's ``.claude/skills/``,
+Codex's ``.agents/skills/``) says where with :class:`DiscoversSkills`: the ``installed`` skill
+delivery puts the skill there instead of pasting it into the prompt. An agent that does not
+cannot be given a skill that way.
+
 Agents are registered under the entry-point group ``pytest_openkata.agents``: each entry point
 names a factory that takes :class:`AgentSettings` and returns an :class:`AgentCLI`. The
 built-ins are ``kiro`` (``kiro-cli``), ``claude`` (Claude Code), ``codex`` (OpenAI Codex) and
@@ -49,6 +54,7 @@ __all__ = [
     "AgentInvocation",
     "AgentSettings",
     "ContinuesSession",
+    "DiscoversSkills",
     "GivesTranscript",
     "Mount",
     "NeedsNothingAround",
@@ -157,6 +163,23 @@ class GivesTranscript(Protocol):
     def transcript(self, output: str) -> Transcript | None:
         """How the agent worked, read from what it printed; None when the output holds no
         events (an older CLI, a crash before the first event)."""
+        ...
+
+
+@runtime_checkable
+class DiscoversSkills(Protocol):
+    """An agent CLI that discovers skills in its working folder.
+
+    ``skills_folder`` is that folder, ``/``-separated and relative to the agent's working
+    folder (``.claude/skills``): each skill goes into ``<skills_folder>/<skill name>/``.
+    :meth:`discovering` is the agent as it must be started for that discovery to happen (a
+    CLI whose usual invocation switches discovery off returns a copy that leaves it on)."""
+
+    @property
+    def skills_folder(self) -> str: ...
+
+    def discovering(self) -> AgentCLI:
+        """This agent, started so that it discovers the skills of :attr:`skills_folder`."""
         ...
 
 

@@ -130,6 +130,14 @@ class EvalSettings(BaseModel):
     publish_errors: bool = False
     scenario_names: str = "scenario-*"
     category: str = ""
+    # How the skill reaches the agent: pasted into the prompt, or installed where it looks.
+    skill_delivery: Literal["prompt", "installed"] = "prompt"
+    # Trigger evals: runs per query, the loads a should-trigger query needs and a
+    # should-not-trigger one may have, and the other skills installed beside the skill.
+    trigger_runs: int = 3
+    trigger_loads_needed: int = 2
+    trigger_loads_allowed: int = 1
+    trigger_skills: tuple[str, ...] = ()
     http: HttpSettings = HttpSettings()
     anthropic: AnthropicSettings = AnthropicSettings()
     sandbox: SandboxSettings = SandboxSettings()

@@ -238,14 +238,18 @@ class AgentConfigError(BackendError):
 
 
 class AgentFailedError(BackendError):
-    """An agent CLI could not be started or exited unsuccessfully."""
+    """An agent CLI could not be started or exited unsuccessfully; ``output`` is what it
+    printed on standard output (an agent that prints its events tells there how it failed)."""
 
     cause = AGENT_CRASH
 
-    def __init__(self, message: str, *, exit_status: int | None = None, stderr: str = "") -> None:
+    def __init__(
+        self, message: str, *, exit_status: int | None = None, stderr: str = "", output: str = ""
+    ) -> None:
         super().__init__(message)
         self.exit_status = exit_status
         self.stderr = stderr
+        self.output = output
 
 
 class AgentNotFoundError(AgentFailedError):

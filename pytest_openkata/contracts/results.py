@@ -280,6 +280,7 @@ class TrialTrace:
     an engine pool the sandboxed agent ran on ("" without a pool or from the cache), and
     ``lost_engines`` the engines that failed under the trial before it ("engine <name>: why").
     ``transcript`` is how the agent worked, where its events said so (None otherwise).
+    ``skill_delivery`` is how the skill reached the agent.
     ``turns`` is the conversation of a trial with follow-ups (empty for one turn).
     """
 
@@ -291,6 +292,9 @@ class TrialTrace:
     engine: str = ""
     lost_engines: tuple[str, ...] = ()
     transcript: Transcript | None = None
+    # How the skill reached the agent: "prompt" (pasted into it) or "installed" (where the
+    # agent discovers skills; :mod:`pytest_openkata.core.skill_delivery`).
+    skill_delivery: str = "prompt"
     turns: tuple[Turn, ...] = ()
 
 

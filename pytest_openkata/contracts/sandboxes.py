@@ -53,6 +53,9 @@ class AgentCommand:
     files: tuple[tuple[str, bytes], ...] = ()
     # Host folders (``~`` allowed) the agent needs, mounted read-only when they exist.
     mounts: tuple[tuple[str, str], ...] = ()
+    # Where the agent discovers installed skills, relative to the workspace ("": the skill is
+    # in the prompt and in the workspace's skill/ folder, not installed).
+    skills_folder: str = ""
     # How to read what the agent printed: its answer and how it worked (an agent that prints
     # its events); None: the output is the answer, and no transcript is known.
     read_output: Callable[[str], tuple[str, Transcript | None]] | None = field(

@@ -42,7 +42,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import partial
@@ -196,6 +196,7 @@ class CLIBackend:
         workspace_agent: bool = False,
         redact: Callable[[str], str] = _identity,
         answer_max_bytes: int = DEFAULT_ANSWER_MAX_BYTES,
+        skills_folder: str = "",
     ) -> None:
         if not timeout > 0:
             raise ValueError(f"timeout must be positive seconds, got {timeout!r}")
@@ -204,6 +205,8 @@ class CLIBackend:
         self.timeout = timeout
         self.answer_max_bytes = answer_max_bytes
         self.workspace_agent = workspace_agent
+        # Where the agent discovers installed skills ("": the skill is in the prompt).
+        self.skills_folder = skills_folder
         self._cwd_factory = cwd_factory or _no_cwd
         self._redact = redact
         self._live = _LiveProcesses()
@@ -212,12 +215,33 @@ class CLIBackend:
     def endpoint(self) -> str:
         return self.agent.endpoint
 
-    def for_skill(self, skill_dir: Path) -> CLIBackend:
+    def for_skill(self, skill_dir: Path, *, source: Path | bool = True) -> CLIBackend:
         """A workspace agent runs each call in the folder its agent prepares from the skill
-        (kiro's agent folder; for most agents the current folder)."""
+        (kiro's agent folder; for most agents the current folder). With installed skills
+        (``skills_folder``), each call runs in a temporary folder holding the skill where the
+        agent discovers it, read from ``source`` (True: ``skill_dir``; a folder: another copy
+        of it; False: no skill, a baseline arm's)."""
         if not self.workspace_agent:
             return self
+        if self.skills_folder:
+            from pytest_openkata.core.skill_delivery import installed_folder, installed_skill_files
+
+            files = (
+                []
+                if source is False
+                else installed_skill_files(
+                    self.skills_folder, skill_dir, None if source is True else source
+                )
+            )
+            return self.in_folder(partial(installed_folder, files))
         return self.in_folder(partial(self.agent.host_folder, skill_dir))
+
+    def installing(self, files: Sequence[tuple[str, bytes]]) -> CLIBackend:
+        """The same backend running each call in a temporary folder holding ``files`` (the
+        installed skills, by path relative to that folder)."""
+        from pytest_openkata.core.skill_delivery import installed_folder
+
+        return self.in_folder(partial(installed_folder, list(files)))
 
     def in_folder(self, cwd_factory: CwdFactory) -> CLIBackend:
         """The same backend running each call in the folder ``cwd_factory`` gives; it shares
@@ -387,6 +411,7 @@ class CLIBackend:
                 self._redact(message),
                 exit_status=finished.returncode,
                 stderr=self._redact(stderr),
+                output=self._redact(stdout),
             )
         if not finished.stdout:  # the reference's error: the CLI printed nothing at all
             silent = MalformedResponseError(f"{name} returned empty response")

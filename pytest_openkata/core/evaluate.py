@@ -142,6 +142,7 @@ def run_options(
         categories=settings.categories,
         provider_settings=settings.provider_settings,
         retry_infrastructure=settings.retry.infrastructure,
+        skill_delivery=settings.skill_delivery,
     )
 
 

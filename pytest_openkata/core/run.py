@@ -96,6 +96,7 @@ from pytest_openkata.core.scenario import (
     scenario_digests,
 )
 from pytest_openkata.core.simulated_user import simulated_user
+from pytest_openkata.core.skill_delivery import PROMPT
 from pytest_openkata.core.slots import CallSlot
 from pytest_openkata.core.tile import TILE_FILE, unit_name
 from pytest_openkata.core.trials import combine_trials, errored_trial, scored_trial
@@ -148,9 +149,11 @@ class Backends:
     # Called once the run is over, e.g. to stop agent CLIs still running after Ctrl-C.
     closers: tuple[Callable[[], None], ...] = ()
 
-    def agent_of(self, skill_dir: Path) -> Completer:
+    def agent_of(self, skill_dir: Path, source: Path | bool = True) -> Completer:
+        """The agent backend for the skill of ``skill_dir`` (``source``: where its installed
+        skill comes from, as :meth:`SkillAware.for_skill` takes it)."""
         agent = self.agent
-        return agent.for_skill(skill_dir) if isinstance(agent, SkillAware) else agent
+        return agent.for_skill(skill_dir, source=source) if isinstance(agent, SkillAware) else agent
 
 
 def registered_graders() -> tuple[Grader, ...]:
@@ -188,6 +191,9 @@ class RunOptions:
     provider_settings: Mapping[str, Any] = field(default_factory=dict)
     # How many times a trial that errored for the infrastructure (RETRIED_CAUSES) runs again.
     retry_infrastructure: int = 0
+    # How the skill reaches the agent (:mod:`pytest_openkata.core.skill_delivery`): pasted
+    # into the prompt, or installed where the agent discovers it (the prompt: the task alone).
+    skill_delivery: str = PROMPT
 
     def __post_init__(self) -> None:
         if self.trials < 1 or self.judge_votes < 1:
@@ -379,6 +385,8 @@ class _ScenarioRun:
                         self.backends.simulated_user_identity or self.backends.judge_identity
                     ),
                 }
+            if self.options.skill_delivery != PROMPT:  # the prompt delivery's keys stay
+                material["skill_delivery"] = self.options.skill_delivery
             self._agent_material = material
         return self._agent_material
 
@@ -433,7 +441,7 @@ class _ScenarioRun:
             except BackendError as exc:
                 raise ScenarioFailure(f"sandbox: {exc}") from exc
         try:
-            agent = self.backends.agent_of(scenario.skill_dir)
+            agent = self.backends.agent_of(scenario.skill_dir, self.arm.skill)
             if follow is not None:
                 conversation = call_with_retry(
                     lambda: self._conversation(agent, follow), retry, describe="agent call"
@@ -582,7 +590,7 @@ class _ScenarioRun:
             agent, agent_stats, commands = self.agent_result(index)
         except ScenarioFailure as exc:
             output = None if exc.agent_output is None else self.redact(exc.agent_output)
-            trace = TrialTrace(seconds=seconds())
+            trace = TrialTrace(seconds=seconds(), skill_delivery=self.options.skill_delivery)
             return errored_trial(
                 index,
                 self._error(exc),
@@ -655,6 +663,7 @@ class _ScenarioRun:
             engine=agent.engine,
             lost_engines=tuple(self.redact(lost) for lost in agent.lost_engines),
             transcript=agent.transcript,
+            skill_delivery=self.options.skill_delivery,
             turns=agent.turns,
         )
 
@@ -712,7 +721,12 @@ def run_scenario(
             wanted = ", ".join(options.categories)
             raise ScenarioFailure(f"criteria.json has no criteria of category {wanted}")
         try:
-            prompt = build_prompt(scenario.skill_dir, scenario.path, options.skill_texts)
+            prompt = build_prompt(
+                scenario.skill_dir,
+                scenario.path,
+                options.skill_texts,
+                skill=options.skill_delivery == PROMPT,
+            )
         except SkillFileError:
             raise
         except FileNotFoundError as exc:
@@ -794,7 +808,10 @@ def _baseline_run(
         arm = baseline_arm(options.baseline, scenario.skill_dir, refs)
         assert arm is not None
         prompt = build_prompt(
-            scenario.skill_dir, scenario.path, options.skill_texts, skill=arm.skill
+            scenario.skill_dir,
+            scenario.path,
+            options.skill_texts,
+            skill=arm.skill if options.skill_delivery == PROMPT else False,
         )
     except (ArmError, FileNotFoundError, ScenarioLoadError) as exc:  # a tile.json at the ref
         text = error_text(exc, redact, scenario.skill_dir)

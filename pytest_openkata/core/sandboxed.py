@@ -61,6 +61,7 @@ from pytest_openkata.core.conversation import NextPrompt
 from pytest_openkata.core.errors import ScenarioFailure
 from pytest_openkata.core.files import SkillReader, files_under
 from pytest_openkata.core.scenario import Scenario
+from pytest_openkata.core.skill_delivery import INSTALLED, discovering_agent, installed_skill_files
 from pytest_openkata.core.workspace import (
     diff_snapshots,
     files_archive,
@@ -119,6 +120,9 @@ def sandbox_agent(settings: EvalSettings) -> AgentCommand:
     """The agent command run in every sandbox, with the configured model (fix of the
     reference, whose agent CLI ran its default model whatever was configured)."""
     agent = make_agent(settings.sandbox.agent, agent_settings(settings))
+    skills_folder = ""
+    if settings.skill_delivery == INSTALLED:
+        agent, skills_folder = discovering_agent(agent)
     model = settings.model
     invocation = agent.invocation(model=model, workspace_agent=True, sandboxed=True)
     command = AgentCommand(
@@ -127,6 +131,7 @@ def sandbox_agent(settings: EvalSettings) -> AgentCommand:
         invocation.env,
         files=agent.workspace_files(),
         mounts=agent.credential_mounts,
+        skills_folder=skills_folder,
         read_output=_output_reader(agent) if isinstance(agent, GivesTranscript) else None,
         version_argv=_version_argv(agent, invocation.argv),
     )
@@ -360,6 +365,22 @@ def run_commands(
     return outcomes
 
 
+def agent_workspace_files(
+    scenario: Scenario, agent: AgentCommand, skill: Path | bool
+) -> tuple[tuple[tuple[str, bytes], ...], Path | bool]:
+    """The files the agent's workspace gets besides the task (its own, and the installed
+    skill where it discovers skills), and where the workspace's ``skill/`` folder comes from:
+    with installed skills the workspace has none, and the skill is only where the agent
+    looks. Both are the agent's tools: the workspace diff leaves them out."""
+    if not agent.skills_folder:
+        return agent.files, skill
+    installed: list[tuple[str, bytes]] = []
+    if skill is not False:
+        source = None if skill is True else skill
+        installed = installed_skill_files(agent.skills_folder, scenario.skill_dir, source)
+    return (*agent.files, *installed), False
+
+
 def sandbox_run(
     scenario: Scenario,
     prompt: str,
@@ -377,16 +398,17 @@ def sandbox_run(
     session, in the same environment (``task`` is the first turn's text as the conversation
     shows it); the workspace is snapshotted after the last turn."""
     agent = setup.agent
+    agent_files, skill = agent_workspace_files(scenario, agent, skill)
     # One archive, extracted at the root: the workspace and, outside it, the prompt.
     archive = workspace_archive(
         scenario.skill_dir,
         scenario.path,
-        agent.files,
+        agent_files,
         prefix=f"{WORKSPACE.lstrip('/')}/",
         extra=[(PROMPT_PATH.lstrip("/"), prompt.encode())],
         skill=skill,
     )
-    exclude = tool_files_of(agent.files)
+    exclude = tool_files_of(agent_files)
     environment = setup.sandbox.create(sandbox_spec(scenario, setup))
     outcomes = None
     turns: list[Turn] = []
@@ -535,8 +557,9 @@ def replay_commands(
             "run again on it; run with --eval-cache refresh",
             cause=CHECK_FAILED,
         )
+    agent_files, skill = agent_workspace_files(scenario, agent, skill)
     base = workspace_archive(
-        scenario.skill_dir, scenario.path, agent.files, prefix=prefix, skill=skill
+        scenario.skill_dir, scenario.path, agent_files, prefix=prefix, skill=skill
     )
     # Snapshots keep no file modes: a script (``#!``) is made executable again.
     changed = [
@@ -655,6 +678,7 @@ __all__ = [
     "SandboxSetup",
     "again_elsewhere",
     "agent_settings",
+    "agent_workspace_files",
     "build_provider",
     "build_sandbox",
     "check_scripts",

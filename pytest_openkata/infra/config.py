@@ -235,6 +235,27 @@ def _globs(value: str) -> str:
     return ",".join(globs)
 
 
+SKILL_DELIVERIES = ("prompt", "installed")
+
+
+def _skill_delivery(value: str) -> str:
+    """``prompt`` (the skill pasted into the prompt) or ``installed`` (where the agent
+    discovers skills)."""
+    text = value.strip().lower()
+    if text not in SKILL_DELIVERIES:
+        raise ValueError(
+            f"unknown skill delivery {value!r}; choose one of: {', '.join(SKILL_DELIVERIES)}"
+        )
+    return text
+
+
+def _folders(value: str) -> tuple[str, ...]:
+    """Comma-separated folders, or ``none`` for none."""
+    if value.strip().lower() == "none":
+        return ()
+    return tuple(item.strip() for item in value.split(",") if item.strip())
+
+
 def _categories(value: str) -> str:
     """Comma-separated criterion categories (``INTENT,QUALITY``), or ``all`` (``""``)."""
     names = [name.strip() for name in value.split(",") if name.strip()]
@@ -332,6 +353,11 @@ FIELDS: tuple[Setting, ...] = (
     Setting("publish_errors", _boolean, flag=True),
     Setting("scenario_names", _globs, metavar="GLOB,..."),
     Setting("category", _categories, metavar="CATEGORY,..."),
+    Setting("skill_delivery", _skill_delivery, metavar="prompt|installed"),
+    Setting("trigger_runs", _int_between(1, None), metavar="N"),
+    Setting("trigger_loads_needed", _int_between(0, None), metavar="N"),
+    Setting("trigger_loads_allowed", _int_between(0, None), metavar="N"),
+    Setting("trigger_skills", _folders, metavar="FOLDER,...", listed=True),
     Setting("http.base_url", _text, cli="--eval-base-url", metavar="URL"),
     Setting("http.api_key", _text, secret=True),
     Setting("http.endpoint_id", _text, metavar="ID"),
@@ -520,6 +546,17 @@ HELP = {
     "task.md and criteria.json; a tile's evals/ takes them all)",
     "category": "run and score only the criteria of these categories (criteria.json's "
     '"category", e.g. INTENT); the checks of checks.json are left out; no automatic report',
+    "skill_delivery": "how the skill reaches the agent: prompt (pasted into the prompt, as the "
+    "reference) or installed (put where the agent CLI discovers skills, e.g. .claude/skills/, "
+    "the prompt being the task alone) (default prompt)",
+    "trigger_runs": "runs of every trigger query (evals/trigger_queries.json or "
+    "evals/trigger_tests.yaml) (default 3)",
+    "trigger_loads_needed": "runs out of trigger_runs in which a should-trigger query must "
+    "load the skill to pass (default 2)",
+    "trigger_loads_allowed": "runs out of trigger_runs in which a should-not-trigger query may "
+    "load the skill and still pass (default 1)",
+    "trigger_skills": "other skill folders installed beside the skill in trigger queries, "
+    "FOLDER,... relative to the rootdir, or none (default none)",
     "http.base_url": "base URL of the OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1",
     "http.api_key": "API key of the endpoint (never printed)",
     "http.endpoint_id": "what answers at the base URL, for cache keys instead of the URL "
@@ -626,6 +663,8 @@ def _argument_text(key: str, value: object) -> str | None:
         return "true" if value else "false"
     if isinstance(value, int | float):
         return str(value)
+    if key == "trigger_skills" and isinstance(value, list | tuple):
+        return ",".join(str(item) for item in value) or "none"
     if key == "sandbox.mounts" and isinstance(value, list | tuple):
         pairs = [item if isinstance(item, str) else ":".join(map(str, item)) for item in value]
         return ",".join(pairs) or "none"

@@ -19,6 +19,7 @@ import pytest
 from pytest_openkata.contracts.junit import PERCENTAGE_PROPERTY, SCENARIO_PROPERTY, scenario_key
 from pytest_openkata.contracts.results import ScenarioResult
 from pytest_openkata.core.scenario import scenario_candidates
+from pytest_openkata.core.triggers import has_trigger_queries
 from pytest_openkata.infra.text import visible
 from pytest_openkata.plugin import compat, validation
 from pytest_openkata.plugin.file_warnings import warn_about_skill
@@ -28,6 +29,7 @@ from pytest_openkata.plugin.scenario_folder import (
     scenario_folders,
 )
 from pytest_openkata.plugin.session import VALIDATE, mode_of
+from pytest_openkata.plugin.triggers import trigger_items
 
 _SCENARIO_NODEID = re.compile(r"(?:^|/)evals::")
 
@@ -40,12 +42,13 @@ def is_scenario_nodeid(nodeid: str) -> bool:
 
 def is_evals_dir(path: Path) -> bool:
     """An ``evals`` folder that holds at least one scenario folder (``scenario-*``, or any
-    folder with ``task.md`` and ``criteria.json``)."""
-    return path.name == "evals" and bool(scenario_candidates(path))
+    folder with ``task.md`` and ``criteria.json``) or a trigger query file."""
+    return path.name == "evals" and (bool(scenario_candidates(path)) or has_trigger_queries(path))
 
 
 class EvalsDir(pytest.Directory):
-    """Collects one item per scenario folder and never looks further down.
+    """Collects one item per scenario folder, then one per trigger query
+    (:mod:`pytest_openkata.plugin.triggers`), and never looks further down.
 
     Nothing under a scenario folder is imported or collected: scenario ``inputs/`` often hold
     ``test_*.py`` and ``conftest.py`` files of the task's project.
@@ -69,6 +72,8 @@ class EvalsDir(pytest.Directory):
                 skill_scenarios=names,
                 **extra,
             )
+        if has_trigger_queries(self.path):
+            yield from trigger_items(self, self.path.parent)
 
 
 def evaluate_scenario(openkata_result: ScenarioResult, subtests: pytest.Subtests) -> None:

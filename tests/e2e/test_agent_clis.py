@@ -19,16 +19,23 @@ import json
 import os
 import shutil
 import subprocess
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import docker
 import pytest
 
-from pytest_openkata.contracts.agents import AgentSettings, ContinuesSession
-from pytest_openkata.contracts.errors import AgentFailedError
+from pytest_openkata.contracts.agents import AgentSettings, ContinuesSession, GivesTranscript
+from pytest_openkata.contracts.errors import AgentFailedError, AgentTimeoutError
+from pytest_openkata.core.activation import LOADED, NOT_LOADED, activation
 from pytest_openkata.core.agent_backend import CLIBackend
 from pytest_openkata.core.conversation import Conversation, converse, scripted
+from pytest_openkata.core.skill_delivery import (
+    discovering_agent,
+    installed_folder,
+    installed_skill_files,
+)
 from pytest_openkata.local.model import LocalModelServer
 from pytest_openkata.local.steps import cache_dir
 from pytest_openkata.providers.agents import make_agent
@@ -43,6 +50,8 @@ CLI_TIMEOUT = 400.0  # Codex sends a long system prompt: about 50 s idle, 160 s 
 CLAUDE_MAX_OUTPUT_TOKENS = "256"
 CUT_AT_THE_MAXIMUM = f"exceeded the {CLAUDE_MAX_OUTPUT_TOKENS} output token maximum"
 PROMPT = "Reply with one word: hello"
+# Installed delivery's discovery is over before the model's first token: no need to wait for it.
+DISCOVERY_TIMEOUT = 90.0
 
 
 @pytest.fixture(scope="session")
@@ -138,6 +147,65 @@ def test_codex_answers_through_the_responses_route(
     assert transcript.turns == 1
     assert transcript.input_tokens
     assert transcript.final_text == answer
+
+
+def test_claude_code_discovers_an_installed_skill_where_it_is_put(
+    npm_bin: Path, local_model: LocalModelServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Installed delivery with the real CLI: the skill goes into ``.claude/skills/<name>/`` of
+    a fresh working folder, Claude Code (started without ``--bare``) lists it among the skills
+    its init event says it found, and its events are read into the transcript. Whether the
+    135M model then loads it is not the point."""
+    skill = tmp_path / "skills" / "zebra-inventory"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text(
+        "---\nname: zebra-inventory\ndescription: Use for zebra inventories.\n---\n# Zebras\n"
+    )
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("CLAUDE_CODE_MAX_OUTPUT_TOKENS", CLAUDE_MAX_OUTPUT_TOKENS)
+    claude = make_agent(
+        "claude",
+        AgentSettings(executable=str(npm_bin / "claude"), anthropic_base_url=local_model.root_url),
+    )
+    agent, folder = discovering_agent(claude)
+    files = installed_skill_files(folder, skill)
+    seen: list[list[str]] = []
+    folders: list[Path] = []
+
+    @contextlib.contextmanager
+    def installed() -> Iterator[Path]:
+        with installed_folder(files) as cwd:
+            folders.append(cwd)
+            seen.append(
+                sorted(p.relative_to(cwd).as_posix() for p in cwd.rglob("*") if p.is_file())
+            )
+            yield cwd
+
+    backend = CLIBackend(
+        agent, model="smollm2", timeout=DISCOVERY_TIMEOUT, workspace_agent=True,
+        skills_folder=folder,
+    ).in_folder(installed)  # fmt: skip
+
+    assert isinstance(agent, GivesTranscript)
+    try:
+        transcript = backend.complete_transcribed("", PROMPT)[1]
+    except AgentFailedError as exc:
+        # A rambling answer is cut at the maximum and Claude Code exits 1 (see the first
+        # test); its events, init included, are still on its standard output.
+        assert CUT_AT_THE_MAXIMUM in str(exc)  # noqa: PT017
+        transcript = agent.transcript(exc.output)
+    except AgentTimeoutError as exc:
+        # Without --bare the request carries every tool and the skill listing, which a busy
+        # 2-core machine reads for minutes. What this test is about happened before the
+        # first request: the init event, which the partial output holds.
+        transcript = agent.transcript(exc.partial_output)
+
+    assert seen == [[".claude/skills/zebra-inventory/SKILL.md"]]
+    assert not folders[0].exists()  # removed once the CLI ended
+    assert transcript is not None
+    assert transcript.source == "claude stream-json"
+    assert "zebra-inventory" in transcript.extras["skills_offered"].split(", ")
+    assert activation(transcript, ("zebra-inventory",)) in (LOADED, NOT_LOADED)
 
 
 def _logging_wrapper(cli: Path, folder: Path) -> tuple[Path, Path]:

@@ -303,3 +303,24 @@ def test_a_codex_error_it_recovered_from_is_not_its_outcome() -> None:
 
     assert transcript is not None
     assert transcript.outcome == "success"
+
+
+def test_the_skills_claude_code_found_are_kept_as_text_and_masked_with_the_rest() -> None:
+    init = {
+        "type": "system",
+        "subtype": "init",
+        "model": "m",
+        "skills": ["zoo", 7, "weather", "sk-secret-skill"],
+    }
+    result = {"type": "result", "subtype": "success", "is_error": False, "result": "ok"}
+    output = "\n".join(json.dumps(event) for event in (init, result))
+
+    transcript = read_claude_events(output)
+
+    assert transcript is not None
+    assert transcript.extras == {"model": "m", "skills_offered": "zoo, weather, sk-secret-skill"}
+    masked = transcript.masked(lambda text: text.replace("sk-secret-skill", "***"))
+    assert masked.extras["skills_offered"] == "zoo, weather, ***"
+    no_skills = read_claude_events(json.dumps(result))
+    assert no_skills is not None
+    assert "skills_offered" not in no_skills.extras

@@ -1032,6 +1032,17 @@ def test_a_skill_with_a_scenario_passes(tmp_path: Path) -> None:
     assert lint_skill(make_skill(tmp_path))["scenarios"] == []
 
 
+def test_a_skill_with_trigger_queries_only_is_evaluated_by_them(tmp_path: Path) -> None:
+    skill = tmp_path / "notes-writer"
+    (skill / "evals").mkdir(parents=True)
+    (skill / "SKILL.md").write_text(SKILL_MD, encoding="utf-8")
+    (skill / "evals" / "trigger_queries.json").write_text(
+        '[{"query": "take notes", "should_trigger": true}]'
+    )
+
+    assert lint_skill(skill)["scenarios"] == []
+
+
 # --- held to the loader, and robust --------------------------------------------------------
 
 
