@@ -44,6 +44,7 @@ __all__ = [
     "load_trigger_queries",
     "metrics_by_skill",
     "metrics_line",
+    "recorded_outcomes",
     "trigger_metrics",
 ]
 
@@ -328,6 +329,18 @@ def trigger_metrics(skill: str, outcomes: Sequence[QueryOutcome]) -> TriggerMetr
         recall_ci95=recall_ci,
         f1_ci=f1_ci,
     )
+
+
+def recorded_outcomes(records: Iterable[Mapping[str, Any]]) -> list[QueryOutcome]:
+    """The query outcomes a run log holds (its ``trigger_query`` records), those that can be
+    read: a report made from a log shows what the log holds and never fails on a record."""
+    outcomes = []
+    for record in records:
+        try:
+            outcomes.append(QueryOutcome.from_dict(record))
+        except (KeyError, TypeError, ValueError):
+            continue
+    return outcomes
 
 
 def metrics_by_skill(outcomes: Iterable[QueryOutcome]) -> list[TriggerMetrics]:

@@ -73,7 +73,7 @@ def test_each_query_runs_three_times_with_the_skill_installed_and_is_judged_by_t
         },
     )
 
-    result = _run(pytester)
+    result = _run(pytester, "--eval-markdown", "run.md")
 
     assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
     result.assert_outcomes(passed=2, failed=2)
@@ -124,6 +124,20 @@ def test_each_query_runs_three_times_with_the_skill_installed_and_is_judged_by_t
     assert data["skills"] == [skill]
     assert [q["name"] for q in data["queries"]] == [f"trigger-0{i}" for i in range(1, 5)]
     assert str(pytester.path) not in report.read_text()  # no machine path
+
+    markdown = (pytester.path / "run.md").read_text()
+    assert "## Trigger evals" in markdown
+    assert "- skills/zoo: 2 of 4 trigger queries passed; precision 0.50 \\[0.19, 0.81\\]" in (
+        markdown
+    )
+    # Only the queries that failed the rule are listed, with how often they loaded.
+    assert "| skills/zoo: trigger-02 | yes | 1 of 3 runs | Count the zebras and unicorns. |" in (
+        markdown
+    )
+    assert "| skills/zoo: trigger-04 | no | 2 of 3 runs | Write a haiku about autumn. |" in (
+        markdown
+    )
+    assert "trigger-01" not in markdown
 
 
 def test_k_selects_queries_by_name_and_by_kind(
