@@ -73,7 +73,7 @@ def test_each_query_runs_three_times_with_the_skill_installed_and_is_judged_by_t
         },
     )
 
-    result = _run(pytester, "--eval-markdown", "run.md")
+    result = _run(pytester, "--eval-markdown", "run.md", "--eval-html", "run.html")
 
     assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
     result.assert_outcomes(passed=2, failed=2)
@@ -138,6 +138,12 @@ def test_each_query_runs_three_times_with_the_skill_installed_and_is_judged_by_t
         markdown
     )
     assert "trigger-01" not in markdown
+    page = (pytester.path / "run.html").read_text()
+    assert "<h2>Trigger evals</h2>" in page
+    assert (
+        '<tr><td>skills/zoo: trigger-04</td><td>no</td><td class="num">2 of 3 runs</td>'
+        "<td>Write a haiku about autumn.</td></tr>"
+    ) in page
 
 
 def test_k_selects_queries_by_name_and_by_kind(

@@ -57,6 +57,12 @@ from pytest_openkata.core.runlog import (
 )
 from pytest_openkata.core.scoring import catalogue_colour, percent_against
 from pytest_openkata.core.summary import SkillSummary, usage_of
+from pytest_openkata.core.triggers import (
+    QueryOutcome,
+    metrics_by_skill,
+    metrics_line,
+    recorded_outcomes,
+)
 from pytest_openkata.infra.atomic import write_new_report
 from pytest_openkata.infra.tempfiles import REMOVED
 from pytest_openkata.infra.text import plural, signed_points
@@ -230,6 +236,9 @@ class PageView:
     filters: list[tuple[str, str, str, int]]
     total: int
     version: str
+    # The run's trigger evals: each skill's metrics line, and the queries that failed the rule.
+    trigger_lines: list[str] = field(default_factory=list)
+    trigger_failures: list[QueryOutcome] = field(default_factory=list)
 
 
 # --- building it ---------------------------------------------------------------------------------
@@ -464,6 +473,7 @@ def page_view(run: LoggedRun, *, source: str = "run log") -> PageView:
         (name, label, title, sum(skill.counts[name] for skill in skills))
         for name, label, title in FILTERS
     ]
+    outcomes = recorded_outcomes(run.extras.get("trigger_query") or ())
     return PageView(
         title=f"openkata eval: {names}, {info.finished_at}",
         finished_at=info.finished_at,
@@ -477,6 +487,8 @@ def page_view(run: LoggedRun, *, source: str = "run log") -> PageView:
         filters=filters,
         total=sum(len(skill.scenarios) for skill in skills),
         version=_version.__version__,
+        trigger_lines=[metrics_line(metrics) for metrics in metrics_by_skill(outcomes)],
+        trigger_failures=[outcome for outcome in outcomes if not outcome.passed],
     )
 
 
