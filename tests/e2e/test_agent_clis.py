@@ -1,5 +1,7 @@
 """Real agent CLIs (Claude Code, Codex) answering through the CLI backend, offline, against the
-local model: Claude Code on llama-server's Anthropic route, Codex on its Responses route.
+local model: Claude Code on llama-server's Anthropic route, Codex on its Responses route; and
+real ACP agents (OpenCode, Qwen Code) running a scenario through the plugin's ACP client, on its
+chat completions route.
 
 The CLIs are installed once into ``~/.cache/pytest-openkata/npm`` (``npm install --prefix``);
 a failed install is an error, never a skip. A 135M model's answer is not checked for content.
@@ -14,6 +16,8 @@ retried; Claude Code's own request changes from run to run (see the test).
 from __future__ import annotations
 
 import contextlib
+import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -26,10 +30,18 @@ from pytest_openkata.core.agent_backend import CLIBackend
 from pytest_openkata.local.model import LocalModelServer
 from pytest_openkata.local.steps import cache_dir
 from pytest_openkata.providers.agents import make_agent
+from tests.support.evals import write_skill
 
 pytestmark = pytest.mark.e2e
 
-NPM_PACKAGES = ("@anthropic-ai/claude-code", "@openai/codex")
+NPM_PACKAGES = (
+    "@anthropic-ai/claude-code",
+    "@openai/codex",
+    # ACP agents (tests/e2e/test_acp_agents.py).
+    "opencode-ai",
+    "@qwen-code/qwen-code",
+)
+NPM_CLIS = ("claude", "codex", "opencode", "qwen")
 NPM_INSTALL_TIMEOUT = 1800
 CLI_TIMEOUT = 400.0  # Codex sends a long system prompt: about 50 s idle, 160 s under load
 CLAUDE_MAX_OUTPUT_TOKENS = "256"
@@ -39,10 +51,10 @@ PROMPT = "Reply with one word: hello"
 
 @pytest.fixture(scope="session")
 def npm_bin() -> Path:
-    """The ``node_modules/.bin`` folder holding ``claude`` and ``codex``, installed if needed."""
+    """The ``node_modules/.bin`` folder holding the CLIs of ``NPM_CLIS``, installed if needed."""
     prefix = cache_dir() / "npm"
     bin_dir = prefix / "node_modules" / ".bin"
-    if all((bin_dir / cli).exists() for cli in ("claude", "codex")):
+    if all((bin_dir / cli).exists() for cli in NPM_CLIS):
         return bin_dir
     npm = shutil.which("npm")
     if npm is None:
@@ -61,7 +73,7 @@ def npm_bin() -> Path:
             f"{completed.stdout}\n{completed.stderr}",
             pytrace=False,
         )
-    missing = [cli for cli in ("claude", "codex") if not (bin_dir / cli).exists()]
+    missing = [cli for cli in NPM_CLIS if not (bin_dir / cli).exists()]
     if missing:
         pytest.fail(f"npm install did not provide {', '.join(missing)} in {bin_dir}", pytrace=False)
     return bin_dir
@@ -130,3 +142,57 @@ def test_codex_answers_through_the_responses_route(
     assert transcript.turns == 1
     assert transcript.input_tokens
     assert transcript.final_text == answer
+
+
+# --- ACP agents: a scenario run of a real ACP agent against the local model --------------------
+
+# Each CLI asks for thousands of answer tokens, past llama-server's own cap; these bound them.
+ACP_OUTPUT_BOUNDS = {
+    "QWEN_CODE_MAX_OUTPUT_TOKENS": "48",
+    "OPENCODE_EXPERIMENTAL_OUTPUT_TOKEN_MAX": "48",
+}
+ACP_TIMEOUT = "900"  # OpenCode's and Qwen Code's system prompts: minutes on a loaded machine
+# The judge: a command that passes the one criterion, so the run's verdict is not the 135M
+# model's to make (its answer is not the point; its events are).
+JUDGE_COMMAND = "cat > /dev/null; echo '[{\"name\": \"x\", \"pass\": true, \"reason\": \"ok\"}]'"
+
+
+@pytest.mark.parametrize("agent", ["acp:opencode", "acp:qwen"])
+def test_an_acp_agent_runs_a_scenario_and_its_session_is_its_transcript(
+    agent: str,
+    npm_bin: Path,
+    local_model: LocalModelServer,
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PATH", f"{npm_bin}{os.pathsep}{os.environ['PATH']}")
+    for variable, bound in ACP_OUTPUT_BOUNDS.items():
+        monkeypatch.setenv(variable, bound)
+    write_skill(pytester.path, "s", {"scenario-a": {"x": 1}})
+
+    result = pytester.runpytest_subprocess(
+        "skills/s",
+        "--eval-backend", agent,
+        "--eval-base-url", local_model.base_url,
+        "--eval-model", local_model.model,
+        "--eval-judge-backend", "command",
+        "--eval-agent-command", JUDGE_COMMAND,
+        "--eval-direct-timeout", ACP_TIMEOUT,
+        "--eval-threshold", "0",
+    )  # fmt: skip
+
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    [log] = (pytester.path / ".openkata" / "runs").glob("*.jsonl")
+    [trial] = [
+        record
+        for record in map(json.loads, log.read_text().splitlines())
+        if record["record"] == "trial"
+    ]
+    transcript = trial["trace"]["transcript"]
+    # Its session updates, as the real agent sent them, read into the transcript.
+    assert transcript["source"] == "acp session/update"
+    assert transcript["outcome"] == "success"
+    assert trial["trace"]["output"].strip()
+    assert transcript["final_text"] == trial["trace"]["output"]
+    said = [step["text"] for step in transcript["steps"] if step["kind"] == "message"]
+    assert said[-1] == trial["trace"]["output"]
