@@ -154,7 +154,7 @@ ACP_OUTPUT_BOUNDS = {
 ACP_TIMEOUT = "900"  # OpenCode's and Qwen Code's system prompts: minutes on a loaded machine
 # The judge: a command that passes the one criterion, so the run's verdict is not the 135M
 # model's to make (its answer is not the point; its events are).
-JUDGE_COMMAND = "cat > /dev/null; echo '[{\"name\": \"x\", \"pass\": true, \"reason\": \"ok\"}]'"
+JUDGE_COMMAND = 'cat > /dev/null; echo \'[{"name": "x", "pass": true, "reason": "ok"}]\''
 
 
 @pytest.mark.parametrize("agent", ["acp:opencode", "acp:qwen"])
