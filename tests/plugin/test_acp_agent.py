@@ -12,6 +12,7 @@ import shlex
 import sys
 from pathlib import Path
 
+import psutil
 import pytest
 
 from pytest_openkata.contracts.agents import AgentSettings
@@ -137,6 +138,17 @@ def test_an_acp_agent_that_fails_is_an_error_naming_it(
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines([f"*{error}*"])
     assert script.judge_calls == 0  # an error, never a criterion judged failed
+    # Neither the client nor the agent outlives the run, whichever way it ended.
+    left = [
+        process.info["pid"]
+        for process in psutil.process_iter(["pid", "cmdline"])
+        if str(pytester.path) in " ".join(process.info["cmdline"] or ())
+        or (
+            str(SCRIPTED_AGENT) in " ".join(process.info["cmdline"] or ())
+            and scenario_script in (process.info["cmdline"] or ())
+        )
+    ]
+    assert left == []
 
 
 def test_hostile_text_from_an_acp_agent_breaks_no_report_and_never_reaches_the_terminal(
