@@ -121,6 +121,7 @@ def test_an_acp_agent_giving_a_plain_answer_may_not_edit_files(tmp_path: Path) -
         ("crash", "120", "stderr: acp: the agent exited mid-session (status 3)"),
         ("mute", "120", "scenario error: agent: acp returned empty response"),
         ("silent", "3", "scenario error: agent: acp timed out after 3s"),
+        ("refuse", "120", "stderr: acp: the agent answered with an error: refused*pwned*"),
     ],
 )
 def test_an_acp_agent_that_fails_is_an_error_naming_it(
@@ -137,6 +138,7 @@ def test_an_acp_agent_that_fails_is_an_error_naming_it(
 
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines([f"*{error}*"])
+    assert "\x1b" not in result.stdout.str()  # the agent's own text, escaped
     assert script.judge_calls == 0  # an error, never a criterion judged failed
     # Neither the client nor the agent outlives the run, whichever way it ended.
     left = [

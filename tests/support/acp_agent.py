@@ -10,6 +10,7 @@ It speaks the real protocol on its standard input and output, as ``opencode acp`
   whose title and output hold them too;
 - ``crash``: says a word, then exits with status 3 mid-session;
 - ``silent``: never answers the prompt;
+- ``refuse``: answers the prompt with an error whose message and data hold terminal escapes;
 - ``mute``: ends the turn without a word.
 """
 
@@ -152,6 +153,9 @@ class ScriptedAgent(acp.Agent):  # type: ignore[misc]
     async def _silent(self, session_id: str) -> schema.PromptResponse:
         await asyncio.Event().wait()
         raise AssertionError("unreachable")
+
+    async def _refuse(self, session_id: str) -> schema.PromptResponse:
+        raise acp.RequestError(-32603, f"refused{HOSTILE}", {"why": HOSTILE})
 
     async def _mute(self, session_id: str) -> schema.PromptResponse:
         return schema.PromptResponse(stop_reason="end_turn")

@@ -37,6 +37,7 @@ import json
 import os
 import sys
 import time
+import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,7 @@ _CHUNKS = frozenset({"agent_message_chunk"})
 # The updates kept: what the agent said and did, and what it cost (not its command list,
 # modes, plans or thoughts).
 _KEPT = frozenset({"agent_message_chunk", "tool_call", "tool_call_update", "usage_update"})
+_ESCAPED = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 _SHUTDOWN_SECONDS = 2.0
 _STREAM_LIMIT = 50 * 1024 * 1024  # one protocol message, as the SDK's own default
 
@@ -271,6 +273,15 @@ async def _run(connection: Any, workspace: Path, prompt: str, schema: Any, versi
     )
 
 
+def _shown(text: str) -> str:
+    """``text`` with its control characters escaped (an agent's error message is its own
+    text): only its line breaks stay."""
+    return "".join(
+        ascii(char)[1:-1] if char != "\n" and unicodedata.category(char) in _ESCAPED else char
+        for char in text
+    )
+
+
 def main(args: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="acp_client", description=__doc__.splitlines()[0])
     parser.add_argument("--name", default="acp", help="the agent's name in error texts")
@@ -285,7 +296,7 @@ def main(args: Sequence[str] | None = None) -> int:
         message = str(exc)
         if not message.startswith(f"{options.name}:"):
             message = f"{options.name}: {message}"
-        print(message, file=sys.stderr)
+        print(_shown(message), file=sys.stderr)
         return 1
     return 0
 
