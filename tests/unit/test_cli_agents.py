@@ -810,7 +810,8 @@ def test_opencode_is_given_a_provider_for_the_configured_base_url() -> None:
     assert provider["npm"] == "@ai-sdk/openai-compatible"
     assert provider["options"]["baseURL"] == "http://127.0.0.1:9/v1"
     assert list(provider["models"]) == ["m"]
-    assert invocation.env["OPENAI_API_KEY"] == "unused-key"
+    assert provider["options"]["apiKey"] == "{env:OPENKATA_OPENCODE_KEY}"
+    assert invocation.env["OPENKATA_OPENCODE_KEY"] == "unused-key"  # the key never in argv
     assert set(invocation.private_dirs) == {"XDG_DATA_HOME", "XDG_STATE_HOME"}
 
 

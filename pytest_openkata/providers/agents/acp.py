@@ -8,7 +8,8 @@ model and endpoint:
 
 - ``acp:opencode``: OpenCode (npm ``opencode-ai``), ``opencode acp``; with an OpenAI base
   URL configured, a provider ``openkata`` of the OpenAI-compatible kind is defined for it in
-  ``OPENCODE_CONFIG_CONTENT`` and the model is ``openkata/MODEL``;
+  ``OPENCODE_CONFIG_CONTENT`` (its key read from ``OPENKATA_OPENCODE_KEY``) and the model is
+  ``openkata/MODEL``;
 - ``acp:qwen``: Qwen Code (npm ``@qwen-code/qwen-code``), ``qwen --acp --auth-type openai``,
   the base URL in ``--openai-base-url``, the key in ``OPENAI_API_KEY``;
 - ``acp:claude``: Claude Code's ACP adapter (npm ``@zed-industries/claude-code-acp``), the
@@ -62,6 +63,7 @@ ACP_CLIENT_MODULE = "pytest_openkata.providers.agents.acp_client"
 MODEL_VARIABLE = "OPENKATA_AGENT_MODEL"
 _PROVIDER = "openkata"
 _CODEX_KEY_VARIABLE = "OPENKATA_CODEX_KEY"
+_OPENCODE_KEY_VARIABLE = "OPENKATA_OPENCODE_KEY"  # read by its config, never in it
 EMPTY_COMMAND = (
     "the acp agent needs the command line of an ACP agent: set --eval-agent-command "
     "(agent_command in the settings), or name a preset: "
@@ -110,14 +112,13 @@ def _opencode(program: str, model: str, endpoints: _Endpoints) -> _Launch:
     }
     if endpoints.openai_base_url:
         config = {
-            "$schema": "https://opencode.ai/config.json",
             "provider": {
                 _PROVIDER: {
                     "npm": "@ai-sdk/openai-compatible",
                     "name": _PROVIDER,
                     "options": {
                         "baseURL": endpoints.openai_base_url,
-                        "apiKey": "{env:OPENAI_API_KEY}",
+                        "apiKey": f"{{env:{_OPENCODE_KEY_VARIABLE}}}",
                     },
                     "models": {model: {"name": model}},
                 }
@@ -125,7 +126,7 @@ def _opencode(program: str, model: str, endpoints: _Endpoints) -> _Launch:
             "model": f"{_PROVIDER}/{model}",
         }
         env["OPENCODE_CONFIG_CONTENT"] = json.dumps(config)
-        env["OPENAI_API_KEY"] = endpoints.openai_api_key or UNUSED_KEY
+        env[_OPENCODE_KEY_VARIABLE] = endpoints.openai_api_key or UNUSED_KEY
         argv = [program, "acp"]
     else:
         argv = [program, "acp"]
@@ -220,13 +221,14 @@ class AcpAgent(NeedsNothingAround):
 
     @property
     def endpoint(self) -> str:
-        if self.preset:
-            uses = ACP_PRESETS[self.preset].uses
-            if uses == "openai" and self.endpoints.openai_base_url:
-                return self.endpoints.openai_base_url
-            if uses == "anthropic" and self.endpoints.anthropic_base_url:
-                return self.endpoints.anthropic_base_url
-        return f"{self.name}: {self.command}" if not self.preset else self.name
+        """Where its requests go: the base URL its preset uses, else the agent itself."""
+        if not self.preset:
+            return f"{ACP_AGENT}: {self.command}"
+        base_urls = {
+            "openai": self.endpoints.openai_base_url,
+            "anthropic": self.endpoints.anthropic_base_url,
+        }
+        return base_urls.get(ACP_PRESETS[self.preset].uses, "") or self.name
 
     @classmethod
     def from_settings(cls, settings: AgentSettings) -> AcpAgent:
