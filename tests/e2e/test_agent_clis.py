@@ -157,9 +157,10 @@ ACP_TIMEOUT = "900"  # OpenCode's and Qwen Code's system prompts: minutes on a l
 JUDGE_COMMAND = 'cat > /dev/null; echo \'[{"name": "x", "pass": true, "reason": "ok"}]\''
 
 
-@pytest.mark.parametrize("agent", ["acp:opencode", "acp:qwen"])
+@pytest.mark.parametrize(("agent", "reports_usage"), [("acp:opencode", True), ("acp:qwen", False)])
 def test_an_acp_agent_runs_a_scenario_and_its_session_is_its_transcript(
     agent: str,
+    reports_usage: bool,
     npm_bin: Path,
     local_model: LocalModelServer,
     pytester: pytest.Pytester,
@@ -196,3 +197,5 @@ def test_an_acp_agent_runs_a_scenario_and_its_session_is_its_transcript(
     assert transcript["final_text"] == trial["trace"]["output"]
     said = [step["text"] for step in transcript["steps"] if step["kind"] == "message"]
     assert said[-1] == trial["trace"]["output"]
+    if reports_usage:  # OpenCode gives the prompt's usage in its response; Qwen Code none
+        assert transcript["input_tokens"] > 0
