@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from pytest_openkata.core.prompt import build_prompt
-from pytest_openkata.core.scenario import discover_scenarios, load_scenario, read_skill_version
+from pytest_openkata.core.scenario import discover_scenarios, load_scenario
+from pytest_openkata.core.versions import read_skill_version
 
 SKILLS = Path(__file__).resolve().parent.parent / "skills"
 SCENARIOS = sorted(p for skill in SKILLS.iterdir() for p in discover_scenarios(skill / "evals"))

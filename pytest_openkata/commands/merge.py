@@ -27,9 +27,10 @@ from pytest_openkata.core.gate import gate_line
 from pytest_openkata.core.jsonfiles import ScenarioLoadError
 from pytest_openkata.core.reporting import Segment, make_run, report_run
 from pytest_openkata.core.runlog import RunLogError, read_run_log
-from pytest_openkata.core.scenario import load_scenario_options, read_skill_version
+from pytest_openkata.core.scenario import load_scenario_options
 from pytest_openkata.core.shards import MergedRun, ShardError, merge_shards, shard_files
 from pytest_openkata.core.summary import gate_failed, summarise
+from pytest_openkata.core.versions import read_skill_version
 from pytest_openkata.infra.text import visible
 
 USAGE_ERROR = 2

@@ -48,6 +48,7 @@ __all__ = [
     "AgentConfigError",
     "AgentInvocation",
     "AgentSettings",
+    "ContinuesSession",
     "GivesTranscript",
     "Mount",
     "NeedsNothingAround",
@@ -172,6 +173,37 @@ class ReadsEventsFile(Protocol):
         what it printed (its answer). Raises
         :class:`~pytest_openkata.contracts.errors.MalformedResponseError` naming the line of a
         line that cannot be read."""
+        ...
+
+
+@runtime_checkable
+class ContinuesSession(Protocol):
+    """An agent CLI that can be sent more prompts in the session of its first run: the
+    follow-up turns of a scenario (``follow_ups``, a simulated user) go there.
+
+    The first turn starts with :meth:`session_start` (which may differ from a one-turn
+    :meth:`~AgentCLI.invocation`: Codex keeps its session files only then); :meth:`session_id`
+    reads the session's id from what a turn printed; :meth:`continuation` sends the next
+    prompt, again on standard input, to that session. Every turn of a trial on the host runs
+    with the same folders for the invocations' ``private_dirs``, so the session's state
+    survives from one turn to the next. An agent that speaks another protocol (one session
+    object and a prompt request per turn) implements these three over its own transport.
+    """
+
+    def session_start(
+        self, *, model: str, workspace_agent: bool, sandboxed: bool = False
+    ) -> AgentInvocation:
+        """How to start the first turn of a session that will be continued."""
+        ...
+
+    def session_id(self, output: str) -> str | None:
+        """The session's id in what one turn printed; None when it names none."""
+        ...
+
+    def continuation(
+        self, session_id: str, *, model: str, workspace_agent: bool, sandboxed: bool = False
+    ) -> AgentInvocation:
+        """How to send the next prompt (on standard input) to the session ``session_id``."""
         ...
 
 

@@ -9,6 +9,8 @@ message text. The backends themselves live in :mod:`pytest_openkata.providers.ba
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -21,6 +23,9 @@ __all__ = [
     "BackendContext",
     "CapacityAware",
     "Completer",
+    "Conversing",
+    "HoldsSessions",
+    "Message",
     "ResponseSchema",
     "SkillAware",
     "Transcribing",
@@ -96,6 +101,32 @@ class Transcribing(Protocol):
     answer (None where the agent gave no events)."""
 
     def complete_transcribed(self, system: str, user: str) -> tuple[str, Transcript | None]: ...
+
+
+Message = tuple[str, str]
+"""One message of a conversation: its role (``user`` or ``assistant``) and its text."""
+
+
+@runtime_checkable
+class Conversing(Protocol):
+    """A model backend that can answer a conversation: the messages so far, alternating
+    ``user`` and ``assistant`` and ending with a ``user`` one, are sent as the API's own
+    messages (a direct scenario's follow-up turns)."""
+
+    def converse(self, system: str, messages: Sequence[Message]) -> str: ...
+
+
+@runtime_checkable
+class HoldsSessions(Protocol):
+    """A backend that runs an agent able to continue its session (an agent CLI): inside
+    :meth:`session`, the function it gives sends one prompt after another to the same
+    session, each giving the answer and how it was made (None where the agent gave no
+    events). A backend whose agent cannot continue raises
+    :class:`~pytest_openkata.contracts.errors.AgentConfigError` on entering."""
+
+    def session(
+        self,
+    ) -> AbstractContextManager[Callable[[str], tuple[str, Transcript | None]]]: ...
 
 
 @runtime_checkable

@@ -17,6 +17,7 @@ from pytest_openkata.contracts.backends import DEFAULT_ANSWER_MAX_BYTES
 from pytest_openkata.contracts.settings import SettingValue
 
 __all__ = [
+    "DEFAULT_CONTEXT_BUDGET",
     "DEFAULT_THRESHOLD",
     "AnthropicSettings",
     "EvalSettings",
@@ -28,6 +29,9 @@ __all__ = [
 
 # A skill passes when its overall percentage is at least this (the reference's default).
 DEFAULT_THRESHOLD = 95
+DEFAULT_CONTEXT_BUDGET = 100_000
+"""Estimated tokens a scenario's prompt may hold (``context_budget``): most of a 128k-token
+window, leaving room for the agent's own system prompt, its tool calls and its answer."""
 
 
 class HttpSettings(BaseModel):
@@ -98,6 +102,7 @@ class EvalSettings(BaseModel):
     concurrency: int = 2
     direct_timeout: int = 120
     answer_max_bytes: int = DEFAULT_ANSWER_MAX_BYTES
+    context_budget: int = DEFAULT_CONTEXT_BUDGET  # estimated tokens; 0: no budget
     output: str = ""
     model_label: str = ""
     agent_command: str = ""
@@ -105,6 +110,7 @@ class EvalSettings(BaseModel):
     judge_votes: int = 1
     judge_fence: bool = True
     judge_reason_max_chars: int = 0
+    simulated_user_model: str = ""
     cache: str = "on"
     max_in_flight: int | Literal["auto"] = 0
     baseline: str = ""

@@ -35,6 +35,7 @@ __all__ = [
     "TrialResult",
     "TrialStats",
     "TrialTrace",
+    "Turn",
     "Usage",
     "Verdict",
     "WorkspaceDiff",
@@ -229,6 +230,15 @@ class Usage:
 
 
 @dataclass(frozen=True)
+class Turn:
+    """One exchange of a conversation with the agent: what the user said (the task for the
+    first turn, then each follow-up) and what the agent answered to it."""
+
+    user: str
+    agent: str
+
+
+@dataclass(frozen=True)
 class AgentResult:
     """What the agent of one trial produced, as graders see it.
 
@@ -248,6 +258,9 @@ class AgentResult:
     lost_engines: tuple[str, ...] = ()
     # How the agent worked, where it said so (its events), else None.
     transcript: Transcript | None = None
+    # Every turn of a conversation with follow-ups (the last one's answer is the final
+    # answer); empty for a one-turn trial.
+    turns: tuple[Turn, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -262,6 +275,7 @@ class TrialTrace:
     an engine pool the sandboxed agent ran on ("" without a pool or from the cache), and
     ``lost_engines`` the engines that failed under the trial before it ("engine <name>: why").
     ``transcript`` is how the agent worked, where its events said so (None otherwise).
+    ``turns`` is the conversation of a trial with follow-ups (empty for one turn).
     """
 
     output: str = ""
@@ -272,6 +286,7 @@ class TrialTrace:
     engine: str = ""
     lost_engines: tuple[str, ...] = ()
     transcript: Transcript | None = None
+    turns: tuple[Turn, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -426,8 +441,15 @@ def _trace(data: dict[str, Any] | None) -> TrialTrace | None:
     lost = tuple(data.get("lost_engines", ()))
     told = data.get("transcript")
     transcript = None if told is None else Transcript.from_dict(told)
+    turns = tuple(Turn(**turn) for turn in data.get("turns", ()))
     return TrialTrace(
-        **{**data, "changes": changes, "lost_engines": lost, "transcript": transcript}
+        **{
+            **data,
+            "changes": changes,
+            "lost_engines": lost,
+            "transcript": transcript,
+            "turns": turns,
+        }
     )
 
 

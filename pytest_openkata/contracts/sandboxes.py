@@ -58,6 +58,14 @@ class AgentCommand:
     read_output: Callable[[str], tuple[str, Transcript | None]] | None = field(
         default=None, compare=False, repr=False
     )
+    # For an agent that can continue its session (follow-up turns): the command of a first
+    # turn that will be continued, the session's id read from what a turn printed, and the
+    # command sending the next prompt (on standard input) to a session. None: it cannot.
+    session_argv: list[str] | None = None
+    session_of: Callable[[str], str | None] | None = field(default=None, compare=False, repr=False)
+    continue_argv: Callable[[str], list[str]] | None = field(
+        default=None, compare=False, repr=False
+    )
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ __all__ = [
     "Transcript",
     "bounded",
     "final_answer",
+    "joined_turns",
     "kept_steps",
     "last_said",
     "one_turn",
@@ -233,3 +234,41 @@ def kept_steps(steps: Sequence[Step], limit: int = MAX_STEPS) -> tuple[tuple[Ste
 def unique(items: Iterable[str]) -> tuple[str, ...]:
     """``items`` once each, in the order first seen."""
     return tuple(dict.fromkeys(item for item in items if item))
+
+
+def _total(values: Iterable[int | None]) -> int | None:
+    known = [value for value in values if value is not None]
+    return sum(known) if known else None
+
+
+def joined_turns(transcripts: Sequence[Transcript], prompts: Sequence[str]) -> Transcript:
+    """The transcripts of a conversation's turns as one: each turn's steps, the follow-up
+    ``prompts`` (one fewer than the turns) as the user's messages between them, the figures
+    summed and the final answer the last turn's."""
+    if not transcripts or len(prompts) != len(transcripts) - 1:
+        raise ValueError("a conversation has one transcript per turn and a prompt between two")
+    steps: list[Step] = list(transcripts[0].steps)
+    for prompt, transcript in zip(prompts, transcripts[1:], strict=True):
+        steps.append(Step.message("user", prompt))
+        steps.extend(transcript.steps)
+    kept, cut = kept_steps(steps)
+    last = transcripts[-1]
+    seconds = [t.seconds for t in transcripts if t.seconds is not None]
+    costs = [t.cost_usd for t in transcripts if t.cost_usd is not None]
+    return Transcript(
+        last.source,
+        steps=kept,
+        cut_steps=cut + sum(t.cut_steps for t in transcripts),
+        tool_call_count=_total(t.all_tool_calls for t in transcripts),
+        skills_loaded=tuple(dict.fromkeys(load for t in transcripts for load in t.skills_loaded)),
+        files_read=unique(path for t in transcripts for path in t.files_read),
+        files_written=unique(path for t in transcripts for path in t.files_written),
+        turns=_total(t.turns for t in transcripts),
+        input_tokens=_total(t.input_tokens for t in transcripts),
+        output_tokens=_total(t.output_tokens for t in transcripts),
+        cost_usd=sum(costs) if costs else None,
+        seconds=sum(seconds) if seconds else None,
+        outcome=last.outcome,
+        final_text=final_answer(last),
+        extras=dict(last.extras),
+    )

@@ -41,7 +41,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import partial
@@ -51,6 +51,7 @@ from typing import IO, TYPE_CHECKING
 from pytest_openkata.contracts.agents import (
     AgentCLI,
     AgentInvocation,
+    ContinuesSession,
     GivesTranscript,
     ReadsEventsFile,
 )
@@ -60,6 +61,7 @@ from pytest_openkata.contracts.backends import (
     answer_bound,
 )
 from pytest_openkata.contracts.errors import (
+    AgentConfigError,
     AgentFailedError,
     AgentNotFoundError,
     AgentTimeoutError,
@@ -241,7 +243,54 @@ class CLIBackend:
 
     def complete_transcribed(self, system: str, user: str) -> tuple[str, Transcript | None]:
         """The agent's cleaned answer, and how it worked where its output says so."""
-        stdout, events = self._stdout(system, user)
+        return self._read(*self._stdout(system, user))
+
+    @contextlib.contextmanager
+    def session(self) -> Iterator[Callable[[str], tuple[str, Transcript | None]]]:
+        """Sends prompts one after another to one session of the agent (follow-up turns): the
+        first as :meth:`complete_transcribed` sends it, each later one on its own to the
+        session the previous turn's output names. Every turn runs in the same working folder
+        and with the same private folders, removed when the session ends. Raises
+        :class:`AgentConfigError` when the agent cannot continue a session."""
+        agent = self.agent
+        if not isinstance(agent, ContinuesSession):
+            raise AgentConfigError(f"the agent {agent.name} cannot continue a session")
+        with self._cwd_factory() as cwd, contextlib.ExitStack() as stack:
+            folders: dict[str, str] = {}
+            printed: list[str] = []
+
+            def private_for(invocation: AgentInvocation) -> dict[str, str]:
+                for variable in invocation.private_dirs:
+                    if variable not in folders:
+                        folders[variable] = stack.enter_context(
+                            tempfile.TemporaryDirectory(prefix=f"openkata-{agent.name}-")
+                        )
+                return {variable: folders[variable] for variable in invocation.private_dirs}
+
+            def send(prompt: str) -> tuple[str, Transcript | None]:
+                model, workspace_agent = self.model, self.workspace_agent
+                if not printed:
+                    invocation = agent.session_start(model=model, workspace_agent=workspace_agent)
+                    data = agent_prompt("", prompt)
+                else:
+                    session_id = agent.session_id(printed[-1])
+                    if session_id is None:
+                        raise MalformedResponseError(
+                            f"{agent.name} named no session to continue in its output"
+                        )
+                    invocation = agent.continuation(
+                        session_id, model=model, workspace_agent=workspace_agent
+                    )
+                    data = prompt
+                finished = self._run(invocation, data.encode(), cwd, private_for(invocation))
+                printed.append(self._answer(finished))
+                return self._read(printed[-1])
+
+            yield send
+
+    def _read(self, stdout: str, events: str | None = None) -> tuple[str, Transcript | None]:
+        """The cleaned answer of what the agent printed, and its transcript where it says: in
+        the ``events`` it wrote to its events file, else in what it printed."""
         transcript = None
         if events is not None and isinstance(self.agent, ReadsEventsFile):
             try:

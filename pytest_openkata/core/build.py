@@ -174,7 +174,8 @@ def build_backends(
     lock_folder: Path | None = None,
     share: Share = ALONE,
 ) -> Backends:
-    """The agent and judge backends; each may use its own backend kind and model. With
+    """The agent and judge backends (and the simulated user's, when ``simulated_user_model``
+    names a model of its own); each may use its own backend kind and model. With
     ``max_in_flight`` set, each is capped per endpoint through locks in ``lock_folder``, at
     ``share``'s part of the cap (xdist workers on other hosts count their own parts).
     ``client`` is the session's HTTP client, shared by the model backends."""
@@ -182,13 +183,22 @@ def build_backends(
     judge = make_completer(
         settings.judge_backend, settings.judge_model, settings, client, role="judge"
     )
+    user = None
+    if settings.simulated_user_model and settings.simulated_user_model != settings.judge_model:
+        user = make_completer(
+            settings.judge_backend, settings.simulated_user_model, settings, client, role="judge"
+        )
     closers = tuple(
         close
-        for completer in (agent, judge)
+        for completer in (agent, judge, user)
         if callable(close := getattr(completer, "close", None))
     )
     learned: dict[str, Any] = {}
     limited_agent = _limited(agent, settings, lock_folder, share, learned)
+    limited_user, user_identity = None, {}
+    if user is not None:
+        limited_user = _limited(user, settings, lock_folder, share, learned)
+        user_identity = _identity(settings.judge_backend, user, settings)
     return Backends(
         agent=limited_agent,
         judge=_limited(judge, settings, lock_folder, share, learned),
@@ -197,6 +207,8 @@ def build_backends(
         sandbox_in_flight=_sandbox_in_flight(settings, limited_agent),
         agent_identity=_identity(settings.backend, agent, settings),
         judge_identity=_identity(settings.judge_backend, judge, settings),
+        simulated_user=limited_user,
+        simulated_user_identity=user_identity,
         sandbox_identity=_OnFirstUse(partial(sandbox_identity, settings)),
         closers=closers,
     )

@@ -53,8 +53,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from pytest_openkata.contracts.errors import OpenkataError
 from pytest_openkata.core.report_paths import report_name_order
-from pytest_openkata.core.scenario import read_skill_version
 from pytest_openkata.core.tile import TILE_FILE, has_context, is_tile_dir
+from pytest_openkata.core.versions import read_skill_version
 from pytest_openkata.infra import gojson
 
 __all__ = [

@@ -1,6 +1,6 @@
-"""What the judge judged, as pytest users look for it: the end of the agent's output, the
-workspace changes and the agent's last tool calls of a scenario that failed or errored, as
-report sections.
+"""What the judge judged, as pytest users look for it: the turns of a conversation before the
+final answer, the end of the agent's output, the workspace changes and the agent's last tool
+calls of a scenario that failed or errored, as report sections.
 
 pytest shows an item's report sections under a failure's traceback and with ``-rA``, as it
 shows captured output; the JUnit reporter writes the same text to the scenario testcase's
@@ -12,7 +12,7 @@ output must not drive the terminal it is shown on.
 
 from __future__ import annotations
 
-from pytest_openkata.contracts.results import ScenarioResult, TrialResult
+from pytest_openkata.contracts.results import ScenarioResult, TrialResult, TrialTrace
 from pytest_openkata.contracts.transcripts import Step
 from pytest_openkata.infra.text import visible
 
@@ -41,6 +41,8 @@ def _trial_sections(trial: TrialResult, suffix: str, limit: int) -> list[tuple[s
     trace = trial.trace
     output = trace.output if trace is not None and trace.output else trial.agent_output
     sections = []
+    if trace is not None and trace.turns:
+        sections.append((f"conversation{suffix}", visible(_tail(_conversation(trace), limit))))
     if output:
         sections.append((f"agent output{suffix}", visible(_tail(output, limit))))
     if trace is not None and trace.changes:
@@ -52,6 +54,17 @@ def _trial_sections(trial: TrialResult, suffix: str, limit: int) -> list[tuple[s
             lines = [_call_line(call) for call in calls]
             sections.append((f"last tool calls{suffix}", visible("\n".join(lines) + "\n")))
     return sections
+
+
+def _conversation(trace: TrialTrace) -> str:
+    """Each turn of a conversation up to the last user message: its final answer is the
+    agent output shown next."""
+    lines = []
+    for number, turn in enumerate(trace.turns, start=1):
+        lines += [f"[user, turn {number}]", turn.user, ""]
+        if number < len(trace.turns):
+            lines += [f"[agent, turn {number}]", turn.agent, ""]
+    return "\n".join(lines)
 
 
 def _call_line(call: Step) -> str:

@@ -10,6 +10,7 @@ is not an untouched scaffold. The scaffold's tests hold every placeholder it wri
 
 from __future__ import annotations
 
+import functools
 import re
 
 __all__ = ["SCAFFOLD_PLACEHOLDERS", "placeholders_in"]
@@ -38,10 +39,14 @@ SCAFFOLD_PLACEHOLDERS: tuple[str, ...] = (
     "replace this file with the scenario's input files",
 )
 
-# Words of a placeholder may be wrapped onto the next line, or indented, where it stands.
-_FOUND = re.compile(
-    "|".join(r"\s+".join(map(re.escape, opening.split())) for opening in SCAFFOLD_PLACEHOLDERS)
-)
+
+@functools.cache
+def _pattern() -> re.Pattern[str]:
+    """Any placeholder's opening words; words may be wrapped onto the next line, or indented,
+    where it stands. Compiled on first use: most runs meet no text that could hold one."""
+    return re.compile(
+        "|".join(r"\s+".join(map(re.escape, opening.split())) for opening in SCAFFOLD_PLACEHOLDERS)
+    )
 
 
 # Every placeholder starts with one of these words, as it is: a text without any holds none,
@@ -56,5 +61,5 @@ def placeholders_in(text: str) -> list[tuple[int, str]]:
         return []
     return [
         (text.count("\n", 0, match.start()) + 1, " ".join(match.group().split()))
-        for match in _FOUND.finditer(text)
+        for match in _pattern().finditer(text)
     ]

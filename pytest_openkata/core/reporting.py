@@ -161,10 +161,14 @@ def make_run(
     """The run every reporter reads: each skill compared with the earlier run (the
     ``compare`` setting) and its results JSON's fate decided (held back, not written), before
     any reporter runs. ``details`` are the other fields of :class:`Run`."""
-    from pytest_openkata.core.earlier import compare_run
     from pytest_openkata.core.report_paths import with_report_decisions
 
-    compared, extras = compare_run(summaries, settings, rootdir)
+    compared: list[SkillSummary] = list(summaries)
+    extras: dict[str, list[dict[str, Any]]] = {}
+    if settings.compare:  # the comparison's modules load only for a run that asks for it
+        from pytest_openkata.core.earlier import compare_run
+
+        compared, extras = compare_run(summaries, settings, rootdir)
     # An incomplete run writes no results JSON: there is nothing to hold back.
     complete = details.get("complete", True)
     decided = (

@@ -31,9 +31,9 @@ from pytest_openkata.contracts.results import (
 from pytest_openkata.core.activation import ActivationRate, scenario_activation
 from pytest_openkata.core.compare import CriterionMove, SkillComparison
 from pytest_openkata.core.report_paths import as_utc
-from pytest_openkata.core.scenario import read_skill_version
 from pytest_openkata.core.summary import SkillSummary, usage_of
 from pytest_openkata.core.uplift import McNemar, Uplift
+from pytest_openkata.core.versions import read_skill_version
 from pytest_openkata.infra import gojson
 
 __all__ = [
@@ -282,9 +282,13 @@ def _scenario_dict(result: ScenarioResult) -> dict[str, Any]:
     return data
 
 
-def _activation_dict(rate: ActivationRate) -> dict[str, int]:
-    """How many trials loaded the skill, of those whose agent's events could tell."""
-    return {"loaded": rate.loaded, "known": rate.known, "trials": rate.trials}
+def _activation_dict(rate: ActivationRate) -> dict[str, Any]:
+    """How many trials loaded the skill, of those whose agent's events could tell, and the
+    skill's files they read (only when some were)."""
+    data: dict[str, Any] = {"loaded": rate.loaded, "known": rate.known, "trials": rate.trials}
+    if rate.files_read:
+        data["files_read"] = list(rate.files_read)
+    return data
 
 
 def _baseline_dict(baseline: ScenarioResult) -> dict[str, Any]:

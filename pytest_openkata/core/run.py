@@ -26,8 +26,15 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from pytest_openkata.contracts.backends import Completer, SkillAware, Transcribing
-from pytest_openkata.contracts.errors import BackendError
+from pytest_openkata.contracts.backends import (
+    Completer,
+    Conversing,
+    HoldsSessions,
+    Message,
+    SkillAware,
+    Transcribing,
+)
+from pytest_openkata.contracts.errors import AgentConfigError, BackendError
 from pytest_openkata.contracts.results import (
     INFRASTRUCTURE_ERROR,
     SCENARIO_ERROR,
@@ -39,12 +46,21 @@ from pytest_openkata.contracts.results import (
     ScenarioResult,
     TrialResult,
     TrialTrace,
+    Turn,
     Usage,
 )
-from pytest_openkata.contracts.transcripts import Transcript
+from pytest_openkata.contracts.transcripts import Transcript, one_turn
 from pytest_openkata.core.arms import OWN_ARM, Arm, ArmError, baseline_arm
 from pytest_openkata.core.calls import NO_SLOTS, live_call
 from pytest_openkata.core.checks import CANNOT_START, Check, CommandOutcome, command_checks
+from pytest_openkata.core.conversation import (
+    Conversation,
+    NextPrompt,
+    SendPrompt,
+    converse,
+    scripted,
+    then,
+)
 from pytest_openkata.core.errors import ScenarioFailure
 from pytest_openkata.core.grading import (
     DEFAULT_ORDER,
@@ -69,6 +85,7 @@ from pytest_openkata.core.scenario import (
     read_description,
     scenario_digests,
 )
+from pytest_openkata.core.simulated_user import simulated_user
 from pytest_openkata.core.slots import CallSlot
 from pytest_openkata.core.tile import TILE_FILE, unit_name
 from pytest_openkata.core.trials import combine_trials, errored_trial, scored_trial
@@ -113,6 +130,10 @@ class Backends:
     # and default network, for the cache keys (no secrets), known without connecting.
     agent_identity: Mapping[str, Any] = field(default_factory=dict)
     judge_identity: Mapping[str, Any] = field(default_factory=dict)
+    # The simulated user's own backend and identity (``simulated_user_model``); None: the
+    # judge plays the user.
+    simulated_user: Completer | None = None
+    simulated_user_identity: Mapping[str, Any] = field(default_factory=dict)
     sandbox_identity: Mapping[str, Any] = field(default_factory=dict)
     # Called once the run is over, e.g. to stop agent CLIs still running after Ctrl-C.
     closers: tuple[Callable[[], None], ...] = ()
@@ -176,9 +197,12 @@ def _agent_from_cache(entry: dict[str, Any] | None) -> AgentResult | None:
     try:
         told = entry.get("transcript")
         transcript = None if told is None else Transcript.from_dict(told)
+        turns = tuple(Turn(str(t["user"]), str(t["agent"])) for t in entry.get("turns", ()))
     except (AttributeError, KeyError, TypeError, ValueError):
         return None
-    return AgentResult(entry["response"], output, diff, cached=True, transcript=transcript)
+    return AgentResult(
+        entry["response"], output, diff, cached=True, transcript=transcript, turns=turns
+    )
 
 
 def _agent_name(scenario: Scenario, backends: Backends) -> str:
@@ -205,7 +229,31 @@ def _agent_to_cache(result: AgentResult) -> dict[str, Any]:
         entry["changes"] = diff_to_json(result.changes)
     if result.transcript is not None:
         entry["transcript"] = result.transcript.to_dict()
+    if result.turns:
+        entry["turns"] = [{"user": turn.user, "agent": turn.agent} for turn in result.turns]
     return entry
+
+
+def _messages_session(agent: Conversing) -> SendPrompt:
+    """A model backend's conversation: every prompt and answer so far sent as messages."""
+    messages: list[Message] = []
+
+    def send(prompt: str) -> tuple[str, Transcript | None]:
+        messages.append(("user", prompt))
+        answer = agent.converse("", messages)
+        messages.append(("assistant", answer))
+        return answer, one_turn(answer)
+
+    return send
+
+
+def _cannot_continue(scenario: Scenario, why: str) -> ScenarioFailure:
+    """The configuration error of a scenario with follow-ups whose agent cannot take them."""
+    return ScenarioFailure(
+        f"{why}: scenario {scenario.name} sends follow-up turns (follow_ups or simulated_user "
+        "in scenario.json); use an agent that can continue its session, or remove them",
+        kind=SCENARIO_ERROR,
+    )
 
 
 def _commands_from_cache(entry: dict[str, Any] | None) -> dict[str, CommandOutcome] | None:
@@ -306,6 +354,17 @@ class _ScenarioRun:
                 material["agent"] = dict(self.backends.agent_identity)
             if arm.is_baseline:  # the own arm's keys stay those of a run without a baseline
                 material["arm"] = arm.name
+            if scenario.follow_ups:  # a one-turn scenario's keys stay as they were
+                material["follow_ups"] = list(scenario.follow_ups)
+            user = scenario.simulated_user
+            if user is not None:
+                material["simulated_user"] = {
+                    "instructions": user.instructions,
+                    "max_turns": user.max_turns,
+                    "model": dict(
+                        self.backends.simulated_user_identity or self.backends.judge_identity
+                    ),
+                }
             self._agent_material = material
         return self._agent_material
 
@@ -320,11 +379,32 @@ class _ScenarioRun:
     def _commands(self) -> list[Check]:
         return command_checks(self.scenario.checks)
 
+    def _follow(self) -> NextPrompt | None:
+        """Where the prompts after the first answer come from: the scenario's follow-ups, then
+        its simulated user (its own model, else the judge); None for a one-turn scenario."""
+        scenario = self.scenario
+        user = scenario.simulated_user
+        if not scenario.follow_ups and user is None:
+            return None
+        follow = scripted(scenario.follow_ups)
+        if user is None:
+            return follow
+        model = self.backends.simulated_user or self.backends.judge
+        return then(follow, simulated_user(user, model, after=len(scenario.follow_ups)))
+
+    @functools.cached_property
+    def _task(self) -> str:
+        """The first turn as a conversation shows it: task.md, without the skill."""
+        return _task_text(self.scenario, self.redact).strip()
+
     def _call_agent(self) -> tuple[AgentResult, dict[str, CommandOutcome]]:
-        scenario, retry = self.scenario, self.backends.retry
+        scenario, retry, follow = self.scenario, self.backends.retry, self._follow()
         if scenario.sandbox:
             try:
                 setup = self._sandbox()
+                if follow is not None and setup.agent.continue_argv is None:
+                    why = f"the agent {setup.agent.name} cannot continue a session"
+                    raise _cannot_continue(scenario, why)
                 with self.backends.sandbox_in_flight():
                     return run_agent_in_sandbox(
                         scenario,
@@ -333,17 +413,41 @@ class _ScenarioRun:
                         retry,
                         commands=self._commands(),
                         skill=self.arm.skill,
+                        follow=follow,
+                        task=self._task,
                     )
             except BackendError as exc:
                 raise ScenarioFailure(f"sandbox: {exc}") from exc
         try:
             agent = self.backends.agent_of(scenario.skill_dir)
+            if follow is not None:
+                conversation = call_with_retry(
+                    lambda: self._conversation(agent, follow), retry, describe="agent call"
+                )
+                answer = conversation.answer
+                return AgentResult(
+                    answer, answer, transcript=conversation.transcript, turns=conversation.turns
+                ), {}
             answer, transcript = call_with_retry(
                 lambda: _transcribed(agent, self.prompt), retry, describe="agent call"
             )
+        except AgentConfigError as exc:
+            if follow is None:
+                raise ScenarioFailure(f"agent: {exc}") from exc
+            raise _cannot_continue(scenario, str(exc)) from exc
         except BackendError as exc:
             raise ScenarioFailure(f"agent: {exc}") from exc
         return AgentResult(answer, answer, transcript=transcript), {}
+
+    def _conversation(self, agent: Completer, follow: NextPrompt) -> Conversation:
+        """The agent's conversation on the host: an agent CLI's session, or a model backend's
+        messages."""
+        if isinstance(agent, HoldsSessions):
+            with agent.session() as send:
+                return converse(send, self._task, self.prompt, follow)
+        if isinstance(agent, Conversing):
+            return converse(_messages_session(agent), self._task, self.prompt, follow)
+        raise AgentConfigError(f"the agent {type(agent).__name__} cannot continue a conversation")
 
     def _commands_key(self, agent_key: str) -> str:
         """The cache key of the command checks' outcomes on one agent result: the checks'
@@ -407,6 +511,9 @@ class _ScenarioRun:
             text=self.redact(result.text),
             output=self.redact(result.output),
             transcript=None if result.transcript is None else result.transcript.masked(self.redact),
+            turns=tuple(
+                Turn(self.redact(turn.user), self.redact(turn.agent)) for turn in result.turns
+            ),
         )
         outcomes = self._redacted(outcomes)
         if cache is not None:
@@ -437,7 +544,13 @@ class _ScenarioRun:
         except ScenarioFailure as exc:
             output = None if exc.agent_output is None else self.redact(exc.agent_output)
             trace = TrialTrace(seconds=seconds())
-            return errored_trial(index, self._error(exc), agent_output=output, trace=trace)
+            return errored_trial(
+                index,
+                self._error(exc),
+                kind=exc.kind or INFRASTRUCTURE_ERROR,
+                agent_output=output,
+                trace=trace,
+            )
         task = GradingTask(
             self.scenario, agent, index, self.grading, arm=self.arm.name, commands=commands
         )
@@ -491,6 +604,7 @@ class _ScenarioRun:
             engine=agent.engine,
             lost_engines=tuple(self.redact(lost) for lost in agent.lost_engines),
             transcript=agent.transcript,
+            turns=agent.turns,
         )
 
 

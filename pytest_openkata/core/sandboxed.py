@@ -15,16 +15,27 @@ from __future__ import annotations
 
 import tarfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from pytest_openkata.contracts.agents import AgentCLI, AgentSettings, GivesTranscript
+from pytest_openkata.contracts.agents import (
+    AgentCLI,
+    AgentSettings,
+    ContinuesSession,
+    GivesTranscript,
+)
 from pytest_openkata.contracts.backends import answer_bound
 from pytest_openkata.contracts.config import EvalSettings, SandboxSettings
-from pytest_openkata.contracts.errors import BackendError, RetryableError, SandboxError, SandboxLost
-from pytest_openkata.contracts.results import AgentResult, Snapshot, WorkspaceDiff
+from pytest_openkata.contracts.errors import (
+    AgentConfigError,
+    BackendError,
+    RetryableError,
+    SandboxError,
+    SandboxLost,
+)
+from pytest_openkata.contracts.results import AgentResult, Snapshot, Turn, WorkspaceDiff
 from pytest_openkata.contracts.sandboxes import (
     AgentCommand,
     ExecResult,
@@ -32,9 +43,10 @@ from pytest_openkata.contracts.sandboxes import (
     SandboxProvider,
     SandboxSpec,
 )
-from pytest_openkata.contracts.transcripts import Transcript
+from pytest_openkata.contracts.transcripts import Transcript, joined_turns
 from pytest_openkata.core.agents import make_agent
 from pytest_openkata.core.checks import Check, CommandOutcome
+from pytest_openkata.core.conversation import NextPrompt
 from pytest_openkata.core.errors import ScenarioFailure
 from pytest_openkata.core.files import SkillReader, files_under
 from pytest_openkata.core.scenario import Scenario
@@ -94,14 +106,30 @@ def sandbox_agent(settings: EvalSettings) -> AgentCommand:
     """The agent command run in every sandbox, with the configured model (fix of the
     reference, whose agent CLI ran its default model whatever was configured)."""
     agent = make_agent(settings.sandbox.agent, agent_settings(settings))
-    invocation = agent.invocation(model=settings.model, workspace_agent=True, sandboxed=True)
-    return AgentCommand(
+    model = settings.model
+    invocation = agent.invocation(model=model, workspace_agent=True, sandboxed=True)
+    command = AgentCommand(
         agent.name,
         invocation.argv,
         invocation.env,
         files=agent.workspace_files(),
         mounts=agent.credential_mounts,
         read_output=_output_reader(agent) if isinstance(agent, GivesTranscript) else None,
+    )
+    if not isinstance(agent, ContinuesSession):
+        return command
+    start = agent.session_start(model=model, workspace_agent=True, sandboxed=True)
+
+    def continue_argv(session_id: str) -> list[str]:
+        return agent.continuation(
+            session_id, model=model, workspace_agent=True, sandboxed=True
+        ).argv
+
+    return replace(
+        command,
+        session_argv=start.argv,
+        session_of=agent.session_id,
+        continue_argv=continue_argv,
     )
 
 
@@ -221,6 +249,7 @@ class SandboxRun:
     # events), and how it worked where it says so.
     answer: str = ""
     transcript: Transcript | None = None
+    turns: tuple[Turn, ...] = ()  # every turn of a conversation with follow-ups
 
 
 def _at_step(step: str, call: Callable[[], T]) -> T:
@@ -299,10 +328,15 @@ def sandbox_run(
     *,
     commands: Sequence[Check] = (),
     skill: Path | bool = True,
+    follow: NextPrompt | None = None,
+    task: str = "",
 ) -> SandboxRun:
     """One run of the agent in a fresh environment, removed afterwards whatever happens; when
     the agent exited 0, the ``commands`` checks run in it next. ``skill`` is where
-    ``/workspace/skill`` comes from (:func:`~pytest_openkata.core.workspace.workspace_files`)."""
+    ``/workspace/skill`` comes from (:func:`~pytest_openkata.core.workspace.workspace_files`).
+    With ``follow``, each prompt it gives is sent after the agent's answer to the same
+    session, in the same environment (``task`` is the first turn's text as the conversation
+    shows it); the workspace is snapshotted after the last turn."""
     agent = setup.agent
     # One archive, extracted at the root: the workspace and, outside it, the prompt.
     archive = workspace_archive(
@@ -316,26 +350,37 @@ def sandbox_run(
     exclude = tool_files_of(agent.files)
     environment = setup.sandbox.create(sandbox_spec(scenario, setup))
     outcomes = None
+    turns: list[Turn] = []
+    transcripts: list[Transcript | None] = []
     try:
         _at_step("copy workspace", lambda: environment.put_archive("/", archive))
         before = _snapshot(environment, "snapshot before", exclude)
-        result = _at_step(
-            f"run {agent.name}",
-            lambda: environment.exec(
-                [*RUN_AGENT, *agent.argv], env=agent.env, workdir=WORKSPACE, timeout=setup.timeout
-            ),
-        )
+        argv = agent.argv if follow is None else (agent.session_argv or agent.argv)
+        result = _exec_agent(environment, setup, argv, f"run {agent.name}")
+        if follow is not None:
+            result = _follow_ups(
+                environment,
+                setup,
+                result,
+                task=task,
+                follow=follow,
+                turns=turns,
+                transcripts=transcripts,
+            )
         after = _snapshot(environment, "snapshot after", exclude)
-        if commands and result.exit_code == 0 and not result.timed_out and result.cut_at is None:
+        if commands and _exited_well(result):
             outcomes = run_commands(environment, scenario, commands)
     finally:
         environment.remove()
     diff = diff_snapshots(before, after)
     engine = str(getattr(environment, "engine", ""))
     lost = tuple(getattr(environment, "lost_engines", ()))
-    answer, transcript = result.output, None
-    if agent.read_output is not None and not result.timed_out:
-        answer, transcript = agent.read_output(result.output)
+    answer, transcript = _read_turn(agent, result)
+    if turns and _exited_well(result):
+        told = [t for t in transcripts if t is not None]
+        transcript = None
+        if len(told) == len(transcripts):
+            transcript = joined_turns(told, [turn.user for turn in turns[1:]])
     return SandboxRun(
         result,
         diff,
@@ -345,7 +390,70 @@ def sandbox_run(
         lost,
         answer=answer,
         transcript=transcript,
+        turns=tuple(turns) if _exited_well(result) else (),
     )
+
+
+def _exited_well(result: ExecResult) -> bool:
+    return result.exit_code == 0 and not result.timed_out and result.cut_at is None
+
+
+def _read_turn(agent: AgentCommand, result: ExecResult) -> tuple[str, Transcript | None]:
+    """The answer and transcript of one turn's output (the output itself where the agent
+    prints no events, or when it timed out)."""
+    if agent.read_output is not None and not result.timed_out:
+        return agent.read_output(result.output)
+    return result.output, None
+
+
+def _exec_agent(
+    environment: SandboxEnvironment, setup: SandboxSetup, argv: Sequence[str], step: str
+) -> ExecResult:
+    agent = setup.agent
+    return _at_step(
+        step,
+        lambda: environment.exec(
+            [*RUN_AGENT, *argv], env=agent.env, workdir=WORKSPACE, timeout=setup.timeout
+        ),
+    )
+
+
+def _follow_ups(
+    environment: SandboxEnvironment,
+    setup: SandboxSetup,
+    first: ExecResult,
+    *,
+    task: str,
+    follow: NextPrompt,
+    turns: list[Turn],
+    transcripts: list[Transcript | None],
+) -> ExecResult:
+    """Send each follow-up prompt to the agent's session after its answer, until ``follow``
+    gives none or a turn does not exit well (that turn's result is returned, and ends the
+    trial). ``turns`` and ``transcripts`` get each turn."""
+    agent, result, user = setup.agent, first, task
+    while _exited_well(result):
+        answer, transcript = _read_turn(agent, result)
+        turns.append(Turn(user, answer))
+        transcripts.append(transcript)
+        following = follow(turns)
+        if following is None:
+            return result
+        if agent.continue_argv is None or agent.session_of is None:
+            raise AgentConfigError(f"the agent {agent.name} cannot continue a session")
+        session_id = agent.session_of(result.output)
+        if session_id is None:
+            raise SandboxError(f"{agent.name} named no session to continue in its output")
+        prompt = files_archive([(PROMPT_PATH.lstrip("/"), following.encode())])
+        number = len(turns) + 1
+        _at_step(
+            f"copy the prompt of turn {number}",
+            partial(environment.put_archive, "/", prompt),
+        )
+        argv = agent.continue_argv(session_id)
+        result = _exec_agent(environment, setup, argv, f"run {agent.name} (turn {number})")
+        user = following
+    return result
 
 
 def again_elsewhere(call: Callable[[], T], lost: list[str]) -> T:
@@ -418,6 +526,8 @@ def run_agent_in_sandbox(
     *,
     commands: Sequence[Check] = (),
     skill: Path | bool = True,
+    follow: NextPrompt | None = None,
+    task: str = "",
 ) -> tuple[AgentResult, dict[str, CommandOutcome]]:
     """Run the agent in a fresh sandbox, then the ``commands`` checks in it; the agent's
     output and workspace changes as graders see them, and how each command ended.
@@ -428,7 +538,15 @@ def run_agent_in_sandbox(
     lost: list[str] = []
     run = again_elsewhere(
         lambda: call_with_retry(
-            lambda: sandbox_run(scenario, prompt, setup, commands=commands, skill=skill),
+            lambda: sandbox_run(
+                scenario,
+                prompt,
+                setup,
+                commands=commands,
+                skill=skill,
+                follow=follow,
+                task=task,
+            ),
             retry,
             describe="sandbox run",
         ),
@@ -454,6 +572,7 @@ def run_agent_in_sandbox(
         engine=run.engine,
         lost_engines=(*lost, *run.lost_engines),
         transcript=run.transcript,
+        turns=run.turns,
     )
     return agent, run.commands or {}
 

@@ -11,7 +11,6 @@ import fnmatch
 import hashlib
 import json
 import os
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -35,11 +34,10 @@ from pytest_openkata.core.jsonfiles import (
     read_json,
     validation_error,
 )
-from pytest_openkata.core.tile import is_tile_dir, load_tile, read_tile_version
+from pytest_openkata.core.tile import is_tile_dir, load_tile
 
 SCENARIO_PREFIX = "scenario-"
 SCENARIO_NAMES = "scenario-*"  # the default of the scenario_names setting: the reference's
-_VERSION_HEADING = re.compile(r"## \[([^\]]*)\]")
 CHECKS_FILE = "checks.json"
 # What the run and lint say of an empty task.md and of a criterion without a description: the
 # reference accepts both, and an agent then answers nothing, or a judge grades nothing.
@@ -66,6 +64,19 @@ class Criterion:
     category: str = ""  # Tessl's criterion category (INTENT, QUALITY, ...), or ""
 
 
+DEFAULT_SIMULATED_TURNS = 5  # the most replies a simulated user gives, unless it says
+
+
+@dataclass(frozen=True)
+class SimulatedUser:
+    """A model playing the user after the agent's answers (scenario.json's
+    ``simulated_user``): its ``instructions`` say who the user is and what they want, and it
+    replies at most ``max_turns`` times, stopping earlier when it says it is done."""
+
+    instructions: str
+    max_turns: int = DEFAULT_SIMULATED_TURNS
+
+
 @dataclass(frozen=True)
 class Scenario:
     skill_dir: Path
@@ -77,6 +88,10 @@ class Scenario:
     criteria: tuple[Criterion, ...]
     trials: int | None = None  # scenario.json's own trial count, overriding the setting
     checks: tuple[Check, ...] = ()  # checks.json's deterministic checks
+    # scenario.json's scripted prompts sent after the first answer, in the same session, and
+    # its simulated user, who replies after them.
+    follow_ups: tuple[str, ...] = ()
+    simulated_user: SimulatedUser | None = None
     # The bytes of task.md, criteria.json and checks.json as loading read them (those it
     # read), so that the run's digests and its task text need not read them again.
     contents: Mapping[str, bytes] = field(default_factory=dict, compare=False, repr=False)
@@ -84,26 +99,6 @@ class Scenario:
     @property
     def name(self) -> str:
         return self.path.name
-
-
-def read_skill_version(skill_dir: Path) -> str:
-    """Return a tile's ``version``, else the first released version heading of
-    ``<skill_dir>/CHANGELOG.md``, or ``""``.
-
-    Only an exact ``Unreleased`` is skipped (spec 13.32), and ``## []`` yields ``""``.
-    """
-    tile_version = read_tile_version(Path(skill_dir))
-    if tile_version is not None:
-        return tile_version
-    try:
-        raw = (Path(skill_dir) / "CHANGELOG.md").read_bytes()
-    except OSError:
-        return ""
-    for line in raw.decode("utf-8", errors="replace").split("\n"):
-        match = _VERSION_HEADING.match(line)
-        if match and match.group(1) != "Unreleased":
-            return match.group(1)
-    return ""
 
 
 def is_scenario_dir(entry: Path) -> bool:
@@ -182,6 +177,13 @@ class CriteriaModel(BaseModel):
     checklist: list[CriterionModel]
 
 
+class SimulatedUserModel(BaseModel):
+    model_config = ConfigDict(extra="ignore", strict=True)
+
+    instructions: str = Field(min_length=1)
+    max_turns: int = Field(default=DEFAULT_SIMULATED_TURNS, gt=0)
+
+
 class ScenarioModel(BaseModel):
     model_config = ConfigDict(extra="ignore", strict=True)
 
@@ -189,6 +191,15 @@ class ScenarioModel(BaseModel):
     sandbox: bool = True
     network: str = ""
     trials: int | None = Field(default=None, gt=0)
+    follow_ups: list[str] = Field(default_factory=list)
+    simulated_user: SimulatedUserModel | None = None
+
+    @property
+    def conversation(self) -> tuple[tuple[str, ...], SimulatedUser | None]:
+        """The follow-up prompts and the simulated user, as a scenario holds them."""
+        user = self.simulated_user
+        simulated = None if user is None else SimulatedUser(user.instructions, user.max_turns)
+        return tuple(self.follow_ups), simulated
 
 
 def load_criteria(
@@ -242,34 +253,49 @@ def load_scenario_options(path: Path, *, kind: bool = False) -> ScenarioModel:
     return _read_scenario_options(path, kind=kind)
 
 
-def sandbox_mode(scenario_dir: Path, content: bytes | None = None) -> str | None:
+def sandbox_mode(scenario_dir: Path) -> str | None:
     """``"sandbox"`` or ``"direct"``, as the scenario will run; None when its scenario.json
     cannot be read or its kind cannot be trusted (the scenario then errors with the reason
-    when it runs). ``content`` is scenario.json's bytes when the caller has read them
-    already (collection reads every scenario.json for its warnings)."""
-    path = scenario_dir / "scenario.json"
+    when it runs)."""
     try:
-        if content is None:
-            options = load_scenario_options(path, kind=True)
-        else:
-            options = _read_scenario_options(path, kind=True, content=content)
+        options = load_scenario_options(scenario_dir / "scenario.json", kind=True)
     except ScenarioLoadError:
         return None
     return "sandbox" if options.sandbox else "direct"
 
 
-def _read_scenario_options(
-    path: Path, *, kind: bool, content: bytes | None = None
-) -> ScenarioModel:
-    data = go_keys(read_json(path, content), ScenarioModel.model_fields)
+def _read_scenario_options(path: Path, *, kind: bool) -> ScenarioModel:
+    data = scenario_keys(read_json(path))
     try:
         options = ScenarioModel.model_validate(data)
     except ValidationError as exc:
         raise validation_error(path, exc, data) from None
+    for index, prompt in enumerate(options.follow_ups):
+        if not prompt.strip():
+            raise ScenarioLoadError(
+                path, "must not be empty: write the prompt sent", f"follow_ups[{index}]"
+            )
+    user = options.simulated_user
+    if user is not None and not user.instructions.strip():
+        raise ScenarioLoadError(
+            path,
+            "must not be empty: say who the user is and what they want",
+            "simulated_user.instructions",
+        )
     key = misspelt_sandbox_key(data) if kind else None
     if key is not None:
         raise ScenarioLoadError(path, f'unknown key; did you mean "sandbox"? {KIND_UNTRUSTED}', key)
     return options
+
+
+def scenario_keys(data: Any) -> Any:
+    """scenario.json's keys as Go's decoder matches them (:func:`go_keys`), those of its
+    ``simulated_user`` object too."""
+    data = go_keys(data, ScenarioModel.model_fields)
+    if isinstance(data, Mapping) and isinstance(data.get("simulated_user"), Mapping):
+        user = go_keys(data["simulated_user"], SimulatedUserModel.model_fields)
+        data = {**data, "simulated_user": user}
+    return data
 
 
 def closest_key(key: str, known: Iterable[str]) -> str | None:
@@ -420,6 +446,8 @@ def load_scenario(scenario_dir: Path) -> Scenario:
         sandbox=options.sandbox,
         network=options.network,
         trials=options.trials,
+        follow_ups=options.conversation[0],
+        simulated_user=options.conversation[1],
         context=context,
         criteria=criteria,
         checks=checks,

@@ -167,24 +167,29 @@ class ScenarioScheduler(Generic[J]):
         if self.concurrency == 1:
             return run(item, self.slots)
         own = self._submit(item, run)
-        ahead = 0
-        for upcoming in self._upcoming(item):
-            if ahead >= self.lookahead:
-                break
-            ahead += 1
-            if upcoming in self._futures:
-                continue
-            self._submit(upcoming, run)
-        else:
-            if self._upcoming_is_final and not self._all_queued:
-                with self._lock:
-                    self._all_queued = True
-                    self._lock.notify_all()
+        if not self._all_queued:  # else every job there will be is queued: none to look for
+            self._submit_ahead(item, run)
         try:
             return own.result()
         finally:
             with self._lock:
                 self._futures.pop(item, None)
+
+    def _submit_ahead(self, item: J, run: RunFunction[J]) -> None:
+        """Queue the jobs after ``item``, up to :attr:`lookahead` of them; note when that was
+        every job there will be."""
+        ahead = 0
+        for upcoming in self._upcoming(item):
+            if ahead >= self.lookahead:
+                return
+            ahead += 1
+            if upcoming in self._futures:
+                continue
+            self._submit(upcoming, run)
+        if self._upcoming_is_final:
+            with self._lock:
+                self._all_queued = True
+                self._lock.notify_all()
 
     def close(self) -> None:
         """Drop scenarios started ahead that no item asked for (``-x``, an interrupt): those

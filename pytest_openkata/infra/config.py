@@ -295,6 +295,7 @@ FIELDS: tuple[Setting, ...] = (
     Setting("concurrency", _int_between(1, None), metavar="N"),
     Setting("direct_timeout", _int_between(1, None), metavar="SECONDS"),
     Setting("answer_max_bytes", _byte_count, metavar="BYTES"),
+    Setting("context_budget", _int_between(0, None), metavar="TOKENS"),
     Setting("output", _text, metavar="PATH"),
     Setting("model_label", _text, metavar="LABEL"),
     Setting("agent_command", _text, metavar="COMMAND"),
@@ -302,6 +303,7 @@ FIELDS: tuple[Setting, ...] = (
     Setting("judge_votes", _int_between(1, None), metavar="K"),
     Setting("judge_fence", _boolean, metavar="true|false"),
     Setting("judge_reason_max_chars", _int_between(0, None), metavar="N"),
+    Setting("simulated_user_model", _text, metavar="MODEL"),
     Setting("cache", _cache_mode, metavar="on|off|refresh"),
     Setting("max_in_flight", _in_flight_cap, metavar="N|auto"),
     Setting("baseline", _baseline, metavar="without-skill|same|REF"),
@@ -462,6 +464,9 @@ HELP = {
     "answer_max_bytes": "largest answer taken from a model, an agent CLI or a sandboxed "
     "command, in bytes or with k, m, g (KiB, MiB, GiB); a larger answer errors the trial "
     "(default 4m)",
+    "context_budget": "estimated tokens a scenario's prompt may hold (four characters a "
+    "token); a larger prompt is named, with its largest parts, by lint and before its scenario "
+    "runs (default 100000; 0: no budget)",
     "output": "results JSON file or directory path",
     "model_label": "human-readable label for the model in the report",
     "agent_command": "shell command of the 'command' agent (it gets the prompt on stdin), or "
@@ -472,6 +477,8 @@ HELP = {
     "reference's exact layout)",
     "judge_reason_max_chars": "cap a judge reason's length in its structured-output schema, for "
     "grammar-constrained local servers only (default 0: no cap; OpenAI's strict mode refuses it)",
+    "simulated_user_model": "model of the simulated user of scenarios that have one, on the "
+    "judge's backend (default: the judge model)",
     "cache": "reuse cached agent answers and verdicts: on, off or refresh (default on; "
     "--cache-clear empties it)",
     "max_in_flight": "model requests in flight per endpoint across all workers; auto: as many "

@@ -25,6 +25,7 @@ COLUMNS = ("key (YAML)", "option", "ini key", "environment", "value", "default",
 _SHOWN_DEFAULTS = {
     "judge_backend": "the agent backend",
     "judge_model": "the agent model",
+    "simulated_user_model": "the judge model",
     "output": "an automatic path",
     "model_label": "the model",
     "answer_max_bytes": "4m (4 MiB)",

@@ -1,12 +1,15 @@
-"""What a run says about a skill's files before it runs them: said while collecting, for every
-scenario collected (also one that ``-k``, ``-m`` or ``--deselect`` then leaves out), and said
-again in a section of the terminal summary, which ``--disable-warnings`` does not hide.
+"""What a run says about a skill's files before it runs them: the skill's own (SKILL.md) while
+collecting, each scenario's when that scenario is about to run (collection reads no scenario
+file), and all of them again in a section of the terminal summary, which
+``--disable-warnings`` does not hide.
 
 Each is an :class:`~pytest_openkata.core.lint.EvalLintWarning` with the lint rule's words:
 unknown keys of ``scenario.json`` and ``criteria.json``, the scaffold's placeholders left in
-the skill or a scenario, and the files ``SKILL.md`` links to that never reach the prompt.
-``-W error::pytest_openkata.EvalLintWarning`` makes them collection errors (as pytest's own
-collection warnings), ``-W ignore::…`` silences both places. A key that misspells
+the skill or a scenario, the files ``SKILL.md`` links to that never reach the prompt, and a
+prompt over the ``context_budget`` (before any model is paid to read it).
+``-W error::pytest_openkata.EvalLintWarning`` makes a skill's a collection error (as pytest's
+own collection warnings) and a scenario's an error of that scenario, ``-W ignore::…`` silences
+both places. A key that misspells
 ``sandbox`` is more than a warning: its scenario errors when it runs (see
 :data:`~pytest_openkata.core.scenario.KIND_UNTRUSTED`).
 """
@@ -15,42 +18,67 @@ from __future__ import annotations
 
 import sys
 import warnings
-from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from pytest_openkata.infra.text import visible
 from pytest_openkata.plugin.lint import warn_findings
+from pytest_openkata.plugin.session import settings_key
 
-__all__ = ["FileWarnings", "warn_about_files"]
+if TYPE_CHECKING:
+    from pytest_openkata.core.prompt_size import PromptBudget
+
+__all__ = ["FileWarnings", "warn_about_scenario", "warn_about_skill"]
 
 SECTION = "openkata: check these files"
+_prompt_budget_key = pytest.StashKey["PromptBudget"]()
 
 
-def warn_about_files(
-    config: pytest.Config, skill_dir: Path, scenarios: Sequence[Path]
-) -> dict[Path, bytes]:
-    """The skill's findings (unreached links, placeholders in SKILL.md) and each collected
-    scenario's (unknown keys, placeholders) as warnings at their file and line. Returns the
-    scenario.json of each scenario that has one the rules could read, by scenario folder, so
-    that collection reads no file twice."""
+def warn_about_skill(config: pytest.Config, skill_dir: Path) -> None:
+    """The skill's findings (unreached links, placeholders in SKILL.md) as warnings at their
+    file and line: said while collecting, once per skill, before ``-k``, ``-m`` or
+    ``--deselect`` leave any scenario out. Collection reads no scenario's file for them."""
     from pytest_openkata.core.lint import skill_placeholders, unreached_skill_files
+
+    findings = [*unreached_skill_files(skill_dir), *skill_placeholders(skill_dir)]
+    warn_findings(findings, skill_dir, config.rootpath)
+
+
+def warn_about_scenario(config: pytest.Config, scenario_dir: Path) -> None:
+    """The scenario's findings (unknown keys, placeholders, files beside task.md that never
+    reach the agent, a prompt over the context budget) as warnings at their file and line:
+    said when the scenario is about to run, in pytest's thread, so that they belong to the
+    scenario's item (a scenario that ``-k``, ``-m`` or ``--deselect`` leaves out is not read,
+    and ``--eval-lint`` says them of every scenario)."""
+    from pytest_openkata.core.lint import Finding, unreached_scenario_files
     from pytest_openkata.core.lint.context import ScenarioFiles
-    from pytest_openkata.core.lint.findings import OPTIONS_FILE
+    from pytest_openkata.core.lint.findings import TASK_FILE
     from pytest_openkata.core.lint.keys import unknown_keys_rule
     from pytest_openkata.core.lint.placeholders import placeholders_rule
 
-    findings = [*unreached_skill_files(skill_dir), *skill_placeholders(skill_dir)]
-    options: dict[Path, bytes] = {}
-    for scenario_dir in scenarios:
-        scenario = ScenarioFiles(scenario_dir, None)  # both rules read the same files
-        findings += [*unknown_keys_rule(scenario), *placeholders_rule(scenario)]
-        content = scenario.content(OPTIONS_FILE)
-        if content is not None:
-            options[scenario_dir] = content
-    warn_findings(findings, skill_dir, config.rootpath)
-    return options
+    scenario = ScenarioFiles(scenario_dir, None)  # both rules read the same files
+    findings = [
+        *unknown_keys_rule(scenario),
+        *placeholders_rule(scenario),
+        *unreached_scenario_files(scenario_dir),
+    ]
+    over = _prompt_budget(config).over(scenario.skill_dir, scenario_dir)
+    if over is not None:
+        findings.append(Finding("prompt-size", "warning", scenario.file(TASK_FILE), None, over))
+    warn_findings(findings, scenario.skill_dir, config.rootpath)
+
+
+def _prompt_budget(config: pytest.Config) -> PromptBudget:
+    """The run's check of prompt sizes, made on first use (each skill's part measured once)."""
+    budget = config.stash.get(_prompt_budget_key, None)
+    if budget is None:
+        from pytest_openkata.core.prompt_size import PromptBudget
+
+        budget = PromptBudget(config.stash[settings_key].context_budget)
+        config.stash[_prompt_budget_key] = budget
+    return budget
 
 
 class FileWarnings:

@@ -25,8 +25,8 @@ from pytest_openkata.infra.once import Once
 from pytest_openkata.infra.redact import Redactor
 from pytest_openkata.infra.text import visible
 from pytest_openkata.plugin.distribution import share_of
+from pytest_openkata.plugin.file_warnings import warn_about_scenario
 from pytest_openkata.plugin.items import ScenarioItem
-from pytest_openkata.plugin.lint import warn_findings
 from pytest_openkata.plugin.scheduling import upcoming_items
 from pytest_openkata.plugin.session import redactor_of, settings_of
 
@@ -220,11 +220,9 @@ def openkata_result(
         scenario.record_result(result)
         return result
 
-    # A file beside task.md never reaches the agent: say so before it runs (typo'd keys were
-    # said at collection).
-    from pytest_openkata.core.lint import unreached_scenario_files
-
-    warn_findings(unreached_scenario_files(item.scenario_dir), item.skill_dir, item.config.rootpath)
+    # Typo'd keys, placeholders, a file beside task.md that never reaches the agent: said
+    # before it runs, here in pytest's thread so that they are the item's warnings.
+    warn_about_scenario(item.config, item.scenario_dir)
     result = openkata_scheduler.result(item, run)
     item.ihook.pytest_openkata_scenario_result(result=result, item=item)
     if result.error is not None:

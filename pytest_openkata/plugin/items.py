@@ -21,7 +21,7 @@ from pytest_openkata.contracts.results import ScenarioResult
 from pytest_openkata.core.scenario import scenario_candidates
 from pytest_openkata.infra.text import visible
 from pytest_openkata.plugin import compat, validation
-from pytest_openkata.plugin.file_warnings import warn_about_files
+from pytest_openkata.plugin.file_warnings import warn_about_skill
 from pytest_openkata.plugin.scenario_folder import (
     ScenarioFolderItem,
     says_collection_warnings,
@@ -53,11 +53,10 @@ class EvalsDir(pytest.Directory):
 
     def collect(self) -> Iterator[pytest.Item]:
         scenarios, skill_scenarios = scenario_folders(self, self.path)
-        # Said before -k, -m or --deselect leave any scenario out, once per skill. The
-        # scenario.json files the warnings read give each item its kind without a second read.
-        options: dict[Path, bytes] = {}
+        # Said before -k, -m or --deselect leave any scenario out, once per skill; a
+        # scenario's own are said when it runs (plugin/file_warnings.py).
         if says_collection_warnings(self.config):
-            options = warn_about_files(self.config, self.path.parent, scenarios)
+            warn_about_skill(self.config, self.path.parent)
         names = tuple(skill_scenarios)
         item_class = ValidationItem if mode_of(self.config) == VALIDATE else ScenarioItem
         fixture_info = compat.shared_fixture_info(self, item_class.body)
@@ -68,7 +67,6 @@ class EvalsDir(pytest.Directory):
                 name=entry.name,
                 scenario_dir=entry,
                 skill_scenarios=names,
-                options=options.get(entry),
                 **extra,
             )
 
@@ -104,7 +102,6 @@ class ScenarioItem(ScenarioFolderItem):
         *,
         scenario_dir: Path,
         skill_scenarios: tuple[str, ...],
-        options: bytes | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(callobj=self.body, **kwargs)
@@ -113,7 +110,7 @@ class ScenarioItem(ScenarioFolderItem):
         self.scenario_dir = scenario_dir
         self.skill_dir = scenario_dir.parent.parent
         self.skill_scenarios = skill_scenarios
-        self.mark_scenario(options)  # options: scenario.json's bytes, when already read
+        self.mark_scenario()
 
     # How pytest's report headers name the skill (``ERROR at setup of <skill>::<scenario>``):
     # its folder's name, or its path where another skill of the run has that name.

@@ -145,10 +145,12 @@ def lint_scenario_rules(request: pytest.FixtureRequest, subtests: pytest.Subtest
     assert isinstance(item, ScenarioLintItem)
     from pytest_openkata.core.lint import lint_scenario
 
+    settings = item.config.stash[settings_key]
     findings = lint_scenario(
         item.path,
         shown_root=item.config.rootpath,
-        settings=item.config.stash[settings_key].provider_settings,
+        settings=settings.provider_settings,
+        context_budget=settings.context_budget,
     )
     _check_rules(findings, subtests, item, item.path.parent.parent)
 

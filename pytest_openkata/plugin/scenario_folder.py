@@ -5,6 +5,7 @@ keywords, its ``direct`` or ``sandbox`` marker, its conftest hooks, and which fo
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 
 import pluggy
@@ -16,6 +17,7 @@ from pytest_openkata.plugin import compat
 from pytest_openkata.plugin.session import settings_key
 
 _UNIT_NAME = pytest.StashKey[str]()
+_KIND_ASKED = pytest.StashKey[bool]()
 
 KIND_MARKERS = {
     "direct": 'a scenario whose agent answers directly (scenario.json: "sandbox": false)',
@@ -27,16 +29,19 @@ class ScenarioFolderItem(pytest.Function):
     """An item whose path is a scenario folder (``self.path``), with its skill's keyword and
     its kind's marker."""
 
-    def mark_scenario(self, options: bytes | None = None) -> None:
+    def mark_scenario(self) -> None:
         """``-k skill:<name>`` selects the item (the folder's name, and a tile's ``name``);
-        ``-m direct`` or ``-m sandbox`` selects it by how it runs (``options``: its
-        scenario.json's bytes when collection has read them already)."""
+        ``-m direct`` or ``-m sandbox`` selects it by how it runs. The kind's marker is given
+        only when the run's ``-m`` or ``-k`` may ask for it (:func:`kind_is_asked`): it reads
+        the scenario's scenario.json, and collection otherwise reads no scenario file."""
         skill_dir = self.path.parent.parent
         self.extra_keyword_matches.add(f"skill:{skill_dir.name}")
         name = self._unit_name(skill_dir)
         if name != skill_dir.name:
             self.extra_keyword_matches.add(f"skill:{name}")
-        kind = sandbox_mode(self.path, options)
+        if not kind_is_asked(self.config):
+            return
+        kind = sandbox_mode(self.path)
         # A scenario.json that cannot be read gets both: either selection shows its error.
         for marker in KIND_MARKERS if kind is None else (kind,):
             self.add_marker(marker)
@@ -58,6 +63,31 @@ class ScenarioFolderItem(pytest.Function):
         # and pytest asks for the item's hooks about 14 times per item.
         assert self.parent is not None  # an item always has its evals folder as parent
         return self.parent.ihook
+
+
+# A name in a -m or -k expression, as pytest's expression scanner reads one.
+_EXPRESSION_NAME = re.compile(r"(?:\w|:|\+|-|\.|\[|\]|\\|/)+")
+_OPERATORS = frozenset({"and", "or", "not"})
+
+
+def kind_is_asked(config: pytest.Config) -> bool:
+    """Whether the run's ``-m`` or ``-k`` expression may select by a scenario's kind: ``-m``
+    names ``direct`` or ``sandbox``, or a name of ``-k`` is part of one of them (``-k``
+    matches a part of a name without regard to case, and marker names are among an item's
+    keywords). Worked out once per run."""
+    if _KIND_ASKED not in config.stash:
+        marks = _expression_names(config.getoption("markexpr", None))
+        keywords = _expression_names(config.getoption("keyword", None))
+        config.stash[_KIND_ASKED] = any(name in KIND_MARKERS for name in marks) or any(
+            name.lower() in kind for name in keywords for kind in KIND_MARKERS
+        )
+    return config.stash[_KIND_ASKED]
+
+
+def _expression_names(expression: object) -> set[str]:
+    if not isinstance(expression, str):
+        return set()
+    return set(_EXPRESSION_NAME.findall(expression)) - _OPERATORS
 
 
 def says_collection_warnings(config: pytest.Config) -> bool:

@@ -19,7 +19,6 @@ import pytest
 from pytest_openkata.contracts.config import EvalSettings
 from pytest_openkata.contracts.results import ScenarioResult
 from pytest_openkata.core.runlog import RunInfo, log_lines, relative_skill_dir
-from pytest_openkata.core.scenario import read_skill_version
 from pytest_openkata.core.shards import (
     SHARD_EXTRA,
     Scenario,
@@ -28,6 +27,7 @@ from pytest_openkata.core.shards import (
     recorded_settings,
     shard_items,
 )
+from pytest_openkata.core.versions import read_skill_version
 from pytest_openkata.infra.atomic import write_new_report
 from pytest_openkata.infra.redact import Redactor
 from pytest_openkata.plugin.items import ScenarioItem

@@ -20,7 +20,7 @@ from pytest_openkata.core.run import Backends, RunOptions
 from pytest_openkata.core.validate import EMPTY_AGENT_LIMIT, Validation, validate_scenario
 from pytest_openkata.infra.redact import Redactor
 from pytest_openkata.infra.text import visible
-from pytest_openkata.plugin.lint import warn_findings
+from pytest_openkata.plugin.file_warnings import warn_about_scenario
 from pytest_openkata.plugin.session import VALIDATE, mode_of
 
 __all__ = ["VALIDATION_PROPERTY", "ValidationSummary", "check_validation", "openkata_validation"]
@@ -79,10 +79,7 @@ def openkata_validation(
     item = request.node
     if mode_of(item.config) != VALIDATE or not hasattr(item, "scenario_dir"):
         raise pytest.UsageError("openkata_validation is only available in validate mode")
-    # As in a run (typo'd keys were said at collection).
-    from pytest_openkata.core.lint import unreached_scenario_files
-
-    warn_findings(unreached_scenario_files(item.scenario_dir), item.skill_dir, item.config.rootpath)
+    warn_about_scenario(item.config, item.scenario_dir)  # as in a run
     validation = validate_scenario(
         item.scenario_dir,
         openkata_backends,

@@ -104,6 +104,14 @@ def test_a_run_of_direct_scenarios_writing_no_page_imports_no_renderer_nor_sandb
     args = ["-q", "-p", "openkata", "-p", "no:cacheprovider", "skills"]
     args += eval_args(endpoint.base_url, "--eval-threshold", "0")
     code = f"import pytest\nassert pytest.main({args!r}) == 0\n"
-    unused = ("jinja2", "markupsafe", "jsonschema", "docker", "paramiko", "pytest_openkata.local")
+    unused = (
+        "jinja2",
+        "markupsafe",
+        "jsonschema",
+        "docker",
+        "paramiko",
+        "pytest_openkata.local",
+        "pytest_openkata.core.earlier",  # a run that compares with no earlier run
+    )
     assert _loaded_after(code, cwd=tmp_path, names=unused) == []
     assert script.agent_calls == 1

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from pytest_openkata.contracts.results import Turn
 from pytest_openkata.contracts.transcripts import SkillLoad, Step, Transcript
 from pytest_openkata.core.runlog import RunInfo, log_lines, parse_run_log
 from pytest_openkata.providers.reporters.html import render_html
@@ -355,6 +356,34 @@ def test_a_transcript_shows_its_tool_calls_folded_and_a_hostile_result_as_text(
         calls.nth(1).locator("summary").click()
         shown = calls.nth(1).locator("pre").nth(1)
         assert shown.inner_text() == HOSTILE
+        assert page.evaluate("typeof window.PWNED") == "undefined"
+        assert page.query_selector("#injected") is None
+        assert view.requests == [page_file.as_uri()]
+
+
+def test_a_conversations_turns_show_as_text_however_hostile(
+    tmp_path: Path, browser: Browser
+) -> None:
+    turns = (
+        Turn("Do the task.", "A first answer."),
+        Turn(HOSTILE, f"An answer quoting {HOSTILE}"),
+    )
+    result = scenario("scenario-a", [judged("clear", 10, False, REASON)])
+    [trial] = result.trials
+    assert trial.trace is not None
+    result = replace(result, trials=[replace(trial, trace=replace(trial.trace, turns=turns))])
+    info = RunInfo("2026-03-04T05:06:07Z", settings={"agent": "claude", "model": "m"})
+    page_file = tmp_path / "report.html"
+    page_file.write_text(render_html(parse_run_log(log_lines(info, [result], ROOT))))
+
+    with opened(browser, page_file) as view:
+        page = view.page
+        conversation = page.locator("details.conversation")
+        assert conversation.locator("summary").text_content() == "Conversation: 2 turns"
+        users = conversation.locator("pre.turn-user").all_text_contents()
+        assert users == ["Do the task.", HOSTILE]
+        answer = conversation.locator("pre.turn-agent").nth(1).text_content()
+        assert answer == f"An answer quoting {HOSTILE}"
         assert page.evaluate("typeof window.PWNED") == "undefined"
         assert page.query_selector("#injected") is None
         assert view.requests == [page_file.as_uri()]

@@ -1,6 +1,7 @@
 """A newcomer's early mistakes, caught before a token is spent on them: an empty task or
-criterion, a typo'd key (also in a scenario that -k, -m or --deselect leaves out), a scenario
-whose kind cannot be trusted under -m, and the scaffold's placeholders in a run."""
+criterion, a typo'd key (said when its scenario runs, and by lint of a scenario that -k, -m or
+--deselect leaves out), a scenario whose kind cannot be trusted under -m, and the scaffold's
+placeholders in a run."""
 
 from __future__ import annotations
 
@@ -79,6 +80,24 @@ def _typo_skill(root: Path) -> Path:
     return skill
 
 
+@pytest.mark.parametrize("spread", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_a_typo_is_said_when_its_scenario_runs(
+    pytester: pytest.Pytester,
+    endpoint: ScriptedEndpoint,
+    script: EvalScript,
+    spread: list[str],
+) -> None:
+    _typo_skill(pytester.path)
+
+    # --disable-warnings hides pytest's warnings summary, not the section.
+    result = pytester.runpytest(
+        "skills", *spread, "--disable-warnings", *eval_args(endpoint.base_url)
+    )
+
+    result.assert_outcomes(passed=2, warnings=1)  # said once, by the one process that ran it
+    result.stdout.fnmatch_lines([SECTION, TYPO])
+
+
 @pytest.mark.parametrize(
     "selection",
     [
@@ -89,21 +108,24 @@ def _typo_skill(root: Path) -> Path:
     ],
     ids=["-k", "-m", "--deselect", "-k under xdist"],
 )
-def test_a_typo_is_said_even_when_its_scenario_is_left_out(
+def test_a_typo_in_a_scenario_left_out_is_for_lint_to_say(
     pytester: pytest.Pytester,
     endpoint: ScriptedEndpoint,
     script: EvalScript,
     selection: list[str],
 ) -> None:
+    # Collection reads no scenario's files for warnings: a scenario the run leaves out is not
+    # read, and --eval-lint says what is wrong with every scenario.
     _typo_skill(pytester.path)
 
-    # --disable-warnings hides pytest's warnings summary, not the section.
-    result = pytester.runpytest(
-        "skills", *selection, "--disable-warnings", *eval_args(endpoint.base_url)
-    )
+    result = pytester.runpytest("skills", *selection, *eval_args(endpoint.base_url))
+    lint = pytester.runpytest("--eval-lint", "skills")
 
+    # (-m sandbox leaves out both: every scenario of the skill answers directly)
+    assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED)
     assert "scenario-typo PASSED" not in result.stdout.str()
-    result.stdout.fnmatch_lines([SECTION, TYPO])
+    assert "netwrok" not in result.stdout.str()
+    lint.stdout.fnmatch_lines([f"*{TYPO.replace(': [[]', ': EvalLintWarning: [[]', 1)}"])
 
 
 def test_the_section_is_absent_when_nothing_is_wrong(

@@ -315,3 +315,52 @@ def test_a_run_errors_a_scenario_whose_key_misspells_sandbox_and_warns_about_oth
             'mean "max_score"[?]',
         ]
     )
+
+
+def test_a_prompt_over_the_context_budget_is_a_lint_warning_naming_its_largest_parts(
+    pytester: pytest.Pytester,
+) -> None:
+    skill = _skill(pytester.path)
+    (skill / "references").mkdir()
+    (skill / "references" / "manual.md").write_text("Read this. " * 2000)
+    _scenario(skill, "scenario-0", {"a": 100})
+
+    within = pytester.runpytest("--eval-lint", "skills")
+    over = pytester.runpytest("--eval-lint", "skills", "--eval-context-budget", "5000")
+
+    assert "prompt-size" not in within.stdout.str()
+    over.stdout.fnmatch_lines(
+        [
+            "*EvalLintWarning: [[]prompt-size[]] the prompt is about 5,* tokens (2*,* characters), "
+            "over the context budget of 5,000 (context_budget); its largest parts: "
+            "manual.md (5,505), SKILL.md (*"
+        ]
+    )
+
+
+def test_a_run_warns_of_a_prompt_over_the_context_budget_before_it_runs_it(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    skill = _skill(pytester.path)
+    (skill / "references").mkdir()
+    (skill / "references" / "manual.md").write_text("Read this. " * 400)
+    _scenario(skill, "scenario-0", {"a": 100}, options={"sandbox": False})
+    big = _scenario(skill, "scenario-1", {"a": 100}, options={"sandbox": False})
+    (big / "inputs").mkdir()
+    (big / "inputs" / "log.txt").write_text("line\n" * 2000)
+
+    result = pytester.runpytest(
+        "skills", *eval_args(endpoint.base_url), "--eval-context-budget", "2000"
+    )
+
+    # Both still run: a budget is advice, and the model's own limit decides.
+    result.assert_outcomes(passed=2, warnings=1)
+    assert script.agent_calls == 2
+    result.stdout.fnmatch_lines(
+        [
+            "  skills/notes/evals/scenario-1/task.md:0: EvalLintWarning: [[]prompt-size[]] the "
+            "prompt is about 3,* tokens (*), over the context budget of 2,000 (context_budget); "
+            "its largest parts: inputs/log.txt (2,5*), manual.md (1,1*), *"
+        ]
+    )
+    assert "scenario-0/task.md:0: EvalLintWarning" not in result.stdout.str()

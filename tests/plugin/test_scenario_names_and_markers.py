@@ -122,6 +122,50 @@ def test_markers_select_exactly_by_kind_and_pass_strict_markers(
     markers.stdout.fnmatch_lines(["@pytest.mark.direct: *", "@pytest.mark.sandbox: *"])
 
 
+_SHOW_KINDS = """
+def pytest_collection_modifyitems(items):
+    for item in items:
+        kinds = sorted(m.name for m in item.iter_markers() if m.name in ("direct", "sandbox"))
+        print(f"KINDS {item.name}: {','.join(kinds) or '-'}")
+"""
+
+
+@pytest.mark.parametrize(
+    ("selection", "asked"),
+    [
+        ([], False),
+        (["-k", "skill:s and not answer"], False),
+        (["-m", "not slow"], False),
+        (["-m", "not direct"], True),
+        (["-m", "sandbox or slow"], True),
+        (["-k", "not DIRECT"], True),
+        (["-k", "box"], True),  # -k matches a part of a name: part of "sandbox"
+    ],
+)
+def test_the_kind_is_read_at_collection_only_when_m_or_k_may_ask_for_it(
+    pytester: pytest.Pytester, selection: list[str], asked: bool
+) -> None:
+    # Collection reads no scenario file otherwise: the markers are not there to be seen.
+    _mixed_skill(pytester)
+    pytester.makeconftest(_SHOW_KINDS)
+
+    result = pytester.runpytest("skills", *selection, "-o", "eval_scenario_names=*", "--co", "-s")
+
+    shown = sorted(line for line in result.stdout.lines if line.startswith("KINDS "))
+    if asked:
+        assert shown == [
+            "KINDS answer-directly: direct",
+            "KINDS deprecation-redirect: sandbox",
+            "KINDS no-options: sandbox",
+        ]
+    else:
+        assert shown == [
+            "KINDS answer-directly: -",
+            "KINDS deprecation-redirect: -",
+            "KINDS no-options: -",
+        ]
+
+
 def test_lint_items_carry_the_markers_too(pytester: pytest.Pytester) -> None:
     _mixed_skill(pytester)
 

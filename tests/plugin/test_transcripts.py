@@ -4,9 +4,12 @@ the run log keeps its transcript, secrets masked. A model backend's answer is on
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import stat
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -238,12 +241,26 @@ def test_the_skills_activation_is_reported_per_scenario_and_checked(
     scenario_dir = pytester.path / "skills" / "s" / "evals" / "scenario-a"
     (scenario_dir / "checks.json").write_text(json.dumps(checks))
 
-    result = _run_claude(pytester, endpoint, "--eval-output", "out/", "--eval-threshold", "0")
+    result = _run_claude(
+        pytester,
+        endpoint,
+        "--eval-output", "out/",
+        "--eval-threshold", "0",
+        "--eval-csv", "rows.csv",
+        "--junitxml", "junit.xml",
+    )  # fmt: skip
 
     result.stdout.fnmatch_lines(["  Skill loaded in 1 of 1 trial"])
     [report] = (pytester.path / "out").glob("*.json")
     [entry] = json.loads(report.read_text())["scenarios"]
     assert entry["skill_activation"] == {"loaded": 1, "known": 1, "trials": 1}
+    rows = list(csv.DictReader(io.StringIO((pytester.path / "rows.csv").read_text())))
+    assert {row["skill_activation"] for row in rows} == {"loaded"}
+    assert len(rows) == 3  # the judge's criterion and the two checks
+    cases = ET.parse(pytester.path / "junit.xml").getroot().iter("testcase")
+    [case] = [case for case in cases if case.get("name") == "scenario-a"]
+    properties = {p.get("name"): p.get("value") for p in case.iter("property")}
+    assert properties["openkata_skill_activation"] == "1/1/1"
     verdicts = {c["name"]: c["pass"] for c in entry["criteria"]}
     assert verdicts == {"x": True, "loads-it": True, "never-it": False}
 
@@ -254,13 +271,22 @@ def test_a_model_backends_run_says_nothing_of_activation(
     write_skill(pytester.path, "s", {"scenario-a": {"x": 1}})
 
     result = pytester.runpytest_subprocess(
-        "skills/s", *eval_args(endpoint.base_url), "--eval-output", "out/"
-    )
+        "skills/s",
+        *eval_args(endpoint.base_url),
+        "--eval-output", "out/",
+        "--eval-csv", "rows.csv",
+        "--junitxml", "junit.xml",
+    )  # fmt: skip
 
     assert "Skill loaded" not in result.stdout.str()
     [report] = (pytester.path / "out").glob("*.json")
     [entry] = json.loads(report.read_text())["scenarios"]
     assert "skill_activation" not in entry
+    [row] = csv.DictReader(io.StringIO((pytester.path / "rows.csv").read_text()))
+    assert row["skill_activation"] == "unknown"
+    junit = (pytester.path / "junit.xml").read_text()
+    assert "openkata_score" in junit
+    assert "skill_activation" not in junit
 
 
 HOSTILE_TEXT = "\x1b[2J\x1b]0;owned\x07 nul\x00 line\u2028sep </details><b id=injected>x</b>"

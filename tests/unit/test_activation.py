@@ -17,6 +17,7 @@ from pytest_openkata.core.activation import (
     activation_rate,
     names_of,
     scenario_activation,
+    skill_files_read,
 )
 from pytest_openkata.core.tile import skill_names
 from pytest_openkata.core.trials import scored_trial
@@ -53,6 +54,39 @@ def test_the_rate_counts_only_the_trials_that_could_tell() -> None:
     assert rate.text == "loaded in 1 of 2 trials (1 unknown)"
     nothing = activation_rate([replace(trials[2], index=1)], ["review"])
     assert nothing.text == "unknown (the agent gave no events)"
+
+
+def test_the_skills_files_read_are_named_below_its_folder_once_each() -> None:
+    first = Transcript(
+        "claude stream-json",
+        files_read=(
+            "/home/someone/project/skills/review/SKILL.md",
+            "/home/someone/project/src/review/main.py",  # a folder "review", not a skill's
+            "/home/someone/.claude/skills/review/scripts/run.sh",
+            "C:\\work\\skills\\review\\references\\style.md",
+            "review",  # the folder's name alone is no file of it
+        ),
+    )
+    second = Transcript("codex exec --json", files_read=("/workspace/skill/SKILL.md", "notes.md"))
+
+    read = skill_files_read([first, second, None], ["review", "skill"])
+
+    assert read == ("SKILL.md", "references/style.md", "scripts/run.sh")
+    assert not any("someone" in path or "work" in path for path in read)
+
+
+def test_the_rate_names_the_first_skill_files_read() -> None:
+    paths = tuple(f"/p/skills/review/references/{n}.md" for n in "abcdefg")
+    read = ("/p/skills/review/SKILL.md", *paths)
+    trials = [_trial(1, Transcript("claude stream-json", files_read=read))]
+
+    rate = activation_rate(trials, ["review"])
+
+    assert rate.files_read == ("SKILL.md", *(p.removeprefix("/p/skills/review/") for p in paths))
+    assert rate.text == (
+        "loaded in 0 of 1 trial; read SKILL.md, references/a.md, references/b.md, "
+        "references/c.md, references/d.md and 3 more"
+    )
 
 
 def test_a_tiles_skills_go_by_their_names_and_folders(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from pytest_openkata.contracts.agents import AgentInvocation, AgentSettings
+from pytest_openkata.contracts.agents import AgentInvocation, AgentSettings, ContinuesSession
 from pytest_openkata.contracts.errors import (
     AgentConfigError,
     AgentFailedError,
@@ -654,6 +654,80 @@ def test_codex_defaults_without_settings() -> None:
 
     assert invocation.argv == codex_expected(["-s", "read-only"], "https://api.openai.com/v1")
     assert invocation.env == {"OPENKATA_CODEX_KEY": "unused-key"}
+
+
+def test_claude_continues_a_session_with_resume_and_reads_its_id_from_the_events() -> None:
+    agent = make_agent("claude", SETTINGS)
+    assert isinstance(agent, ContinuesSession)
+    first = agent.invocation(model="m", workspace_agent=True)
+
+    start = agent.session_start(model="m", workspace_agent=True)
+    following = agent.continuation("s-42", model="m", workspace_agent=True)
+
+    assert start == first
+    assert following.argv == [*first.argv, "--resume", "s-42"]
+    assert following.private_dirs == ("CLAUDE_CONFIG_DIR",)  # kept for all turns on the host
+    events = 'warning\n{"type":"system","subtype":"init","session_id":"s-42"}\n'
+    assert agent.session_id(events) == "s-42"
+    assert agent.session_id('{"type":"result","result":"no id"}') is None
+
+
+@pytest.mark.parametrize(
+    ("sandboxed", "policy"),
+    [
+        (False, ["-c", 'sandbox_mode="workspace-write"']),
+        (True, []),
+    ],
+)
+def test_codex_resumes_a_kept_session(sandboxed: bool, policy: list[str]) -> None:
+    agent = make_agent("codex", SETTINGS)
+    assert isinstance(agent, ContinuesSession)
+
+    start = agent.session_start(model="smollm2", workspace_agent=True, sandboxed=sandboxed)
+    following = agent.continuation(
+        "0199-thread", model="smollm2", workspace_agent=True, sandboxed=sandboxed
+    )
+
+    bypass = ["--dangerously-bypass-approvals-and-sandbox"]
+    expected_start = codex_expected(bypass if sandboxed else ["-s", "workspace-write"])
+    expected_start.remove("--ephemeral")  # its session files are kept for the next turn
+    assert start.argv == expected_start
+    resumed = codex_expected(bypass if sandboxed else [])
+    resumed.remove("--ephemeral")
+    resumed[1:2] = ["exec", "resume"]
+    # exec resume takes no -s: the policy goes in as a setting, before the id and the "-"
+    assert following.argv == [*resumed[:-1], *policy, "0199-thread", "-"]
+    kept = () if sandboxed else ("CODEX_HOME",)
+    assert start.private_dirs == following.private_dirs == kept
+    events = '{"type":"thread.started","thread_id":"0199-thread"}\n{"type":"turn.started"}\n'
+    assert agent.session_id(events) == "0199-thread"
+
+
+def test_kiro_and_the_command_agent_cannot_continue_a_session(tmp_path: Path) -> None:
+    command = make_agent("command", AgentSettings(command="cat"))
+    assert not isinstance(make_agent("kiro", AgentSettings()), ContinuesSession)
+    assert not isinstance(command, ContinuesSession)
+    backend = CLIBackend(command, model="m", timeout=30)
+
+    with (
+        pytest.raises(AgentConfigError, match=r"^the agent command cannot continue a session$"),
+        backend.session(),
+    ):
+        pass
+
+
+def test_the_sandboxed_agent_command_continues_claudes_session() -> None:
+    from pytest_openkata.contracts.config import EvalSettings, SandboxSettings
+    from pytest_openkata.core.sandboxed import sandbox_agent
+
+    claude = sandbox_agent(EvalSettings(sandbox=SandboxSettings(agent="claude")))
+    kiro = sandbox_agent(EvalSettings(sandbox=SandboxSettings(agent="kiro")))
+
+    assert claude.session_argv == claude.argv
+    assert claude.continue_argv is not None
+    assert claude.continue_argv("s-1") == [*claude.argv, "--resume", "s-1"]
+    assert kiro.continue_argv is None
+    assert kiro.session_argv is None
 
 
 # ---------------------------------------------------------------------------------------------

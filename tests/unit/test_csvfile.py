@@ -49,6 +49,7 @@ def test_one_row_per_criterion_and_trial_with_the_reason_quoted() -> None:
         "max_points": "10",
         "reason": QUOTED,
         "error": "",
+        "skill_activation": "unknown",
     }
     assert rows[0]["kind"] == "judge"
     assert rows[0]["passed"] == "true"

@@ -329,6 +329,43 @@ def test_every_bad_scenario_option_is_an_error(tmp_path: Path) -> None:
     ]
 
 
+def test_bad_follow_ups_and_simulated_user_name_their_fields(tmp_path: Path) -> None:
+    options = (
+        '{\n  "follow_ups": ["Now add tests.", 3],\n'
+        '  "simulated_user": {\n    "instructions": "A user",\n    "max_turns": 0\n  }\n}\n'
+    )
+    scenario = scenario_of(tmp_path, scenario_json=options)
+
+    found = findings(scenario, "scenario-json")
+
+    assert [(f.severity, f.line, f.message) for f in found] == [
+        ("error", 2, "follow_ups[1]: must be a string (got 3)"),
+        ("error", 5, "simulated_user.max_turns: must be a positive integer (got 0)"),
+    ]
+
+
+def test_good_follow_ups_and_simulated_user_pass(tmp_path: Path) -> None:
+    options = (
+        '{"follow_ups": ["Now add tests."], '
+        '"Simulated_User": {"Instructions": "A hurried user", "max_turns": 2}}'
+    )
+    scenario = scenario_of(tmp_path, scenario_json=options)
+
+    assert findings(scenario, "scenario-json") == []
+    assert findings(scenario, "unknown-keys") == []
+
+
+def test_an_unknown_key_of_the_simulated_user_is_a_warning(tmp_path: Path) -> None:
+    options = '{\n  "simulated_user": {\n    "instructions": "A user",\n    "max_turn": 2\n  }\n}\n'
+    scenario = scenario_of(tmp_path, scenario_json=options)
+
+    found = findings(scenario, "unknown-keys")
+
+    assert [(f.severity, f.line, f.message) for f in found] == [
+        ("warning", 4, 'simulated_user: unknown key "max_turn"; did you mean "max_turns"?')
+    ]
+
+
 def test_good_scenario_options_pass(tmp_path: Path) -> None:
     options = '{"description": "Notes", "Sandbox": false, "network": "none", "trials": 3}'
     scenario = scenario_of(tmp_path, scenario_json=options)
@@ -513,7 +550,7 @@ def test_an_unknown_key_with_no_close_match_lists_the_known_keys(tmp_path: Path)
 
     assert messages(unknown_keys(scenario)) == [
         'unknown key "include" (the run ignores it; the known keys are description, sandbox, '
-        "network, trials)",
+        "network, trials, follow_ups, simulated_user)",
         'unknown key "kind" (the run ignores it; the known keys are context, type, checklist)',
     ]
 
@@ -720,6 +757,57 @@ def test_paths_in_inputs_and_spans_that_are_no_paths_pass(tmp_path: Path) -> Non
     scenario = scenario_of(tmp_path, task_md=task)
 
     assert findings(scenario, "referenced-inputs") == []
+
+
+@pytest.mark.parametrize(
+    "task",
+    [
+        "Write the summary to `summary.md`.\n",
+        "Save the output of `git log` to `log.txt` and produce `notes/out.md`.\n",
+        "Put the rule in a directory named `rules/api/` in the repository.\n",
+        "Some files use kebab-case (`user-profile.ts`), others camelCase.\n",
+        "Use a name such as `notes/2026.md` from the team's scheme.\n",
+        "# Output\n\n- a `Makefile` and any supporting files under `mk/`\n",
+        "The change touches `src/a.js`.\n\nCreate minimal placeholder files, then commit.\n",
+        "Read the guide in `references/guide.md` first.\n",  # the skill's own file
+        "The scripts can be assumed to exist at `scripts/test.sh`.\n",
+    ],
+    ids=[
+        "written",
+        "saved and produced",
+        "named",
+        "an example in brackets",
+        "an example after such as",
+        "under a heading of what to hand in",
+        "stand-ins the agent makes",
+        "a file of the skill",
+        "assumed",
+    ],
+)
+def test_paths_the_agent_is_to_make_or_that_are_examples_are_not_warned(
+    tmp_path: Path, task: str
+) -> None:
+    scenario = scenario_of(tmp_path, task_md=task)
+    (scenario.parents[1] / "references").mkdir(exist_ok=True)
+    (scenario.parents[1] / "references" / "guide.md").write_text("# guide\n")
+
+    assert findings(scenario, "referenced-inputs") == []
+
+
+@pytest.mark.parametrize(
+    ("task", "path"),
+    [
+        ("The project contains these folders: `infra/` and more.\n", "infra/"),
+        ("There's a `src/` folder with TypeScript files.\n", "src/"),
+        ("The `specs/_current` file points to the spec.\n", "specs/_current"),
+        ("Fix the bug in `app/main.py`. Then write `report.md`.\n", "app/main.py"),
+    ],
+    ids=["contains", "there is", "a file that points", "fix in, then write another"],
+)
+def test_paths_the_task_speaks_of_as_there_are_warned(tmp_path: Path, task: str, path: str) -> None:
+    scenario = scenario_of(tmp_path, task_md=task)
+
+    assert [f.message.split("`")[1] for f in findings(scenario, "referenced-inputs")] == [path]
 
 
 # --- vague criteria ------------------------------------------------------------------------

@@ -9,6 +9,7 @@ import pytest
 
 from pytest_openkata.core.lint import Finding, lint_scenario, lint_skill
 from pytest_openkata.core.scenario import ScenarioLoadError, discover_scenarios, load_scenario
+from pytest_openkata.core.versions import read_skill_version
 
 # The scenarios whose scenario.json has "include": ["./inputs"], a key the run ignores.
 INCLUDES = {
@@ -160,19 +161,54 @@ def test_inputs_that_a_task_describes_but_no_folder_holds_are_warned(
     assert provided == []
 
 
-def test_the_skills_without_a_released_version_are_errors(
-    skill_findings: dict[str, list[Finding]],
+def test_every_skill_has_a_version_from_a_manifest_and_no_changelog_error(
+    corpus: Path, skill_findings: dict[str, list[Finding]]
 ) -> None:
-    # Five write "## 1.1.0 — date" (no brackets); create-evals has only "## [Unreleased]".
-    assert {(name, f.rule, f.file) for name, found in skill_findings.items() for f in found} == {
-        (name, "changelog", "CHANGELOG.md")
-        for name in (
-            "commit-conventions",
-            "create-evals",
-            "create-profile",
-            "create-rule",
-            "create-skill",
-            "grill-me",
-        )
+    # Five write "## 1.1.0 — date" (no brackets) and create-evals has only "## [Unreleased]":
+    # their CHANGELOGs give no version, but every skill's .tessl-plugin/plugin.json does.
+    skills = corpus / "skills"
+
+    assert [f for found in skill_findings.values() for f in found] == []
+    assert read_skill_version(skills / "commit-conventions") == "0.2.1"  # plugin.json
+    assert read_skill_version(skills / "create-evals") == "0.1.1"  # plugin.json, no tile.json
+    assert read_skill_version(skills / "create-pr") == "0.1.0"  # its CHANGELOG's release
+
+
+# Every `referenced-inputs` warning on the corpus, labelled by reading its task: True when the
+# task speaks of the path as already there and the scenario does not provide it.
+REFERENCED_INPUTS_LABELS = {
+    # "The skill is located at `skills/<name>/SKILL.md` (provided in inputs)": inputs/ holds
+    # it under another name.
+    ("create-evals/scenario-complex-multi-step-skill", "skills/deploy-service/SKILL.md"): True,
+    ("create-evals/scenario-minimal-skill-no-references", "skills/rename-files/SKILL.md"): True,
+    ("create-evals/scenario-simple-skill-happy-path", "skills/greet-user/SKILL.md"): True,
+    # "The project contains the following top-level directories: ..." and the agent is asked
+    # to explore them.
+    ("create-profile/scenario-3", ".github/"): True,
+    ("create-profile/scenario-3", "infra/"): True,
+    ("create-profile/scenario-3", "scripts/deploy/"): True,
+    ("create-profile/scenario-3", "scripts/db/"): True,
+    ("create-profile/scenario-3", "src/"): True,
+    ("create-rule/scenario-2", "src/"): True,  # "There's a `src/` folder with ... files"
+    ("grill-with-docs/scenario-1", "docs/context/"): True,  # "The `docs/context/` directory exists"
+    # "The project already has several scripts in a `scripts/` directory", but a later line
+    # says they "can be assumed to already exist": the author left them out on purpose.
+    ("makefile-conventions/scenario-0", "scripts/"): False,
+    ("spec-workflow/scenario-3", "specs/0002-notifications/"): True,
+    ("spec-workflow/scenario-3", "specs/_current"): True,
+}
+
+
+def test_referenced_inputs_is_right_at_least_nine_times_in_ten(
+    scenario_findings: dict[str, list[Finding]],
+) -> None:
+    warned = {
+        (scenario, f.message.split("`")[1])
+        for scenario, found in scenario_findings.items()
+        for f in found
+        if f.rule == "referenced-inputs"
     }
-    assert all(f.severity == "error" for found in skill_findings.values() for f in found)
+
+    assert warned == set(REFERENCED_INPUTS_LABELS)  # every warning it gives is labelled
+    right = sum(REFERENCED_INPUTS_LABELS[key] for key in warned)
+    assert right / len(warned) >= 0.9

@@ -21,6 +21,7 @@ from pytest_openkata.core.lint import (
     unreached_skill_files,
 )
 from pytest_openkata.core.scenario import load_checks
+from tests.support.tiles import write_tile
 
 SKILL_MD = "---\nname: notes-writer\ndescription: Writes release notes.\n---\n# Notes writer\n"
 CHANGELOG = "# Changelog\n\n## [1.0.0] - 2026-01-01\n\n- First release\n"
@@ -86,7 +87,12 @@ def loaded(tmp_path: Path, entry: dict[str, object], *, sandboxed: bool) -> Chec
 
 
 def test_the_rules_are_registered_after_the_existing_ones() -> None:
-    assert SCENARIO_RULES[-3:] == ("unreached-files", "mechanical-criteria", "task-states-answer")
+    assert SCENARIO_RULES[-4:] == (
+        "unreached-files",
+        "mechanical-criteria",
+        "task-states-answer",
+        "prompt-size",
+    )
     assert SKILL_RULES[-1] == "unreached-files"
 
 
@@ -150,6 +156,19 @@ def test_linked_files_outside_the_prompt_s_folders_are_warned(tmp_path: Path) ->
         ),
     ]
     assert unreached_skill_files(skill) == found
+
+
+def test_a_link_to_an_evals_file_is_never_told_to_move_into_the_prompt(tmp_path: Path) -> None:
+    text = SKILL_MD + "See the [example task](evals/scenario-0/task.md).\n"
+    skill = make_skill(tmp_path, {"SKILL.md": text})
+
+    [finding] = unreached_skill_files(skill)
+
+    assert finding.message == (
+        "SKILL.md links to evals/scenario-0/task.md, which never reaches the agent's prompt: "
+        "it is an eval's file, which the agent must not see: remove the link"
+    )
+    assert "references/" not in finding.message
 
 
 def test_a_linked_file_the_prompt_leaves_out_of_references_is_warned(tmp_path: Path) -> None:
@@ -487,6 +506,24 @@ def test_values_a_task_may_share_with_its_criteria_pass(tmp_path: Path) -> None:
     assert scenario_rule(scenario, "task-states-answer") == []
 
 
+def test_a_command_the_task_tells_the_agent_to_run_is_no_answer(tmp_path: Path) -> None:
+    task = (
+        "# Help\n\nAdd a help system. Capture `make test` to test-help.txt, and run\n"
+        "`make lint`.\nThe test target is called `make check`.\n"
+    )
+    criteria = criteria_with(
+        '{"name": "help", "description": "Bare `make test`, `make lint` and `make check` '
+        'show help", "max_score": 100}'
+    )
+    scenario = scenario_with(tmp_path, task_md=task, criteria_json=criteria)
+
+    found = scenario_rule(scenario, "task-states-answer")
+
+    assert [(f.line, f.message.split("states ")[1].split(";")[0]) for f in found] == [
+        (5, "'make check'")
+    ]
+
+
 def test_a_value_inside_a_longer_word_is_not_stated(tmp_path: Path) -> None:
     task = "# Notes\n\nWrite notes about the refactoring of the parser.\n"
     criteria = criteria_with(
@@ -495,3 +532,43 @@ def test_a_value_inside_a_longer_word_is_not_stated(tmp_path: Path) -> None:
     scenario = scenario_with(tmp_path, task_md=task, criteria_json=criteria)
 
     assert scenario_rule(scenario, "task-states-answer") == []
+
+
+def test_a_tiles_link_to_an_evals_file_is_never_told_to_move_into_the_prompt(
+    tmp_path: Path,
+) -> None:
+    tile = write_tile(tmp_path, {"flow": {"criteria": {"a": 100}}})
+    skill_md = tile / "metrics" / "SKILL.md"
+    skill_md.write_text("# Metrics\n\nSee [a task](../evals/flow/task.md).\n")
+
+    [finding] = unreached_skill_files(tile)
+
+    assert finding.message == (
+        "metrics/SKILL.md links to evals/flow/task.md, which never reaches the agent's prompt: "
+        "it is an eval's file, which the agent must not see: remove the link"
+    )
+
+
+def test_a_tiles_scenarios_may_have_any_weights(tmp_path: Path) -> None:
+    # Tessl's format scores the points got of the points there are: sums of 2 or 90 are fine
+    # for a tile's own evals and for a skill inside the tile, never for a skill of its own.
+    tile = write_tile(tmp_path / "a", {"flow": {"criteria": {"spans": 2}}})
+    nested = tile / "metrics" / "evals" / "scenario-0"
+    nested.mkdir(parents=True)
+    (nested / "task.md").write_text("Add metrics.\n")
+    (nested / "criteria.json").write_text(
+        criteria_with('{"name": "a", "description": "d", "max_score": 90}')
+    )
+    skill = make_skill(
+        tmp_path / "b",
+        {
+            "evals/scenario-0/criteria.json": criteria_with(
+                '{"name": "a", "description": "d", "max_score": 90}'
+            )
+        },
+    )
+
+    assert lint_scenario(tile / "evals" / "flow")["weights"] == []
+    assert lint_scenario(nested)["weights"] == []
+    [finding] = lint_scenario(skill / "evals" / "scenario-0")["weights"]
+    assert "sum=90 (expected 100)" in finding.message

@@ -21,8 +21,8 @@ from pytest_openkata.core.results_json import (
     parse_report,
     render_report,
 )
-from pytest_openkata.core.scenario import read_skill_version
 from pytest_openkata.core.trials import combine_trials, errored_trial, scored_trial
+from pytest_openkata.core.versions import read_skill_version
 from pytest_openkata.infra.atomic import write_new_report
 
 NOW = datetime(2026, 6, 18, 11, 0, 0, tzinfo=UTC)

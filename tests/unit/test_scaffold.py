@@ -18,7 +18,8 @@ import pytest
 import yaml
 
 from pytest_openkata.__main__ import main
-from pytest_openkata.core.scenario import load_scenario, read_skill_version
+from pytest_openkata.core.scenario import load_scenario
+from pytest_openkata.core.versions import read_skill_version
 
 SCENARIO_FILES = ("task.md", "criteria.json", "scenario.json")
 

@@ -185,3 +185,25 @@ def test_threads_wait_for_more_work_when_more_items_may_come() -> None:
 
     assert results == [item.nodeid for item in items]
     assert [thread.name for thread in waiting if thread.is_alive()] == []
+
+
+@pytest.mark.parametrize("final", [True, False], ids=["final", "more may come"])
+def test_once_every_job_is_queued_the_upcoming_jobs_are_not_looked_for_again(final: bool) -> None:
+    # Looking ahead costs a walk over the jobs after each one: when what `upcoming` gave is
+    # all there will be and all of it is queued, there is nothing left to find. An xdist
+    # worker may be sent more, so there it keeps looking.
+    items = [Item(f"scenario-{n}") for n in range(10)]
+    asked: list[Item] = []
+
+    def upcoming(item: Item) -> list[Item]:
+        asked.append(item)
+        return items[items.index(item) + 1 :]
+
+    scheduler = ScenarioScheduler(2, upcoming, upcoming_is_final=final)
+    try:
+        results = [scheduler.result(item, lambda job, slot: job.nodeid) for item in items]  # type: ignore[arg-type,attr-defined]
+    finally:
+        scheduler.close()
+
+    assert results == [item.nodeid for item in items]
+    assert asked == (items[:1] if final else items)

@@ -10,8 +10,9 @@ import pytest
 from pytest_openkata.core.jsonfiles import ScenarioLoadError
 from pytest_openkata.core.lint import lint_scenario, lint_skill
 from pytest_openkata.core.prompt import skill_part
-from pytest_openkata.core.scenario import discover_scenarios, read_skill_version
+from pytest_openkata.core.scenario import discover_scenarios
 from pytest_openkata.core.tile import is_tile_dir, load_tile, tile_files, unit_name
+from pytest_openkata.core.versions import read_skill_version
 from pytest_openkata.core.workspace import workspace_files
 from tests.support.tiles import CONTEXT_FILES, TILE_JSON, write_tile
 
@@ -71,7 +72,7 @@ def test_a_skill_folder_with_evals_stays_a_skill_whatever_its_tile_json_says(
     (docs_only / "tile.json").write_text("{}")
 
     assert not is_tile_dir(skill)
-    assert (unit_name(skill), read_skill_version(skill)) == ("s", "")
+    assert (unit_name(skill), read_skill_version(skill)) == ("s", "9.0.0")
     assert is_tile_dir(docs_only)
 
 

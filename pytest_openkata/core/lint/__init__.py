@@ -4,13 +4,13 @@ Each rule is one function that returns its :class:`Finding` s, in the module of 
 ``files`` (what a scenario needs, and files that never reach the agent), ``json_files``
 (``criteria.json``, ``scenario.json``, ``checks.json``), ``keys`` (unknown keys),
 ``criteria`` (descriptions, weights, vague and mechanical criteria), ``task`` (the task's
-own rules), ``placeholders`` (the scaffold's) and ``skill`` (SKILL.md, CHANGELOG.md, the
-skill's scenarios and links), over what they share: a scenario's files read once
-(``context``), JSON read with lines (``jsonlines``), Markdown as the rules read it
-(``markdown``) and the findings (``findings``). :func:`lint_scenario` and :func:`lint_skill`
-run every rule (in the order of :data:`SCENARIO_RULES` and :data:`SKILL_RULES`) and return
-each rule's findings, an empty list when it passed. Errors are what breaks a run or its
-reports; warnings are what is likely a mistake.
+own rules), ``prompt`` (the prompt's size), ``placeholders`` (the scaffold's) and ``skill``
+(SKILL.md, CHANGELOG.md, the skill's scenarios and links), over what they share: a
+scenario's files read once (``context``), JSON read with lines (``jsonlines``), Markdown as
+the rules read it (``markdown``) and the findings (``findings``). :func:`lint_scenario` and
+:func:`lint_skill` run every rule (in the order of :data:`SCENARIO_RULES` and
+:data:`SKILL_RULES`) and return each rule's findings, an empty list when it passed. Errors
+are what breaks a run or its reports; warnings are what is likely a mistake.
 
 The JSON rules validate with the scenario loader's own models and words (the public
 functions of :mod:`pytest_openkata.core.scenario` and :mod:`pytest_openkata.core.jsonfiles`),
@@ -31,7 +31,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Literal, Protocol
 
-from pytest_openkata.core.lint import criteria, files, json_files, keys, placeholders, skill, task
+from pytest_openkata.core.lint import (
+    criteria,
+    files,
+    json_files,
+    keys,
+    placeholders,
+    prompt,
+    skill,
+    task,
+)
 from pytest_openkata.core.lint.context import ScenarioFiles as _ScenarioFiles
 from pytest_openkata.core.lint.criteria import STOP_WORDS, VAGUE_WORDS
 from pytest_openkata.core.lint.files import unreached_scenario_files
@@ -40,6 +49,7 @@ from pytest_openkata.core.lint.findings import EvalLintWarning, Finding, Severit
 from pytest_openkata.core.lint.keys import unknown_keys
 from pytest_openkata.core.lint.placeholders import scenario_placeholders, skill_placeholders
 from pytest_openkata.core.lint.skill import unreached_skill_files
+from pytest_openkata.core.prompt_size import DEFAULT_CONTEXT_BUDGET as _DEFAULT_CONTEXT_BUDGET
 from pytest_openkata.core.scenario import SCENARIO_NAMES as _SCENARIO_NAMES
 from pytest_openkata.infra import registry
 
@@ -77,6 +87,7 @@ _SCENARIO_RULES: dict[str, Callable[[_ScenarioFiles], list[Finding]]] = {
     "unreached-files": files.unreached_scenario_rule,
     "mechanical-criteria": criteria.mechanical_criteria_rule,
     "task-states-answer": task.task_states_answer_rule,
+    "prompt-size": prompt.prompt_size_rule,
 }
 
 
@@ -86,7 +97,8 @@ and checks.json as the loader reads them; unknown keys; empty criterion descript
 scaffold's placeholders; weights
 summing to 100; the task naming the skill; code-span paths missing from inputs/; vague
 criteria; scenario.json's description; files beside task.md that never reach the agent;
-criteria a check would grade exactly; the task stating what a criterion expects."""
+criteria a check would grade exactly; the task stating what a criterion expects; the prompt
+within the context budget."""
 
 
 def lint_scenario(
@@ -94,11 +106,13 @@ def lint_scenario(
     *,
     shown_root: Path | None = None,
     settings: Mapping[str, object] | None = None,
+    context_budget: int = _DEFAULT_CONTEXT_BUDGET,
 ) -> dict[str, list[Finding]]:
     """Every scenario rule's findings for ``<skill>/evals/scenario-*``. ``shown_root`` is what
     the weights message names the folder relative to (the current directory by default);
-    ``settings`` are the values of the settings providers declare, for installed rules."""
-    scenario = _ScenarioFiles(scenario_dir, shown_root)
+    ``settings`` are the values of the settings providers declare, for installed rules;
+    ``context_budget`` is the run's setting (estimated tokens a prompt may hold; 0: any)."""
+    scenario = _ScenarioFiles(scenario_dir, shown_root, context_budget)
     findings = {name: rule(scenario) for name, rule in _SCENARIO_RULES.items()}
     where = scenario.file("")
     for name, rule in _installed_rules("scenario"):

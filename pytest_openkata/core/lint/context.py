@@ -26,6 +26,7 @@ from pytest_openkata.core.lint.findings import (
     Finding,
 )
 from pytest_openkata.core.lint.jsonlines import JsonNode, json_tree, line_at, read_text_or_none
+from pytest_openkata.core.prompt_size import DEFAULT_CONTEXT_BUDGET
 from pytest_openkata.core.scenario import (
     CHECKS_FILE,
     load_scenario_options,
@@ -36,10 +37,13 @@ from pytest_openkata.core.tile import is_tile_dir, load_tile
 class ScenarioFiles:
     """A scenario folder and what the rules read of it, each file read at most once."""
 
-    def __init__(self, path: Path, shown_root: Path | None) -> None:
+    def __init__(
+        self, path: Path, shown_root: Path | None, context_budget: int = DEFAULT_CONTEXT_BUDGET
+    ) -> None:
         self.path = path
         self.skill_dir = path.parent.parent
         self.shown_root = shown_root
+        self.context_budget = context_budget
         self._contents: dict[str, bytes | None] = {}
 
     def content(self, name: str) -> bytes | None:

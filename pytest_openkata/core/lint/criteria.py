@@ -19,6 +19,7 @@ from pytest_openkata.core.scenario import (
     CHECKS_FILE,
     EMPTY_DESCRIPTION,
 )
+from pytest_openkata.core.tile import is_tile_dir
 
 
 def descriptions_rule(scenario: ScenarioFiles) -> list[Finding]:
@@ -54,8 +55,10 @@ def weights_rule(scenario: ScenarioFiles) -> list[Finding]:
     """The scores of criteria.json sum to 100, as ``scripts/check-eval-weights.sh`` of the
     reference requires (its runner does not). A scenario graded by checks only (an empty
     checklist) needs its checks.json scores to sum to 100 instead. The points of checks beside
-    a checklist come on top, so that a repository's existing weights script still passes."""
-    if scenario.criteria is None:
+    a checklist come on top, so that a repository's existing weights script still passes.
+    A tile's scenarios (Tessl's format, whose weights are any points: a score is the points
+    got of the points there are) are not held to it."""
+    if scenario.criteria is None or _in_tile(scenario.path):
         return []  # missing or not JSON: other rules report it
     if scenario.checklist or not scenario.check_items:
         items, file = list(scenario.checklist), CRITERIA_FILE
@@ -68,6 +71,16 @@ def weights_rule(scenario: ScenarioFiles) -> list[Finding]:
     shown = _shown(scenario.path, scenario.shown_root)
     message = f"FAIL: {shown} — sum={_text(total)} (expected {WEIGHTS_TOTAL})"
     return [Finding("weights", "error", scenario.file(file), None, message)]
+
+
+_TILE_DEPTH = 4  # a tile's skill's scenario: <tile>/skills/<group>/<skill>/evals/<scenario>
+
+
+def _in_tile(scenario_dir: Path) -> bool:
+    """Whether the scenario is a tile's: of its evals, or of a skill inside the tile's
+    folder."""
+    unit = scenario_dir.parent.parent
+    return any(is_tile_dir(folder) for folder in [unit, *unit.parents][: _TILE_DEPTH + 1])
 
 
 def exact_value(item: JsonNode, key: str) -> Any:

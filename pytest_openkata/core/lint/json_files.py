@@ -36,6 +36,7 @@ from pytest_openkata.core.scenario import (
     load_criteria,
     load_scenario_options,
     read_capability,
+    scenario_keys,
 )
 from pytest_openkata.core.workspace import workspace_files
 
@@ -116,7 +117,7 @@ def options_rule(scenario: ScenarioFiles) -> list[Finding]:
     else:
         return []
     try:
-        data = go_keys(read_json(path), ScenarioModel.model_fields)
+        data = scenario_keys(read_json(path))
     except ScenarioLoadError:
         return [located(first, _json_error_line(path))]
     found = model_findings(

@@ -19,10 +19,13 @@ from pytest_openkata.core.scenario import (
     CriteriaModel,
     CriterionModel,
     ScenarioModel,
+    SimulatedUserModel,
     misspelt_sandbox_key,
 )
 
 _OPTION_KEYS = tuple(ScenarioModel.model_fields)
+
+_SIMULATED_USER_KEYS = tuple(SimulatedUserModel.model_fields)
 
 
 _CRITERIA_KEYS = tuple(CriteriaModel.model_fields)
@@ -46,6 +49,9 @@ def unknown_keys_rule(scenario: ScenarioFiles) -> list[Finding]:
             _untrusted_kind(finding, scenario.options)
             for finding in _unknown(scenario.options, _OPTION_KEYS, file, "")
         ]
+        user = scenario.options.member("simulated_user")
+        if user is not None:
+            findings += _unknown(user.node, _SIMULATED_USER_KEYS, file, "simulated_user: ")
     if scenario.criteria is not None:
         file = scenario.file(CRITERIA_FILE)
         findings += _unknown(scenario.criteria, _CRITERIA_KEYS, file, "")
@@ -66,6 +72,12 @@ def _only_known_keys(scenario: ScenarioFiles) -> bool:
     options = _plain_json(scenario.text(OPTIONS_FILE))
     criteria = _plain_json(scenario.text(CRITERIA_FILE))
     if not (_known(options, _OPTION_KEYS) and _known(criteria, _CRITERIA_KEYS)):
+        return False
+    if isinstance(options, dict) and not all(
+        _known(value, _SIMULATED_USER_KEYS)
+        for key, value in options.items()
+        if key.lower() == "simulated_user"
+    ):
         return False
     if not isinstance(criteria, dict):
         return True

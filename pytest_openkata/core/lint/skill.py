@@ -6,7 +6,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Iterator
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from urllib.parse import unquote
 
 from pytest_openkata.core.files import EXCLUDED, LEADS_OUT, SKILL_SOURCES, is_inside
@@ -20,10 +20,10 @@ from pytest_openkata.core.lint.markdown import code_spans, markdown_lines
 from pytest_openkata.core.scenario import (
     SCENARIO_NAMES,
     discover_scenarios,
-    read_skill_version,
     unselected_scenarios,
 )
 from pytest_openkata.core.tile import TILE_FILE, is_tile_dir, load_tile, tile_files
+from pytest_openkata.core.versions import PLUGIN_FILE, read_skill_version
 
 
 def skill_md_rule(skill_dir: Path) -> list[Finding]:
@@ -87,8 +87,9 @@ def _tile_json_rule(tile_dir: Path) -> list[Finding]:
 
 
 def changelog_rule(skill_dir: Path) -> list[Finding]:
-    """CHANGELOG.md has a released version heading, by the reference's rule (the first
-    ``## [x]`` that is not ``## [Unreleased]``, read by ``read_skill_version``); a tile's
+    """The skill has a version: asked of CHANGELOG.md (a released version heading, by the
+    reference's rule: the first ``## [x]`` that is not ``## [Unreleased]``) only where no
+    manifest gives one (see :mod:`pytest_openkata.core.versions` for the order); a tile's
     version is tile.json's ``version``."""
     if is_tile_dir(skill_dir):
         if read_skill_version(skill_dir) or _tile_json_rule(skill_dir):
@@ -101,7 +102,8 @@ def changelog_rule(skill_dir: Path) -> list[Finding]:
     if not path.is_file():
         message = (
             "missing: add a CHANGELOG.md with a released version heading such as "
-            f"`## [1.0.0] - 2026-01-01`; {_WHY_VERSION}"
+            f"`## [1.0.0] - 2026-01-01` (or a `version` in {PLUGIN_FILE} or {TILE_FILE}); "
+            f"{_WHY_VERSION}"
         )
         return [Finding("changelog", "error", CHANGELOG_FILE, None, message)]
     text = read_text_or_none(path) or ""
@@ -249,13 +251,22 @@ def unreached_skill_files(skill_dir: Path) -> list[Finding]:
         if not path.exists() or not is_inside(path, root):
             continue
         shown = rel + ("/" if path.is_dir() else "")
-        if rel.partition("/")[0] in SKILL_SOURCES:
-            fix = "the prompt leaves it out: rename it (and update the link)"
-        else:
-            fix = "move it under references/ (and update the link)"
+        fix = _unreached_fix(rel)
         message = f"SKILL.md links to {shown}, which never reaches the agent's prompt: {fix}"
         findings.append(Finding("unreached-files", "warning", SKILL_FILE, number, message))
     return findings
+
+
+def _unreached_fix(rel: str) -> str:
+    """What to do about a linked file the prompt never holds. An eval's file (under
+    ``evals/``) is never to reach the agent: moving it into the prompt would hand the agent
+    its own test, so the link is what goes."""
+    top = rel.partition("/")[0]
+    if top == "evals":
+        return "it is an eval's file, which the agent must not see: remove the link"
+    if top in SKILL_SOURCES:
+        return "the prompt leaves it out: rename it (and update the link)"
+    return "move it under references/ (and update the link)"
 
 
 def _unreached_tile_files(tile_dir: Path) -> list[Finding]:
@@ -285,10 +296,15 @@ def _unreached_tile_files(tile_dir: Path) -> list[Finding]:
             inside = path.is_dir() and any(r.startswith(f"{rel}/") for r in reached)
             if rel in reached or inside:
                 continue
+            fix = (
+                "it is an eval's file, which the agent must not see: remove the link"
+                if "evals" in PurePosixPath(rel).parts
+                else "move it under the skill's references/, or name it in "
+                'tile.json\'s "docs" or "steering" (and update the link)'
+            )
             message = (
                 f"{shown} links to {rel}{'/' if path.is_dir() else ''}, which never reaches "
-                "the agent's prompt: move it under the skill's references/, or name it in "
-                'tile.json\'s "docs" or "steering" (and update the link)'
+                f"the agent's prompt: {fix}"
             )
             findings.append(Finding("unreached-files", "warning", shown, number, message))
     return findings

@@ -105,23 +105,87 @@ def _token_at(line: str, start: int, end: int) -> str:
 
 
 def referenced_inputs_rule(scenario: ScenarioFiles) -> list[Finding]:
-    """Paths the task shows in code spans are in inputs/ (a leading ``inputs/`` names that
-    folder itself). A warning only: the task may ask the agent to create the file."""
-    if scenario.task is None:
-        return []
+    """Paths the task shows in code spans as already there are in inputs/ (a leading
+    ``inputs/`` names that folder itself). A span counts only when its sentence says the file
+    is there (it is read, given, in a folder, touched, ...) and does not ask for it to be made
+    (created, written, saved, named, ...): most paths in tasks are what the agent is to
+    produce, and a warning for each of those would bury the ones that matter. A warning
+    only."""
+    if scenario.task is None or _STAND_INS.search(scenario.task):
+        return []  # the agent is to make the files the task names (stand-ins for them)
     findings = []
     seen: set[str] = set()
+    deliverables = False
     for number, line, fenced in markdown_lines(scenario.task):
         if fenced:
             continue
-        for _, _, content in code_spans(line):
+        if _HEADING.match(line):
+            deliverables = _DELIVERABLES.search(line) is not None
+        if deliverables:
+            continue  # what the agent is to hand in, under a heading that says so
+        for start, end, content in code_spans(line):
             path = input_path(content)
-            if path is None or path in seen:
+            if path is None or path in seen or not _said_to_be_there(line, start, end):
                 continue
             seen.add(path)
-            if not in_inputs(scenario.path, path):
+            if not in_inputs(scenario.path, path) and not _in_skill(scenario, path):
                 findings.append(_missing_input(scenario, number, content))
     return findings
+
+
+# What says a path is the agent's to make, and what says it is already there, in the words
+# of its sentence before it.
+_TO_BE_MADE = re.compile(
+    r"\b(?:creat(?:e[sd]?|ing)|writ(?:e[sn]?|ing)|wrote|produc(?:e[sd]?|ing)|sav(?:e[sd]?|ing)"
+    r"|generat(?:e[sd]?|ing)|outputs?|drafts?|named|called|renam(?:e[sd]?|ing)|scaffold"
+    r"|emit|export|stor(?:e[sd]?|ing)|put|place|adds?|adding|new|make[s]?|build[s]?"
+    r"|record[s]?|document(?:s|ing)?|should\s+become|turn(?:s|ed)?\s+into"
+    r"|assum(?:e[sd]?|ing))\b",
+    re.I,
+)
+_ALREADY_THERE = re.compile(
+    r"\b(?:read[s]?|open[s]?|see|review|inspect|examine|look\s+at|check|given|provided"
+    r"|attached|existing|exists?|included|current|contents?\s+of|located|touch(?:es)?"
+    r"|contains?|there'?s|there\s+(?:is|are)|in|from|at|under|inside|ha[sd]|have|uses?"
+    r"|following|edit|fix|update|modify|change)\b",
+    re.I,
+)
+# ... or, right after it: "`specs/_current` points to ...", "`notes/` holds ...".
+_THERE_AFTER = re.compile(
+    r"\s*(?:file|folder|directory)?\s*(?:points?|ha[sd]|contains?|holds?|lists?|exists?)\b",
+    re.I,
+)
+_SENTENCE_END = re.compile(r"[.!?]\s+(?=[A-Z(\[`*_])")
+# An example of a name, not a file: "(`user-profile.ts`)", "such as `a.md`".
+_EXAMPLE = re.compile(
+    r"(?:\(|\b(?:e\.g\.|i\.e\.|such\s+as|for\s+(?:example|instance)|like))\s*$", re.I
+)
+# "create minimal placeholder files for ...": the files the task names are the agent's to make.
+_STAND_INS = re.compile(
+    r"\bcreat(?:e|ing)\b[^.]*\b(?:placeholders?|representative|dummy|stubs?|fake|mock)\b", re.I
+)
+
+
+def _said_to_be_there(line: str, start: int, end: int) -> bool:
+    """Whether the sentence holding the code span ``line[start:end]`` says that the path is
+    there (before it, or right after it), and nothing before it asks for it to be made."""
+    begins = [match.end() for match in _SENTENCE_END.finditer(line, 0, start)]
+    before = _CODE_SPAN.sub(" ", line[begins[-1] if begins else 0 : start])
+    if _TO_BE_MADE.search(before) is not None or _EXAMPLE.search(before) is not None:
+        return False
+    return _ALREADY_THERE.search(before) is not None or _THERE_AFTER.match(line, end) is not None
+
+
+_CODE_SPAN = re.compile(r"(`+).*?\1")
+_DELIVERABLES = re.compile(
+    r"\b(?:output|deliverables?|expected|produce|hand\s+in|results?)\b", re.I
+)
+
+
+def _in_skill(scenario: ScenarioFiles, path: str) -> bool:
+    """A path of the skill's own files (``references/x.md``): the agent has the skill."""
+    skill_dir = scenario.path.parent.parent
+    return (skill_dir / path).exists()
 
 
 def _missing_input(scenario: ScenarioFiles, line: int, span: str) -> Finding:
@@ -188,10 +252,18 @@ def _task_prose(task: str) -> tuple[str, list[int], list[int]]:
     return " ".join(parts), starts, numbers
 
 
+# A value the task tells the agent to run or capture is how to do the work, not its answer:
+# "capture `make test` to out.txt" when a criterion checks what `make test` does.
+_TOLD_TO_RUN = re.compile(
+    r"\b(?:run(?:ning)?|capture|execute|invoke|call|type|try|use|using)\b\W*$", re.I
+)
+
+
 def task_states_answer_rule(scenario: ScenarioFiles) -> list[Finding]:
     """The task does not state, word for word, a value a criterion expects (see
     :func:`_expected_values`): then the agent copies it, and the criterion measures reading,
-    not the skill. Matched without regard to case or line breaks, as a whole word."""
+    not the skill. Matched without regard to case or line breaks, as a whole word; a value the
+    task tells the agent to run, capture or use is an instruction and not counted."""
     if scenario.task is None:
         return []
     prose, starts, numbers = _task_prose(scenario.task)
@@ -203,7 +275,14 @@ def task_states_answer_rule(scenario: ScenarioFiles) -> list[Finding]:
             wanted = " ".join(value.split()).lower()
             before = r"(?<!\w)" if wanted[:1].isalnum() or wanted[:1] == "_" else ""
             after = r"(?!\w)" if wanted[-1:].isalnum() or wanted[-1:] == "_" else ""
-            match = re.search(before + re.escape(wanted) + after, prose)
+            match = next(
+                (
+                    m
+                    for m in re.finditer(before + re.escape(wanted) + after, prose)
+                    if not _TOLD_TO_RUN.search(prose, max(0, m.start() - 40), m.start())
+                ),
+                None,
+            )
             if match is None:
                 continue
             line = numbers[bisect.bisect_right(starts, match.start()) - 1]

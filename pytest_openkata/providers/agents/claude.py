@@ -3,6 +3,9 @@
 ``claude -p --bare --model M --output-format stream-json --verbose`` reads the prompt from
 standard input and prints its events, one JSON object a line (read into a transcript by
 :mod:`.claude_events`); the answer is the ``result`` of the last one.
+A follow-up turn resumes the session: the same command with ``--resume <session_id>``, the id
+the first turn's events carry (``session_id``); on the host every turn of a trial shares one
+``CLAUDE_CONFIG_DIR``, where Claude Code keeps its sessions.
 ``--bare`` keeps runs reproducible: no hooks, plugins, auto-memory or CLAUDE.md discovery, and
 authentication strictly through ``ANTHROPIC_API_KEY``. On the host, ``CLAUDE_CONFIG_DIR`` is a
 fresh folder per call: Claude Code rewrites ``~/.claude.json`` on every start, and a copy of it
@@ -22,7 +25,7 @@ Tool approval follows kiro's rule (blanket approval only in a disposable sandbox
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from pytest_openkata.contracts.agents import (
@@ -33,6 +36,7 @@ from pytest_openkata.contracts.agents import (
 )
 from pytest_openkata.contracts.transcripts import Transcript, final_answer
 from pytest_openkata.providers.agents.claude_events import read_claude_events
+from pytest_openkata.providers.agents.events import session_in
 
 __all__ = [
     "CLAUDE_CLI",
@@ -91,6 +95,20 @@ class ClaudeAgent(NeedsNothingAround):
             argv += ["--permission-mode", "acceptEdits"]
         return AgentInvocation(argv, env, private_dirs=(CLAUDE_CONFIG_VARIABLE,))
 
+    def session_start(
+        self, *, model: str, workspace_agent: bool, sandboxed: bool = False
+    ) -> AgentInvocation:
+        return self.invocation(model=model, workspace_agent=workspace_agent, sandboxed=sandboxed)
+
+    def session_id(self, output: str) -> str | None:
+        return session_in(output, "session_id")
+
+    def continuation(
+        self, session_id: str, *, model: str, workspace_agent: bool, sandboxed: bool = False
+    ) -> AgentInvocation:
+        first = self.invocation(model=model, workspace_agent=workspace_agent, sandboxed=sandboxed)
+        return replace(first, argv=[*first.argv, "--resume", session_id])
+
     def clean(self, output: str) -> str:
         """The final answer: the ``result`` of its events, or what it printed when it printed
         no events (a CLI too old for ``stream-json``)."""
@@ -102,6 +120,7 @@ class ClaudeAgent(NeedsNothingAround):
 
 
 if TYPE_CHECKING:  # the protocol this provider implements, checked by mypy
-    from pytest_openkata.contracts.agents import AgentCLI
+    from pytest_openkata.contracts.agents import AgentCLI, ContinuesSession
 
     _implements: type[AgentCLI] = ClaudeAgent
+    _continues: type[ContinuesSession] = ClaudeAgent

@@ -7,6 +7,12 @@ command line as ``openkata``: the OpenAI *Responses* API at the configured base 
 speaks no other wire protocol to custom providers), with the key taken from the environment
 variable ``OPENKATA_CODEX_KEY``. ``--ephemeral`` keeps session files out of ``~/.codex``.
 
+A follow-up turn continues the session with ``codex exec resume ... <thread_id> -`` (the id of
+the first turn's ``thread.started`` event). ``exec resume`` takes no ``-s``: the sandbox policy
+is given as ``-c sandbox_mode=...`` instead. A session that will be continued is not
+``--ephemeral`` (Codex must keep its files); on the host it keeps them in a ``CODEX_HOME`` of
+the trial's own, shared by its turns.
+
 Sandbox policy: ``-s read-only`` for plain answers, ``-s workspace-write`` for a workspace agent
 on the host (Codex's own sandbox confines writes to the working folder), and, inside a
 disposable container, ``--dangerously-bypass-approvals-and-sandbox``: Codex's sandbox needs
@@ -27,9 +33,11 @@ from pytest_openkata.contracts.agents import (
 )
 from pytest_openkata.contracts.transcripts import Transcript, final_answer
 from pytest_openkata.providers.agents.codex_events import read_codex_events
+from pytest_openkata.providers.agents.events import session_in
 
 __all__ = [
     "CODEX_CLI",
+    "CODEX_HOME_VARIABLE",
     "CODEX_INSTALL_HINT",
     "CODEX_KEY_VARIABLE",
     "CODEX_PROVIDER",
@@ -42,6 +50,7 @@ CODEX_INSTALL_HINT = "Install: npm install -g @openai/codex"
 CODEX_PROVIDER = "openkata"
 CODEX_KEY_VARIABLE = "OPENKATA_CODEX_KEY"
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
+CODEX_HOME_VARIABLE = "CODEX_HOME"
 
 
 def _toml_string(text: str) -> str:
@@ -74,23 +83,73 @@ class CodexAgent(NeedsNothingAround):
     def invocation(
         self, *, model: str, workspace_agent: bool, sandboxed: bool = False
     ) -> AgentInvocation:
-        argv = [self.executable, "exec", "--json", "--skip-git-repo-check", "--ephemeral"]
+        return self._exec(
+            ["exec"],
+            model=model,
+            workspace_agent=workspace_agent,
+            sandboxed=sandboxed,
+            ephemeral=True,
+        )
+
+    def session_start(
+        self, *, model: str, workspace_agent: bool, sandboxed: bool = False
+    ) -> AgentInvocation:
+        return self._exec(
+            ["exec"], model=model, workspace_agent=workspace_agent, sandboxed=sandboxed
+        )
+
+    def session_id(self, output: str) -> str | None:
+        return session_in(output, "thread_id", "thread.started")
+
+    def continuation(
+        self, session_id: str, *, model: str, workspace_agent: bool, sandboxed: bool = False
+    ) -> AgentInvocation:
+        return self._exec(
+            ["exec", "resume"],
+            model=model,
+            workspace_agent=workspace_agent,
+            sandboxed=sandboxed,
+            session_id=session_id,
+        )
+
+    def _exec(
+        self,
+        command: list[str],
+        *,
+        model: str,
+        workspace_agent: bool,
+        sandboxed: bool,
+        session_id: str = "",
+        ephemeral: bool = False,
+    ) -> AgentInvocation:
+        argv = [self.executable, *command, "--json", "--skip-git-repo-check"]
+        if ephemeral:
+            argv.append("--ephemeral")
+        policy = "workspace-write" if workspace_agent else "read-only"
         if sandboxed:
             argv.append("--dangerously-bypass-approvals-and-sandbox")
-        else:
-            argv += ["-s", "workspace-write" if workspace_agent else "read-only"]
+        elif not session_id:
+            argv += ["-s", policy]
         argv += ["-m", model]
         provider = f"model_providers.{CODEX_PROVIDER}"
-        for key, value in (
+        settings = [
             ("model_provider", CODEX_PROVIDER),
             (f"{provider}.name", CODEX_PROVIDER),
             (f"{provider}.base_url", self.base_url or DEFAULT_OPENAI_BASE_URL),
             (f"{provider}.wire_api", "responses"),
             (f"{provider}.env_key", CODEX_KEY_VARIABLE),
-        ):
+        ]
+        if session_id and not sandboxed:
+            settings.append(("sandbox_mode", policy))
+        for key, value in settings:
             argv += ["-c", f"{key}={_toml_string(value)}"]
+        if session_id:
+            argv.append(session_id)
         argv.append("-")  # the prompt comes from standard input
-        return AgentInvocation(argv, {CODEX_KEY_VARIABLE: self.api_key or UNUSED_KEY})
+        env = {CODEX_KEY_VARIABLE: self.api_key or UNUSED_KEY}
+        # A session kept on the host lives in a folder of the trial's own.
+        kept = not (ephemeral or sandboxed)
+        return AgentInvocation(argv, env, private_dirs=(CODEX_HOME_VARIABLE,) if kept else ())
 
     def clean(self, output: str) -> str:
         """The final answer: the last agent message of its events, or what it printed when it
@@ -103,6 +162,7 @@ class CodexAgent(NeedsNothingAround):
 
 
 if TYPE_CHECKING:  # the protocol this provider implements, checked by mypy
-    from pytest_openkata.contracts.agents import AgentCLI
+    from pytest_openkata.contracts.agents import AgentCLI, ContinuesSession
 
     _implements: type[AgentCLI] = CodexAgent
+    _continues: type[ContinuesSession] = CodexAgent

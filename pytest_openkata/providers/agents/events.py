@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-__all__ = ["json_events", "mapping"]
+__all__ = ["json_events", "mapping", "session_in"]
 
 
 def json_events(output: str) -> Iterator[Mapping[str, Any]]:
@@ -29,3 +29,15 @@ def mapping(value: Any) -> Mapping[str, Any]:
     """``value`` when it is a JSON object, else an empty one: an event's field of the wrong
     shape reads as absent."""
     return value if isinstance(value, dict) else {}
+
+
+def session_in(output: str, key: str, event_type: str = "") -> str | None:
+    """The first non-empty string ``key`` of the events in ``output`` (of type
+    ``event_type`` only, when one is given): the session an agent's turn ran in."""
+    for event in json_events(output):
+        if event_type and event["type"] != event_type:
+            continue
+        value = event.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None

@@ -45,7 +45,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -55,6 +55,7 @@ from pytest_openkata.contracts.backends import (
     DEFAULT_ANSWER_MAX_BYTES,
     SCHEMA_REFUSED_STATUSES,
     BackendContext,
+    Message,
     ResponseSchema,
 )
 from pytest_openkata.contracts.errors import EndpointStatusError, MalformedResponseError
@@ -122,6 +123,12 @@ class AnthropicMessagesBackend:
         """The answer, and its transcript: one turn."""
         answer = self.complete(system, user)
         return answer, one_turn(answer)
+
+    def converse(self, system: str, messages: Sequence[Message]) -> str:
+        """The answer to a conversation, its messages sent as the API's own."""
+        payload = self._payload(system, "")
+        payload["messages"] = [{"role": role, "content": text} for role, text in messages]
+        return self._ask(payload, _plain_answer)[0]
 
     def complete(self, system: str, user: str, *, schema: ResponseSchema | None = None) -> str:
         """The model's answer: the text blocks of the response, joined in order; with
@@ -377,6 +384,7 @@ class _ForcedTool:
 
 
 if TYPE_CHECKING:  # the protocol this provider implements, checked by mypy
-    from pytest_openkata.contracts.backends import Completer
+    from pytest_openkata.contracts.backends import Completer, Conversing
 
     _implements: type[Completer] = AnthropicMessagesBackend
+    _converses: type[Conversing] = AnthropicMessagesBackend

@@ -21,6 +21,7 @@ The API key never appears in an exception text (see :mod:`.client`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -29,6 +30,7 @@ from pytest_openkata.contracts.backends import (
     DEFAULT_ANSWER_MAX_BYTES,
     SCHEMA_REFUSED_STATUSES,
     BackendContext,
+    Message,
     ResponseSchema,
 )
 from pytest_openkata.contracts.errors import (
@@ -124,6 +126,12 @@ class OpenAIChatBackend:
         answer = self.complete(system, user)
         return answer, one_turn(answer)
 
+    def converse(self, system: str, messages: Sequence[Message]) -> str:
+        """The answer to a conversation, its messages sent as the chat's own."""
+        sent = [{"role": "system", "content": system}] if system else []
+        sent += [{"role": role, "content": text} for role, text in messages]
+        return self._post({"model": self.model, "messages": sent})[0]
+
     def complete(self, system: str, user: str, *, schema: ResponseSchema | None = None) -> str:
         messages = [{"role": "system", "content": system}] if system else []
         messages.append({"role": "user", "content": user})
@@ -206,6 +214,7 @@ def _content_of(data: dict[str, Any]) -> str:
 
 
 if TYPE_CHECKING:  # the protocol this provider implements, checked by mypy
-    from pytest_openkata.contracts.backends import Completer
+    from pytest_openkata.contracts.backends import Completer, Conversing
 
     _implements: type[Completer] = OpenAIChatBackend
+    _converses: type[Conversing] = OpenAIChatBackend

@@ -31,7 +31,7 @@ from pytest_openkata.contracts.errors import (
     LimitExceededError,
     OpenkataError,
 )
-from pytest_openkata.contracts.results import CallStats, CriterionResult, Verdict
+from pytest_openkata.contracts.results import CallStats, CriterionResult, Turn, Verdict
 from pytest_openkata.core.calls import live_call
 from pytest_openkata.core.scenario import Criterion
 from pytest_openkata.core.scoring import match_verdicts
@@ -107,12 +107,37 @@ def fenced(agent_response: str) -> str:
     return f"<<<AGENT OUTPUT {code}>>>\n{agent_response}\n<<<END AGENT OUTPUT {code}>>>"
 
 
+RESPONSE_HEADING = "## Agent Response"
+CONVERSATION_HEADING = "## Conversation"
+
+
+def conversation_text(turns: Sequence[Turn], final: str) -> str:
+    """A conversation as the judge reads it: each turn's user message and the agent's answer,
+    numbered; the last answer is ``final`` (for a sandboxed agent, its answer and the
+    workspace changes)."""
+    parts = []
+    for number, turn in enumerate(turns, start=1):
+        answer = final if number == len(turns) else turn.agent
+        parts.append(f"### User (turn {number})\n\n{turn.user}\n\n### Agent (turn {number})\n\n")
+        parts.append(answer)
+        if number < len(turns):
+            parts.append("\n\n")
+    return "".join(parts)
+
+
 def judge_user_message(
-    agent_response: str, context: str, criteria: Sequence[Criterion], *, fence: bool = False
+    agent_response: str,
+    context: str,
+    criteria: Sequence[Criterion],
+    *,
+    fence: bool = False,
+    heading: str = RESPONSE_HEADING,
 ) -> str:
-    """The reference's layout (spec section 7); with ``fence``, the response between markers."""
+    """The reference's layout (spec section 7); with ``fence``, the response between markers.
+    ``heading`` names what is judged: the agent's response, or a conversation of several
+    turns (:func:`conversation_text`)."""
     response = fenced(agent_response) if fence else agent_response
-    parts = ["## Agent Response\n\n", response, "\n\n## Evaluation Criteria\n\n"]
+    parts = [f"{heading}\n\n", response, "\n\n## Evaluation Criteria\n\n"]
     if context != "":
         parts.append(f"Context: {context}\n\n")
     parts.extend(f"- **{c.name}** (max {c.max_score} points): {c.description}\n" for c in criteria)
@@ -384,10 +409,11 @@ def judge_request(
     *,
     fence: bool = False,
     reason_max_chars: int = 0,
+    heading: str = RESPONSE_HEADING,
 ) -> JudgeRequest:
     return JudgeRequest(
         system=judge_system_prompt(fence=fence),
-        user=judge_user_message(agent_response, context, criteria, fence=fence),
+        user=judge_user_message(agent_response, context, criteria, fence=fence, heading=heading),
         schema=verdict_schema(criteria, reason_max_chars=reason_max_chars),
         agent_response=agent_response,
     )
@@ -484,12 +510,17 @@ class JudgeGrader:
         scenario, context = task.scenario, task.context
         if not scenario.criteria:
             return Grading()
+        agent = task.agent
+        judged, heading = agent.text, RESPONSE_HEADING
+        if agent.turns:  # a conversation: the judge reads every turn
+            judged, heading = conversation_text(agent.turns, agent.text), CONVERSATION_HEADING
         request = judge_request(
-            task.agent.text,
+            judged,
             scenario.context,
             scenario.criteria,
             fence=context.fence,
             reason_max_chars=context.reason_max_chars,
+            heading=heading,
         )
         usage = CallStats()
         ballots: list[list[CriterionResult]] = []

@@ -14,7 +14,10 @@ rendered from its log afterwards are the same bytes. The columns, in order:
   ``points``, ``max_points`` and ``reason``: the criterion's verdict in that trial;
 - ``error``: empty on a criterion's row. A trial that errored gets one row of its own with
   the error here and the criterion's columns empty (after its criteria's rows when it was
-  scored before it errored).
+  scored before it errored);
+- ``skill_activation``: whether the trial's agent loaded the skill, ``loaded``, ``not loaded``
+  or ``unknown`` (its agent gave no events to tell it from, or a model backend answered), the
+  same on each of the trial's rows.
 
 Rows come in a fixed order: skills by folder, scenarios by name, trials by number, the own
 arm before the baseline arm, criteria in checklist order (the judge's, then the checks). The
@@ -29,11 +32,12 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_openkata.contracts.results import ScenarioResult, TrialResult
+from pytest_openkata.core.activation import activation, names_of
 from pytest_openkata.core.reporting import ReportOutcome, Run
 from pytest_openkata.core.runlog import LoggedRun, skill_summaries
 from pytest_openkata.core.summary import SkillSummary, skill_labels
@@ -53,13 +57,17 @@ COLUMNS = (
     "max_points",
     "reason",
     "error",
+    "skill_activation",
 )
 OWN_ARM = "with-skill"
 """The ``arm`` column of the run's own arm (its results carry the arm name ``""``)."""
 
 
-def _trial_rows(skill: str, arm: ScenarioResult, trial: TrialResult) -> Iterator[list[str]]:
+def _trial_rows(
+    skill: str, arm: ScenarioResult, trial: TrialResult, names: Collection[str]
+) -> Iterator[list[str]]:
     where = [skill, arm.name, str(trial.index), arm.arm or OWN_ARM]
+    loaded = activation(trial.trace.transcript if trial.trace is not None else None, names)
     for criterion in trial.criteria or ():
         yield [
             *where,
@@ -70,9 +78,10 @@ def _trial_rows(skill: str, arm: ScenarioResult, trial: TrialResult) -> Iterator
             str(criterion.max_score),
             criterion.reason,
             "",
+            loaded,
         ]
     if trial.error is not None:
-        yield [*where, "", "", "", "", "", "", trial.error]
+        yield [*where, "", "", "", "", "", "", trial.error, loaded]
 
 
 def rows(summaries: Sequence[SkillSummary]) -> Iterator[list[str]]:
@@ -82,11 +91,12 @@ def rows(summaries: Sequence[SkillSummary]) -> Iterator[list[str]]:
     for summary, label in labelled:
         for result in sorted(summary.results, key=lambda r: r.name):
             arms = [result] if result.baseline is None else [result, result.baseline]
+            names = names_of(Path(result.skill_dir))
             for index in sorted({trial.index for arm in arms for trial in arm.trials}):
                 for arm in arms:
                     for trial in arm.trials:
                         if trial.index == index:
-                            yield from _trial_rows(label, arm, trial)
+                            yield from _trial_rows(label, arm, trial, names)
 
 
 def _by_folder(labelled: tuple[SkillSummary, str]) -> str:

@@ -41,6 +41,7 @@ from pytest_openkata.contracts.results import (
     CriterionResult,
     ScenarioResult,
     TrialResult,
+    Turn,
 )
 from pytest_openkata.contracts.transcripts import Step, Transcript
 from pytest_openkata.core.activation import ActivationRate, scenario_activation
@@ -148,6 +149,7 @@ class TrialView:
     other_answers: list[tuple[str, str]]
     seconds: float | None  # None: the log kept no trace of the trial
     transcript: Transcript | None = None  # how the agent worked, where it said so
+    turns: tuple[Turn, ...] = ()  # the conversation of a trial with follow-ups
 
     @staticmethod
     def loads_skill(step: Step) -> bool:
@@ -320,6 +322,7 @@ def _trial_view(trial: TrialResult) -> TrialView:
         other_answers=other,
         seconds=trace.seconds if trace is not None else None,
         transcript=trace.transcript if trace is not None else None,
+        turns=trace.turns if trace is not None else (),
     )
 
 

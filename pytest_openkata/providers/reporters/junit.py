@@ -3,7 +3,10 @@
 pytest writes one ``<testcase>`` per scenario and does not list subtests. After it has
 written the file (on the controller only, so ``-n`` gives the same file), each scenario's
 criteria are added as testcases of their own, with their points and the judge's reason, and
-the scenario testcase gets its score (and error) as properties. A scenario's testcase is
+the scenario testcase gets its score (and error) as properties, and each arm's skill
+activation where its agent's events could tell it (``openkata_skill_activation``,
+``openkata_baseline_skill_activation``: trials that loaded the skill / trials whose
+activation is known / trials). A scenario's testcase is
 found by its ``openkata_scenario`` property, the scenario folder relative to the rootdir,
 which the pytest adapter records on the item.
 """
@@ -19,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from pytest_openkata.contracts.junit import SCENARIO_PROPERTY, scenario_key
 from pytest_openkata.contracts.results import ScenarioResult
+from pytest_openkata.core.activation import ActivationRate, scenario_activation
 from pytest_openkata.core.excerpts import scenario_sections
 from pytest_openkata.core.reporting import ReportOutcome, Run
 from pytest_openkata.core.summary import SkillSummary, skill_labels
@@ -85,6 +89,13 @@ def _add_system_out(case: ET.Element, result: ScenarioResult) -> None:
         out.text = (out.text or "") + "\n" + text
 
 
+def _add_activation(properties: ET.Element, name: str, rate: ActivationRate | None) -> None:
+    """An arm's skill activation as ``loaded/known/trials`` (``2/3/3``), where any trial's
+    could be told."""
+    if rate is not None:
+        _property(properties, name, f"{rate.loaded}/{rate.known}/{rate.trials}")
+
+
 def _augment_suite(suite: ET.Element, results: Mapping[str, ScenarioResult]) -> None:
     for case in list(suite.findall("testcase")):
         properties = case.find("properties")
@@ -104,9 +115,15 @@ def _augment_suite(suite: ET.Element, results: Mapping[str, ScenarioResult]) -> 
         _property(properties, "openkata_score", f"{result.score}/{result.max_score}")
         if result.error is not None:
             _property(properties, "openkata_error", result.error)
+        _add_activation(properties, "openkata_skill_activation", scenario_activation(result))
         if result.baseline is not None:
             _property(properties, "openkata_baseline_arm", result.baseline.arm)
             _property(properties, "openkata_baseline_percentage", f"{result.baseline.percentage:g}")
+            _add_activation(
+                properties,
+                "openkata_baseline_skill_activation",
+                scenario_activation(result.baseline),
+            )
         _add_system_out(case, result)
         position = list(suite).index(case) + 1
         for offset, criterion_case in enumerate(_criterion_cases(case, result)):

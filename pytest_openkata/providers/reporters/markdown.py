@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_openkata.contracts.results import CriterionResult, ScenarioResult, TrialResult
-from pytest_openkata.contracts.transcripts import Transcript
+from pytest_openkata.contracts.results import CriterionResult, ScenarioResult, TrialResult, Turn
+from pytest_openkata.contracts.transcripts import Transcript, bounded
 from pytest_openkata.core.activation import ActivationRate, scenario_activation
 from pytest_openkata.core.compare import SkillComparison
 from pytest_openkata.core.excerpts import LAST_TOOL_CALLS
@@ -399,6 +399,8 @@ def _trial_lines(
         yield f"Error{which}: {escape(trial.error)}"
         yield ""
     trace = trial.trace
+    if trace is not None and trace.turns:
+        yield from _conversation_lines(trace.turns, which)
     output = trace.output if trace is not None and trace.output else trial.agent_output or ""
     if output:
         tail, cut = _output_tail(output)
@@ -413,6 +415,23 @@ def _trial_lines(
         yield ""
     if trace is not None and trace.transcript is not None:
         yield from _transcript_lines(trace.transcript, which)
+
+
+def _conversation_lines(turns: Sequence[Turn], which: str) -> Iterator[str]:
+    """Each turn of a conversation with follow-ups: what the user said and the end of what
+    the agent answered (the last answer is the agent output shown after it)."""
+    yield f"Conversation{which}, {len(turns)} turns:"
+    yield ""
+    for number, turn in enumerate(turns, start=1):
+        yield f"User (turn {number}):"
+        yield ""
+        yield _fenced(bounded(turn.user, OUTPUT_TAIL_CHARS)).rstrip("\n")
+        yield ""
+        if number < len(turns):
+            yield f"Agent (turn {number}):"
+            yield ""
+            yield _fenced(_output_tail(turn.agent)[0]).rstrip("\n")
+            yield ""
 
 
 def _transcript_lines(transcript: Transcript, which: str) -> Iterator[str]:

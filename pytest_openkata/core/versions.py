@@ -1,0 +1,100 @@
+"""The version a skill's reports carry (``skill_version``): the first of its manifests that
+gives one.
+
+A skill folder (``SKILL.md`` beside ``evals/``), in this order:
+
+1. ``CHANGELOG.md``: its first released version heading, ``## [x]`` where ``x`` is not an
+   exact ``Unreleased`` (the reference's rule, spec section 10; the catalogue compares a
+   report's version with this one, so it comes first wherever it gives one);
+2. ``.tessl-plugin/plugin.json``'s ``version``: the skill's own, or that of the plugin whose
+   ``skills`` folder holds the skill (Tessl's plugin layout);
+3. ``tile.json``'s ``version`` beside ``SKILL.md`` (Tessl's tile layout).
+
+A tile (``tile.json`` and no skill of the reference's kind): its ``tile.json``'s ``version``
+as before, then the plugin's, then its CHANGELOG. Nothing found gives ``""``. A manifest that
+cannot be read gives no version (lint and the run say what is wrong with it).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+
+from pytest_openkata.core.tile import TILE_FILE, read_tile_version
+
+__all__ = ["PLUGIN_FILE", "changelog_version", "plugin_version", "read_skill_version"]
+
+PLUGIN_FILE = ".tessl-plugin/plugin.json"
+_VERSION_HEADING = re.compile(r"## \[([^\]]*)\]")
+
+
+def read_skill_version(skill_dir: Path) -> str:
+    """The skill's version by the order of the module docstring, or ``""``."""
+    skill_dir = Path(skill_dir)
+    tile_version = read_tile_version(skill_dir)
+    readers: tuple[Callable[[Path], str], ...]
+    if tile_version is not None:  # a tile
+        readers = (lambda _dir: tile_version, plugin_version, changelog_version)
+    else:
+        readers = (changelog_version, plugin_version, _tile_json_version)
+    return next((version for read in readers if (version := read(skill_dir))), "")
+
+
+def changelog_version(skill_dir: Path) -> str:
+    """The first released version heading of ``<skill_dir>/CHANGELOG.md``, or ``""``.
+
+    Only an exact ``Unreleased`` is skipped (spec 13.32), and ``## []`` yields ``""``.
+    """
+    try:
+        raw = (skill_dir / "CHANGELOG.md").read_bytes()
+    except OSError:
+        return ""
+    for line in raw.decode("utf-8", errors="replace").split("\n"):
+        match = _VERSION_HEADING.match(line)
+        if match and match.group(1) != "Unreleased":
+            return match.group(1)
+    return ""
+
+
+def plugin_version(skill_dir: Path) -> str:
+    """The ``version`` of the Tessl plugin the skill belongs to: ``<skill_dir>``'s own
+    ``.tessl-plugin/plugin.json``, else that of the folder two levels up when its
+    ``skills`` (a folder, or a list of them; ``./skills`` when not given) holds the skill."""
+    own = _manifest(skill_dir / PLUGIN_FILE)
+    if own is not None:
+        return _version_of(own)
+    root = skill_dir.parent.parent
+    plugin = _manifest(root / PLUGIN_FILE)
+    if plugin is None:
+        return ""
+    holders = {(root / folder).resolve() for folder in _skills_folders(plugin)}
+    return _version_of(plugin) if skill_dir.parent.resolve() in holders else ""
+
+
+def _skills_folders(plugin: Mapping[str, object]) -> Iterator[str]:
+    skills = plugin.get("skills", "./skills")
+    if isinstance(skills, str):
+        yield skills
+    elif isinstance(skills, list):
+        yield from (entry for entry in skills if isinstance(entry, str))
+
+
+def _tile_json_version(skill_dir: Path) -> str:
+    """``tile.json``'s ``version`` beside a skill's ``SKILL.md``."""
+    manifest = _manifest(skill_dir / TILE_FILE)
+    return "" if manifest is None else _version_of(manifest)
+
+
+def _manifest(path: Path) -> Mapping[str, object] | None:
+    try:
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, Mapping) else None
+
+
+def _version_of(manifest: Mapping[str, object]) -> str:
+    version = manifest.get("version")
+    return version.strip() if isinstance(version, str) else ""
