@@ -58,6 +58,7 @@ __all__ = [
     "GivesTranscript",
     "Mount",
     "NeedsNothingAround",
+    "ReadsEventsFile",
 ]
 
 UNUSED_KEY = "unused-key"
@@ -93,11 +94,17 @@ class AgentInvocation:
     each call, removed afterwards: a CLI that keeps state in the user's home (and rewrites it
     while another copy of itself runs) then starts from a clean state every time. A container
     starts clean anyway, so the sandbox leaves them unset.
+
+    ``events_variable`` names a variable the host runner points at a file path in a fresh
+    folder of its own; whatever the agent wrote there is given, once it exited, to the agent's
+    :meth:`ReadsEventsFile.events_transcript` (the ``command`` agent's events file). The
+    sandbox leaves it unset.
     """
 
     argv: list[str]
     env: dict[str, str] = field(default_factory=dict)
     private_dirs: tuple[str, ...] = ()
+    events_variable: str = ""
 
 
 Mount = tuple[str, str]
@@ -180,6 +187,18 @@ class DiscoversSkills(Protocol):
 
     def discovering(self) -> AgentCLI:
         """This agent, started so that it discovers the skills of :attr:`skills_folder`."""
+
+
+@runtime_checkable
+class ReadsEventsFile(Protocol):
+    """An agent CLI that may write how it worked to a file (see
+    :attr:`AgentInvocation.events_variable`) rather than print it."""
+
+    def events_transcript(self, events: str, output: str) -> Transcript | None:
+        """How the agent worked, read from the ``events`` it wrote to its file; ``output`` is
+        what it printed (its answer). Raises
+        :class:`~pytest_openkata.contracts.errors.MalformedResponseError` naming the line of a
+        line that cannot be read."""
         ...
 
 

@@ -54,6 +54,7 @@ from pytest_openkata.contracts.agents import (
     AgentInvocation,
     ContinuesSession,
     GivesTranscript,
+    ReadsEventsFile,
 )
 from pytest_openkata.contracts.backends import (
     DEFAULT_ANSWER_MAX_BYTES,
@@ -94,6 +95,7 @@ PROMPT_SEPARATOR = "\n\n"
 # group may keep them open).
 DRAIN_GRACE = 5.0
 ERROR_OUTPUT_CHARS = 2000
+EVENTS_FILE_NAME = "events.jsonl"
 _READ_SIZE = 65536
 
 CwdFactory = Callable[[], AbstractContextManager[Path | None]]
@@ -267,7 +269,7 @@ class CLIBackend:
 
     def complete_transcribed(self, system: str, user: str) -> tuple[str, Transcript | None]:
         """The agent's cleaned answer, and how it worked where its output says so."""
-        return self._read(self._stdout(system, user))
+        return self._read(*self._stdout(system, user))
 
     @contextlib.contextmanager
     def session(self) -> Iterator[Callable[[str], tuple[str, Transcript | None]]]:
@@ -312,18 +314,25 @@ class CLIBackend:
 
             yield send
 
-    def _read(self, stdout: str) -> tuple[str, Transcript | None]:
-        """The cleaned answer of what the agent printed, and its transcript where it says."""
-        transcript = (
-            self.agent.transcript(stdout) if isinstance(self.agent, GivesTranscript) else None
-        )
+    def _read(self, stdout: str, events: str | None = None) -> tuple[str, Transcript | None]:
+        """The cleaned answer of what the agent printed, and its transcript where it says: in
+        the ``events`` it wrote to its events file, else in what it printed."""
+        transcript = None
+        if events is not None and isinstance(self.agent, ReadsEventsFile):
+            try:
+                transcript = self.agent.events_transcript(events, stdout)
+            except MalformedResponseError as exc:
+                raise MalformedResponseError(self._redact(str(exc))) from None
+        elif isinstance(self.agent, GivesTranscript):
+            transcript = self.agent.transcript(stdout)
         # Events that hold no final answer are the agent's own outcome (it gave up, or ended
         # without a word): an empty answer, graded like any other, never an error.
         answer = self.agent.clean(stdout)
         return answer, transcript
 
-    def _stdout(self, system: str, user: str) -> str:
-        """What the agent printed on standard output, once it exited well."""
+    def _stdout(self, system: str, user: str) -> tuple[str, str | None]:
+        """What the agent printed on standard output, once it exited well, and what it wrote
+        to its events file (None: it has none, or wrote nothing there)."""
         invocation = self.agent.invocation(model=self.model, workspace_agent=self.workspace_agent)
         prompt = agent_prompt(system, user).encode()
         with self._cwd_factory() as cwd, contextlib.ExitStack() as stack:
@@ -333,8 +342,37 @@ class CLIBackend:
                 )
                 for variable in invocation.private_dirs
             }
+            events_file = None
+            if invocation.events_variable:
+                folder = stack.enter_context(
+                    tempfile.TemporaryDirectory(prefix=f"openkata-{self.agent.name}-events-")
+                )
+                events_file = Path(folder) / EVENTS_FILE_NAME
+                private[invocation.events_variable] = str(events_file)
             finished = self._run(invocation, prompt, cwd, private)
-        return self._answer(finished)
+            stdout = self._answer(finished)
+            events = None if events_file is None else self._events(events_file)
+        return stdout, events
+
+    def _events(self, path: Path) -> str | None:
+        """What the agent wrote to its events file, at most ``answer_max_bytes`` of it."""
+        try:
+            with path.open("rb") as file:
+                data = file.read(self.answer_max_bytes + 1)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise AgentFailedError(
+                self._redact(f"{self.agent.name}: its events file cannot be read: {exc.strerror}")
+            ) from exc
+        if len(data) > self.answer_max_bytes:
+            raise AnswerTooLargeError(
+                self._redact(
+                    f"{self.agent.name} wrote more than {answer_bound(self.answer_max_bytes)} "
+                    "to its events file"
+                )
+            )
+        return data.decode(errors="replace")
 
     def _run(
         self,

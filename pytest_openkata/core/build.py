@@ -14,7 +14,7 @@ from functools import cache, partial
 from pathlib import Path
 from typing import Any, Literal
 
-from pytest_openkata.contracts.agents import GivesTranscript
+from pytest_openkata.contracts.agents import GivesTranscript, ReadsEventsFile
 from pytest_openkata.contracts.backends import BackendContext, CapacityAware, Completer
 from pytest_openkata.contracts.config import EvalSettings
 from pytest_openkata.contracts.errors import AgentConfigError, BackendError
@@ -89,7 +89,9 @@ def _identity(name: str, completer: Completer, settings: EvalSettings) -> dict[s
         identity["provider_settings"] = own
     from pytest_openkata.core.agent_backend import CLIBackend
 
-    if isinstance(completer, CLIBackend) and isinstance(completer.agent, GivesTranscript):
+    if isinstance(completer, CLIBackend) and isinstance(
+        completer.agent, GivesTranscript | ReadsEventsFile
+    ):
         # Its answers come with their transcripts: none cached before that is taken for one.
         identity["events"] = TRANSCRIPT_FORMAT
     return identity

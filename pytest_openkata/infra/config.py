@@ -510,7 +510,8 @@ HELP = {
     "runs (default 100000; 0: no budget)",
     "output": "results JSON file or directory path",
     "model_label": "human-readable label for the model in the report",
-    "agent_command": "shell command of the 'command' agent; it gets the prompt on stdin",
+    "agent_command": "shell command of the 'command' agent (it gets the prompt on stdin), or "
+    "the command line of the ACP agent the 'acp' agent starts",
     "trials": "runs of every scenario, scored as their mean (default 1; scenario.json: trials)",
     "judge_votes": "judge calls per trial; each criterion takes the majority (default 1)",
     "judge_fence": "fence the agent's output in the judge prompt (default true; false: the "

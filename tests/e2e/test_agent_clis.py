@@ -1,6 +1,8 @@
 """Real agent CLIs (Claude Code, Codex) answering through the CLI backend, offline, against the
 local model: Claude Code on llama-server's Anthropic route, Codex on its Responses route; and
-the version a real CLI tells, recorded by a sandboxed trial.
+the version a real CLI tells, recorded by a sandboxed trial;
+real ACP agents (OpenCode, Qwen Code) running a scenario through the plugin's ACP client, on its
+chat completions route.
 
 The CLIs are installed once into ``~/.cache/pytest-openkata/npm`` (``npm install --prefix``);
 a failed install is an error, never a skip. A 135M model's answer is not checked for content.
@@ -44,7 +46,14 @@ from tests.support.evals import EvalScript, sandbox_args, write_skill
 
 pytestmark = pytest.mark.e2e
 
-NPM_PACKAGES = ("@anthropic-ai/claude-code", "@openai/codex")
+NPM_PACKAGES = (
+    "@anthropic-ai/claude-code",
+    "@openai/codex",
+    # ACP agents (the last tests of this module).
+    "opencode-ai",
+    "@qwen-code/qwen-code",
+)
+NPM_CLIS = ("claude", "codex", "opencode", "qwen")
 NPM_INSTALL_TIMEOUT = 1800
 CLI_TIMEOUT = 400.0  # Codex sends a long system prompt: about 50 s idle, 160 s under load
 CLAUDE_MAX_OUTPUT_TOKENS = "256"
@@ -56,10 +65,10 @@ DISCOVERY_TIMEOUT = 90.0
 
 @pytest.fixture(scope="session")
 def npm_bin() -> Path:
-    """The ``node_modules/.bin`` folder holding ``claude`` and ``codex``, installed if needed."""
+    """The ``node_modules/.bin`` folder holding the CLIs of ``NPM_CLIS``, installed if needed."""
     prefix = cache_dir() / "npm"
     bin_dir = prefix / "node_modules" / ".bin"
-    if all((bin_dir / cli).exists() for cli in ("claude", "codex")):
+    if all((bin_dir / cli).exists() for cli in NPM_CLIS):
         return bin_dir
     npm = shutil.which("npm")
     if npm is None:
@@ -78,7 +87,7 @@ def npm_bin() -> Path:
             f"{completed.stdout}\n{completed.stderr}",
             pytrace=False,
         )
-    missing = [cli for cli in ("claude", "codex") if not (bin_dir / cli).exists()]
+    missing = [cli for cli in NPM_CLIS if not (bin_dir / cli).exists()]
     if missing:
         pytest.fail(f"npm install did not provide {', '.join(missing)} in {bin_dir}", pytrace=False)
     return bin_dir
@@ -365,3 +374,60 @@ def test_a_sandboxed_trial_records_the_real_clis_version_and_its_images_id(
     assert trial["environment"]["agent_version"] == host_version
     assert trial["environment"]["image_id"] == docker_client.images.get(standin_image).id
     assert trial["environment"]["image_id"].startswith("sha256:")
+
+
+# --- ACP agents: a scenario run of a real ACP agent against the local model --------------------
+
+# Each CLI asks for thousands of answer tokens, past llama-server's own cap; these bound them.
+ACP_OUTPUT_BOUNDS = {
+    "QWEN_CODE_MAX_OUTPUT_TOKENS": "48",
+    "OPENCODE_EXPERIMENTAL_OUTPUT_TOKEN_MAX": "48",
+}
+ACP_TIMEOUT = "900"  # OpenCode's and Qwen Code's system prompts: minutes on a loaded machine
+# The judge: a command that passes the one criterion, so the run's verdict is not the 135M
+# model's to make (its answer is not the point; its events are).
+JUDGE_COMMAND = 'cat > /dev/null; echo \'[{"name": "x", "pass": true, "reason": "ok"}]\''
+
+
+@pytest.mark.parametrize(("agent", "reports_usage"), [("acp:opencode", True), ("acp:qwen", False)])
+def test_an_acp_agent_runs_a_scenario_and_its_session_is_its_transcript(
+    agent: str,
+    reports_usage: bool,
+    npm_bin: Path,
+    local_model: LocalModelServer,
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PATH", f"{npm_bin}{os.pathsep}{os.environ['PATH']}")
+    for variable, bound in ACP_OUTPUT_BOUNDS.items():
+        monkeypatch.setenv(variable, bound)
+    write_skill(pytester.path, "s", {"scenario-a": {"x": 1}})
+
+    result = pytester.runpytest_subprocess(
+        "skills/s",
+        "--eval-backend", agent,
+        "--eval-base-url", local_model.base_url,
+        "--eval-model", local_model.model,
+        "--eval-judge-backend", "command",
+        "--eval-agent-command", JUDGE_COMMAND,
+        "--eval-direct-timeout", ACP_TIMEOUT,
+        "--eval-threshold", "0",
+    )  # fmt: skip
+
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    [log] = (pytester.path / ".openkata" / "runs").glob("*.jsonl")
+    [trial] = [
+        record
+        for record in map(json.loads, log.read_text().splitlines())
+        if record["record"] == "trial"
+    ]
+    transcript = trial["trace"]["transcript"]
+    # Its session updates, as the real agent sent them, read into the transcript.
+    assert transcript["source"] == "acp session/update"
+    assert transcript["outcome"] == "success"
+    assert trial["trace"]["output"].strip()
+    assert transcript["final_text"] == trial["trace"]["output"]
+    said = [step["text"] for step in transcript["steps"] if step["kind"] == "message"]
+    assert said[-1] == trial["trace"]["output"]
+    if reports_usage:  # OpenCode gives the prompt's usage in its response; Qwen Code none
+        assert transcript["input_tokens"] > 0

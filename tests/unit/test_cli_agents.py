@@ -755,8 +755,18 @@ def test_command_agent_invocation() -> None:
     invocation = CommandAgent("my-agent --fast").invocation(model="m", workspace_agent=True)
 
     assert invocation == AgentInvocation(
-        ["sh", "-c", "my-agent --fast"], {"OPENKATA_AGENT_MODEL": "m"}
+        ["sh", "-c", "my-agent --fast"],
+        {"OPENKATA_AGENT_MODEL": "m"},
+        events_variable="OPENKATA_AGENT_EVENTS",
     )
+
+
+def test_a_sandboxed_command_agent_gets_no_events_file() -> None:
+    invocation = CommandAgent("my-agent").invocation(
+        model="m", workspace_agent=True, sandboxed=True
+    )
+
+    assert invocation.events_variable == ""
 
 
 @pytest.mark.parametrize("command", ["", "   "])
@@ -768,7 +778,8 @@ def test_an_empty_command_is_refused(command: str) -> None:
 def test_an_unknown_agent_is_refused() -> None:
     with pytest.raises(
         AgentConfigError,
-        match=r"^unknown agent 'gemini'; choose one of: claude, codex, command, kiro$",
+        match=r"^unknown agent 'gemini'; choose one of: acp, acp:claude, acp:codex, acp:gemini, "
+        r"acp:opencode, acp:qwen, claude, codex, command, kiro$",
     ):
         make_agent("gemini", AgentSettings())
 
@@ -837,3 +848,64 @@ def test_kiro_asks_for_its_credential_folders_and_its_config_other_agents_for_no
     assert EvalSettings().sandbox.mounts == ()
     assert kiro.files == ((".kiro/agents/eval-agent.json", SANDBOX_JSON.encode()),)
     assert claude.files == codex.files == ()
+
+
+# --- ACP agents: their invocations ---------------------------------------------------------
+
+
+def _acp_agent_argv(invocation: AgentInvocation) -> list[str]:
+    """The ACP agent's own command line, after the client's ``--``."""
+    return invocation.argv[invocation.argv.index("--") + 1 :]
+
+
+def test_an_acp_preset_runs_its_agent_through_the_acp_client() -> None:
+    settings = AgentSettings(openai_base_url="http://127.0.0.1:9/v1", openai_api_key="k")
+
+    invocation = make_agent("acp:qwen", settings).invocation(model="m", workspace_agent=True)
+
+    assert invocation.argv[1:3] == ["-m", "pytest_openkata.providers.agents.acp_client"]
+    assert invocation.argv[invocation.argv.index("--approve") + 1] == "edits"
+    assert _acp_agent_argv(invocation) == [
+        "qwen", "--acp", "--auth-type", "openai", "-m", "m",
+        "--openai-base-url", "http://127.0.0.1:9/v1",
+    ]  # fmt: skip
+    assert invocation.env == {"OPENAI_API_KEY": "k"}  # the key never in argv
+
+
+def test_a_plain_answer_of_an_acp_agent_approves_nothing() -> None:
+    invocation = make_agent("acp:qwen", AgentSettings()).invocation(
+        model="m", workspace_agent=False
+    )
+
+    assert invocation.argv[invocation.argv.index("--approve") + 1] == "none"
+
+
+def test_opencode_is_given_a_provider_for_the_configured_base_url() -> None:
+    settings = AgentSettings(openai_base_url="http://127.0.0.1:9/v1")
+
+    invocation = make_agent("acp:opencode", settings).invocation(model="m", workspace_agent=True)
+
+    assert _acp_agent_argv(invocation) == ["opencode", "acp"]
+    config = json.loads(invocation.env["OPENCODE_CONFIG_CONTENT"])
+    assert config["model"] == "openkata/m"
+    provider = config["provider"]["openkata"]
+    assert provider["npm"] == "@ai-sdk/openai-compatible"
+    assert provider["options"]["baseURL"] == "http://127.0.0.1:9/v1"
+    assert list(provider["models"]) == ["m"]
+    assert provider["options"]["apiKey"] == "{env:OPENKATA_OPENCODE_KEY}"
+    assert invocation.env["OPENKATA_OPENCODE_KEY"] == "unused-key"  # the key never in argv
+    assert set(invocation.private_dirs) == {"XDG_DATA_HOME", "XDG_STATE_HOME"}
+
+
+def test_the_acp_agent_runs_the_command_line_it_is_given_split_as_a_shell_would() -> None:
+    agent = make_agent("acp", AgentSettings(command="my-agent --acp 'a b'"))
+
+    invocation = agent.invocation(model="m", workspace_agent=True)
+
+    assert _acp_agent_argv(invocation) == ["my-agent", "--acp", "a b"]
+    assert invocation.env == {"OPENKATA_AGENT_MODEL": "m"}
+
+
+def test_an_acp_command_line_that_cannot_be_split_is_refused() -> None:
+    with pytest.raises(AgentConfigError, match=r"agent_command.*cannot be read"):
+        make_agent("acp", AgentSettings(command="my-agent 'unclosed"))
