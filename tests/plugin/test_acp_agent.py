@@ -115,11 +115,26 @@ def test_an_acp_agent_giving_a_plain_answer_may_not_edit_files(tmp_path: Path) -
     assert transcript.skills_loaded[0].name == tmp_path.name  # the folder of the SKILL.md read
 
 
+def test_an_acp_agent_that_ends_without_a_word_gives_an_empty_answer_to_grade(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    write_skill(pytester.path, "s", {"scenario-a": {"x": 1}})
+    script.verdicts = {"x": (False, "nothing was said")}
+
+    result = _run(pytester, endpoint, "mute")
+
+    # The agent's own outcome: graded like any answer, never an error of the run.
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["SUBFAILED[[]x (0/1)[]] skills/s/evals::scenario-a - *"])
+    assert script.judge_calls == 1
+    result.stdout.fnmatch_lines(["*nothing was said*"])
+    assert "scenario error" not in result.stdout.str()
+
+
 @pytest.mark.parametrize(
     ("scenario_script", "timeout", "error"),
     [
         ("crash", "120", "stderr: acp: the agent exited mid-session (status 3)"),
-        ("mute", "120", "scenario error: agent: acp returned empty response"),
         ("silent", "3", "scenario error: agent: acp timed out after 3s"),
         ("refuse", "120", "stderr: acp: the agent answered with an error: refused*pwned*"),
     ],

@@ -142,8 +142,11 @@ def with_echo(echo_distribution: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 def test_the_options_list_the_installed_agent(pytester: pytest.Pytester, with_echo: None) -> None:
     result = pytester.runpytest_subprocess("--help")
 
-    result.stdout.fnmatch_lines(["*--eval-backend=anthropic|claude|codex|command|echo|http|kiro*"])
-    assert "agent backend: anthropic, claude, codex, command, echo, http or kiro" in " ".join(
+    acp = "acp|acp:claude|acp:codex|acp:gemini|acp:opencode|acp:qwen"
+    result.stdout.fnmatch_lines(
+        [f"*--eval-backend={acp}|anthropic|claude|codex|command|echo|http|kiro*"]
+    )
+    assert "anthropic, claude, codex, command, echo, http or kiro" in " ".join(
         result.stdout.str().split()
     )
 
@@ -233,7 +236,10 @@ def test_an_unknown_agent_names_the_installed_ones(
 
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
-        ["*unknown agent 'ech0'; choose one of: claude, codex, command, echo, kiro*"]
+        [
+            "*unknown agent 'ech0'; choose one of: acp, acp:claude, acp:codex, acp:gemini, "
+            "acp:opencode, acp:qwen, claude, codex, command, echo, kiro"
+        ]
     )
 
 
