@@ -206,3 +206,56 @@ def test_an_acp_agent_in_the_sandbox_is_a_configuration_error() -> None:
 def test_the_acp_agent_without_a_command_names_the_setting_and_the_presets() -> None:
     with pytest.raises(AgentConfigError, match=r"agent_command.*acp:opencode, acp:qwen"):
         make_agent("acp", AgentSettings())
+
+
+# --- follow-up turns: the client loads the session and prompts it again ----------------------
+
+
+def _with_follow_ups(root: Path, follow_ups: list[str]) -> None:
+    write_skill(root, "s", {"scenario-a": {"x": 1}})
+    options = {"description": "a conversation", "sandbox": False, "follow_ups": follow_ups}
+    (root / "skills" / "s" / "evals" / "scenario-a" / "scenario.json").write_text(
+        json.dumps(options)
+    )
+
+
+def test_an_acp_agent_continues_its_session_for_each_follow_up(
+    pytester: pytest.Pytester,
+    endpoint: ScriptedEndpoint,
+    script: EvalScript,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ACP_SESSIONS", str(tmp_path))
+    _with_follow_ups(pytester.path, ["And the second?", "Third?"])
+
+    result = _run(pytester, endpoint, "converse")
+
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    [session] = list(tmp_path.glob("session-*.json"))  # one session, three prompts to it
+    turns = _trial(pytester.path)["trace"]["turns"]
+    assert [turn["user"] for turn in turns][1:] == ["And the second?", "Third?"]
+    last = turns[-1]["agent"]
+    assert last.startswith(f"turn 3 of {session.stem}: Third? (before: ")
+    assert last.endswith("Do the task of scenario-a.; And the second?)")
+    transcript = _trial(pytester.path)["trace"]["transcript"]
+    # Each turn's own answer once: the replay of a loaded session is not read again.
+    said = [step["text"] for step in transcript["steps"] if step["role"] == "assistant"]
+    assert [text.split(":")[0] for text in said] == [
+        f"turn {n} of {session.stem}" for n in (1, 2, 3)
+    ]
+    assert script.judge_calls == 1
+
+
+def test_an_acp_agent_without_session_load_cannot_take_a_follow_up(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    _with_follow_ups(pytester.path, ["And the second?"])
+
+    result = _run(pytester, endpoint, "work")
+
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        ["*acp: the agent cannot continue a session: it does not offer session/load*"]
+    )
+    assert script.judge_calls == 0

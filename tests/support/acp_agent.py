@@ -11,14 +11,20 @@ It speaks the real protocol on its standard input and output, as ``opencode acp`
 - ``crash``: says a word, then exits with status 3 mid-session;
 - ``silent``: never answers the prompt;
 - ``refuse``: answers the prompt with an error whose message and data hold terminal escapes;
-- ``mute``: ends the turn without a word.
+- ``mute``: ends the turn without a word;
+- ``converse``: offers ``session/load``; each prompt's answer names the turn and the prompts
+  of the session so far, which it keeps in a file of the session under ``$ACP_SESSIONS`` (a
+  new process per turn, as the client starts one), and a loaded session's turns are replayed
+  to the client as ACP says an agent does.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -41,11 +47,25 @@ class ScriptedAgent(acp.Agent):  # type: ignore[misc]
         self.client = conn
 
     async def initialize(self, protocol_version: int, **kwargs: Any) -> schema.InitializeResponse:
-        return schema.InitializeResponse(protocol_version=protocol_version)
+        capabilities = schema.AgentCapabilities(load_session=self.script == "converse")
+        return schema.InitializeResponse(
+            protocol_version=protocol_version, agent_capabilities=capabilities
+        )
 
     async def new_session(self, cwd: str, **kwargs: Any) -> schema.NewSessionResponse:
         self.cwd = Path(cwd)
+        if self.script == "converse":
+            return schema.NewSessionResponse(session_id=f"session-{uuid.uuid4().hex[:8]}")
         return schema.NewSessionResponse(session_id="session-1")
+
+    async def load_session(
+        self, cwd: str, session_id: str, **kwargs: Any
+    ) -> schema.LoadSessionResponse:
+        self.cwd = Path(cwd)
+        for prompt, answer in _turns(session_id):  # the replay a client is sent
+            await self._update(session_id, acp.update_user_message_text(prompt))
+            await self._say(session_id, answer)
+        return schema.LoadSessionResponse()
 
     async def _update(self, session_id: str, update: Any) -> None:
         await self.client.session_update(session_id=session_id, update=update)
@@ -54,6 +74,7 @@ class ScriptedAgent(acp.Agent):  # type: ignore[misc]
         await self._update(session_id, acp.update_agent_message_text(text))
 
     async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> Any:
+        self.last_prompt = "".join(getattr(block, "text", "") for block in prompt)
         play = getattr(self, f"_{self.script}")
         return await play(session_id)
 
@@ -159,6 +180,24 @@ class ScriptedAgent(acp.Agent):  # type: ignore[misc]
 
     async def _mute(self, session_id: str) -> schema.PromptResponse:
         return schema.PromptResponse(stop_reason="end_turn")
+
+    async def _converse(self, session_id: str) -> schema.PromptResponse:
+        turns = _turns(session_id)
+        prompt = self.last_prompt
+        heard = "; ".join(p.strip() for p, _ in turns) or "nothing"
+        answer = f"turn {len(turns) + 1} of {session_id}: {prompt.strip()} (before: {heard})"
+        await self._say(session_id, answer)
+        _sessions_file(session_id).write_text(json.dumps([*turns, [prompt, answer]]))
+        return schema.PromptResponse(stop_reason="end_turn")
+
+
+def _sessions_file(session_id: str) -> Path:
+    return Path(os.environ["ACP_SESSIONS"]) / f"{session_id}.json"
+
+
+def _turns(session_id: str) -> list[tuple[str, str]]:
+    path = _sessions_file(session_id)
+    return [tuple(turn) for turn in json.loads(path.read_text())] if path.exists() else []
 
 
 def main() -> None:

@@ -47,7 +47,7 @@ from pytest_openkata.contracts.agents import (
 )
 from pytest_openkata.contracts.errors import AgentConfigError
 from pytest_openkata.contracts.transcripts import Transcript, final_answer
-from pytest_openkata.providers.agents.acp_events import read_acp_events
+from pytest_openkata.providers.agents.acp_events import acp_session_id, read_acp_events
 
 __all__ = [
     "ACP_AGENT",
@@ -247,14 +247,42 @@ class AcpAgent(NeedsNothingAround):
     def invocation(
         self, *, model: str, workspace_agent: bool, sandboxed: bool = False
     ) -> AgentInvocation:
+        return self._client(model=model, workspace_agent=workspace_agent, sandboxed=sandboxed)
+
+    def session_start(
+        self, *, model: str, workspace_agent: bool, sandboxed: bool = False
+    ) -> AgentInvocation:
+        """The first turn of a conversation: a turn like any other (the client names its
+        session in its output)."""
+        return self._client(model=model, workspace_agent=workspace_agent, sandboxed=sandboxed)
+
+    def session_id(self, output: str) -> str | None:
+        """The session the client's turn went to: its ``session`` line."""
+        return acp_session_id(output)
+
+    def continuation(
+        self, session_id: str, *, model: str, workspace_agent: bool, sandboxed: bool = False
+    ) -> AgentInvocation:
+        """The next prompt of the conversation: the client loads the session
+        (``session/load``) and prompts it."""
+        return self._client(
+            model=model, workspace_agent=workspace_agent, sandboxed=sandboxed, resume=session_id
+        )
+
+    def _client(
+        self, *, model: str, workspace_agent: bool, sandboxed: bool, resume: str | None = None
+    ) -> AgentInvocation:
         if sandboxed:
             raise AgentConfigError(ON_THE_HOST_ONLY.format(name=self.name))
         launch = self._launch(model)
         approve = "edits" if workspace_agent else "none"
         argv = [
             self.python, "-m", ACP_CLIENT_MODULE, "--name", self.name, "--approve", approve,
-            "--hint", self.install_hint, "--", *launch.argv,
+            "--hint", self.install_hint,
         ]  # fmt: skip
+        if resume is not None:
+            argv += ["--resume", resume]
+        argv += ["--", *launch.argv]
         return AgentInvocation(argv, launch.env, private_dirs=launch.private_dirs)
 
     def clean(self, output: str) -> str:
@@ -291,6 +319,7 @@ gemini = _preset_factory("gemini")
 
 
 if TYPE_CHECKING:  # the protocol this provider implements, checked by mypy
-    from pytest_openkata.contracts.agents import AgentCLI
+    from pytest_openkata.contracts.agents import AgentCLI, ContinuesSession
 
     _implements: type[AgentCLI] = AcpAgent
+    _continues: type[ContinuesSession] = AcpAgent

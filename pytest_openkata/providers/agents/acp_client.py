@@ -4,8 +4,13 @@
 reads the prompt on standard input, starts the ACP agent ``ARGV`` with its standard input and
 output as the protocol's pipe (its standard error is this process's), and runs one session:
 ``initialize``, ``session/new`` in the current folder (the workspace) and one
-``session/prompt``. It prints what the agent reported, one JSON object a line (read by
+``session/prompt``. With ``--resume ID`` it continues the session ``ID`` instead (a follow-up
+turn): ``session/load``, whose replay of the conversation so far is not printed again, then
+the prompt; an agent that does not offer ``session/load`` cannot be continued, which is its
+error. It prints what the agent reported, one JSON object a line (read by
 :mod:`.acp_events`):
+
+- ``{"type": "session", "sessionId": ...}``: the session the prompt went to, first;
 
 - ``{"type": "session_update", "update": {...}}``: a ``session/update`` notification's update
   as ACP spells it (``sessionUpdate``, ``toolCallId``, ``rawInput``, ...); consecutive chunks
@@ -75,14 +80,16 @@ def _inside(path: str, root: Path) -> Path | None:
 
 
 class _Updates:
-    """The session's updates as they come, consecutive chunks of one message joined."""
+    """The session's updates as they come, consecutive chunks of one message joined; none
+    while ``muted`` (an agent replaying a loaded session's earlier turns)."""
 
     def __init__(self) -> None:
         self._pending: dict[str, Any] | None = None
+        self.muted = False
 
     def add(self, update: dict[str, Any]) -> None:
         kind = update.get("sessionUpdate")
-        if kind not in _KEPT:
+        if kind not in _KEPT or self.muted:
             return
         pending = self._pending
         if (
@@ -189,7 +196,13 @@ def _an_edit_in(tool_call: Any, workspace: Path) -> bool:
 
 
 async def _session(
-    name: str, argv: Sequence[str], prompt: str, approve: str, hint: str = ""
+    name: str,
+    argv: Sequence[str],
+    prompt: str,
+    approve: str,
+    *,
+    hint: str = "",
+    resume: str | None = None,
 ) -> None:
     import acp
     from acp import schema
@@ -210,8 +223,9 @@ async def _session(
             started = time.monotonic()
             ended = asyncio.ensure_future(process.wait())
             try:
+                turn = _Turn(workspace, prompt, resume, updates)
                 response = await _until_exit(
-                    ended, _run(connection, workspace, prompt, schema, acp.PROTOCOL_VERSION)
+                    ended, turn.run(connection, schema, acp.PROTOCOL_VERSION)
                 )
             except ConnectionError:
                 # The pipe closed: most often because the agent exited, which says more.
@@ -258,19 +272,44 @@ def _exited(status: int) -> str:
     return f"the agent exited mid-session ({how})"
 
 
-async def _run(connection: Any, workspace: Path, prompt: str, schema: Any, version: int) -> Any:
-    await connection.initialize(
-        protocol_version=version,
-        client_capabilities=schema.ClientCapabilities(
-            fs=schema.FileSystemCapabilities(read_text_file=True, write_text_file=True),
-            terminal=False,
-        ),
-        client_info=schema.Implementation(name="pytest-openkata", version="1"),
-    )
-    session = await connection.new_session(cwd=str(workspace), mcp_servers=[])
-    return await connection.prompt(
-        session_id=session.session_id, prompt=[schema.TextContentBlock(type="text", text=prompt)]
-    )
+class _Turn:
+    """One prompt: to a new session in the workspace, or to the session ``resume`` names."""
+
+    def __init__(self, workspace: Path, prompt: str, resume: str | None, updates: _Updates):
+        self.workspace = workspace
+        self.prompt = prompt
+        self.resume = resume
+        self.updates = updates
+
+    async def run(self, connection: Any, schema: Any, version: int) -> Any:
+        started = await connection.initialize(
+            protocol_version=version,
+            client_capabilities=schema.ClientCapabilities(
+                fs=schema.FileSystemCapabilities(read_text_file=True, write_text_file=True),
+                terminal=False,
+            ),
+            client_info=schema.Implementation(name="pytest-openkata", version="1"),
+        )
+        cwd = str(self.workspace)
+        if self.resume is None:
+            session_id = (await connection.new_session(cwd=cwd, mcp_servers=[])).session_id
+        else:
+            capabilities = started.agent_capabilities
+            if capabilities is None or not capabilities.load_session:
+                raise AgentProtocolError(
+                    "the agent cannot continue a session: it does not offer session/load"
+                )
+            self.updates.muted = True  # its replay of the turns already printed
+            try:
+                await connection.load_session(cwd=cwd, session_id=self.resume, mcp_servers=[])
+            finally:
+                self.updates.muted = False
+            session_id = self.resume
+        _emit("session", sessionId=session_id)
+        return await connection.prompt(
+            session_id=session_id,
+            prompt=[schema.TextContentBlock(type="text", text=self.prompt)],
+        )
 
 
 def _shown(text: str) -> str:
@@ -287,11 +326,21 @@ def main(args: Sequence[str] | None = None) -> int:
     parser.add_argument("--name", default="acp", help="the agent's name in error texts")
     parser.add_argument("--approve", choices=APPROVALS, default="none")
     parser.add_argument("--hint", default="", help="how to install the agent, when missing")
+    parser.add_argument("--resume", default=None, help="the session to continue (session/load)")
     parser.add_argument("argv", nargs="+", help="the ACP agent's command line")
     options = parser.parse_args(args)
     prompt = sys.stdin.read()
     try:
-        asyncio.run(_session(options.name, options.argv, prompt, options.approve, options.hint))
+        asyncio.run(
+            _session(
+                options.name,
+                options.argv,
+                prompt,
+                options.approve,
+                hint=options.hint,
+                resume=options.resume,
+            )
+        )
     except AgentProtocolError as exc:
         message = str(exc)
         if not message.startswith(f"{options.name}:"):

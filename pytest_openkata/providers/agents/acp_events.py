@@ -37,7 +37,7 @@ from pytest_openkata.contracts.transcripts import (
 )
 from pytest_openkata.providers.agents.events import json_events, mapping
 
-__all__ = ["SOURCE", "read_acp_events"]
+__all__ = ["SOURCE", "acp_session_id", "read_acp_events"]
 
 SOURCE = "acp session/update"
 
@@ -200,6 +200,14 @@ class _Reading:
             outcome="success" if stop == "end_turn" else f"error: {stop}" if stop else "",
             final_text=last_said(steps),
         )
+
+
+def acp_session_id(output: str) -> str | None:
+    """The session the client's turn went to (its ``session`` line), or None."""
+    for event in json_events(output):
+        if event["type"] == "session" and isinstance(event.get("sessionId"), str):
+            return str(event["sessionId"])
+    return None
 
 
 def read_acp_events(output: str) -> Transcript | None:
