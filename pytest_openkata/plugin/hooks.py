@@ -35,6 +35,7 @@ from pytest_openkata.plugin import (
 )
 from pytest_openkata.plugin.aggregate import BODY_RAISED_ATTR, EvalAggregator
 from pytest_openkata.plugin.file_warnings import FileWarnings
+from pytest_openkata.plugin.format_items import format_collector, marker_files
 from pytest_openkata.plugin.heap import HeapFreezer
 from pytest_openkata.plugin.items import (
     EvalsDir,
@@ -243,6 +244,13 @@ def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Col
     if is_evals_dir(path):
         return EvalsDir.from_parent(parent, path=path)
     return None
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    """A published format's file (``evals.json``, ``eval.yaml``, ``task.toml``) in a run."""
+    if mode_of(parent.config) or file_path.name not in marker_files(parent.config):
+        return None
+    return format_collector(file_path, parent)
 
 
 @pytest.hookimpl(trylast=True)

@@ -16,9 +16,10 @@ from typing import Any
 
 import pytest
 
+from pytest_openkata.contracts.errors import OpenkataError
 from pytest_openkata.contracts.junit import PERCENTAGE_PROPERTY, SCENARIO_PROPERTY, scenario_key
 from pytest_openkata.contracts.results import ScenarioResult
-from pytest_openkata.core.scenario import scenario_candidates
+from pytest_openkata.core.scenario import group_folders, scenario_candidates, skill_of
 from pytest_openkata.infra.text import visible
 from pytest_openkata.plugin import compat, validation
 from pytest_openkata.plugin.file_warnings import warn_about_skill
@@ -29,12 +30,14 @@ from pytest_openkata.plugin.scenario_folder import (
 )
 from pytest_openkata.plugin.session import VALIDATE, mode_of
 
-_SCENARIO_NODEID = re.compile(r"(?:^|/)evals::")
+# An openkata scenario's node id, or a built-in format's (its file, then the scenario).
+_SCENARIO_NODEID = re.compile(r"(?:^|/)(?:evals(?:/[^:]*)?|evals\.json|eval\.yaml|task\.toml)::")
 
 
 def is_scenario_nodeid(nodeid: str) -> bool:
     """Whether a node id (as an xdist worker reports it to the controller) is a scenario's:
-    ``skills/s/evals::scenario-a``, or ``evals::scenario-a`` run from the skill's folder."""
+    ``skills/s/evals::scenario-a``, or ``evals::scenario-a`` run from the skill's folder, or
+    a format's scenario (``skills/s/evals/evals.json::eval-1``)."""
     return _SCENARIO_NODEID.search(nodeid) is not None
 
 
@@ -48,27 +51,79 @@ class EvalsDir(pytest.Directory):
     """Collects one item per scenario folder and never looks further down.
 
     Nothing under a scenario folder is imported or collected: scenario ``inputs/`` often hold
-    ``test_*.py`` and ``conftest.py`` files of the task's project.
+    ``test_*.py`` and ``conftest.py`` files of the task's project. Scenarios in group folders
+    (``evals/<group>/<scenario>``) are collected under a :class:`ScenarioGroup` per group, so
+    that a group or a scenario in it named on the command line is found as pytest finds paths;
+    published formats' files here and in groups (``evals/evals.json``) are collected too.
     """
 
-    def collect(self) -> Iterator[pytest.Item]:
+    def collect(self) -> Iterator[pytest.Collector | pytest.Item]:
         scenarios, skill_scenarios = scenario_folders(self, self.path)
         # Said before -k, -m or --deselect leave any scenario out, once per skill; a
         # scenario's own are said when it runs (plugin/file_warnings.py).
         if says_collection_warnings(self.config):
             warn_about_skill(self.config, self.path.parent)
-        names = tuple(skill_scenarios)
         item_class = ValidationItem if mode_of(self.config) == VALIDATE else ScenarioItem
-        fixture_info = compat.shared_fixture_info(self, item_class.body)
-        for entry in scenarios:
-            extra = {} if fixture_info is None else {"fixtureinfo": fixture_info()}
-            yield item_class.from_parent(
-                self,
-                name=entry.name,
-                scenario_dir=entry,
-                skill_scenarios=names,
-                **extra,
-            )
+        formats: list[Path] = []
+        if item_class is ScenarioItem:
+            from pytest_openkata.plugin.format_items import marker_files
+
+            wanted = sorted(marker_files(self.config))
+            for folder in [self.path, *group_folders(self.path)]:
+                formats += [folder / name for name in wanted if (folder / name).is_file()]
+        plan = _Plan(item_class, scenarios, tuple(skill_scenarios), formats)
+        return plan.children(self)
+
+
+class ScenarioGroup(pytest.Directory):
+    """A group folder under ``evals`` holding scenarios or formats' files."""
+
+    plan: _Plan
+
+    def collect(self) -> Iterator[pytest.Collector | pytest.Item]:
+        return self.plan.children(self)
+
+
+class _Plan:
+    """What an ``evals`` folder's collectors yield, folder by folder."""
+
+    def __init__(
+        self,
+        item_class: type[ScenarioItem],
+        scenarios: list[Path],
+        names: tuple[str, ...],
+        formats: list[Path],
+    ) -> None:
+        self.item_class = item_class
+        self.scenarios = scenarios
+        self.names = names
+        self.formats = formats
+
+    def children(self, node: pytest.Directory) -> Iterator[pytest.Collector | pytest.Item]:
+        from pytest_openkata.plugin.format_items import format_collector
+
+        folder = node.path
+        fixture_info = compat.shared_fixture_info(node, self.item_class.body)
+        groups: dict[Path, None] = {}
+        for entry in self.scenarios:
+            if entry.parent == folder:
+                extra = {} if fixture_info is None else {"fixtureinfo": fixture_info()}
+                yield self.item_class.from_parent(
+                    node, name=entry.name, scenario_dir=entry, skill_scenarios=self.names, **extra
+                )
+            elif folder in entry.parents:
+                groups[folder / entry.relative_to(folder).parts[0]] = None
+        for path in self.formats:
+            if path.parent == folder:
+                collector = format_collector(path, node)
+                if collector is not None:
+                    yield collector
+            elif folder in path.parents:
+                groups[folder / path.relative_to(folder).parts[0]] = None
+        for group in sorted(groups):
+            made: ScenarioGroup = ScenarioGroup.from_parent(node, path=group)
+            made.plan = self
+            yield made
 
 
 def evaluate_scenario(openkata_result: ScenarioResult, subtests: pytest.Subtests) -> None:
@@ -108,9 +163,21 @@ class ScenarioItem(ScenarioFolderItem):
         # The scenario folder is the item's path, so `pytest <scenario folder>` selects it.
         self.path = scenario_dir
         self.scenario_dir = scenario_dir
-        self.skill_dir = scenario_dir.parent.parent
+        self.skill_dir = skill_of(scenario_dir)
         self.skill_scenarios = skill_scenarios
         self.mark_scenario()
+
+    # Whether the run lints the scenario's folder before it runs (a format's scenario is
+    # checked by its format's reader instead).
+    lints_its_files = True
+
+    def runnable(self) -> tuple[Path, Callable[[str], str]]:
+        """The folder to run, and how texts naming it are shown (as they are, here)."""
+        return self.scenario_dir, _as_it_is
+
+    def unrunnable(self, exc: OpenkataError, redact: Callable[[str], str]) -> ScenarioResult:
+        """The result of a scenario that :meth:`runnable` could not prepare."""
+        raise exc  # an openkata folder is always runnable: its errors come from the run
 
     # How pytest's report headers name the skill (``ERROR at setup of <skill>::<scenario>``):
     # its folder's name, or its path where another skill of the run has that name.
@@ -135,6 +202,10 @@ class ValidationItem(ScenarioItem):
 
 
 result_key = pytest.StashKey[ScenarioResult]()
+
+
+def _as_it_is(text: str) -> str:
+    return text
 
 
 def tell_skills_apart(items: Sequence[pytest.Item], rootdir: Path) -> None:
