@@ -20,38 +20,20 @@ import pytest
 
 from pytest_openkata.contracts.errors import OpenkataError
 from pytest_openkata.contracts.results import SCENARIO_ERROR, ScenarioResult
-from pytest_openkata.core.formats import EvalFormat, ScenarioSource, load_format
+from pytest_openkata.core.formats import EvalFormat, ScenarioSource
 from pytest_openkata.core.formats.staging import Staging, skill_above
 from pytest_openkata.core.formats.writers import folder_name
 from pytest_openkata.core.tile import unit_name
 from pytest_openkata.core.trials import combine_trials, errored_trial
-from pytest_openkata.infra import registry
 from pytest_openkata.infra.text import visible
 from pytest_openkata.plugin import compat
+from pytest_openkata.plugin.format_files import formats_by_file
 from pytest_openkata.plugin.items import ScenarioItem
 from pytest_openkata.plugin.scenario_folder import KIND_MARKERS, kind_is_asked
 
-__all__ = ["FormatFile", "FormatItem", "UnreadableFormatFile", "format_collector", "marker_files"]
+__all__ = ["FormatFile", "FormatItem", "UnreadableFormatFile", "format_collector", "staging_of"]
 
-_FORMATS = pytest.StashKey[dict[str, list[EvalFormat]]]()
 _STAGING = pytest.StashKey[Staging]()
-
-
-def _formats_by_file(config: pytest.Config) -> dict[str, list[EvalFormat]]:
-    """The registered formats by the names of the files that mark them, made once per run."""
-    if _FORMATS not in config.stash:
-        by_file: dict[str, list[EvalFormat]] = {}
-        for name in registry.FORMATS.names():
-            fmt = load_format(name)
-            for file_name in getattr(fmt, "files", ()):
-                by_file.setdefault(file_name, []).append(fmt)
-        config.stash[_FORMATS] = by_file
-    return config.stash[_FORMATS]
-
-
-def marker_files(config: pytest.Config) -> frozenset[str]:
-    """The names of every format's marking files."""
-    return frozenset(_formats_by_file(config))
 
 
 def staging_of(config: pytest.Config) -> Staging:
@@ -65,7 +47,7 @@ def staging_of(config: pytest.Config) -> Staging:
 
 def format_collector(file_path: Path, parent: pytest.Collector) -> FormatFile | None:
     """The collector of ``file_path`` when a registered format finds its evals there."""
-    candidates = _formats_by_file(parent.config).get(file_path.name, [])
+    candidates = formats_by_file(parent.config).get(file_path.name, [])
     found = [fmt for fmt in candidates if fmt.detect(file_path.parent)]
     if not found:
         return None

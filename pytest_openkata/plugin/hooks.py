@@ -35,7 +35,7 @@ from pytest_openkata.plugin import (
 )
 from pytest_openkata.plugin.aggregate import BODY_RAISED_ATTR, EvalAggregator
 from pytest_openkata.plugin.file_warnings import FileWarnings
-from pytest_openkata.plugin.format_items import format_collector, marker_files
+from pytest_openkata.plugin.format_files import marker_files
 from pytest_openkata.plugin.heap import HeapFreezer
 from pytest_openkata.plugin.items import (
     EvalsDir,
@@ -250,6 +250,8 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     """A published format's file (``evals.json``, ``eval.yaml``, ``task.toml``) in a run."""
     if mode_of(parent.config) or file_path.name not in marker_files(parent.config):
         return None
+    from pytest_openkata.plugin.format_items import format_collector  # only where one is
+
     return format_collector(file_path, parent)
 
 

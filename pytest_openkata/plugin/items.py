@@ -23,6 +23,7 @@ from pytest_openkata.core.scenario import group_folders, scenario_candidates, sk
 from pytest_openkata.infra.text import visible
 from pytest_openkata.plugin import compat, validation
 from pytest_openkata.plugin.file_warnings import warn_about_skill
+from pytest_openkata.plugin.format_files import marker_files
 from pytest_openkata.plugin.scenario_folder import (
     ScenarioFolderItem,
     says_collection_warnings,
@@ -66,8 +67,6 @@ class EvalsDir(pytest.Directory):
         item_class = ValidationItem if mode_of(self.config) == VALIDATE else ScenarioItem
         formats: list[Path] = []
         if item_class is ScenarioItem:
-            from pytest_openkata.plugin.format_items import marker_files
-
             wanted = sorted(marker_files(self.config))
             for folder in [self.path, *group_folders(self.path)]:
                 formats += [folder / name for name in wanted if (folder / name).is_file()]
@@ -100,8 +99,6 @@ class _Plan:
         self.formats = formats
 
     def children(self, node: pytest.Directory) -> Iterator[pytest.Collector | pytest.Item]:
-        from pytest_openkata.plugin.format_items import format_collector
-
         folder = node.path
         fixture_info = compat.shared_fixture_info(node, self.item_class.body)
         groups: dict[Path, None] = {}
@@ -114,10 +111,8 @@ class _Plan:
             elif folder in entry.parents:
                 groups[folder / entry.relative_to(folder).parts[0]] = None
         for path in self.formats:
-            if path.parent == folder:
-                collector = format_collector(path, node)
-                if collector is not None:
-                    yield collector
+            if path.parent == folder:  # the plugin's pytest_collect_file makes its collector
+                yield from node.ihook.pytest_collect_file(file_path=path, parent=node)
             elif folder in path.parents:
                 groups[folder / path.relative_to(folder).parts[0]] = None
         for group in sorted(groups):

@@ -1,0 +1,156 @@
+"""Published eval formats collected and run as they are, against the scripted endpoint; the
+nested-group layout; a broken format file beside good scenarios; results equal to convert's."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_openkata.commands import convert
+from tests.support import format_layouts
+from tests.support.endpoint import ScriptedEndpoint
+from tests.support.evals import EvalScript, eval_args, sandbox_args, write_skill
+
+EVALS: list[dict[str, Any]] = [
+    {
+        "id": 1,
+        "prompt": "Say which column people.csv is sorted by.",
+        "expectations": ["The answer names a column"],
+        "assertions": [{"name": "no apology", "type": "not_contains", "value": "sorry"}],
+    },
+    {"id": 2, "prompt": "Name the header of people.csv.", "expectations": ["It says name,age"]},
+]
+
+
+def _collected(result: pytest.RunResult) -> list[str]:
+    return [line for line in result.outlines if "::" in line]
+
+
+def _results(root: Path) -> dict[str, Any]:
+    [path] = sorted((root / "out").glob("*.json"))
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
+def test_every_format_is_collected_with_ids_naming_its_file_and_scenario(
+    pytester: pytest.Pytester,
+) -> None:
+    format_layouts.skill_creator(pytester.path / "skills")
+    format_layouts.waza(pytester.path / "skills" / "csv-tidy")
+    format_layouts.harbor(pytester.path / "skills" / "csv-tidy")
+    format_layouts.skillgrade(pytester.path / "sg")
+
+    result = pytester.runpytest("--collect-only", "-q", ".")
+
+    assert _collected(result) == [
+        "sg/csv-tidy/eval.yaml::sort-rows",
+        "skills/csv-tidy/csv-tidy-eval/eval.yaml::sort-by-age",
+        "skills/csv-tidy/evals/evals.json::eval-1",
+        "skills/csv-tidy/evals/evals.json::eval-2",
+        "skills/csv-tidy/tasks/sort-csv/task.toml::sort-csv",
+    ]
+    assert result.ret == pytest.ExitCode.OK
+    selected = pytester.runpytest("--collect-only", "-q", ".", "-k", "evals.json and 2")
+    assert _collected(selected) == ["skills/csv-tidy/evals/evals.json::eval-2"]
+    named = pytester.runpytest("--collect-only", "-q", "skills/csv-tidy/evals/evals.json")
+    assert _collected(named) == [
+        "skills/csv-tidy/evals/evals.json::eval-1",
+        "skills/csv-tidy/evals/evals.json::eval-2",
+    ]
+
+
+def test_a_broken_format_file_errors_alone_naming_file_and_key(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    write_skill(pytester.path, "fine", {"scenario-a": {"x": 1}})
+    format_layouts.skill_creator(pytester.path / "skills", [{"id": 1, "prompt": "Hi.", "nope": 1}])
+
+    result = pytester.runpytest("skills", *eval_args(endpoint.base_url))
+
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*evals/evals.json: evals[[]0[]]*nope*skill-creator format*"])
+    assert str(pytester.path) not in result.stdout.str().replace(f"rootdir: {pytester.path}", "")
+
+
+def test_scenarios_in_group_folders_are_collected_and_run(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    skill = write_skill(pytester.path, "s", {"scenario-a": {"x": 1}, "task-b": {"y": 1}})
+    (skill / "evals" / "g1").mkdir()
+    for name in ("scenario-a", "task-b"):
+        shutil.move(skill / "evals" / name, skill / "evals" / "g1" / name)
+
+    listed = pytester.runpytest("--collect-only", "-q", "skills")
+    named = pytester.runpytest("--collect-only", "-q", "skills/s/evals/g1/task-b")
+    result = pytester.runpytest("skills", *eval_args(endpoint.base_url))
+
+    assert _collected(listed) == ["skills/s/evals/g1::scenario-a"]
+    listed.stdout.fnmatch_lines(
+        ["*1 folder(s) with task.md and criteria.json not collected*g1/task-b*"]
+    )
+    assert _collected(named) == ["skills/s/evals/g1::task-b"]
+    result.assert_outcomes(passed=1)
+
+
+def test_skill_md_not_found_names_the_folder_and_the_nearest_one(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    skill = write_skill(pytester.path, "x", {"scenario-a": {"x": 1}})
+    (skill / "inner").mkdir()
+    (skill / "SKILL.md").rename(skill / "inner" / "SKILL.md")
+
+    result = pytester.runpytest("skills", *eval_args(endpoint.base_url))
+
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*SKILL.md: file not found in skills/x (every skill needs one); "
+            "found skills/x/inner/SKILL.md"
+        ]
+    )
+
+
+TIMING = frozenset({"seconds", "duration_seconds", "started", "finished", "timestamp"})
+
+
+def _comparable(value: Any) -> Any:
+    """A results JSON without the figures that measure time (they differ between any runs)."""
+    if isinstance(value, dict):
+        return {k: _comparable(v) for k, v in value.items() if k not in TIMING}
+    if isinstance(value, list):
+        return [_comparable(v) for v in value]
+    return value
+
+
+def test_a_format_runs_in_the_engine_and_its_results_equal_those_of_its_conversion(
+    pytester: pytest.Pytester,
+    endpoint: ScriptedEndpoint,
+    script: EvalScript,
+    use_engine: str,
+    standin_image: str,
+) -> None:
+    skill = format_layouts.skill_creator(pytester.path / "skills", EVALS)
+    options = ("--eval-output", "out/", "--eval-cache", "off")
+    args = ("skills", *sandbox_args(endpoint.base_url, standin_image, *options))
+
+    as_it_is = pytester.runpytest(*args)
+
+    as_it_is.assert_outcomes(passed=2)
+    assert not [p for p in (skill / "evals").iterdir() if p.name.startswith(".openkata")]
+    first = _results(pytester.path)
+    assert sorted(s["name"] for s in first["scenarios"]) == ["scenario-eval-1", "scenario-eval-2"]
+    assert str(pytester.path) not in json.dumps(first)
+    shutil.rmtree(pytester.path / "out")
+    original = pytester.path / "original"
+    shutil.copytree(skill, original)
+    (skill / "evals" / "evals.json").unlink()
+    assert convert.main([str(original), "--to", str(skill / "evals")]) == 0
+
+    converted = pytester.runpytest(*args)
+
+    converted.assert_outcomes(passed=2)
+    assert _comparable(_results(pytester.path)["scenarios"]) == _comparable(first["scenarios"])
