@@ -100,8 +100,8 @@ def test_skill_md_not_found_names_the_folder_and_the_nearest_one(
     pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
 ) -> None:
     skill = write_skill(pytester.path, "x", {"scenario-a": {"x": 1}})
-    (skill / "inner").mkdir()
-    (skill / "SKILL.md").rename(skill / "inner" / "SKILL.md")
+    (skill / "a" / "inner").mkdir(parents=True)  # two levels down: not the unit's skill
+    (skill / "SKILL.md").rename(skill / "a" / "inner" / "SKILL.md")
 
     result = pytester.runpytest("skills", *eval_args(endpoint.base_url))
 
@@ -109,7 +109,7 @@ def test_skill_md_not_found_names_the_folder_and_the_nearest_one(
     result.stdout.fnmatch_lines(
         [
             "*SKILL.md: file not found in skills/x (every skill needs one); "
-            "found skills/x/inner/SKILL.md"
+            "found skills/x/a/inner/SKILL.md"
         ]
     )
 
@@ -154,3 +154,54 @@ def test_a_format_runs_in_the_engine_and_its_results_equal_those_of_its_conversi
 
     converted.assert_outcomes(passed=2)
     assert _comparable(_results(pytester.path)["scenarios"]) == _comparable(first["scenarios"])
+
+
+def _unit_with_skill_below(root: Path, plugin: dict[str, Any] | None) -> Path:
+    """A unit whose ``evals/`` sits beside the skill folder (SKILL.md one level down), with a
+    Tessl plugin manifest when ``plugin`` is given."""
+    unit = write_skill(root, "unit", {"scenario-a": {"x": 1}}, changelog=None)
+    (unit / "SKILL.md").unlink()
+    skills = unit / "skills" if plugin is not None else unit
+    (skills / "sorter").mkdir(parents=True)
+    (skills / "sorter" / "SKILL.md").write_text("# sorter\n\nSort by the first column.\n")
+    if plugin is not None:
+        (unit / ".tessl-plugin").mkdir()
+        (unit / ".tessl-plugin" / "plugin.json").write_text(json.dumps(plugin))
+    return unit
+
+
+def _agent_prompts(endpoint: ScriptedEndpoint) -> list[str]:
+    return [
+        r.json["messages"][-1]["content"]
+        for r in endpoint.requests
+        if r.json["messages"][0]["role"] != "system"
+    ]
+
+
+def test_a_skill_one_level_below_the_evals_folder_is_the_units_skill(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    _unit_with_skill_below(pytester.path, None)
+
+    result = pytester.runpytest("skills", *eval_args(endpoint.base_url, "--eval-output", "out/"))
+
+    result.assert_outcomes(passed=1)
+    [prompt] = _agent_prompts(endpoint)
+    assert "Sort by the first column." in prompt
+    assert _results(pytester.path)["skill"] == "unit"
+
+
+def test_a_tessl_plugin_names_its_unit_and_gives_its_version(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    plugin = {"name": "acme/csv", "version": "1.2.0", "skills": "./skills"}
+    _unit_with_skill_below(pytester.path, plugin)
+    args = eval_args(endpoint.base_url, "--eval-output", "out/")
+
+    result = pytester.runpytest("skills", "-k", "skill:acme/csv", *args)
+
+    result.assert_outcomes(passed=1)
+    [prompt] = _agent_prompts(endpoint)
+    assert "Sort by the first column." in prompt
+    report = _results(pytester.path)
+    assert (report["skill"], report["skill_version"]) == ("acme/csv", "1.2.0")
