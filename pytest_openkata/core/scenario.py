@@ -116,9 +116,9 @@ def holds_scenario_files(entry: Path) -> bool:
     )
 
 
-# How deep below ``evals`` a scenario folder may sit: ``evals/<group>/<scenario>`` and one
-# more level of grouping; deeper folders are a project's own files, not scenarios.
-GROUP_DEPTH = 2
+# How many levels of group folders may sit between ``evals`` and a scenario folder
+# (``evals/<group>/<scenario>``); deeper folders are a project's own files, not scenarios.
+GROUP_DEPTH = 5
 # Folders under ``evals`` never looked into for scenarios (besides hidden ones).
 NOT_GROUPS = frozenset({"node_modules", "__pycache__", "results"})
 

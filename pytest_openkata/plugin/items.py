@@ -23,7 +23,7 @@ from pytest_openkata.core.scenario import group_folders, scenario_candidates, sk
 from pytest_openkata.infra.text import visible
 from pytest_openkata.plugin import compat, validation
 from pytest_openkata.plugin.file_warnings import warn_about_skill
-from pytest_openkata.plugin.format_files import marker_files
+from pytest_openkata.plugin.format_files import formats_by_file, marker_files
 from pytest_openkata.plugin.scenario_folder import (
     ScenarioFolderItem,
     says_collection_warnings,
@@ -32,7 +32,7 @@ from pytest_openkata.plugin.scenario_folder import (
 from pytest_openkata.plugin.session import VALIDATE, mode_of
 
 # An openkata scenario's node id, or a built-in format's (its file, then the scenario).
-_SCENARIO_NODEID = re.compile(r"(?:^|/)(?:evals(?:/[^:]*)?|evals\.json|eval\.yaml|task\.toml)::")
+_SCENARIO_NODEID = re.compile(r"(?:^|/)(?:evals(?:/[^:./]+)*|evals\.json|eval\.yaml|task\.toml)::")
 
 
 def is_scenario_nodeid(nodeid: str) -> bool:
@@ -70,8 +70,26 @@ class EvalsDir(pytest.Directory):
             wanted = sorted(marker_files(self.config))
             for folder in [self.path, *group_folders(self.path)]:
                 formats += [folder / name for name in wanted if (folder / name).is_file()]
+            formats = self._detected(formats)
         plan = _Plan(item_class, scenarios, tuple(skill_scenarios), formats)
         return plan.children(self)
+
+    def _detected(self, paths: list[Path]) -> list[Path]:
+        """The files of ``paths`` that a format finds its evals beside; the others are named
+        in one collection warning (a file of a format's name that no format reads)."""
+        by_file = formats_by_file(self.config)
+        found = [p for p in paths if any(fmt.detect(p.parent) for fmt in by_file[p.name])]
+        unread = [p.relative_to(self.path).as_posix() for p in paths if p not in found]
+        if unread and says_collection_warnings(self.config):
+            names = ", ".join(sorted({fmt.name for p in paths for fmt in by_file[p.name]}))
+            self.warn(
+                pytest.PytestCollectionWarning(
+                    f"{len(unread)} file(s) not collected, since no eval format ({names}) "
+                    f"reads them as they are: {', '.join(unread)}; see the formats' pages "
+                    "for the layout each expects"
+                )
+            )
+        return found
 
 
 class ScenarioGroup(pytest.Directory):

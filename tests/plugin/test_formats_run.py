@@ -56,6 +56,10 @@ def test_every_format_is_collected_with_ids_naming_its_file_and_scenario(
     assert result.ret == pytest.ExitCode.OK
     selected = pytester.runpytest("--collect-only", "-q", ".", "-k", "evals.json and 2")
     assert _collected(selected) == ["skills/csv-tidy/evals/evals.json::eval-2"]
+    sandboxed = pytester.runpytest("--collect-only", "-q", ".", "-m", "sandbox")
+    assert len(_collected(sandboxed)) == 5  # every format here runs its agent in a sandbox
+    direct = pytester.runpytest("--collect-only", "-q", ".", "-m", "direct")
+    assert _collected(direct) == []
     named = pytester.runpytest("--collect-only", "-q", "skills/csv-tidy/evals/evals.json")
     assert _collected(named) == [
         "skills/csv-tidy/evals/evals.json::eval-1",
@@ -205,3 +209,20 @@ def test_a_tessl_plugin_names_its_unit_and_gives_its_version(
     assert "Sort by the first column." in prompt
     report = _results(pytester.path)
     assert (report["skill"], report["skill_version"]) == ("acme/csv", "1.2.0")
+
+
+def test_a_file_of_a_formats_name_that_no_format_reads_is_named_in_a_warning(
+    pytester: pytest.Pytester,
+) -> None:
+    skill = write_skill(pytester.path, "s", {"scenario-a": {"x": 1}})
+    (skill / "evals" / "g1").mkdir()
+    (skill / "evals" / "g1" / "eval.yaml").write_text("just: a mapping\n")
+    format_layouts.harbor(skill / "evals")
+
+    result = pytester.runpytest("--collect-only", "-q", "skills")
+
+    assert _collected(result) == [
+        "skills/s/evals::scenario-a",
+        "skills/s/evals/tasks/sort-csv/task.toml::sort-csv",
+    ]
+    result.stdout.fnmatch_lines(["*1 file(s) not collected, since no eval format*g1/eval.yaml*"])
