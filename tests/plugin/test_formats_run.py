@@ -226,3 +226,19 @@ def test_a_file_of_a_formats_name_that_no_format_reads_is_named_in_a_warning(
         "skills/s/evals/tasks/sort-csv/task.toml::sort-csv",
     ]
     result.stdout.fnmatch_lines(["*1 file(s) not collected, since no eval format*g1/eval.yaml*"])
+
+
+def test_a_scenario_its_format_cannot_read_errors_naming_the_file_and_key_never_the_staging(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    evals = [{"id": 1, "prompt": "Sort it.", "files": ["evals/files/missing.csv"]}]
+    skill = format_layouts.skill_creator(pytester.path / "skills", evals)
+
+    result = pytester.runpytest("skills", *eval_args(endpoint.base_url, "--eval-output", "out/"))
+
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*scenario error: *evals.json: evals[[]0[]].files[[]0[]]*"])
+    assert ".openkata-formats" not in result.stdout.str()
+    assert ".openkata-formats" not in json.dumps(_results(pytester.path))
+    assert script.agent_calls == 0
+    assert not [p for p in (skill / "evals").iterdir() if p.name.startswith(".openkata")]
