@@ -1,7 +1,7 @@
-"""Harbor and Skillgrade scenarios, as they are and converted, run in a real engine as the plugin runs any
-scenario: the stand-in agent acts on its task's ``STANDIN:`` lines, the verifier's and the
-grader's files reach the checks only after the agent finished, and the judge is the scripted
-loopback endpoint."""
+"""Harbor and Skillgrade scenarios, as they are and converted, run in a real engine as the
+plugin runs any scenario: the stand-in agent acts on its task's ``STANDIN:`` lines, the
+verifier's and the grader's files reach the checks only after the agent finished, and the
+judge is the scripted loopback endpoint."""
 
 from __future__ import annotations
 
