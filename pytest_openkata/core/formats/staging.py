@@ -20,11 +20,12 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_openkata.contracts.errors import OpenkataError
 from pytest_openkata.core.formats import EvalFormat, ScenarioSource
 from pytest_openkata.core.formats.model import shown_path
 from pytest_openkata.core.formats.writers import folder_name, write_openkata
 
-__all__ = ["STAGING_PREFIX", "Staged", "Staging", "shown_source", "skill_above"]
+__all__ = ["STAGING_PREFIX", "Staged", "Staging", "StagingError", "shown_source", "skill_above"]
 
 STAGING_PREFIX = ".openkata-formats-"
 SKILL_MARKERS = ("SKILL.md", "tile.json")
@@ -48,6 +49,10 @@ def shown_source(source: ScenarioSource) -> str:
     where in it (``evals/evals.json: evals[2]``)."""
     shown = shown_path(source.path)
     return f"{shown}: {source.key}" if source.key else shown
+
+
+class StagingError(OpenkataError):
+    """A scenario could not be written out to run (its skill's folder cannot be written)."""
 
 
 @dataclass(frozen=True)
@@ -85,13 +90,19 @@ class Staging:
             if key in self._staged:
                 return self._staged[key]
             scenario = fmt.load(source)
-            root = self._root(skill_dir)
-            folder = root / folder_name(scenario.name)
-            if folder.exists():  # two sources of one name in one skill: each its own folder
-                root = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=root.parent))
-                self._roots[root] = root
+            try:
+                root = self._root(skill_dir)
                 folder = root / folder_name(scenario.name)
-            write_openkata([scenario], root)
+                if folder.exists():  # two sources of one name in one skill: a folder each
+                    root = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=root.parent))
+                    self._roots[root] = root
+                    folder = root / folder_name(scenario.name)
+                write_openkata([scenario], root)
+            except OSError as exc:
+                raise StagingError(
+                    f"{shown_source(source)}: cannot be written out to run in the skill's "
+                    f"evals folder: {exc.strerror or 'error'}"
+                ) from None
             staged = Staged(folder, skill_dir, source)
             self._staged[key] = staged
             return staged
