@@ -242,3 +242,13 @@ def test_a_scenario_its_format_cannot_read_errors_naming_the_file_and_key_never_
     assert ".openkata-formats" not in json.dumps(_results(pytester.path))
     assert script.agent_calls == 0
     assert not [p for p in (skill / "evals").iterdir() if p.name.startswith(".openkata")]
+
+
+def test_lint_counts_a_published_formats_evals_as_evaluating_the_skill(tmp_path: Path) -> None:
+    from pytest_openkata.core.lint.skill import scenarios_rule
+
+    bare = write_skill(tmp_path, "bare", {})
+    skill = format_layouts.skill_creator(tmp_path / "skills")
+
+    assert [f.rule for f in scenarios_rule(bare)] == ["scenarios"]
+    assert scenarios_rule(skill) == []
