@@ -21,6 +21,11 @@ An agent also says what it needs around a run: files in its sandbox workspace
 in the sandbox (:attr:`~AgentCLI.credential_mounts`, kiro's ``~/.aws`` and ``~/.kiro``) and a
 working folder on the host (:meth:`~AgentCLI.host_folder`, kiro's agent folder).
 
+An agent that finds skills in its working folder by itself (Claude Code's ``.claude/skills/``,
+Codex's ``.agents/skills/``) says where with :class:`DiscoversSkills`: the ``installed`` skill
+delivery puts the skill there instead of pasting it into the prompt. An agent that does not
+cannot be given a skill that way.
+
 Agents are registered under the entry-point group ``pytest_openkata.agents``: each entry point
 names a factory that takes :class:`AgentSettings` and returns an :class:`AgentCLI`. The
 built-ins are ``kiro`` (``kiro-cli``), ``claude`` (Claude Code), ``codex`` (OpenAI Codex) and
@@ -49,9 +54,11 @@ __all__ = [
     "AgentInvocation",
     "AgentSettings",
     "ContinuesSession",
+    "DiscoversSkills",
     "GivesTranscript",
     "Mount",
     "NeedsNothingAround",
+    "ReadsEventsFile",
 ]
 
 UNUSED_KEY = "unused-key"
@@ -87,11 +94,17 @@ class AgentInvocation:
     each call, removed afterwards: a CLI that keeps state in the user's home (and rewrites it
     while another copy of itself runs) then starts from a clean state every time. A container
     starts clean anyway, so the sandbox leaves them unset.
+
+    ``events_variable`` names a variable the host runner points at a file path in a fresh
+    folder of its own; whatever the agent wrote there is given, once it exited, to the agent's
+    :meth:`ReadsEventsFile.events_transcript` (the ``command`` agent's events file). The
+    sandbox leaves it unset.
     """
 
     argv: list[str]
     env: dict[str, str] = field(default_factory=dict)
     private_dirs: tuple[str, ...] = ()
+    events_variable: str = ""
 
 
 Mount = tuple[str, str]
@@ -111,6 +124,10 @@ class AgentCLI(Protocol):
     prints its API errors there. kiro keeps the reference's bare ``kiro-cli failed: exit
     status N``. ``credential_mounts`` are host folders the agent needs in a sandbox (mounted
     only when they exist).
+
+    An agent may also have ``version_flag``: the argument that makes its executable print its
+    version (``--version`` when it has none), or None when it has no version of its own to
+    tell (the ``command`` agent runs a shell).
     """
 
     @property
@@ -153,6 +170,35 @@ class GivesTranscript(Protocol):
     def transcript(self, output: str) -> Transcript | None:
         """How the agent worked, read from what it printed; None when the output holds no
         events (an older CLI, a crash before the first event)."""
+        ...
+
+
+@runtime_checkable
+class DiscoversSkills(Protocol):
+    """An agent CLI that discovers skills in its working folder.
+
+    ``skills_folder`` is that folder, ``/``-separated and relative to the agent's working
+    folder (``.claude/skills``): each skill goes into ``<skills_folder>/<skill name>/``.
+    :meth:`discovering` is the agent as it must be started for that discovery to happen (a
+    CLI whose usual invocation switches discovery off returns a copy that leaves it on)."""
+
+    @property
+    def skills_folder(self) -> str: ...
+
+    def discovering(self) -> AgentCLI:
+        """This agent, started so that it discovers the skills of :attr:`skills_folder`."""
+
+
+@runtime_checkable
+class ReadsEventsFile(Protocol):
+    """An agent CLI that may write how it worked to a file (see
+    :attr:`AgentInvocation.events_variable`) rather than print it."""
+
+    def events_transcript(self, events: str, output: str) -> Transcript | None:
+        """How the agent worked, read from the ``events`` it wrote to its file; ``output`` is
+        what it printed (its answer). Raises
+        :class:`~pytest_openkata.contracts.errors.MalformedResponseError` naming the line of a
+        line that cannot be read."""
         ...
 
 

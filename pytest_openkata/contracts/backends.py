@@ -91,7 +91,11 @@ class SkillAware(Protocol):
     """A backend whose answer depends on the skill folder it runs for (an agent CLI working in
     a folder prepared from the skill, as kiro's agent mode does)."""
 
-    def for_skill(self, skill_dir: Path) -> Completer: ...
+    def for_skill(self, skill_dir: Path, *, source: Path | bool = True) -> Completer:
+        """The backend for the skill of ``skill_dir``; ``source`` is where the skill's files
+        come from when the backend installs them (True: ``skill_dir``, a folder: another copy,
+        False: none)."""
+        ...
 
 
 @runtime_checkable

@@ -69,6 +69,8 @@ class SandboxSettings(BaseModel):
     per_host: int = 0
     # The client certificates of tcp:// engines (ca.pem, cert.pem, key.pem), as DOCKER_CERT_PATH.
     tls_cert_path: str = ""
+    # The agent CLI's npm version the local model's sandbox image installs ("": the pinned one).
+    agent_version: str = ""
 
 
 class RetrySettings(BaseModel):
@@ -76,6 +78,8 @@ class RetrySettings(BaseModel):
 
     attempts: int = 3
     budget: float = 120.0
+    # Times a trial that errored for the infrastructure runs again (core.run).
+    infrastructure: int = 0
 
 
 class PriceSettings(BaseModel):
@@ -126,6 +130,14 @@ class EvalSettings(BaseModel):
     publish_errors: bool = False
     scenario_names: str = "scenario-*"
     category: str = ""
+    # How the skill reaches the agent: pasted into the prompt, or installed where it looks.
+    skill_delivery: Literal["prompt", "installed"] = "prompt"
+    # Trigger evals: runs per query, the loads a should-trigger query needs and a
+    # should-not-trigger one may have, and the other skills installed beside the skill.
+    trigger_runs: int = 3
+    trigger_loads_needed: int = 2
+    trigger_loads_allowed: int = 1
+    trigger_skills: tuple[str, ...] = ()
     http: HttpSettings = HttpSettings()
     anthropic: AnthropicSettings = AnthropicSettings()
     sandbox: SandboxSettings = SandboxSettings()

@@ -26,12 +26,14 @@ __all__ = [
     "SCENARIO_ERROR",
     "SKILL_ERROR",
     "AgentResult",
+    "Attempt",
     "CallStats",
     "CriterionResult",
     "FileChange",
     "FileContent",
     "ScenarioResult",
     "Snapshot",
+    "TrialEnvironment",
     "TrialResult",
     "TrialStats",
     "TrialTrace",
@@ -258,6 +260,9 @@ class AgentResult:
     lost_engines: tuple[str, ...] = ()
     # How the agent worked, where it said so (its events), else None.
     transcript: Transcript | None = None
+    # What a sandboxed agent's environment was given and ran (None for a direct agent and
+    # from the cache).
+    environment: TrialEnvironment | None = None
     # Every turn of a conversation with follow-ups (the last one's answer is the final
     # answer); empty for a one-turn trial.
     turns: tuple[Turn, ...] = ()
@@ -275,6 +280,7 @@ class TrialTrace:
     an engine pool the sandboxed agent ran on ("" without a pool or from the cache), and
     ``lost_engines`` the engines that failed under the trial before it ("engine <name>: why").
     ``transcript`` is how the agent worked, where its events said so (None otherwise).
+    ``skill_delivery`` is how the skill reached the agent.
     ``turns`` is the conversation of a trial with follow-ups (empty for one turn).
     """
 
@@ -286,7 +292,35 @@ class TrialTrace:
     engine: str = ""
     lost_engines: tuple[str, ...] = ()
     transcript: Transcript | None = None
+    # How the skill reached the agent: "prompt" (pasted into it) or "installed" (where the
+    # agent discovers skills; :mod:`pytest_openkata.core.skill_delivery`).
+    skill_delivery: str = "prompt"
     turns: tuple[Turn, ...] = ()
+
+
+@dataclass(frozen=True)
+class TrialEnvironment:
+    """What a sandboxed trial ran with: the CPUs and memory (MiB) its sandbox was given (None:
+    the provider's defaults, which ``cpus_default``/``memory_default`` tell), the agent CLI's
+    version as the CLI itself reports it ("" when it could not tell), and the sandbox image's
+    id (its content digest, ``sha256:...``; "" when unknown)."""
+
+    cpus: float | None = None
+    memory_mb: int | None = None
+    agent_version: str = ""
+    image_id: str = ""
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """An earlier attempt of a trial that errored for the infrastructure
+    (``retry_infrastructure``) and was run again: its 1-based number, why it errored and
+    what kind of failure that was (``contracts.errors.ERROR_CAUSES``), and its wall time."""
+
+    number: int
+    error: str
+    cause: str
+    seconds: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -308,6 +342,12 @@ class TrialResult:
     trace: TrialTrace | None = None
     # One of ERROR_KINDS for an errored trial, else "".
     error_kind: str = ""
+    # What kind of failure it was (one of contracts.errors.ERROR_CAUSES), else "".
+    error_cause: str = ""
+    # The attempts before this one, which errored for the infrastructure and were run again.
+    attempts: tuple[Attempt, ...] = ()
+    # What a sandboxed trial ran with (None for a direct one).
+    environment: TrialEnvironment | None = None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrialResult:
@@ -383,9 +423,19 @@ class ScenarioResult:
         return next((t.error_kind for t in self.trials if t.error is not None), "")
 
     @property
+    def error_cause(self) -> str:
+        """What kind of failure the first errored trial had (``""`` when none errored)."""
+        return next((t.error_cause for t in self.trials if t.error is not None), "")
+
+    @property
     def skill_errors(self) -> int:
         """Trials that errored because the skill itself is broken (:data:`SKILL_ERROR`)."""
         return sum(1 for trial in self.trials if trial.error_kind == SKILL_ERROR)
+
+    @property
+    def retried_attempts(self) -> int:
+        """Attempts of its trials that errored for the infrastructure and were run again."""
+        return sum(len(trial.attempts) for trial in self.trials)
 
     @property
     def infrastructure_errors(self) -> int:
@@ -454,12 +504,15 @@ def _trace(data: dict[str, Any] | None) -> TrialTrace | None:
 
 
 def _trial(data: dict[str, Any]) -> TrialResult:
+    environment = data.get("environment")
     return TrialResult(
         **{
             **data,
             "criteria": _criteria(data.get("criteria")),
             "usage": _usage(data["usage"]),
             "trace": _trace(data.get("trace")),
+            "attempts": tuple(Attempt(**attempt) for attempt in data.get("attempts", ())),
+            "environment": None if environment is None else TrialEnvironment(**environment),
         }
     )
 

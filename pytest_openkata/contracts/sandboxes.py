@@ -53,11 +53,17 @@ class AgentCommand:
     files: tuple[tuple[str, bytes], ...] = ()
     # Host folders (``~`` allowed) the agent needs, mounted read-only when they exist.
     mounts: tuple[tuple[str, str], ...] = ()
+    # Where the agent discovers installed skills, relative to the workspace ("": the skill is
+    # in the prompt and in the workspace's skill/ folder, not installed).
+    skills_folder: str = ""
     # How to read what the agent printed: its answer and how it worked (an agent that prints
     # its events); None: the output is the answer, and no transcript is known.
     read_output: Callable[[str], tuple[str, Transcript | None]] | None = field(
         default=None, compare=False, repr=False
     )
+    # The command that prints the agent CLI's version (``claude --version``); () when it
+    # has none to ask.
+    version_argv: tuple[str, ...] = ()
     # For an agent that can continue its session (follow-up turns): the command of a first
     # turn that will be continued, the session's id read from what a turn printed, and the
     # command sending the next prompt (on standard input) to a session. None: it cannot.
@@ -78,6 +84,10 @@ class SandboxSpec:
     # (host path, path in the environment), read-only; the host paths are already expanded
     # (no ``~``). A provider mounts a host folder only when it exists.
     mounts: tuple[tuple[str, str], ...] = ()
+    # What the scenario asks its environment be given (scenario.json's ``cpus`` and
+    # ``memory_mb``); None: the provider's own limits.
+    cpus: float | None = None
+    memory_mb: int | None = None
 
 
 @dataclass(frozen=True)
@@ -102,6 +112,9 @@ class ExecResult:
     # When the command printed more than the provider keeps (``answer_max_bytes``): the bytes
     # kept, where ``output`` ends; the rest was read and dropped.
     cut_at: int | None = None
+    # Whether the kernel killed the command (or the environment) for want of memory, where the
+    # provider can tell (Docker's State.OOMKilled, the container's OOM kill count).
+    oom_killed: bool = False
 
 
 class SandboxEnvironment(Protocol):
@@ -139,6 +152,8 @@ class SandboxEnvironment(Protocol):
 
     # An environment of an engine pool also has ``engine``, the name of its engine, and
     # ``lost_engines``, the engines lost while it was being made; the reports show both.
+    # An environment that knows them also has ``cpus`` and ``memory_mb`` (what it was given)
+    # and ``image_id`` (its image's id or digest), which each trial records.
     # Other environments need not have them.
 
 

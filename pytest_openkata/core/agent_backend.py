@@ -24,7 +24,8 @@ Errors, in the reference's priority order and texts (``<cli>`` is the agent's na
 - ``<cli> not found in PATH`` plus the agent's install hint on a second line
   (:class:`AgentNotFoundError`); any other start failure is ``<cli> failed: <error>``;
 - ``<cli> returned empty response`` when standard output is empty
-  (:class:`~.MalformedResponseError`).
+  (:class:`~.MalformedResponseError`, of the kind ``agent_crash``). An agent whose events hold
+  no final answer answered with nothing: that empty answer is graded, not an error.
 
 Deviation: the stderr in an error text loses its trailing white space. Error texts pass through
 ``redact`` (the answer itself does not: it is the agent's output, masked where it is written).
@@ -41,7 +42,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import partial
@@ -53,6 +54,7 @@ from pytest_openkata.contracts.agents import (
     AgentInvocation,
     ContinuesSession,
     GivesTranscript,
+    ReadsEventsFile,
 )
 from pytest_openkata.contracts.backends import (
     DEFAULT_ANSWER_MAX_BYTES,
@@ -60,6 +62,7 @@ from pytest_openkata.contracts.backends import (
     answer_bound,
 )
 from pytest_openkata.contracts.errors import (
+    AGENT_CRASH,
     AgentConfigError,
     AgentFailedError,
     AgentNotFoundError,
@@ -92,6 +95,7 @@ PROMPT_SEPARATOR = "\n\n"
 # group may keep them open).
 DRAIN_GRACE = 5.0
 ERROR_OUTPUT_CHARS = 2000
+EVENTS_FILE_NAME = "events.jsonl"
 _READ_SIZE = 65536
 
 CwdFactory = Callable[[], AbstractContextManager[Path | None]]
@@ -194,6 +198,7 @@ class CLIBackend:
         workspace_agent: bool = False,
         redact: Callable[[str], str] = _identity,
         answer_max_bytes: int = DEFAULT_ANSWER_MAX_BYTES,
+        skills_folder: str = "",
     ) -> None:
         if not timeout > 0:
             raise ValueError(f"timeout must be positive seconds, got {timeout!r}")
@@ -202,6 +207,8 @@ class CLIBackend:
         self.timeout = timeout
         self.answer_max_bytes = answer_max_bytes
         self.workspace_agent = workspace_agent
+        # Where the agent discovers installed skills ("": the skill is in the prompt).
+        self.skills_folder = skills_folder
         self._cwd_factory = cwd_factory or _no_cwd
         self._redact = redact
         self._live = _LiveProcesses()
@@ -210,12 +217,33 @@ class CLIBackend:
     def endpoint(self) -> str:
         return self.agent.endpoint
 
-    def for_skill(self, skill_dir: Path) -> CLIBackend:
+    def for_skill(self, skill_dir: Path, *, source: Path | bool = True) -> CLIBackend:
         """A workspace agent runs each call in the folder its agent prepares from the skill
-        (kiro's agent folder; for most agents the current folder)."""
+        (kiro's agent folder; for most agents the current folder). With installed skills
+        (``skills_folder``), each call runs in a temporary folder holding the skill where the
+        agent discovers it, read from ``source`` (True: ``skill_dir``; a folder: another copy
+        of it; False: no skill, a baseline arm's)."""
         if not self.workspace_agent:
             return self
+        if self.skills_folder:
+            from pytest_openkata.core.skill_delivery import installed_folder, installed_skill_files
+
+            files = (
+                []
+                if source is False
+                else installed_skill_files(
+                    self.skills_folder, skill_dir, None if source is True else source
+                )
+            )
+            return self.in_folder(partial(installed_folder, files))
         return self.in_folder(partial(self.agent.host_folder, skill_dir))
+
+    def installing(self, files: Sequence[tuple[str, bytes]]) -> CLIBackend:
+        """The same backend running each call in a temporary folder holding ``files`` (the
+        installed skills, by path relative to that folder)."""
+        from pytest_openkata.core.skill_delivery import installed_folder
+
+        return self.in_folder(partial(installed_folder, list(files)))
 
     def in_folder(self, cwd_factory: CwdFactory) -> CLIBackend:
         """The same backend running each call in the folder ``cwd_factory`` gives; it shares
@@ -241,7 +269,7 @@ class CLIBackend:
 
     def complete_transcribed(self, system: str, user: str) -> tuple[str, Transcript | None]:
         """The agent's cleaned answer, and how it worked where its output says so."""
-        return self._read(self._stdout(system, user))
+        return self._read(*self._stdout(system, user))
 
     @contextlib.contextmanager
     def session(self) -> Iterator[Callable[[str], tuple[str, Transcript | None]]]:
@@ -286,18 +314,25 @@ class CLIBackend:
 
             yield send
 
-    def _read(self, stdout: str) -> tuple[str, Transcript | None]:
-        """The cleaned answer of what the agent printed, and its transcript where it says."""
-        transcript = (
-            self.agent.transcript(stdout) if isinstance(self.agent, GivesTranscript) else None
-        )
+    def _read(self, stdout: str, events: str | None = None) -> tuple[str, Transcript | None]:
+        """The cleaned answer of what the agent printed, and its transcript where it says: in
+        the ``events`` it wrote to its events file, else in what it printed."""
+        transcript = None
+        if events is not None and isinstance(self.agent, ReadsEventsFile):
+            try:
+                transcript = self.agent.events_transcript(events, stdout)
+            except MalformedResponseError as exc:
+                raise MalformedResponseError(self._redact(str(exc))) from None
+        elif isinstance(self.agent, GivesTranscript):
+            transcript = self.agent.transcript(stdout)
+        # Events that hold no final answer are the agent's own outcome (it gave up, or ended
+        # without a word): an empty answer, graded like any other, never an error.
         answer = self.agent.clean(stdout)
-        if transcript is not None and not answer:  # its events held no answer
-            raise MalformedResponseError(f"{self.agent.name} returned empty response")
         return answer, transcript
 
-    def _stdout(self, system: str, user: str) -> str:
-        """What the agent printed on standard output, once it exited well."""
+    def _stdout(self, system: str, user: str) -> tuple[str, str | None]:
+        """What the agent printed on standard output, once it exited well, and what it wrote
+        to its events file (None: it has none, or wrote nothing there)."""
         invocation = self.agent.invocation(model=self.model, workspace_agent=self.workspace_agent)
         prompt = agent_prompt(system, user).encode()
         with self._cwd_factory() as cwd, contextlib.ExitStack() as stack:
@@ -307,8 +342,37 @@ class CLIBackend:
                 )
                 for variable in invocation.private_dirs
             }
+            events_file = None
+            if invocation.events_variable:
+                folder = stack.enter_context(
+                    tempfile.TemporaryDirectory(prefix=f"openkata-{self.agent.name}-events-")
+                )
+                events_file = Path(folder) / EVENTS_FILE_NAME
+                private[invocation.events_variable] = str(events_file)
             finished = self._run(invocation, prompt, cwd, private)
-        return self._answer(finished)
+            stdout = self._answer(finished)
+            events = None if events_file is None else self._events(events_file)
+        return stdout, events
+
+    def _events(self, path: Path) -> str | None:
+        """What the agent wrote to its events file, at most ``answer_max_bytes`` of it."""
+        try:
+            with path.open("rb") as file:
+                data = file.read(self.answer_max_bytes + 1)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise AgentFailedError(
+                self._redact(f"{self.agent.name}: its events file cannot be read: {exc.strerror}")
+            ) from exc
+        if len(data) > self.answer_max_bytes:
+            raise AnswerTooLargeError(
+                self._redact(
+                    f"{self.agent.name} wrote more than {answer_bound(self.answer_max_bytes)} "
+                    "to its events file"
+                )
+            )
+        return data.decode(errors="replace")
 
     def _run(
         self,
@@ -359,12 +423,14 @@ class CLIBackend:
         stdout = finished.stdout.decode(errors="replace")
         stderr = finished.stderr.decode(errors="replace")
         if finished.stdout_over:
-            raise AnswerTooLargeError(
+            too_large = AnswerTooLargeError(
                 self._redact(
                     f"{name} printed more than {answer_bound(self.answer_max_bytes)}; "
                     "it was stopped"
                 )
             )
+            too_large.cause = AGENT_CRASH  # the CLI's output, not an endpoint's answer
+            raise too_large
         if finished.timed_out:
             raise AgentTimeoutError(
                 self._redact(f"{name} timed out after {go_duration(self.timeout)}"),
@@ -383,9 +449,12 @@ class CLIBackend:
                 self._redact(message),
                 exit_status=finished.returncode,
                 stderr=self._redact(stderr),
+                output=self._redact(stdout),
             )
-        if not finished.stdout:
-            raise MalformedResponseError(f"{name} returned empty response")
+        if not finished.stdout:  # the reference's error: the CLI printed nothing at all
+            silent = MalformedResponseError(f"{name} returned empty response")
+            silent.cause = AGENT_CRASH
+            raise silent
         return stdout
 
 

@@ -14,12 +14,13 @@ from functools import cache, partial
 from pathlib import Path
 from typing import Any, Literal
 
-from pytest_openkata.contracts.agents import GivesTranscript
+from pytest_openkata.contracts.agents import GivesTranscript, ReadsEventsFile
 from pytest_openkata.contracts.backends import BackendContext, CapacityAware, Completer
 from pytest_openkata.contracts.config import EvalSettings
-from pytest_openkata.contracts.errors import BackendError
+from pytest_openkata.contracts.errors import AgentConfigError, BackendError
 from pytest_openkata.core.run import Backends
 from pytest_openkata.core.sandboxed import SandboxSetup, agent_settings, sandbox_identity
+from pytest_openkata.core.skill_delivery import INSTALLED, discovering_agent
 from pytest_openkata.infra import registry
 from pytest_openkata.infra.retry import RetryPolicy
 from pytest_openkata.infra.shares import ALONE, Share
@@ -40,6 +41,12 @@ def make_completer(
 ) -> Completer:
     """The backend registered as ``name``, for the agent or the judge."""
     if name in registry.BACKENDS:
+        if role == "agent" and settings.skill_delivery == INSTALLED:
+            raise AgentConfigError(
+                f"skill_delivery installed needs an agent CLI backend; {name} is a model "
+                "backend, which only ever sees the prompt: use an agent such as claude or "
+                "codex (or, for scenarios, skill_delivery prompt)"
+            )
         factory = registry.BACKENDS.load(name)
         completer: Completer = factory(
             BackendContext(settings=settings, model=model, client=client, role=role)
@@ -50,12 +57,17 @@ def make_completer(
     from pytest_openkata.core.agent_backend import CLIBackend
     from pytest_openkata.core.agents import make_agent
 
+    agent = make_agent(name, agent_settings(settings))
+    skills_folder = ""
+    if role == "agent" and settings.skill_delivery == INSTALLED:
+        agent, skills_folder = discovering_agent(agent)
     return CLIBackend(
-        make_agent(name, agent_settings(settings)),
+        agent,
         model=model,
         timeout=float(settings.direct_timeout),
         workspace_agent=role == "agent",
         answer_max_bytes=settings.answer_max_bytes,
+        skills_folder=skills_folder,
     )
 
 
@@ -77,7 +89,9 @@ def _identity(name: str, completer: Completer, settings: EvalSettings) -> dict[s
         identity["provider_settings"] = own
     from pytest_openkata.core.agent_backend import CLIBackend
 
-    if isinstance(completer, CLIBackend) and isinstance(completer.agent, GivesTranscript):
+    if isinstance(completer, CLIBackend) and isinstance(
+        completer.agent, GivesTranscript | ReadsEventsFile
+    ):
         # Its answers come with their transcripts: none cached before that is taken for one.
         identity["events"] = TRANSCRIPT_FORMAT
     return identity

@@ -33,7 +33,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pytest_openkata.contracts.errors import OpenkataError
+from pytest_openkata.contracts.errors import CHECK_FAILED, OpenkataError
 from pytest_openkata.contracts.results import (
     INFRASTRUCTURE_ERROR,
     SCENARIO_ERROR,
@@ -102,6 +102,8 @@ class CheckError(OpenkataError):
     """The check cannot give a verdict; the trial errors (never a failed check). ``kind`` says
     whose fault it is (``contracts.results``: a check that does not fit its scenario is the
     scenario's own, a command that could not run is the run's)."""
+
+    cause = CHECK_FAILED
 
     def __init__(self, message: str, *, kind: str = INFRASTRUCTURE_ERROR) -> None:
         super().__init__(message)

@@ -264,6 +264,10 @@ class _PooledEnvironment:
         self._give_back = give_back
         # The engines lost while it was being made ("engine <name>: why"), for the report.
         self.lost_engines = lost
+        # What its engine's environment was given and runs, where that one says.
+        self.cpus: float | None = getattr(environment, "cpus", None)
+        self.memory_mb: int | None = getattr(environment, "memory_mb", None)
+        self.image_id: str = str(getattr(environment, "image_id", ""))
 
     @property
     def engine(self) -> str:

@@ -142,6 +142,8 @@ def run_options(
         judge_reason_max_chars=settings.judge_reason_max_chars,
         categories=settings.categories,
         provider_settings=settings.provider_settings,
+        retry_infrastructure=settings.retry.infrastructure,
+        skill_delivery=settings.skill_delivery,
     )
 
 

@@ -124,6 +124,11 @@ VALIDATION_MESSAGES = {
     "dict_type": "must be an object",
     "missing": "is required",
 }
+# What a field's value must be, where the kind of error alone would word it wrongly.
+FIELD_MESSAGES = {
+    "cpus": "must be a positive number of CPUs, e.g. 0.5 or 2",
+    "memory_mb": "must be a whole number of MiB, at least 6 (Docker's least)",
+}
 
 
 def validation_error(path: Path, exc: ValidationError, data: Any) -> ScenarioLoadError:
@@ -134,6 +139,8 @@ def validation_error(path: Path, exc: ValidationError, data: Any) -> ScenarioLoa
         message = "must hold at least one criterion"
     elif kind in {"too_short", "string_too_short"}:
         message = "must not be empty"
+    elif field in FIELD_MESSAGES:
+        message = FIELD_MESSAGES[field]
     else:
         message = VALIDATION_MESSAGES.get(kind, first["msg"])
     if kind != "missing":

@@ -250,8 +250,7 @@ def _scenario_dict(result: ScenarioResult) -> dict[str, Any]:
     }
     if result.error is not None:
         data["error"] = result.error
-        if result.error_kind:
-            data["error_kind"] = result.error_kind
+        _add_error_kinds(data, result)
     if result.agent_output is not None:
         data["agent_output"] = result.agent_output
     if result.judge_errors:
@@ -317,12 +316,20 @@ def _with_error_and_usage(
     """``data`` followed by the result's ``error`` and ``usage``, each only when there is one."""
     if result.error is not None:
         data["error"] = result.error
-        if result.error_kind:
-            data["error_kind"] = result.error_kind
+        _add_error_kinds(data, result)
     usage = _usage_dict(result.usage)
     if usage is not None:
         data["usage"] = usage
     return data
+
+
+def _add_error_kinds(data: dict[str, Any], result: ScenarioResult | TrialResult) -> None:
+    """Whose fault an error is and what kind of failure it was, each when known (fields of
+    this plugin's, after the reference's)."""
+    if result.error_kind:
+        data["error_kind"] = result.error_kind
+    if result.error_cause:
+        data["error_cause"] = result.error_cause
 
 
 def _interval(interval: tuple[float, float] | None) -> list[float] | None:
@@ -417,6 +424,7 @@ class _ScoredModel(_Model):
     passed: bool = Field(alias="pass")
     error: str | None = None
     error_kind: str = ""
+    error_cause: str = ""
     usage: _UsageModel | None = None
 
 
@@ -567,6 +575,7 @@ def _trial(model: _ScoredModel, index: int, judge_errors: int = 0, engine: str =
         passed=model.passed,
         error=model.error,
         error_kind=model.error_kind,
+        error_cause=model.error_cause,
         judge_errors=judge_errors,
         usage=_usage(model.usage),
         trace=TrialTrace(engine=engine) if engine else None,

@@ -34,12 +34,22 @@ from pytest_openkata.contracts.backends import (
     SkillAware,
     Transcribing,
 )
-from pytest_openkata.contracts.errors import AgentConfigError, BackendError
+from pytest_openkata.contracts.errors import (
+    CHECK_FAILED,
+    INVALID_INPUT,
+    MODEL_ENDPOINT,
+    RETRIED_CAUSES,
+    SANDBOX_SETUP,
+    AgentConfigError,
+    BackendError,
+    error_cause,
+)
 from pytest_openkata.contracts.results import (
     INFRASTRUCTURE_ERROR,
     SCENARIO_ERROR,
     SKILL_ERROR,
     AgentResult,
+    Attempt,
     CallStats,
     CriterionResult,
     FileChange,
@@ -87,6 +97,7 @@ from pytest_openkata.core.scenario import (
     skill_of,
 )
 from pytest_openkata.core.simulated_user import simulated_user
+from pytest_openkata.core.skill_delivery import PROMPT
 from pytest_openkata.core.slots import CallSlot
 from pytest_openkata.core.tile import TILE_FILE, unit_name
 from pytest_openkata.core.trials import combine_trials, errored_trial, scored_trial
@@ -139,9 +150,11 @@ class Backends:
     # Called once the run is over, e.g. to stop agent CLIs still running after Ctrl-C.
     closers: tuple[Callable[[], None], ...] = ()
 
-    def agent_of(self, skill_dir: Path) -> Completer:
+    def agent_of(self, skill_dir: Path, source: Path | bool = True) -> Completer:
+        """The agent backend for the skill of ``skill_dir`` (``source``: where its installed
+        skill comes from, as :meth:`SkillAware.for_skill` takes it)."""
         agent = self.agent
-        return agent.for_skill(skill_dir) if isinstance(agent, SkillAware) else agent
+        return agent.for_skill(skill_dir, source=source) if isinstance(agent, SkillAware) else agent
 
 
 def registered_graders() -> tuple[Grader, ...]:
@@ -177,10 +190,17 @@ class RunOptions:
     categories: tuple[str, ...] = ()
     # The values of the settings that installed providers declare, for the graders.
     provider_settings: Mapping[str, Any] = field(default_factory=dict)
+    # How many times a trial that errored for the infrastructure (RETRIED_CAUSES) runs again.
+    retry_infrastructure: int = 0
+    # How the skill reaches the agent (:mod:`pytest_openkata.core.skill_delivery`): pasted
+    # into the prompt, or installed where the agent discovers it (the prompt: the task alone).
+    skill_delivery: str = PROMPT
 
     def __post_init__(self) -> None:
         if self.trials < 1 or self.judge_votes < 1:
             raise ValueError("trials and judge_votes must be at least 1")
+        if self.retry_infrastructure < 0:
+            raise ValueError("retry_infrastructure must not be negative")
 
 
 def _agent_from_cache(entry: dict[str, Any] | None) -> AgentResult | None:
@@ -366,12 +386,14 @@ class _ScenarioRun:
                         self.backends.simulated_user_identity or self.backends.judge_identity
                     ),
                 }
+            if self.options.skill_delivery != PROMPT:  # the prompt delivery's keys stay
+                material["skill_delivery"] = self.options.skill_delivery
             self._agent_material = material
         return self._agent_material
 
     def _sandbox(self) -> SandboxSetup:
         if self.backends.sandbox is None:
-            raise ScenarioFailure(NO_SANDBOX)
+            raise ScenarioFailure(NO_SANDBOX, cause=INVALID_INPUT)
         try:
             return self.backends.sandbox()
         except BackendError as exc:
@@ -420,7 +442,7 @@ class _ScenarioRun:
             except BackendError as exc:
                 raise ScenarioFailure(f"sandbox: {exc}") from exc
         try:
-            agent = self.backends.agent_of(scenario.skill_dir)
+            agent = self.backends.agent_of(scenario.skill_dir, self.arm.skill)
             if follow is not None:
                 conversation = call_with_retry(
                     lambda: self._conversation(agent, follow), retry, describe="agent call"
@@ -466,7 +488,9 @@ class _ScenarioRun:
 
     def _replayed_commands(self, agent: AgentResult) -> dict[str, CommandOutcome]:
         if agent.changes is None:
-            raise ScenarioFailure("checks: the cached agent result holds no workspace changes")
+            raise ScenarioFailure(
+                "checks: the cached agent result holds no workspace changes", cause=CHECK_FAILED
+            )
         setup, changes, commands = self._sandbox(), agent.changes, self._commands()
         try:
             # A sandbox like the agent's own: it holds a call slot, and is retried alike.
@@ -534,7 +558,30 @@ class _ScenarioRun:
     def _error(self, exc: BaseException) -> str:
         return error_text(exc, self.redact, self.scenario.skill_dir)
 
+    def _cause(self, exc: BaseException) -> str:
+        """The kind of failure ``exc`` is; what no raiser classified is the sandbox's for a
+        sandboxed scenario, the model endpoint's for a direct one."""
+        return error_cause(exc, SANDBOX_SETUP if self.scenario.sandbox else MODEL_ENDPOINT)
+
     def trial(self, index: int) -> TrialResult:
+        """Trial ``index``, run again while it errors for the infrastructure and
+        ``retry_infrastructure`` allows; the attempts before the last are kept in it."""
+        earlier: list[Attempt] = []
+        while True:
+            result = self._one_trial(index)
+            retried = (
+                result.error is not None
+                and result.error_cause in RETRIED_CAUSES
+                and len(earlier) < self.options.retry_infrastructure
+            )
+            if not retried:
+                return replace(result, attempts=tuple(earlier)) if earlier else result
+            seconds = 0.0 if result.trace is None else result.trace.seconds
+            earlier.append(
+                Attempt(len(earlier) + 1, result.error or "", result.error_cause, seconds)
+            )
+
+    def _one_trial(self, index: int) -> TrialResult:
         started = time.monotonic()
 
         def seconds() -> float:
@@ -544,13 +591,15 @@ class _ScenarioRun:
             agent, agent_stats, commands = self.agent_result(index)
         except ScenarioFailure as exc:
             output = None if exc.agent_output is None else self.redact(exc.agent_output)
-            trace = TrialTrace(seconds=seconds())
+            trace = TrialTrace(seconds=seconds(), skill_delivery=self.options.skill_delivery)
             return errored_trial(
                 index,
                 self._error(exc),
                 kind=exc.kind or INFRASTRUCTURE_ERROR,
+                cause=INVALID_INPUT if exc.kind else self._cause(exc),
                 agent_output=output,
                 trace=trace,
+                environment=exc.environment,
             )
         task = GradingTask(
             self.scenario, agent, index, self.grading, arm=self.arm.name, commands=commands
@@ -566,10 +615,12 @@ class _ScenarioRun:
                     index,
                     self._error(exc),
                     kind=exc.kind,
+                    cause=self._grade_cause(exc),
                     agent_cached=agent.cached,
                     judge_errors=1 if exc.judge_error else 0,
                     usage=Usage(agent_stats, judge_stats + exc.usage),
                     trace=self._trace(agent, answers, seconds()),
+                    environment=agent.environment,
                 )
             criteria.extend(grading.criteria)
             judge_stats += grading.usage
@@ -583,7 +634,15 @@ class _ScenarioRun:
             judge_cached=judge_stats.cached,
             usage=usage,
             trace=self._trace(agent, answers, seconds()),
+            environment=agent.environment,
         )
+
+    def _grade_cause(self, exc: GradeError) -> str:
+        """A grader's failure: the scenario's own files when it is their fault, else what
+        failed under it (a check that could not run, the judge's endpoint)."""
+        if exc.kind != INFRASTRUCTURE_ERROR:
+            return INVALID_INPUT
+        return error_cause(exc, MODEL_ENDPOINT)
 
     def _trace(
         self, agent: AgentResult, answers: dict[str, list[Any]], seconds: float
@@ -605,6 +664,7 @@ class _ScenarioRun:
             engine=agent.engine,
             lost_engines=tuple(self.redact(lost) for lost in agent.lost_engines),
             transcript=agent.transcript,
+            skill_delivery=self.options.skill_delivery,
             turns=agent.turns,
         )
 
@@ -662,14 +722,20 @@ def run_scenario(
             wanted = ", ".join(options.categories)
             raise ScenarioFailure(f"criteria.json has no criteria of category {wanted}")
         try:
-            prompt = build_prompt(scenario.skill_dir, scenario.path, options.skill_texts)
+            prompt = build_prompt(
+                scenario.skill_dir,
+                scenario.path,
+                options.skill_texts,
+                skill=options.skill_delivery == PROMPT,
+            )
         except SkillFileError:
             raise
         except FileNotFoundError as exc:
             raise ScenarioFailure(str(exc)) from exc
     except (ScenarioLoadError, ScenarioFailure, BackendError, SkillFileError) as exc:
         kind = _error_kind(exc, scenario_dir)
-        trial = errored_trial(1, error_text(exc, redact, skill_dir), kind=kind)
+        cause = INVALID_INPUT if kind != INFRASTRUCTURE_ERROR else error_cause(exc, INVALID_INPUT)
+        trial = errored_trial(1, error_text(exc, redact, skill_dir), kind=kind, cause=cause)
         return combine_trials(
             [trial],
             description=read_description(scenario_dir),
@@ -743,8 +809,12 @@ def _baseline_run(
         arm = baseline_arm(options.baseline, scenario.skill_dir, refs)
         assert arm is not None
         prompt = build_prompt(
-            scenario.skill_dir, scenario.path, options.skill_texts, skill=arm.skill
+            scenario.skill_dir,
+            scenario.path,
+            options.skill_texts,
+            skill=arm.skill if options.skill_delivery == PROMPT else False,
         )
     except (ArmError, FileNotFoundError, ScenarioLoadError) as exc:  # a tile.json at the ref
-        return errored_trial(1, error_text(exc, redact, scenario.skill_dir), kind=SCENARIO_ERROR)
+        text = error_text(exc, redact, scenario.skill_dir)
+        return errored_trial(1, text, kind=SCENARIO_ERROR, cause=INVALID_INPUT)
     return _ScenarioRun(scenario, prompt, backends, options, redact=redact, slot=slot, arm=arm)

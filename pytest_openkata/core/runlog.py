@@ -128,6 +128,7 @@ def run_settings(settings: EvalSettings) -> dict[str, Any]:
         "sandbox_image": settings.sandbox.image,
         "cache": settings.cache,
         "category": settings.category,
+        "skill_delivery": settings.skill_delivery,
     }
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import tarfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -29,13 +29,23 @@ from pytest_openkata.contracts.agents import (
 from pytest_openkata.contracts.backends import answer_bound
 from pytest_openkata.contracts.config import EvalSettings, SandboxSettings
 from pytest_openkata.contracts.errors import (
+    AGENT_CRASH,
+    CHECK_FAILED,
+    OUT_OF_MEMORY,
+    TIMEOUT,
     AgentConfigError,
     BackendError,
     RetryableError,
     SandboxError,
     SandboxLost,
 )
-from pytest_openkata.contracts.results import AgentResult, Snapshot, Turn, WorkspaceDiff
+from pytest_openkata.contracts.results import (
+    AgentResult,
+    Snapshot,
+    TrialEnvironment,
+    Turn,
+    WorkspaceDiff,
+)
 from pytest_openkata.contracts.sandboxes import (
     AgentCommand,
     ExecResult,
@@ -44,12 +54,14 @@ from pytest_openkata.contracts.sandboxes import (
     SandboxSpec,
 )
 from pytest_openkata.contracts.transcripts import Transcript, joined_turns
+from pytest_openkata.core.agent_versions import AgentVersions
 from pytest_openkata.core.agents import make_agent
 from pytest_openkata.core.checks import Check, CommandOutcome
 from pytest_openkata.core.conversation import NextPrompt
 from pytest_openkata.core.errors import ScenarioFailure
 from pytest_openkata.core.files import SkillReader, files_under
 from pytest_openkata.core.scenario import Scenario
+from pytest_openkata.core.skill_delivery import INSTALLED, discovering_agent, installed_skill_files
 from pytest_openkata.core.workspace import (
     diff_snapshots,
     files_archive,
@@ -89,6 +101,8 @@ class SandboxSetup:
     # Host folders (``~`` allowed) for every agent, besides the agent's own (sandbox.mounts);
     # mounted read-only when they exist.
     mounts: tuple[tuple[str, str], ...] = ()
+    # The agent CLI's version in each image, asked once per run.
+    versions: AgentVersions = field(default_factory=AgentVersions, compare=False, repr=False)
 
 
 def agent_settings(settings: EvalSettings) -> AgentSettings:
@@ -106,6 +120,9 @@ def sandbox_agent(settings: EvalSettings) -> AgentCommand:
     """The agent command run in every sandbox, with the configured model (fix of the
     reference, whose agent CLI ran its default model whatever was configured)."""
     agent = make_agent(settings.sandbox.agent, agent_settings(settings))
+    skills_folder = ""
+    if settings.skill_delivery == INSTALLED:
+        agent, skills_folder = discovering_agent(agent)
     model = settings.model
     invocation = agent.invocation(model=model, workspace_agent=True, sandboxed=True)
     command = AgentCommand(
@@ -114,7 +131,9 @@ def sandbox_agent(settings: EvalSettings) -> AgentCommand:
         invocation.env,
         files=agent.workspace_files(),
         mounts=agent.credential_mounts,
+        skills_folder=skills_folder,
         read_output=_output_reader(agent) if isinstance(agent, GivesTranscript) else None,
+        version_argv=_version_argv(agent, invocation.argv),
     )
     if not isinstance(agent, ContinuesSession):
         return command
@@ -131,6 +150,15 @@ def sandbox_agent(settings: EvalSettings) -> AgentCommand:
         session_of=agent.session_id,
         continue_argv=continue_argv,
     )
+
+
+def _version_argv(agent: AgentCLI, argv: Sequence[str]) -> tuple[str, ...]:
+    """How the agent's executable prints its version (see ``AgentCLI``): () for an agent
+    without one, or without an executable."""
+    flag = getattr(agent, "version_flag", "--version")
+    if not isinstance(flag, str) or not argv:
+        return ()
+    return (argv[0], flag)
 
 
 def _output_reader(agent: AgentCLI) -> Callable[[str], tuple[str, Transcript | None]]:
@@ -231,6 +259,8 @@ def sandbox_spec(scenario: Scenario, setup: SandboxSetup) -> SandboxSpec:
         network=scenario.network or setup.network,
         env=dict(setup.agent.env),
         mounts=mounts,
+        cpus=scenario.cpus,
+        memory_mb=scenario.memory_mb,
     )
 
 
@@ -250,6 +280,20 @@ class SandboxRun:
     answer: str = ""
     transcript: Transcript | None = None
     turns: tuple[Turn, ...] = ()  # every turn of a conversation with follow-ups
+    # What the environment was given and ran (CPUs, memory, agent CLI version, image id).
+    environment: TrialEnvironment | None = None
+
+
+def environment_of(environment: SandboxEnvironment, agent_version: str = "") -> TrialEnvironment:
+    """What ``environment`` was given and runs, as far as its provider says."""
+    cpus = getattr(environment, "cpus", None)
+    memory = getattr(environment, "memory_mb", None)
+    return TrialEnvironment(
+        cpus=float(cpus) if isinstance(cpus, int | float) else None,
+        memory_mb=memory if isinstance(memory, int) else None,
+        agent_version=agent_version,
+        image_id=str(getattr(environment, "image_id", "")),
+    )
 
 
 def _at_step(step: str, call: Callable[[], T]) -> T:
@@ -321,6 +365,22 @@ def run_commands(
     return outcomes
 
 
+def agent_workspace_files(
+    scenario: Scenario, agent: AgentCommand, skill: Path | bool
+) -> tuple[tuple[tuple[str, bytes], ...], Path | bool]:
+    """The files the agent's workspace gets besides the task (its own, and the installed
+    skill where it discovers skills), and where the workspace's ``skill/`` folder comes from:
+    with installed skills the workspace has none, and the skill is only where the agent
+    looks. Both are the agent's tools: the workspace diff leaves them out."""
+    if not agent.skills_folder:
+        return agent.files, skill
+    installed: list[tuple[str, bytes]] = []
+    if skill is not False:
+        source = None if skill is True else skill
+        installed = installed_skill_files(agent.skills_folder, scenario.skill_dir, source)
+    return (*agent.files, *installed), False
+
+
 def sandbox_run(
     scenario: Scenario,
     prompt: str,
@@ -338,16 +398,17 @@ def sandbox_run(
     session, in the same environment (``task`` is the first turn's text as the conversation
     shows it); the workspace is snapshotted after the last turn."""
     agent = setup.agent
+    agent_files, skill = agent_workspace_files(scenario, agent, skill)
     # One archive, extracted at the root: the workspace and, outside it, the prompt.
     archive = workspace_archive(
         scenario.skill_dir,
         scenario.path,
-        agent.files,
+        agent_files,
         prefix=f"{WORKSPACE.lstrip('/')}/",
         extra=[(PROMPT_PATH.lstrip("/"), prompt.encode())],
         skill=skill,
     )
-    exclude = tool_files_of(agent.files)
+    exclude = tool_files_of(agent_files)
     environment = setup.sandbox.create(sandbox_spec(scenario, setup))
     outcomes = None
     turns: list[Turn] = []
@@ -355,6 +416,8 @@ def sandbox_run(
     try:
         _at_step("copy workspace", lambda: environment.put_archive("/", archive))
         before = _snapshot(environment, "snapshot before", exclude)
+        version = setup.versions.of(environment, agent.version_argv, WORKSPACE)
+        had = environment_of(environment, version)
         argv = agent.argv if follow is None else (agent.session_argv or agent.argv)
         result = _exec_agent(environment, setup, argv, f"run {agent.name}")
         if follow is not None:
@@ -390,6 +453,7 @@ def sandbox_run(
         lost,
         answer=answer,
         transcript=transcript,
+        environment=had,
         turns=tuple(turns) if _exited_well(result) else (),
     )
 
@@ -442,8 +506,10 @@ def _follow_ups(
         if agent.continue_argv is None or agent.session_of is None:
             raise AgentConfigError(f"the agent {agent.name} cannot continue a session")
         session_id = agent.session_of(result.output)
-        if session_id is None:
-            raise SandboxError(f"{agent.name} named no session to continue in its output")
+        if session_id is None:  # the agent's own failure, not the sandbox's
+            unnamed = SandboxError(f"{agent.name} named no session to continue in its output")
+            unnamed.cause = AGENT_CRASH
+            raise unnamed
         prompt = files_archive([(PROMPT_PATH.lstrip("/"), following.encode())])
         number = len(turns) + 1
         _at_step(
@@ -488,10 +554,12 @@ def replay_commands(
     if cut:
         raise ScenarioFailure(
             f"checks: {cut[0]} is larger than the cached workspace keeps, so the checks cannot "
-            "run again on it; run with --eval-cache refresh"
+            "run again on it; run with --eval-cache refresh",
+            cause=CHECK_FAILED,
         )
+    agent_files, skill = agent_workspace_files(scenario, agent, skill)
     base = workspace_archive(
-        scenario.skill_dir, scenario.path, agent.files, prefix=prefix, skill=skill
+        scenario.skill_dir, scenario.path, agent_files, prefix=prefix, skill=skill
     )
     # Snapshots keep no file modes: a script (``#!``) is made executable again.
     changed = [
@@ -553,18 +621,36 @@ def run_agent_in_sandbox(
         lost,
     )
     name, result = setup.agent.name, run.result
+    if result.oom_killed:
+        memory = "" if scenario.memory_mb is None else f" of {scenario.memory_mb} MiB"
+        raise ScenarioFailure(
+            f"sandbox: {name} ran out of memory{memory} and was killed "
+            f"(exit status {result.exit_code})",
+            cause=OUT_OF_MEMORY,
+            environment=run.environment,
+        )
     if result.cut_at is not None:
-        raise ScenarioFailure(f"sandbox: {name} printed more than {answer_bound(result.cut_at)}")
+        raise ScenarioFailure(
+            f"sandbox: {name} printed more than {answer_bound(result.cut_at)}",
+            cause=AGENT_CRASH,
+            environment=run.environment,
+        )
     if result.timed_out:
         raise ScenarioFailure(
             f"sandbox: {name} timed out after {setup.timeout:g} s (its partial output and "
             "workspace changes are in the report's agent_output)",
             agent_output=run.judge_text,
+            cause=TIMEOUT,
+            environment=run.environment,
         )
     if result.exit_code != 0:
         tail = result.output.strip().splitlines()[-5:]
         detail = ("\n" + "\n".join(tail)) if tail else ""
-        raise ScenarioFailure(f"sandbox: {name}: exit status {result.exit_code}{detail}")
+        raise ScenarioFailure(
+            f"sandbox: {name}: exit status {result.exit_code}{detail}",
+            cause=AGENT_CRASH,
+            environment=run.environment,
+        )
     agent = AgentResult(
         run.judge_text,
         run.answer,
@@ -572,6 +658,7 @@ def run_agent_in_sandbox(
         engine=run.engine,
         lost_engines=(*lost, *run.lost_engines),
         transcript=run.transcript,
+        environment=run.environment,
         turns=run.turns,
     )
     return agent, run.commands or {}
@@ -591,9 +678,11 @@ __all__ = [
     "SandboxSetup",
     "again_elsewhere",
     "agent_settings",
+    "agent_workspace_files",
     "build_provider",
     "build_sandbox",
     "check_scripts",
+    "environment_of",
     "replay_commands",
     "run_agent_in_sandbox",
     "run_commands",

@@ -88,6 +88,9 @@ class Scenario:
     criteria: tuple[Criterion, ...]
     trials: int | None = None  # scenario.json's own trial count, overriding the setting
     checks: tuple[Check, ...] = ()  # checks.json's deterministic checks
+    # scenario.json's resources for its sandbox, overriding the settings (None: theirs).
+    cpus: float | None = None
+    memory_mb: int | None = None
     # scenario.json's scripted prompts sent after the first answer, in the same session, and
     # its simulated user, who replies after them.
     follow_ups: tuple[str, ...] = ()
@@ -253,6 +256,10 @@ class ScenarioModel(BaseModel):
     sandbox: bool = True
     network: str = ""
     trials: int | None = Field(default=None, gt=0)
+    # What the scenario's sandbox is given (None: the sandbox.cpus / sandbox.memory settings).
+    # Docker refuses less than 6 MiB.
+    cpus: float | None = Field(default=None, gt=0)
+    memory_mb: int | None = Field(default=None, ge=6)
     follow_ups: list[str] = Field(default_factory=list)
     simulated_user: SimulatedUserModel | None = None
 
@@ -347,7 +354,17 @@ def _read_scenario_options(path: Path, *, kind: bool) -> ScenarioModel:
     key = misspelt_sandbox_key(data) if kind else None
     if key is not None:
         raise ScenarioLoadError(path, f'unknown key; did you mean "sandbox"? {KIND_UNTRUSTED}', key)
+    resource = next((r for r in RESOURCE_KEYS if getattr(options, r) is not None), None)
+    if resource is not None and not options.sandbox:
+        raise ScenarioLoadError(path, DIRECT_RESOURCES, resource)
     return options
+
+
+RESOURCE_KEYS = ("cpus", "memory_mb")
+DIRECT_RESOURCES = (
+    "a direct scenario runs no sandbox, so it cannot be given CPUs or memory: remove the key, "
+    'or set "sandbox": true'
+)
 
 
 def scenario_keys(data: Any) -> Any:
@@ -509,6 +526,8 @@ def load_scenario(scenario_dir: Path) -> Scenario:
         sandbox=options.sandbox,
         network=options.network,
         trials=options.trials,
+        cpus=options.cpus,
+        memory_mb=options.memory_mb,
         follow_ups=options.conversation[0],
         simulated_user=options.conversation[1],
         context=context,

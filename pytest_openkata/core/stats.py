@@ -2,7 +2,8 @@
 
 Each trial yields a percentage in [0, 100]; a trial passes when its percentage is >= 100.
 Everything here is a pure function: confidence intervals of means (Student t, Welch for a
-mean of scenario means), the unbiased pass@k estimator and pass^k.
+mean of scenario means), the unbiased pass@k estimator and pass^k, and Wilson's score
+interval of a proportion (trigger evals' precision and recall).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ __all__ = [
     "straddles",
     "t_critical_95",
     "trial_stats",
+    "wilson_interval_95",
 ]
 
 # Two-sided 95 % Student-t critical values (the 0.975 quantile) for df = 1..30, as printed in
@@ -295,3 +297,20 @@ def straddles(interval: tuple[float, float] | None, threshold: float) -> bool:
         return False
     low, high = interval
     return low < threshold <= high
+
+
+def wilson_interval_95(successes: int, n: int) -> tuple[float, float] | None:
+    """Wilson's 95 % score interval of a proportion of ``successes`` in ``n`` trials, within
+    [0, 1]; None when ``n`` is 0. Unlike the normal approximation it stays inside [0, 1] and
+    is not empty at 0 or ``n`` successes, which small trigger query sets often give."""
+    if not 0 <= successes <= n:
+        raise ValueError(f"need 0 <= successes <= n, got successes={successes}, n={n}")
+    if n == 0:
+        return None
+    z2 = _Z_975 * _Z_975
+    p = successes / n
+    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
+    half = _Z_975 * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
+    low = 0.0 if successes == 0 else max(0.0, centre - half)
+    high = 1.0 if successes == n else min(1.0, centre + half)
+    return (low, high)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from pytest_openkata.contracts.errors import ERROR_CAUSES, MODEL_ENDPOINT
 from pytest_openkata.contracts.results import (
     ERROR_KINDS,
     INFRASTRUCTURE_ERROR,
@@ -67,11 +68,17 @@ def scored_trial(index: int, criteria: list[CriterionResult], **extra: object) -
 
 
 def errored_trial(
-    index: int, error: str, *, kind: str = INFRASTRUCTURE_ERROR, **extra: object
+    index: int,
+    error: str,
+    *,
+    kind: str = INFRASTRUCTURE_ERROR,
+    cause: str = MODEL_ENDPOINT,
+    **extra: object,
 ) -> TrialResult:
-    """A trial that gave no verdict; ``kind`` says why (:data:`SCENARIO_ERROR`: its files or
-    the run's configuration are broken; :data:`SKILL_ERROR`: the skill's own SKILL.md or
-    tile.json is; else something the run depends on failed)."""
+    """A trial that gave no verdict; ``kind`` says whose fault it is (:data:`SCENARIO_ERROR`:
+    its files or the run's configuration are broken; :data:`SKILL_ERROR`: the skill's own
+    SKILL.md or tile.json is; else something the run depends on failed), and ``cause`` what
+    kind of failure it was (one of :data:`~pytest_openkata.contracts.errors.ERROR_CAUSES`)."""
     return TrialResult(
         index=index,
         criteria=None,
@@ -81,6 +88,7 @@ def errored_trial(
         passed=False,
         error=error,
         error_kind=kind,
+        error_cause=cause,
         **extra,  # type: ignore[arg-type]
     )
 
@@ -107,11 +115,18 @@ def trial_contradiction(trial: TrialResult) -> str | None:
                 f"it errored, but its error_kind {trial.error_kind!r} is none of "
                 f"{', '.join(repr(kind) for kind in ERROR_KINDS)}"
             )
+        if trial.error_cause and trial.error_cause not in ERROR_CAUSES:
+            return (
+                f"it errored, but its error_cause {trial.error_cause!r} is none of "
+                f"{', '.join(repr(cause) for cause in ERROR_CAUSES)}"
+            )
         return None
     if trial.error is not None:
         return "it has both criteria and an error"
     if trial.error_kind:
         return f"it did not error, yet has error_kind {trial.error_kind!r}"
+    if trial.error_cause:
+        return f"it did not error, yet has error_cause {trial.error_cause!r}"
     for criterion in trial.criteria:
         wrong = _criterion_contradiction(criterion)
         if wrong is not None:

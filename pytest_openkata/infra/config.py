@@ -235,6 +235,27 @@ def _globs(value: str) -> str:
     return ",".join(globs)
 
 
+SKILL_DELIVERIES = ("prompt", "installed")
+
+
+def _skill_delivery(value: str) -> str:
+    """``prompt`` (the skill pasted into the prompt) or ``installed`` (where the agent
+    discovers skills)."""
+    text = value.strip().lower()
+    if text not in SKILL_DELIVERIES:
+        raise ValueError(
+            f"unknown skill delivery {value!r}; choose one of: {', '.join(SKILL_DELIVERIES)}"
+        )
+    return text
+
+
+def _folders(value: str) -> tuple[str, ...]:
+    """Comma-separated folders, or ``none`` for none."""
+    if value.strip().lower() == "none":
+        return ()
+    return tuple(item.strip() for item in value.split(",") if item.strip())
+
+
 def _categories(value: str) -> str:
     """Comma-separated criterion categories (``INTENT,QUALITY``), or ``all`` (``""``)."""
     names = [name.strip() for name in value.split(",") if name.strip()]
@@ -286,6 +307,19 @@ class Setting:
         return self.key.replace(".", "_").replace("-", "_")
 
 
+MAX_INFRASTRUCTURE_RETRIES = 5
+# An npm version or dist-tag: what may follow ``pkg@`` on npm's command line, nothing a shell
+# or a Docker tag would read otherwise.
+_AGENT_VERSION = re.compile(r"[0-9A-Za-z][0-9A-Za-z.+_-]{0,63}")
+
+
+def _agent_version(value: str) -> str:
+    text = value.strip()
+    if not _AGENT_VERSION.fullmatch(text):
+        raise ValueError(f"{value!r} is not an npm version such as 0.63.0 or a tag such as latest")
+    return text
+
+
 FIELDS: tuple[Setting, ...] = (
     Setting("backend", _backend, choices=registry.backend_names),
     Setting("judge_backend", _backend, choices=registry.backend_names),
@@ -319,6 +353,11 @@ FIELDS: tuple[Setting, ...] = (
     Setting("publish_errors", _boolean, flag=True),
     Setting("scenario_names", _globs, metavar="GLOB,..."),
     Setting("category", _categories, metavar="CATEGORY,..."),
+    Setting("skill_delivery", _skill_delivery, metavar="prompt|installed"),
+    Setting("trigger_runs", _int_between(1, None), metavar="N"),
+    Setting("trigger_loads_needed", _int_between(0, None), metavar="N"),
+    Setting("trigger_loads_allowed", _int_between(0, None), metavar="N"),
+    Setting("trigger_skills", _folders, metavar="FOLDER,...", listed=True),
     Setting("http.base_url", _text, cli="--eval-base-url", metavar="URL"),
     Setting("http.api_key", _text, secret=True),
     Setting("http.endpoint_id", _text, metavar="ID"),
@@ -337,8 +376,10 @@ FIELDS: tuple[Setting, ...] = (
     Setting("sandbox.hosts", _hosts, metavar="[NAME=]URL,...", listed=True),
     Setting("sandbox.per_host", _int_between(0, None), metavar="N"),
     Setting("sandbox.tls_cert_path", _text, metavar="PATH"),
+    Setting("sandbox.agent_version", _agent_version, metavar="VERSION"),
     Setting("retry.attempts", _int_between(1, None), metavar="N"),
     Setting("retry.budget", _non_negative_number, metavar="SECONDS"),
+    Setting("retry.infrastructure", _int_between(0, MAX_INFRASTRUCTURE_RETRIES), metavar="N"),
     Setting("price.agent_input", _non_negative_number, metavar="USD"),
     Setting("price.agent_output", _non_negative_number, metavar="USD"),
     Setting("price.judge_input", _non_negative_number, metavar="USD"),
@@ -469,7 +510,8 @@ HELP = {
     "runs (default 100000; 0: no budget)",
     "output": "results JSON file or directory path",
     "model_label": "human-readable label for the model in the report",
-    "agent_command": "shell command of the 'command' agent; it gets the prompt on stdin",
+    "agent_command": "shell command of the 'command' agent (it gets the prompt on stdin), or "
+    "the command line of the ACP agent the 'acp' agent starts",
     "trials": "runs of every scenario, scored as their mean (default 1; scenario.json: trials)",
     "judge_votes": "judge calls per trial; each criterion takes the majority (default 1)",
     "judge_fence": "fence the agent's output in the judge prompt (default true; false: the "
@@ -505,6 +547,17 @@ HELP = {
     "task.md and criteria.json; a tile's evals/ takes them all)",
     "category": "run and score only the criteria of these categories (criteria.json's "
     '"category", e.g. INTENT); the checks of checks.json are left out; no automatic report',
+    "skill_delivery": "how the skill reaches the agent: prompt (pasted into the prompt, as the "
+    "reference) or installed (put where the agent CLI discovers skills, e.g. .claude/skills/, "
+    "the prompt being the task alone) (default prompt)",
+    "trigger_runs": "runs of every trigger query (evals/trigger_queries.json or "
+    "evals/trigger_tests.yaml) (default 3)",
+    "trigger_loads_needed": "runs out of trigger_runs in which a should-trigger query must "
+    "load the skill to pass (default 2)",
+    "trigger_loads_allowed": "runs out of trigger_runs in which a should-not-trigger query may "
+    "load the skill and still pass (default 1)",
+    "trigger_skills": "other skill folders installed beside the skill in trigger queries, "
+    "FOLDER,... relative to the rootdir, or none (default none)",
     "http.base_url": "base URL of the OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1",
     "http.api_key": "API key of the endpoint (never printed)",
     "http.endpoint_id": "what answers at the base URL, for cache keys instead of the URL "
@@ -530,6 +583,11 @@ HELP = {
     "without either, plain TCP)",
     "retry.attempts": "attempts per model call or sandbox run on 429, 503 and 5xx (default 3)",
     "retry.budget": "seconds of back-off allowed per call across its retries (default 120)",
+    "retry.infrastructure": "times a trial that errored for the infrastructure (model_endpoint, "
+    f"sandbox_setup, engine_lost) runs again, at most {MAX_INFRASTRUCTURE_RETRIES}; a crash, "
+    "a timeout or an out-of-memory kill never does (default 0)",
+    "sandbox.agent_version": "version of the agent CLI the local model's sandbox image installs "
+    "from npm (npm's pkg@VERSION, e.g. 0.63.0; default: the version this release pins)",
     "price.agent_input": "US dollars per million input tokens of the agent model",
     "price.agent_output": "US dollars per million output tokens of the agent model",
     "price.judge_input": "US dollars per million input tokens of the judge model",
@@ -606,6 +664,8 @@ def _argument_text(key: str, value: object) -> str | None:
         return "true" if value else "false"
     if isinstance(value, int | float):
         return str(value)
+    if key == "trigger_skills" and isinstance(value, list | tuple):
+        return ",".join(str(item) for item in value) or "none"
     if key == "sandbox.mounts" and isinstance(value, list | tuple):
         pairs = [item if isinstance(item, str) else ":".join(map(str, item)) for item in value]
         return ",".join(pairs) or "none"

@@ -333,11 +333,11 @@ class LimitedCompleter:
     def endpoint(self) -> str:
         return self.inner.endpoint
 
-    def for_skill(self, skill_dir: Path) -> Completer:
+    def for_skill(self, skill_dir: Path, *, source: Path | bool = True) -> Completer:
         """The inner backend's view for ``skill_dir`` (an agent CLI's folder), still limited."""
         if not isinstance(self.inner, SkillAware):
             return self
-        return LimitedCompleter(self.inner.for_skill(skill_dir), self.limit)
+        return LimitedCompleter(self.inner.for_skill(skill_dir, source=source), self.limit)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.inner!r}, {self.limit!r})"

@@ -12,10 +12,13 @@ on a machine with no registry and no account:
   seconds) before it builds anything.
 - **The image.** A Debian base from ``debootstrap`` (minbase, with git and CA certificates),
   the OpenAI Codex CLI from npm (its static binary, and the ``rg`` it searches with), and
-  ``/workspace`` as the working folder. The root file system is kept as a tar archive named by
-  everything it is made of (Debian suite, packages, Codex version, machine), so each engine
-  imports it in seconds and only the first build downloads anything. It is built (or waited
-  for, when another run builds it) before the engine starts.
+  ``/workspace`` as the working folder. The Codex version is ``sandbox.agent_version`` when
+  the environment sets it (``OPENKATA_EVAL_SANDBOX_AGENT_VERSION``, npm's ``pkg@version``),
+  else the one this release pins; the image's tag names it. The root file system is kept as
+  a tar archive named by everything it is made of (Debian suite, packages, Codex version,
+  machine), so each engine imports it in seconds and only the first build downloads
+  anything. It is built (or waited for, when another run builds it) before the engine
+  starts.
 - **The agent.** Codex, talking to the local model through its Responses route; Claude Code
   asks for 32000 answer tokens and fails an answer cut short, which a 135M model's often is.
   Containers use the host's network (the private engine has no other), so the agent reaches
@@ -60,9 +63,11 @@ from pytest_openkata.local.steps import (
 )
 
 __all__ = [
+    "AGENT_VERSION_VARIABLE",
     "CODEX_VERSION",
     "SANDBOX_AGENT",
     "LocalEngine",
+    "codex_version",
     "engine_answers",
     "image_tag",
     "local_sandbox",
@@ -73,6 +78,9 @@ __all__ = [
 
 CODEX_PACKAGE = "@openai/codex"
 CODEX_VERSION = "0.171.0"
+# The setting ``sandbox.agent_version`` as the environment spells it: the Codex version the
+# image installs instead of CODEX_VERSION.
+AGENT_VERSION_VARIABLE = "OPENKATA_EVAL_SANDBOX_AGENT_VERSION"
 DEBIAN_SUITE = "bookworm"
 DEBIAN_PACKAGES = ("git", "ca-certificates")
 MIRROR_VARIABLE = "OPENKATA_LOCAL_SANDBOX_MIRROR"
@@ -108,6 +116,22 @@ CODEX_TARGETS = {
 }
 
 
+def codex_version() -> str:
+    """The Codex version the image installs: ``sandbox.agent_version`` from the environment
+    (:data:`AGENT_VERSION_VARIABLE`), else the one this release pins (:data:`CODEX_VERSION`).
+    The image's tag and its cached files are named after it, so each version is its own
+    image."""
+    from pytest_openkata.infra.config import FIELDS_BY_KEY
+
+    value = os.environ.get(AGENT_VERSION_VARIABLE, "")
+    if not value:
+        return CODEX_VERSION
+    try:
+        return str(FIELDS_BY_KEY["sandbox.agent_version"].parse(value))
+    except ValueError as exc:
+        raise LocalModelError(f"{AGENT_VERSION_VARIABLE}: {exc}") from None
+
+
 def _codex_target() -> tuple[str, str]:
     machine = platform.machine()
     try:
@@ -123,13 +147,13 @@ def image_tag() -> str:
     recipe = {
         "suite": DEBIAN_SUITE,
         "packages": DEBIAN_PACKAGES,
-        "codex": CODEX_VERSION,
+        "codex": codex_version(),
         "machine": platform.machine(),
         "changes": IMAGE_CHANGES,
         "gitconfig": GITCONFIG,
     }
     digest = hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:12]
-    return f"{IMAGE_REPOSITORY}:{DEBIAN_SUITE}-codex-{CODEX_VERSION}-{digest}"
+    return f"{IMAGE_REPOSITORY}:{DEBIAN_SUITE}-codex-{codex_version()}-{digest}"
 
 
 def sandbox_environment(engine_host: str, image: str) -> dict[str, str]:
@@ -403,7 +427,7 @@ class LocalEngine:
 
 
 def _codex_prefix() -> Path:
-    return cache_dir() / "sandbox" / f"codex-{CODEX_VERSION}"
+    return cache_dir() / "sandbox" / f"codex-{codex_version()}"
 
 
 def _codex_binaries() -> tuple[Path, Path]:
@@ -429,10 +453,10 @@ def _install_codex(log: Log) -> tuple[Path, Path]:
     prefix = _codex_prefix()
     prefix.mkdir(parents=True, exist_ok=True)
     log_file = prefix / "npm.log"
-    with _Step(log, f"installing {CODEX_PACKAGE}@{CODEX_VERSION} from npm", log_file):
+    with _Step(log, f"installing {CODEX_PACKAGE}@{codex_version()} from npm", log_file):
         run_logged(
             [npm, "install", "--no-fund", "--no-audit", "--prefix", str(prefix),
-             f"{CODEX_PACKAGE}@{CODEX_VERSION}"],
+             f"{CODEX_PACKAGE}@{codex_version()}"],
             log_file,
         )  # fmt: skip
     missing = [str(path) for path in binaries if not path.is_file()]

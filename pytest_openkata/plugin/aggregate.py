@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -26,6 +27,9 @@ from pytest_openkata.plugin import shard
 from pytest_openkata.plugin.fixtures import REFS_FOLDER, result_cache, shared_folder
 from pytest_openkata.plugin.items import ScenarioItem, is_scenario_nodeid
 from pytest_openkata.plugin.xdist_transport import result_of
+
+if TYPE_CHECKING:
+    from pytest_openkata.plugin.triggers import TriggerSummary
 
 BODY_RAISED_ATTR = "openkata_body_raised"
 
@@ -95,9 +99,13 @@ class _Terminal:
 class EvalAggregator:
     """Collects scenario results and decides the run's outcome."""
 
-    def __init__(self, config: pytest.Config, settings: EvalSettings) -> None:
+    def __init__(
+        self, config: pytest.Config, settings: EvalSettings, triggers: TriggerSummary | None = None
+    ) -> None:
         self.config = config
         self.settings = settings
+        # The trigger queries' outcomes, for the run log and the trigger report.
+        self.triggers = triggers
         self.results: dict[str, ScenarioResult] = {}
         self.hard_failures: list[str] = []
         self.summaries: list[SkillSummary] = []
@@ -127,7 +135,7 @@ class EvalAggregator:
 
     @pytest.hookimpl(trylast=True)  # after pytest's junitxml has written its file
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if not self.results:
+        if not self.results and not self._trigger_records():
             if shard.shard_of(self.config) is not None:
                 self._empty_shard(session)
             elif session.exitstatus not in _FINISHED and self._scenarios_selected:
@@ -179,6 +187,7 @@ class EvalAggregator:
                 junit_xml=Path(xml_path) if xml_path else None,
                 terminal=self.terminal,
                 removed=tuple(removed),
+                log_extras=self._trigger_records(),
                 written=written,
                 errors=errors,
             )
@@ -198,6 +207,9 @@ class EvalAggregator:
         self._session = session
         for summary in self.summaries:
             self.config.hook.pytest_openkata_skill_summary(summary=summary, config=self.config)
+
+    def _trigger_records(self) -> dict[str, list[dict[str, Any]]]:
+        return {} if self.triggers is None else self.triggers.records()
 
     def _remove_stale(self) -> list[Path]:
         """Remove the temporary files that killed runs left in the cache and among the skills

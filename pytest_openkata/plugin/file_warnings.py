@@ -64,7 +64,8 @@ def warn_about_scenario(config: pytest.Config, scenario_dir: Path) -> None:
         *placeholders_rule(scenario),
         *unreached_scenario_files(scenario_dir),
     ]
-    over = _prompt_budget(config).over(scenario.skill_dir, scenario_dir)
+    with_skill = config.stash[settings_key].skill_delivery == "prompt"  # else: installed
+    over = _prompt_budget(config).over(scenario.skill_dir, scenario_dir, with_skill=with_skill)
     if over is not None:
         findings.append(Finding("prompt-size", "warning", scenario.file(TASK_FILE), None, over))
     warn_findings(findings, scenario.skill_dir, config.rootpath)

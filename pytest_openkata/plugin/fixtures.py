@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -13,13 +14,20 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_openkata.contracts.config import EvalSettings
-from pytest_openkata.contracts.errors import BackendError, OpenkataError
+from pytest_openkata.contracts.errors import (
+    AgentConfigError,
+    BackendError,
+    ConfigError,
+    OpenkataError,
+)
 from pytest_openkata.contracts.results import ScenarioResult
 from pytest_openkata.core.activity import ACTIVITY
 from pytest_openkata.core.run import Backends, RunOptions, run_scenario
+from pytest_openkata.core.runlog import relative_skill_dir
 from pytest_openkata.core.sandboxed import SandboxSetup
 from pytest_openkata.core.schedule import ScenarioScheduler
 from pytest_openkata.core.slots import CallSlot
+from pytest_openkata.core.triggers import PassRule, QueryOutcome
 from pytest_openkata.infra.cache import ResultCache
 from pytest_openkata.infra.once import Once
 from pytest_openkata.infra.redact import Redactor
@@ -29,6 +37,7 @@ from pytest_openkata.plugin.file_warnings import warn_about_scenario
 from pytest_openkata.plugin.items import ScenarioItem
 from pytest_openkata.plugin.scheduling import upcoming_items
 from pytest_openkata.plugin.session import redactor_of, settings_of
+from pytest_openkata.plugin.triggers import OUTCOME_PROPERTY, TriggerQueryItem
 
 if TYPE_CHECKING:
     from pytest_openkata.core.engine_pool import SlotsFor
@@ -239,3 +248,70 @@ def openkata_result(
         # The comparison the run was asked for cannot be made: an error, not a criterion.
         pytest.fail(visible(f"baseline {baseline.arm}: {baseline.error}"), pytrace=False)
     return result
+
+
+# --- trigger evals (:mod:`pytest_openkata.plugin.triggers`) ------------------------------
+
+
+@pytest.fixture(scope="session")
+def openkata_trigger_backends(
+    pytestconfig: pytest.Config, openkata_settings: EvalSettings
+) -> Iterator[Callable[[], Backends]]:
+    """The backends of trigger queries: the run's, with the agent built for installed skill
+    delivery whatever ``skill_delivery`` says (a query's skill is never in its prompt), under
+    the same in-flight cap as the scenarios' agent."""
+    from pytest_openkata.core.build import build_backends, close_backends
+    from pytest_openkata.infra.http import make_client
+
+    settings = openkata_settings.model_copy(update={"skill_delivery": "installed"})
+    lock_folder = in_flight_folder(pytestconfig) if settings.max_in_flight else None
+    share = share_of(pytestconfig)
+    with make_client(float(settings.direct_timeout), settings.concurrency) as client:
+        factory = Once(lambda: build_backends(settings, client, None, lock_folder, share))
+        with contextlib.suppress(BackendError):
+            factory()
+        yield factory
+        for backends in factory.built:
+            close_backends(backends)
+
+
+@pytest.fixture
+def openkata_trigger_outcome(
+    request: pytest.FixtureRequest,
+    openkata_settings: EvalSettings,
+    openkata_trigger_backends: Callable[[], Backends],
+    openkata_redactor: Redactor,
+) -> QueryOutcome:
+    """Runs the trigger query (``trigger_runs`` times) and records its outcome; a query that
+    cannot be evaluated errors here, in setup, with the reason on one line."""
+    from pytest_openkata.core.errors import ScenarioFailure
+    from pytest_openkata.core.trigger_run import TriggerRun, run_trigger_query
+
+    item = request.node
+    if not isinstance(item, TriggerQueryItem):
+        raise pytest.UsageError("openkata_trigger_outcome is only available to trigger items")
+    if item.query is None:
+        pytest.fail(visible(f"trigger queries: {item.load_error}"), pytrace=False)
+    settings = openkata_settings
+    rootdir = item.config.rootpath
+    try:
+        rule = PassRule(
+            settings.trigger_runs, settings.trigger_loads_needed, settings.trigger_loads_allowed
+        )
+        try:
+            backends = openkata_trigger_backends()
+        except AgentConfigError as exc:  # an agent (or a model backend) without a skills folder
+            raise AgentConfigError(f"trigger queries install the skill: {exc}") from exc
+        run = TriggerRun(
+            backends,
+            tuple(rootdir / folder for folder in settings.trigger_skills),
+            rule,
+            cache=result_cache(item.config, settings),
+            redact=openkata_redactor,
+        )
+        skill = relative_skill_dir(item.skill_dir, rootdir)
+        outcome = run_trigger_query(item.query, item.skill_dir, skill, run)
+    except (BackendError, ConfigError, ScenarioFailure) as exc:
+        pytest.fail(visible(f"trigger query error: {openkata_redactor(str(exc))}"), pytrace=False)
+    item.user_properties.append((OUTCOME_PROPERTY, json.dumps(outcome.to_dict())))
+    return outcome

@@ -30,6 +30,7 @@ from pytest_openkata.plugin import (
     progress,
     shard,
     termination,
+    triggers,
     validation,
     xdist_transport,
 )
@@ -190,7 +191,11 @@ def pytest_configure(config: pytest.Config) -> None:
     if mode == "":
         config.pluginmanager.register(termination, "openkata-termination")
     if controller and mode == "":
-        config.pluginmanager.register(EvalAggregator(config, settings), AGGREGATOR_NAME)
+        summary = triggers.TriggerSummary()
+        config.pluginmanager.register(summary, "openkata-trigger-summary")
+        config.pluginmanager.register(
+            EvalAggregator(config, settings, triggers=summary), AGGREGATOR_NAME
+        )
         config.pluginmanager.register(orphans, "openkata-orphans")
 
 

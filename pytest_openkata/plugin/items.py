@@ -20,6 +20,7 @@ from pytest_openkata.contracts.errors import OpenkataError
 from pytest_openkata.contracts.junit import PERCENTAGE_PROPERTY, SCENARIO_PROPERTY, scenario_key
 from pytest_openkata.contracts.results import ScenarioResult
 from pytest_openkata.core.scenario import group_folders, scenario_candidates, skill_of
+from pytest_openkata.core.triggers import has_trigger_queries
 from pytest_openkata.infra.text import visible
 from pytest_openkata.plugin import compat, validation
 from pytest_openkata.plugin.file_warnings import warn_about_skill
@@ -30,6 +31,7 @@ from pytest_openkata.plugin.scenario_folder import (
     scenario_folders,
 )
 from pytest_openkata.plugin.session import VALIDATE, mode_of
+from pytest_openkata.plugin.triggers import trigger_items
 
 # An openkata scenario's node id, or a built-in format's (its file, then the scenario).
 _SCENARIO_NODEID = re.compile(r"(?:^|/)(?:evals(?:/[^:./]+)*|evals\.json|eval\.yaml|task\.toml)::")
@@ -44,12 +46,13 @@ def is_scenario_nodeid(nodeid: str) -> bool:
 
 def is_evals_dir(path: Path) -> bool:
     """An ``evals`` folder that holds at least one scenario folder (``scenario-*``, or any
-    folder with ``task.md`` and ``criteria.json``)."""
-    return path.name == "evals" and bool(scenario_candidates(path))
+    folder with ``task.md`` and ``criteria.json``) or a trigger query file."""
+    return path.name == "evals" and (bool(scenario_candidates(path)) or has_trigger_queries(path))
 
 
 class EvalsDir(pytest.Directory):
-    """Collects one item per scenario folder and never looks further down.
+    """Collects one item per scenario folder, then one per trigger query
+    (:mod:`pytest_openkata.plugin.triggers`), and never looks further down a scenario folder.
 
     Nothing under a scenario folder is imported or collected: scenario ``inputs/`` often hold
     ``test_*.py`` and ``conftest.py`` files of the task's project. Scenarios in group folders
@@ -72,7 +75,9 @@ class EvalsDir(pytest.Directory):
                 formats += [folder / name for name in wanted if (folder / name).is_file()]
             formats = self._detected(formats)
         plan = _Plan(item_class, scenarios, tuple(skill_scenarios), formats)
-        return plan.children(self)
+        yield from plan.children(self)
+        if has_trigger_queries(self.path):
+            yield from trigger_items(self, self.path.parent)
 
     def _detected(self, paths: list[Path]) -> list[Path]:
         """The files of ``paths`` that a format finds its evals beside; the others are named

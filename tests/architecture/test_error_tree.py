@@ -24,6 +24,12 @@ OUTSIDE_THE_TREE = {
     "pytest_openkata.core.schedule._PoolClosed": "private control flow of the scenario pool",
     "pytest_openkata.providers.graders.judge._NotVerdicts": "private: the judge asks again",
     "pytest_openkata.local.model._Stopped": "a stop signal (BaseException)",
+    "pytest_openkata.providers.agents.acp_client.AgentProtocolError": (
+        "the ACP client process's own: a line on its standard error and exit status 1"
+    ),
+    "pytest_openkata.providers.agents.command_events._BadLine": (
+        "private: raised again as a MalformedResponseError naming the line"
+    ),
     "pytest_openkata.local.steps.StopWaiting": "a stop signal while waiting (BaseException)",
 }
 

@@ -1,5 +1,8 @@
 """Real agent CLIs (Claude Code, Codex) answering through the CLI backend, offline, against the
-local model: Claude Code on llama-server's Anthropic route, Codex on its Responses route.
+local model: Claude Code on llama-server's Anthropic route, Codex on its Responses route; and
+the version a real CLI tells, recorded by a sandboxed trial;
+real ACP agents (OpenCode, Qwen Code) running a scenario through the plugin's ACP client, on its
+chat completions route.
 
 The CLIs are installed once into ``~/.cache/pytest-openkata/npm`` (``npm install --prefix``);
 a failed install is an error, never a skip. A 135M model's answer is not checked for content.
@@ -14,37 +17,58 @@ retried; Claude Code's own request changes from run to run (see the test).
 from __future__ import annotations
 
 import contextlib
+import json
+import os
 import shutil
 import subprocess
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import docker
 import pytest
 
-from pytest_openkata.contracts.agents import AgentSettings, ContinuesSession
-from pytest_openkata.contracts.errors import AgentFailedError
+from pytest_openkata.contracts.agents import AgentSettings, ContinuesSession, GivesTranscript
+from pytest_openkata.contracts.errors import AgentFailedError, AgentTimeoutError
+from pytest_openkata.core.activation import LOADED, NOT_LOADED, activation
 from pytest_openkata.core.agent_backend import CLIBackend
 from pytest_openkata.core.conversation import Conversation, converse, scripted
+from pytest_openkata.core.skill_delivery import (
+    discovering_agent,
+    installed_folder,
+    installed_skill_files,
+)
 from pytest_openkata.local.model import LocalModelServer
 from pytest_openkata.local.steps import cache_dir
 from pytest_openkata.providers.agents import make_agent
+from tests.support.endpoint import ScriptedEndpoint
+from tests.support.evals import EvalScript, sandbox_args, write_skill
 
 pytestmark = pytest.mark.e2e
 
-NPM_PACKAGES = ("@anthropic-ai/claude-code", "@openai/codex")
+NPM_PACKAGES = (
+    "@anthropic-ai/claude-code",
+    "@openai/codex",
+    # ACP agents (the last tests of this module).
+    "opencode-ai",
+    "@qwen-code/qwen-code",
+)
+NPM_CLIS = ("claude", "codex", "opencode", "qwen")
 NPM_INSTALL_TIMEOUT = 1800
 CLI_TIMEOUT = 400.0  # Codex sends a long system prompt: about 50 s idle, 160 s under load
 CLAUDE_MAX_OUTPUT_TOKENS = "256"
 CUT_AT_THE_MAXIMUM = f"exceeded the {CLAUDE_MAX_OUTPUT_TOKENS} output token maximum"
 PROMPT = "Reply with one word: hello"
+# Installed delivery's discovery is over before the model's first token: no need to wait for it.
+DISCOVERY_TIMEOUT = 90.0
 
 
 @pytest.fixture(scope="session")
 def npm_bin() -> Path:
-    """The ``node_modules/.bin`` folder holding ``claude`` and ``codex``, installed if needed."""
+    """The ``node_modules/.bin`` folder holding the CLIs of ``NPM_CLIS``, installed if needed."""
     prefix = cache_dir() / "npm"
     bin_dir = prefix / "node_modules" / ".bin"
-    if all((bin_dir / cli).exists() for cli in ("claude", "codex")):
+    if all((bin_dir / cli).exists() for cli in NPM_CLIS):
         return bin_dir
     npm = shutil.which("npm")
     if npm is None:
@@ -63,7 +87,7 @@ def npm_bin() -> Path:
             f"{completed.stdout}\n{completed.stderr}",
             pytrace=False,
         )
-    missing = [cli for cli in ("claude", "codex") if not (bin_dir / cli).exists()]
+    missing = [cli for cli in NPM_CLIS if not (bin_dir / cli).exists()]
     if missing:
         pytest.fail(f"npm install did not provide {', '.join(missing)} in {bin_dir}", pytrace=False)
     return bin_dir
@@ -132,6 +156,65 @@ def test_codex_answers_through_the_responses_route(
     assert transcript.turns == 1
     assert transcript.input_tokens
     assert transcript.final_text == answer
+
+
+def test_claude_code_discovers_an_installed_skill_where_it_is_put(
+    npm_bin: Path, local_model: LocalModelServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Installed delivery with the real CLI: the skill goes into ``.claude/skills/<name>/`` of
+    a fresh working folder, Claude Code (started without ``--bare``) lists it among the skills
+    its init event says it found, and its events are read into the transcript. Whether the
+    135M model then loads it is not the point."""
+    skill = tmp_path / "skills" / "zebra-inventory"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text(
+        "---\nname: zebra-inventory\ndescription: Use for zebra inventories.\n---\n# Zebras\n"
+    )
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("CLAUDE_CODE_MAX_OUTPUT_TOKENS", CLAUDE_MAX_OUTPUT_TOKENS)
+    claude = make_agent(
+        "claude",
+        AgentSettings(executable=str(npm_bin / "claude"), anthropic_base_url=local_model.root_url),
+    )
+    agent, folder = discovering_agent(claude)
+    files = installed_skill_files(folder, skill)
+    seen: list[list[str]] = []
+    folders: list[Path] = []
+
+    @contextlib.contextmanager
+    def installed() -> Iterator[Path]:
+        with installed_folder(files) as cwd:
+            folders.append(cwd)
+            seen.append(
+                sorted(p.relative_to(cwd).as_posix() for p in cwd.rglob("*") if p.is_file())
+            )
+            yield cwd
+
+    backend = CLIBackend(
+        agent, model="smollm2", timeout=DISCOVERY_TIMEOUT, workspace_agent=True,
+        skills_folder=folder,
+    ).in_folder(installed)  # fmt: skip
+
+    assert isinstance(agent, GivesTranscript)
+    try:
+        transcript = backend.complete_transcribed("", PROMPT)[1]
+    except AgentFailedError as exc:
+        # A rambling answer is cut at the maximum and Claude Code exits 1 (see the first
+        # test); its events, init included, are still on its standard output.
+        assert CUT_AT_THE_MAXIMUM in str(exc)  # noqa: PT017
+        transcript = agent.transcript(exc.output)
+    except AgentTimeoutError as exc:
+        # Without --bare the request carries every tool and the skill listing, which a busy
+        # 2-core machine reads for minutes. What this test is about happened before the
+        # first request: the init event, which the partial output holds.
+        transcript = agent.transcript(exc.partial_output)
+
+    assert seen == [[".claude/skills/zebra-inventory/SKILL.md"]]
+    assert not folders[0].exists()  # removed once the CLI ended
+    assert transcript is not None
+    assert transcript.source == "claude stream-json"
+    assert "zebra-inventory" in transcript.extras["skills_offered"].split(", ")
+    assert activation(transcript, ("zebra-inventory",)) in (LOADED, NOT_LOADED)
 
 
 def _logging_wrapper(cli: Path, folder: Path) -> tuple[Path, Path]:
@@ -247,3 +330,104 @@ def test_codex_resumes_its_session_for_a_follow_up(
     assert calls.folders[0] == calls.folders[1] != ""  # one CODEX_HOME for both turns
     assert not Path(calls.folders[0]).exists()
     _assert_both_turns(conversation, FOLLOW_UP)
+
+
+def test_a_sandboxed_trial_records_the_real_clis_version_and_its_images_id(
+    npm_bin: Path,
+    pytester: pytest.Pytester,
+    endpoint: ScriptedEndpoint,
+    script: EvalScript,
+    use_engine: str,
+    standin_image: str,
+    docker_client: docker.DockerClient,
+) -> None:
+    # The real Claude Code binary, with the host's C library, mounted into the sandbox image;
+    # it answers --version whatever becomes of the trial (no model is reachable from there).
+    binary = Path(os.path.realpath(npm_bin / "claude"))
+    on_path = pytester.path / "on-path"
+    on_path.mkdir()
+    (on_path / "claude").symlink_to(f"/opt/claude/{binary.name}")
+    mounts = ",".join(
+        f"{os.path.realpath(host)}:{target}"
+        for host, target in (
+            (binary.parent, "/opt/claude"),
+            (on_path, "/usr/local/bin"),
+            ("/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu"),
+            ("/lib64", "/lib64"),
+        )
+    )
+    write_skill(pytester.path, "s", {"scenario-box": {"x": 1}}, sandbox=True)
+    host_version = subprocess.run(
+        [str(npm_bin / "claude"), "--version"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+    pytester.runpytest(
+        "skills",
+        *sandbox_args(endpoint.base_url, standin_image, "--eval-sandbox-timeout", "20"),
+        "--eval-sandbox-agent", "claude",
+        "--eval-sandbox-network", "none",
+        "--eval-sandbox-mounts", mounts,
+    )  # fmt: skip
+
+    (log,) = (pytester.path / ".openkata/runs").glob("*.jsonl")
+    (trial,) = [json.loads(line) for line in log.read_text().splitlines()][1:]
+    assert trial["environment"]["agent_version"] == host_version
+    assert trial["environment"]["image_id"] == docker_client.images.get(standin_image).id
+    assert trial["environment"]["image_id"].startswith("sha256:")
+
+
+# --- ACP agents: a scenario run of a real ACP agent against the local model --------------------
+
+# Each CLI asks for thousands of answer tokens, past llama-server's own cap; these bound them.
+ACP_OUTPUT_BOUNDS = {
+    "QWEN_CODE_MAX_OUTPUT_TOKENS": "48",
+    "OPENCODE_EXPERIMENTAL_OUTPUT_TOKEN_MAX": "48",
+}
+ACP_TIMEOUT = "900"  # OpenCode's and Qwen Code's system prompts: minutes on a loaded machine
+# The judge: a command that passes the one criterion, so the run's verdict is not the 135M
+# model's to make (its answer is not the point; its events are).
+JUDGE_COMMAND = 'cat > /dev/null; echo \'[{"name": "x", "pass": true, "reason": "ok"}]\''
+
+
+@pytest.mark.parametrize(("agent", "reports_usage"), [("acp:opencode", True), ("acp:qwen", False)])
+def test_an_acp_agent_runs_a_scenario_and_its_session_is_its_transcript(
+    agent: str,
+    reports_usage: bool,
+    npm_bin: Path,
+    local_model: LocalModelServer,
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PATH", f"{npm_bin}{os.pathsep}{os.environ['PATH']}")
+    for variable, bound in ACP_OUTPUT_BOUNDS.items():
+        monkeypatch.setenv(variable, bound)
+    write_skill(pytester.path, "s", {"scenario-a": {"x": 1}})
+
+    result = pytester.runpytest_subprocess(
+        "skills/s",
+        "--eval-backend", agent,
+        "--eval-base-url", local_model.base_url,
+        "--eval-model", local_model.model,
+        "--eval-judge-backend", "command",
+        "--eval-agent-command", JUDGE_COMMAND,
+        "--eval-direct-timeout", ACP_TIMEOUT,
+        "--eval-threshold", "0",
+    )  # fmt: skip
+
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    [log] = (pytester.path / ".openkata" / "runs").glob("*.jsonl")
+    [trial] = [
+        record
+        for record in map(json.loads, log.read_text().splitlines())
+        if record["record"] == "trial"
+    ]
+    transcript = trial["trace"]["transcript"]
+    # Its session updates, as the real agent sent them, read into the transcript.
+    assert transcript["source"] == "acp session/update"
+    assert transcript["outcome"] == "success"
+    assert trial["trace"]["output"].strip()
+    assert transcript["final_text"] == trial["trace"]["output"]
+    said = [step["text"] for step in transcript["steps"] if step["kind"] == "message"]
+    assert said[-1] == trial["trace"]["output"]
+    if reports_usage:  # OpenCode gives the prompt's usage in its response; Qwen Code none
+        assert transcript["input_tokens"] > 0

@@ -364,3 +364,25 @@ def test_a_run_warns_of_a_prompt_over_the_context_budget_before_it_runs_it(
         ]
     )
     assert "scenario-0/task.md:0: EvalLintWarning" not in result.stdout.str()
+
+
+def test_an_installed_skill_is_not_counted_in_the_prompts_size(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    skill = _skill(pytester.path)
+    (skill / "references").mkdir()
+    (skill / "references" / "manual.md").write_text("Read this. " * 1000)
+    folder = _scenario(skill, "scenario-0", {"a": 100}, options={"sandbox": False})
+    (folder / "inputs").mkdir()
+    (folder / "inputs" / "log.txt").write_text("line\n" * 800)
+    args = ("skills", *eval_args(endpoint.base_url), "--eval-context-budget", "2000")
+
+    # About 2,750 tokens of the skill and 1,000 of the inputs: over the budget with the skill
+    # in the prompt, within it when the skill is installed (the prompt: the task, its inputs).
+    pasted = pytester.runpytest(*args)
+    installed = pytester.runpytest(*args, "--eval-skill-delivery", "installed")
+
+    assert "[prompt-size] the prompt is about 3," in pasted.stdout.str()
+    # (A model backend cannot have a skill installed: that scenario errors, unread by a model.)
+    installed.stdout.fnmatch_lines(["*scenario error:*install*"])
+    assert "prompt-size" not in installed.stdout.str()

@@ -306,6 +306,7 @@ def test_endpoint_failure_is_a_scenario_error_not_a_failed_criterion(
         "pass": False,
         "error": "agent: failed after 3 attempts: HTTP 500: upstream exploded",
         "error_kind": "infrastructure",
+        "error_cause": "model_endpoint",
     }
 
 

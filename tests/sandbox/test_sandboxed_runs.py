@@ -779,6 +779,8 @@ def test_an_engine_that_stops_mid_run_errors_the_remaining_sandboxes(
             "scenario error: sandbox: docker create: the Docker engine stopped answering*",
         ]
     )
+    # A lost engine is a kind of failure of its own, which the summary counts.
+    result.stdout.fnmatch_lines(["  Errors by kind: engine_lost 1 of 3 attempts (33%)"])
     # The killed engine's data folder, which dockerd had mounted on itself, is let go.
     mounted = [line.split()[1] for line in Path("/proc/self/mounts").read_text().splitlines()]
     assert str(doomed.data.resolve()) not in mounted

@@ -1,5 +1,6 @@
 """Reading agents' event streams into the one transcript model: Claude Code's stream-json and
-Codex's exec --json, as their CLIs print them."""
+Codex's exec --json, as their CLIs print them, and ACP session updates as the plugin's ACP
+client prints them."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pytest_openkata.contracts.transcripts import (
     SkillLoad,
     Transcript,
 )
+from pytest_openkata.providers.agents.acp_events import read_acp_events
 from pytest_openkata.providers.agents.claude_events import read_claude_events
 from pytest_openkata.providers.agents.codex_events import read_codex_events
 
@@ -303,3 +305,89 @@ def test_a_codex_error_it_recovered_from_is_not_its_outcome() -> None:
 
     assert transcript is not None
     assert transcript.outcome == "success"
+
+
+def test_the_skills_claude_code_found_are_kept_as_text_and_masked_with_the_rest() -> None:
+    init = {
+        "type": "system",
+        "subtype": "init",
+        "model": "m",
+        "skills": ["zoo", 7, "weather", "sk-secret-skill"],
+    }
+    result = {"type": "result", "subtype": "success", "is_error": False, "result": "ok"}
+    output = "\n".join(json.dumps(event) for event in (init, result))
+
+    transcript = read_claude_events(output)
+
+    assert transcript is not None
+    assert transcript.extras == {"model": "m", "skills_offered": "zoo, weather, sk-secret-skill"}
+    masked = transcript.masked(lambda text: text.replace("sk-secret-skill", "***"))
+    assert masked.extras["skills_offered"] == "zoo, weather, ***"
+    no_skills = read_claude_events(json.dumps(result))
+    assert no_skills is not None
+    assert "skills_offered" not in no_skills.extras
+
+
+# --- ACP session updates ---------------------------------------------------------------------
+
+
+def _update(**update: Any) -> dict[str, Any]:
+    return {"type": "session_update", "update": update}
+
+
+def _chunk(text: str) -> dict[str, Any]:
+    return _update(sessionUpdate="agent_message_chunk", content={"type": "text", "text": text})
+
+
+def test_acp_updates_of_a_call_merge_and_messages_between_calls_stay_apart() -> None:
+    output = _lines(
+        _chunk("First, "),
+        _chunk("a look."),
+        _update(
+            sessionUpdate="tool_call",
+            toolCallId="c1",
+            title="Write notes",
+            kind="edit",
+            rawInput={"path": "notes.md"},
+        ),
+        _update(
+            sessionUpdate="tool_call_update",
+            toolCallId="c1",
+            status="completed",
+            content=[{"type": "diff", "path": "/w/notes.md", "newText": "# notes"}],
+            locations=[{"path": "/w/notes.md"}],
+        ),
+        _update(sessionUpdate="tool_call", toolCallId="c2", title="Search", kind="search"),
+        _update(
+            sessionUpdate="tool_call_update",
+            toolCallId="c2",
+            status="failed",
+            rawOutput={"error": "no index"},
+        ),
+        _update(sessionUpdate="tool_call", toolCallId="c3", title="", kind="read",
+                rawInput={"filePath": "/w/skills/review/SKILL.md"}),
+        _chunk("Done."),
+        {"type": "result", "stopReason": "max_tokens", "usage": None, "seconds": 2.5},
+    )  # fmt: skip
+
+    transcript = read_acp_events(output)
+
+    assert transcript is not None
+    assert [(s.kind, s.tool or s.text, s.status, s.result) for s in transcript.steps] == [
+        ("message", "First, a look.", "", ""),
+        ("tool_call", "Write notes", "ok", "# notes"),
+        ("tool_call", "Search", "error", '{"error": "no index"}'),
+        ("tool_call", "read", "", ""),  # no title: its kind names it
+        ("message", "Done.", "", ""),
+    ]
+    assert transcript.files_written == ("/w/notes.md",)  # its locations, else its input's path
+    assert transcript.files_read == ("/w/skills/review/SKILL.md",)
+    assert transcript.skills_loaded == (SkillLoad("review"),)
+    assert transcript.outcome == "error: max_tokens"
+    assert transcript.final_text == "Done."
+    assert transcript.seconds == 2.5
+    assert transcript.input_tokens is None  # the agent did not say
+
+
+def test_acp_output_without_a_result_line_gives_no_transcript() -> None:
+    assert read_acp_events(_lines(_chunk("cut short")) + "warning: not json\n") is None

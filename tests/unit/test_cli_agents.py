@@ -20,6 +20,7 @@ import pytest
 
 from pytest_openkata.contracts.agents import AgentInvocation, AgentSettings, ContinuesSession
 from pytest_openkata.contracts.errors import (
+    AGENT_CRASH,
     AgentConfigError,
     AgentFailedError,
     AgentNotFoundError,
@@ -27,6 +28,7 @@ from pytest_openkata.contracts.errors import (
     AnswerTooLargeError,
     BackendError,
     MalformedResponseError,
+    error_cause,
 )
 from pytest_openkata.core.agent_backend import ERROR_OUTPUT_CHARS, CLIBackend, go_duration
 from pytest_openkata.infra.text import clean_output
@@ -323,14 +325,17 @@ def test_a_cli_that_reports_its_error_on_stdout_shows_it(tmp_path: Path) -> None
     assert str(caught.value) == "claude failed: exit status 1\nstdout: API Error: overloaded"
 
 
-def test_events_that_hold_no_answer_are_an_empty_response(tmp_path: Path) -> None:
+def test_events_that_hold_no_answer_are_an_empty_answer_to_grade(tmp_path: Path) -> None:
+    # The agent ended without a word: its own outcome, graded, not an error of the run.
     result = '{"type": "result", "subtype": "success", "is_error": false, "result": ""}'
     backend = CLIBackend(
         ClaudeAgent(_script(tmp_path, "claude", f"echo '{result}'")), model="m", timeout=30
     )
 
-    with pytest.raises(MalformedResponseError, match=r"^claude returned empty response$"):
-        backend.complete("s", "u")
+    answer, transcript = backend.complete_transcribed("s", "u")
+
+    assert answer == ""
+    assert transcript is not None
 
 
 def test_a_cli_without_events_answers_with_what_it_printed(tmp_path: Path) -> None:
@@ -411,8 +416,11 @@ def test_usage_error_of_the_cli_is_reported_with_its_stderr(kiro_on_path: None) 
 def test_empty_output_is_an_error(kiro_on_path: None, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KIRO_STANDIN_REPLY", "")
 
-    with pytest.raises(MalformedResponseError, match=r"^kiro-cli returned empty response$"):
+    with pytest.raises(MalformedResponseError, match=r"^kiro-cli returned empty response$") as e:
         kiro_backend(timeout=30).complete("s", "u")
+
+    # A CLI that printed nothing at all failed as a program: never retried as the endpoint's.
+    assert error_cause(e.value, "") == AGENT_CRASH
 
 
 def test_missing_kiro_names_path_and_install_hint(
@@ -747,8 +755,18 @@ def test_command_agent_invocation() -> None:
     invocation = CommandAgent("my-agent --fast").invocation(model="m", workspace_agent=True)
 
     assert invocation == AgentInvocation(
-        ["sh", "-c", "my-agent --fast"], {"OPENKATA_AGENT_MODEL": "m"}
+        ["sh", "-c", "my-agent --fast"],
+        {"OPENKATA_AGENT_MODEL": "m"},
+        events_variable="OPENKATA_AGENT_EVENTS",
     )
+
+
+def test_a_sandboxed_command_agent_gets_no_events_file() -> None:
+    invocation = CommandAgent("my-agent").invocation(
+        model="m", workspace_agent=True, sandboxed=True
+    )
+
+    assert invocation.events_variable == ""
 
 
 @pytest.mark.parametrize("command", ["", "   "])
@@ -760,7 +778,8 @@ def test_an_empty_command_is_refused(command: str) -> None:
 def test_an_unknown_agent_is_refused() -> None:
     with pytest.raises(
         AgentConfigError,
-        match=r"^unknown agent 'gemini'; choose one of: claude, codex, command, kiro$",
+        match=r"^unknown agent 'gemini'; choose one of: acp, acp:claude, acp:codex, acp:gemini, "
+        r"acp:opencode, acp:qwen, claude, codex, command, kiro$",
     ):
         make_agent("gemini", AgentSettings())
 
@@ -829,3 +848,64 @@ def test_kiro_asks_for_its_credential_folders_and_its_config_other_agents_for_no
     assert EvalSettings().sandbox.mounts == ()
     assert kiro.files == ((".kiro/agents/eval-agent.json", SANDBOX_JSON.encode()),)
     assert claude.files == codex.files == ()
+
+
+# --- ACP agents: their invocations ---------------------------------------------------------
+
+
+def _acp_agent_argv(invocation: AgentInvocation) -> list[str]:
+    """The ACP agent's own command line, after the client's ``--``."""
+    return invocation.argv[invocation.argv.index("--") + 1 :]
+
+
+def test_an_acp_preset_runs_its_agent_through_the_acp_client() -> None:
+    settings = AgentSettings(openai_base_url="http://127.0.0.1:9/v1", openai_api_key="k")
+
+    invocation = make_agent("acp:qwen", settings).invocation(model="m", workspace_agent=True)
+
+    assert invocation.argv[1:3] == ["-m", "pytest_openkata.providers.agents.acp_client"]
+    assert invocation.argv[invocation.argv.index("--approve") + 1] == "edits"
+    assert _acp_agent_argv(invocation) == [
+        "qwen", "--acp", "--auth-type", "openai", "-m", "m",
+        "--openai-base-url", "http://127.0.0.1:9/v1",
+    ]  # fmt: skip
+    assert invocation.env == {"OPENAI_API_KEY": "k"}  # the key never in argv
+
+
+def test_a_plain_answer_of_an_acp_agent_approves_nothing() -> None:
+    invocation = make_agent("acp:qwen", AgentSettings()).invocation(
+        model="m", workspace_agent=False
+    )
+
+    assert invocation.argv[invocation.argv.index("--approve") + 1] == "none"
+
+
+def test_opencode_is_given_a_provider_for_the_configured_base_url() -> None:
+    settings = AgentSettings(openai_base_url="http://127.0.0.1:9/v1")
+
+    invocation = make_agent("acp:opencode", settings).invocation(model="m", workspace_agent=True)
+
+    assert _acp_agent_argv(invocation) == ["opencode", "acp"]
+    config = json.loads(invocation.env["OPENCODE_CONFIG_CONTENT"])
+    assert config["model"] == "openkata/m"
+    provider = config["provider"]["openkata"]
+    assert provider["npm"] == "@ai-sdk/openai-compatible"
+    assert provider["options"]["baseURL"] == "http://127.0.0.1:9/v1"
+    assert list(provider["models"]) == ["m"]
+    assert provider["options"]["apiKey"] == "{env:OPENKATA_OPENCODE_KEY}"
+    assert invocation.env["OPENKATA_OPENCODE_KEY"] == "unused-key"  # the key never in argv
+    assert set(invocation.private_dirs) == {"XDG_DATA_HOME", "XDG_STATE_HOME"}
+
+
+def test_the_acp_agent_runs_the_command_line_it_is_given_split_as_a_shell_would() -> None:
+    agent = make_agent("acp", AgentSettings(command="my-agent --acp 'a b'"))
+
+    invocation = agent.invocation(model="m", workspace_agent=True)
+
+    assert _acp_agent_argv(invocation) == ["my-agent", "--acp", "a b"]
+    assert invocation.env == {"OPENKATA_AGENT_MODEL": "m"}
+
+
+def test_an_acp_command_line_that_cannot_be_split_is_refused() -> None:
+    with pytest.raises(AgentConfigError, match=r"agent_command.*cannot be read"):
+        make_agent("acp", AgentSettings(command="my-agent 'unclosed"))

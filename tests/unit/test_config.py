@@ -634,3 +634,25 @@ def test_run_settings_from_the_settings_file(tmp_path: Path) -> None:
     assert settings.price.model_dump() == {
         "agent_input": 3.0, "agent_output": 15.0, "judge_input": 0.5, "judge_output": 2.0,
     }  # fmt: skip
+
+
+def test_skill_delivery_and_the_trigger_settings_parse_from_every_source(tmp_path: Path) -> None:
+    yaml_path = tmp_path / "settings.yaml"
+    yaml_path.write_text("skill_delivery: installed\ntrigger_skills:\n  - skills/a\n  - skills/b\n")
+
+    from_yaml = resolve_settings(ini={}, yaml_path=yaml_path, environ={}, cli={})
+    from_env = resolve_settings(
+        ini={},
+        yaml_path=None,
+        environ={"OPENKATA_EVAL_TRIGGER_RUNS": "5", "OPENKATA_EVAL_TRIGGER_SKILLS": "none"},
+        cli={},
+    )
+
+    assert from_yaml.skill_delivery == "installed"
+    assert from_yaml.trigger_skills == ("skills/a", "skills/b")
+    assert (from_env.trigger_runs, from_env.trigger_skills) == (5, ())
+    assert EvalSettings().skill_delivery == "prompt"
+    with pytest.raises(ConfigError, match="unknown skill delivery 'pasted'"):
+        resolve_settings(
+            ini={}, yaml_path=None, environ={"OPENKATA_EVAL_SKILL_DELIVERY": "pasted"}, cli={}
+        )

@@ -695,3 +695,30 @@ def test_the_engine_of_a_pool_that_ran_a_trial_and_the_engines_lost_under_it_are
     [shown] = page.by_class("engine", within=page.scenario("scenario-0"))
     assert shown.text == "Engine: b; ran again after engine a: it died"
     assert page.by_class("engine", within=page.scenario("scenario-1")) == []
+
+
+def test_a_hostile_trigger_query_shows_as_text_on_the_page_and_in_markdown() -> None:
+    from pytest_openkata.providers.reporters.markdown import render_markdown
+    from tests.support.results import logged
+
+    hostile = "<script>alert(1)</script> | `code` \x1b[2J"
+    query = {
+        "skill": "skills/s",
+        "name": "trigger-01",
+        "query": hostile,
+        "should_trigger": True,
+        "activations": ["not loaded", "not loaded", "loaded"],
+        "loads": 1,
+        "runs": 3,
+        "passed": False,
+    }
+    run = logged([], extras={"trigger_query": [query], "trigger_skill": []})
+
+    page = render_html(run)
+    markdown = render_markdown(run)
+
+    assert "<script>alert" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "skills/s: 0 of 1 trigger queries passed" in page
+    assert "<script>" not in markdown
+    assert "| skills/s: trigger-01 | yes | 1 of 3 runs | &lt;script&gt;" in markdown

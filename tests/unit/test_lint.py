@@ -373,6 +373,49 @@ def test_good_scenario_options_pass(tmp_path: Path) -> None:
     assert findings(scenario, "scenario-json") == []
 
 
+def test_bad_resources_are_errors_naming_the_field(tmp_path: Path) -> None:
+    options = '{\n  "description": "Notes",\n  "cpus": 0,\n  "memory_mb": 2.5\n}\n'
+    scenario = scenario_of(tmp_path, scenario_json=options)
+
+    found = findings(scenario, "scenario-json")
+
+    assert [(f.file, f.line, f.message) for f in found] == [
+        (
+            "evals/scenario-0/scenario.json",
+            3,
+            "cpus: must be a positive number of CPUs, e.g. 0.5 or 2 (got 0)",
+        ),
+        (
+            "evals/scenario-0/scenario.json",
+            4,
+            "memory_mb: must be a whole number of MiB, at least 6 (Docker's least) (got 2.5)",
+        ),
+    ]
+    with pytest.raises(ScenarioLoadError, match=r"scenario.json: cpus: must be a positive"):
+        load_scenario(scenario)
+
+
+def test_a_direct_scenario_asking_for_resources_is_an_error(tmp_path: Path) -> None:
+    options = '{"description": "Notes", "sandbox": false, "memory_mb": 64}'
+    scenario = scenario_of(tmp_path, scenario_json=options)
+
+    (found,) = findings(scenario, "scenario-json")
+
+    assert (found.severity, found.file) == ("error", "evals/scenario-0/scenario.json")
+    assert found.message.startswith("memory_mb: a direct scenario runs no sandbox")
+    with pytest.raises(ScenarioLoadError, match=r"scenario.json: memory_mb: a direct scenario"):
+        load_scenario(scenario)
+
+
+def test_a_sandboxed_scenarios_resources_are_loaded(tmp_path: Path) -> None:
+    options = '{"description": "Notes", "cpus": 1.5, "memory_mb": 512}'
+    scenario = scenario_of(tmp_path, scenario_json=options)
+
+    assert findings(scenario, "scenario-json") == []
+    loaded = load_scenario(scenario)
+    assert (loaded.cpus, loaded.memory_mb) == (1.5, 512)
+
+
 # --- checks.json ---------------------------------------------------------------------------
 
 
@@ -550,7 +593,7 @@ def test_an_unknown_key_with_no_close_match_lists_the_known_keys(tmp_path: Path)
 
     assert messages(unknown_keys(scenario)) == [
         'unknown key "include" (the run ignores it; the known keys are description, sandbox, '
-        "network, trials, follow_ups, simulated_user)",
+        "network, trials, cpus, memory_mb, follow_ups, simulated_user)",
         'unknown key "kind" (the run ignores it; the known keys are context, type, checklist)',
     ]
 
@@ -987,6 +1030,17 @@ def test_a_skill_without_scenarios_is_a_warning(tmp_path: Path) -> None:
 
 def test_a_skill_with_a_scenario_passes(tmp_path: Path) -> None:
     assert lint_skill(make_skill(tmp_path))["scenarios"] == []
+
+
+def test_a_skill_with_trigger_queries_only_is_evaluated_by_them(tmp_path: Path) -> None:
+    skill = tmp_path / "notes-writer"
+    (skill / "evals").mkdir(parents=True)
+    (skill / "SKILL.md").write_text(SKILL_MD, encoding="utf-8")
+    (skill / "evals" / "trigger_queries.json").write_text(
+        '[{"query": "take notes", "should_trigger": true}]'
+    )
+
+    assert lint_skill(skill)["scenarios"] == []
 
 
 # --- held to the loader, and robust --------------------------------------------------------

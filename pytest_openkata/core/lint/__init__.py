@@ -4,13 +4,14 @@ Each rule is one function that returns its :class:`Finding` s, in the module of 
 ``files`` (what a scenario needs, and files that never reach the agent), ``json_files``
 (``criteria.json``, ``scenario.json``, ``checks.json``), ``keys`` (unknown keys),
 ``criteria`` (descriptions, weights, vague and mechanical criteria), ``task`` (the task's
-own rules), ``prompt`` (the prompt's size), ``placeholders`` (the scaffold's) and ``skill``
-(SKILL.md, CHANGELOG.md, the skill's scenarios and links), over what they share: a
-scenario's files read once (``context``), JSON read with lines (``jsonlines``), Markdown as
-the rules read it (``markdown``) and the findings (``findings``). :func:`lint_scenario` and
-:func:`lint_skill` run every rule (in the order of :data:`SCENARIO_RULES` and
-:data:`SKILL_RULES`) and return each rule's findings, an empty list when it passed. Errors
-are what breaks a run or its reports; warnings are what is likely a mistake.
+own rules), ``prompt`` (the prompt's size), ``placeholders`` (the scaffold's), ``skill``
+(SKILL.md, CHANGELOG.md, the skill's scenarios and links) and ``triggers`` (the trigger
+queries), over what they share: a scenario's files read once (``context``), JSON read with
+lines (``jsonlines``), Markdown as the rules read it (``markdown``) and the findings
+(``findings``). :func:`lint_scenario` and :func:`lint_skill` run every rule (in the order of
+:data:`SCENARIO_RULES` and :data:`SKILL_RULES`) and return each rule's findings, an empty
+list when it passed. Errors are what breaks a run or its reports; warnings are what is
+likely a mistake.
 
 The JSON rules validate with the scenario loader's own models and words (the public
 functions of :mod:`pytest_openkata.core.scenario` and :mod:`pytest_openkata.core.jsonfiles`),
@@ -40,6 +41,7 @@ from pytest_openkata.core.lint import (
     prompt,
     skill,
     task,
+    triggers,
 )
 from pytest_openkata.core.lint.context import ScenarioFiles as _ScenarioFiles
 from pytest_openkata.core.lint.criteria import STOP_WORDS, VAGUE_WORDS
@@ -129,6 +131,7 @@ _SKILL_RULES: dict[str, Callable[[Path], list[Finding]]] = {
     "changelog": skill.changelog_rule,
     "scenarios": skill.scenarios_rule,
     "unreached-files": unreached_skill_files,
+    "trigger-queries": triggers.trigger_queries_rule,
 }
 
 
@@ -136,7 +139,7 @@ SKILL_RULES: tuple[str, ...] = tuple(_SKILL_RULES)
 """The skill rules in the order they run: SKILL.md and its front matter; the scaffold's
 placeholders in SKILL.md; CHANGELOG.md's
 released version; at least one scenario; files SKILL.md links to that never reach the
-prompt."""
+prompt; the trigger query files."""
 
 
 def lint_skill(

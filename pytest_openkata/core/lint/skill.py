@@ -23,6 +23,7 @@ from pytest_openkata.core.scenario import (
     unselected_scenarios,
 )
 from pytest_openkata.core.tile import TILE_FILE, is_tile_dir, load_tile, tile_files
+from pytest_openkata.core.triggers import has_trigger_queries
 from pytest_openkata.core.versions import PLUGIN_FILE, read_skill_version
 
 
@@ -128,10 +129,12 @@ def changelog_rule(skill_dir: Path) -> list[Finding]:
 
 
 def scenarios_rule(skill_dir: Path, scenario_names: str = SCENARIO_NAMES) -> list[Finding]:
-    """The skill has scenarios (those the ``scenario_names`` setting takes): without any,
-    nothing evaluates it."""
+    """The skill has scenarios (those the ``scenario_names`` setting takes), another published
+    format's evals or trigger queries: without any, nothing evaluates it."""
     if discover_scenarios(skill_dir / "evals", scenario_names) or _published_evals(skill_dir):
         return []
+    if has_trigger_queries(skill_dir / "evals"):
+        return []  # its trigger queries evaluate it
     others = unselected_scenarios(skill_dir / "evals", scenario_names)
     if others:
         names = ", ".join(entry.name for entry in others)

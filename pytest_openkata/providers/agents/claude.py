@@ -14,6 +14,13 @@ with only a backup beside it, which makes the next start fail. Any Anthropic Mes
 through ``ANTHROPIC_BASE_URL`` (llama-server's ``/v1/messages`` included); telemetry and other
 non-essential traffic are switched off.
 
+Installed skills (the ``installed`` skill delivery) go into ``.claude/skills/<name>/`` of the
+working folder. ``--bare`` switches their discovery off: Claude Code 2.1 then lists them in its
+``init`` event but offers the model no Skill tool and no skill listing. The discovering agent
+(:meth:`ClaudeAgent.discovering`) therefore runs without ``--bare`` and with
+``--setting-sources project``: only the working folder's settings and skills are read (on the
+host, ``CLAUDE_CONFIG_DIR`` is still a fresh folder per call, so no user setting applies).
+
 Tool approval follows kiro's rule (blanket approval only in a disposable sandbox):
 
 - workspace agent on the host: ``--permission-mode acceptEdits`` (file edits in the working
@@ -42,6 +49,7 @@ __all__ = [
     "CLAUDE_CLI",
     "CLAUDE_CONFIG_VARIABLE",
     "CLAUDE_INSTALL_HINT",
+    "CLAUDE_SKILLS_FOLDER",
     "STREAM_JSON",
     "ClaudeAgent",
 ]
@@ -49,6 +57,9 @@ __all__ = [
 CLAUDE_CLI = "claude"
 CLAUDE_INSTALL_HINT = "Install: npm install -g @anthropic-ai/claude-code"
 CLAUDE_CONFIG_VARIABLE = "CLAUDE_CONFIG_DIR"
+CLAUDE_SKILLS_FOLDER = ".claude/skills"
+# What replaces --bare when installed skills must be discovered: project settings only.
+DISCOVERY_FLAGS = ("--setting-sources", "project")
 # Its events, one JSON object a line (--verbose is required with -p).
 STREAM_JSON = ("--output-format", "stream-json", "--verbose")
 
@@ -63,10 +74,16 @@ class ClaudeAgent(NeedsNothingAround):
     name: str = field(default=CLAUDE_CLI, init=False)
     install_hint: str = field(default=CLAUDE_INSTALL_HINT, init=False)
     output_in_errors: bool = field(default=True, init=False)
+    skills_folder: str = field(default=CLAUDE_SKILLS_FOLDER, init=False)
+    # Started without --bare, so that the skills of skills_folder are offered to the model.
+    discovers_skills: bool = False
 
     @property
     def endpoint(self) -> str:
         return self.base_url or CLAUDE_CLI
+
+    def discovering(self) -> ClaudeAgent:
+        return replace(self, discovers_skills=True)
 
     @classmethod
     def from_settings(cls, settings: AgentSettings) -> ClaudeAgent:
@@ -79,7 +96,8 @@ class ClaudeAgent(NeedsNothingAround):
     def invocation(
         self, *, model: str, workspace_agent: bool, sandboxed: bool = False
     ) -> AgentInvocation:
-        argv = [self.executable, "-p", "--bare", "--model", model, *STREAM_JSON]
+        isolation = DISCOVERY_FLAGS if self.discovers_skills else ("--bare",)
+        argv = [self.executable, "-p", *isolation, "--model", model, *STREAM_JSON]
         env = {
             "ANTHROPIC_API_KEY": self.api_key or UNUSED_KEY,
             "DISABLE_TELEMETRY": "1",
@@ -119,8 +137,9 @@ class ClaudeAgent(NeedsNothingAround):
         return read_claude_events(output)
 
 
-if TYPE_CHECKING:  # the protocol this provider implements, checked by mypy
-    from pytest_openkata.contracts.agents import AgentCLI, ContinuesSession
+if TYPE_CHECKING:  # the protocols this provider implements, checked by mypy
+    from pytest_openkata.contracts.agents import AgentCLI, ContinuesSession, DiscoversSkills
 
     _implements: type[AgentCLI] = ClaudeAgent
+    _discovers: type[DiscoversSkills] = ClaudeAgent
     _continues: type[ContinuesSession] = ClaudeAgent

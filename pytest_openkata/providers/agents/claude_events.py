@@ -1,7 +1,8 @@
 """Claude Code's ``--output-format stream-json`` events, read into a transcript.
 
 With ``-p --output-format stream-json --verbose`` Claude Code prints one JSON object a line: a
-``system`` event (``init``: the session, the model, the tools), ``assistant`` messages whose
+``system`` event (``init``: the session, the model, the tools, the skills it found; the
+transcript keeps the model and those skills' names as ``extras``), ``assistant`` messages whose
 ``content`` holds ``text`` and ``tool_use`` blocks (``id``, ``name``, ``input``), ``user``
 messages holding the ``tool_result`` blocks of those calls (``tool_use_id``, ``content``,
 ``is_error``), and a last ``result`` event (``result``: the final text; ``num_turns``,
@@ -94,6 +95,7 @@ class _Reading:
         self.written: list[str] = []
         self.result: Mapping[str, Any] = {}
         self.model = ""
+        self.offered = ""  # the skills it found, as its init event lists them
 
     def assistant(self, event: Mapping[str, Any], by: str) -> None:
         for block in _content(event):
@@ -165,8 +167,24 @@ class _Reading:
             seconds=None if duration is None else duration / 1000,
             outcome=outcome,
             final_text=answer if isinstance(answer, str) else last_said(self.steps),
-            extras={"model": self.model} if self.model else {},
+            extras={
+                key: value
+                for key, value in (("model", self.model), ("skills_offered", self.offered))
+                if value
+            },
         )
+
+
+# At most this many of the skills an init event lists are kept: the CLI's own come first.
+_MAX_OFFERED = 200
+
+
+def _names(value: Any) -> str:
+    """The skill names of an init event's ``skills`` list, comma-separated (text, so that
+    masking and every report treat it as the rest of the transcript's text)."""
+    if not isinstance(value, list):
+        return ""
+    return ", ".join(str(name) for name in value[:_MAX_OFFERED] if isinstance(name, str))
 
 
 def _content(event: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -189,6 +207,7 @@ def read_claude_events(output: str) -> Transcript | None:
         by = str(event.get("parent_tool_use_id") or "")
         if kind == "system" and event.get("subtype") == "init":
             reading.model = str(event.get("model", ""))
+            reading.offered = _names(event.get("skills"))
         elif kind == "assistant":
             reading.assistant(event, by)
         elif kind == "user":

@@ -17,6 +17,10 @@ Sandbox policy: ``-s read-only`` for plain answers, ``-s workspace-write`` for a
 on the host (Codex's own sandbox confines writes to the working folder), and, inside a
 disposable container, ``--dangerously-bypass-approvals-and-sandbox``: Codex's sandbox needs
 namespaces a container usually does not grant, and the container is the sandbox.
+
+Installed skills (the ``installed`` skill delivery) go into ``.agents/skills/<name>/`` of the
+working folder, where Codex 0.171 discovers them in every mode used here: its invocation stays
+as it is.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ __all__ = [
     "CODEX_INSTALL_HINT",
     "CODEX_KEY_VARIABLE",
     "CODEX_PROVIDER",
+    "CODEX_SKILLS_FOLDER",
     "DEFAULT_OPENAI_BASE_URL",
     "CodexAgent",
 ]
@@ -50,6 +55,7 @@ CODEX_INSTALL_HINT = "Install: npm install -g @openai/codex"
 CODEX_PROVIDER = "openkata"
 CODEX_KEY_VARIABLE = "OPENKATA_CODEX_KEY"
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
+CODEX_SKILLS_FOLDER = ".agents/skills"
 CODEX_HOME_VARIABLE = "CODEX_HOME"
 
 
@@ -69,10 +75,14 @@ class CodexAgent(NeedsNothingAround):
     name: str = field(default=CODEX_CLI, init=False)
     install_hint: str = field(default=CODEX_INSTALL_HINT, init=False)
     output_in_errors: bool = field(default=True, init=False)
+    skills_folder: str = field(default=CODEX_SKILLS_FOLDER, init=False)
 
     @property
     def endpoint(self) -> str:
         return self.base_url or CODEX_CLI
+
+    def discovering(self) -> CodexAgent:
+        return self
 
     @classmethod
     def from_settings(cls, settings: AgentSettings) -> CodexAgent:
@@ -161,8 +171,9 @@ class CodexAgent(NeedsNothingAround):
         return read_codex_events(output)
 
 
-if TYPE_CHECKING:  # the protocol this provider implements, checked by mypy
-    from pytest_openkata.contracts.agents import AgentCLI, ContinuesSession
+if TYPE_CHECKING:  # the protocols this provider implements, checked by mypy
+    from pytest_openkata.contracts.agents import AgentCLI, ContinuesSession, DiscoversSkills
 
     _implements: type[AgentCLI] = CodexAgent
+    _discovers: type[DiscoversSkills] = CodexAgent
     _continues: type[ContinuesSession] = CodexAgent

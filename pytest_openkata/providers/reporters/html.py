@@ -46,6 +46,7 @@ from pytest_openkata.contracts.results import (
 from pytest_openkata.contracts.transcripts import Step, Transcript
 from pytest_openkata.core.activation import ActivationRate, scenario_activation
 from pytest_openkata.core.compare import CriterionMove, SkillComparison
+from pytest_openkata.core.error_rates import ErrorRate, error_rates
 from pytest_openkata.core.regression import UNCHANGED, ScenarioChange
 from pytest_openkata.core.reporting import ReportOutcome, Run
 from pytest_openkata.core.runlog import (
@@ -56,6 +57,12 @@ from pytest_openkata.core.runlog import (
 )
 from pytest_openkata.core.scoring import catalogue_colour, percent_against
 from pytest_openkata.core.summary import SkillSummary, usage_of
+from pytest_openkata.core.triggers import (
+    QueryOutcome,
+    metrics_by_skill,
+    metrics_line,
+    recorded_outcomes,
+)
 from pytest_openkata.infra.atomic import write_new_report
 from pytest_openkata.infra.tempfiles import REMOVED
 from pytest_openkata.infra.text import plural, signed_points
@@ -211,6 +218,8 @@ class SkillView:
     usage: list[UsageRow]
     comparison: SkillComparison | None
     counts: dict[str, int] = field(default_factory=dict)
+    # How often its attempts errored, by kind of failure ([] when none did).
+    error_rates: list[ErrorRate] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -227,6 +236,9 @@ class PageView:
     filters: list[tuple[str, str, str, int]]
     total: int
     version: str
+    # The run's trigger evals: each skill's metrics line, and the queries that failed the rule.
+    trigger_lines: list[str] = field(default_factory=list)
+    trigger_failures: list[QueryOutcome] = field(default_factory=list)
 
 
 # --- building it ---------------------------------------------------------------------------------
@@ -403,6 +415,7 @@ def _skill_view(index: int, summary: SkillSummary, threshold: int) -> SkillView:
         usage=_usage_rows(summary.results),
         comparison=summary.comparison,
         counts=counts,
+        error_rates=error_rates(summary.results),
     )
 
 
@@ -460,6 +473,7 @@ def page_view(run: LoggedRun, *, source: str = "run log") -> PageView:
         (name, label, title, sum(skill.counts[name] for skill in skills))
         for name, label, title in FILTERS
     ]
+    outcomes = recorded_outcomes(run.extras.get("trigger_query") or ())
     return PageView(
         title=f"openkata eval: {names}, {info.finished_at}",
         finished_at=info.finished_at,
@@ -473,6 +487,8 @@ def page_view(run: LoggedRun, *, source: str = "run log") -> PageView:
         filters=filters,
         total=sum(len(skill.scenarios) for skill in skills),
         version=_version.__version__,
+        trigger_lines=[metrics_line(metrics) for metrics in metrics_by_skill(outcomes)],
+        trigger_failures=[outcome for outcome in outcomes if not outcome.passed],
     )
 
 

@@ -40,12 +40,14 @@ from pytest_openkata.contracts.results import CriterionResult, ScenarioResult, T
 from pytest_openkata.contracts.transcripts import Transcript, bounded
 from pytest_openkata.core.activation import ActivationRate, scenario_activation
 from pytest_openkata.core.compare import SkillComparison
+from pytest_openkata.core.error_rates import error_rates, error_rates_text
 from pytest_openkata.core.excerpts import LAST_TOOL_CALLS
 from pytest_openkata.core.regression import SkillChanges
 from pytest_openkata.core.reporting import ReportOutcome, Run
 from pytest_openkata.core.runlog import LoggedRun, log_folder, log_name, skill_summaries
 from pytest_openkata.core.scoring import catalogue_colour, percent_against
 from pytest_openkata.core.summary import SkillSummary
+from pytest_openkata.core.triggers import metrics_by_skill, metrics_line, recorded_outcomes
 from pytest_openkata.infra.atomic import write_new_report
 from pytest_openkata.infra.text import plural, signed_points
 
@@ -206,6 +208,9 @@ def _skill_head_section(summary: SkillSummary, threshold: int) -> Section:
             else ""
         )
         lines += [f"95% CI of the overall: {low:.1f}–{high:.1f}%{note}.", ""]
+    rates = error_rates(results)
+    if rates:
+        lines += [f"Errors by kind: {escape(error_rates_text(rates))}.", ""]
     return Section("\n".join(lines) + "\n")
 
 
@@ -496,6 +501,27 @@ def _details_section(result: ScenarioResult) -> Section:
     return Section("\n".join(lines) + "\n")
 
 
+def _triggers_section(run: LoggedRun) -> Section | None:
+    """The trigger evals of the run, where it had any: each skill's line (queries passed,
+    precision, recall and F1 with their intervals), then a table of the queries that failed
+    the pass rule."""
+    outcomes = recorded_outcomes(run.extras.get("trigger_query") or ())
+    if not outcomes:
+        return None
+    lines = ["## Trigger evals", ""]
+    for metrics in metrics_by_skill(outcomes):
+        lines += [f"- {escape(metrics_line(metrics))}"]
+    failed = [outcome for outcome in outcomes if not outcome.passed]
+    if failed:
+        lines += ["", "| query | should load | loaded | text |", "|---|---|---|---|"]
+        for outcome in failed:
+            should = "yes" if outcome.should_trigger else "no"
+            loaded = f"{outcome.loads} of {len(outcome.activations)} runs"
+            where = escape(f"{outcome.skill}: {outcome.name}")
+            lines.append(f"| {where} | {should} | {loaded} | {escape(outcome.query)} |")
+    return Section("\n".join(lines) + "\n\n")
+
+
 # --- the document --------------------------------------------------------------------------
 
 
@@ -512,6 +538,9 @@ def sections(run: LoggedRun, summaries: Sequence[SkillSummary]) -> list[Section]
             found.append(_uplift_section(summary.comparison))
         if summary.changes is not None:
             found.append(_changes_section(summary.changes))
+    triggers = _triggers_section(run)
+    if triggers is not None:
+        found.append(triggers)
     if any(summary.results for summary in summaries):
         found.append(Section("## Details\n\n"))
     for summary in summaries:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from pytest_openkata.contracts.results import CallStats, CriterionResult, ScenarioResult, Usage
 from pytest_openkata.core.activation import scenario_activation
+from pytest_openkata.core.error_rates import error_rates, error_rates_text
 from pytest_openkata.core.reporting import TERMINAL_REPORTER, ReportOutcome, Run, Segment
 from pytest_openkata.core.summary import SkillSummary
 from pytest_openkata.infra.tempfiles import REMOVED
@@ -307,6 +308,9 @@ def _skill_lines(
                 "red",
             )
         ]
+    rates = error_rates(summary.results)
+    if rates:
+        yield [(f"  Errors by kind: {error_rates_text(rates)}", "red")]
     if summary.report_path is not None:
         yield [(f"  Report: {_shown(summary.report_path, rootdir)}", None)]
     if summary.report_held is not None:

@@ -45,6 +45,14 @@ OWNER_HOST = f"{LABEL}.host"
 SCENARIO = f"{LABEL}.scenario"
 WORKDIR = "/workspace"  # the container's working folder
 KEEP_ALIVE = ["sleep", "2147483647"]  # the container's command; work runs through exec
+# How many processes the kernel killed in the container for want of memory (cgroup v2, then
+# v1), read only after a command failed.
+OOM_KILLS = (
+    "sh",
+    "-c",
+    "cat /sys/fs/cgroup/memory.events 2>/dev/null || "
+    "grep oom_kill /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null",
+)
 STOP_GRACE = 10.0
 
 # An ssh:// engine's transport (paramiko) raises its own errors, and the socket's, when the
@@ -243,9 +251,20 @@ def _remove_quietly(container: Any) -> None:
 class DockerEnvironment:
     """One container of a :class:`DockerProvider`."""
 
-    def __init__(self, provider: DockerProvider, container: Any) -> None:
+    def __init__(
+        self, provider: DockerProvider, container: Any, spec: SandboxSpec | None = None
+    ) -> None:
         self._provider = provider
         self.container = container
+        limits = provider.limits
+        # What the container was given and runs, which each trial records.
+        self.cpus: float = limits.cpus if spec is None or spec.cpus is None else spec.cpus
+        self.memory_mb: int | None = (
+            memory_mb_of(limits.memory)
+            if spec is None or spec.memory_mb is None
+            else spec.memory_mb
+        )
+        self.image_id: str = str((getattr(container, "attrs", None) or {}).get("Image", ""))
 
     @property
     def name(self) -> str:
@@ -284,10 +303,28 @@ class DockerEnvironment:
             elif failed:
                 raise failed[0]
             exit_code = None if timed_out else api.exec_inspect(exec_id).get("ExitCode")
+            oom_killed = exit_code not in (None, 0) and self._oom_killed()
         except _ENGINE_ERRORS as exc:
             raise _engine_error(exc) from exc
         cut_at = output.limit if output.over.is_set() else None
-        return ExecResult(output.data().decode("utf-8", "replace"), exit_code, timed_out, cut_at)
+        text = output.data().decode("utf-8", "replace")
+        return ExecResult(text, exit_code, timed_out, cut_at, oom_killed=oom_killed)
+
+    def _oom_killed(self) -> bool:
+        """Whether the kernel killed a process of the container for want of memory: Docker's
+        ``State.OOMKilled`` (set when the container's own process was), or the OOM kills its
+        cgroup counts (``memory.events``; a command run by exec is not the container's own
+        process, and Docker's state does not see it killed)."""
+        self.container.reload()
+        if (self.container.attrs.get("State") or {}).get("OOMKilled"):
+            return True
+        api = self._provider.client.api
+        exec_id = api.exec_create(self.container.id, list(OOM_KILLS), stdout=True, stderr=False)
+        told = bytes(api.exec_start(exec_id["Id"])).decode("utf-8", "replace")
+        return any(
+            line.split()[:1] == ["oom_kill"] and line.split()[1:2] != ["0"]
+            for line in told.splitlines()
+        )
 
     def put_archive(self, path: str, data: bytes) -> None:
         try:
@@ -351,7 +388,7 @@ class DockerProvider:
 
     def create(self, spec: SandboxSpec) -> DockerEnvironment:
         container = self._create(spec)
-        environment = DockerEnvironment(self, container)
+        environment = DockerEnvironment(self, container, spec)
         try:
             with self._lock:
                 self._live[container.id] = container
@@ -399,6 +436,14 @@ class DockerProvider:
                 self.client.containers.get(name).remove(force=True)
             raise
 
+    def _memory(self, spec: SandboxSpec) -> dict[str, Any]:
+        """The container's memory: the scenario's ``memory_mb`` (and no swap beyond it, so
+        that the bound is the one it asked for), else the ``sandbox.memory`` setting."""
+        if spec.memory_mb is None:
+            return {"mem_limit": self.limits.memory}
+        limit = f"{spec.memory_mb}m"
+        return {"mem_limit": limit, "memswap_limit": limit}
+
     def _create_named(self, name: str, spec: SandboxSpec) -> Any:
         labels = {
             MANAGED: "true",
@@ -416,8 +461,8 @@ class DockerProvider:
                 labels=labels,
                 environment=dict(spec.env),
                 volumes=self._volumes(spec.mounts),
-                nano_cpus=int(self.limits.cpus * 1e9),
-                mem_limit=self.limits.memory,
+                nano_cpus=int((spec.cpus or self.limits.cpus) * 1e9),
+                **self._memory(spec),
                 pids_limit=self.limits.pids,
                 security_opt=["no-new-privileges"],
                 detach=True,
@@ -426,6 +471,18 @@ class DockerProvider:
             raise SandboxError(missing_image_message(self.limits.image)) from None
         except _ENGINE_ERRORS as exc:
             raise _engine_error(exc, "docker create") from exc
+
+
+def memory_mb_of(memory: str) -> int | None:
+    """A Docker memory limit (``512m``, ``2g``, ``1048576``) in MiB; None when it is none."""
+    text = memory.strip().lower().removesuffix("b")
+    units = {"k": 1 / 1024, "m": 1, "g": 1024}
+    try:
+        if text[-1:] in units:
+            return max(1, int(float(text[:-1]) * units[text[-1]]))
+        return max(1, int(text) // (1024 * 1024)) if text else None
+    except ValueError:
+        return None
 
 
 def missing_image_message(image: str) -> str:

@@ -1,0 +1,296 @@
+"""Any agent that speaks the Agent Client Protocol (ACP), through the plugin's own ACP client.
+
+The agent runs as ``python -m pytest_openkata.providers.agents.acp_client ... -- AGENT ARGV``
+(:mod:`.acp_client`): the client starts the agent, runs one session in the working folder and
+prints the agent's session updates, read into a transcript by :mod:`.acp_events`. The agent
+is named by a preset, which knows its command line and how to point it at the configured
+model and endpoint:
+
+- ``acp:opencode``: OpenCode (npm ``opencode-ai``), ``opencode acp``; with an OpenAI base
+  URL configured, a provider ``openkata`` of the OpenAI-compatible kind is defined for it in
+  ``OPENCODE_CONFIG_CONTENT`` (its key read from ``OPENKATA_OPENCODE_KEY``) and the model is
+  ``openkata/MODEL``;
+- ``acp:qwen``: Qwen Code (npm ``@qwen-code/qwen-code``), ``qwen --acp --auth-type openai``,
+  the base URL in ``--openai-base-url``, the key in ``OPENAI_API_KEY``;
+- ``acp:claude``: Claude Code's ACP adapter (npm ``@zed-industries/claude-code-acp``), the
+  Anthropic base URL in ``ANTHROPIC_BASE_URL``, the model in ``ANTHROPIC_MODEL``;
+- ``acp:codex``: Codex's ACP adapter (npm ``@zed-industries/codex-acp``), the provider
+  defined by ``-c`` options as the ``codex`` agent defines it;
+- ``acp:gemini``: Gemini CLI (npm ``@google/gemini-cli``), ``gemini --experimental-acp -m
+  MODEL``, its key from ``GEMINI_API_KEY`` in the environment (it speaks no OpenAI or
+  Anthropic wire protocol);
+
+or, as the agent ``acp``, by the command line in ``agent_command`` (split as a shell would,
+never run by one), which learns the model from ``OPENKATA_AGENT_MODEL``. ``executable``
+replaces a preset's program.
+
+Tool approval follows the other agents' rule: the client approves every permission request
+only in a disposable sandbox, edits of files in the workspace for a workspace agent on the
+host, and nothing for a plain answer. ACP agents run on the host only: the sandbox image
+holds no Python to run the client, so a sandboxed ACP agent is a configuration error.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from pytest_openkata.contracts.agents import (
+    UNUSED_KEY,
+    AgentInvocation,
+    AgentSettings,
+    NeedsNothingAround,
+)
+from pytest_openkata.contracts.errors import AgentConfigError
+from pytest_openkata.contracts.transcripts import Transcript, final_answer
+from pytest_openkata.providers.agents.acp_events import read_acp_events
+
+__all__ = [
+    "ACP_AGENT",
+    "ACP_CLIENT_MODULE",
+    "ACP_PRESETS",
+    "MODEL_VARIABLE",
+    "AcpAgent",
+    "AcpPreset",
+]
+
+ACP_AGENT = "acp"
+ACP_CLIENT_MODULE = "pytest_openkata.providers.agents.acp_client"
+MODEL_VARIABLE = "OPENKATA_AGENT_MODEL"
+_PROVIDER = "openkata"
+_CODEX_KEY_VARIABLE = "OPENKATA_CODEX_KEY"
+_OPENCODE_KEY_VARIABLE = "OPENKATA_OPENCODE_KEY"  # read by its config, never in it
+EMPTY_COMMAND = (
+    "the acp agent needs the command line of an ACP agent: set --eval-agent-command "
+    "(agent_command in the settings), or name a preset: "
+)
+ON_THE_HOST_ONLY = (
+    "{name} cannot run in the sandbox: ACP agents run on the host only (the sandbox image has "
+    "no Python for the ACP client); choose another sandbox agent, or run {name} as the agent "
+    "backend without the sandbox"
+)
+
+
+@dataclass(frozen=True)
+class _Launch:
+    """An ACP agent's command line and environment for one model."""
+
+    argv: list[str]
+    env: dict[str, str]
+    private_dirs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Endpoints:
+    openai_base_url: str = ""
+    openai_api_key: str = field(default="", repr=False)
+    anthropic_base_url: str = ""
+    anthropic_api_key: str = field(default="", repr=False)
+
+
+@dataclass(frozen=True)
+class AcpPreset:
+    """A known ACP agent: its program, its npm package, and how it is launched for a model
+    (``launch(program, model, endpoints)``); ``uses`` says which base URL it goes to."""
+
+    program: str
+    package: str
+    uses: str  # "openai", "anthropic" or "" (its own default)
+    launch: Callable[[str, str, _Endpoints], _Launch]
+
+
+def _opencode(program: str, model: str, endpoints: _Endpoints) -> _Launch:
+    env = {
+        "OPENCODE_DISABLE_AUTOUPDATE": "1",
+        "OPENCODE_DISABLE_MODELS_FETCH": "1",
+        "OPENCODE_DISABLE_SHARE": "1",
+        "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+    }
+    if endpoints.openai_base_url:
+        config = {
+            "provider": {
+                _PROVIDER: {
+                    "npm": "@ai-sdk/openai-compatible",
+                    "name": _PROVIDER,
+                    "options": {
+                        "baseURL": endpoints.openai_base_url,
+                        "apiKey": f"{{env:{_OPENCODE_KEY_VARIABLE}}}",
+                    },
+                    "models": {model: {"name": model}},
+                }
+            },
+            "model": f"{_PROVIDER}/{model}",
+        }
+        env["OPENCODE_CONFIG_CONTENT"] = json.dumps(config)
+        env[_OPENCODE_KEY_VARIABLE] = endpoints.openai_api_key or UNUSED_KEY
+        argv = [program, "acp"]
+    else:
+        argv = [program, "acp"]
+        env["OPENCODE_CONFIG_CONTENT"] = json.dumps({"model": model})
+    # Its sessions and state in fresh folders: runs at the same time never share them.
+    return _Launch(argv, env, private_dirs=("XDG_DATA_HOME", "XDG_STATE_HOME"))
+
+
+def _qwen(program: str, model: str, endpoints: _Endpoints) -> _Launch:
+    argv = [program, "--acp", "--auth-type", "openai", "-m", model]
+    if endpoints.openai_base_url:
+        argv += ["--openai-base-url", endpoints.openai_base_url]
+    return _Launch(argv, {"OPENAI_API_KEY": endpoints.openai_api_key or UNUSED_KEY})
+
+
+def _claude(program: str, model: str, endpoints: _Endpoints) -> _Launch:
+    env = {
+        "ANTHROPIC_API_KEY": endpoints.anthropic_api_key or UNUSED_KEY,
+        "ANTHROPIC_MODEL": model,
+        "DISABLE_TELEMETRY": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    }
+    if endpoints.anthropic_base_url:
+        env["ANTHROPIC_BASE_URL"] = endpoints.anthropic_base_url
+    return _Launch([program], env, private_dirs=("CLAUDE_CONFIG_DIR",))
+
+
+def _codex(program: str, model: str, endpoints: _Endpoints) -> _Launch:
+    argv = [program, "-c", f"model={json.dumps(model)}"]
+    if endpoints.openai_base_url:
+        provider = f"model_providers.{_PROVIDER}"
+        for key, value in (
+            ("model_provider", _PROVIDER),
+            (f"{provider}.name", _PROVIDER),
+            (f"{provider}.base_url", endpoints.openai_base_url),
+            (f"{provider}.wire_api", "responses"),
+            (f"{provider}.env_key", _CODEX_KEY_VARIABLE),
+        ):
+            argv += ["-c", f"{key}={json.dumps(value)}"]
+    return _Launch(argv, {_CODEX_KEY_VARIABLE: endpoints.openai_api_key or UNUSED_KEY})
+
+
+def _gemini(program: str, model: str, endpoints: _Endpoints) -> _Launch:
+    return _Launch([program, "--experimental-acp", "-m", model], {})
+
+
+ACP_PRESETS: dict[str, AcpPreset] = {
+    "opencode": AcpPreset("opencode", "opencode-ai", "openai", _opencode),
+    "qwen": AcpPreset("qwen", "@qwen-code/qwen-code", "openai", _qwen),
+    "claude": AcpPreset("claude-code-acp", "@zed-industries/claude-code-acp", "anthropic", _claude),
+    "codex": AcpPreset("codex-acp", "@zed-industries/codex-acp", "openai", _codex),
+    "gemini": AcpPreset("gemini", "@google/gemini-cli", "", _gemini),
+}
+
+
+@dataclass(frozen=True)
+class AcpAgent(NeedsNothingAround):
+    """An ACP agent run through :mod:`.acp_client`; see the module docstring. ``preset`` is a
+    key of :data:`ACP_PRESETS`, or ``""`` for the command line in ``command``."""
+
+    preset: str = ""
+    command: str = ""
+    executable: str = ""
+    endpoints: _Endpoints = field(default_factory=_Endpoints)
+    python: str = field(default=sys.executable)
+    output_in_errors: bool = field(default=False, init=False)
+
+    def __post_init__(self) -> None:
+        if self.preset and self.preset not in ACP_PRESETS:
+            raise AgentConfigError(
+                f"unknown ACP agent {self.preset!r}; choose one of: "
+                + ", ".join(f"acp:{name}" for name in ACP_PRESETS)
+            )
+        if not self.preset and not self.command.strip():
+            raise AgentConfigError(EMPTY_COMMAND + ", ".join(f"acp:{name}" for name in ACP_PRESETS))
+        if not self.preset:
+            try:
+                shlex.split(self.command)
+            except ValueError as exc:
+                raise AgentConfigError(
+                    f"the acp agent's command line (agent_command) cannot be read: {exc}"
+                ) from None
+
+    @property
+    def name(self) -> str:
+        return f"{ACP_AGENT}:{self.preset}" if self.preset else ACP_AGENT
+
+    @property
+    def install_hint(self) -> str:
+        """How to install a preset's agent (the client gives it when the agent is missing)."""
+        return f"Install: npm install -g {ACP_PRESETS[self.preset].package}" if self.preset else ""
+
+    @property
+    def endpoint(self) -> str:
+        """Where its requests go: the base URL its preset uses, else the agent itself."""
+        if not self.preset:
+            return f"{ACP_AGENT}: {self.command}"
+        base_urls = {
+            "openai": self.endpoints.openai_base_url,
+            "anthropic": self.endpoints.anthropic_base_url,
+        }
+        return base_urls.get(ACP_PRESETS[self.preset].uses, "") or self.name
+
+    @classmethod
+    def from_settings(cls, settings: AgentSettings) -> AcpAgent:
+        """The ``acp`` agent: the command line in ``agent_command``."""
+        return cls(command=settings.command, executable=settings.executable or "")
+
+    def _launch(self, model: str) -> _Launch:
+        if not self.preset:
+            argv = shlex.split(self.command)
+            if self.executable:
+                argv[0] = self.executable
+            return _Launch(argv, {MODEL_VARIABLE: model})
+        preset = ACP_PRESETS[self.preset]
+        return preset.launch(self.executable or preset.program, model, self.endpoints)
+
+    def invocation(
+        self, *, model: str, workspace_agent: bool, sandboxed: bool = False
+    ) -> AgentInvocation:
+        if sandboxed:
+            raise AgentConfigError(ON_THE_HOST_ONLY.format(name=self.name))
+        launch = self._launch(model)
+        approve = "edits" if workspace_agent else "none"
+        argv = [
+            self.python, "-m", ACP_CLIENT_MODULE, "--name", self.name, "--approve", approve,
+            "--hint", self.install_hint, "--", *launch.argv,
+        ]  # fmt: skip
+        return AgentInvocation(argv, launch.env, private_dirs=launch.private_dirs)
+
+    def clean(self, output: str) -> str:
+        """The final answer: the agent's last message."""
+        transcript = read_acp_events(output)
+        return output if transcript is None else final_answer(transcript)
+
+    def transcript(self, output: str) -> Transcript | None:
+        return read_acp_events(output)
+
+
+def _preset_factory(preset: str) -> Callable[[AgentSettings], AcpAgent]:
+    def make(settings: AgentSettings) -> AcpAgent:
+        return AcpAgent(
+            preset=preset,
+            executable=settings.executable or "",
+            endpoints=_Endpoints(
+                settings.openai_base_url,
+                settings.openai_api_key,
+                settings.anthropic_base_url,
+                settings.anthropic_api_key,
+            ),
+        )
+
+    make.__doc__ = f"The ``acp:{preset}`` agent ({ACP_PRESETS[preset].package})."
+    return make
+
+
+opencode = _preset_factory("opencode")
+qwen = _preset_factory("qwen")
+claude = _preset_factory("claude")
+codex = _preset_factory("codex")
+gemini = _preset_factory("gemini")
+
+
+if TYPE_CHECKING:  # the protocol this provider implements, checked by mypy
+    from pytest_openkata.contracts.agents import AgentCLI
+
+    _implements: type[AgentCLI] = AcpAgent

@@ -1,0 +1,305 @@
+"""The client side of the Agent Client Protocol, run as ``python -m`` by the ``acp`` agent.
+
+``python -m pytest_openkata.providers.agents.acp_client --name NAME --approve MODE -- ARGV...``
+reads the prompt on standard input, starts the ACP agent ``ARGV`` with its standard input and
+output as the protocol's pipe (its standard error is this process's), and runs one session:
+``initialize``, ``session/new`` in the current folder (the workspace) and one
+``session/prompt``. It prints what the agent reported, one JSON object a line (read by
+:mod:`.acp_events`):
+
+- ``{"type": "session_update", "update": {...}}``: a ``session/update`` notification's update
+  as ACP spells it (``sessionUpdate``, ``toolCallId``, ``rawInput``, ...); consecutive chunks
+  of one message are joined into one update, so that a streamed answer is not one line a
+  token;
+- ``{"type": "result", "stopReason": ..., "usage": {...} | null, "seconds": ...}``: the
+  prompt's response, last.
+
+The agent is served as a client must serve it: files are read and written for it inside the
+workspace only, and its permission requests are answered by ``--approve``: ``all`` (a run in
+a disposable sandbox: every tool), ``edits`` (a workspace agent on the host: edits of files in
+the workspace, as Claude Code's ``acceptEdits``) or ``none`` (a plain answer: nothing). It
+gets no terminal.
+
+A failure (the agent cannot start, it exits or breaks the protocol mid-session, it ends the
+prompt without a response) is one line on standard error naming the agent, and exit status
+1. The agent is stopped on every way out: standard input closed, then terminated, then
+killed; the runner kills this process's whole group after it anyway.
+
+The ACP SDK is imported here only, so that the plugin's start-up does not pay for it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import sys
+import time
+import unicodedata
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["APPROVALS", "main"]
+
+APPROVALS = ("none", "edits", "all")
+_EDIT_KINDS = frozenset({"edit", "delete", "move"})
+_CHUNKS = frozenset({"agent_message_chunk"})
+# The updates kept: what the agent said and did, and what it cost (not its command list,
+# modes, plans or thoughts).
+_KEPT = frozenset({"agent_message_chunk", "tool_call", "tool_call_update", "usage_update"})
+_ESCAPED = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+_SHUTDOWN_SECONDS = 2.0
+_STREAM_LIMIT = 50 * 1024 * 1024  # one protocol message, as the SDK's own default
+
+
+class AgentProtocolError(Exception):
+    """The agent broke the session: it exited, answered out of protocol or gave no answer."""
+
+
+def _emit(kind: str, **fields: Any) -> None:
+    # ASCII only: a line separator of Unicode's (U+2028, U+0085) in a text never splits a line.
+    sys.stdout.write(json.dumps({"type": kind, **fields}) + "\n")
+    sys.stdout.flush()
+
+
+def _inside(path: str, root: Path) -> Path | None:
+    """``path`` resolved, when it lies in ``root``; None otherwise."""
+    try:
+        resolved = (root / path).resolve()
+    except (OSError, RuntimeError, ValueError):
+        return None
+    return resolved if resolved.is_relative_to(root) else None
+
+
+class _Updates:
+    """The session's updates as they come, consecutive chunks of one message joined."""
+
+    def __init__(self) -> None:
+        self._pending: dict[str, Any] | None = None
+
+    def add(self, update: dict[str, Any]) -> None:
+        kind = update.get("sessionUpdate")
+        if kind not in _KEPT:
+            return
+        pending = self._pending
+        if (
+            pending is not None
+            and kind in _CHUNKS
+            and kind == pending.get("sessionUpdate")
+            and _text(update) is not None
+            and _text(pending) is not None
+        ):
+            pending["content"]["text"] += _text(update)
+            return
+        self.flush()
+        if kind in _CHUNKS and _text(update) is not None:
+            self._pending = update
+        else:
+            _emit("session_update", update=update)
+
+    def flush(self) -> None:
+        if self._pending is not None:
+            _emit("session_update", update=self._pending)
+            self._pending = None
+
+
+def _text(update: dict[str, Any]) -> str | None:
+    content = update.get("content")
+    if isinstance(content, dict) and content.get("type") == "text":
+        text = content.get("text")
+        return text if isinstance(text, str) else None
+    return None
+
+
+def _make_client(workspace: Path, approve: str, updates: _Updates) -> Any:
+    import acp
+    from acp import schema
+
+    class WorkspaceClient:
+        """Serves the agent: files inside the workspace, permissions by ``approve``; the
+        methods it lacks (terminals, elicitations) the agent is told are not there."""
+
+        async def request_permission(
+            self,
+            session_id: str,
+            tool_call: schema.ToolCallUpdate,
+            options: list[schema.PermissionOption],
+            **kwargs: Any,
+        ) -> schema.RequestPermissionResponse:
+            allowed = approve == "all" or (approve == "edits" and _an_edit_in(tool_call, workspace))
+            wanted = ("allow_once", "allow_always") if allowed else ("reject_once", "reject_always")
+            for kind in wanted:
+                for option in options:
+                    if option.kind == kind:
+                        return schema.RequestPermissionResponse(
+                            outcome=schema.AllowedOutcome(
+                                outcome="selected", option_id=option.option_id
+                            )
+                        )
+            return schema.RequestPermissionResponse(
+                outcome=schema.DeniedOutcome(outcome="cancelled")
+            )
+
+        async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+            updates.add(update.model_dump(mode="json", by_alias=True, exclude_none=True))
+
+        async def read_text_file(
+            self,
+            session_id: str,
+            path: str,
+            line: int | None = None,
+            limit: int | None = None,
+            **kwargs: Any,
+        ) -> schema.ReadTextFileResponse:
+            target = _inside(path, workspace)
+            if target is None:
+                raise acp.RequestError.invalid_params({"path": "outside the workspace"})
+            try:
+                text = target.read_text(errors="replace")
+            except OSError as exc:
+                raise acp.RequestError.resource_not_found(path) from exc
+            if line is not None or limit is not None:
+                lines = text.splitlines(keepends=True)
+                start = max((line or 1) - 1, 0)
+                text = "".join(lines[start : None if limit is None else start + limit])
+            return schema.ReadTextFileResponse(content=text)
+
+        async def write_text_file(
+            self, session_id: str, path: str, content: str, **kwargs: Any
+        ) -> schema.WriteTextFileResponse | None:
+            target = _inside(path, workspace)
+            if target is None or approve == "none":
+                raise acp.RequestError.invalid_params({"path": "not writable by the agent"})
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(content)
+            return schema.WriteTextFileResponse()
+
+    return WorkspaceClient()
+
+
+def _an_edit_in(tool_call: Any, workspace: Path) -> bool:
+    """Whether ``tool_call`` edits files, all of them in the workspace."""
+    if tool_call.kind not in _EDIT_KINDS:
+        return False
+    paths = [location.path for location in tool_call.locations or ()]
+    return all(_inside(path, workspace) is not None for path in paths)
+
+
+async def _session(
+    name: str, argv: Sequence[str], prompt: str, approve: str, hint: str = ""
+) -> None:
+    import acp
+    from acp import schema
+
+    workspace = Path.cwd().resolve()
+    updates = _Updates()
+    client = _make_client(workspace, approve, updates)
+    try:
+        spawned = acp.spawn_agent_process(
+            client,
+            argv[0],
+            *argv[1:],
+            env=dict(os.environ),
+            cwd=workspace,
+            transport_kwargs={"stderr": None, "limit": _STREAM_LIMIT},
+        )
+        async with spawned as (connection, process):
+            started = time.monotonic()
+            ended = asyncio.ensure_future(process.wait())
+            try:
+                response = await _until_exit(
+                    ended, _run(connection, workspace, prompt, schema, acp.PROTOCOL_VERSION)
+                )
+            except ConnectionError:
+                # The pipe closed: most often because the agent exited, which says more.
+                with contextlib.suppress(TimeoutError):
+                    status = await asyncio.wait_for(asyncio.shield(ended), _SHUTDOWN_SECONDS)
+                    raise AgentProtocolError(_exited(status)) from None
+                raise
+            finally:
+                updates.flush()
+                ended.cancel()
+    except FileNotFoundError as exc:
+        message = f"{name}: cannot start {argv[0]}: {exc.strerror}"
+        raise AgentProtocolError(f"{message}\n{hint}" if hint else message) from exc
+    except acp.RequestError as exc:
+        details = f" ({json.dumps(exc.data, ensure_ascii=False)})" if exc.data else ""
+        raise AgentProtocolError(
+            f"{name}: the agent answered with an error: {exc}{details}"
+        ) from exc
+    except (ConnectionError, EOFError) as exc:
+        raise AgentProtocolError(f"{name}: the connection to the agent broke: {exc}") from exc
+    usage = response.usage
+    _emit(
+        "result",
+        stopReason=response.stop_reason,
+        usage=None
+        if usage is None
+        else usage.model_dump(mode="json", by_alias=True, exclude_none=True),
+        seconds=round(time.monotonic() - started, 3),
+    )
+
+
+async def _until_exit(ended: asyncio.Future[int], work: Any) -> Any:
+    """``work``'s result, or an error as soon as the agent exits before it is done."""
+    task = asyncio.ensure_future(work)
+    await asyncio.wait({task, ended}, return_when=asyncio.FIRST_COMPLETED)
+    if task.done():
+        return task.result()
+    task.cancel()
+    raise AgentProtocolError(_exited(ended.result()))
+
+
+def _exited(status: int) -> str:
+    how = f"signal {-status}" if status < 0 else f"status {status}"
+    return f"the agent exited mid-session ({how})"
+
+
+async def _run(connection: Any, workspace: Path, prompt: str, schema: Any, version: int) -> Any:
+    await connection.initialize(
+        protocol_version=version,
+        client_capabilities=schema.ClientCapabilities(
+            fs=schema.FileSystemCapabilities(read_text_file=True, write_text_file=True),
+            terminal=False,
+        ),
+        client_info=schema.Implementation(name="pytest-openkata", version="1"),
+    )
+    session = await connection.new_session(cwd=str(workspace), mcp_servers=[])
+    return await connection.prompt(
+        session_id=session.session_id, prompt=[schema.TextContentBlock(type="text", text=prompt)]
+    )
+
+
+def _shown(text: str) -> str:
+    """``text`` with its control characters escaped (an agent's error message is its own
+    text): only its line breaks stay."""
+    return "".join(
+        ascii(char)[1:-1] if char != "\n" and unicodedata.category(char) in _ESCAPED else char
+        for char in text
+    )
+
+
+def main(args: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="acp_client", description=__doc__.splitlines()[0])
+    parser.add_argument("--name", default="acp", help="the agent's name in error texts")
+    parser.add_argument("--approve", choices=APPROVALS, default="none")
+    parser.add_argument("--hint", default="", help="how to install the agent, when missing")
+    parser.add_argument("argv", nargs="+", help="the ACP agent's command line")
+    options = parser.parse_args(args)
+    prompt = sys.stdin.read()
+    try:
+        asyncio.run(_session(options.name, options.argv, prompt, options.approve, options.hint))
+    except AgentProtocolError as exc:
+        message = str(exc)
+        if not message.startswith(f"{options.name}:"):
+            message = f"{options.name}: {message}"
+        print(_shown(message), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
