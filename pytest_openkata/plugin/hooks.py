@@ -43,8 +43,10 @@ from pytest_openkata.plugin.items import (
     ScenarioItem,
     ValidationItem,
     is_evals_dir,
+    note_skill_scenarios,
     result_key,
     tell_skills_apart,
+    unite_skill_scenarios,
 )
 from pytest_openkata.plugin.scenario_folder import KIND_MARKERS
 from pytest_openkata.plugin.session import (
@@ -260,12 +262,17 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     return format_collector(file_path, parent)
 
 
+def pytest_itemcollected(item: pytest.Item) -> None:
+    note_skill_scenarios(item)
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """In lint and validate mode only the mode's own items run: the rest are deselected.
     With ``--eval-category``, so are the scenarios without a criterion of those categories;
     with ``--eval-shard``, all but the shard's part of what is left."""
     tell_skills_apart(items, config.rootpath)
+    unite_skill_scenarios(config, items)
     mode = mode_of(config)
     _select_for_mode(config, items, mode)
     shard.select(config, items)  # a part of what the mode, -k and -m selected

@@ -226,6 +226,26 @@ def _as_it_is(text: str) -> str:
     return text
 
 
+_SKILL_SCENARIOS = pytest.StashKey[dict[Path, dict[str, None]]]()
+
+
+def note_skill_scenarios(item: pytest.Item) -> None:
+    """Remember the scenario names ``item`` gives for its skill (called for each item as it is
+    collected, before ``-k``, ``-m`` or ``--deselect`` leave any out)."""
+    if isinstance(item, ScenarioItem):
+        known = item.config.stash.setdefault(_SKILL_SCENARIOS, {})
+        known.setdefault(item.skill_dir, {}).update(dict.fromkeys(item.skill_scenarios))
+
+
+def unite_skill_scenarios(config: pytest.Config, items: Sequence[pytest.Item]) -> None:
+    """Give each scenario item every scenario name of its skill, from all its sources (its
+    openkata folders and each format's file): the gate's completeness counts them all."""
+    known = config.stash.get(_SKILL_SCENARIOS, {})
+    for item in items:
+        if isinstance(item, ScenarioItem) and item.skill_dir in known:
+            item.skill_scenarios = tuple(known[item.skill_dir])
+
+
 def tell_skills_apart(items: Sequence[pytest.Item], rootdir: Path) -> None:
     """Name a scenario item's skill by its folder relative to the rootdir where two skills of
     the run share a folder name, so that their report headers differ."""

@@ -13,7 +13,7 @@ import pytest
 from pytest_openkata.commands import convert
 from tests.support import format_layouts
 from tests.support.endpoint import ScriptedEndpoint
-from tests.support.evals import EvalScript, eval_args, sandbox_args, write_skill
+from tests.support.evals import EvalScript, eval_args, sandbox_args, write_scenario, write_skill
 
 EVALS: list[dict[str, Any]] = [
     {
@@ -252,3 +252,15 @@ def test_lint_counts_a_published_formats_evals_as_evaluating_the_skill(tmp_path:
 
     assert [f.rule for f in scenarios_rule(bare)] == ["scenarios"]
     assert scenarios_rule(skill) == []
+
+
+def test_a_skills_scenarios_from_every_source_count_for_the_gates_completeness(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    format_layouts.skill_creator(pytester.path / "skills", EVALS)
+    write_scenario(pytester.path / "skills" / "csv-tidy", "scenario-a", {"x": 1})
+
+    result = pytester.runpytest("skills", "-k", "scenario-a", *eval_args(endpoint.base_url))
+
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*partial run: 1 of 3 scenarios; threshold 95% not enforced*"])
