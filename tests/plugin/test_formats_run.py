@@ -264,3 +264,22 @@ def test_a_skills_scenarios_from_every_source_count_for_the_gates_completeness(
 
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*partial run: 1 of 3 scenarios; threshold 95% not enforced*"])
+
+
+def test_an_interrupted_run_removes_the_staged_folders(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    skill = format_layouts.skill_creator(pytester.path / "skills", EVALS)
+    pytester.makeconftest(
+        "import os\n"
+        "def pytest_openkata_scenario_result(result, item):\n"
+        "    evals = os.listdir(item.skill_dir / 'evals')\n"
+        "    assert [p for p in evals if p.startswith('.openkata')], 'it ran from its folder'\n"
+        "    raise KeyboardInterrupt\n"
+    )
+
+    # In a process of its own: the interrupt would otherwise reach this test's own run.
+    result = pytester.runpytest_subprocess("skills", *eval_args(endpoint.base_url))
+
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    assert not [p for p in (skill / "evals").iterdir() if p.name.startswith(".openkata")]
