@@ -208,7 +208,8 @@ class ScenarioItem(ScenarioFolderItem):
         """Keep the result for this item's reports (:mod:`.xdist_transport` carries it to
         the controller) and name the scenario and its percentage in the JUnit file."""
         self.stash[result_key] = result
-        key = scenario_key(self.skill_dir, self.name, self.config.rootpath)
+        # The result's name: a format's scenario runs as its scenario-<name> folder.
+        key = scenario_key(self.skill_dir, result.name, self.config.rootpath)
         self.user_properties.append((SCENARIO_PROPERTY, key))
         self.user_properties.append((PERCENTAGE_PROPERTY, f"{result.percentage:g}"))
 

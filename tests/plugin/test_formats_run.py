@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -141,9 +142,17 @@ def test_a_format_runs_in_the_engine_and_its_results_equal_those_of_its_conversi
     options = ("--eval-output", "out/", "--eval-cache", "off")
     args = ("skills", *sandbox_args(endpoint.base_url, standin_image, *options))
 
-    as_it_is = pytester.runpytest(*args)
+    as_it_is = pytester.runpytest(*args, "--junitxml=junit.xml")
 
     as_it_is.assert_outcomes(passed=2)
+    scores = {
+        case.get("name"): {p.get("name"): p.get("value") for p in case.iter("property")}.get(
+            "openkata_score"
+        )
+        for case in ET.parse(pytester.path / "junit.xml").getroot().iter("testcase")
+    }
+    # The results reached the scenarios' testcases of the JUnit file.
+    assert (scores["eval-1"], scores["eval-2"]) == ("2/2", "1/1")
     assert not [p for p in (skill / "evals").iterdir() if p.name.startswith(".openkata")]
     first = _results(pytester.path)
     assert sorted(s["name"] for s in first["scenarios"]) == ["scenario-eval-1", "scenario-eval-2"]
