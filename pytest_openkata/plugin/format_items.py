@@ -150,6 +150,11 @@ class FormatItem(ScenarioItem):
         for marker in KIND_MARKERS if kind is None else (kind,):
             self.add_marker(marker)
 
+    def has_categories(self, categories: tuple[str, ...]) -> bool:
+        """Never: the published formats have no criterion categories (Tessl's are openkata
+        folders), so ``--eval-category`` leaves a format's scenarios out, unread."""
+        return False
+
     def runnable(self) -> tuple[Path, Callable[[str], str]]:
         staged = staging_of(self.config).stage(self.fmt, self.source, self.skill_dir)
         return staged.folder, staged.shown

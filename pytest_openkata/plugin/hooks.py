@@ -10,7 +10,6 @@ import pytest
 
 from pytest_openkata.contracts.config import EvalSettings
 from pytest_openkata.contracts.errors import ConfigError
-from pytest_openkata.core.scenario import has_categories
 from pytest_openkata.infra.config import (
     find_yaml_file,
     provider_problems,
@@ -288,10 +287,7 @@ def _select_for_mode(config: pytest.Config, items: list[pytest.Item], mode: str)
             _deselect(
                 config,
                 items,
-                lambda item: (
-                    not isinstance(item, ScenarioItem)
-                    or has_categories(item.scenario_dir, categories)
-                ),
+                lambda item: not isinstance(item, ScenarioItem) or item.has_categories(categories),
             )
 
 

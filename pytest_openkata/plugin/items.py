@@ -19,7 +19,12 @@ import pytest
 from pytest_openkata.contracts.errors import OpenkataError
 from pytest_openkata.contracts.junit import PERCENTAGE_PROPERTY, SCENARIO_PROPERTY, scenario_key
 from pytest_openkata.contracts.results import ScenarioResult
-from pytest_openkata.core.scenario import group_folders, scenario_candidates, skill_of
+from pytest_openkata.core.scenario import (
+    group_folders,
+    has_categories,
+    scenario_candidates,
+    skill_of,
+)
 from pytest_openkata.core.triggers import has_trigger_queries
 from pytest_openkata.infra.text import visible
 from pytest_openkata.plugin import compat, validation
@@ -196,6 +201,11 @@ class ScenarioItem(ScenarioFolderItem):
     def unrunnable(self, exc: OpenkataError, redact: Callable[[str], str]) -> ScenarioResult:
         """The result of a scenario that :meth:`runnable` could not prepare."""
         raise exc  # an openkata folder is always runnable: its errors come from the run
+
+    def has_categories(self, categories: tuple[str, ...]) -> bool:
+        """Whether a criterion of the scenario is of one of ``categories``
+        (``--eval-category``); True when its criteria cannot be read (it errors when it runs)."""
+        return has_categories(self.scenario_dir, categories)
 
     # How pytest's report headers name the skill (``ERROR at setup of <skill>::<scenario>``):
     # its folder's name, or its path where another skill of the run has that name.

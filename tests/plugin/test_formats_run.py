@@ -292,3 +292,16 @@ def test_an_interrupted_run_removes_the_staged_folders(
 
     assert result.ret == pytest.ExitCode.INTERRUPTED
     assert not [p for p in (skill / "evals").iterdir() if p.name.startswith(".openkata")]
+
+
+def test_a_category_selection_leaves_format_scenarios_out_unread(
+    pytester: pytest.Pytester,
+) -> None:
+    evals = [{"id": 1, "prompt": "Sort it.", "files": ["evals/files/missing.csv"]}]
+    skill = format_layouts.skill_creator(pytester.path / "skills", evals)
+
+    result = pytester.runpytest("--collect-only", "-q", "skills", "--eval-category", "INTENT")
+
+    assert _collected(result) == []
+    result.stdout.fnmatch_lines(["*1 deselected*"])
+    assert not [p for p in (skill / "evals").iterdir() if p.name.startswith(".openkata")]
