@@ -29,6 +29,8 @@ subclasses these::
     │                           (core.earlier)
     ├── WriteError              the scaffold could not create a file (commands.scaffold)
     ├── ConvertError            a conversion cannot be written (core.formats.writers)
+    ├── StagingError            a format's scenario cannot be written out to run
+    │                           (core.formats.staging)
     ├── FlagError               the drop-in command's flags are refused
     │                           (commands.openkata_eval)
     ├── LocalModelError         the local model could not be set up (local.steps)

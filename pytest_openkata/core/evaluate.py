@@ -35,6 +35,7 @@ from pytest_openkata.core.scenario import (
     holds_scenario_files,
     is_scenario_dir,
     scenario_candidates,
+    skill_of,
 )
 from pytest_openkata.core.schedule import ScenarioScheduler
 from pytest_openkata.core.slots import CallSlot
@@ -239,7 +240,7 @@ def _run(jobs: list[_Job], settings: EvalSettings, here: Path) -> list[ScenarioR
                 return run_scenario(
                     job.scenario_dir,
                     backends,
-                    skill_dir=job.scenario_dir.parent.parent,
+                    skill_dir=skill_of(job.scenario_dir),
                     redact=redact,
                     options=options,
                     slot=slot,

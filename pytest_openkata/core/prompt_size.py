@@ -22,6 +22,7 @@ from pytest_openkata.contracts.text import go_decode
 from pytest_openkata.core.files import SkillReader, files_under
 from pytest_openkata.core.jsonfiles import ScenarioLoadError
 from pytest_openkata.core.prompt import PART_SEPARATOR, SkillTexts
+from pytest_openkata.core.scenario import skill_of
 
 __all__ = [
     "CHARS_PER_TOKEN",
@@ -138,7 +139,7 @@ def _size_on_disk(scenario_dir: Path) -> int:
 
 def _own_size(scenario_dir: Path) -> PromptSize:
     """The size of a prompt without the skill's part: the task and its inputs."""
-    whole = prompt_size(scenario_dir.parent.parent, scenario_dir)
+    whole = prompt_size(skill_of(scenario_dir), scenario_dir)
     own = {"task.md"} | {name for name, _ in whole.parts if name.startswith("inputs/")}
     parts = tuple(part for part in whole.parts if part[0] in own)
     characters = sum(chars for _, chars in parts) + len(PART_SEPARATOR) * (len(parts) - 1)

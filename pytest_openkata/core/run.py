@@ -94,6 +94,7 @@ from pytest_openkata.core.scenario import (
     only_categories,
     read_description,
     scenario_digests,
+    skill_of,
 )
 from pytest_openkata.core.simulated_user import simulated_user
 from pytest_openkata.core.skill_delivery import PROMPT
@@ -680,7 +681,7 @@ def _error_kind(exc: Exception, scenario_dir: Path) -> str:
     is the scenario's own files (a missing task, a broken criteria.json)."""
     if isinstance(exc, BackendError):
         return INFRASTRUCTURE_ERROR
-    own = Path(os.path.normpath(scenario_dir.parent.parent))  # where load_scenario reads
+    own = Path(os.path.normpath(skill_of(scenario_dir)))  # where load_scenario reads
     if isinstance(exc, SkillFileError) or (
         isinstance(exc, ScenarioLoadError)
         and Path(os.path.normpath(exc.path)) in (own / "SKILL.md", own / TILE_FILE)
@@ -708,7 +709,7 @@ def run_scenario(
     held around every live agent run and judge call (cache hits need none).
     ``skill_scenarios`` names every scenario of the skill, for the gate's completeness.
     """
-    skill_dir = skill_dir or scenario_dir.parent.parent
+    skill_dir = skill_dir or skill_of(scenario_dir)
     identity = {
         "skill": skill or unit_name(skill_dir),
         "skill_dir": str(skill_dir),

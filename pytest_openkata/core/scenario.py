@@ -119,23 +119,85 @@ def holds_scenario_files(entry: Path) -> bool:
     )
 
 
+# How many levels of group folders may sit between ``evals`` and a scenario folder
+# (``evals/<group>/<scenario>``); deeper folders are a project's own files, not scenarios.
+GROUP_DEPTH = 5
+# Folders under ``evals`` never looked into for scenarios (besides hidden ones).
+NOT_GROUPS = frozenset({"node_modules", "__pycache__", "results"})
+
+
 def scenario_candidates(evals_dir: Path) -> list[Path]:
     """The folders of an ``evals`` folder that are scenarios by the reference's rule
     (``scenario-*``) or by their files (``task.md`` and ``criteria.json``), in plain string
-    order."""
+    order of their path below ``evals``. A folder that is neither is a group: its own folders
+    are looked at the same way (up to :data:`GROUP_DEPTH` levels of groups), so that
+    ``evals/<group>/<scenario>`` is found; a scenario folder is never looked into."""
+    found: list[Path] = []
+    _candidates_in(evals_dir, 0, found)
+    found.sort(key=lambda entry: entry.relative_to(evals_dir).parts)
+    return found
+
+
+def _candidates_in(folder: Path, depth: int, found: list[Path]) -> None:
     # One listing, whose entries say without a system call each whether they are real folders
     # (collection asks this of every evals folder).
     try:
-        with os.scandir(evals_dir) as listing:
+        with os.scandir(folder) as listing:
             folders = [entry.name for entry in listing if entry.is_dir(follow_symlinks=False)]
     except OSError:
-        return []
-    found = [
-        evals_dir / name
-        for name in sorted(folders)
-        if name.startswith(SCENARIO_PREFIX) or holds_scenario_files(evals_dir / name)
-    ]
-    return found
+        return
+    for name in sorted(folders):
+        entry = folder / name
+        if name.startswith(SCENARIO_PREFIX) or holds_scenario_files(entry):
+            found.append(entry)
+        elif depth < GROUP_DEPTH and not name.startswith(".") and name not in NOT_GROUPS:
+            _candidates_in(entry, depth + 1, found)
+
+
+def group_folders(evals_dir: Path) -> list[Path]:
+    """The folders of an ``evals`` folder that :func:`scenario_candidates` looks into as
+    groups (neither scenarios nor hidden), in order."""
+    groups: list[Path] = []
+    level = [evals_dir]
+    for _depth in range(GROUP_DEPTH + 1):
+        following = []
+        for folder in level:
+            try:
+                with os.scandir(folder) as listing:
+                    names = sorted(e.name for e in listing if e.is_dir(follow_symlinks=False))
+            except OSError:
+                continue
+            for name in names:
+                entry = folder / name
+                if name.startswith((".", SCENARIO_PREFIX)) or name in NOT_GROUPS:
+                    continue
+                if not holds_scenario_files(entry):
+                    following.append(entry)
+        groups += following
+        level = following
+    return groups
+
+
+def skill_of(scenario_dir: Path) -> Path:
+    """The skill (or tile) folder of a scenario folder: the folder holding the ``evals``
+    folder it sits in, directly or in group folders (``evals/<group>/<scenario>``); for a
+    folder not below an ``evals`` folder, its grandparent."""
+    for depth, ancestor in enumerate(scenario_dir.parents):
+        if depth > GROUP_DEPTH:
+            break
+        if ancestor.name == "evals":
+            return ancestor.parent
+    return scenario_dir.parent.parent
+
+
+def scenario_name(scenario_dir: Path) -> str:
+    """A scenario's name: its folder's name, with its group folders below ``evals`` before it
+    (``group/scenario-a``) when it sits in groups."""
+    evals = skill_of(scenario_dir) / "evals"
+    try:
+        return scenario_dir.relative_to(evals).as_posix()
+    except ValueError:
+        return scenario_dir.name
 
 
 def name_matches(name: str, names: str) -> bool:
@@ -400,14 +462,15 @@ def _exists(entry: os.DirEntry[str] | None) -> bool:
 
 
 def load_scenario(scenario_dir: Path) -> Scenario:
-    """Load and validate a scenario folder ``<skill>/evals/<scenario>`` (or a tile's)."""
-    skill_dir = scenario_dir.parent.parent
+    """Load and validate a scenario folder ``<skill>/evals/<scenario>`` (or a tile's; or
+    ``<skill>/evals/<group>/<scenario>``)."""
+    skill_dir = skill_of(scenario_dir)
     reader = SkillReader(skill_dir)  # resolves the skill folder once for both checks below
     if is_tile_dir(skill_dir):
         load_tile(skill_dir)
     elif not (skill_dir / "SKILL.md").is_file():
         raise ScenarioLoadError(
-            skill_dir / "SKILL.md", "file not found (every skill needs one)", shown="SKILL.md"
+            skill_dir / "SKILL.md", missing_skill_md(skill_dir), shown="SKILL.md"
         )
     elif not reader.is_inside(skill_dir / "SKILL.md"):
         raise ScenarioLoadError(skill_dir / "SKILL.md", LEADS_OUT, shown="SKILL.md")
@@ -472,6 +535,40 @@ def load_scenario(scenario_dir: Path) -> Scenario:
         checks=checks,
         contents=contents,
     )
+
+
+def shown_folder(folder: Path) -> str:
+    """A folder as a message names it without the machine's folders: relative to the current
+    folder when it is below it, else by its name."""
+    try:
+        shown = folder.absolute().relative_to(Path.cwd()).as_posix()
+    except ValueError:
+        return folder.name or str(folder)
+    return shown if shown != "." else "the current folder"
+
+
+def nearest_skill_md(folder: Path) -> Path | None:
+    """The SKILL.md nearest to ``folder`` that is not its own: in one of its folders (then
+    two levels down), else in the folder above; None when there is none."""
+    for pattern in ("*/SKILL.md", "*/*/SKILL.md"):
+        found = sorted(p for p in folder.glob(pattern) if "evals" not in p.parts[-3:-1])
+        if found:
+            return found[0]
+    above = folder.parent / "SKILL.md"
+    return above if above.is_file() else None
+
+
+def missing_skill_md(skill_dir: Path) -> str:
+    """Why a skill has no SKILL.md, naming the folder looked in and the nearest SKILL.md."""
+    message = f"file not found in {shown_folder(skill_dir)} (every skill needs one)"
+    nearest = nearest_skill_md(skill_dir)
+    if nearest is not None:
+        try:
+            where = nearest.absolute().relative_to(Path.cwd()).as_posix()
+        except ValueError:
+            where = os.path.relpath(nearest, skill_dir.parent)
+        message += f"; found {where}"
+    return message
 
 
 def _check_task(path: Path) -> bytes:

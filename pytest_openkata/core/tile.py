@@ -19,6 +19,7 @@ not listed again.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ from pytest_openkata.core.jsonfiles import (
 )
 
 TILE_FILE = "tile.json"
+PLUGIN_FILE = ".tessl-plugin/plugin.json"
 
 
 class _SkillEntry(BaseModel):
@@ -73,10 +75,55 @@ class Tile:
 
 def is_tile_dir(folder: Path) -> bool:
     """Whether ``folder`` is a tile: it holds ``tile.json`` and is not a skill folder as the
-    reference knows it (``SKILL.md`` beside ``evals/``)."""
+    reference knows it (``SKILL.md`` beside ``evals/``); or it is a unit without a SKILL.md of
+    its own whose ``evals/`` covers the skills below it (:func:`unlisted_skills`)."""
     if not (folder / TILE_FILE).is_file():
-        return False
+        return (
+            not (folder / "SKILL.md").is_file()
+            and (folder / "evals").is_dir()
+            and bool(unlisted_skills(folder))
+        )
     return not ((folder / "SKILL.md").is_file() and (folder / "evals").is_dir())
+
+
+def plugin_manifest(folder: Path) -> Mapping[str, object] | None:
+    """``<folder>/.tessl-plugin/plugin.json`` as a JSON object, or None (missing or not one)."""
+    try:
+        data = json.loads((folder / PLUGIN_FILE).read_bytes())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, Mapping) else None
+
+
+def plugin_skill_folders(plugin: Mapping[str, object]) -> list[str]:
+    """The folders a plugin's ``skills`` names (one, or a list; ``./skills`` when absent)."""
+    skills = plugin.get("skills", "./skills")
+    if isinstance(skills, str):
+        return [skills]
+    if isinstance(skills, list):
+        return [entry for entry in skills if isinstance(entry, str)]
+    return []
+
+
+def unlisted_skills(folder: Path) -> tuple[tuple[str, Path], ...]:
+    """The skills of a unit with no SKILL.md and no tile.json of its own, as ``(name,
+    SKILL.md)``: those its Tessl plugin's ``skills`` names (each a skill folder or a folder of
+    skills), else those one level below it (a repository whose root holds its skill folder
+    beside ``evals/``)."""
+    plugin = plugin_manifest(folder)
+    found: list[Path] = []
+    if plugin is not None:
+        for rel in plugin_skill_folders(plugin):
+            place = Path(os.path.normpath(folder / rel))
+            if not is_inside(place, folder.resolve()):
+                continue
+            if (place / "SKILL.md").is_file():
+                found.append(place / "SKILL.md")
+            else:
+                found += sorted(place.glob("*/SKILL.md"))
+    else:
+        found = sorted(folder.glob("*/SKILL.md"))
+    return tuple((path.parent.name, path) for path in found if path.parent.name != "evals")
 
 
 def has_context(folder: Path) -> bool:
@@ -106,6 +153,17 @@ def load_tile(folder: Path) -> Tile:
     naming the file and the key."""
     folder = Path(os.path.normpath(folder))  # the listed paths are normalised against it
     tile_json = folder / TILE_FILE
+    if not tile_json.is_file() and (skills := unlisted_skills(folder)):
+        plugin = plugin_manifest(folder) or {}
+        name, version = plugin.get("name"), plugin.get("version")
+        return Tile(
+            folder,
+            name if isinstance(name, str) and name.strip() else folder.name,
+            version.strip() if isinstance(version, str) else "",
+            skills,
+            None,
+            (),
+        )
     try:
         raw = read_json(tile_json)
     except ScenarioLoadError as exc:

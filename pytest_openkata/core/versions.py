@@ -19,14 +19,18 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from pytest_openkata.core.tile import TILE_FILE, read_tile_version
+from pytest_openkata.core.tile import (
+    PLUGIN_FILE,
+    TILE_FILE,
+    plugin_skill_folders,
+    read_tile_version,
+)
 
 __all__ = ["PLUGIN_FILE", "changelog_version", "plugin_version", "read_skill_version"]
 
-PLUGIN_FILE = ".tessl-plugin/plugin.json"
 _VERSION_HEADING = re.compile(r"## \[([^\]]*)\]")
 
 
@@ -69,16 +73,8 @@ def plugin_version(skill_dir: Path) -> str:
     plugin = _manifest(root / PLUGIN_FILE)
     if plugin is None:
         return ""
-    holders = {(root / folder).resolve() for folder in _skills_folders(plugin)}
+    holders = {(root / folder).resolve() for folder in plugin_skill_folders(plugin)}
     return _version_of(plugin) if skill_dir.parent.resolve() in holders else ""
-
-
-def _skills_folders(plugin: Mapping[str, object]) -> Iterator[str]:
-    skills = plugin.get("skills", "./skills")
-    if isinstance(skills, str):
-        yield skills
-    elif isinstance(skills, list):
-        yield from (entry for entry in skills if isinstance(entry, str))
 
 
 def _tile_json_version(skill_dir: Path) -> str:

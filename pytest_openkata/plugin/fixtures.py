@@ -14,7 +14,12 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_openkata.contracts.config import EvalSettings
-from pytest_openkata.contracts.errors import AgentConfigError, BackendError, ConfigError
+from pytest_openkata.contracts.errors import (
+    AgentConfigError,
+    BackendError,
+    ConfigError,
+    OpenkataError,
+)
 from pytest_openkata.contracts.results import ScenarioResult
 from pytest_openkata.core.activity import ACTIVITY
 from pytest_openkata.core.run import Backends, RunOptions, run_scenario
@@ -211,22 +216,29 @@ def openkata_result(
             return _run(scenario, slot)
 
     def _run(scenario: ScenarioItem, slot: CallSlot) -> ScenarioResult:
-        result = run_scenario(
-            scenario.scenario_dir,
-            openkata_backends,
-            skill_dir=scenario.skill_dir,
-            redact=openkata_redactor,
-            options=openkata_run_options,
-            slot=slot,
-            skill_scenarios=scenario.skill_scenarios,
-        )
+        try:
+            # A format's scenario is written out as an openkata folder here, on first use.
+            scenario_dir, shown = scenario.runnable()
+        except OpenkataError as exc:
+            result = scenario.unrunnable(exc, openkata_redactor)
+        else:
+            result = run_scenario(
+                scenario_dir,
+                openkata_backends,
+                skill_dir=scenario.skill_dir,
+                redact=lambda text: shown(openkata_redactor(text)),
+                options=openkata_run_options,
+                slot=slot,
+                skill_scenarios=scenario.skill_scenarios,
+            )
         # Recorded here, on the scenario's thread, before pytest reports the item.
         scenario.record_result(result)
         return result
 
     # Typo'd keys, placeholders, a file beside task.md that never reaches the agent: said
     # before it runs, here in pytest's thread so that they are the item's warnings.
-    warn_about_scenario(item.config, item.scenario_dir)
+    if item.lints_its_files:
+        warn_about_scenario(item.config, item.scenario_dir)
     result = openkata_scheduler.result(item, run)
     item.ihook.pytest_openkata_scenario_result(result=result, item=item)
     if result.error is not None:

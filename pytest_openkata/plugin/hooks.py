@@ -10,7 +10,6 @@ import pytest
 
 from pytest_openkata.contracts.config import EvalSettings
 from pytest_openkata.contracts.errors import ConfigError
-from pytest_openkata.core.scenario import has_categories
 from pytest_openkata.infra.config import (
     find_yaml_file,
     provider_problems,
@@ -36,14 +35,17 @@ from pytest_openkata.plugin import (
 )
 from pytest_openkata.plugin.aggregate import BODY_RAISED_ATTR, EvalAggregator
 from pytest_openkata.plugin.file_warnings import FileWarnings
+from pytest_openkata.plugin.format_files import marker_files
 from pytest_openkata.plugin.heap import HeapFreezer
 from pytest_openkata.plugin.items import (
     EvalsDir,
     ScenarioItem,
     ValidationItem,
     is_evals_dir,
+    note_skill_scenarios,
     result_key,
     tell_skills_apart,
+    unite_skill_scenarios,
 )
 from pytest_openkata.plugin.scenario_folder import KIND_MARKERS
 from pytest_openkata.plugin.session import (
@@ -250,12 +252,26 @@ def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Col
     return None
 
 
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    """A published format's file (``evals.json``, ``eval.yaml``, ``task.toml``) in a run."""
+    if mode_of(parent.config) or file_path.name not in marker_files(parent.config):
+        return None
+    from pytest_openkata.plugin.format_items import format_collector  # only where one is
+
+    return format_collector(file_path, parent)
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    note_skill_scenarios(item)
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """In lint and validate mode only the mode's own items run: the rest are deselected.
     With ``--eval-category``, so are the scenarios without a criterion of those categories;
     with ``--eval-shard``, all but the shard's part of what is left."""
     tell_skills_apart(items, config.rootpath)
+    unite_skill_scenarios(config, items)
     mode = mode_of(config)
     _select_for_mode(config, items, mode)
     shard.select(config, items)  # a part of what the mode, -k and -m selected
@@ -271,10 +287,7 @@ def _select_for_mode(config: pytest.Config, items: list[pytest.Item], mode: str)
             _deselect(
                 config,
                 items,
-                lambda item: (
-                    not isinstance(item, ScenarioItem)
-                    or has_categories(item.scenario_dir, categories)
-                ),
+                lambda item: not isinstance(item, ScenarioItem) or item.has_categories(categories),
             )
 
 

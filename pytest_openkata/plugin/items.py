@@ -16,13 +16,20 @@ from typing import Any
 
 import pytest
 
+from pytest_openkata.contracts.errors import OpenkataError
 from pytest_openkata.contracts.junit import PERCENTAGE_PROPERTY, SCENARIO_PROPERTY, scenario_key
 from pytest_openkata.contracts.results import ScenarioResult
-from pytest_openkata.core.scenario import scenario_candidates
+from pytest_openkata.core.scenario import (
+    group_folders,
+    has_categories,
+    scenario_candidates,
+    skill_of,
+)
 from pytest_openkata.core.triggers import has_trigger_queries
 from pytest_openkata.infra.text import visible
 from pytest_openkata.plugin import compat, validation
 from pytest_openkata.plugin.file_warnings import warn_about_skill
+from pytest_openkata.plugin.format_files import formats_by_file, marker_files
 from pytest_openkata.plugin.scenario_folder import (
     ScenarioFolderItem,
     says_collection_warnings,
@@ -31,12 +38,14 @@ from pytest_openkata.plugin.scenario_folder import (
 from pytest_openkata.plugin.session import VALIDATE, mode_of
 from pytest_openkata.plugin.triggers import trigger_items
 
-_SCENARIO_NODEID = re.compile(r"(?:^|/)evals::")
+# An openkata scenario's node id, or a built-in format's (its file, then the scenario).
+_SCENARIO_NODEID = re.compile(r"(?:^|/)(?:evals(?:/[^:./]+)*|evals\.json|eval\.yaml|task\.toml)::")
 
 
 def is_scenario_nodeid(nodeid: str) -> bool:
     """Whether a node id (as an xdist worker reports it to the controller) is a scenario's:
-    ``skills/s/evals::scenario-a``, or ``evals::scenario-a`` run from the skill's folder."""
+    ``skills/s/evals::scenario-a``, or ``evals::scenario-a`` run from the skill's folder, or
+    a format's scenario (``skills/s/evals/evals.json::eval-1``)."""
     return _SCENARIO_NODEID.search(nodeid) is not None
 
 
@@ -48,32 +57,96 @@ def is_evals_dir(path: Path) -> bool:
 
 class EvalsDir(pytest.Directory):
     """Collects one item per scenario folder, then one per trigger query
-    (:mod:`pytest_openkata.plugin.triggers`), and never looks further down.
+    (:mod:`pytest_openkata.plugin.triggers`), and never looks further down a scenario folder.
 
     Nothing under a scenario folder is imported or collected: scenario ``inputs/`` often hold
-    ``test_*.py`` and ``conftest.py`` files of the task's project.
+    ``test_*.py`` and ``conftest.py`` files of the task's project. Scenarios in group folders
+    (``evals/<group>/<scenario>``) are collected under a :class:`ScenarioGroup` per group, so
+    that a group or a scenario in it named on the command line is found as pytest finds paths;
+    published formats' files here and in groups (``evals/evals.json``) are collected too.
     """
 
-    def collect(self) -> Iterator[pytest.Item]:
+    def collect(self) -> Iterator[pytest.Collector | pytest.Item]:
         scenarios, skill_scenarios = scenario_folders(self, self.path)
         # Said before -k, -m or --deselect leave any scenario out, once per skill; a
         # scenario's own are said when it runs (plugin/file_warnings.py).
         if says_collection_warnings(self.config):
             warn_about_skill(self.config, self.path.parent)
-        names = tuple(skill_scenarios)
         item_class = ValidationItem if mode_of(self.config) == VALIDATE else ScenarioItem
-        fixture_info = compat.shared_fixture_info(self, item_class.body)
-        for entry in scenarios:
-            extra = {} if fixture_info is None else {"fixtureinfo": fixture_info()}
-            yield item_class.from_parent(
-                self,
-                name=entry.name,
-                scenario_dir=entry,
-                skill_scenarios=names,
-                **extra,
-            )
+        formats: list[Path] = []
+        if item_class is ScenarioItem:
+            wanted = sorted(marker_files(self.config))
+            for folder in [self.path, *group_folders(self.path)]:
+                formats += [folder / name for name in wanted if (folder / name).is_file()]
+            formats = self._detected(formats)
+        plan = _Plan(item_class, scenarios, tuple(skill_scenarios), formats)
+        yield from plan.children(self)
         if has_trigger_queries(self.path):
             yield from trigger_items(self, self.path.parent)
+
+    def _detected(self, paths: list[Path]) -> list[Path]:
+        """The files of ``paths`` that a format finds its evals beside; the others are named
+        in one collection warning (a file of a format's name that no format reads)."""
+        by_file = formats_by_file(self.config)
+        found = [p for p in paths if any(fmt.detect(p.parent) for fmt in by_file[p.name])]
+        unread = [p.relative_to(self.path).as_posix() for p in paths if p not in found]
+        if unread and says_collection_warnings(self.config):
+            names = ", ".join(sorted({fmt.name for p in paths for fmt in by_file[p.name]}))
+            self.warn(
+                pytest.PytestCollectionWarning(
+                    f"{len(unread)} file(s) not collected, since no eval format ({names}) "
+                    f"reads them as they are: {', '.join(unread)}; see the formats' pages "
+                    "for the layout each expects"
+                )
+            )
+        return found
+
+
+class ScenarioGroup(pytest.Directory):
+    """A group folder under ``evals`` holding scenarios or formats' files."""
+
+    plan: _Plan
+
+    def collect(self) -> Iterator[pytest.Collector | pytest.Item]:
+        return self.plan.children(self)
+
+
+class _Plan:
+    """What an ``evals`` folder's collectors yield, folder by folder."""
+
+    def __init__(
+        self,
+        item_class: type[ScenarioItem],
+        scenarios: list[Path],
+        names: tuple[str, ...],
+        formats: list[Path],
+    ) -> None:
+        self.item_class = item_class
+        self.scenarios = scenarios
+        self.names = names
+        self.formats = formats
+
+    def children(self, node: pytest.Directory) -> Iterator[pytest.Collector | pytest.Item]:
+        folder = node.path
+        fixture_info = compat.shared_fixture_info(node, self.item_class.body)
+        groups: dict[Path, None] = {}
+        for entry in self.scenarios:
+            if entry.parent == folder:
+                extra = {} if fixture_info is None else {"fixtureinfo": fixture_info()}
+                yield self.item_class.from_parent(
+                    node, name=entry.name, scenario_dir=entry, skill_scenarios=self.names, **extra
+                )
+            elif folder in entry.parents:
+                groups[folder / entry.relative_to(folder).parts[0]] = None
+        for path in self.formats:
+            if path.parent == folder:  # the plugin's pytest_collect_file makes its collector
+                yield from node.ihook.pytest_collect_file(file_path=path, parent=node)
+            elif folder in path.parents:
+                groups[folder / path.relative_to(folder).parts[0]] = None
+        for group in sorted(groups):
+            made: ScenarioGroup = ScenarioGroup.from_parent(node, path=group)
+            made.plan = self
+            yield made
 
 
 def evaluate_scenario(openkata_result: ScenarioResult, subtests: pytest.Subtests) -> None:
@@ -113,9 +186,26 @@ class ScenarioItem(ScenarioFolderItem):
         # The scenario folder is the item's path, so `pytest <scenario folder>` selects it.
         self.path = scenario_dir
         self.scenario_dir = scenario_dir
-        self.skill_dir = scenario_dir.parent.parent
+        self.skill_dir = skill_of(scenario_dir)
         self.skill_scenarios = skill_scenarios
         self.mark_scenario()
+
+    # Whether the run lints the scenario's folder before it runs (a format's scenario is
+    # checked by its format's reader instead).
+    lints_its_files = True
+
+    def runnable(self) -> tuple[Path, Callable[[str], str]]:
+        """The folder to run, and how texts naming it are shown (as they are, here)."""
+        return self.scenario_dir, _as_it_is
+
+    def unrunnable(self, exc: OpenkataError, redact: Callable[[str], str]) -> ScenarioResult:
+        """The result of a scenario that :meth:`runnable` could not prepare."""
+        raise exc  # an openkata folder is always runnable: its errors come from the run
+
+    def has_categories(self, categories: tuple[str, ...]) -> bool:
+        """Whether a criterion of the scenario is of one of ``categories``
+        (``--eval-category``); True when its criteria cannot be read (it errors when it runs)."""
+        return has_categories(self.scenario_dir, categories)
 
     # How pytest's report headers name the skill (``ERROR at setup of <skill>::<scenario>``):
     # its folder's name, or its path where another skill of the run has that name.
@@ -128,7 +218,8 @@ class ScenarioItem(ScenarioFolderItem):
         """Keep the result for this item's reports (:mod:`.xdist_transport` carries it to
         the controller) and name the scenario and its percentage in the JUnit file."""
         self.stash[result_key] = result
-        key = scenario_key(self.skill_dir, self.name, self.config.rootpath)
+        # The result's name: a format's scenario runs as its scenario-<name> folder.
+        key = scenario_key(self.skill_dir, result.name, self.config.rootpath)
         self.user_properties.append((SCENARIO_PROPERTY, key))
         self.user_properties.append((PERCENTAGE_PROPERTY, f"{result.percentage:g}"))
 
@@ -140,6 +231,30 @@ class ValidationItem(ScenarioItem):
 
 
 result_key = pytest.StashKey[ScenarioResult]()
+
+
+def _as_it_is(text: str) -> str:
+    return text
+
+
+_SKILL_SCENARIOS = pytest.StashKey[dict[Path, dict[str, None]]]()
+
+
+def note_skill_scenarios(item: pytest.Item) -> None:
+    """Remember the scenario names ``item`` gives for its skill (called for each item as it is
+    collected, before ``-k``, ``-m`` or ``--deselect`` leave any out)."""
+    if isinstance(item, ScenarioItem):
+        known = item.config.stash.setdefault(_SKILL_SCENARIOS, {})
+        known.setdefault(item.skill_dir, {}).update(dict.fromkeys(item.skill_scenarios))
+
+
+def unite_skill_scenarios(config: pytest.Config, items: Sequence[pytest.Item]) -> None:
+    """Give each scenario item every scenario name of its skill, from all its sources (its
+    openkata folders and each format's file): the gate's completeness counts them all."""
+    known = config.stash.get(_SKILL_SCENARIOS, {})
+    for item in items:
+        if isinstance(item, ScenarioItem) and item.skill_dir in known:
+            item.skill_scenarios = tuple(known[item.skill_dir])
 
 
 def tell_skills_apart(items: Sequence[pytest.Item], rootdir: Path) -> None:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_openkata.core.scenario import scenario_candidates
+from pytest_openkata.core.scenario import scenario_candidates, skill_of
 from pytest_openkata.core.tile import is_tile_dir, unit_name
 from pytest_openkata.plugin import compat
 from pytest_openkata.plugin.scenario_folder import ScenarioFolderItem, scenario_folders
@@ -152,7 +152,7 @@ def lint_scenario_rules(request: pytest.FixtureRequest, subtests: pytest.Subtest
         settings=settings.provider_settings,
         context_budget=settings.context_budget,
     )
-    _check_rules(findings, subtests, item, item.path.parent.parent)
+    _check_rules(findings, subtests, item, skill_of(item.path))
 
 
 class SkillLintItem(pytest.Function):
@@ -179,4 +179,4 @@ class ScenarioLintItem(ScenarioFolderItem):
         self.mark_scenario()
 
     def reportinfo(self) -> tuple[Path, None, str]:
-        return self.path, None, f"{self.path.parent.parent.name}::{self.name}::lint"
+        return self.path, None, f"{skill_of(self.path).name}::{self.name}::lint"

@@ -11,7 +11,12 @@ from pathlib import Path
 import pluggy
 import pytest
 
-from pytest_openkata.core.scenario import discover_scenarios, sandbox_mode, scenario_candidates
+from pytest_openkata.core.scenario import (
+    discover_scenarios,
+    sandbox_mode,
+    scenario_candidates,
+    skill_of,
+)
 from pytest_openkata.core.tile import unit_name
 from pytest_openkata.plugin import compat
 from pytest_openkata.plugin.session import settings_key
@@ -34,7 +39,7 @@ class ScenarioFolderItem(pytest.Function):
         ``-m direct`` or ``-m sandbox`` selects it by how it runs. The kind's marker is given
         only when the run's ``-m`` or ``-k`` may ask for it (:func:`kind_is_asked`): it reads
         the scenario's scenario.json, and collection otherwise reads no scenario file."""
-        skill_dir = self.path.parent.parent
+        skill_dir = skill_of(self.path)
         self.extra_keyword_matches.add(f"skill:{skill_dir.name}")
         name = self._unit_name(skill_dir)
         if name != skill_dir.name:
@@ -124,7 +129,7 @@ def scenario_folders(collector: pytest.Directory, evals: Path) -> tuple[list[Pat
             taken.append(entry)
             named_only = True
         else:
-            left_out.append(entry.name)
+            left_out.append(entry.relative_to(evals).as_posix())
     if left_out and says_collection_warnings(config):
         collector.warn(
             pytest.PytestCollectionWarning(
@@ -136,5 +141,5 @@ def scenario_folders(collector: pytest.Directory, evals: Path) -> tuple[list[Pat
         )
     skill_scenarios = [entry.name for entry in taken]
     if named_only:
-        skill_scenarios = sorted([*skill_scenarios, *left_out])
+        skill_scenarios = sorted([*skill_scenarios, *(Path(name).name for name in left_out)])
     return taken, skill_scenarios

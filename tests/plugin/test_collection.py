@@ -360,7 +360,7 @@ def test_skill_without_skill_md_errors_its_scenarios(
 
     result.assert_outcomes(passed=1, errors=1)
     result.stdout.fnmatch_lines(
-        ["scenario error: SKILL.md: file not found (every skill needs one)"]
+        ["scenario error: SKILL.md: file not found in skills/s (every skill needs one)"]
     )
 
 

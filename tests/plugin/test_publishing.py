@@ -113,7 +113,7 @@ def test_a_skill_without_skill_md_publishes_nothing_and_the_others_publish(
     result.stdout.fnmatch_lines(
         [
             "skills/broken",
-            "*ERROR: SKILL.md: file not found (every skill needs one)",
+            "*ERROR: SKILL.md: file not found in skills/broken (every skill needs one)",
             "*Report not published: the skill's SKILL.md is missing or broken, so no report "
             "of it is written (the catalogue would show 0 % for a skill that did not run)",
             "skills/fine",

@@ -1,7 +1,7 @@
-"""Scenarios converted from Harbor and Skillgrade run in a real engine as the plugin runs any
-scenario: the stand-in agent acts on its task's ``STANDIN:`` lines, the verifier's and the
-grader's files reach the checks only after the agent finished, and the judge is the scripted
-loopback endpoint."""
+"""Harbor and Skillgrade scenarios, as they are and converted, run in a real engine as the
+plugin runs any scenario: the stand-in agent acts on its task's ``STANDIN:`` lines, the
+verifier's and the grader's files reach the checks only after the agent finished, and the
+judge is the scripted loopback endpoint."""
 
 from __future__ import annotations
 
@@ -53,14 +53,8 @@ def _scenarios(out: Path) -> dict[str, dict[str, Any]]:
     return found
 
 
-def test_converted_harbor_and_skillgrade_scenarios_run_in_the_engine(
-    pytester: pytest.Pytester,
-    endpoint: ScriptedEndpoint,
-    script: EvalScript,
-    use_engine: str,
-    standin_image: str,
-) -> None:
-    source = pytester.path / "src"
+def _write_sources(source: Path) -> Path:
+    """Two Harbor tasks under ``source/tasks`` and a Skillgrade skill ``source/csv-tidy``."""
     _harbor_task(
         source / "tasks", "answered", "Write 42 to answer.txt.\nSTANDIN: write answer.txt 42\n"
     )
@@ -77,6 +71,52 @@ def test_converted_harbor_and_skillgrade_scenarios_run_in_the_engine(
         ],
     }
     write(skill / "eval.yaml", yaml.safe_dump({"version": "1", "tasks": [task]}))
+    return skill
+
+
+def _verdicts(scenarios: dict[str, dict[str, Any]]) -> dict[str, dict[str, bool]]:
+    return {
+        name: {c["name"]: c["pass"] for c in entry["criteria"]} for name, entry in scenarios.items()
+    }
+
+
+VERDICTS = {
+    "scenario-answered": {"tests/test.sh": True},
+    "scenario-unanswered": {"tests/test.sh": False},
+    "scenario-sort-rows": {"llm_rubric 2": True, "deterministic 1": True},
+}
+
+
+def test_harbor_tasks_and_a_skillgrade_eval_run_as_they_are_in_the_engine(
+    pytester: pytest.Pytester,
+    endpoint: ScriptedEndpoint,
+    script: EvalScript,
+    use_engine: str,
+    standin_image: str,
+) -> None:
+    harbor = pytester.path / "skills" / "harbor"
+    write(harbor / "SKILL.md", SKILL_MD)
+    skill = _write_sources(harbor)
+    skill.rename(pytester.path / "skills" / "csv-tidy")
+
+    pytester.runpytest(
+        "skills", *sandbox_args(endpoint.base_url, standin_image, "--eval-output", "out/")
+    )
+
+    assert _verdicts(_scenarios(pytester.path / "out")) == VERDICTS
+    assert script.judge_calls == 1
+    assert not list(pytester.path.glob("skills/*/evals/.openkata-formats-*"))
+
+
+def test_converted_harbor_and_skillgrade_scenarios_run_in_the_engine(
+    pytester: pytest.Pytester,
+    endpoint: ScriptedEndpoint,
+    script: EvalScript,
+    use_engine: str,
+    standin_image: str,
+) -> None:
+    source = pytester.path / "src"
+    skill = _write_sources(source)
     for name in ("harbor", "skillgrade"):
         write(pytester.path / "skills" / name / "SKILL.md", SKILL_MD)
     _convert(source / "tasks", pytester.path / "skills" / "harbor" / "evals")
@@ -87,14 +127,7 @@ def test_converted_harbor_and_skillgrade_scenarios_run_in_the_engine(
     )
 
     scenarios = _scenarios(pytester.path / "out")
-    verdicts = {
-        name: {c["name"]: c["pass"] for c in entry["criteria"]} for name, entry in scenarios.items()
-    }
-    assert verdicts == {
-        "scenario-answered": {"tests/test.sh": True},
-        "scenario-unanswered": {"tests/test.sh": False},
-        "scenario-sort-rows": {"llm_rubric 2": True, "deterministic 1": True},
-    }
+    assert _verdicts(scenarios) == VERDICTS
     unanswered = {c["name"]: c for c in scenarios["scenario-unanswered"]["criteria"]}
     assert "reward: 0" in unanswered["tests/test.sh"]["reason"]
     assert script.judge_calls == 1  # only the Skillgrade task has a judged criterion

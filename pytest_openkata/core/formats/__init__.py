@@ -49,6 +49,11 @@ class EvalFormat(Protocol):
     """One published eval format."""
 
     name: str
+    # The names of the files that mark a folder holding this format's evals (``evals.json``,
+    # ``eval.yaml``, ``task.toml``): collection asks :meth:`detect` only about the folder of
+    # such a file, so that a run never asks every format about every folder. A format
+    # without ``files`` is read by ``convert`` only.
+    files: tuple[str, ...]
 
     def detect(self, folder: Path) -> bool:
         """Whether ``folder`` holds evals of this format (cheap: reads no more than it must)."""

@@ -78,6 +78,8 @@ class HarborFormat:
     """The reader of Harbor task folders."""
 
     name = NAME
+    # The files whose folder collection asks this format about (EvalFormat.files).
+    files = ("task.toml",)
 
     def detect(self, folder: Path) -> bool:
         return is_task(folder) or any(is_task(child) for child in _children(folder))

@@ -48,6 +48,7 @@ class OpenkataFormat:
     folder, or a skill or tile folder holding one."""
 
     name = NAME
+    files = ()  # collection takes openkata folders itself (plugin/items.py), unread
 
     def detect(self, folder: Path) -> bool:
         return bool(self._folders(folder))

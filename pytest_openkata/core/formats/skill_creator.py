@@ -85,6 +85,8 @@ class SkillCreatorFormat:
     """The reader of ``evals/evals.json``."""
 
     name = NAME
+    # The files whose folder collection asks this format about (EvalFormat.files).
+    files = ("evals.json",)
 
     def detect(self, folder: Path) -> bool:
         """A skill folder with ``evals/evals.json``, or that ``evals`` folder itself."""

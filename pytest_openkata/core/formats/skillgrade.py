@@ -79,6 +79,8 @@ class SkillgradeFormat:
     """The reader of Skillgrade's ``eval.yaml``."""
 
     name = NAME
+    # The files whose folder collection asks this format about (EvalFormat.files).
+    files = ("eval.yaml",)
 
     def detect(self, folder: Path) -> bool:
         path = folder / EVAL_FILE

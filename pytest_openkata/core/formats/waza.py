@@ -142,6 +142,8 @@ class WazaFormat:
     """The reader of waza's ``eval.yaml`` and its task files."""
 
     name = NAME
+    # The files whose folder collection asks this format about (EvalFormat.files).
+    files = ("eval.yaml",)
 
     def detect(self, folder: Path) -> bool:
         path = folder / EVAL_FILE

@@ -30,6 +30,7 @@ from pytest_openkata.core.prompt_size import DEFAULT_CONTEXT_BUDGET
 from pytest_openkata.core.scenario import (
     CHECKS_FILE,
     load_scenario_options,
+    skill_of,
 )
 from pytest_openkata.core.tile import is_tile_dir, load_tile
 
@@ -41,7 +42,7 @@ class ScenarioFiles:
         self, path: Path, shown_root: Path | None, context_budget: int = DEFAULT_CONTEXT_BUDGET
     ) -> None:
         self.path = path
-        self.skill_dir = path.parent.parent
+        self.skill_dir = skill_of(path)
         self.shown_root = shown_root
         self.context_budget = context_budget
         self._contents: dict[str, bytes | None] = {}

@@ -18,6 +18,7 @@ from pytest_openkata.core.lint.markdown import code_spans, in_inputs, input_path
 from pytest_openkata.core.scenario import (
     CHECKS_FILE,
     EMPTY_DESCRIPTION,
+    skill_of,
 )
 from pytest_openkata.core.tile import is_tile_dir
 
@@ -79,7 +80,7 @@ _TILE_DEPTH = 4  # a tile's skill's scenario: <tile>/skills/<group>/<skill>/eval
 def _in_tile(scenario_dir: Path) -> bool:
     """Whether the scenario is a tile's: of its evals, or of a skill inside the tile's
     folder."""
-    unit = scenario_dir.parent.parent
+    unit = skill_of(scenario_dir)
     return any(is_tile_dir(folder) for folder in [unit, *unit.parents][: _TILE_DEPTH + 1])
 
 

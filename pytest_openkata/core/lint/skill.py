@@ -129,9 +129,9 @@ def changelog_rule(skill_dir: Path) -> list[Finding]:
 
 
 def scenarios_rule(skill_dir: Path, scenario_names: str = SCENARIO_NAMES) -> list[Finding]:
-    """The skill has scenarios (those the ``scenario_names`` setting takes) or trigger queries:
-    without either, nothing evaluates it."""
-    if discover_scenarios(skill_dir / "evals", scenario_names):
+    """The skill has scenarios (those the ``scenario_names`` setting takes), another published
+    format's evals or trigger queries: without any, nothing evaluates it."""
+    if discover_scenarios(skill_dir / "evals", scenario_names) or _published_evals(skill_dir):
         return []
     if has_trigger_queries(skill_dir / "evals"):
         return []  # its trigger queries evaluate it
@@ -148,6 +148,16 @@ def scenarios_rule(skill_dir: Path, scenario_names: str = SCENARIO_NAMES) -> lis
             "and a criteria.json"
         )
     return [Finding("scenarios", "warning", "evals", None, message)]
+
+
+def _published_evals(skill_dir: Path) -> bool:
+    """Whether another published format (``evals/evals.json``, ``eval.yaml``) evaluates the
+    skill: a run collects those too."""
+    from pytest_openkata.core.formats import detect_formats
+
+    return any(
+        fmt.files for folder in (skill_dir, skill_dir / "evals") for fmt in detect_formats(folder)
+    )
 
 
 # A link's text may hold one level of brackets (an image: ``[![alt](a.png)](doc.md)``) and

@@ -18,6 +18,7 @@ from pytest_openkata.core.lint.markdown import (
     is_path_token,
     markdown_lines,
 )
+from pytest_openkata.core.scenario import skill_of
 
 
 def task_names_skill_rule(scenario: ScenarioFiles) -> list[Finding]:
@@ -184,7 +185,7 @@ _DELIVERABLES = re.compile(
 
 def _in_skill(scenario: ScenarioFiles, path: str) -> bool:
     """A path of the skill's own files (``references/x.md``): the agent has the skill."""
-    skill_dir = scenario.path.parent.parent
+    skill_dir = skill_of(scenario.path)
     return (skill_dir / path).exists()
 
 

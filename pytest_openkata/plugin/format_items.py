@@ -1,0 +1,171 @@
+"""Published eval formats collected as they are: a format's file (``evals/evals.json``,
+``eval.yaml``, a Harbor task's ``task.toml``) is a collector whose items are its scenarios,
+with ids naming the file and the scenario (``skills/x/evals/evals.json::eval-1``).
+
+Collection asks a format about a folder only when it holds one of the format's ``files``,
+and reads the format's file to list its scenarios; no openkata scenario file is read. When a
+scenario runs, it is read with its format and written as an openkata folder in a private
+place of the run (:mod:`pytest_openkata.core.formats.staging`), then run as any scenario
+folder; what names that place names the original file instead. A file whose scenarios cannot
+be listed is one erroring item naming the file and the key, and the others run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_openkata.contracts.errors import OpenkataError
+from pytest_openkata.contracts.results import SCENARIO_ERROR, ScenarioResult
+from pytest_openkata.core.formats import EvalFormat, ScenarioSource
+from pytest_openkata.core.formats.staging import Staging, skill_above
+from pytest_openkata.core.formats.writers import folder_name
+from pytest_openkata.core.tile import unit_name
+from pytest_openkata.core.trials import combine_trials, errored_trial
+from pytest_openkata.infra.text import visible
+from pytest_openkata.plugin import compat
+from pytest_openkata.plugin.format_files import formats_by_file
+from pytest_openkata.plugin.items import ScenarioItem
+from pytest_openkata.plugin.scenario_folder import KIND_MARKERS, kind_is_asked
+
+__all__ = ["FormatFile", "FormatItem", "UnreadableFormatFile", "format_collector", "staging_of"]
+
+_STAGING = pytest.StashKey[Staging]()
+
+
+def staging_of(config: pytest.Config) -> Staging:
+    """The run's staged scenarios, removed when the run ends (``config.add_cleanup`` runs on
+    every exit path: passing, failing, interrupted, a SIGTERM turned into an interrupt)."""
+    if _STAGING not in config.stash:
+        staging = config.stash[_STAGING] = Staging()
+        config.add_cleanup(staging.close)
+    return config.stash[_STAGING]
+
+
+def format_collector(file_path: Path, parent: pytest.Collector) -> FormatFile | None:
+    """The collector of ``file_path`` when a registered format finds its evals there."""
+    candidates = formats_by_file(parent.config).get(file_path.name, [])
+    found = [fmt for fmt in candidates if fmt.detect(file_path.parent)]
+    if not found:
+        return None
+    collector: FormatFile = FormatFile.from_parent(parent, path=file_path)
+    collector.formats = found
+    return collector
+
+
+def _from_this_file(source: ScenarioSource, path: Path) -> bool:
+    return path in (source.path, source.listed_in)
+
+
+class FormatFile(pytest.File):
+    """A format's file: one item per scenario it lists."""
+
+    formats: list[EvalFormat]
+
+    def collect(self) -> Iterator[pytest.Item]:
+        skill_dir = skill_above(self.path)
+        fixture_info = compat.shared_fixture_info(self, FormatItem.body)
+        for fmt in self.formats:
+            try:
+                sources = [
+                    s for s in fmt.scenarios(self.path.parent) if _from_this_file(s, self.path)
+                ]
+                names = tuple(folder_name(s.name) for s in sources)
+            except OpenkataError as exc:  # FormatError, and a name no folder can have
+                yield UnreadableFormatFile.from_parent(self, name=fmt.name, error=str(exc))
+                continue
+            for source in sources:
+                extra = {} if fixture_info is None else {"fixtureinfo": fixture_info()}
+                yield FormatItem.from_parent(
+                    self,
+                    name=source.name,
+                    fmt=fmt,
+                    source=source,
+                    skill_dir=skill_dir,
+                    skill_scenarios=names,
+                    **extra,
+                )
+
+
+class UnreadableFormatFile(pytest.Item):
+    """A format's file whose scenarios cannot be listed: an error of its own, naming the file
+    and the key, while the run's other scenarios run."""
+
+    def __init__(self, *, error: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.error = error
+
+    def setup(self) -> None:
+        pytest.fail(visible(f"cannot be collected: {self.error}"), pytrace=False)
+
+    def runtest(self) -> None:  # never reached: setup fails
+        raise AssertionError(self.error)
+
+    def reportinfo(self) -> tuple[Path, None, str]:
+        return self.path, None, f"{self.path.name}::{self.name}"
+
+
+class FormatItem(ScenarioItem):
+    """One scenario of a format's file, run through its staged openkata folder."""
+
+    lints_its_files = False  # its files are the format's, linted by the format's reader
+
+    def __init__(
+        self,
+        *,
+        fmt: EvalFormat,
+        source: ScenarioSource,
+        skill_dir: Path,
+        skill_scenarios: tuple[str, ...],
+        **kwargs: Any,
+    ) -> None:
+        super(ScenarioItem, self).__init__(callobj=self.body, **kwargs)
+        self.fmt = fmt
+        self.source = source
+        self.skill_dir = skill_dir
+        self.skill_scenarios = skill_scenarios
+        self.mark_scenario()
+
+    @property
+    def scenario_dir(self) -> Path:  # type: ignore[override]
+        return self.runnable()[0]
+
+    def mark_scenario(self) -> None:
+        """As an openkata scenario's (:meth:`ScenarioFolderItem.mark_scenario`): the skill's
+        keyword, and the kind's marker when ``-m`` or ``-k`` may ask for it (then the
+        scenario is read with its format at collection)."""
+        self.extra_keyword_matches.add(f"skill:{self.skill_dir.name}")
+        name = self._unit_name(self.skill_dir)
+        if name != self.skill_dir.name:
+            self.extra_keyword_matches.add(f"skill:{name}")
+        if not kind_is_asked(self.config):
+            return
+        try:
+            kind: str | None = "sandbox" if self.fmt.load(self.source).sandbox.sandbox else "direct"
+        except OpenkataError:
+            kind = None  # either selection shows its error
+        for marker in KIND_MARKERS if kind is None else (kind,):
+            self.add_marker(marker)
+
+    def has_categories(self, categories: tuple[str, ...]) -> bool:
+        """Never: the published formats have no criterion categories (Tessl's are openkata
+        folders), so ``--eval-category`` leaves a format's scenarios out, unread."""
+        return False
+
+    def runnable(self) -> tuple[Path, Callable[[str], str]]:
+        staged = staging_of(self.config).stage(self.fmt, self.source, self.skill_dir)
+        return staged.folder, staged.shown
+
+    def unrunnable(self, exc: OpenkataError, redact: Callable[[str], str]) -> ScenarioResult:
+        trial = errored_trial(1, redact(str(exc)), kind=SCENARIO_ERROR)
+        return combine_trials(
+            [trial],
+            skill=unit_name(self.skill_dir),
+            skill_dir=str(self.skill_dir),
+            name=folder_name(self.source.name),
+            description="",
+            skill_scenarios=self.skill_scenarios,
+        )
