@@ -247,8 +247,8 @@ def test_a_scenario_its_format_cannot_read_errors_naming_the_file_and_key_never_
 
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*scenario error: *evals.json: evals[[]0[]].files[[]0[]]*"])
-    assert ".openkata-formats" not in result.stdout.str()
-    assert ".openkata-formats" not in json.dumps(_results(pytester.path))
+    assert ".openkata-" not in result.stdout.str()
+    assert ".openkata-" not in json.dumps(_results(pytester.path))
     assert script.agent_calls == 0
     assert not [p for p in (skill / "evals").iterdir() if p.name.startswith(".openkata")]
 
@@ -291,6 +291,28 @@ def test_an_interrupted_run_removes_the_staged_folders(
     result = pytester.runpytest_subprocess("skills", *eval_args(endpoint.base_url))
 
     assert result.ret == pytest.ExitCode.INTERRUPTED
+    assert not [p for p in (skill / "evals").iterdir() if p.name.startswith(".openkata")]
+
+
+def test_a_run_killed_outright_leaves_its_staged_folder_to_the_next_run(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    skill = format_layouts.skill_creator(pytester.path / "skills", EVALS)
+    conftest = pytester.makeconftest(
+        "import os, signal\n"
+        "def pytest_openkata_scenario_result(result, item):\n"
+        "    os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+
+    killed = pytester.runpytest_subprocess("skills", *eval_args(endpoint.base_url))
+    [left] = [p for p in (skill / "evals").iterdir() if p.name.startswith(".openkata")]
+    conftest.unlink()
+    again = pytester.runpytest_subprocess("skills", *eval_args(endpoint.base_url))
+
+    assert killed.ret == -9  # SIGKILL: nothing of the run could clean up
+    # (However its scenarios end here: they are sandboxed, and no engine may answer.)
+    assert "eval-1" in again.stdout.str()
+    assert not left.exists()
     assert not [p for p in (skill / "evals").iterdir() if p.name.startswith(".openkata")]
 
 

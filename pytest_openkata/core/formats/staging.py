@@ -2,12 +2,15 @@
 openkata writer into a private folder of the run, so that prompts, judging, checks, the
 sandbox and every report treat it as any openkata scenario folder.
 
-The folder is ``<skill>/evals/.openkata-formats-<random>/scenario-<name>/``: below the skill's
-``evals`` folder, so that the scenario belongs to the real skill (its SKILL.md and files)
-without copying it. It is hidden, never collected, and removed by :meth:`Staging.close`, which
-the plugin calls at the end of the run on every exit path. Texts that name it (an error) are
-rewritten by :meth:`Staging.shown` to name the original file instead (``evals/evals.json:
-evals[2]``), so that no report holds the temporary folder or a machine path.
+The folder is ``<skill>/evals/.openkata-<host>-<pid>-<random>.tmp/scenario-<name>/`` (a
+temporary folder of :mod:`pytest_openkata.infra.tempfiles`): below the skill's ``evals``
+folder, so that the scenario belongs to the real skill (its SKILL.md and files) without
+copying it. It is hidden, never collected, and removed by :meth:`Staging.close`, which the
+plugin calls at the end of the run on every exit path; one left by a run killed outright
+(SIGKILL) is removed by the next run that stages a scenario of that skill. Texts that name
+it (an error) are rewritten by :meth:`Staging.shown` to name the original file instead
+(``evals/evals.json: evals[2]``), so that no report holds the temporary folder or a machine
+path.
 """
 
 from __future__ import annotations
@@ -15,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,10 +26,10 @@ from pytest_openkata.contracts.errors import OpenkataError
 from pytest_openkata.core.formats import EvalFormat, ScenarioSource
 from pytest_openkata.core.formats.model import shown_path
 from pytest_openkata.core.formats.writers import folder_name, write_openkata
+from pytest_openkata.infra.tempfiles import new_temp_folder, remove_stale
 
-__all__ = ["STAGING_PREFIX", "Staged", "Staging", "StagingError", "shown_source", "skill_above"]
+__all__ = ["Staged", "Staging", "StagingError", "shown_source", "skill_above"]
 
-STAGING_PREFIX = ".openkata-formats-"
 SKILL_MARKERS = ("SKILL.md", "tile.json")
 # How far above a format's file its skill folder may be (Harbor's tasks/<task>/task.toml).
 SKILL_LEVELS = 3
@@ -94,7 +96,7 @@ class Staging:
                 root = self._root(skill_dir)
                 folder = root / folder_name(scenario.name)
                 if folder.exists():  # two sources of one name in one skill: a folder each
-                    root = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=root.parent))
+                    root = new_temp_folder(root.parent)
                     self._roots[root] = root
                     folder = root / folder_name(scenario.name)
                 write_openkata([scenario], root)
@@ -114,7 +116,8 @@ class Staging:
         if not evals.exists():
             evals.mkdir()
             self._made_evals.add(evals)
-        root = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=evals))
+        remove_stale(evals)  # what a run killed outright left here
+        root = new_temp_folder(evals)
         self._roots[evals] = root
         return root
 
