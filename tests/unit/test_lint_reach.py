@@ -572,3 +572,18 @@ def test_a_tiles_scenarios_may_have_any_weights(tmp_path: Path) -> None:
     assert lint_scenario(nested)["weights"] == []
     [finding] = lint_scenario(skill / "evals" / "scenario-0")["weights"]
     assert "sum=90 (expected 100)" in finding.message
+
+
+def test_a_tile_evaluated_through_its_skills_own_evals_is_not_told_nothing_evaluates_it(
+    tmp_path: Path,
+) -> None:
+    tile = write_tile(tmp_path, {})
+    nested = tile / "metrics" / "evals" / "scenario-0"
+    nested.mkdir(parents=True)
+    (nested / "task.md").write_text("Add metrics.\n")
+    (nested / "criteria.json").write_text(CRITERIA)
+    bare = write_tile(tmp_path / "bare", {})
+
+    assert lint_skill(tile)["scenarios"] == []
+    [finding] = lint_skill(bare)["scenarios"]
+    assert "nothing evaluates this skill" in finding.message

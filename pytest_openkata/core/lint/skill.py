@@ -129,10 +129,15 @@ def changelog_rule(skill_dir: Path) -> list[Finding]:
 
 
 def scenarios_rule(skill_dir: Path, scenario_names: str = SCENARIO_NAMES) -> list[Finding]:
-    """The skill has scenarios (those the ``scenario_names`` setting takes), another published
-    format's evals or trigger queries: without any, nothing evaluates it."""
+    """The skill has scenarios (those the ``scenario_names`` setting takes; a tile's skills'
+    own too), another published format's evals or trigger queries: without any, nothing
+    evaluates it."""
     if discover_scenarios(skill_dir / "evals", scenario_names) or _published_evals(skill_dir):
         return []
+    if any(
+        discover_scenarios(folder / "evals", scenario_names) for folder in _tile_skills(skill_dir)
+    ):
+        return []  # a tile evaluated through its skills' own evals
     if has_trigger_queries(skill_dir / "evals"):
         return []  # its trigger queries evaluate it
     others = unselected_scenarios(skill_dir / "evals", scenario_names)
@@ -148,6 +153,17 @@ def scenarios_rule(skill_dir: Path, scenario_names: str = SCENARIO_NAMES) -> lis
             "and a criteria.json"
         )
     return [Finding("scenarios", "warning", "evals", None, message)]
+
+
+def _tile_skills(folder: Path) -> list[Path]:
+    """The folders of a tile's skills (none for a skill, or a tile that cannot be read)."""
+    if not is_tile_dir(folder):
+        return []
+    try:
+        tile = load_tile(folder)
+    except ScenarioLoadError:
+        return []
+    return [skill_md.parent for _name, skill_md in tile.skills if skill_md.parent != folder]
 
 
 def _published_evals(skill_dir: Path) -> bool:
