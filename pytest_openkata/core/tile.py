@@ -148,6 +148,12 @@ def _listed_file(tile_json: Path, root: Path, rel: str, field: str) -> Path:
     return path
 
 
+def _one_segment(name: str) -> bool:
+    """Whether ``name`` can name a folder of its own: installed skills go to a folder named
+    after theirs (:mod:`pytest_openkata.core.skill_delivery`), which must stay where it is put."""
+    return bool(name.strip()) and name not in (".", "..") and not any(c in name for c in "/\\\0")
+
+
 def load_tile(folder: Path) -> Tile:
     """Read and check ``<folder>/tile.json``; a problem is a :class:`ScenarioLoadError`
     naming the file and the key."""
@@ -182,6 +188,10 @@ def load_tile(folder: Path) -> Tile:
     except ValidationError as exc:
         error = validation_error(tile_json, exc, data)
         raise _error(tile_json, error.message, error.field) from None
+    for name in model.skills:
+        if not _one_segment(name):
+            message = "a skill's name must be one folder name (no /, \\, . or ..)"
+            raise _error(tile_json, message, f"skills.{name}")
     skills = tuple(
         (name, _listed_file(tile_json, folder, entry.path, f"skills.{name}.path"))
         for name, entry in model.skills.items()

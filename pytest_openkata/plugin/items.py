@@ -38,8 +38,12 @@ from pytest_openkata.plugin.scenario_folder import (
 from pytest_openkata.plugin.session import VALIDATE, mode_of
 from pytest_openkata.plugin.triggers import trigger_items
 
-# An openkata scenario's node id, or a built-in format's (its file, then the scenario).
-_SCENARIO_NODEID = re.compile(r"(?:^|/)(?:evals(?:/[^:./]+)*|evals\.json|eval\.yaml|task\.toml)::")
+# An openkata scenario's node id (its evals folder, or a group folder below it, whose name may
+# hold dots: ``evals/v1.2``; never a Python test module there), or a built-in format's (its
+# file, then the scenario).
+_SCENARIO_NODEID = re.compile(
+    r"(?:^|/)(?:evals(?:/[^:/]+)*(?<!\.py)|evals\.json|eval\.yaml|task\.toml)::"
+)
 
 
 def is_scenario_nodeid(nodeid: str) -> bool:

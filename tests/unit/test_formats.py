@@ -437,3 +437,63 @@ def test_weights_keep_their_proportions_as_whole_points() -> None:
     assert integer_weights([0.7, 0.3]) == [7, 3]
     assert integer_weights([0.25, 0.75]) == [25, 75]
     assert integer_weights([1 / 3, 2 / 3]) == [333, 667]
+
+
+@pytest.mark.parametrize(
+    "given",
+    ["/etc/hostname", "../../outside.txt", "evals/files/link.txt"],
+    ids=["absolute", "dots", "a link out"],
+)
+def test_a_skill_creator_file_leading_out_of_the_skill_is_an_error(
+    tmp_path: Path, given: str
+) -> None:
+    (tmp_path / "outside.txt").write_text("the machine's own file\n")
+    skill = layouts.skill_creator(
+        tmp_path / "skills", [{"id": 1, "prompt": "Go.", "files": [given]}]
+    )
+    (skill / "evals" / "files" / "link.txt").symlink_to(tmp_path / "outside.txt")
+
+    with pytest.raises(FormatError) as caught:
+        read_all(skill)
+
+    assert "files[0]: " in str(caught.value)
+    assert "leads out of the skill's folder" in str(caught.value)
+
+
+def test_a_waza_prompt_file_or_fixture_leading_out_of_the_eval_is_an_error(tmp_path: Path) -> None:
+    folder = layouts.waza(tmp_path / "repo", {**BASE_TASK, "inputs": {"prompt_file": "../../x.md"}})
+    (tmp_path / "repo" / "x.md").write_text("beside the eval's folder, not in it\n")
+
+    with pytest.raises(FormatError) as caught:
+        read_all(folder)
+
+    assert "inputs.prompt_file: " in str(caught.value)
+    assert "leads out of the skill's folder" in str(caught.value)
+
+
+def test_a_skillgrade_instruction_file_leading_out_of_the_skill_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "secret.md").write_text("not the skill's\n")
+    skill = layouts.skillgrade(tmp_path / "skills")
+    spec = yaml.safe_load((skill / "eval.yaml").read_text())
+    spec["tasks"][0]["instruction"] = str(tmp_path / "secret.md")
+    (skill / "eval.yaml").write_text(yaml.safe_dump(spec))
+
+    with pytest.raises(FormatError) as caught:
+        read_all(skill)
+
+    assert ".instruction: " in str(caught.value)
+    assert "leads out of the skill's folder" in str(caught.value)
+
+
+def test_a_format_file_in_group_folders_belongs_to_the_skill_above_them(tmp_path: Path) -> None:
+    from pytest_openkata.core.formats.staging import skill_above
+
+    skill = tmp_path / "skills" / "s"
+    task = skill / "evals" / "g1" / "g2" / "tasks" / "t" / "task.toml"
+    task.parent.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("# s\n")
+    orphan = tmp_path / "loose" / "evals" / "a" / "b" / "eval.yaml"
+    orphan.parent.mkdir(parents=True)
+
+    assert skill_above(task) == skill
+    assert skill_above(orphan) == tmp_path / "loose"  # the folder holding its evals

@@ -153,3 +153,21 @@ def test_lint_knows_a_tiles_names_and_that_it_needs_no_skill_md(tmp_path: Path) 
     assert "'metrics'" in scenario["task-names-skill"][1].message
     assert skill["skill-md"] == []
     assert skill["changelog"] == []  # tile.json's version
+
+
+@pytest.mark.parametrize("name", ["../../x", "a/b", "..", "a\\b"])
+def test_a_tile_skill_name_that_is_no_single_folder_name_is_an_error(
+    tmp_path: Path, name: str
+) -> None:
+    tile = tmp_path / "t"
+    (tile / "skills" / "a").mkdir(parents=True)
+    (tile / "skills" / "a" / "SKILL.md").write_text("# a\n")
+    (tile / "tile.json").write_text(
+        json.dumps({"name": "o/t", "skills": {name: {"path": "skills/a/SKILL.md"}}})
+    )
+
+    with pytest.raises(ScenarioLoadError) as caught:
+        load_tile(tile)
+
+    assert caught.value.field == f"skills.{name}"
+    assert "one folder name" in caught.value.message

@@ -25,7 +25,7 @@ from pytest_openkata.core.formats.model import (
     SandboxNeeds,
     ScenarioSource,
 )
-from pytest_openkata.core.formats.reading import check_keys, mapping_at, relative_inside
+from pytest_openkata.core.formats.reading import check_keys, inside, mapping_at, relative_inside
 from pytest_openkata.core.jsonfiles import read_json
 from pytest_openkata.core.scenario import (
     CHECKS_FILE,
@@ -113,6 +113,8 @@ def _fixtures(path: Path, folder: Path, value: Any) -> tuple[DirectoryFixture, .
         if spec.get("type", "directory") != "directory":
             raise FormatError(NAME, path, "only directory fixtures are supported", f"{field}.type")
         source = folder / str(spec.get("path") or "")
+        if spec.get("path"):
+            inside(NAME, path, source, f"{field}.path")
         if not spec.get("path") or not source.is_dir():
             raise FormatError(
                 NAME, path, f"folder not found: {spec.get('path')!r}", f"{field}.path"

@@ -17,12 +17,14 @@ __all__ = [
     "check_keys",
     "escaped",
     "files_of",
+    "inside",
     "mapping_at",
     "read_json_file",
     "read_toml",
     "read_yaml",
     "relative_inside",
     "unescaped",
+    "unit_of",
 ]
 
 # The characters a pattern gives a meaning to; every other one matches itself.
@@ -111,14 +113,57 @@ def relative_inside(fmt: str, path: Path, value: str, field: str) -> str:
     return "/".join(parts)
 
 
-def files_of(fmt: str, path: Path, source: Path, install: str, field: str) -> list[InputFile]:
+UNIT_MARKERS = ("SKILL.md", "tile.json")
+# How far above a format's file its skill folder may be: a Harbor task in group folders
+# (``evals/<groups>/tasks/<task>/task.toml``), as deep as collection looks.
+UNIT_LEVELS = 8
+
+
+def unit_of(path: Path) -> Path:
+    """The skill (or tile) folder of a format's file: the nearest folder at or above it
+    holding a SKILL.md or a tile.json; a file below an ``evals`` folder belongs to the folder
+    holding that ``evals``. Else the file's own folder."""
+    folder = path.parent
+    ancestors = [folder, *folder.parents][: UNIT_LEVELS + 1]
+    for candidate in ancestors:
+        if any((candidate / marker).is_file() for marker in UNIT_MARKERS):
+            return candidate
+    for candidate in ancestors:
+        if candidate.name == "evals":
+            return candidate.parent
+    return folder
+
+
+def inside(fmt: str, path: Path, source: Path, field: str, *, unit: Path | None = None) -> Path:
+    """``source``, a file or folder a format's file names, when it is inside that file's unit
+    (``unit``, by default :func:`unit_of` the file), symbolic links followed; one that leads
+    out of it (an absolute path, ``..``, a link) is an error: a skill's evals never read the
+    machine's other files."""
+    root = (unit_of(path) if unit is None else unit).resolve()
+    if not source.resolve().is_relative_to(root):
+        shown = Path(os.path.relpath(source, path.parent)).as_posix()
+        raise FormatError(
+            fmt,
+            path,
+            f"{shown} leads out of the skill's folder: a format's files are read from inside it",
+            field,
+        )
+    return source
+
+
+def files_of(
+    fmt: str, path: Path, source: Path, install: str, field: str, *, unit: Path | None = None
+) -> list[InputFile]:
     """The input files of ``source`` (a file, or every file under a folder) placed at
-    ``install`` in the workspace; a missing source is an error."""
+    ``install`` in the workspace; a missing source is an error, and so is one (or a file
+    under it) that leads out of the skill's folder (:func:`inside`)."""
+    inside(fmt, path, source, field, unit=unit)
     if source.is_file():
         return [InputFile(install, source.read_bytes(), _executable(source))]
     if source.is_dir():
         found = []
         for file in sorted(p for p in source.rglob("*") if p.is_file()):
+            inside(fmt, path, file, field, unit=unit)
             rel = file.relative_to(source).as_posix()
             where = rel if install in ("", ".") else f"{install}/{rel}"
             found.append(InputFile(where, file.read_bytes(), _executable(file)))

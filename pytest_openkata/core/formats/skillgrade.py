@@ -33,6 +33,7 @@ from pytest_openkata.core.formats.model import (
 from pytest_openkata.core.formats.reading import (
     check_keys,
     files_of,
+    inside,
     mapping_at,
     read_yaml,
     relative_inside,
@@ -262,5 +263,6 @@ def _text_or_file(path: Path, folder: Path, value: Any, field: str) -> str:
         raise FormatError(NAME, path, "must be a non-empty text or file name", field)
     candidate = folder / value.strip()
     if "\n" not in value.strip() and len(value) < 1024 and candidate.is_file():
+        inside(NAME, path, candidate, field)
         return candidate.read_text(encoding="utf-8", errors="replace")
     return value

@@ -25,25 +25,19 @@ from pathlib import Path
 from pytest_openkata.contracts.errors import OpenkataError
 from pytest_openkata.core.formats import EvalFormat, ScenarioSource
 from pytest_openkata.core.formats.model import shown_path
+from pytest_openkata.core.formats.reading import unit_of
 from pytest_openkata.core.formats.writers import folder_name, write_openkata
 from pytest_openkata.infra.tempfiles import new_temp_folder, remove_stale
 
 __all__ = ["Staged", "Staging", "StagingError", "shown_source", "skill_above"]
 
-SKILL_MARKERS = ("SKILL.md", "tile.json")
-# How far above a format's file its skill folder may be (Harbor's tasks/<task>/task.toml).
-SKILL_LEVELS = 3
-
 
 def skill_above(path: Path) -> Path:
-    """The skill folder of a format's file: the nearest folder holding it or above it (up to
-    :data:`SKILL_LEVELS`) with a SKILL.md or a tile.json; else the file's own folder, where
-    the run then says that SKILL.md is missing (and where the nearest one is)."""
-    folder = path.parent
-    for candidate in [folder, *folder.parents][: SKILL_LEVELS + 1]:
-        if any((candidate / marker).is_file() for marker in SKILL_MARKERS):
-            return candidate
-    return folder
+    """The skill folder of a format's file (:func:`~.reading.unit_of`: the nearest folder
+    at or above it with a SKILL.md or a tile.json, as deep as collection looks); else the
+    folder holding its ``evals``, or its own, where the run then says that SKILL.md is
+    missing (and where the nearest one is)."""
+    return unit_of(path)
 
 
 def shown_source(source: ScenarioSource) -> str:

@@ -35,10 +35,12 @@ from pytest_openkata.core.formats.reading import (
     check_keys,
     escaped,
     files_of,
+    inside,
     mapping_at,
     read_json_file,
     read_yaml,
     relative_inside,
+    unit_of,
 )
 from pytest_openkata.core.scenario import SimulatedUser
 
@@ -181,9 +183,10 @@ class WazaFormat:
         check_keys(
             NAME, path, inputs_map, "inputs", known=INPUT_KEYS, unsupported=INPUT_UNSUPPORTED
         )
-        prompt = self._prompt(path, inputs_map)
+        unit = unit_of(eval_path)  # what the task's files may be read from
+        prompt = self._prompt(path, inputs_map, unit)
         context_dir = eval_path.parent / str(task.get("context_dir") or ".")
-        inputs, fixtures = self._inputs(path, inputs_map, context_dir)
+        inputs, fixtures = self._inputs(path, inputs_map, context_dir, unit)
         if "follow_up_prompts" in inputs_map and "responder" in inputs_map:
             raise FormatError(
                 NAME, path, "give follow_up_prompts or a responder, not both", "inputs.responder"
@@ -248,11 +251,12 @@ class WazaFormat:
             raise FormatError(NAME, path, "every task needs an id", "id")
         return task
 
-    def _prompt(self, path: Path, inputs: Mapping[str, Any]) -> str:
+    def _prompt(self, path: Path, inputs: Mapping[str, Any], unit: Path) -> str:
         if "prompt" in inputs and "prompt_file" in inputs:
             raise FormatError(NAME, path, "give prompt or prompt_file, not both", "inputs")
         if "prompt_file" in inputs:
             prompt_path = path.parent / str(inputs["prompt_file"])
+            inside(NAME, path, prompt_path, "inputs.prompt_file", unit=unit)
             if not prompt_path.is_file():
                 raise FormatError(
                     NAME,
@@ -270,7 +274,7 @@ class WazaFormat:
         return prompt
 
     def _inputs(
-        self, path: Path, inputs: Mapping[str, Any], context_dir: Path
+        self, path: Path, inputs: Mapping[str, Any], context_dir: Path, unit: Path
     ) -> tuple[list[InputFile], list[DirectoryFixture]]:
         files: list[InputFile] = []
         for index, raw_ref in enumerate(inputs.get("files") or []):
@@ -284,16 +288,19 @@ class WazaFormat:
             if "content" in ref:
                 files.append(InputFile(where, str(ref["content"]).encode()))
             else:
-                files += files_of(NAME, path, context_dir / given, where, f"{field}.path")
+                files += files_of(
+                    NAME, path, context_dir / given, where, f"{field}.path", unit=unit
+                )
         fixtures: list[DirectoryFixture] = []
         context = mapping_at(NAME, path, inputs.get("context"), "inputs.context")
         fixture = context.get("fixture")
         if fixture:
-            source = context_dir / str(fixture)
+            fixture_field = "inputs.context.fixture"
+            source = inside(NAME, path, context_dir / str(fixture), fixture_field, unit=unit)
             if source.is_dir():
                 fixtures.append(DirectoryFixture("fixture", source, "."))
             else:
-                files += files_of(NAME, path, source, source.name, "inputs.context.fixture")
+                files += files_of(NAME, path, source, source.name, fixture_field, unit=unit)
         return files, fixtures
 
 
@@ -469,7 +476,8 @@ def _schema_check(
     check_keys(NAME, path, config, where, known=("schema", "schema_file"))
     schema = config.get("schema")
     if "schema_file" in config:
-        schema = read_json_file(NAME, path.parent / str(config["schema_file"]))
+        schema_path = path.parent / str(config["schema_file"])
+        schema = read_json_file(NAME, inside(NAME, path, schema_path, f"{where}.schema_file"))
     if not isinstance(schema, Mapping):
         raise FormatError(NAME, path, "a json_schema grader needs a schema object", where)
     return [{"name": name, "type": "json_schema", "schema": dict(schema)}]

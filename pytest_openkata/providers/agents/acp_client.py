@@ -188,11 +188,12 @@ def _make_client(workspace: Path, approve: str, updates: _Updates) -> Any:
 
 
 def _an_edit_in(tool_call: Any, workspace: Path) -> bool:
-    """Whether ``tool_call`` edits files, all of them in the workspace."""
+    """Whether ``tool_call`` edits files, all of them in the workspace: one that names no file
+    cannot be told to stay there, and is not one."""
     if tool_call.kind not in _EDIT_KINDS:
         return False
     paths = [location.path for location in tool_call.locations or ()]
-    return all(_inside(path, workspace) is not None for path in paths)
+    return bool(paths) and all(_inside(path, workspace) is not None for path in paths)
 
 
 async def _session(
