@@ -105,6 +105,8 @@ from pytest_openkata.core.workspace import (
     diff_from_json,
     diff_to_json,
     file_changes,
+    fixture_files,
+    fixtures_digest,
     workspace_digest,
     workspace_files,
 )
@@ -346,10 +348,14 @@ class _ScenarioRun:
 
     @functools.cached_property
     def _workspace_before(self) -> dict[str, bytes]:
-        """The task and inputs as the workspace holds them before the agent, read once for
-        every trial's diff."""
+        """The task, inputs and fixtures as the workspace holds them before the agent (what
+        setup commands made is not known here), read once for every trial's diff."""
         scenario = self.scenario
-        return dict(workspace_files(scenario.skill_dir, scenario.path, skill=False))
+        before = dict(workspace_files(scenario.skill_dir, scenario.path, skill=False))
+        before.update(
+            (name, data) for name, data, _ in fixture_files(scenario.skill_dir, scenario.fixtures)
+        )
+        return before
 
     def digests(self) -> dict[str, str]:
         return scenario_digests(self.scenario.path, self.prompt, self.scenario.contents)
@@ -371,6 +377,13 @@ class _ScenarioRun:
                         scenario.skill_dir, scenario.path, skill=arm.skill
                     ),
                 }
+                # Only when given: the keys of a scenario without them stay as they were.
+                if scenario.fixtures:
+                    material["sandbox"]["fixtures"] = fixtures_digest(
+                        scenario.skill_dir, scenario.fixtures
+                    )
+                if scenario.setup:
+                    material["sandbox"]["setup"] = list(scenario.setup)
             else:
                 material["agent"] = dict(self.backends.agent_identity)
             if arm.is_baseline:  # the own arm's keys stay those of a run without a baseline

@@ -31,6 +31,7 @@ from pytest_openkata.contracts.config import EvalSettings, SandboxSettings
 from pytest_openkata.contracts.errors import (
     AGENT_CRASH,
     CHECK_FAILED,
+    INVALID_INPUT,
     OUT_OF_MEMORY,
     TIMEOUT,
     AgentConfigError,
@@ -40,6 +41,7 @@ from pytest_openkata.contracts.errors import (
     SandboxLost,
 )
 from pytest_openkata.contracts.results import (
+    SCENARIO_ERROR,
     AgentResult,
     Snapshot,
     TrialEnvironment,
@@ -65,6 +67,7 @@ from pytest_openkata.core.skill_delivery import INSTALLED, discovering_agent, in
 from pytest_openkata.core.workspace import (
     diff_snapshots,
     files_archive,
+    fixture_files,
     judge_text,
     snapshot_from_tar,
     tool_files_of,
@@ -334,6 +337,41 @@ def check_scripts(scenario: Scenario) -> list[tuple[str, bytes]]:
     return found
 
 
+def prepare_workspace(environment: SandboxEnvironment, scenario: Scenario, timeout: float) -> None:
+    """Give the workspace what scenario.json asks for before the agent starts: its directory
+    fixtures copied in at their install paths, then its setup commands run there in order.
+    A setup command that exits non-zero, or does not end within ``timeout``, is the
+    scenario's error (its own command failed), naming the command and how it ended."""
+    if scenario.fixtures:
+        prefix = f"{WORKSPACE.lstrip('/')}/"
+        files = fixture_files(scenario.skill_dir, scenario.fixtures)
+        for executable, mode in ((False, 0o644), (True, 0o755)):
+            chosen = [(prefix + name, data) for name, data, x in files if x is executable]
+            if chosen:
+                archive = files_archive(chosen, mode=mode)
+                _at_step("copy fixtures", partial(environment.put_archive, "/", archive))
+    for index, command in enumerate(scenario.setup):
+        result = _at_step(
+            f"setup[{index}]",
+            partial(
+                environment.exec, ["sh", "-c", command], env={}, workdir=WORKSPACE, timeout=timeout
+            ),
+        )
+        if result.timed_out:
+            ended = f"did not end within {timeout:g} s"
+        elif result.exit_code != 0:
+            ended = f"exit status {result.exit_code}"
+        else:
+            continue
+        tail = result.output.strip().splitlines()[-5:]
+        detail = ("\n" + "\n".join(tail)) if tail else ""
+        raise ScenarioFailure(
+            f"scenario.json: setup[{index}] {command!r} failed ({ended}){detail}",
+            kind=SCENARIO_ERROR,
+            cause=INVALID_INPUT,
+        )
+
+
 def _exec_check(environment: SandboxEnvironment, check: Check) -> ExecResult:
     return environment.exec(
         ["sh", "-c", check.run],
@@ -415,6 +453,8 @@ def sandbox_run(
     transcripts: list[Transcript | None] = []
     try:
         _at_step("copy workspace", lambda: environment.put_archive("/", archive))
+        prepare_workspace(environment, scenario, setup.timeout)
+        # After the fixtures and setup: neither counts among the agent's changes.
         before = _snapshot(environment, "snapshot before", exclude)
         version = setup.versions.of(environment, agent.version_argv, WORKSPACE)
         had = environment_of(environment, version)
@@ -570,6 +610,7 @@ def replay_commands(
     environment = setup.sandbox.create(sandbox_spec(scenario, setup))
     try:
         _at_step("copy workspace", lambda: environment.put_archive("/", base))
+        prepare_workspace(environment, scenario, setup.timeout)
         _at_step("copy the agent's changes", lambda: environment.put_archive("/", overlay))
         _at_step("copy the agent's scripts", lambda: environment.put_archive("/", scripts))
         if changes.deleted:
@@ -683,6 +724,7 @@ __all__ = [
     "build_sandbox",
     "check_scripts",
     "environment_of",
+    "prepare_workspace",
     "replay_commands",
     "run_agent_in_sandbox",
     "run_commands",

@@ -34,6 +34,12 @@ from pytest_openkata.core.jsonfiles import (
     read_json,
     validation_error,
 )
+from pytest_openkata.core.scenario_setup import (
+    SETUP_KEYS,
+    DirectoryFixture,
+    read_fixtures,
+    read_setup,
+)
 from pytest_openkata.core.tile import is_tile_dir, load_tile
 
 SCENARIO_PREFIX = "scenario-"
@@ -95,6 +101,10 @@ class Scenario:
     # its simulated user, who replies after them.
     follow_ups: tuple[str, ...] = ()
     simulated_user: SimulatedUser | None = None
+    # scenario.json's (Tessl's) fixtures copied into the sandbox's workspace and setup
+    # commands run there before the agent starts (the workspace diff starts after both).
+    fixtures: tuple[DirectoryFixture, ...] = ()
+    setup: tuple[str, ...] = ()
     # The bytes of task.md, criteria.json and checks.json as loading read them (those it
     # read), so that the run's digests and its task text need not read them again.
     contents: Mapping[str, bytes] = field(default_factory=dict, compare=False, repr=False)
@@ -492,8 +502,12 @@ def load_scenario(scenario_dir: Path) -> Scenario:
             "Python files directly in a scenario folder can be imported by pytest; "
             "move scenario files under inputs/",
         )
+    fixtures: tuple[DirectoryFixture, ...] = ()
+    setup: tuple[str, ...] = ()
     if _exists(entries.get("scenario.json")):
-        options = _read_scenario_options(scenario_dir / "scenario.json", kind=True)
+        options_path = scenario_dir / "scenario.json"
+        options = _read_scenario_options(options_path, kind=True)
+        fixtures, setup = workspace_setup(options_path, skill_dir, options.sandbox)
     else:
         options = ScenarioModel()
     task = entries.get("task.md")
@@ -530,11 +544,37 @@ def load_scenario(scenario_dir: Path) -> Scenario:
         memory_mb=options.memory_mb,
         follow_ups=options.conversation[0],
         simulated_user=options.conversation[1],
+        fixtures=fixtures,
+        setup=setup,
         context=context,
         criteria=criteria,
         checks=checks,
         contents=contents,
     )
+
+
+DIRECT_SETUP = (
+    "a direct scenario runs no sandbox, so nothing can be copied into or run in its workspace: "
+    'remove the key, or set "sandbox": true'
+)
+
+
+def workspace_setup(
+    path: Path, skill_dir: Path, sandboxed: bool
+) -> tuple[tuple[DirectoryFixture, ...], tuple[str, ...]]:
+    """scenario.json's ``fixtures`` and ``setup`` (:mod:`~pytest_openkata.core.scenario_setup`),
+    its keys matched as the other keys are (:func:`scenario_keys`); either in a direct
+    scenario is an error, as only a sandbox has a workspace to give them."""
+    data = go_keys(read_json(path), SETUP_KEYS)
+    if not isinstance(data, Mapping):
+        return (), ()
+    fixtures = read_fixtures(path, path.parent, data.get("fixtures"), root=skill_dir)
+    setup = read_setup(path, data.get("setup"))
+    if not sandboxed:
+        given = next((k for k in SETUP_KEYS if data.get(k)), None)
+        if given is not None:
+            raise ScenarioLoadError(path, DIRECT_SETUP, given)
+    return fixtures, setup
 
 
 def shown_folder(folder: Path) -> str:

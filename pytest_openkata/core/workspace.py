@@ -43,6 +43,7 @@ from pytest_openkata.contracts.results import (
     WorkspaceDiff,
 )
 from pytest_openkata.core.files import SkillReader, files_under, skill_files
+from pytest_openkata.core.scenario_setup import DirectoryFixture
 from pytest_openkata.core.tile import is_tile_dir, load_tile, tile_files
 
 DEFAULT_MAX_FILE_BYTES = 1 << 20
@@ -391,6 +392,35 @@ def workspace_files(
         if data is not None:
             found.append((name, data))
     return found
+
+
+def fixture_files(
+    skill_dir: Path, fixtures: Iterable[DirectoryFixture]
+) -> list[tuple[str, bytes, bool]]:
+    """The files of scenario.json's directory fixtures as the workspace gets them: by name at
+    each fixture's install path, their bytes, and whether they are executable (a fixture's
+    scripts stay runnable). Symlinks leading out of the skill are never followed."""
+    reader = SkillReader(skill_dir)
+    found = []
+    for fixture in fixtures:
+        prefix = "" if fixture.install_path == "." else f"{fixture.install_path}/"
+        for rel, path in files_under(fixture.source):
+            data = reader.read(path)
+            if data is not None:
+                executable = bool(path.stat().st_mode & 0o111)
+                found.append((prefix + rel, data, executable))
+    return found
+
+
+def fixtures_digest(skill_dir: Path, fixtures: Iterable[DirectoryFixture]) -> str:
+    """A sha256 of the fixtures' names, contents and modes (part of a sandboxed run's cache
+    key when the scenario has fixtures)."""
+    digest = hashlib.sha256()
+    for name, data, executable in fixture_files(skill_dir, fixtures):
+        encoded = name.encode()
+        digest.update(len(encoded).to_bytes(8, "big") + encoded + bytes([executable]))
+        digest.update(len(data).to_bytes(8, "big") + data)
+    return digest.hexdigest()
 
 
 def _add_file(tar: tarfile.TarFile, name: str, data: bytes, mode: int = 0o644) -> None:

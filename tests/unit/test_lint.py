@@ -329,6 +329,32 @@ def test_every_bad_scenario_option_is_an_error(tmp_path: Path) -> None:
     ]
 
 
+def test_tessl_fixtures_and_setup_are_known_keys(tmp_path: Path) -> None:
+    options = json.dumps(
+        {"fixtures": {"app": {"type": "directory", "path": "app"}}, "setup": ["make"]}
+    )
+    scenario = scenario_of(tmp_path, scenario_json=options)
+    (scenario / "app").mkdir()
+
+    assert unknown_keys(scenario) == []
+    assert findings(scenario, "scenario-json") == []
+
+
+def test_a_bad_fixture_is_a_scenario_json_error(tmp_path: Path) -> None:
+    options = json.dumps({"fixtures": {"app": {"path": "nowhere"}}})
+    scenario = scenario_of(tmp_path, scenario_json=options)
+
+    found = findings(scenario, "scenario-json")
+
+    assert [(f.severity, f.file, f.message) for f in found] == [
+        (
+            "error",
+            "evals/scenario-0/scenario.json",
+            "fixtures.app.path: folder not found: 'nowhere'",
+        )
+    ]
+
+
 def test_bad_follow_ups_and_simulated_user_name_their_fields(tmp_path: Path) -> None:
     options = (
         '{\n  "follow_ups": ["Now add tests.", 3],\n'
@@ -593,7 +619,7 @@ def test_an_unknown_key_with_no_close_match_lists_the_known_keys(tmp_path: Path)
 
     assert messages(unknown_keys(scenario)) == [
         'unknown key "include" (the run ignores it; the known keys are description, sandbox, '
-        "network, trials, cpus, memory_mb, follow_ups, simulated_user)",
+        "network, trials, cpus, memory_mb, follow_ups, simulated_user, fixtures, setup)",
         'unknown key "kind" (the run ignores it; the known keys are context, type, checklist)',
     ]
 

@@ -221,6 +221,71 @@ def test_scenario_json_unknown_keys_are_ignored(tmp_path: Path) -> None:
     assert loaded.description == ""
 
 
+# --- Tessl's fixtures and setup ---------------------------------------------------------------
+
+
+def _fixture_options(**fixture: Any) -> str:
+    return json.dumps({"fixtures": {"app": fixture}, "setup": ["make -C app"]})
+
+
+def test_fixtures_and_setup_are_read_with_their_folder_and_install_path(tmp_path: Path) -> None:
+    skill = tmp_path / "skill"
+    (skill / "app").mkdir(parents=True)
+    options = _fixture_options(type="directory", path="../../app", installPath="./src/app")
+    loaded = load_scenario(make_scenario(skill, scenario_json=options))
+    [fixture] = loaded.fixtures
+    assert (fixture.name, fixture.source.resolve(), fixture.install_path) == (
+        "app",
+        (skill / "app").resolve(),
+        "src/app",
+    )
+    assert loaded.setup == ("make -C app",)
+
+
+def test_a_scenario_without_fixtures_or_setup_has_none(tmp_path: Path) -> None:
+    loaded = load_scenario(make_scenario(tmp_path / "skill", scenario_json="{}"))
+    assert (loaded.fixtures, loaded.setup) == ((), ())
+
+
+@pytest.mark.parametrize(
+    ("options", "where"),
+    [
+        ('{"fixtures": ["app"]}', "fixtures: must be a mapping"),
+        ('{"fixtures": {"app": {"path": "../../missing"}}}', "fixtures.app.path: folder not found"),
+        ('{"fixtures": {"app": {"type": "file", "path": "../../app"}}}', "fixtures.app.type: only"),
+        ('{"fixtures": {"app": {"path": "../../app", "mode": 1}}}', "fixtures.app.mode: unknown"),
+        (
+            '{"fixtures": {"app": {"path": "../../app", "installPath": "../up"}}}',
+            "fixtures.app.installPath: '../up' is not a path inside the workspace",
+        ),
+        ('{"fixtures": {"app": {"path": "../../../outside"}}}', "fixtures.app.path: '../../../o"),
+        ('{"setup": [""]}', "setup: must be a list of non-empty shell commands"),
+        ('{"setup": {"run": "make"}}', "setup: must be a list"),
+    ],
+)
+def test_a_bad_fixture_or_setup_names_file_and_field(
+    tmp_path: Path, options: str, where: str
+) -> None:
+    (tmp_path / "outside").mkdir()
+    skill = tmp_path / "skill"
+    (skill / "app").mkdir(parents=True)
+    error = load_error(make_scenario(skill, scenario_json=options))
+    assert str(error).startswith(f"evals/scenario-0/scenario.json: {where}")
+
+
+@pytest.mark.parametrize("key", ["fixtures", "setup"])
+def test_a_direct_scenario_with_fixtures_or_setup_is_an_error(tmp_path: Path, key: str) -> None:
+    skill = tmp_path / "skill"
+    (skill / "app").mkdir(parents=True)
+    value: Any = {"app": {"path": "../../app"}} if key == "fixtures" else ["make"]
+    options = json.dumps({"sandbox": False, key: value})
+    error = load_error(make_scenario(skill, scenario_json=options))
+    assert str(error) == (
+        f"evals/scenario-0/scenario.json: {key}: a direct scenario runs no sandbox, so nothing "
+        'can be copied into or run in its workspace: remove the key, or set "sandbox": true'
+    )
+
+
 def test_a_key_that_misspells_sandbox_leaves_the_kind_unknown_and_the_scenario_unloaded(
     tmp_path: Path,
 ) -> None:

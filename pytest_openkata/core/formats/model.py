@@ -21,6 +21,7 @@ from typing import Any
 
 from pytest_openkata.core.jsonfiles import ScenarioLoadError, skill_relative
 from pytest_openkata.core.scenario import SimulatedUser, check_of
+from pytest_openkata.core.scenario_setup import DirectoryFixture
 
 __all__ = [
     "DirectoryFixture",
@@ -79,16 +80,6 @@ class InputFile:
     path: str
     content: bytes
     executable: bool = False
-
-
-@dataclass(frozen=True)
-class DirectoryFixture:
-    """A folder copied into the workspace before the agent runs (Tessl's directory fixtures,
-    waza's context fixture): ``source`` on disk, ``install_path`` relative to the workspace."""
-
-    name: str
-    source: Path
-    install_path: str = "."
 
 
 @dataclass(frozen=True)

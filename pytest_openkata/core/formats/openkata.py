@@ -25,8 +25,8 @@ from pytest_openkata.core.formats.model import (
     SandboxNeeds,
     ScenarioSource,
 )
-from pytest_openkata.core.formats.reading import check_keys, inside, mapping_at, relative_inside
-from pytest_openkata.core.jsonfiles import read_json
+from pytest_openkata.core.formats.reading import mapping_at, unit_of
+from pytest_openkata.core.jsonfiles import ScenarioLoadError, read_json
 from pytest_openkata.core.scenario import (
     CHECKS_FILE,
     holds_scenario_files,
@@ -36,11 +36,11 @@ from pytest_openkata.core.scenario import (
     read_capability,
     scenario_candidates,
 )
+from pytest_openkata.core.scenario_setup import read_fixtures, read_setup
 
 __all__ = ["OpenkataFormat"]
 
 NAME = "openkata"
-FIXTURE_KEYS = ("type", "path", "installPath")
 
 
 class OpenkataFormat:
@@ -104,36 +104,14 @@ def _files(folder: Path) -> tuple[InputFile, ...]:
 
 
 def _fixtures(path: Path, folder: Path, value: Any) -> tuple[DirectoryFixture, ...]:
-    fixtures = mapping_at(NAME, path, value, "fixtures")
-    found = []
-    for name, raw in fixtures.items():
-        field = f"fixtures.{name}"
-        spec = mapping_at(NAME, path, raw, field)
-        check_keys(NAME, path, spec, field, known=FIXTURE_KEYS)
-        if spec.get("type", "directory") != "directory":
-            raise FormatError(NAME, path, "only directory fixtures are supported", f"{field}.type")
-        source = folder / str(spec.get("path") or "")
-        if spec.get("path"):
-            inside(NAME, path, source, f"{field}.path")
-        if not spec.get("path") or not source.is_dir():
-            raise FormatError(
-                NAME, path, f"folder not found: {spec.get('path')!r}", f"{field}.path"
-            )
-        install = str(spec.get("installPath") or ".")
-        install = (
-            "."
-            if install in (".", "./")
-            else relative_inside(NAME, path, install, f"{field}.installPath")
-        )
-        found.append(DirectoryFixture(str(name), source, install))
-    return tuple(found)
+    try:
+        return read_fixtures(path, folder, value, root=unit_of(path))
+    except ScenarioLoadError as exc:
+        raise FormatError(NAME, path, exc.message, exc.field) from None
 
 
 def _setup(path: Path, value: Any) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
-        raise FormatError(NAME, path, "must be a list of commands", "setup")
-    return tuple(value)
+    try:
+        return read_setup(path, value)
+    except ScenarioLoadError as exc:
+        raise FormatError(NAME, path, exc.message, exc.field) from None

@@ -110,14 +110,6 @@ def _openkata_notes(scenario: EvalScenario) -> list[Note]:
     name = scenario.name
     notes = []
     box = scenario.sandbox
-    if scenario.fixtures or scenario.setup:
-        notes.append(
-            Note(
-                name,
-                "fixtures and setup are written as Tessl's scenario.json keys; the run "
-                "does not apply them yet",
-            )
-        )
     if scenario.threshold is not None:
         notes.append(Note(name, f"threshold {scenario.threshold} (a run's threshold setting)"))
     if box.cpus is not None or box.memory_mb is not None:

@@ -37,6 +37,7 @@ from pytest_openkata.core.scenario import (
     load_scenario_options,
     read_capability,
     scenario_keys,
+    workspace_setup,
 )
 from pytest_openkata.core.workspace import workspace_files
 
@@ -111,7 +112,8 @@ def options_rule(scenario: ScenarioFiles) -> list[Finding]:
     if not path.exists():
         return []
     try:
-        load_scenario_options(path)
+        options = load_scenario_options(path)
+        workspace_setup(path, scenario.skill_dir, options.sandbox)
     except ScenarioLoadError as exc:
         first = loader_finding("scenario-json", exc, scenario)
     else:

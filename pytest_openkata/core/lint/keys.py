@@ -22,8 +22,10 @@ from pytest_openkata.core.scenario import (
     SimulatedUserModel,
     misspelt_sandbox_key,
 )
+from pytest_openkata.core.scenario_setup import SETUP_KEYS
 
-_OPTION_KEYS = tuple(ScenarioModel.model_fields)
+# The loader's keys, and Tessl's fixtures and setup (read beside them, for the sandbox).
+_OPTION_KEYS = (*ScenarioModel.model_fields, *SETUP_KEYS)
 
 _SIMULATED_USER_KEYS = tuple(SimulatedUserModel.model_fields)
 
