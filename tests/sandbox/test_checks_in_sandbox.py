@@ -38,6 +38,7 @@ from pytest_openkata.core.scenario import Scenario, load_scenario
 from pytest_openkata.infra.retry import NO_RETRY
 from pytest_openkata.providers.sandboxes.docker import (
     MANAGED,
+    OOM_KILLS,
     OWNER_PID,
     DockerLimits,
     DockerProvider,
@@ -141,7 +142,12 @@ class EngineLog:
         return sum("kiro-cli chat" in command for command in self.executed())
 
     def executed(self) -> list[str]:
-        return [command for commands in self.commands.values() for command in commands]
+        """The scenario's commands run: not the run's own questions to the sandbox, the agent
+        CLI's version (asked once per process and image, so whether a block sees it depends on
+        what ran before) and its look at the memory after a non-zero exit (whether that was
+        an out-of-memory kill)."""
+        own = {" ".join(OOM_KILLS), "kiro-cli --version"}
+        return [c for commands in self.commands.values() for c in commands if c not in own]
 
 
 @contextmanager

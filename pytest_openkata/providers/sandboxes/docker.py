@@ -256,6 +256,7 @@ class DockerEnvironment:
     ) -> None:
         self._provider = provider
         self.container = container
+        self._oom_kills_seen = 0  # the cgroup's count of OOM kills when last looked at
         limits = provider.limits
         # What the container was given and runs, which each trial records.
         self.cpus: float = limits.cpus if spec is None or spec.cpus is None else spec.cpus
@@ -311,20 +312,26 @@ class DockerEnvironment:
         return ExecResult(text, exit_code, timed_out, cut_at, oom_killed=oom_killed)
 
     def _oom_killed(self) -> bool:
-        """Whether the kernel killed a process of the container for want of memory: Docker's
-        ``State.OOMKilled`` (set when the container's own process was), or the OOM kills its
-        cgroup counts (``memory.events``; a command run by exec is not the container's own
-        process, and Docker's state does not see it killed)."""
+        """Whether the kernel killed a process of the container for want of memory since the
+        last look: Docker's ``State.OOMKilled`` (set when the container's own process was), or
+        the OOM kills its cgroup counts (``memory.events``; a command run by exec is not the
+        container's own process, and Docker's state does not see it killed) grown since then,
+        so that a kill an earlier command survived is not blamed on a later one's exit."""
         self.container.reload()
         if (self.container.attrs.get("State") or {}).get("OOMKilled"):
             return True
         api = self._provider.client.api
         exec_id = api.exec_create(self.container.id, list(OOM_KILLS), stdout=True, stderr=False)
         told = bytes(api.exec_start(exec_id["Id"])).decode("utf-8", "replace")
-        return any(
-            line.split()[:1] == ["oom_kill"] and line.split()[1:2] != ["0"]
-            for line in told.splitlines()
-        )
+        counts = [
+            int(words[1])
+            for words in (line.split() for line in told.splitlines())
+            if words[:1] == ["oom_kill"] and len(words) > 1 and words[1].isdigit()
+        ]
+        kills = max(counts, default=0)
+        grown = kills > self._oom_kills_seen
+        self._oom_kills_seen = kills
+        return grown
 
     def put_archive(self, path: str, data: bytes) -> None:
         try:
