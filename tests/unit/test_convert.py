@@ -62,6 +62,11 @@ def test_each_format_written_as_openkata_loads_to_the_same_criteria_checks_and_t
         assert loaded.simulated_user == scenario.simulated_user
         assert loaded.sandbox == scenario.sandbox.sandbox
         assert loaded.network == scenario.sandbox.network
+        # A run gives the sandbox what the format asks (Harbor and Skillgrade do).
+        assert (loaded.cpus, loaded.memory_mb) == (
+            scenario.sandbox.cpus,
+            scenario.sandbox.memory_mb,
+        )
         for item in scenario.inputs:
             assert (folder / "inputs" / item.path).read_bytes() == item.content
         # What the layout does not hold is read back by the openkata format, as written.
@@ -69,6 +74,10 @@ def test_each_format_written_as_openkata_loads_to_the_same_criteria_checks_and_t
         assert (again.setup, [f.install_path for f in again.fixtures]) == (
             scenario.setup,
             [f.install_path for f in scenario.fixtures],
+        )
+        assert (again.sandbox.cpus, again.sandbox.memory_mb) == (
+            scenario.sandbox.cpus,
+            scenario.sandbox.memory_mb,
         )
 
 

@@ -83,7 +83,12 @@ class OpenkataFormat:
             inputs=inputs,
             fixtures=_fixtures(options_path, folder, raw.get("fixtures")),
             setup=_setup(options_path, raw.get("setup")),
-            sandbox=SandboxNeeds(sandbox=options.sandbox, network=options.network),
+            sandbox=SandboxNeeds(
+                sandbox=options.sandbox,
+                network=options.network,
+                cpus=options.cpus,
+                memory_mb=options.memory_mb,
+            ),
             trials=options.trials,
             follow_ups=options.conversation[0],
             simulated_user=options.conversation[1],

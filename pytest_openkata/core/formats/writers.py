@@ -80,6 +80,10 @@ def openkata_files(scenario: EvalScenario) -> tuple[dict[str, bytes], list[Note]
     options["sandbox"] = scenario.sandbox.sandbox
     if scenario.sandbox.network:
         options["network"] = scenario.sandbox.network
+    if scenario.sandbox.sandbox and scenario.sandbox.cpus is not None:
+        options["cpus"] = scenario.sandbox.cpus
+    if scenario.sandbox.sandbox and scenario.sandbox.memory_mb is not None:
+        options["memory_mb"] = scenario.sandbox.memory_mb
     if scenario.trials is not None:
         options["trials"] = scenario.trials
     if scenario.follow_ups:
@@ -112,8 +116,8 @@ def _openkata_notes(scenario: EvalScenario) -> list[Note]:
     box = scenario.sandbox
     if scenario.threshold is not None:
         notes.append(Note(name, f"threshold {scenario.threshold} (a run's threshold setting)"))
-    if box.cpus is not None or box.memory_mb is not None:
-        notes.append(Note(name, "cpus and memory_mb (the sandbox's settings)"))
+    if not box.sandbox and (box.cpus is not None or box.memory_mb is not None):
+        notes.append(Note(name, "cpus and memory_mb (a direct scenario runs no sandbox)"))
     if box.image or box.dockerfile is not None:
         notes.append(Note(name, "the image or Dockerfile (the sandbox's image setting)"))
     if any(item.executable for item in scenario.inputs):
