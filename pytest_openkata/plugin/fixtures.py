@@ -33,7 +33,6 @@ from pytest_openkata.infra.once import Once
 from pytest_openkata.infra.redact import Redactor
 from pytest_openkata.infra.text import visible
 from pytest_openkata.plugin.distribution import share_of
-from pytest_openkata.plugin.file_warnings import warn_about_scenario
 from pytest_openkata.plugin.items import ScenarioItem
 from pytest_openkata.plugin.scheduling import upcoming_items
 from pytest_openkata.plugin.session import redactor_of, settings_of
@@ -237,8 +236,7 @@ def openkata_result(
 
     # Typo'd keys, placeholders, a file beside task.md that never reaches the agent: said
     # before it runs, here in pytest's thread so that they are the item's warnings.
-    if item.lints_its_files:
-        warn_about_scenario(item.config, item.scenario_dir)
+    item.warn_before_run()
     result = openkata_scheduler.result(item, run)
     item.ihook.pytest_openkata_scenario_result(result=result, item=item)
     if result.error is not None:

@@ -12,6 +12,7 @@ be listed is one erroring item naming the file and the key, and the others run.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,8 +22,8 @@ import pytest
 from pytest_openkata.contracts.errors import OpenkataError
 from pytest_openkata.contracts.results import SCENARIO_ERROR, ScenarioResult
 from pytest_openkata.core.formats import EvalFormat, ScenarioSource
-from pytest_openkata.core.formats.staging import Staging, skill_above
-from pytest_openkata.core.formats.writers import folder_name
+from pytest_openkata.core.formats.staging import Staging, shown_source, skill_above
+from pytest_openkata.core.formats.writers import folder_name, run_notes
 from pytest_openkata.core.tile import unit_name
 from pytest_openkata.core.trials import combine_trials, errored_trial
 from pytest_openkata.infra.text import visible
@@ -111,8 +112,6 @@ class UnreadableFormatFile(pytest.Item):
 class FormatItem(ScenarioItem):
     """One scenario of a format's file, run through its staged openkata folder."""
 
-    lints_its_files = False  # its files are the format's, linted by the format's reader
-
     def __init__(
         self,
         *,
@@ -149,6 +148,26 @@ class FormatItem(ScenarioItem):
             kind = None  # either selection shows its error
         for marker in KIND_MARKERS if kind is None else (kind,):
             self.add_marker(marker)
+
+    def warn_before_run(self) -> None:
+        """What the scenario's format asks and a run does not apply (a threshold of its own,
+        the image or Dockerfile of its environment, the executable bit of inputs), each as
+        the item's warning at its file: a run goes on without it, never silently. Its file's
+        own problems are its format reader's errors, said when it runs."""
+        from pytest_openkata.core.lint import Finding
+        from pytest_openkata.plugin.lint import warn_findings
+
+        try:
+            scenario = self.fmt.load(self.source)
+        except OpenkataError:
+            return
+        where = shown_source(self.source)
+        file = Path(os.path.relpath(self.source.path, self.skill_dir)).as_posix()
+        findings = [
+            Finding("format", "warning", file, None, f"{where}: a run does not apply {note.what}")
+            for note in run_notes(scenario)
+        ]
+        warn_findings(findings, self.skill_dir, self.config.rootpath)
 
     def has_categories(self, categories: tuple[str, ...]) -> bool:
         """Never: the published formats have no criterion categories (Tessl's are openkata

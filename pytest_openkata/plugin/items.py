@@ -194,9 +194,13 @@ class ScenarioItem(ScenarioFolderItem):
         self.skill_scenarios = skill_scenarios
         self.mark_scenario()
 
-    # Whether the run lints the scenario's folder before it runs (a format's scenario is
-    # checked by its format's reader instead).
-    lints_its_files = True
+    def warn_before_run(self) -> None:
+        """Say what is likely wrong with the scenario's files, as the item's warnings, before
+        it runs: typo'd keys, placeholders, a file beside task.md that never reaches the
+        agent, a prompt over the context budget."""
+        from pytest_openkata.plugin.file_warnings import warn_about_scenario
+
+        warn_about_scenario(self.config, self.scenario_dir)
 
     def runnable(self) -> tuple[Path, Callable[[str], str]]:
         """The folder to run, and how texts naming it are shown (as they are, here)."""

@@ -327,3 +327,28 @@ def test_a_category_selection_leaves_format_scenarios_out_unread(
     assert _collected(result) == []
     result.stdout.fnmatch_lines(["*1 deselected*"])
     assert not [p for p in (skill / "evals").iterdir() if p.name.startswith(".openkata")]
+
+
+def test_what_a_run_does_not_apply_of_a_format_is_the_items_warning(
+    pytester: pytest.Pytester,
+    endpoint: ScriptedEndpoint,
+    script: EvalScript,
+    use_engine: str,
+    standin_image: str,
+) -> None:
+    evals = [{**EVALS[0], "files": ["evals/files/people.csv"]}, EVALS[1]]
+    skill = format_layouts.skill_creator(pytester.path / "skills", evals)
+    (skill / "evals" / "files" / "people.csv").chmod(0o755)  # an executable input
+
+    result = pytester.runpytest(
+        "skills", *sandbox_args(endpoint.base_url, standin_image), "-k", "eval-1"
+    )
+
+    result.assert_outcomes(passed=1, warnings=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*skills/csv-tidy/evals/evals.json:0: EvalLintWarning: [[]format[]] "
+            "*evals/evals.json: evals[[]0[]]: a run does not apply the executable bit of inputs*"
+        ]
+    )
+    assert "eval-2" not in result.stdout.str().split("warnings summary")[-1]

@@ -30,6 +30,7 @@ __all__ = [
     "evals_json",
     "folder_name",
     "openkata_files",
+    "run_notes",
     "write_evals_json",
     "write_openkata",
 ]
@@ -107,10 +108,11 @@ def openkata_files(scenario: EvalScenario) -> tuple[dict[str, bytes], list[Note]
         files[f"inputs/{item.path}"] = item.content
     for item in scenario.check_files:
         files[f"checks/{item.path}"] = item.content
-    return files, _openkata_notes(scenario)
+    return files, run_notes(scenario)
 
 
-def _openkata_notes(scenario: EvalScenario) -> list[Note]:
+def run_notes(scenario: EvalScenario) -> list[Note]:
+    """What an openkata folder (and so a run of the scenario) cannot hold of it."""
     name = scenario.name
     notes = []
     box = scenario.sandbox
@@ -252,7 +254,7 @@ def evals_json(
 
 def _evals_notes(scenario: EvalScenario) -> list[Note]:
     name = scenario.name
-    notes = [n for n in _openkata_notes(scenario) if "Tessl" not in n.what]
+    notes = [n for n in run_notes(scenario) if "Tessl" not in n.what]
     if scenario.fixtures:
         notes.append(Note(name, "directory fixtures"))
     if scenario.setup:
