@@ -83,6 +83,10 @@ def main(argv: list[str]) -> int:
     except OpenkataError as exc:  # ConvertError and FormatError among them
         print(visible(f"convert: {exc}"), file=sys.stderr)
         return USAGE_ERROR
+    except OSError as exc:  # a target that cannot be written, a file that cannot be read
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(visible(f"convert: {where}{exc.strerror or exc}; nothing written"), file=sys.stderr)
+        return USAGE_ERROR
     print(f"wrote {len(scenarios)} scenario(s) to {args.to} as {args.to_format}")
     if notes:
         print("not carried over:")

@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,7 @@ from pytest_openkata.core.formats.writers import (
     write_openkata,
 )
 from pytest_openkata.core.scenario import check_of, load_scenario
+from pytest_openkata.infra.processes import host_tag
 from tests.support import format_layouts as layouts
 
 
@@ -222,3 +224,43 @@ def test_evals_json_is_never_overwritten_and_nothing_is_written_then(tmp_path: P
         write_evals_json(scenarios, target)
     assert not (target / "evals" / "evals.json").exists()
     assert (target / "evals" / "files" / "people.csv").read_text() == "mine\n"
+
+
+def test_a_target_that_cannot_be_written_is_an_error_naming_it_and_nothing_is_written(
+    tmp_path: Path,
+) -> None:
+    source = layouts.skill_creator(tmp_path / "src")
+    (tmp_path / "a-file").write_text("not a folder\n")
+
+    done = convert(str(source), "--to", str(tmp_path / "a-file" / "evals"), cwd=tmp_path)
+
+    assert done.returncode == 2
+    assert "a-file" in done.stderr
+    assert "nothing written" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_scenario_that_fails_to_be_written_leaves_none_of_them_written(tmp_path: Path) -> None:
+    scenarios = read_all(layouts.skill_creator(tmp_path / "src"))
+    dest = tmp_path / "skill" / "evals"
+    first, second = scenarios
+    broken = replace(second, solution=tmp_path / "no-such-solution")  # copying it fails
+
+    with pytest.raises(FileNotFoundError):
+        write_openkata([first, broken], dest)
+
+    assert list(dest.iterdir()) == []  # not the first one either, nor a temporary folder
+
+
+def test_a_temporary_folder_a_killed_convert_left_is_removed_by_the_next(tmp_path: Path) -> None:
+    dest = tmp_path / "skill" / "evals"
+    dest.mkdir(parents=True)
+    # A temporary folder of a writer that is gone (no process has this pid).
+    left = dest / f".openkata-{host_tag()}-999999999-abc.tmp"
+    left.mkdir()
+    (left / "task.md").write_text("half written\n")
+
+    write_openkata(read_all(layouts.skill_creator(tmp_path / "src")), dest)
+
+    assert not left.exists()
+    assert sorted(p.name for p in dest.iterdir()) == ["scenario-eval-1", "scenario-eval-2"]

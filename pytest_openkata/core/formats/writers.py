@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +22,7 @@ from pytest_openkata.core.formats.model import EvalScenario
 from pytest_openkata.core.formats.reading import unescaped
 from pytest_openkata.core.formats.skill_creator import EVALS_FILE, FILES_FOLDER
 from pytest_openkata.core.scenario import SCENARIO_PREFIX
+from pytest_openkata.infra.tempfiles import new_temp_folder, remove_stale
 
 __all__ = [
     "ConvertError",
@@ -167,13 +167,15 @@ def write_openkata(scenarios: Iterable[EvalScenario], evals_dir: Path) -> list[N
             _safe_name(fixture.name)
     _free(evals_dir / folder_name(s.name) for s in scenarios)
     evals_dir.mkdir(parents=True, exist_ok=True)
+    remove_stale(evals_dir)  # what a writer killed outright left here
     notes: list[Note] = []
-    for scenario in scenarios:
-        files, left = openkata_files(scenario)
-        notes += left
-        folder = evals_dir / folder_name(scenario.name)
-        temp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=evals_dir))
-        try:
+    staged: list[tuple[Path, Path]] = []  # each scenario's temporary folder, and its own
+    try:
+        for scenario in scenarios:
+            files, left = openkata_files(scenario)
+            notes += left
+            temp = new_temp_folder(evals_dir)
+            staged.append((temp, evals_dir / folder_name(scenario.name)))
             for rel, content in files.items():
                 _write(_inside(temp, rel), content, _executable(scenario, rel))
             for fixture in scenario.fixtures:
@@ -182,12 +184,27 @@ def write_openkata(scenarios: Iterable[EvalScenario], evals_dir: Path) -> list[N
                 )
             if scenario.solution is not None:
                 shutil.copytree(scenario.solution, temp / "solution", symlinks=True)
-            _free([folder])
-            os.rename(temp, folder)
-        except BaseException:
+        _free(folder for _temp, folder in staged)
+        _move_all(staged)
+    except BaseException:
+        for temp, _folder in staged:
             shutil.rmtree(temp, ignore_errors=True)
-            raise
+        raise
     return notes
+
+
+def _move_all(staged: list[tuple[Path, Path]]) -> None:
+    """Every written scenario to its own folder, or none: one that cannot be moved takes the
+    ones moved before it back out (nothing is half written)."""
+    moved: list[Path] = []
+    try:
+        for temp, folder in staged:
+            os.rename(temp, folder)
+            moved.append(folder)
+    except BaseException:
+        for folder in moved:
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
 
 
 def _executable(scenario: EvalScenario, rel: str) -> bool:
