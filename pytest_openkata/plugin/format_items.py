@@ -78,7 +78,16 @@ class FormatFile(pytest.File):
             except OpenkataError as exc:  # FormatError, and a name no folder can have
                 yield UnreadableFormatFile.from_parent(self, name=fmt.name, error=str(exc))
                 continue
+            taken = _folder_names(skill_dir / "evals")
             for source in sources:
+                if folder_name(source.name) in taken:
+                    why = (
+                        f"{shown_source(source)}: its results would be named "
+                        f"{folder_name(source.name)}, as are those of the scenario folder "
+                        f"evals/{folder_name(source.name)}: rename one of them"
+                    )
+                    yield UnreadableFormatFile.from_parent(self, name=source.name, error=why)
+                    continue
                 extra = {} if fixture_info is None else {"fixtureinfo": fixture_info()}
                 yield FormatItem.from_parent(
                     self,
@@ -89,6 +98,15 @@ class FormatFile(pytest.File):
                     skill_scenarios=names,
                     **extra,
                 )
+
+
+def _folder_names(evals: Path) -> set[str]:
+    """The names of the folders of a skill's ``evals`` (one listing): a format's scenario
+    whose results would take one's name cannot run beside it."""
+    try:
+        return {entry.name for entry in os.scandir(evals) if entry.is_dir()}
+    except OSError:
+        return set()
 
 
 class UnreadableFormatFile(pytest.Item):

@@ -352,3 +352,22 @@ def test_what_a_run_does_not_apply_of_a_format_is_the_items_warning(
         ]
     )
     assert "eval-2" not in result.stdout.str().split("warnings summary")[-1]
+
+
+def test_a_format_scenario_named_as_a_scenario_folder_beside_it_errors_naming_both(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    skill = format_layouts.skill_creator(pytester.path / "skills", EVALS)
+    write_scenario(skill, "scenario-eval-1", {"x": 1})
+
+    result = pytester.runpytest("--collect-only", "-q", "skills")
+    ran = pytester.runpytest("skills", *eval_args(endpoint.base_url), "-k", "eval-1")
+
+    assert "skills/csv-tidy/evals/evals.json::eval-1" in result.stdout.str()
+    ran.stdout.fnmatch_lines(
+        [
+            "*cannot be collected: *evals/evals.json: evals[[]0[]]: its results would be named "
+            "scenario-eval-1, as are those of the scenario folder evals/scenario-eval-1: "
+            "rename one of them*"
+        ]
+    )
