@@ -93,7 +93,7 @@ def test_the_rules_are_registered_after_the_existing_ones() -> None:
         "task-states-answer",
         "prompt-size",
     )
-    assert SKILL_RULES[-1] == "unreached-files"
+    assert SKILL_RULES[-2:] == ("unreached-files", "trigger-queries")
 
 
 def test_a_clean_skill_has_none_of_these_findings(tmp_path: Path) -> None:
