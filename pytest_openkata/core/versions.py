@@ -29,9 +29,16 @@ from pytest_openkata.core.tile import (
     read_tile_version,
 )
 
-__all__ = ["PLUGIN_FILE", "changelog_version", "plugin_version", "read_skill_version"]
+__all__ = [
+    "PLUGIN_FILE",
+    "VERSION_HEADING",
+    "changelog_version",
+    "plugin_version",
+    "read_skill_version",
+]
 
-_VERSION_HEADING = re.compile(r"## \[([^\]]*)\]")
+VERSION_HEADING = re.compile(r"## \[([^\]]*)\]")
+"""A CHANGELOG line's version heading (``## [1.2.3] - date``): the reference's rule."""
 
 
 def read_skill_version(skill_dir: Path) -> str:
@@ -56,7 +63,7 @@ def changelog_version(skill_dir: Path) -> str:
     except OSError:
         return ""
     for line in raw.decode("utf-8", errors="replace").split("\n"):
-        match = _VERSION_HEADING.match(line)
+        match = VERSION_HEADING.match(line)
         if match and match.group(1) != "Unreleased":
             return match.group(1)
     return ""

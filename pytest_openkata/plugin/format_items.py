@@ -22,7 +22,8 @@ import pytest
 from pytest_openkata.contracts.errors import OpenkataError
 from pytest_openkata.contracts.results import SCENARIO_ERROR, ScenarioResult
 from pytest_openkata.core.formats import EvalFormat, ScenarioSource
-from pytest_openkata.core.formats.staging import Staging, shown_source, skill_above
+from pytest_openkata.core.formats.reading import unit_of
+from pytest_openkata.core.formats.staging import Staging, shown_source
 from pytest_openkata.core.formats.writers import folder_name, run_notes
 from pytest_openkata.core.tile import unit_name
 from pytest_openkata.core.trials import combine_trials, errored_trial
@@ -67,7 +68,7 @@ class FormatFile(pytest.File):
     formats: list[EvalFormat]
 
     def collect(self) -> Iterator[pytest.Item]:
-        skill_dir = skill_above(self.path)
+        skill_dir = unit_of(self.path)
         fixture_info = compat.shared_fixture_info(self, FormatItem.body)
         for fmt in self.formats:
             try:

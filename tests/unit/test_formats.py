@@ -486,7 +486,7 @@ def test_a_skillgrade_instruction_file_leading_out_of_the_skill_is_an_error(tmp_
 
 
 def test_a_format_file_in_group_folders_belongs_to_the_skill_above_them(tmp_path: Path) -> None:
-    from pytest_openkata.core.formats.staging import skill_above
+    from pytest_openkata.core.formats.reading import unit_of
 
     skill = tmp_path / "skills" / "s"
     task = skill / "evals" / "g1" / "g2" / "tasks" / "t" / "task.toml"
@@ -495,5 +495,5 @@ def test_a_format_file_in_group_folders_belongs_to_the_skill_above_them(tmp_path
     orphan = tmp_path / "loose" / "evals" / "a" / "b" / "eval.yaml"
     orphan.parent.mkdir(parents=True)
 
-    assert skill_above(task) == skill
-    assert skill_above(orphan) == tmp_path / "loose"  # the folder holding its evals
+    assert unit_of(task) == skill
+    assert unit_of(orphan) == tmp_path / "loose"  # the folder holding its evals

@@ -25,19 +25,10 @@ from pathlib import Path
 from pytest_openkata.contracts.errors import OpenkataError
 from pytest_openkata.core.formats import EvalFormat, ScenarioSource
 from pytest_openkata.core.formats.model import shown_path
-from pytest_openkata.core.formats.reading import unit_of
 from pytest_openkata.core.formats.writers import folder_name, write_openkata
 from pytest_openkata.infra.tempfiles import new_temp_folder, remove_stale
 
-__all__ = ["Staged", "Staging", "StagingError", "shown_source", "skill_above"]
-
-
-def skill_above(path: Path) -> Path:
-    """The skill folder of a format's file (:func:`~.reading.unit_of`: the nearest folder
-    at or above it with a SKILL.md or a tile.json, as deep as collection looks); else the
-    folder holding its ``evals``, or its own, where the run then says that SKILL.md is
-    missing (and where the nearest one is)."""
-    return unit_of(path)
+__all__ = ["Staged", "Staging", "StagingError", "shown_source"]
 
 
 def shown_source(source: ScenarioSource) -> str:

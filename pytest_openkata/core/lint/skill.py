@@ -24,7 +24,7 @@ from pytest_openkata.core.scenario import (
 )
 from pytest_openkata.core.tile import TILE_FILE, is_tile_dir, load_tile, tile_files
 from pytest_openkata.core.triggers import has_trigger_queries
-from pytest_openkata.core.versions import PLUGIN_FILE, read_skill_version
+from pytest_openkata.core.versions import PLUGIN_FILE, VERSION_HEADING, read_skill_version
 
 
 def skill_md_rule(skill_dir: Path) -> list[Finding]:
@@ -68,9 +68,6 @@ def skill_md_rule(skill_dir: Path) -> list[Finding]:
     return findings
 
 
-_VERSION_HEADING = re.compile(r"## \[([^\]]*)\]")
-
-
 _WHY_VERSION = (
     "without one, reports carry an empty skill_version and the catalogue never counts them"
 )
@@ -112,7 +109,7 @@ def changelog_rule(skill_dir: Path) -> list[Finding]:
         (
             number
             for number, line in enumerate(text.split("\n"), start=1)
-            if (match := _VERSION_HEADING.match(line)) and match.group(1) != "Unreleased"
+            if (match := VERSION_HEADING.match(line)) and match.group(1) != "Unreleased"
         ),
         None,
     )
