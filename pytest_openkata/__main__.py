@@ -6,7 +6,8 @@
 - ``merge DIR...`` makes the shards of a CI matrix (``--eval-shard I/N``) into one run's reports;
 - ``convert SRC --to DEST`` writes evals of another published format (skill-creator, waza,
   Skillgrade, Harbor) as openkata scenario folders, or back as skill-creator's evals.json;
-- ``effectiveness [SKILLS-ROOT]`` shows what the skill catalogue will show per skill and model.
+- ``effectiveness [SKILLS-ROOT]`` shows what the skill catalogue will show per skill and model;
+- ``view [FOLDER]`` serves a local web viewer of the run logs under FOLDER.
 
 ``--help`` (``-h``, or no arguments) lists them, each with what it does; ``COMMAND --help``
 says more. Each command's module is imported only when it is asked for.
@@ -57,6 +58,10 @@ COMMANDS = {
     "effectiveness": Command(
         "pytest_openkata.commands.effectiveness:main",
         "show what the skill catalogue will show per skill and model",
+    ),
+    "view": Command(
+        "pytest_openkata.viewer.command:main",
+        "browse the run logs under a folder in a local web viewer",
     ),
 }
 

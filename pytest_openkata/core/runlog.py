@@ -269,17 +269,26 @@ def log_lines(
     return "".join(json_line(record) for record in _records(info, results, rootdir, extras or {}))
 
 
-def read_run_log(path: Path) -> LoggedRun:
-    """The run a log file holds; :class:`RunLogError` when it cannot be read."""
+def read_run_log(path: Path, *, traces: bool = True) -> LoggedRun:
+    """The run a log file holds; :class:`RunLogError` when it cannot be read. Without
+    ``traces`` its trials keep no trace and no agent output (see :func:`parse_run_log`)."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise RunLogError(f"{path}: cannot read the run log: {exc}") from exc
-    return parse_run_log(text, source=str(path))
+    return parse_run_log(text, source=str(path), traces=traces)
 
 
-def parse_run_log(text: str, *, source: str = "run log") -> LoggedRun:
-    """The run a log's text holds; :class:`RunLogError` naming ``source`` and the line."""
+# What a trial record holds of what the trial saw (answers, transcript, diff): the bulk of a log.
+_TRACE_KEYS = ("trace", "agent_output")
+
+
+def parse_run_log(text: str, *, source: str = "run log", traces: bool = True) -> LoggedRun:
+    """The run a log's text holds; :class:`RunLogError` naming ``source`` and the line.
+
+    Without ``traces`` the trials keep their scores, verdicts and errors but not what the
+    trial saw (its trace and the agent's output): a list of runs scores them without holding
+    every answer of every run."""
     records = []
     # Only "\\n" ends a record: a log written before line separators were escaped, or by
     # another tool, may hold U+2028 and the like raw inside its strings.
@@ -331,6 +340,7 @@ def parse_run_log(text: str, *, source: str = "run log") -> LoggedRun:
                 k: v
                 for k, v in _renamed(record, "trial", "index").items()
                 if k not in (*_SCENARIO_KEYS, "record", "digests", "task")
+                and (traces or k not in _TRACE_KEYS)
             }
             trial = TrialResult.from_dict(fields)
         except (AttributeError, KeyError, TypeError, ValueError) as exc:

@@ -1,0 +1,356 @@
+"""The viewer's pages over the run logs under one folder (a Starlette application).
+
+Pages (every one a plain URL, so any view can be linked to):
+
+- ``/``: the runs, filtered (``q``: text in the log, skills or models; ``gate``) and sorted
+  (``sort``: ``finished``, ``score``, ``errored``; ``order``: ``asc``/``desc``);
+- ``/run/LOG``: a run's skills and scenarios, from the HTML report's own view of a run;
+  ``/api/run/LOG`` says what the page shows changed, for the page to refresh itself while the
+  log grows;
+- ``/trial/LOG?skill=&scenario=&arm=&trial=``: one trial, with the report's parts (prompt,
+  transcript, workspace diff, checks) and a form per judged criterion for a human verdict;
+- ``/compare?a=LOG&b=LOG``: two runs side by side;
+- ``/disagreements``: the criteria whose human verdicts most often differ from the judge's.
+
+Every value goes through the HTML report's escaping (:func:`~pytest_openkata.providers.
+reporters.html.template_environment`); the model's text is shown as text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+from urllib.parse import parse_qsl, quote, urlencode
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from pytest_openkata.core.runlog import LoggedRun, RunLogError
+from pytest_openkata.providers.reporters.html import (
+    ArmView,
+    TrialView,
+    page_view,
+    template_environment,
+)
+from pytest_openkata.viewer.compare import compare_runs
+from pytest_openkata.viewer.disagreements import disagreements
+from pytest_openkata.viewer.guard import Guard, GuardedApp
+from pytest_openkata.viewer.labels import (
+    VERDICTS,
+    Label,
+    LabelsError,
+    append_label,
+    now_utc,
+    read_labels,
+)
+from pytest_openkata.viewer.runs import LogFiles, RunRow
+
+__all__ = ["make_app"]
+
+_FORM_LIMIT = 64 * 1024  # a label's form: its note and a few names
+SORTS = {
+    "finished": lambda row: (row.finished_at, row.log),
+    "score": lambda row: (row.score if row.score is not None else -1.0, row.finished_at),
+    "errored": lambda row: (row.errored, row.finished_at),
+}
+
+
+def run_url(log: str) -> str:
+    return "/run/" + quote(log)
+
+
+def trial_url(log: str, skill: str, scenario: str, arm: str, trial: int) -> str:
+    query = urlencode({"skill": skill, "scenario": scenario, "arm": arm, "trial": trial})
+    return f"/trial/{quote(log)}?{query}"
+
+
+@dataclass(frozen=True)
+class Viewer:
+    """The state of one viewer: its logs and the rules of its requests."""
+
+    logs: LogFiles
+    guard: Guard
+
+    def render(self, template: str, status: int = 200, **values: Any) -> HTMLResponse:
+        environment = template_environment("pytest_openkata.viewer")
+        text = environment.get_template(template).render(
+            run_url=run_url, trial_url=trial_url, **values
+        )
+        return HTMLResponse(text, status_code=status)
+
+    def problem(self, message: str, status: int = 404) -> HTMLResponse:
+        return self.render("view_problem.html.j2", status, title="Not shown", message=message)
+
+    def labels_of(self, log: str) -> dict[tuple[str, str, str, str, int, int], Label]:
+        return read_labels(self.logs.folder.joinpath(*PurePosixPath(log).parent.parts))
+
+
+def _filtered(rows: list[RunRow], query: Mapping[str, str]) -> list[RunRow]:
+    text = query.get("q", "").strip().lower()
+    gate = query.get("gate", "")
+    if text:
+        rows = [
+            row
+            for row in rows
+            if text in " ".join((row.log, *row.skills, row.agent_model, row.judge_model)).lower()
+        ]
+    if gate:
+        rows = [row for row in rows if row.gate == gate]
+    sort = SORTS.get(query.get("sort", ""), SORTS["finished"])
+    return sorted(rows, key=sort, reverse=query.get("order", "desc") != "asc")
+
+
+async def runs_page(request: Request) -> Response:
+    viewer: Viewer = request.app.state.viewer
+    rows = viewer.logs.rows()
+    query = dict(request.query_params)
+    return viewer.render(
+        "view_runs.html.j2",
+        title="Runs",
+        rows=_filtered(rows, query),
+        total=len(rows),
+        query=query,
+        sorts=list(SORTS),
+    )
+
+
+def _log_of(request: Request) -> str:
+    return str(request.path_params["log"])
+
+
+async def run_page(request: Request) -> Response:
+    viewer: Viewer = request.app.state.viewer
+    log = _log_of(request)
+    try:
+        run = viewer.logs.run(log)
+        page = page_view(run, source=log)
+    except RunLogError as exc:
+        return viewer.problem(str(exc))
+    return viewer.render("view_run.html.j2", title=log, log=log, page=page, run=run)
+
+
+async def run_state(request: Request) -> Response:
+    """What the run page shows changed when this does: the log's size and time, its trials."""
+    viewer: Viewer = request.app.state.viewer
+    log = _log_of(request)
+    path = viewer.logs.path_of(log)
+    if path is None:
+        return JSONResponse({"error": f"{log}: no such run log"}, status_code=404)
+    row = viewer.logs.row(log)
+    size, mtime = viewer.logs.stamp(path)
+    return JSONResponse(
+        {"stamp": f"{size}-{mtime}", "trials": row.trials, "complete": row.complete}
+    )
+
+
+@dataclass(frozen=True)
+class TrialPlace:
+    """A trial of a run, found by the names the URL gives."""
+
+    log: str
+    skill: str
+    scenario: str
+    arm: str
+    index: int
+    arm_view: ArmView
+    view: TrialView
+    task: str
+
+
+def _find_trial(run: LoggedRun, log: str, query: Mapping[str, str]) -> TrialPlace:
+    skill, scenario, arm = query.get("skill", ""), query.get("scenario", ""), query.get("arm", "")
+    try:
+        index = int(query.get("trial", "1"))
+    except ValueError:
+        raise RunLogError(f"{log}: trial must be a number, not {query.get('trial')!r}") from None
+    page = page_view(run, source=log)
+    for skill_view in page.skills:
+        for scenario_view in skill_view.scenarios:
+            result = scenario_view.own.result
+            if result.skill_dir != skill or result.name != scenario:
+                continue
+            arms = [scenario_view.own]
+            if scenario_view.baseline is not None:
+                arms.append(scenario_view.baseline)
+            for arm_view in arms:
+                if arm_view.result.arm != arm:
+                    continue
+                for view in arm_view.trials:
+                    if view.trial.index == index:
+                        return TrialPlace(
+                            log, skill, scenario, arm, index, arm_view, view, result.task
+                        )
+    raise RunLogError(
+        f"{log}: no trial {index} of {skill}::{scenario}" + (f" (arm {arm})" if arm else "")
+    )
+
+
+async def trial_page(request: Request) -> Response:
+    viewer: Viewer = request.app.state.viewer
+    log = _log_of(request)
+    try:
+        place = _find_trial(viewer.logs.run(log), log, dict(request.query_params))
+        labels = viewer.labels_of(log)
+    except (RunLogError, LabelsError) as exc:
+        return viewer.problem(str(exc))
+    run_name = PurePosixPath(log).name
+    mine = {
+        key[5]: label
+        for key, label in labels.items()
+        if key[:5] == (run_name, place.skill, place.scenario, place.arm, place.index)
+    }
+    return viewer.render(
+        "view_trial.html.j2",
+        title=f"{place.scenario}, trial {place.index}",
+        place=place,
+        labels=mine,
+        form_key=viewer.guard.form_key,
+    )
+
+
+async def post_label(request: Request) -> Response:
+    viewer: Viewer = request.app.state.viewer
+    body = await request.body()
+    if len(body) > _FORM_LIMIT:
+        return viewer.problem("The label's form is too large.", 413)
+    form = dict(parse_qsl(body.decode("utf-8", errors="replace"), keep_blank_values=True))
+    if not viewer.guard.form_allowed(request, form):
+        return viewer.problem("This form did not come from the viewer's own page.", 403)
+    log = form.get("log", "")
+    try:
+        place = _find_trial(viewer.logs.run(log), log, form)
+        criteria = place.view.trial.criteria or []
+        position = int(form.get("criterion", ""))
+        if not 0 <= position < len(criteria):
+            raise ValueError(position)
+    except RunLogError as exc:
+        return viewer.problem(str(exc))
+    except ValueError:
+        return viewer.problem(
+            f"{log}: criterion {form.get('criterion')!r} is not one of the trial's"
+        )
+    judged = form.get("judge", "")
+    if judged not in ("right", "wrong"):
+        return viewer.problem(f"judge must be 'right' or 'wrong', not {judged!r}", 400)
+    criterion = criteria[position]
+    agrees = judged == "right"
+    verdict = VERDICTS[0] if criterion.passed == agrees else VERDICTS[1]
+    label = Label(
+        skill=place.skill,
+        scenario=place.scenario,
+        arm=place.arm,
+        trial=place.index,
+        criterion=position,
+        criterion_text=criterion.name,
+        verdict=verdict,
+        reviewer=form.get("reviewer", "").strip()[:200],
+        note=form.get("note", "").strip()[:4000],
+        run=PurePosixPath(log).name,
+        at=now_utc(),
+    )
+    folder = viewer.logs.folder.joinpath(*PurePosixPath(log).parent.parts)
+    try:
+        append_label(folder, label)
+    except LabelsError as exc:
+        return viewer.problem(str(exc), 500)
+    target = trial_url(log, place.skill, place.scenario, place.arm, place.index)
+    return RedirectResponse(f"{target}#criterion-{position}", status_code=303)
+
+
+async def compare_page(request: Request) -> Response:
+    viewer: Viewer = request.app.state.viewer
+    first, second = request.query_params.get("a", ""), request.query_params.get("b", "")
+    try:
+        before, after = viewer.logs.run(first), viewer.logs.run(second)
+    except RunLogError as exc:
+        return viewer.problem(f"Choose two runs to compare: {exc}")
+    return viewer.render(
+        "view_compare.html.j2",
+        title="Compare runs",
+        a=first,
+        b=second,
+        pairs=compare_runs(before, after),
+    )
+
+
+def _judged(viewer: Viewer) -> tuple[list[tuple[Label, bool]], list[str]]:
+    """Every label under the folder with the judge's verdict of its criterion, and the
+    problems of labels files or labels that name no trial."""
+    judged: list[tuple[Label, bool]] = []
+    problems: list[str] = []
+    folders = {PurePosixPath(log).parent for log in viewer.logs.logs()}
+    for folder in sorted(folders):
+        try:
+            labels = read_labels(viewer.logs.folder.joinpath(*folder.parts))
+        except LabelsError as exc:
+            problems.append(f"{folder.as_posix()}/{exc}")
+            continue
+        runs: dict[str, LoggedRun | None] = {}
+        for label in labels.values():
+            log = (folder / label.run).as_posix()
+            if log not in runs:
+                try:
+                    runs[log] = viewer.logs.run(log)
+                except RunLogError as exc:
+                    runs[log] = None
+                    problems.append(str(exc))
+            run = runs[log]
+            passed = None if run is None else _judge_verdict(run, label)
+            if passed is not None:
+                judged.append((label, passed))
+    return judged, problems
+
+
+def _judge_verdict(run: LoggedRun, label: Label) -> bool | None:
+    for logged in run.trials:
+        if logged.arm_key == (label.skill, label.scenario, label.arm) and (
+            logged.trial.index == label.trial
+        ):
+            criteria = logged.trial.criteria or []
+            if label.criterion < len(criteria):
+                return criteria[label.criterion].passed
+    return None
+
+
+async def disagreements_page(request: Request) -> Response:
+    viewer: Viewer = request.app.state.viewer
+    judged, problems = _judged(viewer)
+    return viewer.render(
+        "view_disagreements.html.j2",
+        title="Human and judge disagreements",
+        rows=disagreements(judged),
+        labelled=len(judged),
+        problems=problems,
+    )
+
+
+async def static_file(request: Request) -> Response:
+    name = str(request.path_params["name"])
+    kinds = {"viewer.css": "text/css", "viewer.js": "text/javascript"}
+    if name not in kinds:
+        return Response("not found", status_code=404, media_type="text/plain")
+    environment = template_environment("pytest_openkata.viewer")
+    text = environment.get_template(f"{name}.j2").render()
+    return Response(text, media_type=kinds[name])
+
+
+def make_app(folder: Path, guard: Guard) -> GuardedApp:
+    """The viewer of the run logs under ``folder``, behind ``guard``."""
+    app = Starlette(
+        routes=[
+            Route("/", runs_page),
+            Route("/run/{log:path}", run_page),
+            Route("/api/run/{log:path}", run_state),
+            Route("/trial/{log:path}", trial_page),
+            Route("/label", post_label, methods=["POST"]),
+            Route("/compare", compare_page),
+            Route("/disagreements", disagreements_page),
+            Route("/static/{name}", static_file),
+        ]
+    )
+    app.state.viewer = Viewer(LogFiles(folder), guard)
+    return GuardedApp(app, guard)

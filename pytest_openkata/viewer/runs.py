@@ -1,0 +1,181 @@
+"""The run logs under the viewer's folder: finding them, a row of the runs list for each, and
+reading one whole.
+
+A log is named to the viewer by its path relative to the folder (``.openkata/runs/X.jsonl``),
+and only a log this module found can be asked for: no request names a file outside the folder.
+A log is read again only when its size or modification time changed, so a run whose log
+grows is seen as it grows, and the list of a hundred runs is not read anew on every request.
+A log being written may end in a line not yet finished: that line is left for the next read.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from pytest_openkata.core.runlog import (
+    LOG_NAME,
+    LoggedRun,
+    RunLogError,
+    parse_run_log,
+    skill_summaries,
+)
+from pytest_openkata.core.summary import SkillSummary
+
+__all__ = ["LogFiles", "RunRow", "run_row"]
+
+# Folders never searched for logs: what a project holds that is not its runs.
+_SKIPPED = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", ".tox", "site"})
+
+
+@dataclass(frozen=True)
+class RunRow:
+    """One run as the runs list shows it: its log (relative to the folder), when it finished,
+    its skills and models, its mean score over its skills, its gate (``pass``, ``fail`` or
+    ``partial``), its scenarios and errored ones; ``problem`` says why a log cannot be read
+    (the row then shows only that)."""
+
+    log: str
+    finished_at: str = ""
+    skills: tuple[str, ...] = ()
+    agent_model: str = ""
+    judge_model: str = ""
+    score: float | None = None
+    gate: str = ""
+    scenarios: int = 0
+    errored: int = 0
+    trials: int = 0
+    complete: bool = True
+    problem: str = ""
+
+
+def _gate(summaries: list[SkillSummary]) -> str:
+    if not summaries or any(not summary.complete for summary in summaries):
+        return "partial"
+    return "pass" if all(summary.passed for summary in summaries) else "fail"
+
+
+def run_row(log: str, run: LoggedRun) -> RunRow:
+    """The runs list's row of ``run``, whose log is ``log``."""
+    summaries = skill_summaries(run)
+    settings = run.info.settings
+    scores = [summary.overall for summary in summaries]
+    return RunRow(
+        log=log,
+        finished_at=run.info.finished_at,
+        skills=tuple(summary.display for summary in summaries),
+        agent_model=str(settings.get("model_label") or settings.get("model") or ""),
+        judge_model=str(settings.get("judge_model") or ""),
+        score=sum(scores) / len(scores) if scores else None,
+        gate=_gate(summaries) if run.info.complete else "partial",
+        scenarios=len(run.results),
+        errored=sum(result.error is not None for result in run.results),
+        trials=len(run.trials),
+        complete=run.info.complete,
+    )
+
+
+def finished_lines(text: str) -> str:
+    """``text`` up to its last line break: a line a writer has not finished yet is left out."""
+    end = text.rfind("\n")
+    return text[: end + 1]
+
+
+@dataclass(frozen=True)
+class _Read:
+    stamp: tuple[int, int]
+    run: LoggedRun | None
+    problem: str
+
+
+class LogFiles:
+    """The run logs under ``folder`` and what they hold, read again when they change."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._lock = threading.Lock()
+        self._rows: dict[str, tuple[tuple[int, int], RunRow]] = {}
+
+    def _walk(self) -> Iterator[Path]:
+        for top, folders, files in os.walk(self.folder):
+            folders[:] = sorted(f for f in folders if f not in _SKIPPED)
+            for name in files:
+                if LOG_NAME.fullmatch(name):
+                    yield Path(top) / name
+
+    def logs(self) -> list[str]:
+        """Every run log under the folder, relative to it, the newest first (by the time in
+        its name, then its path)."""
+        found = [path.relative_to(self.folder).as_posix() for path in self._walk()]
+        return sorted(found, key=lambda log: (PurePosixPath(log).name, log), reverse=True)
+
+    def path_of(self, log: str) -> Path | None:
+        """The file of ``log`` when it is a run log under the folder, else None."""
+        relative = PurePosixPath(log)
+        if (
+            relative.is_absolute()
+            or ".." in relative.parts
+            or not LOG_NAME.fullmatch(relative.name)
+        ):
+            return None
+        path = self.folder.joinpath(*relative.parts)
+        if not path.is_file() or not path.resolve().is_relative_to(self.folder.resolve()):
+            return None  # a link out of the folder is not one of its logs
+        return path
+
+    @staticmethod
+    def stamp(path: Path) -> tuple[int, int]:
+        """What changes when a log is written to: its size and modification time."""
+        status = path.stat()
+        return (status.st_size, status.st_mtime_ns)
+
+    def _parse(self, log: str, path: Path, *, traces: bool) -> _Read:
+        stamp = self.stamp(path)
+        try:
+            text = path.read_text(encoding="utf-8", errors="strict")
+            run = parse_run_log(finished_lines(text), source=log, traces=traces)
+        except (OSError, UnicodeDecodeError) as exc:
+            return _Read(stamp, None, f"{log}: cannot read the run log: {exc}")
+        except RunLogError as exc:
+            return _Read(stamp, None, str(exc))
+        return _Read(stamp, run, "")
+
+    def row(self, log: str) -> RunRow:
+        """The runs list's row of ``log`` (read without the trials' traces)."""
+        path = self.path_of(log)
+        if path is None:
+            return RunRow(log=log, problem=f"{log}: no such run log")
+        stamp = self.stamp(path)
+        with self._lock:
+            known = self._rows.get(log)
+        if known is not None and known[0] == stamp:
+            return known[1]
+        read = self._parse(log, path, traces=False)
+        if read.run is None:
+            row = RunRow(log=log, problem=read.problem)
+        else:
+            try:
+                row = run_row(log, read.run)
+            except RunLogError as exc:
+                row = RunRow(log=log, problem=str(exc))
+        with self._lock:
+            self._rows[log] = (read.stamp, row)
+        return row
+
+    def rows(self) -> list[RunRow]:
+        """A row for every log, the newest first."""
+        return [self.row(log) for log in self.logs()]
+
+    def run(self, log: str) -> LoggedRun:
+        """The whole run of ``log``: :class:`RunLogError` when there is none or it cannot be
+        read."""
+        path = self.path_of(log)
+        if path is None:
+            raise RunLogError(f"{log}: no such run log under the viewer's folder")
+        read = self._parse(log, path, traces=True)
+        if read.run is None:
+            raise RunLogError(read.problem)
+        return read.run
