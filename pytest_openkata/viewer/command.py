@@ -9,6 +9,7 @@ the address to open and serves until interrupted (Ctrl-C), then stops its server
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ipaddress
 import secrets
 import socket
@@ -112,5 +113,7 @@ def _serve(sock: socket.socket, folder: Path, host: str) -> int:
     if token:
         print("It listens beyond this machine: every request needs the token above.")
     print("Ctrl-C stops it.", flush=True)
-    server.run(sockets=[sock])
+    # On Ctrl-C the server stops, then raises the signal again for its caller: here, the end.
+    with contextlib.suppress(KeyboardInterrupt):
+        server.run(sockets=[sock])
     return 0

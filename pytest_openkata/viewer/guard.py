@@ -1,7 +1,8 @@
 """What every response of the viewer carries and every request must show.
 
 - Every response: a Content-Security-Policy that allows the viewer's own style, script and
-  JSON and nothing else (no other site, no inline script, no frame), no caching, no referrer.
+  JSON and nothing else (no other site, no inline script, no frame), no caching, no referrer to
+  another site.
 - Every request names the viewer by the address it listens on (the ``Host`` header): a page
   of another site that resolves its own name to 127.0.0.1 (DNS rebinding) is refused.
 - When the viewer listens beyond loopback, every request shows the token printed at start:
@@ -33,7 +34,7 @@ POLICY = (
 _HEADERS = {
     "content-security-policy": POLICY,
     "x-content-type-options": "nosniff",
-    "referrer-policy": "no-referrer",
+    "referrer-policy": "same-origin",  # no-referrer would make a form's Origin "null"
     "x-frame-options": "DENY",
     "cache-control": "no-store",
 }
@@ -87,8 +88,8 @@ class GuardedApp:
 
         async def with_headers(message: MutableMapping[str, Any]) -> None:
             if message["type"] == "http.response.start":
-                headers = [(k, v) for k, v in message.get("headers", ()) if k.decode().lower()
-                           not in _HEADERS]  # fmt: skip
+                ours = {name.encode() for name in _HEADERS}
+                headers = [(k, v) for k, v in message.get("headers", ()) if k.lower() not in ours]
                 headers += [(k.encode(), v.encode()) for k, v in _HEADERS.items()]
                 message["headers"] = headers
             await send(message)

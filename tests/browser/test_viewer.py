@@ -52,7 +52,7 @@ class Runs:
 
 def _run(pytester: pytest.Pytester, url: str) -> str:
     before = set((pytester.path / LOGS).glob("*.jsonl"))
-    pytester.runpytest("skills/s", *eval_args(url, "--eval-threshold", "0"))
+    pytester.runpytest("skills/s", *eval_args(url, "--eval-threshold", "90", "--eval-cache", "off"))
     (log,) = set((pytester.path / LOGS).glob("*.jsonl")) - before
     return log.relative_to(pytester.path).as_posix()
 
@@ -220,9 +220,7 @@ def test_the_run_page_follows_its_log_as_it_grows(runs: Runs, browser: Browser) 
     growing.write_text("".join(first) + rest[0][:10])  # a line not yet finished
     with serving(runs.root) as base, browsing(browser, base) as (page, _):
         page.goto(f"{base}/run/{LOGS}/20300101T000000Z.jsonl")
-        assert page.locator("tr.scenario-row").all_inner_texts()[0].startswith(
-            "scenario-failing"
-        )
+        assert page.locator("tr.scenario-row").all_inner_texts()[0].startswith("scenario-failing")
         assert page.locator("tr.scenario-row", has_text="scenario-hostile").count() == 0
         with growing.open("a") as more:
             more.write(rest[0][10:] + "".join(rest[1:]))
