@@ -1,0 +1,172 @@
+"""The viewer's parts without a server: the list of runs read without traces, logs found only
+under the folder, a log being written read up to its last finished line, labels appended and
+read back (the last of a key winning, a bad line named), two runs compared, disagreements
+ranked."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from pytest_openkata.core.runlog import RunInfo, log_lines, parse_run_log
+from pytest_openkata.viewer.compare import compare_runs
+from pytest_openkata.viewer.disagreements import disagreements
+from pytest_openkata.viewer.labels import (
+    LABELS_NAME,
+    Label,
+    LabelsError,
+    append_label,
+    read_labels,
+)
+from pytest_openkata.viewer.runs import LogFiles, finished_lines
+from tests.support.results import ROOT, SETTINGS, judged, logged, scenario
+
+ANSWER = "the agent's long answer"
+
+
+def _log_text(*results: object, finished_at: str = "2026-12-01T10:00:00Z") -> str:
+    info = RunInfo(finished_at, threshold=80, settings=SETTINGS)
+    return log_lines(info, results, ROOT)  # type: ignore[arg-type]
+
+
+def test_a_log_read_without_traces_keeps_scores_and_verdicts_but_no_answer() -> None:
+    text = _log_text(scenario("a", [judged("c", 2, False, "why")], output=ANSWER))
+    whole, light = parse_run_log(text), parse_run_log(text, traces=False)
+    assert ANSWER in text
+    [trial] = light.results[0].trials
+    assert trial.trace is None
+    assert trial.agent_output is None
+    assert light.results[0].criteria == whole.results[0].criteria
+    assert light.results[0].percentage == whole.results[0].percentage == 0.0
+
+
+def test_the_logs_of_a_folder_are_listed_newest_first_and_only_they_can_be_named(
+    tmp_path: Path,
+) -> None:
+    runs = tmp_path / "project" / ".openkata" / "runs"
+    runs.mkdir(parents=True)
+    (runs / "20261201T100000Z.jsonl").write_text(_log_text(scenario("a")))
+    (runs / "20261202T100000Z.jsonl").write_text(
+        _log_text(scenario("a", [judged("c", 1, False)]), finished_at="2026-12-02T10:00:00Z")
+    )
+    (runs / "notes.jsonl").write_text("{}\n")
+    (tmp_path / "20261203T100000Z.jsonl").write_text("outside\n")
+    files = LogFiles(tmp_path / "project")
+
+    assert files.logs() == [
+        ".openkata/runs/20261202T100000Z.jsonl",
+        ".openkata/runs/20261201T100000Z.jsonl",
+    ]
+    newer, older = files.rows()
+    assert (newer.gate, newer.score, newer.scenarios) == ("fail", 0.0, 1)
+    assert (older.gate, older.score, older.finished_at) == ("pass", 100.0, "2026-12-01T10:00:00Z")
+    assert newer.agent_model == "gpt-4o"
+    assert files.path_of("../20261203T100000Z.jsonl") is None
+    assert files.path_of(".openkata/runs/notes.jsonl") is None
+    assert files.path_of(str(runs / "20261201T100000Z.jsonl")) is None  # absolute
+
+
+def test_an_unreadable_log_is_a_row_naming_the_log_and_line(tmp_path: Path) -> None:
+    (tmp_path / "20261201T100000Z.jsonl").write_text('{"record": "run"}\nnot json\n')
+    [row] = LogFiles(tmp_path).rows()
+    assert row.problem == "20261201T100000Z.jsonl: line 2: not JSON: Expecting value"
+
+
+def test_a_log_being_written_is_read_up_to_its_last_finished_line(tmp_path: Path) -> None:
+    text = _log_text(scenario("a"), scenario("b"))
+    cut = text[: text.rindex("\n", 0, len(text) - 1) + 20]  # the last record half written
+    assert finished_lines(cut) == text[: text.rindex("\n", 0, len(text) - 1) + 1]
+    (tmp_path / "20261201T100000Z.jsonl").write_text(cut)
+    files = LogFiles(tmp_path)
+    assert [r.name for r in files.run("20261201T100000Z.jsonl").results] == ["a"]
+    (tmp_path / "20261201T100000Z.jsonl").write_text(text)
+    assert [r.name for r in files.run("20261201T100000Z.jsonl").results] == ["a", "b"]
+    assert files.row("20261201T100000Z.jsonl").scenarios == 2
+
+
+def _label(verdict: str, note: str = "", criterion: int = 0, trial: int = 1) -> Label:
+    return Label(
+        skill="skills/s",
+        scenario="a",
+        arm="",
+        trial=trial,
+        criterion=criterion,
+        criterion_text="c",
+        verdict=verdict,
+        reviewer="ana",
+        note=note,
+        run="20261201T100000Z.jsonl",
+        at="2026-12-01T11:00:00Z",
+    )
+
+
+def test_labels_are_appended_and_the_last_of_a_key_wins(tmp_path: Path) -> None:
+    append_label(tmp_path, _label("fail", "first \u2028 thought"))
+    append_label(tmp_path, _label("pass", "on second thought"))
+    append_label(tmp_path, _label("fail", criterion=1))
+    assert len((tmp_path / LABELS_NAME).read_text().split("\n")) == 4  # 3 lines and the end
+    labels = read_labels(tmp_path)
+    assert [(key[5], label.verdict, label.note) for key, label in labels.items()] == [
+        (0, "pass", "on second thought"),
+        (1, "fail", ""),
+    ]
+    assert read_labels(tmp_path / "elsewhere") == {}
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("not json", "labels.jsonl: line 2: not JSON"),
+        ('{"trial": 1}', "labels.jsonl: line 2: skill must be a str, not None"),
+        (
+            json.dumps({**_label("pass").__dict__, "verdict": "maybe"}),
+            "labels.jsonl: line 2: verdict must be 'pass' or 'fail', not 'maybe'",
+        ),
+    ],
+)
+def test_a_bad_label_line_is_an_error_naming_the_file_line_and_field(
+    tmp_path: Path, line: str, message: str
+) -> None:
+    append_label(tmp_path, _label("pass"))
+    with (tmp_path / LABELS_NAME).open("a") as labels:
+        labels.write(line + "\n")
+    with pytest.raises(LabelsError, match="^" + message.replace("(", r"\(")):
+        read_labels(tmp_path)
+
+
+def test_two_runs_compared_show_flips_deltas_and_both_answers() -> None:
+    before = logged(
+        [
+            scenario("a", [judged("x", 1, True), judged("y", 1, False)], output="old"),
+            scenario("gone"),
+        ]
+    )
+    after = logged([scenario("a", [judged("x", 1, True), judged("y", 1, True)], output="new")])
+    pair, gone = compare_runs(before, after)
+    assert (pair.scenario, pair.delta, pair.flips) == ("a", 50.0, 1)
+    assert [(f.name, f.before, f.after, f.flipped) for f in pair.criteria] == [
+        ("x", True, True, False),
+        ("y", False, True, True),
+    ]
+    assert (pair.before_answer, pair.after_answer) == ("old", "new")
+    assert (gone.scenario, gone.after, gone.delta) == ("gone", None, None)
+
+
+def test_disagreements_rank_the_criteria_the_judge_was_most_often_wrong_on() -> None:
+    other = replace(_label("fail"), criterion_text="d")
+    ranked = disagreements(
+        [
+            (_label("pass", "it was there"), False),  # the judge failed it: wrong
+            (replace(_label("pass"), trial=2), True),  # agrees
+            (other, False),
+            (replace(other, trial=2, note="missing"), True),
+            (replace(other, trial=3, note="missing too"), True),
+        ]
+    )
+    assert [(d.criterion, d.disagreed, d.labelled, d.notes) for d in ranked] == [
+        ("d", 2, 3, ("missing", "missing too")),
+        ("c", 1, 2, ("it was there",)),
+    ]
