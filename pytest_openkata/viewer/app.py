@@ -3,13 +3,15 @@
 Pages (every one a plain URL, so any view can be linked to):
 
 - ``/``: the runs, filtered (``q``: text in the log, skills or models; ``gate``) and sorted
-  (``sort``: ``finished``, ``score``, ``errored``; ``order``: ``asc``/``desc``);
+  (``sort``: ``finished``, ``score``, ``errored``; ``order``: ``asc``/``desc``), and the
+  matrix of skills by models over the newest runs;
 - ``/run/LOG``: a run's skills and scenarios, from the HTML report's own view of a run;
   ``/api/run/LOG`` says what the page shows changed, for the page to refresh itself while the
   log grows;
 - ``/trial/LOG?skill=&scenario=&arm=&trial=``: one trial, with the report's parts (prompt,
   transcript, workspace diff, checks) and a form per judged criterion for a human verdict;
-- ``/compare?a=LOG&b=LOG``: two runs side by side;
+- ``/compare?a=LOG&b=LOG``: two runs side by side (``?a=LOG&arms=1``: a run's baseline arm
+  against its own arm);
 - ``/disagreements``: the criteria whose human verdicts most often differ from the judge's.
 
 Every value goes through the HTML report's escaping (:func:`~pytest_openkata.providers.
@@ -36,7 +38,7 @@ from pytest_openkata.providers.reporters.html import (
     page_view,
     template_environment,
 )
-from pytest_openkata.viewer.compare import compare_runs
+from pytest_openkata.viewer.compare import compare_arms, compare_runs
 from pytest_openkata.viewer.disagreements import disagreements
 from pytest_openkata.viewer.guard import Guard, GuardedApp
 from pytest_openkata.viewer.labels import (
@@ -47,7 +49,7 @@ from pytest_openkata.viewer.labels import (
     now_utc,
     read_labels,
 )
-from pytest_openkata.viewer.runs import LogFiles, RunRow
+from pytest_openkata.viewer.runs import LogFiles, RunRow, matrix
 
 __all__ = ["make_app"]
 
@@ -113,6 +115,7 @@ async def runs_page(request: Request) -> Response:
         title="Runs",
         rows=_filtered(rows, query),
         total=len(rows),
+        matrix=matrix([row for row in rows if not row.problem]),
         query=query,
         sorts=list(SORTS),
     )
@@ -262,10 +265,21 @@ async def post_label(request: Request) -> Response:
 
 
 async def compare_page(request: Request) -> Response:
+    """Two runs (``a`` and ``b``), or the baseline arm of run ``a`` against its own arm
+    (``arms=1``)."""
     viewer: Viewer = request.app.state.viewer
     first, second = request.query_params.get("a", ""), request.query_params.get("b", "")
+    arms = request.query_params.get("arms") == "1"
     try:
-        before, after = viewer.logs.run(first), viewer.logs.run(second)
+        before = viewer.logs.run(first)
+        if arms:
+            pairs = compare_arms(before)
+            if not pairs:
+                return viewer.problem(f"{first}: the run has no baseline arm to compare with")
+            labels = ("baseline arm", "with the skill")
+        else:
+            pairs = compare_runs(before, viewer.logs.run(second))
+            labels = ("A", "B")
     except RunLogError as exc:
         return viewer.problem(f"Choose two runs to compare: {exc}")
     return viewer.render(
@@ -273,7 +287,9 @@ async def compare_page(request: Request) -> Response:
         title="Compare runs",
         a=first,
         b=second,
-        pairs=compare_runs(before, after),
+        arms=arms,
+        labels=labels,
+        pairs=pairs,
     )
 
 

@@ -3,12 +3,20 @@ verdict flipped, and the agent's answers next to each other."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pytest_openkata.contracts.results import ScenarioResult
 from pytest_openkata.core.runlog import LoggedRun
 
-__all__ = ["CriterionFlip", "ScenarioPair", "compare_runs", "first_answer"]
+__all__ = [
+    "CriterionFlip",
+    "ScenarioPair",
+    "compare_arms",
+    "compare_results",
+    "compare_runs",
+    "first_answer",
+]
 
 
 @dataclass(frozen=True)
@@ -71,8 +79,21 @@ def _verdicts(result: ScenarioResult | None) -> dict[str, bool]:
 
 def compare_runs(before: LoggedRun, after: LoggedRun) -> list[ScenarioPair]:
     """Every scenario (own arm) of either run, by skill folder and name."""
-    older = {(r.skill_dir, r.name): r for r in before.results}
-    newer = {(r.skill_dir, r.name): r for r in after.results}
+    return compare_results(before.results, after.results)
+
+
+def compare_arms(run: LoggedRun) -> list[ScenarioPair]:
+    """The baseline arm of each scenario of ``run`` (before) against its own arm (after)."""
+    own = [result for result in run.results if result.baseline is not None]
+    return compare_results([r.baseline for r in own if r.baseline is not None], own)
+
+
+def compare_results(
+    before: Sequence[ScenarioResult], after: Sequence[ScenarioResult]
+) -> list[ScenarioPair]:
+    """Every scenario of either list, by skill folder and name."""
+    older = {(r.skill_dir, r.name): r for r in before}
+    newer = {(r.skill_dir, r.name): r for r in after}
     pairs = []
     for key in sorted(older.keys() | newer.keys()):
         was, now = older.get(key), newer.get(key)

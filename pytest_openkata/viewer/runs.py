@@ -25,7 +25,7 @@ from pytest_openkata.core.runlog import (
 )
 from pytest_openkata.core.summary import SkillSummary
 
-__all__ = ["LogFiles", "RunRow", "run_row"]
+__all__ = ["LogFiles", "Matrix", "RunRow", "finished_lines", "matrix", "run_row"]
 
 # Folders never searched for logs: what a project holds that is not its runs.
 _SKIPPED = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", ".tox", "site"})
@@ -50,6 +50,8 @@ class RunRow:
     trials: int = 0
     complete: bool = True
     problem: str = ""
+    # Each skill's name, overall score and gate, for the matrix of skills by models.
+    skill_scores: tuple[tuple[str, float, str], ...] = ()
 
 
 def _gate(summaries: list[SkillSummary]) -> str:
@@ -75,6 +77,32 @@ def run_row(log: str, run: LoggedRun) -> RunRow:
         errored=sum(result.error is not None for result in run.results),
         trials=len(run.trials),
         complete=run.info.complete,
+        skill_scores=tuple(
+            (summary.display, summary.overall, _gate([summary])) for summary in summaries
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """Skills by models over the newest runs: for each skill (row) and agent model (column),
+    the newest run that scored it, its score and gate."""
+
+    skills: list[str]
+    models: list[str]
+    cells: dict[tuple[str, str], tuple[RunRow, float, str]]
+
+
+def matrix(rows: list[RunRow]) -> Matrix:
+    """The matrix of ``rows`` (the newest first: the first row of a skill and model wins)."""
+    cells: dict[tuple[str, str], tuple[RunRow, float, str]] = {}
+    for row in rows:
+        for skill, score, gate in row.skill_scores:
+            cells.setdefault((skill, row.agent_model), (row, score, gate))
+    return Matrix(
+        skills=sorted({skill for skill, _ in cells}),
+        models=sorted({model for _, model in cells}),
+        cells=cells,
     )
 
 
@@ -138,7 +166,8 @@ class LogFiles:
             text = path.read_text(encoding="utf-8", errors="strict")
             run = parse_run_log(finished_lines(text), source=log, traces=traces)
         except (OSError, UnicodeDecodeError) as exc:
-            return _Read(stamp, None, f"{log}: cannot read the run log: {exc}")
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            return _Read(stamp, None, f"{log}: cannot read the run log: {reason}")
         except RunLogError as exc:
             return _Read(stamp, None, str(exc))
         return _Read(stamp, run, "")

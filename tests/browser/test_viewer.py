@@ -111,6 +111,8 @@ def test_the_runs_list_filters_and_leads_to_a_run_a_trial_and_a_comparison(
     with serving(runs.root) as base, browsing(browser, base) as (page, _):
         page.goto(base + "/")
         assert page.locator("tr.run-row").count() == 2
+        cell = page.locator("table.matrix tbody tr", has_text="s").locator("a")
+        assert cell.inner_text() == "100.0%"  # the newest run of the skill and model
         assert len(png_colours(page.screenshot(full_page=True))) > 1
 
         page.select_option("select[name=gate]", "fail")
@@ -135,6 +137,26 @@ def test_the_runs_list_filters_and_leads_to_a_run_a_trial_and_a_comparison(
         row = page.locator("tr.pair", has_text="scenario-failing")
         assert row.locator(".flips").inner_text() == "tested: fail → pass"
         assert row.locator(".delta").inner_text() == "+33.3"
+
+
+def test_a_runs_baseline_arm_is_compared_with_its_own(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript, browser: Browser
+) -> None:
+    write_skill(pytester.path, "s", {"scenario-a": {"clear": 10, "tested": 5}})
+    script.agent_reply_when = {"Follow the rules": Reply.chat("with the skill")}
+    script.agent_answer = "without the skill"
+    pytester.runpytest(
+        "skills/s", *eval_args(endpoint.base_url, "--eval-baseline", "without-skill")
+    )
+    [log] = (pytester.path / LOGS).glob("*.jsonl")
+    with serving(pytester.path) as base, browsing(browser, base) as (page, _):
+        page.goto(f"{base}/run/{LOGS}/{log.name}")
+        assert page.locator("tr.scenario-row").count() == 2  # both arms
+        page.click("#compare-arms")
+        assert page.locator("h1").inner_text() == "Compare the arms of a run"
+        page.locator("details.answers-pair summary").click()
+        assert page.locator("pre.answer-a").text_content() == "without the skill"
+        assert page.locator("pre.answer-b").text_content() == "with the skill"
 
 
 def test_hostile_model_text_is_shown_as_text_on_the_trial_page_and_in_a_comparison(

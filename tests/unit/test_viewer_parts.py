@@ -1,7 +1,8 @@
 """The viewer's parts without a server: the list of runs read without traces, logs found only
 under the folder, a log being written read up to its last finished line, labels appended and
 read back (the last of a key winning, a bad line named), two runs compared, disagreements
-ranked."""
+ranked, a
+run's arms compared, the matrix of skills by models."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from pytest_openkata.core.runlog import RunInfo, log_lines, parse_run_log
-from pytest_openkata.viewer.compare import compare_runs
+from pytest_openkata.viewer.compare import compare_arms, compare_runs
 from pytest_openkata.viewer.disagreements import disagreements
 from pytest_openkata.viewer.labels import (
     LABELS_NAME,
@@ -21,7 +22,7 @@ from pytest_openkata.viewer.labels import (
     append_label,
     read_labels,
 )
-from pytest_openkata.viewer.runs import LogFiles, finished_lines
+from pytest_openkata.viewer.runs import LogFiles, RunRow, finished_lines, matrix
 from tests.support.results import ROOT, SETTINGS, judged, logged, scenario
 
 ANSWER = "the agent's long answer"
@@ -170,3 +171,31 @@ def test_disagreements_rank_the_criteria_the_judge_was_most_often_wrong_on() -> 
         ("d", 2, 3, ("missing", "missing too")),
         ("c", 1, 2, ("it was there",)),
     ]
+
+
+def test_a_runs_baseline_arm_is_compared_with_its_own_arm() -> None:
+    own = scenario("a", [judged("x", 1, True)], output="with the skill")
+    baseline = scenario("a", [judged("x", 1, False)], arm="without-skill", output="without")
+    run = logged([replace(own, baseline=baseline), scenario("b")])
+    [pair] = compare_arms(run)
+    assert (pair.scenario, pair.delta, pair.flips) == ("a", 100.0, 1)
+    assert (pair.before_answer, pair.after_answer) == ("without", "with the skill")
+
+
+def test_the_matrix_holds_each_skill_and_model_of_the_newest_run() -> None:
+    def row(log: str, model: str, *scores: tuple[str, float, str]) -> RunRow:
+        return RunRow(log=log, agent_model=model, skill_scores=scores)
+
+    newest_first = [
+        row("3", "m1", ("s", 90.0, "pass")),
+        row("2", "m2", ("s", 40.0, "fail"), ("t", 70.0, "fail")),
+        row("1", "m1", ("s", 10.0, "fail"), ("t", 100.0, "pass")),
+    ]
+    found = matrix(newest_first)
+    assert (found.skills, found.models) == (["s", "t"], ["m1", "m2"])
+    assert {key: (r.log, score) for key, (r, score, _) in found.cells.items()} == {
+        ("s", "m1"): ("3", 90.0),
+        ("s", "m2"): ("2", 40.0),
+        ("t", "m2"): ("2", 70.0),
+        ("t", "m1"): ("1", 100.0),
+    }
