@@ -32,6 +32,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Route
 
 from pytest_openkata.core.runlog import LoggedRun, RunLogError
+from pytest_openkata.core.verdict_labels import LabelsError, VerdictLabel
 from pytest_openkata.providers.reporters.html import (
     ArmView,
     TrialView,
@@ -41,14 +42,7 @@ from pytest_openkata.providers.reporters.html import (
 from pytest_openkata.viewer.compare import compare_arms, compare_runs
 from pytest_openkata.viewer.disagreements import disagreements
 from pytest_openkata.viewer.guard import Guard, GuardedApp
-from pytest_openkata.viewer.labels import (
-    VERDICTS,
-    Label,
-    LabelsError,
-    append_label,
-    now_utc,
-    read_labels,
-)
+from pytest_openkata.viewer.labels import labels_file, read_run_labels, write_label
 from pytest_openkata.viewer.runs import LogFiles, RunRow, matrix
 
 __all__ = ["make_app"]
@@ -87,8 +81,12 @@ class Viewer:
     def problem(self, message: str, status: int = 404) -> HTMLResponse:
         return self.render("view_problem.html.j2", status, title="Not shown", message=message)
 
-    def labels_of(self, log: str) -> dict[tuple[str, str, str, str, int, int], Label]:
-        return read_labels(self.logs.folder.joinpath(*PurePosixPath(log).parent.parts))
+    def labels_of(self, log: str) -> list[VerdictLabel]:
+        """The labels of ``log`` ([] when none): :class:`RunLogError` for no such log."""
+        path = self.logs.path_of(log)
+        if path is None:
+            raise RunLogError(f"{log}: no such run log under the viewer's folder")
+        return read_run_labels(path)
 
 
 def _filtered(rows: list[RunRow], query: Mapping[str, str]) -> list[RunRow]:
@@ -200,11 +198,10 @@ async def trial_page(request: Request) -> Response:
         labels = viewer.labels_of(log)
     except (RunLogError, LabelsError) as exc:
         return viewer.problem(str(exc))
-    run_name = PurePosixPath(log).name
     mine = {
-        key[5]: label
-        for key, label in labels.items()
-        if key[:5] == (run_name, place.skill, place.scenario, place.arm, place.index)
+        label.criterion_index: label
+        for label in labels
+        if label.key[:4] == (place.skill, place.scenario, place.arm, place.index)
     }
     return viewer.render(
         "view_trial.html.j2",
@@ -240,24 +237,25 @@ async def post_label(request: Request) -> Response:
     if judged not in ("right", "wrong"):
         return viewer.problem(f"judge must be 'right' or 'wrong', not {judged!r}", 400)
     criterion = criteria[position]
-    agrees = judged == "right"
-    verdict = VERDICTS[0] if criterion.passed == agrees else VERDICTS[1]
-    label = Label(
-        skill=place.skill,
+    if criterion.kind != "judge":
+        return viewer.problem(f"{log}: criterion {position} is a check, not the judge's", 400)
+    label = VerdictLabel(
+        line=0,
+        skill_dir=place.skill,
         scenario=place.scenario,
         arm=place.arm,
         trial=place.index,
-        criterion=position,
-        criterion_text=criterion.name,
-        verdict=verdict,
+        criterion_index=position,
+        criterion=criterion.name,
+        passed=criterion.passed == (judged == "right"),
         reviewer=form.get("reviewer", "").strip()[:200],
         note=form.get("note", "").strip()[:4000],
-        run=PurePosixPath(log).name,
-        at=now_utc(),
     )
-    folder = viewer.logs.folder.joinpath(*PurePosixPath(log).parent.parts)
+    path = viewer.logs.path_of(log)
+    if path is None:
+        return viewer.problem(f"{log}: no such run log")
     try:
-        append_label(folder, label)
+        write_label(path, label)
     except LabelsError as exc:
         return viewer.problem(str(exc), 500)
     target = trial_url(log, place.skill, place.scenario, place.arm, place.index)
@@ -293,43 +291,33 @@ async def compare_page(request: Request) -> Response:
     )
 
 
-def _judged(viewer: Viewer) -> tuple[list[tuple[Label, bool]], list[str]]:
+def _judged(viewer: Viewer) -> tuple[list[tuple[VerdictLabel, bool]], list[str]]:
     """Every label under the folder with the judge's verdict of its criterion, and the
-    problems of labels files or labels that name no trial."""
-    judged: list[tuple[Label, bool]] = []
+    problems of labels files that cannot be read or labels that name no trial of their run."""
+    judged: list[tuple[VerdictLabel, bool]] = []
     problems: list[str] = []
-    folders = {PurePosixPath(log).parent for log in viewer.logs.logs()}
-    for folder in sorted(folders):
-        try:
-            labels = read_labels(viewer.logs.folder.joinpath(*folder.parts))
-        except LabelsError as exc:
-            problems.append(f"{folder.as_posix()}/{exc}")
+    for log in viewer.logs.logs():
+        path = viewer.logs.path_of(log)
+        if path is None or not labels_file(path).is_file():
             continue
-        runs: dict[str, LoggedRun | None] = {}
-        for label in labels.values():
-            log = (folder / label.run).as_posix()
-            if log not in runs:
-                try:
-                    runs[log] = viewer.logs.run(log)
-                except RunLogError as exc:
-                    runs[log] = None
-                    problems.append(str(exc))
-            run = runs[log]
-            passed = None if run is None else _judge_verdict(run, label)
-            if passed is not None:
+        try:
+            labels = read_run_labels(path)
+            run = viewer.logs.run(log)
+        except (LabelsError, RunLogError) as exc:
+            problems.append(f"{PurePosixPath(log).parent}/{exc}")
+            continue
+        verdicts = {
+            (*logged.arm_key, logged.trial.index, position): criterion.passed
+            for logged in run.trials
+            for position, criterion in enumerate(logged.trial.criteria or ())
+        }
+        for label in labels:
+            passed = verdicts.get(label.key)
+            if passed is None:
+                problems.append(f"{labels_file(path).name}: line {label.line}: no such criterion")
+            else:
                 judged.append((label, passed))
     return judged, problems
-
-
-def _judge_verdict(run: LoggedRun, label: Label) -> bool | None:
-    for logged in run.trials:
-        if logged.arm_key == (label.skill, label.scenario, label.arm) and (
-            logged.trial.index == label.trial
-        ):
-            criteria = logged.trial.criteria or []
-            if label.criterion < len(criteria):
-                return criteria[label.criterion].passed
-    return None
 
 
 async def disagreements_page(request: Request) -> Response:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from pytest_openkata.viewer.labels import Label
+from pytest_openkata.core.verdict_labels import VerdictLabel
 
 __all__ = ["Disagreement", "disagreements"]
 
@@ -24,12 +24,12 @@ class Disagreement:
     notes: tuple[str, ...]
 
 
-def disagreements(judged: Iterable[tuple[Label, bool]]) -> list[Disagreement]:
+def disagreements(judged: Iterable[tuple[VerdictLabel, bool]]) -> list[Disagreement]:
     """Labels with the judge's verdict of their criterion, grouped by skill, scenario and
     criterion, the most disagreements first (then the most labels, then by name)."""
-    groups: dict[tuple[str, str, str], list[tuple[Label, bool]]] = {}
+    groups: dict[tuple[str, str, str], list[tuple[VerdictLabel, bool]]] = {}
     for label, judge_passed in judged:
-        key = (label.skill, label.scenario, label.criterion_text)
+        key = (label.skill_dir, label.scenario, label.criterion)
         groups.setdefault(key, []).append((label, judge_passed))
     found = []
     for (skill, scenario, criterion), members in groups.items():

@@ -1,140 +1,92 @@
-"""Human verdicts on the judge's: the labels file beside the run logs.
+"""Human verdicts given in the viewer, written as the labels file judge agreement reads.
 
-A reviewer who reads a trial says, criterion by criterion, whether the judge was right; the
-viewer records the reviewer's own verdict of the criterion. Labels go to ``labels.jsonl`` in
-the folder of the run log they are about, never into the log itself (a log is the run's
-record and is never written after the run). The file is JSON Lines, one label a line, with
-the keys ``skill`` (the skill folder relative to the run's root, as the run log names it),
-``scenario``, ``arm`` (``""`` for the run's own arm), ``trial`` (1-based), ``criterion``
-(its index in the trial's criteria, from 0), ``criterion_text`` (its name), ``verdict``
-(``"pass"`` or ``"fail"``: the human's verdict of the criterion), ``reviewer``, ``note``,
-``run`` (the log's file name) and ``at`` (UTC, ISO 8601). A label is only ever appended; the
-last line for a run, skill, scenario, arm, trial and criterion is the one that holds.
+The format is :mod:`pytest_openkata.core.verdict_labels`'s: JSON Lines, one verdict per
+criterion of a trial, labelling one run log. The viewer keeps one labels file per run log,
+beside it: ``20261201T100000Z.labels.jsonl`` for ``20261201T100000Z.jsonl`` (a name run logs
+never take, so the logs' pruning and listing leave it alone), and never writes into a log.
+
+A reviewer who changes their mind labels the criterion again: its line is replaced, since the
+format holds one verdict per criterion and trial. The file is written whole to a temporary
+file and renamed over the old one, so that a reader sees the old labels or the new ones,
+never half of them; a viewer killed in between leaves a temporary file that the next
+write removes.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import threading
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
-from pytest_openkata.contracts.errors import OpenkataError
 from pytest_openkata.core.runlog import json_line
+from pytest_openkata.core.verdict_labels import (
+    LabelsError,
+    VerdictLabel,
+    parse_labels,
+)
+from pytest_openkata.infra.tempfiles import new_temp_file, remove_stale
 
-__all__ = [
-    "LABELS_NAME",
-    "VERDICTS",
-    "Label",
-    "LabelsError",
-    "append_label",
-    "now_utc",
-    "read_labels",
-]
+__all__ = ["labels_file", "read_run_labels", "write_label"]
 
-LABELS_NAME = "labels.jsonl"
-VERDICTS = ("pass", "fail")
-
-_WRITING = threading.Lock()  # one label line at a time from the viewer's threads
+_WRITING = threading.Lock()  # one labels file written at a time by the viewer's threads
 
 
-class LabelsError(OpenkataError):
-    """A labels file that cannot be read or a label that cannot be written; the message
-    names the file, the line and the field."""
+def labels_file(log: Path) -> Path:
+    """The labels file of the run log ``log``: beside it, ``STEM.labels.jsonl``."""
+    return log.with_name(f"{log.stem}.labels.jsonl")
 
 
-@dataclass(frozen=True)
-class Label:
-    """One human verdict of one criterion of one trial (see the module docstring)."""
-
-    skill: str
-    scenario: str
-    arm: str
-    trial: int
-    criterion: int
-    criterion_text: str
-    verdict: str
-    reviewer: str
-    note: str
-    run: str
-    at: str
-
-    @property
-    def key(self) -> tuple[str, str, str, str, int, int]:
-        """What a later label of the same criterion replaces."""
-        return (self.run, self.skill, self.scenario, self.arm, self.trial, self.criterion)
-
-    @property
-    def passed(self) -> bool:
-        return self.verdict == "pass"
-
-
-_TYPES = {f.name: (int if f.name in ("trial", "criterion") else str) for f in fields(Label)}
-
-
-def now_utc() -> str:
-    """The time of a label: UTC, to the second."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _label(record: Mapping[str, Any], where: str) -> Label:
-    values: dict[str, Any] = {}
-    for name, kind in _TYPES.items():
-        value = record.get(name)
-        if not isinstance(value, kind) or isinstance(value, bool):
-            raise LabelsError(f"{where}: {name} must be a {kind.__name__}, not {value!r}")
-        values[name] = value
-    if values["verdict"] not in VERDICTS:
-        raise LabelsError(f"{where}: verdict must be 'pass' or 'fail', not {values['verdict']!r}")
-    return Label(**values)
-
-
-def read_labels(folder: Path) -> dict[tuple[str, str, str, str, int, int], Label]:
-    """The labels of ``folder``'s labels file by key, the last line of a key winning ({} when
-    there is no file); :class:`LabelsError` naming the file, line and field of a bad one."""
-    path = folder / LABELS_NAME
+def read_run_labels(log: Path) -> list[VerdictLabel]:
+    """The labels of run log ``log`` ([] when it has none yet); :class:`LabelsError` naming
+    the file and the line of one that cannot be read."""
+    path = labels_file(log)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        return {}
+        return []
     except (OSError, UnicodeDecodeError) as exc:
-        raise LabelsError(f"{path.name}: cannot read the labels file: {exc}") from exc
-    labels: dict[tuple[str, str, str, str, int, int], Label] = {}
-    for number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        where = f"{path.name}: line {number}"
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise LabelsError(f"{where}: not JSON: {exc.msg}") from exc
-        if not isinstance(record, dict):
-            raise LabelsError(f"{where}: a label must be a JSON object")
-        label = _label(record, where)
-        labels[label.key] = label
-    return labels
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise LabelsError(f"{path.name}: cannot read the labels file: {reason}") from exc
+    if not text.strip():
+        return []
+    return parse_labels(text, source=path.name)
 
 
-def append_label(folder: Path, label: Label) -> None:
-    """Add ``label`` as the last line of ``folder``'s labels file, flushed to the disk
-    before this returns: a crash leaves every earlier label as it was."""
-    _label(asdict(label), "label")  # the same checks as reading it back
-    line = json_line(asdict(label)).encode("utf-8")
+def _record(label: VerdictLabel) -> dict[str, object]:
+    values: dict[str, object] = {
+        "skill_dir": label.skill_dir,
+        "scenario": label.scenario,
+        "arm": label.arm,
+        "trial": label.trial,
+        "criterion_index": label.criterion_index,
+        "criterion": label.criterion,
+        "verdict": "pass" if label.passed else "fail",
+        "reviewer": label.reviewer,
+        "note": label.note,
+    }
+    return values
+
+
+def write_label(log: Path, label: VerdictLabel) -> None:
+    """Record ``label`` in the labels file of run log ``log``: in place of an earlier verdict
+    of the same criterion of the same trial, else as the last line."""
+    path = labels_file(log)
     with _WRITING:
+        labels = [old for old in read_run_labels(log) if old.key != label.key]
+        text = "".join(json_line(_record(old)) for old in [*labels, label])
+        parse_labels(text, source=path.name)  # what judge agreement will read, checked
         try:
-            descriptor = os.open(
-                folder / LABELS_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644
-            )
+            remove_stale(path.parent)  # what a killed viewer left
+            descriptor, temporary = new_temp_file(path.parent)
         except OSError as exc:
-            raise LabelsError(f"{LABELS_NAME}: cannot write a label: {exc.strerror}") from exc
+            raise LabelsError(f"{path.name}: cannot write a label: {exc.strerror}") from exc
         try:
-            os.write(descriptor, line)
-            os.fsync(descriptor)
+            with os.fdopen(descriptor, "w", encoding="utf-8") as out:
+                out.write(text)
+                out.flush()
+                os.fsync(out.fileno())
+            os.chmod(temporary, 0o644)
+            os.replace(temporary, path)
         except OSError as exc:
-            raise LabelsError(f"{LABELS_NAME}: cannot write a label: {exc.strerror}") from exc
-        finally:
-            os.close(descriptor)
+            temporary.unlink(missing_ok=True)
+            raise LabelsError(f"{path.name}: cannot write a label: {exc.strerror}") from exc

@@ -22,6 +22,7 @@ import httpx
 import pytest
 import uvicorn
 
+from pytest_openkata.core.verdict_labels import read_labels
 from pytest_openkata.viewer.app import make_app
 from pytest_openkata.viewer.command import allowed_hosts, listening_socket
 from pytest_openkata.viewer.guard import POLICY, Guard
@@ -207,21 +208,22 @@ def test_a_human_verdict_is_written_beside_the_logs_and_read_back(
         assert first.locator(".label-note").inner_text().endswith("</pre>")
 
     assert log.read_bytes() == logged  # never into the run log
-    [line] = (log.parent / "labels.jsonl").read_text().splitlines()
-    label = json.loads(line)
-    assert label.pop("at")
-    assert label == {
-        "skill": "skills/s",
-        "scenario": "scenario-failing",
-        "arm": "",
-        "trial": 1,
-        "criterion": 1,
-        "criterion_text": "tested",
-        "verdict": "pass",
-        "reviewer": "ana",
-        "note": "a test of the empty input is there </pre>",
-        "run": log.name,
-    }
+    labels = log.with_name(f"{log.stem}.labels.jsonl")
+    assert [json.loads(line) for line in labels.read_text().splitlines()] == [
+        {
+            "skill_dir": "skills/s",
+            "scenario": "scenario-failing",
+            "arm": "",
+            "trial": 1,
+            "criterion_index": 1,
+            "criterion": "tested",
+            "verdict": "pass",
+            "reviewer": "ana",
+            "note": "a test of the empty input is there </pre>",
+        }
+    ]
+    [label] = read_labels(labels)  # as judge agreement reads it
+    assert (label.criterion, label.passed) == ("tested", True)
 
 
 def test_a_label_posted_without_the_viewers_form_key_is_refused(runs: Runs) -> None:
@@ -232,7 +234,7 @@ def test_a_label_posted_without_the_viewers_form_key_is_refused(runs: Runs) -> N
                   "trial": "1", "criterion": "1", "judge": "wrong", "form_key": "guessed"},
         )  # fmt: skip
     assert answer.status_code == 403
-    assert not (runs.root / LOGS / "labels.jsonl").exists()
+    assert list((runs.root / LOGS).glob("*.labels.jsonl")) == []
 
 
 def test_the_run_page_follows_its_log_as_it_grows(runs: Runs, browser: Browser) -> None:

@@ -1,27 +1,22 @@
 """The viewer's parts without a server: the list of runs read without traces, logs found only
 under the folder, a log being written read up to its last finished line, labels appended and
-read back (the last of a key winning, a bad line named), two runs compared, disagreements
+written as judge agreement reads them (a criterion labelled again replaced, a bad
+line named), two runs compared, disagreements
 ranked, a
 run's arms compared, the matrix of skills by models."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from pytest_openkata.core.runlog import RunInfo, log_lines, parse_run_log
+from pytest_openkata.core.verdict_labels import LabelsError, VerdictLabel, read_labels
 from pytest_openkata.viewer.compare import compare_arms, compare_runs
 from pytest_openkata.viewer.disagreements import disagreements
-from pytest_openkata.viewer.labels import (
-    LABELS_NAME,
-    Label,
-    LabelsError,
-    append_label,
-    read_labels,
-)
+from pytest_openkata.viewer.labels import labels_file, read_run_labels, write_label
 from pytest_openkata.viewer.runs import LogFiles, RunRow, finished_lines, matrix
 from tests.support.results import ROOT, SETTINGS, judged, logged, scenario
 
@@ -88,54 +83,51 @@ def test_a_log_being_written_is_read_up_to_its_last_finished_line(tmp_path: Path
     assert files.row("20261201T100000Z.jsonl").scenarios == 2
 
 
-def _label(verdict: str, note: str = "", criterion: int = 0, trial: int = 1) -> Label:
-    return Label(
-        skill="skills/s",
+def _label(passed: bool, note: str = "", criterion: int = 0, trial: int = 1) -> VerdictLabel:
+    return VerdictLabel(
+        line=0,
+        skill_dir="skills/s",
         scenario="a",
         arm="",
         trial=trial,
-        criterion=criterion,
-        criterion_text="c",
-        verdict=verdict,
+        criterion_index=criterion,
+        criterion="c",
+        passed=passed,
         reviewer="ana",
         note=note,
-        run="20261201T100000Z.jsonl",
-        at="2026-12-01T11:00:00Z",
     )
 
 
-def test_labels_are_appended_and_the_last_of_a_key_wins(tmp_path: Path) -> None:
-    append_label(tmp_path, _label("fail", "first \u2028 thought"))
-    append_label(tmp_path, _label("pass", "on second thought"))
-    append_label(tmp_path, _label("fail", criterion=1))
-    assert len((tmp_path / LABELS_NAME).read_text().split("\n")) == 4  # 3 lines and the end
-    labels = read_labels(tmp_path)
-    assert [(key[5], label.verdict, label.note) for key, label in labels.items()] == [
-        (0, "pass", "on second thought"),
-        (1, "fail", ""),
-    ]
-    assert read_labels(tmp_path / "elsewhere") == {}
-
-
-@pytest.mark.parametrize(
-    ("line", "message"),
-    [
-        ("not json", "labels.jsonl: line 2: not JSON"),
-        ('{"trial": 1}', "labels.jsonl: line 2: skill must be a str, not None"),
-        (
-            json.dumps({**_label("pass").__dict__, "verdict": "maybe"}),
-            "labels.jsonl: line 2: verdict must be 'pass' or 'fail', not 'maybe'",
-        ),
-    ],
-)
-def test_a_bad_label_line_is_an_error_naming_the_file_line_and_field(
-    tmp_path: Path, line: str, message: str
+def test_a_label_given_again_replaces_the_first_and_the_file_reads_as_agreement_reads_it(
+    tmp_path: Path,
 ) -> None:
-    append_label(tmp_path, _label("pass"))
-    with (tmp_path / LABELS_NAME).open("a") as labels:
-        labels.write(line + "\n")
-    with pytest.raises(LabelsError, match="^" + message.replace("(", r"\(")):
-        read_labels(tmp_path)
+    log = tmp_path / "20261201T100000Z.jsonl"
+    assert labels_file(log) == tmp_path / "20261201T100000Z.labels.jsonl"
+    assert read_run_labels(log) == []
+    write_label(log, _label(False, "first \u2028 thought"))
+    write_label(log, _label(True, criterion=1))
+    write_label(log, _label(True, "on second thought"))
+    text = labels_file(log).read_text()
+    assert len(text.split("\n")) == 3  # two lines and the end
+    assert [(x.criterion_index, x.passed, x.note) for x in read_labels(labels_file(log))] == [
+        (1, True, ""),
+        (0, True, "on second thought"),
+    ]
+    assert [p.name for p in tmp_path.iterdir()] == ["20261201T100000Z.labels.jsonl"]
+
+
+def test_a_labels_file_that_cannot_be_read_is_an_error_naming_it_and_the_line(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "20261201T100000Z.jsonl"
+    write_label(log, _label(True))
+    with labels_file(log).open("a") as labels:
+        labels.write('{"verdict": "maybe"}\n')
+    with pytest.raises(LabelsError, match=r"^20261201T100000Z\.labels\.jsonl: line 2: "):
+        read_run_labels(log)
+    with pytest.raises(LabelsError):  # nothing written over a file that cannot be read
+        write_label(log, _label(False))
+    assert labels_file(log).read_text().endswith('"maybe"}\n')
 
 
 def test_two_runs_compared_show_flips_deltas_and_both_answers() -> None:
@@ -157,11 +149,11 @@ def test_two_runs_compared_show_flips_deltas_and_both_answers() -> None:
 
 
 def test_disagreements_rank_the_criteria_the_judge_was_most_often_wrong_on() -> None:
-    other = replace(_label("fail"), criterion_text="d")
+    other = replace(_label(False), criterion="d")
     ranked = disagreements(
         [
-            (_label("pass", "it was there"), False),  # the judge failed it: wrong
-            (replace(_label("pass"), trial=2), True),  # agrees
+            (_label(True, "it was there"), False),  # the judge failed it: wrong
+            (replace(_label(True), trial=2), True),  # agrees
             (other, False),
             (replace(other, trial=2, note="missing"), True),
             (replace(other, trial=3, note="missing too"), True),
