@@ -195,9 +195,13 @@ async def trial_page(request: Request) -> Response:
     log = _log_of(request)
     try:
         place = _find_trial(viewer.logs.run(log), log, dict(request.query_params))
-        labels = viewer.labels_of(log)
-    except (RunLogError, LabelsError) as exc:
+    except RunLogError as exc:
         return viewer.problem(str(exc))
+    labels_problem = ""
+    try:
+        labels = viewer.labels_of(log)
+    except (RunLogError, LabelsError) as exc:  # the trial is still shown, with why
+        labels, labels_problem = [], str(exc)
     mine = {
         label.criterion_index: label
         for label in labels
@@ -208,6 +212,7 @@ async def trial_page(request: Request) -> Response:
         title=f"{place.scenario}, trial {place.index}",
         place=place,
         labels=mine,
+        labels_problem=labels_problem,
         form_key=viewer.guard.form_key,
     )
 

@@ -237,6 +237,17 @@ def test_a_label_posted_without_the_viewers_form_key_is_refused(runs: Runs) -> N
     assert list((runs.root / LOGS).glob("*.labels.jsonl")) == []
 
 
+def test_a_labels_file_that_cannot_be_read_is_named_on_the_trial_page(runs: Runs) -> None:
+    log = runs.root / runs.failing
+    log.with_name(f"{log.stem}.labels.jsonl").write_text('{"verdict": "maybe"}\n')
+    query = "skill=skills/s&scenario=scenario-failing&arm=&trial=1"
+    with serving(runs.root) as base:
+        page = httpx.get(f"{base}/trial/{runs.failing}?{query}")
+    assert page.status_code == 200
+    assert REASON in page.text  # the trial is shown
+    assert f"{log.stem}.labels.jsonl: line 1: field skill_dir is missing" in page.text
+
+
 def test_the_run_page_follows_its_log_as_it_grows(runs: Runs, browser: Browser) -> None:
     lines = (runs.root / runs.failing).read_text().splitlines(keepends=True)
     growing = runs.root / LOGS / "20300101T000000Z.jsonl"
