@@ -271,7 +271,7 @@ def log_lines(
 
 def read_run_log(path: Path, *, traces: bool = True) -> LoggedRun:
     """The run a log file holds; :class:`RunLogError` when it cannot be read. Without
-    ``traces`` its trials keep no trace and no agent output (see :func:`parse_run_log`)."""
+    ``traces`` its trials keep no answer (see :func:`parse_run_log`)."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -279,16 +279,17 @@ def read_run_log(path: Path, *, traces: bool = True) -> LoggedRun:
     return parse_run_log(text, source=str(path), traces=traces)
 
 
-# What a trial record holds of what the trial saw (answers, transcript, diff): the bulk of a log.
-_TRACE_KEYS = ("trace", "agent_output")
+# What a trace holds of what the trial saw, beside how it worked: the bulk of a log.
+_SEEN_KEYS = ("output", "judged", "changes", "answers", "turns")
 
 
 def parse_run_log(text: str, *, source: str = "run log", traces: bool = True) -> LoggedRun:
     """The run a log's text holds; :class:`RunLogError` naming ``source`` and the line.
 
-    Without ``traces`` the trials keep their scores, verdicts and errors but not what the
-    trial saw (its trace and the agent's output): a list of runs scores them without holding
-    every answer of every run."""
+    Without ``traces`` the trials keep their scores, verdicts, errors and how the agent worked
+    (the transcript, timings and engine of their traces) but not what the trial saw: the
+    agent's output, the workspace diff, the graders' answers, the judge's text. A list of runs
+    or a run's overview then holds no answer of any of them."""
     records = []
     # Only "\\n" ends a record: a log written before line separators were escaped, or by
     # another tool, may hold U+2028 and the like raw inside its strings.
@@ -333,16 +334,7 @@ def parse_run_log(text: str, *, source: str = "run log", traces: bool = True) ->
         if kind != TRIAL_RECORD:
             raise RunLogError(f"{source}: line {number}: unknown record {kind!r}")
         try:
-            scenario = _scenario_fields(record)
-            scenario["digests"] = dict(record.get("digests") or {})
-            scenario["task"] = str(record.get("task", ""))
-            fields = {
-                k: v
-                for k, v in _renamed(record, "trial", "index").items()
-                if k not in (*_SCENARIO_KEYS, "record", "digests", "task")
-                and (traces or k not in _TRACE_KEYS)
-            }
-            trial = TrialResult.from_dict(fields)
+            scenario, trial = _trial_of(record, traces=traces)
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
             raise RunLogError(f"{source}: line {number}: not a trial record: {exc!r}") from exc
         key = (scenario["skill_dir"], scenario["scenario"], scenario["arm"])
@@ -356,6 +348,32 @@ def parse_run_log(text: str, *, source: str = "run log", traces: bool = True) ->
     except (AttributeError, KeyError, TypeError, ValueError) as exc:
         raise RunLogError(f"{source}: its trial records do not make results: {exc!r}") from exc
     return LoggedRun(info, results, extras, source, logged)
+
+
+def _trial_of(record: Mapping[str, Any], *, traces: bool) -> tuple[dict[str, Any], TrialResult]:
+    """A trial record's scenario fields (with its ``digests`` and ``task``) and its trial;
+    ``TypeError`` and the like for one that is not well formed."""
+    scenario = _scenario_fields(record)
+    scenario["digests"] = dict(record.get("digests") or {})
+    scenario["task"] = str(record.get("task", ""))
+    fields = {
+        k: v
+        for k, v in _renamed(dict(record), "trial", "index").items()
+        if k not in (*_SCENARIO_KEYS, "record", "digests", "task")
+    }
+    if not traces:
+        fields = _without_what_it_saw(fields)
+    return scenario, TrialResult.from_dict(fields)
+
+
+def _without_what_it_saw(fields: dict[str, Any]) -> dict[str, Any]:
+    """A trial record's fields without the agent's output and its trace's record of what the
+    trial saw (see :func:`parse_run_log`)."""
+    kept = {key: value for key, value in fields.items() if key != "agent_output"}
+    trace = kept.get("trace")
+    if isinstance(trace, dict):
+        kept["trace"] = {key: value for key, value in trace.items() if key not in _SEEN_KEYS}
+    return kept
 
 
 def arm_name(skill_dir: str, scenario: str, arm: str) -> str:

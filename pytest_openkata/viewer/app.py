@@ -21,7 +21,7 @@ reporters.html.template_environment`); the model's text is shown as text.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode
@@ -35,6 +35,7 @@ from pytest_openkata.core.runlog import LoggedRun, RunLogError
 from pytest_openkata.core.verdict_labels import LabelsError, VerdictLabel
 from pytest_openkata.providers.reporters.html import (
     ArmView,
+    PageView,
     TrialView,
     page_view,
     template_environment,
@@ -43,13 +44,13 @@ from pytest_openkata.viewer.compare import compare_arms, compare_runs
 from pytest_openkata.viewer.disagreements import disagreements
 from pytest_openkata.viewer.guard import Guard, GuardedApp
 from pytest_openkata.viewer.labels import labels_file, read_run_labels, write_label
-from pytest_openkata.viewer.runs import LogFiles, RunRow, matrix
+from pytest_openkata.viewer.runs import LogFiles, RunRow, log_order, matrix
 
 __all__ = ["make_app"]
 
 _FORM_LIMIT = 64 * 1024  # a label's form: its note and a few names
 SORTS = {
-    "finished": lambda row: (row.finished_at, row.log),
+    "finished": lambda row: (row.finished_at, log_order(row.log)),
     "score": lambda row: (row.score if row.score is not None else -1.0, row.finished_at),
     "errored": lambda row: (row.errored, row.finished_at),
 }
@@ -70,6 +71,22 @@ class Viewer:
 
     logs: LogFiles
     guard: Guard
+    # The page view of each run read whole, for as long as the logs keep that run.
+    pages: dict[int, tuple[LoggedRun, PageView]] = field(default_factory=dict)
+
+    def page(self, log: str, *, traces: bool = True) -> tuple[LoggedRun, PageView]:
+        """The run of ``log`` (whole, or without its answers) and the HTML report's view of
+        it, made once per run read."""
+        run = self.logs.run(log, traces=traces)
+        known = self.pages.get(id(run))
+        if known is not None and known[0] is run:
+            return known
+        view = page_view(run, source=log)
+        kept = {id(r) for r in self.logs.kept_runs()}
+        for key in [key for key in self.pages if key not in kept]:
+            del self.pages[key]
+        self.pages[id(run)] = (run, view)
+        return run, view
 
     def render(self, template: str, status: int = 200, **values: Any) -> HTMLResponse:
         environment = template_environment("pytest_openkata.viewer")
@@ -127,8 +144,7 @@ async def run_page(request: Request) -> Response:
     viewer: Viewer = request.app.state.viewer
     log = _log_of(request)
     try:
-        run = viewer.logs.run(log)
-        page = page_view(run, source=log)
+        run, page = viewer.page(log, traces=False)  # an overview: no answer is shown
     except RunLogError as exc:
         return viewer.problem(str(exc))
     return viewer.render("view_run.html.j2", title=log, log=log, page=page, run=run)
@@ -162,13 +178,14 @@ class TrialPlace:
     task: str
 
 
-def _find_trial(run: LoggedRun, log: str, query: Mapping[str, str]) -> TrialPlace:
+def _find_trial(viewer: Viewer, log: str, query: Mapping[str, str]) -> TrialPlace:
+    """The trial the query names, read from its scenario's lines of the log only."""
     skill, scenario, arm = query.get("skill", ""), query.get("scenario", ""), query.get("arm", "")
     try:
         index = int(query.get("trial", "1"))
     except ValueError:
         raise RunLogError(f"{log}: trial must be a number, not {query.get('trial')!r}") from None
-    page = page_view(run, source=log)
+    page = page_view(viewer.logs.scenario_run(log, skill, scenario), source=log)
     for skill_view in page.skills:
         for scenario_view in skill_view.scenarios:
             result = scenario_view.own.result
@@ -194,7 +211,7 @@ async def trial_page(request: Request) -> Response:
     viewer: Viewer = request.app.state.viewer
     log = _log_of(request)
     try:
-        place = _find_trial(viewer.logs.run(log), log, dict(request.query_params))
+        place = _find_trial(viewer, log, dict(request.query_params))
     except RunLogError as exc:
         return viewer.problem(str(exc))
     labels_problem = ""
@@ -227,7 +244,7 @@ async def post_label(request: Request) -> Response:
         return viewer.problem("This form did not come from the viewer's own page.", 403)
     log = form.get("log", "")
     try:
-        place = _find_trial(viewer.logs.run(log), log, form)
+        place = _find_trial(viewer, log, form)
         criteria = place.view.trial.criteria or []
         position = int(form.get("criterion", ""))
         if not 0 <= position < len(criteria):

@@ -5,11 +5,16 @@ A log is named to the viewer by its path relative to the folder (``.openkata/run
 and only a log this module found can be asked for: no request names a file outside the folder.
 A log is read again only when its size or modification time changed, so a run whose log
 grows is seen as it grows, and the list of a hundred runs is not read anew on every request.
+The list keeps a row per log, read without the answers; the last few runs read are kept too
+(a run's overview without its answers, a run and the one compared with it whole), so that
+moving between a run's pages does not read its log again.
 A log being written may end in a line not yet finished: that line is left for the next read.
 """
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 import threading
 from collections.abc import Iterator
@@ -25,7 +30,19 @@ from pytest_openkata.core.runlog import (
 )
 from pytest_openkata.core.summary import SkillSummary
 
-__all__ = ["LogFiles", "Matrix", "RunRow", "finished_lines", "matrix", "run_row"]
+__all__ = [
+    "LogFiles",
+    "Matrix",
+    "RunRow",
+    "finished_lines",
+    "log_order",
+    "matrix",
+    "run_row",
+]
+
+# Runs kept in memory: two read whole (one shown, one compared with it) and two without
+# their answers (a run's overview, a list's newest run).
+KEPT_RUNS = 4
 
 # Folders never searched for logs: what a project holds that is not its runs.
 _SKIPPED = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", ".tox", "site"})
@@ -112,6 +129,29 @@ def finished_lines(text: str) -> str:
     return text[: end + 1]
 
 
+def log_order(log: str) -> tuple[str, int, str]:
+    """A log's place in time: its name's UTC time, then its ``-N`` (a second log of the same
+    second is the newer), then its path."""
+    match = LOG_NAME.fullmatch(PurePosixPath(log).name)
+    if match is None:  # never: only logs so named are found
+        return ("", 0, log)
+    return (match["stamp"], int(match["n"] or 1), log)
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector paused while a log is read: reading one makes
+    millions of objects, none of them in a cycle, and each collection of the oldest generation
+    walks them all again."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
+
+
 @dataclass(frozen=True)
 class _Read:
     stamp: tuple[int, int]
@@ -126,6 +166,8 @@ class LogFiles:
         self.folder = folder
         self._lock = threading.Lock()
         self._rows: dict[str, tuple[tuple[int, int], RunRow]] = {}
+        # The runs read last, whole or without answers, by log and kind, the newest last.
+        self._runs: dict[tuple[str, bool], _Read] = {}
 
     def _walk(self) -> Iterator[Path]:
         for top, folders, files in os.walk(self.folder):
@@ -136,9 +178,9 @@ class LogFiles:
 
     def logs(self) -> list[str]:
         """Every run log under the folder, relative to it, the newest first (by the time in
-        its name, then its path)."""
+        its name and its ``-N``, then its path)."""
         found = [path.relative_to(self.folder).as_posix() for path in self._walk()]
-        return sorted(found, key=lambda log: (PurePosixPath(log).name, log), reverse=True)
+        return sorted(found, key=log_order, reverse=True)
 
     def path_of(self, log: str) -> Path | None:
         """The file of ``log`` when it is a run log under the folder, else None."""
@@ -164,7 +206,8 @@ class LogFiles:
         stamp = self.stamp(path)
         try:
             text = path.read_text(encoding="utf-8", errors="strict")
-            run = parse_run_log(finished_lines(text), source=log, traces=traces)
+            with _collector_paused():
+                run = parse_run_log(finished_lines(text), source=log, traces=traces)
         except (OSError, UnicodeDecodeError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
             return _Read(stamp, None, f"{log}: cannot read the run log: {reason}")
@@ -173,7 +216,7 @@ class LogFiles:
         return _Read(stamp, run, "")
 
     def row(self, log: str) -> RunRow:
-        """The runs list's row of ``log`` (read without the trials' traces)."""
+        """The runs list's row of ``log`` (from the run read without its answers)."""
         path = self.path_of(log)
         if path is None:
             return RunRow(log=log, problem=f"{log}: no such run log")
@@ -182,7 +225,7 @@ class LogFiles:
             known = self._rows.get(log)
         if known is not None and known[0] == stamp:
             return known[1]
-        read = self._parse(log, path, traces=False)
+        read = self._read(log, path, traces=False)
         if read.run is None:
             row = RunRow(log=log, problem=read.problem)
         else:
@@ -198,13 +241,62 @@ class LogFiles:
         """A row for every log, the newest first."""
         return [self.row(log) for log in self.logs()]
 
-    def run(self, log: str) -> LoggedRun:
-        """The whole run of ``log``: :class:`RunLogError` when there is none or it cannot be
-        read."""
+    def kept_runs(self) -> list[LoggedRun]:
+        """The runs kept in memory."""
+        with self._lock:
+            return [read.run for read in self._runs.values() if read.run is not None]
+
+    def _read(self, log: str, path: Path, *, traces: bool) -> _Read:
+        """``log`` read (whole, or without its answers), or kept from an earlier read of the
+        same size and time."""
+        stamp = self.stamp(path)
+        with self._lock:
+            known = self._runs.get((log, traces))
+        if known is not None and known.stamp == stamp:
+            return known
+        read = self._parse(log, path, traces=traces)
+        with self._lock:
+            self._runs.pop((log, traces), None)
+            self._runs[(log, traces)] = read
+            while len(self._runs) > KEPT_RUNS:
+                self._runs.pop(next(iter(self._runs)))
+        return read
+
+    def scenario_run(self, log: str, skill_dir: str, scenario: str) -> LoggedRun:
+        """The run of ``log`` with only the trials of one scenario (both arms), whole: read
+        from the lines the run's overview says they are on, not from every answer of the run.
+        :class:`RunLogError` when the log cannot be read or has no such scenario."""
         path = self.path_of(log)
         if path is None:
             raise RunLogError(f"{log}: no such run log under the viewer's folder")
-        read = self._parse(log, path, traces=True)
+        overview = self.run(log, traces=False)
+        wanted = {
+            logged.line for logged in overview.trials if logged.arm_key[:2] == (skill_dir, scenario)
+        }
+        if not wanted:
+            raise RunLogError(f"{log}: no scenario {skill_dir}::{scenario}")
+        lines: list[bytes] = []
+        try:
+            with path.open("rb") as handle:
+                for number, line in enumerate(handle, start=1):
+                    if number == 1 or number in wanted:
+                        lines.append(line)
+                    if number >= max(wanted):
+                        break
+            text = b"".join(lines).decode("utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            raise RunLogError(f"{log}: cannot read the run log: {reason}") from exc
+        return parse_run_log(finished_lines(text), source=log)
+
+    def run(self, log: str, *, traces: bool = True) -> LoggedRun:
+        """The run of ``log``, whole or without its answers (``traces``; see
+        :func:`~pytest_openkata.core.runlog.parse_run_log`): :class:`RunLogError` when there is
+        none or it cannot be read."""
+        path = self.path_of(log)
+        if path is None:
+            raise RunLogError(f"{log}: no such run log under the viewer's folder")
+        read = self._read(log, path, traces=traces)
         if read.run is None:
             raise RunLogError(read.problem)
         return read.run

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_openkata.core.runlog import RunInfo, log_lines, parse_run_log
+from pytest_openkata.core.runlog import RunInfo, RunLogError, log_lines, parse_run_log
 from pytest_openkata.core.verdict_labels import LabelsError, VerdictLabel, read_labels
 from pytest_openkata.viewer.compare import compare_arms, compare_runs
 from pytest_openkata.viewer.disagreements import disagreements
@@ -28,13 +28,14 @@ def _log_text(*results: object, finished_at: str = "2026-12-01T10:00:00Z") -> st
     return log_lines(info, results, ROOT)  # type: ignore[arg-type]
 
 
-def test_a_log_read_without_traces_keeps_scores_and_verdicts_but_no_answer() -> None:
-    text = _log_text(scenario("a", [judged("c", 2, False, "why")], output=ANSWER))
+def test_a_log_read_without_traces_keeps_scores_verdicts_and_timings_but_no_answer() -> None:
+    text = _log_text(scenario("a", [judged("c", 2, False, "why")], output=ANSWER, seconds=3.5))
     whole, light = parse_run_log(text), parse_run_log(text, traces=False)
     assert ANSWER in text
     [trial] = light.results[0].trials
-    assert trial.trace is None
-    assert trial.agent_output is None
+    assert trial.trace is not None
+    assert (trial.trace.output, trial.trace.seconds, trial.agent_output) == ("", 3.5, None)
+    assert whole.results[0].trials[0].trace.output == ANSWER  # type: ignore[union-attr]
     assert light.results[0].criteria == whole.results[0].criteria
     assert light.results[0].percentage == whole.results[0].percentage == 0.0
 
@@ -48,15 +49,17 @@ def test_the_logs_of_a_folder_are_listed_newest_first_and_only_they_can_be_named
     (runs / "20261202T100000Z.jsonl").write_text(
         _log_text(scenario("a", [judged("c", 1, False)]), finished_at="2026-12-02T10:00:00Z")
     )
+    (runs / "20261202T100000Z-2.jsonl").write_text(_log_text(scenario("a")))
     (runs / "notes.jsonl").write_text("{}\n")
     (tmp_path / "20261203T100000Z.jsonl").write_text("outside\n")
     files = LogFiles(tmp_path / "project")
 
     assert files.logs() == [
+        ".openkata/runs/20261202T100000Z-2.jsonl",  # the second log of that second
         ".openkata/runs/20261202T100000Z.jsonl",
         ".openkata/runs/20261201T100000Z.jsonl",
     ]
-    newer, older = files.rows()
+    _, newer, older = files.rows()
     assert (newer.gate, newer.score, newer.scenarios) == ("fail", 0.0, 1)
     assert (older.gate, older.score, older.finished_at) == ("pass", 100.0, "2026-12-01T10:00:00Z")
     assert newer.agent_model == "gpt-4o"
@@ -191,3 +194,20 @@ def test_the_matrix_holds_each_skill_and_model_of_the_newest_run() -> None:
         ("t", "m2"): ("2", 70.0),
         ("t", "m1"): ("1", 100.0),
     }
+
+
+def test_a_trial_is_read_from_its_scenarios_lines_only(tmp_path: Path) -> None:
+    own = scenario("b", [judged("x", 1, True)], output="with the skill")
+    baseline = scenario("b", [judged("x", 1, False)], arm="without-skill", output="without")
+    text = _log_text(scenario("a", output=ANSWER), replace(own, baseline=baseline))
+    (tmp_path / "20261201T100000Z.jsonl").write_text(text)
+    files = LogFiles(tmp_path)
+
+    run = files.scenario_run("20261201T100000Z.jsonl", "skills/s", "b")
+    assert [(t.scenario["scenario"], t.scenario["arm"]) for t in run.trials] == [
+        ("b", ""),
+        ("b", "without-skill"),
+    ]
+    assert [t.trial.trace.output for t in run.trials] == ["with the skill", "without"]  # type: ignore[union-attr]
+    with pytest.raises(RunLogError, match=r"^20261201T100000Z\.jsonl: no scenario skills/s::c$"):
+        files.scenario_run("20261201T100000Z.jsonl", "skills/s", "c")
