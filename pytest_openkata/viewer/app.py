@@ -236,9 +236,11 @@ async def trial_page(request: Request) -> Response:
 
 async def post_label(request: Request) -> Response:
     viewer: Viewer = request.app.state.viewer
-    body = await request.body()
-    if len(body) > _FORM_LIMIT:
-        return viewer.problem("The label's form is too large.", 413)
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > _FORM_LIMIT:
+            return viewer.problem("The label's form is too large.", 413)
     form = dict(parse_qsl(body.decode("utf-8", errors="replace"), keep_blank_values=True))
     if not viewer.guard.form_allowed(request, form):
         return viewer.problem("This form did not come from the viewer's own page.", 403)
@@ -324,9 +326,12 @@ def _judged(viewer: Viewer) -> tuple[list[tuple[VerdictLabel, bool]], list[str]]
             continue
         try:
             labels = read_run_labels(path)
-            run = viewer.logs.run(log)
-        except (LabelsError, RunLogError) as exc:
+            run = viewer.logs.run(log, traces=False)
+        except LabelsError as exc:  # its message names the file, not its folder
             problems.append(f"{PurePosixPath(log).parent}/{exc}")
+            continue
+        except RunLogError as exc:
+            problems.append(str(exc))
             continue
         verdicts = {
             (*logged.arm_key, logged.trial.index, position): criterion.passed
