@@ -99,8 +99,8 @@ class PairwiseJudgeError(OpenkataError):
     """The pairwise judge gave no answer that keeps to its contract (after the retry)."""
 
 
-class _Malformed(Exception):
-    """An answer that breaks the pairwise contract; the message says how."""
+def _malformed(why: str) -> PairwiseJudgeError:
+    return PairwiseJudgeError(f"malformed pairwise answer: {why}")
 
 
 def _fenced(label: str, answer: str) -> str:
@@ -181,7 +181,7 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     keys = [key for key, _ in pairs]
     repeated = sorted({key for key in keys if keys.count(key) > 1})
     if repeated:
-        raise _Malformed(f"criterion {repeated[0]!r} is given twice")
+        raise _malformed(f"criterion {repeated[0]!r} is given twice")
     return dict(pairs)
 
 
@@ -189,39 +189,32 @@ def parse_pairwise(raw: str, names: Sequence[str]) -> dict[str, tuple[str, str]]
     """The judge's answer as ``{criterion: (label, reason)}``, label ``A``, ``B`` or
     ``tie``; :class:`PairwiseJudgeError` when it breaks the contract (not one JSON object, a
     criterion missing, unknown or given twice, a ``better`` that is none of the three)."""
-    try:
-        return _parsed(raw, names)
-    except _Malformed as exc:
-        raise PairwiseJudgeError(f"malformed pairwise answer: {exc}") from None
-
-
-def _parsed(raw: str, names: Sequence[str]) -> dict[str, tuple[str, str]]:
     text = clean_output(raw)
     try:
         value = json.loads(text, object_pairs_hook=_unique_keys)
     except ValueError:
-        raise _Malformed("not one JSON object") from None
+        raise _malformed("not one JSON object") from None
     except RecursionError:
-        raise _Malformed("nested too deeply") from None
+        raise _malformed("nested too deeply") from None
     if not isinstance(value, dict):
-        raise _Malformed("not one JSON object")
+        raise _malformed("not one JSON object")
     missing = [name for name in names if name not in value]
     if missing:
-        raise _Malformed(f"no verdict for criterion {missing[0]!r}")
+        raise _malformed(f"no verdict for criterion {missing[0]!r}")
     unknown = sorted(set(value) - set(names))
     if unknown:
-        raise _Malformed(f"criterion {valid_unicode(unknown[0])!r} is not in the checklist")
+        raise _malformed(f"criterion {valid_unicode(unknown[0])!r} is not in the checklist")
     verdicts = {}
     for name in names:
         member = value[name]
         if not isinstance(member, dict):
-            raise _Malformed(f"{name!r}: not an object")
+            raise _malformed(f"{name!r}: not an object")
         better, reason = member.get("better"), member.get("reason", "")
         label = _BETTER.get(better.strip().lower()) if isinstance(better, str) else None
         if label is None:
-            raise _Malformed(f'{name!r}: "better" must be "A", "B" or "tie"')
+            raise _malformed(f'{name!r}: "better" must be "A", "B" or "tie"')
         if not isinstance(reason, str):
-            raise _Malformed(f'{name!r}: "reason" must be a string')
+            raise _malformed(f'{name!r}: "reason" must be a string')
         verdicts[name] = (label, valid_unicode(reason))
     return verdicts
 

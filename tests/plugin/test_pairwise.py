@@ -96,7 +96,9 @@ def test_the_judge_sees_both_answers_blind_in_both_orders_and_a_fair_judge_count
 ) -> None:
     write_skill(pytester.path, "s", {"scenario-0": CRITERIA})
 
-    result = pytester.runpytest(*_args(endpoint, "--eval-markdown", "run.md"))
+    result = pytester.runpytest(
+        *_args(endpoint, "--eval-markdown", "run.md", "--eval-html", "run.html")
+    )
 
     assert result.ret == pytest.ExitCode.OK
     # Two trials, each asked in both orders, with nothing that names an arm.
@@ -137,6 +139,21 @@ def test_the_judge_sees_both_answers_blind_in_both_orders_and_a_fair_judge_count
     assert first.verdicts[0].skill_first_reason.startswith("A ")
     assert first.verdicts[0].baseline_first_reason.startswith("B ")
     assert first.usage.calls == 2
+    # The reports show the figures and every verdict, the judge's reasons as text only.
+    page = (pytester.path / "run.html").read_text()
+    markdown = (pytester.path / "run.md").read_text()
+    summary = "skill better 4, baseline better 0, tie 0 of 4 criterion comparisons"
+    assert "<h3>Pairwise against without-skill</h3>" in page
+    assert summary in page
+    # 2 trials, 2 criteria, 2 orders: every reason shown, as text
+    assert page.count("&lt;script&gt;alert(1)&lt;/script&gt;") == 8
+    assert "**Pairwise against without-skill:** " + summary in markdown
+    assert markdown.count("&lt;script&gt;alert(1)&lt;/script&gt;") == 8
+    assert "\\|cell\\|" in markdown  # a reason cannot split a Markdown table cell
+    for text in (page, markdown):
+        assert "<script>alert" not in text
+        assert "</td></table>" not in text
+    assert "owned" not in result.stdout.str()  # reasons never reach the terminal raw
     # The normal grading of each arm is unchanged.
     assert logged.percentage == 100
     assert logged.baseline.percentage == 100
