@@ -26,6 +26,7 @@ from pytest_openkata.contracts.results import (
     ScenarioResult,
 )
 from pytest_openkata.core.stats import wilson_interval_95
+from pytest_openkata.infra.text import plural
 
 __all__ = [
     "CriterionNoise",
@@ -160,6 +161,8 @@ def _percent(rate: float) -> str:
 def pairwise_summary(figures: PairwiseFigures) -> str:
     """The figures in one sentence, as every report words them (plain text: a reporter
     escapes it for its format)."""
+    if not figures.comparisons:
+        return f"nothing compared ({plural(len(figures.errors), 'comparison')} errored)"
     text = (
         f"skill better {figures.wins}, baseline better {figures.losses}, tie {figures.ties} "
         f"of {figures.comparisons} criterion comparisons over {figures.trials} "

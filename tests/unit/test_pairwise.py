@@ -188,3 +188,8 @@ def test_an_errored_comparison_is_counted_apart_and_the_skill_adds_its_scenarios
     assert total.criteria == ()
     assert total.errors == figures.errors
     assert scenario_pairwise(_result(None)) is None
+
+
+def test_pairwise_verdicts_survive_the_trip_between_processes() -> None:
+    # What an xdist worker sends and the run log holds: the same verdicts come back.
+    assert ScenarioResult.from_dict(TABLE.to_dict()) == TABLE
