@@ -177,11 +177,21 @@ def pairwise_request(
     )
 
 
+# How much of a name the judge made up an error message quotes.
+_QUOTED_CHARS = 60
+
+
+def _quoted(name: str) -> str:
+    """A name from the judge's answer as an error quotes it: bounded, and valid text."""
+    shown = valid_unicode(name)
+    return repr(shown if len(shown) <= _QUOTED_CHARS else shown[:_QUOTED_CHARS] + "…")
+
+
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     keys = [key for key, _ in pairs]
     repeated = sorted({key for key in keys if keys.count(key) > 1})
     if repeated:
-        raise _malformed(f"criterion {repeated[0]!r} is given twice")
+        raise _malformed(f"criterion {_quoted(repeated[0])} is given twice")
     return dict(pairs)
 
 
@@ -203,7 +213,7 @@ def parse_pairwise(raw: str, names: Sequence[str]) -> dict[str, tuple[str, str]]
         raise _malformed(f"no verdict for criterion {missing[0]!r}")
     unknown = sorted(set(value) - set(names))
     if unknown:
-        raise _malformed(f"criterion {valid_unicode(unknown[0])!r} is not in the checklist")
+        raise _malformed(f"criterion {_quoted(unknown[0])} is not in the checklist")
     verdicts = {}
     for name in names:
         member = value[name]

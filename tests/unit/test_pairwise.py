@@ -85,6 +85,18 @@ def test_an_answer_that_breaks_the_contract_is_an_error_never_a_verdict(raw: str
     assert str(caught.value) == f"malformed pairwise answer: {why}"
 
 
+def test_a_made_up_criterion_is_quoted_bounded_in_the_error() -> None:
+    made_up = "x" * 5000
+    raw = _answer(correct="A", clear="B")[:-1] + f', "{made_up}": {{"better": "A"}}}}'
+
+    with pytest.raises(PairwiseJudgeError) as caught:
+        parse_pairwise(raw, NAMES)
+
+    assert str(caught.value) == (
+        f"malformed pairwise answer: criterion '{'x' * 60}…' is not in the checklist"
+    )
+
+
 def test_a_malformed_answer_is_asked_once_more_and_the_second_one_counts() -> None:
     with ScriptedEndpoint() as endpoint, loopback_client(30) as client:
         endpoint.enqueue(Reply.chat("A, clearly."), Reply.chat(_answer(correct="B", clear="A")))
