@@ -18,7 +18,6 @@ from pytest_openkata.core.lint.markdown import (
     is_path_token,
     markdown_lines,
 )
-from pytest_openkata.core.scenario import skill_of
 
 
 def task_names_skill_rule(scenario: ScenarioFiles) -> list[Finding]:
@@ -33,20 +32,23 @@ def task_names_skill_rule(scenario: ScenarioFiles) -> list[Finding]:
             severity: Severity = "warning"
             message = (
                 f"the task names the skill {mention.name!r} in code or a file name "
-                f"({mention.token!r}): rename it unless the name is what the task is about"
+                f"({mention.token!r}): rename it in {scenario.task_words} unless the name is "
+                "what the task is about"
             )
         elif not (mention.beside_skill or "-" in mention.name):
             # A one-word name ("git", "docker") is also a word a task about its tool needs.
             severity = "warning"
             message = (
-                f"the task uses the word {mention.name!r}, the skill's name: keep it only if "
-                "the task is about that thing, not a pointer to the skill"
+                f"the task uses the word {mention.name!r}, the skill's name: keep it in "
+                f"{scenario.task_words} only if the task is about that thing, not a pointer "
+                "to the skill"
             )
         else:
             severity = "error"
             message = (
                 f"the task names the skill {mention.name!r}: describe the user's problem "
-                "instead, so that the eval shows whether the skill is found and helps"
+                f"instead in {scenario.task_words}, so that the eval shows whether the skill "
+                "is found and helps"
             )
         findings.append(
             Finding("task-names-skill", severity, scenario.file(TASK_FILE), mention.line, message)
@@ -185,15 +187,13 @@ _DELIVERABLES = re.compile(
 
 def _in_skill(scenario: ScenarioFiles, path: str) -> bool:
     """A path of the skill's own files (``references/x.md``): the agent has the skill."""
-    skill_dir = skill_of(scenario.path)
-    return (skill_dir / path).exists()
+    return (scenario.skill_dir / path).exists()
 
 
 def _missing_input(scenario: ScenarioFiles, line: int, span: str) -> Finding:
-    inputs = scenario.file("inputs")
     message = (
-        f"the task refers to `{span}`, which is not in {inputs}/: add it there if the agent "
-        "should find it (ignore this if the task asks the agent to create it)"
+        f"the task refers to `{span}`, which is not in {scenario.inputs_words}: add it there "
+        "if the agent should find it (ignore this if the task asks the agent to create it)"
     )
     return Finding("referenced-inputs", "warning", scenario.file(TASK_FILE), line, message)
 
@@ -289,8 +289,8 @@ def task_states_answer_rule(scenario: ScenarioFiles) -> list[Finding]:
             line = numbers[bisect.bisect_right(starts, match.start()) - 1]
             message = (
                 f"the task gives away what criterion {label} checks: it states {value!r}; "
-                "leave it out of the task so that the agent has to find it (or let the "
-                "criterion check something the agent must work out)"
+                f"leave it out of {scenario.task_words} so that the agent has to find it (or "
+                "let the criterion check something the agent must work out)"
             )
             findings.append(
                 Finding("task-states-answer", "warning", scenario.file(TASK_FILE), line, message)
