@@ -87,7 +87,12 @@ BUILT_IN_RULES: tuple[BuiltInRule, ...] = (
         WITH_INPUTS,
         ("inputs/", "`files`", "`inputs.files`", "`workspace`"),
     ),
-    BuiltInRule("vague-criteria", "scenario", EVERY_FORMAT, ("description", "expectation")),
+    BuiltInRule(
+        "vague-criteria",
+        "scenario",
+        EVERY_FORMAT,
+        ("description", "`expectations`", "`config.prompt`", "`rubric`"),
+    ),
     BuiltInRule("scenario-description", "scenario", _FOLDERS, ('"description"',)),
     BuiltInRule("unreached-files", "scenario", _FOLDERS, ("inputs/",)),
     BuiltInRule("mechanical-criteria", "scenario", _FOLDERS, ("checks.json",)),
