@@ -111,6 +111,7 @@ def openkata_repo(root: Path) -> Path:
     write(s1 / "notes.txt", "The agent needs the terraform files.\n")
 
     _changelog_writer(skills)
+    _api_routes(skills)
     _small_skills(skills)
     return skills
 
@@ -166,6 +167,46 @@ def _changelog_writer(skills: Path) -> None:
         cl / "evals" / "trigger_queries.json",
         _json([{"query": "write my changelog", "should_trigger": True}]),
     )
+
+
+def _api_routes(skills: Path) -> None:
+    """A skill whose sound scenario is full of what looks like a finding and is none: files to
+    create, globs, URLs, negated and concrete criteria, links the prompt holds."""
+    api = skills / "api-routes"
+    write(
+        api / "SKILL.md",
+        _skill_md(
+            "api-routes",
+            "Add REST routes to an Express app.",
+            "Follow [the conventions](references/conventions.md#naming), see "
+            "[Express](https://expressjs.com/) and [below](#tests).\n\n## Tests\n",
+        ),
+    )
+    write(api / "CHANGELOG.md", CHANGELOG)
+    write(api / "references" / "conventions.md", "Plural nouns for collections.\n")
+    scenario = api / "evals" / "scenario-users"
+    write(
+        scenario / "task.md",
+        "# Users endpoint\n\n"
+        "Our app in `src/app.ts` has no users route yet. Create `src/routes/users.ts` with a "
+        "`GET /users` handler, register it in `src/app.ts`, and add tests matching "
+        "`src/**/*.test.ts`. Read the schema from `process.env.DB_URL` and never log it. "
+        "Keep `.env` files out of git. The API docs live at "
+        "`https://api.example.com/v1/openapi.json`.\n\n"
+        "## Expected output\n\nA new `src/routes/users.test.ts` and an updated "
+        "`docs/routes.md`.\n",
+    )
+    write(scenario / "inputs" / "src" / "app.ts", "import express from 'express';\n")
+    write(
+        scenario / "criteria.json",
+        _criteria(
+            ("route", "`GET /users` returns the users as JSON with status 200", 40),
+            ("clear", "The commit message is clear and under 72 characters", 20),
+            ("secret", 'The output never contains "DB_URL="', 20),
+            ("counter", "The answer gives a clear reason for each status code it uses", 20),
+        ),
+    )
+    write(scenario / "scenario.json", _json({"description": "Users route", "sandbox": True}))
 
 
 def _small_skills(skills: Path) -> None:

@@ -184,3 +184,20 @@ def test_a_format_that_takes_any_weights_gets_no_weights_rule(
         f for name, _level, f in layout_findings if name == layout and f.rule == "weights"
     ] == []
     assert not built_in_rule("weights", "scenario").applies_to(layout)
+
+
+def test_the_docs_give_the_measured_figures(
+    layout_findings: list[tuple[str, str, Finding]],
+) -> None:
+    docs = Path(__file__).parents[2] / "docs" / "checking-scenarios.md"
+    table = docs.read_text(encoding="utf-8").partition("### Lint and the formats")[2]
+    shown = {}
+    for line in table.splitlines():
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        if len(cells) == 6 and cells[0].startswith("`") and cells[5].endswith("%"):
+            shown[cells[0].strip("`")] = (int(cells[4]), int(cells[5].rstrip(" %")))
+    counts = precision_by_rule(layout_findings)
+
+    assert shown == {
+        rule: (total, round(100 * right / total)) for rule, (right, total) in counts.items()
+    }
