@@ -32,8 +32,10 @@ import functools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import Literal, Protocol
 
+from pytest_openkata.core.formats import EvalFormat as _EvalFormat
+from pytest_openkata.core.formats import ScenarioSource as _ScenarioSource
 from pytest_openkata.core.lint import (
     criteria,
     files,
@@ -60,9 +62,6 @@ from pytest_openkata.core.lint.skill import unreached_skill_files
 from pytest_openkata.core.prompt_size import DEFAULT_CONTEXT_BUDGET as _DEFAULT_CONTEXT_BUDGET
 from pytest_openkata.core.scenario import SCENARIO_NAMES as _SCENARIO_NAMES
 from pytest_openkata.infra import registry
-
-if TYPE_CHECKING:
-    from pytest_openkata.core.formats import EvalFormat, ScenarioSource
 
 __all__ = [
     "BUILT_IN_RULES",
@@ -152,8 +151,8 @@ def lint_scenario(
 
 
 def lint_format_scenario(
-    fmt: EvalFormat,
-    source: ScenarioSource,
+    fmt: _EvalFormat,
+    source: _ScenarioSource,
     skill_dir: Path,
     *,
     context_budget: int = _DEFAULT_CONTEXT_BUDGET,
