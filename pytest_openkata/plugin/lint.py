@@ -75,16 +75,23 @@ class SkillLintDir(pytest.Directory):
         evals = self.path / "evals"
         if evals.is_dir() and not ignored(evals):
             yield EvalsLintDir.from_parent(self, path=evals)
-        own_skills = []
+        collected = {evals}  # its own collector says the format files under evals/
         if is_tile_dir(self.path):
             for folder in _skills_with_evals_under(self.path, ignored):
-                own_skills.append(folder)
+                collected.add(folder)
                 yield SkillLintDir.from_parent(self, path=folder)
-        names = frozenset(formats_by_file(self.config))
-        for path in _format_files_under(self.path, names, ignored, frozenset(own_skills)):
-            collector = format_lint_collector(path, self)
-            if collector is not None:
-                yield collector
+        yield from _format_collectors(self, frozenset(collected), ignored)
+
+
+def _format_collectors(
+    parent: pytest.Directory, skip: frozenset[Path], ignored: Callable[[Path], bool]
+) -> Iterator[FormatLintFile]:
+    """The lint collectors of the format files below ``parent``'s folder."""
+    names = frozenset(formats_by_file(parent.config))
+    for path in _format_files_under(parent.path, names, ignored, skip):
+        collector = format_lint_collector(path, parent)
+        if collector is not None:
+            yield collector
 
 
 # Folders that hold a scenario's or a run's own files, never a format's file to lint.
@@ -176,11 +183,13 @@ def _skills_with_evals_under(tile: Path, ignored: Callable[[Path], bool]) -> Ite
 
 
 class EvalsLintDir(pytest.Directory):
-    """A skill's ``evals`` folder in lint mode: one item per scenario folder."""
+    """A skill's ``evals`` folder in lint mode: one item per scenario folder, then the
+    collectors of the format files below it (``evals/evals.json``...)."""
 
-    def collect(self) -> Iterator[pytest.Item]:
+    def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
         for entry in scenario_folders(self, self.path)[0]:
             yield ScenarioLintItem.from_parent(self, name=entry.name, scenario_dir=entry)
+        yield from _format_collectors(self, frozenset(), _ignored(self))
 
 
 def warn_findings(findings: Sequence[Finding], skill_dir: Path, rootdir: Path) -> None:

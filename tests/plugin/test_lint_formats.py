@@ -47,3 +47,21 @@ def test_lint_collects_each_format_scenario_with_its_format_s_rules(
     assert "SUBPASSED[criteria-json]" not in result.stdout.str()
     result.assert_outcomes(passed=2, failed=4)  # two items, each with a failed subtest
     assert sorted(p.relative_to(pytester.path) for p in pytester.path.rglob("*")) == before
+
+
+def test_a_format_file_named_on_the_command_line_is_linted_alone(
+    pytester: pytest.Pytester,
+) -> None:
+    skill = pytester.path / "skills" / "csv-tidy"
+    write(skill / "SKILL.md", SKILL_MD)
+    write(skill / "evals" / "scenario-0" / "task.md", "Sort it.\n")
+    evals = [{"id": 1, "prompt": "Sort `people.csv`.", "expectations": ["Rows are sorted"]}]
+    write(skill / "evals" / "evals.json", json.dumps({"skill_name": "csv-tidy", "evals": evals}))
+
+    result = pytester.runpytest(
+        "--eval-lint", "skills/csv-tidy/evals/evals.json", "-v", "-p", "no:cacheprovider"
+    )
+
+    result.stdout.fnmatch_lines(["*evals.json::eval-1 PASSED*"])
+    assert "scenario-0" not in result.stdout.str()  # nor the skill's other items
+    result.assert_outcomes(passed=1)
