@@ -65,9 +65,10 @@ def _ignored(collector: pytest.Collector) -> Callable[[Path], bool]:
 
 
 class SkillLintDir(pytest.Directory):
-    """A skill or tile in lint mode: its own item, then its scenarios; under a skill nothing
-    else, under a tile also the skills below it that have scenarios of their own (a run takes
-    those too)."""
+    """A skill or tile in lint mode: its own item, then its scenarios; under a tile also the
+    skills below it that have scenarios of their own (a run takes those too); then the
+    published formats' files below it outside ``evals`` (a Skillgrade ``eval.yaml`` beside
+    SKILL.md), each with its scenarios' items."""
 
     def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
         yield SkillLintItem.from_parent(self, name=SKILL_ITEM, skill_dir=self.path)
