@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pytest_openkata.contracts.results import ScenarioResult, TrialResult
+from pytest_openkata.core.power import PairedPower, paired_power
 from pytest_openkata.core.uplift import Uplift, compare_arms
 
 __all__ = ["CriterionMove", "SkillComparison", "compare_skill"]
@@ -41,6 +42,14 @@ class SkillComparison:
     uplift: Uplift | None
     criteria: list[CriterionMove]
     left_out: list[tuple[str, str]]
+    # Each compared scenario's difference (with - without, in points), for the power analysis.
+    differences: tuple[float, ...] = ()
+
+    def power(self, target: float) -> PairedPower | None:
+        """The power analysis of the comparison for a difference of ``target`` points
+        (:func:`~pytest_openkata.core.power.paired_power`); None with fewer than two
+        scenarios compared."""
+        return paired_power(self.differences, target)
 
     def moved_most(self, count: int = 3) -> list[CriterionMove]:
         """The criteria that moved, the largest moves first (ties in report order)."""
@@ -93,4 +102,5 @@ def compare_skill(results: Sequence[ScenarioResult], *, seed: int = 0) -> SkillC
     uplift = None
     if pairs:
         uplift = compare_arms(pairs, arm=arm, criterion_pairs=criterion_pairs, seed=seed)
-    return SkillComparison(arm, uplift, moves, left_out)
+    differences = tuple(with_value - without for with_value, without in pairs)
+    return SkillComparison(arm, uplift, moves, left_out, differences)

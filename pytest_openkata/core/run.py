@@ -61,6 +61,7 @@ from pytest_openkata.contracts.results import (
 )
 from pytest_openkata.contracts.transcripts import Transcript, one_turn
 from pytest_openkata.core.arms import OWN_ARM, Arm, ArmError, baseline_arm
+from pytest_openkata.core.auto_trials import AutoTrialRule
 from pytest_openkata.core.calls import NO_SLOTS, live_call
 from pytest_openkata.core.checks import CANNOT_START, Check, CommandOutcome, command_checks
 from pytest_openkata.core.conversation import (
@@ -197,6 +198,9 @@ class RunOptions:
     # How the skill reaches the agent (:mod:`pytest_openkata.core.skill_delivery`): pasted
     # into the prompt, or installed where the agent discovers it (the prompt: the task alone).
     skill_delivery: str = PROMPT
+    # ``trials = auto``: trials run one after another until this rule stops them (``trials``
+    # is then its maximum); None runs ``trials`` trials. A scenario.json count still wins.
+    auto_trials: AutoTrialRule | None = None
 
     def __post_init__(self) -> None:
         if self.trials < 1 or self.judge_votes < 1:
@@ -757,20 +761,28 @@ def run_scenario(
         )
     run = _ScenarioRun(scenario, prompt, resolved, options, redact=redact, slot=slot)
     count = options.trials if options.trials_fixed else scenario.trials or options.trials
+    rule = None if options.trials_fixed or scenario.trials else options.auto_trials
     baseline = _baseline_run(scenario, resolved, options, redact=redact, slot=slot)
-    if baseline is None or isinstance(baseline, TrialResult):
-        trials = [run.trial(index) for index in range(1, count + 1)]
-        other = None if baseline is None else [baseline]
-    else:
-        # Interleaved, so that a drift of the endpoint over the run touches both arms alike.
-        trials, other = [], []
-        for index in range(1, count + 1):
-            trials.append(run.trial(index))
+    trials: list[TrialResult] = []
+    other: list[TrialResult] | None = None
+    if baseline is not None:
+        other = [] if isinstance(baseline, _ScenarioRun) else [baseline]
+    auto = None
+    for index in range(1, count + 1):
+        trials.append(run.trial(index))
+        if isinstance(baseline, _ScenarioRun) and other is not None:
+            # Interleaved, so that a drift of the endpoint over the run touches both arms alike.
             other.append(baseline.trial(index))
+        if rule is not None:
+            stop, auto = rule.verdict(trials)
+            if stop:
+                break
     result = combine_trials(
         trials, description=scenario.description, skill_scenarios=skill_scenarios, **identity
     )
-    result = replace(result, digests=run.digests(), task=_task_text(scenario, redact))
+    result = replace(
+        result, digests=run.digests(), task=_task_text(scenario, redact), auto_trials=auto
+    )
     if other is None:
         return result
     compared = combine_trials(
