@@ -108,24 +108,18 @@ _SIDES = {SETTLED_ABOVE: "above the threshold", SETTLED_BELOW: "below the thresh
 
 
 def savings_text(results: Sequence[ScenarioResult]) -> str | None:
-    """What ``trials = auto`` saved over ``results`` (one skill's), for every report:
-    ``trials auto (at most 10 each, 95% confidence): 4 of 20 run, 16 saved; scenario-0 2
-    (above the threshold), ...``; None when no result ran with it. Names are the caller's to
-    make safe for its medium."""
+    """What ``trials = auto`` saved over ``results`` (one skill's), as every report states
+    it: ``4 of at most 20 run (95% confidence), 16 saved; scenario-0: 2, above the threshold;
+    ...``; None when no result ran with it. Names are the caller's to make safe."""
     auto = [result for result in results if result.auto_trials is not None]
     if not auto:
         return None
-    maxima = {r.auto_trials.maximum for r in auto if r.auto_trials is not None}
-    confidences = {r.auto_trials.confidence for r in auto if r.auto_trials is not None}
-    most = "/".join(str(m) for m in sorted(maxima))
-    level = "/".join(f"{c * 100:g}%" for c in sorted(confidences))
+    confidences = sorted({r.auto_trials.confidence for r in auto if r.auto_trials is not None})
+    level = "/".join(f"{confidence * 100:g}%" for confidence in confidences)
     ran = sum(len(result.trials) for result in auto)
     saved = sum(result.trials_saved for result in auto)
-    each = "; ".join(f"{result.name} {len(result.trials)} ({_how(result)})" for result in auto)
-    return (
-        f"trials auto (at most {most} each, {level} confidence): {ran} of {ran + saved} run, "
-        f"{saved} saved; {each}"
-    )
+    each = "; ".join(f"{result.name}: {len(result.trials)}, {_how(result)}" for result in auto)
+    return f"{ran} of at most {ran + saved} run ({level} confidence), {saved} saved; {each}"
 
 
 def _how(result: ScenarioResult) -> str:

@@ -129,7 +129,7 @@ def power_text(analysis: PairedPower | None) -> str | None:
     how = f"paired t-test, alpha {analysis.alpha:g}, power {analysis.power:g}"
     if analysis.detectable is None or analysis.needed is None:
         return (
-            f"power: the {analysis.scenarios} scenarios' differences do not vary, so no "
+            f"the {analysis.scenarios} scenarios' differences do not vary, so no "
             f"detectable difference or needed number of scenarios can be given ({how})"
         )
     return (

@@ -213,6 +213,8 @@ def _trials(value: str) -> int | Literal["auto"]:
     """A whole number of trials from 1, or ``auto``: trials until the gate is settled."""
     if value.strip().lower() == "auto":
         return "auto"
+    if not _WHOLE_NUMBER.fullmatch(value.strip()):
+        raise ValueError(f"{value!r} is neither a whole number of trials nor auto")
     return _int_between(1, None)(value)
 
 

@@ -216,7 +216,7 @@ def _skill_head_section(summary: SkillSummary, threshold: int) -> Section:
         lines += [f"95% CI of the overall: {low:.1f}–{high:.1f}%{note}.", ""]
     saved = savings_text(results)
     if saved is not None:
-        lines += [f"Trials: {escape(saved)}.", ""]
+        lines += [f"Trials auto: {escape(saved)}.", ""]
     rates = error_rates(results)
     if rates:
         lines += [f"Errors by kind: {escape(error_rates_text(rates))}.", ""]

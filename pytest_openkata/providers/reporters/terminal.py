@@ -297,7 +297,7 @@ def _skill_lines(
         ]
     saved = savings_text(summary.results)
     if saved is not None:
-        yield [(f"  Trials: {saved}", None)]
+        yield [(f"  Trials auto: {saved}", None)]
     if summary.comparison is not None:
         yield from uplift_lines(summary.comparison)
         power = power_text(summary.comparison.power(uplift_target))
