@@ -229,7 +229,7 @@ def test_trials_take_auto_with_a_maximum_and_a_confidence() -> None:
 @pytest.mark.parametrize(
     ("key", "value", "says"),
     [
-        ("OPENKATA_EVAL_TRIALS", "sometimes", "'sometimes' is neither a whole number of trials nor auto"),
+        ("OPENKATA_EVAL_TRIALS", "sometimes", "neither a whole number of trials nor auto"),
         ("OPENKATA_EVAL_TRIALS_MAX", "1", "at least 2"),
         ("OPENKATA_EVAL_TRIALS_CONFIDENCE", "95", "strictly between 0 and 1"),
         ("OPENKATA_EVAL_UPLIFT_TARGET", "0", "must be a positive number"),
