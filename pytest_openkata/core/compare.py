@@ -10,7 +10,7 @@ trials that ran says where the skill works.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pytest_openkata.contracts.results import ScenarioResult, TrialResult
 from pytest_openkata.core.power import PairedPower, paired_power
@@ -42,8 +42,9 @@ class SkillComparison:
     uplift: Uplift | None
     criteria: list[CriterionMove]
     left_out: list[tuple[str, str]]
-    # Each compared scenario's difference (with - without, in points), for the power analysis.
-    differences: tuple[float, ...] = ()
+    # Each compared scenario's difference (with - without, in points), for the power analysis;
+    # not in the results JSON (a comparison read back from one has none), nor compared.
+    differences: tuple[float, ...] = field(default=(), compare=False)
 
     def power(self, target: float) -> PairedPower | None:
         """The power analysis of the comparison for a difference of ``target`` points

@@ -16,6 +16,7 @@ import statsmodels.stats.weightstats  # noqa: F401
 
 from tests.support.endpoint import ScriptedEndpoint
 from tests.support.evals import EvalScript, eval_args, reports_under, write_skill
+from tests.support.shards import NO_CACHE, merge
 
 
 def _verdict(passed: bool) -> str:
@@ -148,3 +149,33 @@ def test_auto_trials_pair_the_baseline_arm_trial_for_trial(
     ]
     # Both scenarios' arms agree exactly: no spread to plan from.
     result.stdout.fnmatch_lines(["    Power: the 2 scenarios' differences do not vary*"])
+
+
+def test_shards_of_auto_trials_merge_with_their_saving_and_refuse_more_than_the_maximum(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    write_skill(pytester.path, "s", {"scenario-0": {"a": 10}, "scenario-1": {"a": 10}})
+    args = ("skills", *_auto_args(endpoint.base_url, *NO_CACHE))
+    for index in (1, 2):
+        pytester.runpytest(*args, "--eval-shard", f"{index}/2", "--eval-shard-dir", f"out/{index}")
+    assert script.agent_calls == 4  # each scenario settled after two trials
+
+    merged = merge(pytester.path, "out")
+
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    assert (
+        "  Trials auto: 4 of at most 12 run (95% confidence), 8 saved; scenario-0: 2, above "
+        "the threshold; scenario-1: 2, above the threshold"
+    ) in merged.stdout
+    # A shard holding a trial past the maximum is refused, naming the setting.
+    [shard] = sorted((pytester.path / "out").glob("*/shard-1-of-2.jsonl"))
+    lines = shard.read_text().splitlines()
+    last = [json.loads(line) for line in lines if json.loads(line)["record"] == "trial"][-1]
+    extra = [json.dumps({**last, "trial": number}) for number in range(3, 8)]
+    shard.write_text("\n".join([*lines, *extra]) + "\n")
+    refused = merge(pytester.path, "out")
+    assert refused.returncode == 2
+    assert refused.stderr.endswith(
+        f"trial 7 of skills/s::{last['scenario']}, but the shards ran with trials: auto, "
+        "at most 6\n"
+    )
