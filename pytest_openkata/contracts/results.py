@@ -505,9 +505,11 @@ class ScenarioResult:
     def from_dict(cls, data: dict[str, Any]) -> ScenarioResult:
         stats = data.get("stats")
         baseline = data.get("baseline")
+        auto = data.get("auto_trials")
         return cls(
             **{
                 **data,
+                "auto_trials": None if auto is None else AutoTrials.from_dict(auto),
                 "criteria": _criteria(data.get("criteria")),
                 "trials": [_trial(t) for t in data.get("trials", ())],
                 "stats": None if stats is None else _stats(stats),

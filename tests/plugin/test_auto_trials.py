@@ -179,3 +179,21 @@ def test_shards_of_auto_trials_merge_with_their_saving_and_refuse_more_than_the_
         f"trial 7 of skills/s::{last['scenario']}, but the shards ran with trials: auto, "
         "at most 6\n"
     )
+
+
+def test_under_xdist_each_scenario_stops_on_its_own_worker(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    write_skill(pytester.path, "s", {"scenario-0": {"a": 10}, "scenario-1": {"a": 10}})
+    script.by_context["ctx scenario-1"] = {"a": (False, "missing")}
+
+    result = pytester.runpytest("skills/s", *_auto_args(endpoint.base_url, "-n", "2"))
+
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # scenario-1 scores 0 %
+    assert script.agent_calls == 4
+    settled = {r["scenario"]: r["auto_trials"]["settled"] for r in _log_records(pytester.path)[1:]}
+    assert settled == {"scenario-0": "above", "scenario-1": "below"}
+    result.stdout.fnmatch_lines(
+        ["  Trials auto: 4 of at most 12 run (95% confidence), 8 saved; scenario-0: 2, above "
+         "the threshold; scenario-1: 2, below the threshold"]
+    )  # fmt: skip
