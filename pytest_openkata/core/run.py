@@ -722,7 +722,10 @@ def run_scenario(
 
     ``backends`` may be a factory, so that a backend that cannot be built (no base URL, no
     agent CLI) errors the scenarios that need it, like any other agent failure. The number of
-    trials is the scenario's own (``scenario.json``) or else ``options.trials``. ``slot`` is
+    trials is the scenario's own (``scenario.json``) or else ``options.trials``; with
+    ``options.auto_trials`` (and no count of the scenario's own) ``options.trials`` is the most,
+    and the trials stop once the rule settles the scenario
+    (:mod:`pytest_openkata.core.auto_trials`). ``slot`` is
     held around every live agent run and judge call (cache hits need none).
     ``skill_scenarios`` names every scenario of the skill, for the gate's completeness.
     """
