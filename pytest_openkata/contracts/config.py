@@ -110,7 +110,11 @@ class EvalSettings(BaseModel):
     output: str = ""
     model_label: str = ""
     agent_command: str = ""
-    trials: int = 1
+    # A count, or "auto": run trials until the gate's verdict is settled (see
+    # core/auto_trials.py), at most ``trials_max``, at the confidence ``trials_confidence``.
+    trials: int | Literal["auto"] = 1
+    trials_max: int = 10
+    trials_confidence: float = 0.95
     judge_votes: int = 1
     judge_fence: bool = True
     judge_reason_max_chars: int = 0
@@ -121,6 +125,8 @@ class EvalSettings(BaseModel):
     require_uplift: bool = False
     # Pairwise judging of the two arms of a baseline run (core.pairwise_judge).
     judge_pairwise: bool = False
+    # The uplift difference, in points, whose needed number of scenarios the report states.
+    uplift_target: float = 10.0
     log_dir: str = ".openkata/runs"
     log_keep: int = 20
     html: str = ""

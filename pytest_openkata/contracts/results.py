@@ -11,7 +11,7 @@ the code that makes them lives in ``core`` (``core.workspace``, ``core.stats``).
 from __future__ import annotations
 
 import codecs
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from typing import Any, TypeVar
@@ -27,9 +27,13 @@ __all__ = [
     "PAIRWISE_SKILL",
     "PAIRWISE_TIE",
     "SCENARIO_ERROR",
+    "SETTLED_ABOVE",
+    "SETTLED_BELOW",
     "SKILL_ERROR",
+    "UNSETTLED",
     "AgentResult",
     "Attempt",
+    "AutoTrials",
     "CallStats",
     "CriterionResult",
     "FileChange",
@@ -137,6 +141,40 @@ class TrialStats:
     passes: int
     pass_at_k: dict[int, float]
     pass_hat_k: dict[int, float]
+
+
+# How ``trials = auto`` ended for a scenario: its mean's interval lay wholly at or above the
+# threshold, wholly below it, or neither (the maximum was reached, or a trial errored).
+SETTLED_ABOVE = "above"
+SETTLED_BELOW = "below"
+UNSETTLED = ""
+
+
+@dataclass(frozen=True)
+class AutoTrials:
+    """How ``trials = auto`` ran a scenario: at most ``maximum`` trials, stopped once the
+    ``confidence`` interval of the mean percentage lay wholly on one side of ``threshold``;
+    ``settled`` says which side (:data:`SETTLED_ABOVE`, :data:`SETTLED_BELOW`) or that it did
+    not settle (:data:`UNSETTLED`). Kept so that the reports can state the trials saved."""
+
+    maximum: int
+    confidence: float
+    threshold: float
+    settled: str = UNSETTLED
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> AutoTrials:
+        """Read back from a run log; ``TypeError``/``ValueError`` for a malformed record."""
+        maximum, confidence, threshold = data["maximum"], data["confidence"], data["threshold"]
+        settled = data.get("settled", UNSETTLED)
+        if not (isinstance(maximum, int) and not isinstance(maximum, bool) and maximum >= 1):
+            raise ValueError(f"auto_trials maximum must be a whole number >= 1, not {maximum!r}")
+        for name, value in (("confidence", confidence), ("threshold", threshold)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise TypeError(f"auto_trials {name} must be a number, not {value!r}")
+        if settled not in (SETTLED_ABOVE, SETTLED_BELOW, UNSETTLED):
+            raise ValueError(f"auto_trials settled must be above, below or empty, not {settled!r}")
+        return cls(maximum, float(confidence), float(threshold), settled)
 
 
 _N = TypeVar("_N", int, float)
@@ -452,6 +490,16 @@ class ScenarioResult:
     # sha256 of what the arm ran: its prompt, task, criteria, checks and inputs
     # (:func:`pytest_openkata.core.scenario.scenario_digests`); empty when it could not load.
     digests: dict[str, str] = field(default_factory=dict)
+    # How ``trials = auto`` ran it; None when its number of trials was fixed.
+    auto_trials: AutoTrials | None = None
+
+    @property
+    def trials_saved(self) -> int:
+        """Trials that ``trials = auto`` did not need to run, against its maximum (0 with a
+        fixed number of trials)."""
+        if self.auto_trials is None:
+            return 0
+        return max(self.auto_trials.maximum - len(self.trials), 0)
 
     @property
     def judge_errors(self) -> int:
@@ -507,9 +555,11 @@ class ScenarioResult:
     def from_dict(cls, data: dict[str, Any]) -> ScenarioResult:
         stats = data.get("stats")
         baseline = data.get("baseline")
+        auto = data.get("auto_trials")
         return cls(
             **{
                 **data,
+                "auto_trials": None if auto is None else AutoTrials.from_dict(auto),
                 "criteria": _criteria(data.get("criteria")),
                 "trials": [_trial(t) for t in data.get("trials", ())],
                 "stats": None if stats is None else _stats(stats),

@@ -23,6 +23,7 @@ from pathlib import Path
 from pytest_openkata.contracts.config import EvalSettings
 from pytest_openkata.contracts.errors import BackendError, ConfigError
 from pytest_openkata.contracts.results import ScenarioResult
+from pytest_openkata.core.auto_trials import AutoTrialRule
 from pytest_openkata.core.build import build_backends, close_backends
 from pytest_openkata.core.prompt import SkillTexts
 from pytest_openkata.core.reporting import make_run, report_run
@@ -129,8 +130,14 @@ def run_options(
     """Trials, votes, fencing, the cache, prices, the skills' texts and the baseline arm of a
     run (``refs_folder``: where the skills' files at a git ref are extracted)."""
     price = settings.price
+    auto = settings.trials == "auto"
     return RunOptions(
-        trials=settings.trials,
+        trials=settings.trials_max if auto else int(settings.trials),
+        auto_trials=AutoTrialRule(
+            settings.trials_max, settings.trials_confidence, settings.threshold
+        )
+        if auto
+        else None,
         judge_votes=settings.judge_votes,
         fence=settings.judge_fence,
         cache=cache,

@@ -62,6 +62,7 @@ from pytest_openkata.contracts.results import (
 )
 from pytest_openkata.contracts.transcripts import Transcript, one_turn
 from pytest_openkata.core.arms import OWN_ARM, Arm, ArmError, baseline_arm
+from pytest_openkata.core.auto_trials import AutoTrialRule
 from pytest_openkata.core.calls import NO_SLOTS, live_call
 from pytest_openkata.core.checks import CANNOT_START, Check, CommandOutcome, command_checks
 from pytest_openkata.core.conversation import (
@@ -202,6 +203,9 @@ class RunOptions:
     # How the skill reaches the agent (:mod:`pytest_openkata.core.skill_delivery`): pasted
     # into the prompt, or installed where the agent discovers it (the prompt: the task alone).
     skill_delivery: str = PROMPT
+    # ``trials = auto``: trials run one after another until this rule stops them (``trials``
+    # is then its maximum); None runs ``trials`` trials. A scenario.json count still wins.
+    auto_trials: AutoTrialRule | None = None
 
     def __post_init__(self) -> None:
         if self.trials < 1 or self.judge_votes < 1:
@@ -723,7 +727,10 @@ def run_scenario(
 
     ``backends`` may be a factory, so that a backend that cannot be built (no base URL, no
     agent CLI) errors the scenarios that need it, like any other agent failure. The number of
-    trials is the scenario's own (``scenario.json``) or else ``options.trials``. ``slot`` is
+    trials is the scenario's own (``scenario.json``) or else ``options.trials``; with
+    ``options.auto_trials`` (and no count of the scenario's own) ``options.trials`` is the most,
+    and the trials stop once the rule settles the scenario
+    (:mod:`pytest_openkata.core.auto_trials`). ``slot`` is
     held around every live agent run and judge call (cache hits need none).
     ``skill_scenarios`` names every scenario of the skill, for the gate's completeness.
     """
@@ -762,23 +769,32 @@ def run_scenario(
         )
     run = _ScenarioRun(scenario, prompt, resolved, options, redact=redact, slot=slot)
     count = options.trials if options.trials_fixed else scenario.trials or options.trials
+    rule = None if options.trials_fixed or scenario.trials else options.auto_trials
     baseline = _baseline_run(scenario, resolved, options, redact=redact, slot=slot)
-    if baseline is None or isinstance(baseline, TrialResult):
-        trials = [run.trial(index) for index in range(1, count + 1)]
-        other = None if baseline is None else [baseline]
-    else:
-        # Interleaved, so that a drift of the endpoint over the run touches both arms alike.
-        trials, other = [], []
-        for index in range(1, count + 1):
-            own, theirs = run.trial(index), baseline.trial(index)
+    trials: list[TrialResult] = []
+    other: list[TrialResult] | None = None
+    if baseline is not None:
+        other = [] if isinstance(baseline, _ScenarioRun) else [baseline]
+    auto = None
+    for index in range(1, count + 1):
+        own = run.trial(index)
+        if isinstance(baseline, _ScenarioRun) and other is not None:
+            # Interleaved, so that a drift of the endpoint over the run touches both arms alike.
+            theirs = baseline.trial(index)
             if options.judge_pairwise:
                 own = replace(own, pairwise=_pairwise(run, own, theirs, options.baseline))
-            trials.append(own)
             other.append(theirs)
+        trials.append(own)
+        if rule is not None:
+            stop, auto = rule.verdict(trials)
+            if stop:
+                break
     result = combine_trials(
         trials, description=scenario.description, skill_scenarios=skill_scenarios, **identity
     )
-    result = replace(result, digests=run.digests(), task=_task_text(scenario, redact))
+    result = replace(
+        result, digests=run.digests(), task=_task_text(scenario, redact), auto_trials=auto
+    )
     if other is None:
         return result
     compared = combine_trials(

@@ -27,7 +27,12 @@ from typing import Any
 
 from pytest_openkata.contracts.config import DEFAULT_THRESHOLD, EvalSettings
 from pytest_openkata.contracts.errors import OpenkataError
-from pytest_openkata.contracts.results import CriterionResult, ScenarioResult, TrialResult
+from pytest_openkata.contracts.results import (
+    AutoTrials,
+    CriterionResult,
+    ScenarioResult,
+    TrialResult,
+)
 from pytest_openkata.core.summary import SkillSummary, summarise
 from pytest_openkata.core.trials import combine_trials
 from pytest_openkata.infra.text import valid_unicode
@@ -62,6 +67,8 @@ CHANGES_EXTRA = "changes"  # extra records of a comparison with an earlier run, 
 
 # A trial record's keys that belong to its scenario (the same on every trial of it).
 _SCENARIO_KEYS = ("skill", "skill_dir", "scenario", "description", "skill_scenarios", "arm")
+# How ``trials = auto`` ran the scenario's arm (on every trial record of it, when it did).
+AUTO_KEY = "auto_trials"
 
 
 _STAMP = "%Y%m%dT%H%M%SZ"
@@ -130,6 +137,13 @@ def run_settings(settings: EvalSettings) -> dict[str, Any]:
         "cache": settings.cache,
         "category": settings.category,
         "skill_delivery": settings.skill_delivery,
+        # Only when they apply, so that the settings of other runs read as they did.
+        **(
+            {"trials_max": settings.trials_max, "trials_confidence": settings.trials_confidence}
+            if settings.trials == "auto"
+            else {}
+        ),
+        **({"uplift_target": settings.uplift_target} if settings.baseline else {}),
     }
 
 
@@ -190,6 +204,7 @@ def _trial_record(result: ScenarioResult, trial: TrialResult, skill_dir: str) ->
         "arm": result.arm,
         "task": result.task,
         "digests": dict(result.digests),
+        **({} if result.auto_trials is None else {AUTO_KEY: _json_data(result.auto_trials)}),
         **_renamed(_json_data(trial), "index", "trial"),
     }
 
@@ -325,15 +340,7 @@ def parse_run_log(text: str, *, source: str = "run log") -> LoggedRun:
         if kind != TRIAL_RECORD:
             raise RunLogError(f"{source}: line {number}: unknown record {kind!r}")
         try:
-            scenario = _scenario_fields(record)
-            scenario["digests"] = dict(record.get("digests") or {})
-            scenario["task"] = str(record.get("task", ""))
-            fields = {
-                k: v
-                for k, v in _renamed(record, "trial", "index").items()
-                if k not in (*_SCENARIO_KEYS, "record", "digests", "task")
-            }
-            trial = TrialResult.from_dict(fields)
+            scenario, trial = _trial_of(record)
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
             raise RunLogError(f"{source}: line {number}: not a trial record: {exc!r}") from exc
         key = (scenario["skill_dir"], scenario["scenario"], scenario["arm"])
@@ -347,6 +354,22 @@ def parse_run_log(text: str, *, source: str = "run log") -> LoggedRun:
     except (AttributeError, KeyError, TypeError, ValueError) as exc:
         raise RunLogError(f"{source}: its trial records do not make results: {exc!r}") from exc
     return LoggedRun(info, results, extras, source, logged)
+
+
+def _trial_of(record: Mapping[str, Any]) -> tuple[dict[str, Any], TrialResult]:
+    """A trial record's scenario fields (with its digests, task and how ``trials = auto``
+    ran it) and its trial; raises as :func:`_scenario_fields` does when it is malformed."""
+    scenario = _scenario_fields(record)
+    scenario["digests"] = dict(record.get("digests") or {})
+    scenario["task"] = str(record.get("task", ""))
+    auto = record.get(AUTO_KEY)
+    scenario[AUTO_KEY] = None if auto is None else AutoTrials.from_dict(auto)
+    fields = {
+        k: v
+        for k, v in _renamed(dict(record), "trial", "index").items()
+        if k not in (*_SCENARIO_KEYS, "record", "digests", "task", AUTO_KEY)
+    }
+    return scenario, TrialResult.from_dict(fields)
 
 
 def arm_name(skill_dir: str, scenario: str, arm: str) -> str:
@@ -397,7 +420,11 @@ def _combined(
             skill_scenarios=scenario["skill_scenarios"],
         )
         by_arm.setdefault((skill_dir, name), {})[arm] = replace(
-            result, arm=arm, digests=scenario["digests"], task=scenario["task"]
+            result,
+            arm=arm,
+            digests=scenario["digests"],
+            task=scenario["task"],
+            auto_trials=scenario.get(AUTO_KEY),
         )
     results = []
     for arms in by_arm.values():

@@ -209,6 +209,26 @@ def _in_flight_cap(value: str) -> int | Literal["auto"]:
     return _int_between(0, None)(value)
 
 
+def _trials(value: str) -> int | Literal["auto"]:
+    """A whole number of trials from 1, or ``auto``: trials until the gate is settled."""
+    if value.strip().lower() == "auto":
+        return "auto"
+    if not _WHOLE_NUMBER.fullmatch(value.strip()):
+        raise ValueError(f"{value!r} is neither a whole number of trials nor auto")
+    return _int_between(1, None)(value)
+
+
+def _confidence(value: str) -> float:
+    """A confidence level strictly between 0 and 1 (0.95 for 95 %)."""
+    try:
+        number = float(value)
+    except ValueError:
+        raise ValueError(f"{value!r} is not a number") from None
+    if not 0.0 < number < 1.0:
+        raise ValueError(f"{value} is out of range: must lie strictly between 0 and 1, e.g. 0.95")
+    return number
+
+
 _BYTES = re.compile(r"([0-9]+)\s*(?:([kmg])(?:i?b)?|b)?", re.IGNORECASE)
 _BYTE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 
@@ -333,7 +353,9 @@ FIELDS: tuple[Setting, ...] = (
     Setting("output", _text, metavar="PATH"),
     Setting("model_label", _text, metavar="LABEL"),
     Setting("agent_command", _text, metavar="COMMAND"),
-    Setting("trials", _int_between(1, None), metavar="N"),
+    Setting("trials", _trials, metavar="N|auto"),
+    Setting("trials_max", _int_between(2, None), metavar="N"),
+    Setting("trials_confidence", _confidence, metavar="LEVEL"),
     Setting("judge_votes", _int_between(1, None), metavar="K"),
     Setting("judge_fence", _boolean, metavar="true|false"),
     Setting("judge_reason_max_chars", _int_between(0, None), metavar="N"),
@@ -343,6 +365,7 @@ FIELDS: tuple[Setting, ...] = (
     Setting("baseline", _baseline, metavar="without-skill|same|REF"),
     Setting("require_uplift", _boolean, flag=True),
     Setting("judge_pairwise", _boolean, flag=True),
+    Setting("uplift_target", _positive_number, metavar="POINTS"),
     Setting("log_dir", _log_dir, metavar="PATH|off"),
     Setting("log_keep", _int_between(1, None), metavar="N"),
     Setting("html", _text, metavar="PATH"),
@@ -513,7 +536,11 @@ HELP = {
     "model_label": "human-readable label for the model in the report",
     "agent_command": "shell command of the 'command' agent (it gets the prompt on stdin), or "
     "the command line of the ACP agent the 'acp' agent starts",
-    "trials": "runs of every scenario, scored as their mean (default 1; scenario.json: trials)",
+    "trials": "runs of every scenario, scored as their mean (default 1; scenario.json: trials); "
+    "auto: run trials one after another until the confidence interval of the scenario's mean "
+    "lies wholly above or below the threshold, at least 2 and at most trials_max",
+    "trials_max": "most trials of a scenario with trials auto (default 10)",
+    "trials_confidence": "confidence level of the interval that stops trials auto (default 0.95)",
     "judge_votes": "judge calls per trial; each criterion takes the majority (default 1)",
     "judge_fence": "fence the agent's output in the judge prompt (default true; false: the "
     "reference's exact layout)",
@@ -530,6 +557,8 @@ HELP = {
     "judge_pairwise": "with a baseline arm, also let the judge compare both arms' answers of "
     "every trial side by side, blind to the arms and in both orders, and report wins, losses, "
     "ties and the judge's order noise (default false)",
+    "uplift_target": "uplift difference, in points, for which the report states how many "
+    "scenarios a run needs to detect it (paired t-test, alpha 0.05, power 0.8) (default 10)",
     "require_uplift": "exit 1 when the uplift verdict against the baseline is 'regresses' "
     "(never with --eval-baseline same)",
     "log_dir": "folder of the run logs, one JSON Lines file per run, relative to the rootdir "

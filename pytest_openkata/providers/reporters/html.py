@@ -45,6 +45,7 @@ from pytest_openkata.contracts.results import (
 )
 from pytest_openkata.contracts.transcripts import Step, Transcript
 from pytest_openkata.core.activation import ActivationRate, scenario_activation
+from pytest_openkata.core.auto_trials import savings_text
 from pytest_openkata.core.compare import CriterionMove, SkillComparison
 from pytest_openkata.core.error_rates import ErrorRate, error_rates
 from pytest_openkata.core.pairwise import (
@@ -54,6 +55,7 @@ from pytest_openkata.core.pairwise import (
     scenario_pairwise,
     skill_pairwise,
 )
+from pytest_openkata.core.power import DEFAULT_TARGET, power_text, uplift_target
 from pytest_openkata.core.regression import UNCHANGED, ScenarioChange
 from pytest_openkata.core.reporting import ReportOutcome, Run
 from pytest_openkata.core.runlog import (
@@ -236,6 +238,9 @@ class SkillView:
     error_rates: list[ErrorRate] = field(default_factory=list)
     # The judge's side-by-side comparison with the baseline arm, over all its scenarios.
     pairwise: PairwiseFigures | None = None
+    # What trials = auto saved (None when it did not run), and the uplift's power analysis.
+    trials_saved: str | None = None
+    power: str | None = None
 
 
 @dataclass(frozen=True)
@@ -414,7 +419,9 @@ def _usage_rows(results: Iterable[ScenarioResult]) -> list[UsageRow]:
     ]
 
 
-def _skill_view(index: int, summary: SkillSummary, threshold: int) -> SkillView:
+def _skill_view(
+    index: int, summary: SkillSummary, threshold: int, target: float = DEFAULT_TARGET
+) -> SkillView:
     anchor = f"skill-{index}"
     scenarios = [
         _scenario_view(f"{anchor}-scenario-{number}", result, summary)
@@ -433,6 +440,8 @@ def _skill_view(index: int, summary: SkillSummary, threshold: int) -> SkillView:
         counts=counts,
         error_rates=error_rates(summary.results),
         pairwise=skill_pairwise(summary.results),
+        trials_saved=savings_text(summary.results),
+        power=None if summary.comparison is None else power_text(summary.comparison.power(target)),
     )
 
 
@@ -463,7 +472,10 @@ def _ran_with(settings: Mapping[str, Any]) -> str:
 
     parts = [f"agent {who('agent', 'model')}", f"judge {who('judge', 'judge_model')}"]
     trials = settings.get("trials")
-    if trials is not None:
+    if trials == "auto":
+        most = settings.get("trials_max")
+        parts.append("trials auto" + (f" (at most {most})" if isinstance(most, int) else ""))
+    elif trials is not None:
         parts.append(f"{trials} trial{'s' if trials != 1 else ''}")
     votes = settings.get("judge_votes")
     if votes not in (None, 1):
@@ -480,7 +492,7 @@ def page_view(run: LoggedRun, *, source: str = "run log") -> PageView:
     summaries = skill_summaries(replace(run, source=source))
     info = run.info
     skills = [
-        _skill_view(index, summary, info.threshold)
+        _skill_view(index, summary, info.threshold, uplift_target(info.settings))
         for index, summary in enumerate(summaries, start=1)
     ]
     shown = [summary.display for summary in summaries]

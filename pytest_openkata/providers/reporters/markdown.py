@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_openkata.contracts.results import CriterionResult, ScenarioResult, TrialResult, Turn
 from pytest_openkata.contracts.transcripts import Transcript, bounded
 from pytest_openkata.core.activation import ActivationRate, scenario_activation
+from pytest_openkata.core.auto_trials import savings_text
 from pytest_openkata.core.compare import SkillComparison
 from pytest_openkata.core.error_rates import error_rates, error_rates_text
 from pytest_openkata.core.excerpts import LAST_TOOL_CALLS
@@ -49,6 +50,7 @@ from pytest_openkata.core.pairwise import (
     scenario_pairwise,
     skill_pairwise,
 )
+from pytest_openkata.core.power import power_text, uplift_target
 from pytest_openkata.core.regression import SkillChanges
 from pytest_openkata.core.reporting import ReportOutcome, Run
 from pytest_openkata.core.runlog import LoggedRun, log_folder, log_name, skill_summaries
@@ -180,6 +182,10 @@ def _settings_line(settings: Mapping[str, Any], threshold: int) -> str:
     trials, votes = settings.get("trials"), settings.get("judge_votes")
     if isinstance(trials, int) and isinstance(votes, int):
         parts.append(f"{plural(trials, 'trial')}, {plural(votes, 'judge vote')}")
+    elif trials == "auto" and isinstance(votes, int):
+        most = settings.get("trials_max")
+        limit = f" (at most {most})" if isinstance(most, int) else ""
+        parts.append(f"trials auto{limit}, {plural(votes, 'judge vote')}")
     parts.append(f"threshold {threshold}%")
     if settings.get("baseline"):
         parts.append(f"baseline {escape(str(settings['baseline']))}")
@@ -215,6 +221,9 @@ def _skill_head_section(summary: SkillSummary, threshold: int) -> Section:
             else ""
         )
         lines += [f"95% CI of the overall: {low:.1f}–{high:.1f}%{note}.", ""]
+    saved = savings_text(results)
+    if saved is not None:
+        lines += [f"Trials auto: {escape(saved)}.", ""]
     rates = error_rates(results)
     if rates:
         lines += [f"Errors by kind: {escape(error_rates_text(rates))}.", ""]
@@ -290,7 +299,7 @@ def _errors_section(summary: SkillSummary) -> Section | None:
     return Section("\n".join(["**Errors**", "", *lines]) + "\n\n")
 
 
-def _uplift_section(comparison: SkillComparison) -> Section:
+def _uplift_section(comparison: SkillComparison, target: float) -> Section:
     arm = escape(comparison.arm)
     uplift = comparison.uplift
     if uplift is None:
@@ -311,6 +320,9 @@ def _uplift_section(comparison: SkillComparison) -> Section:
             f"{signed_points(high)}); normalized gain {uplift.normalized_gain:.2f}; {tests}; "
             f"verdict: **{escape(uplift.verdict)}**"
         ]
+    power = power_text(comparison.power(target))
+    if power is not None:
+        lines += ["", f"Power: {escape(power)}."]
     moved = "; ".join(
         f"{escape(m.scenario)} {escape(m.name)} {m.without_rate:.0%} → {m.with_rate:.0%}"
         for m in comparison.moved_most()
@@ -580,7 +592,7 @@ def sections(run: LoggedRun, summaries: Sequence[SkillSummary]) -> list[Section]
         if errors is not None:
             found.append(errors)
         if summary.comparison is not None:
-            found.append(_uplift_section(summary.comparison))
+            found.append(_uplift_section(summary.comparison, uplift_target(run.info.settings)))
         pairwise = _pairwise_section(summary)
         if pairwise is not None:
             found.append(pairwise)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from pytest_openkata.contracts.results import CallStats, CriterionResult, ScenarioResult, Usage
 from pytest_openkata.core.activation import scenario_activation
+from pytest_openkata.core.auto_trials import savings_text
 from pytest_openkata.core.error_rates import error_rates, error_rates_text
 from pytest_openkata.core.pairwise import (
     PairwiseFigures,
@@ -24,6 +25,7 @@ from pytest_openkata.core.pairwise import (
     scenario_pairwise,
     skill_pairwise,
 )
+from pytest_openkata.core.power import DEFAULT_TARGET, power_text
 from pytest_openkata.core.reporting import TERMINAL_REPORTER, ReportOutcome, Run, Segment
 from pytest_openkata.core.summary import SkillSummary
 from pytest_openkata.infra.tempfiles import REMOVED
@@ -271,15 +273,20 @@ def _safe(line: Sequence[Segment]) -> list[Segment]:
 
 
 def skill_lines(
-    summary: SkillSummary, threshold: int, rootdir: Path | None = None
+    summary: SkillSummary,
+    threshold: int,
+    rootdir: Path | None = None,
+    *,
+    uplift_target: float = DEFAULT_TARGET,
 ) -> Iterator[list[Segment]]:
-    """One skill's block: header, scenarios, and the overall line; safe to print."""
-    for line in _skill_lines(summary, threshold, rootdir):
+    """One skill's block: header, scenarios, and the overall line; safe to print.
+    ``uplift_target``: the difference whose needed scenarios the uplift block states."""
+    for line in _skill_lines(summary, threshold, rootdir, uplift_target):
         yield _safe(line)
 
 
 def _skill_lines(
-    summary: SkillSummary, threshold: int, rootdir: Path | None
+    summary: SkillSummary, threshold: int, rootdir: Path | None, uplift_target: float
 ) -> Iterator[list[Segment]]:
     yield [(summary.display, None)]
     for result in summary.results:
@@ -311,8 +318,14 @@ def _skill_lines(
                 None,
             )
         ]
+    saved = savings_text(summary.results)
+    if saved is not None:
+        yield [(f"  Trials auto: {saved}", None)]
     if summary.comparison is not None:
         yield from uplift_lines(summary.comparison)
+        power = power_text(summary.comparison.power(uplift_target))
+        if power is not None:
+            yield [(f"    Power: {power}", None)]
     skill_figures = skill_pairwise(summary.results)
     yield from pairwise_lines(skill_figures, "  ")
     calls = None if skill_figures is None else calls_summary(skill_figures)
@@ -357,7 +370,12 @@ class TerminalReporter:
         if run.terminal is None:
             return None
         for summary in run.summaries:
-            lines = skill_lines(summary, run.settings.threshold, run.rootdir)
+            lines = skill_lines(
+                summary,
+                run.settings.threshold,
+                run.rootdir,
+                uplift_target=run.settings.uplift_target,
+            )
             run.terminal.write_lines(list(lines))
         if run.errors:
             run.terminal.write_lines(
