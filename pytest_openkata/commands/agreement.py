@@ -33,6 +33,7 @@ from pytest_openkata.core.agreement_view import agreement_document, agreement_te
 from pytest_openkata.core.runlog import RunLogError, read_run_log
 from pytest_openkata.core.verdict_labels import LabelsError, read_labels
 from pytest_openkata.infra.atomic import write_new_report
+from pytest_openkata.infra.config import FIELDS_BY_KEY
 from pytest_openkata.infra.tempfiles import REMOVED
 from pytest_openkata.infra.text import visible
 
@@ -43,13 +44,12 @@ GATE_FAILED = 1
 
 
 def _kappa_bound(value: str) -> float:
+    """The ``min_kappa`` setting's rule: a number from -1 to 1."""
     try:
-        number = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
-    if not -1.0 <= number <= 1.0:
-        raise argparse.ArgumentTypeError(f"{value} is out of range: κ is between -1 and 1")
-    return number
+        bound: float = FIELDS_BY_KEY["min_kappa"].parse(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return bound
 
 
 def measure(first: Path, second: Path | None, labels: Path | None) -> AgreementReport:

@@ -144,7 +144,8 @@ def _gate_lines(report: AgreementReport, minimum: float, mask: Callable[[str], s
         lines.append(f"passed: κ at least {minimum:g} on every criterion where it is defined")
     if undefined:
         lines.append(
-            f"not gated: κ undefined on {len(undefined)} criteria (both sides gave one verdict "
+            f"not gated: κ undefined on {len(undefined)} "
+            f"{'criterion' if len(undefined) == 1 else 'criteria'} (both sides gave one verdict "
             "throughout)"
         )
     return lines

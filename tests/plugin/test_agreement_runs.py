@@ -11,9 +11,14 @@ import sys
 from pathlib import Path
 
 import pytest
+import statsmodels.stats.inter_rater  # noqa: F401  (see below)
 
 from tests.support.endpoint import ScriptedEndpoint
 from tests.support.evals import EvalScript, eval_args, write_skill
+
+# The runs below measure agreement in-process, which imports statsmodels and numpy; pytester
+# removes the modules an in-process run imported when it ends, and numpy cannot be imported a
+# second time in one process. Imported here, at collection, they outlive every run.
 
 
 def _run(pytester: pytest.Pytester, base_url: str, *extra: str) -> Path:
@@ -97,4 +102,59 @@ def test_two_judges_on_the_same_cached_answers_are_measured_and_gated(
     assert wrong.returncode == 2
     assert f"{labels}: line 1: criterion 1 of trial 1 of skills/s::scenario-a is 'y'" in (
         wrong.stderr
+    )
+
+
+def test_a_run_measures_its_judge_against_another_run_and_gates_on_kappa(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    write_skill(pytester.path, "s", {"scenario-a": {"x": 2, "y": 1}})
+    strong = _run(pytester, endpoint.base_url, "--eval-judge-model", "strong-judge")
+    script.verdicts["y"] = (False, "missed")
+
+    result = pytester.runpytest(
+        "skills/s",
+        *eval_args(endpoint.base_url, "--eval-trials", "2", "--eval-judge-model", "cheap-judge"),
+        "--eval-agreement-with",
+        str(strong),
+        "--eval-min-kappa",
+        "0.5",
+    )
+
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            f"first:  judge strong-judge ({strong.name})",
+            "second: judge cheap-judge (this run)",
+            "*skills/s::scenario-a [[]1] y  n=2  agreement 0%  κ 0.00*",
+            "FAILED: κ below 0.5 on 1 of 2 criteria:",
+            "*judge κ below 0.5 on 1 criterion: exit 1",
+        ]
+    )
+    [log] = sorted(set((pytester.path / ".openkata" / "runs").glob("*.jsonl")) - {strong})
+    [record] = [r for r in map(json.loads, log.read_text().splitlines()) if r["record"] == "extra"]
+    assert record["kind"] == "agreement"
+    assert record["data"]["gate"]["passed"] is False
+    assert record["data"]["second"] == "judge cheap-judge (this run)"
+
+
+def test_a_labels_file_that_does_not_fit_the_run_fails_it_naming_the_line(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    write_skill(pytester.path, "s", {"scenario-a": {"x": 1}})
+    labels = pytester.path / "labels.jsonl"
+    label = {"skill_dir": "skills/s", "scenario": "scenario-a", "trial": 1, "verdict": "pass"}
+    labels.write_text(json.dumps({**label, "criterion_index": 0, "criterion": "w"}) + "\n")
+
+    result = pytester.runpytest(
+        "skills/s", *eval_args(endpoint.base_url), "--eval-agreement-with", str(labels)
+    )
+
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            f"judge agreement not measured: {labels}: line 1: criterion 0 of trial 1 of "
+            "skills/s::scenario-a is 'x' in this run, not 'w'",
+            "*judge agreement not measured: exit 1",
+        ]
     )

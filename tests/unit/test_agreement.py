@@ -400,7 +400,7 @@ def test_the_document_and_text_report_the_gate_with_undefined_criteria_apart() -
     assert (x["kappa"], x["undefined"], x["ci95"]) == (None, "every verdict pass", None)
     assert (y["kappa"], y["n"], y["raw_agreement"]) == (pytest.approx(0.5), 4, 0.75)
     assert "FAILED: κ below 0.6 on 1 of 2 criteria:" in text
-    assert "not gated: κ undefined on 1 criteria" in text
+    assert "not gated: κ undefined on 1 criterion" in text
     assert (
         "skills/s::scenario-a [0] x  n=4  agreement 100%  κ undefined (every verdict pass)" in text
     )
