@@ -62,7 +62,7 @@ COMMANDS = {
     ),
     "agreement": Command(
         "pytest_openkata.commands.agreement:main",
-        "measure judge agreement (two run logs, or a log and human labels)",
+        "measure two judges' agreement, or a judge's with human labels",
     ),
 }
 
