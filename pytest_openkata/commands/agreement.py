@@ -88,7 +88,7 @@ def main(argv: list[str]) -> int:
         help="exit 1 when kappa is below X on any criterion (undefined kappa is not gated)",
     )
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_intermixed_args(argv)  # options before, between or after the logs
         if (args.other is None) == (args.labels is None):
             parser.error("give a second run log or --labels FILE, not both nor neither")
     except SystemExit as exc:  # argparse has printed why

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
+from pytest_openkata.commands.agreement import main as agreement_main
+from pytest_openkata.contracts.results import ScenarioResult
 from pytest_openkata.core.agreement import (
     AgreementError,
     agreement_report,
@@ -23,9 +26,10 @@ from pytest_openkata.core.agreement_view import (
     agreement_document,
     agreement_text,
 )
-from pytest_openkata.core.runlog import LoggedRun
+from pytest_openkata.core.run_agreement import is_run_log
+from pytest_openkata.core.runlog import LoggedRun, RunInfo, log_lines
 from pytest_openkata.core.verdict_labels import LabelsError, parse_labels
-from tests.support.results import checked, judged, logged, scenario
+from tests.support.results import ROOT, SETTINGS, checked, judged, logged, scenario
 
 # ---------------------------------------------------------------------------------------------
 # Cohen's κ of 2x2 tables: (both pass, first only passes, second only passes, both fail).
@@ -405,3 +409,83 @@ def test_the_document_and_text_report_the_gate_with_undefined_criteria_apart() -
         "skills/s::scenario-a [0] x  n=4  agreement 100%  κ undefined (every verdict pass)" in text
     )
     assert "skills/s::scenario-a [1] y  n=4  agreement 75%  κ 0.50 [" in text
+
+
+# ---------------------------------------------------------------------------------------------
+# The command's arguments, files and exit codes (the run logs written as a run writes them).
+
+
+def _write_log(path: Path, *results: ScenarioResult, judge_model: str = "gpt-4o") -> Path:
+    info = RunInfo("2026-12-01T10:00:00Z", settings={**SETTINGS, "judge_model": judge_model})
+    path.write_text(log_lines(info, results, ROOT))
+    return path
+
+
+@pytest.fixture
+def two_logs(tmp_path: Path) -> tuple[Path, Path]:
+    strong = scenario("scenario-a", *_verdicts(True, True, False, False))
+    cheap = scenario("scenario-a", *_verdicts(True, False, False, False))
+    return (
+        _write_log(tmp_path / "strong.jsonl", strong),
+        _write_log(tmp_path / "cheap.jsonl", cheap, judge_model="small"),
+    )
+
+
+def test_the_command_writes_its_json_beside_an_earlier_one_never_over_it(
+    two_logs: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    earlier = tmp_path / "agreement.json"
+    earlier.write_text("kept")
+
+    status = agreement_main([*map(str, two_logs), "--json", str(earlier), "--min-kappa", "0.4"])
+
+    out = capsys.readouterr().out
+    assert status == 0  # κ 0.5 on y is not below 0.4; x is undefined
+    assert earlier.read_text() == "kept"
+    written = tmp_path / "agreement-2.json"
+    assert f"agreement report: {written}" in out
+    document = json.loads(written.read_text())
+    assert document["gate"]["passed"] is True
+    assert str(tmp_path) not in written.read_text()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "give a second run log or --labels FILE, not both nor neither"),
+        (["--labels", "labels.jsonl", "other.jsonl"], "not both nor neither"),
+        (["other.jsonl", "--min-kappa", "1.5"], "1.5 is out of range: kappa is between -1 and 1"),
+        (["other.jsonl", "--min-kappa", "high"], "'high' is not a number"),
+    ],
+)
+def test_bad_arguments_exit_2_saying_why(
+    args: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = _write_log(tmp_path / "run.jsonl", scenario("scenario-a", *_verdicts(True)))
+
+    assert agreement_main([str(log), *args]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_inputs_that_cannot_be_read_exit_2_naming_the_file_and_line(
+    two_logs: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    strong, _cheap = two_logs
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text(strong.read_text() + "{oops\n")
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text(_label() + "\n" + _label(verdict="maybe") + "\n")
+
+    assert agreement_main([str(strong), str(broken)]) == 2
+    assert f"error: {broken}: line 6: not JSON" in capsys.readouterr().err
+    assert agreement_main([str(strong), "--labels", str(labels)]) == 2
+    assert f"error: {labels}: line 2: field verdict: 'maybe'" in capsys.readouterr().err
+
+
+def test_a_run_log_is_told_from_a_labels_file(two_logs: tuple[Path, Path], tmp_path: Path) -> None:
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text(_label() + "\n")
+
+    assert is_run_log(two_logs[0]) is True
+    assert is_run_log(labels) is False
+    assert is_run_log(tmp_path / "missing.jsonl") is False
