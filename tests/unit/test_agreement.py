@@ -26,9 +26,10 @@ from pytest_openkata.core.agreement_view import (
     agreement_document,
     agreement_text,
 )
-from pytest_openkata.core.run_agreement import is_run_log
-from pytest_openkata.core.runlog import LoggedRun, RunInfo, log_lines
+from pytest_openkata.core.run_agreement import AGREEMENT_EXTRA, is_run_log
+from pytest_openkata.core.runlog import LoggedRun, RunInfo, log_lines, parse_run_log
 from pytest_openkata.core.verdict_labels import LabelsError, parse_labels
+from pytest_openkata.providers.reporters.markdown import render_markdown
 from tests.support.results import ROOT, SETTINGS, checked, judged, logged, scenario
 
 # ---------------------------------------------------------------------------------------------
@@ -489,3 +490,25 @@ def test_a_run_log_is_told_from_a_labels_file(two_logs: tuple[Path, Path], tmp_p
     assert is_run_log(two_logs[0]) is True
     assert is_run_log(labels) is False
     assert is_run_log(tmp_path / "missing.jsonl") is False
+
+
+def test_the_markdown_report_shows_a_runs_agreement_escaped() -> None:
+    hostile = "y | <script>alert(1)</script> *bold*"
+    strong = [scenario("scenario-a", *[[judged(hostile, 1, p)] for p in (True, True, False)])]
+    cheap = [scenario("scenario-a", *[[judged(hostile, 1, p)] for p in (True, False, False)])]
+    report = agreement_report(pair_runs(_run("strong.jsonl", *strong), _run("b.jsonl", *cheap)))
+    info = RunInfo("2026-12-01T10:00:00Z", settings=SETTINGS)
+    extras = {AGREEMENT_EXTRA: [agreement_document(report, 0.9)]}
+
+    page = render_markdown(parse_run_log(log_lines(info, cheap, ROOT, extras)))
+
+    section = page[page.index("## Judge agreement") :]
+    # Table (1, 1, 0, 1): p_o = 2/3; first pass 2/3, second 1/3; p_e = 2/9 + 2/9 = 4/9;
+    # κ = (2/3 - 4/9) / (5/9) = .4.
+    [row] = [line for line in section.splitlines() if line.startswith("| skills/s")]
+    name = r"skills/s::scenario-a \[0\] y \| &lt;script&gt;alert(1)&lt;/script&gt; \*bold\*"
+    assert row.startswith(f"| {name} |")
+    assert "| 3 | 67% | 0.40 \\[" in row
+    assert row.endswith("| 1 |")
+    assert "<script>" not in section
+    assert "Gate: κ at least 0.9 on every criterion: failed (1 below)" in section
