@@ -52,8 +52,8 @@ __all__ = [
 
 _JUDGE_KIND = "judge"
 
-TrialKey = tuple[str, str, str, int]  # skill folder, scenario, arm, trial
-CriterionKey = tuple[str, str, int, str]  # skill folder, scenario, index, text
+_TrialKey = tuple[str, str, str, int]  # skill folder, scenario, arm, trial
+_CriterionKey = tuple[str, str, int, str]  # skill folder, scenario, index, text
 
 
 class AgreementError(OpenkataError):
@@ -92,7 +92,7 @@ class PairedVerdict:
         return self.first.passed == self.second.passed
 
     @property
-    def criterion_key(self) -> CriterionKey:
+    def criterion_key(self) -> _CriterionKey:
         return (self.skill_dir, self.scenario, self.criterion_index, self.criterion)
 
 
@@ -263,7 +263,7 @@ def agreement_report(
     """The agreement of a pairing overall, per criterion and per scenario."""
     if not pairing.pairs:
         raise AgreementError("no paired verdicts: nothing to measure")
-    by_criterion: dict[CriterionKey, list[PairedVerdict]] = {}
+    by_criterion: dict[_CriterionKey, list[PairedVerdict]] = {}
     by_scenario: dict[tuple[str, str], list[PairedVerdict]] = {}
     for pair in pairing.pairs:
         by_criterion.setdefault(pair.criterion_key, []).append(pair)
@@ -303,7 +303,12 @@ def judge_name(run: LoggedRun) -> str:
     """A run's judge as reports name it: its judge model and the log's file name (never the
     folder: a machine path)."""
     model = str(run.info.settings.get("judge_model") or "?")
-    return f"judge {model} ({PurePosixPath(run.source.replace(chr(92), '/')).name})"
+    return f"judge {model} ({_file_name(run.source)})"
+
+
+def _file_name(source: str) -> str:
+    """A file's name without its folders (on any OS's spelling)."""
+    return PurePosixPath(source.replace("\\", "/")).name
 
 
 def _judged(trial: TrialResult) -> dict[int, CriterionResult]:
@@ -325,7 +330,7 @@ def _answer(trial: TrialResult) -> str:
     return trial.agent_output or ""
 
 
-def _by_trial(run: LoggedRun) -> dict[TrialKey, LoggedTrial]:
+def _by_trial(run: LoggedRun) -> dict[_TrialKey, LoggedTrial]:
     return {(*logged.arm_key, logged.trial.index): logged for logged in run.trials}
 
 
@@ -441,14 +446,13 @@ def pair_labels(run: LoggedRun, labels: Sequence[VerdictLabel], source: str) -> 
             f"{source}: no label is on a graded trial of {run.source}: "
             + _reasons(left_out, "no labels")
         )
-    name = PurePosixPath(source.replace("\\", "/")).name
-    return Pairing(judge_name(run), f"human labels ({name})", tuple(pairs), left_out)
+    return Pairing(judge_name(run), f"human labels ({_file_name(source)})", tuple(pairs), left_out)
 
 
 def self_consistency(run: LoggedRun) -> SelfConsistency:
     """A run's judge against itself: per criterion, over the trials that recorded two votes
     or more on it."""
-    tallies: dict[CriterionKey, list[tuple[int, int]]] = {}
+    tallies: dict[_CriterionKey, list[tuple[int, int]]] = {}
     for logged in run.trials:
         for index, criterion in _judged(logged.trial).items():
             if criterion.votes is None or criterion.votes[1] < 2:
