@@ -6,7 +6,9 @@
 - ``merge DIR...`` makes the shards of a CI matrix (``--eval-shard I/N``) into one run's reports;
 - ``convert SRC --to DEST`` writes evals of another published format (skill-creator, waza,
   Skillgrade, Harbor) as openkata scenario folders, or back as skill-creator's evals.json;
-- ``effectiveness [SKILLS-ROOT]`` shows what the skill catalogue will show per skill and model.
+- ``effectiveness [SKILLS-ROOT]`` shows what the skill catalogue will show per skill and model;
+- ``agreement LOG_A (LOG_B | --labels FILE)`` measures how far two judges, or a judge and human
+  verdicts, agree on the same answers (Cohen's κ per criterion, with a ``--min-kappa`` gate).
 
 ``--help`` (``-h``, or no arguments) lists them, each with what it does; ``COMMAND --help``
 says more. Each command's module is imported only when it is asked for.
@@ -57,6 +59,10 @@ COMMANDS = {
     "effectiveness": Command(
         "pytest_openkata.commands.effectiveness:main",
         "show what the skill catalogue will show per skill and model",
+    ),
+    "agreement": Command(
+        "pytest_openkata.commands.agreement:main",
+        "measure two judges' agreement, or a judge's with human labels",
     ),
 }
 

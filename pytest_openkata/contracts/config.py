@@ -135,6 +135,9 @@ class EvalSettings(BaseModel):
     compare: str = ""
     regression_tolerance: float = 0.0
     fail_on_regression: bool = False
+    # Judge agreement: a run log or labels file to measure the judge against, and the gate.
+    agreement_with: str = ""
+    min_kappa: float | None = None
     publish_errors: bool = False
     scenario_names: str = "scenario-*"
     category: str = ""

@@ -333,6 +333,17 @@ MAX_INFRASTRUCTURE_RETRIES = 5
 _AGENT_VERSION = re.compile(r"[0-9A-Za-z][0-9A-Za-z.+_-]{0,63}")
 
 
+def _kappa_bound(value: str) -> float:
+    """A bound of Cohen's kappa: a number from -1 to 1."""
+    try:
+        number = float(value)
+    except ValueError:
+        raise ValueError(f"{value!r} is not a number") from None
+    if not -1.0 <= number <= 1.0:
+        raise ValueError(f"{value} is out of range: kappa is between -1 and 1")
+    return number
+
+
 def _agent_version(value: str) -> str:
     text = value.strip()
     if not _AGENT_VERSION.fullmatch(text):
@@ -374,6 +385,8 @@ FIELDS: tuple[Setting, ...] = (
     Setting("compare", _text, metavar="auto|PATH"),
     Setting("regression_tolerance", _non_negative_number, metavar="POINTS"),
     Setting("fail_on_regression", _boolean, flag=True),
+    Setting("agreement_with", _text, metavar="LOG|LABELS"),
+    Setting("min_kappa", _kappa_bound, metavar="KAPPA"),
     Setting("publish_errors", _boolean, flag=True),
     Setting("scenario_names", _globs, metavar="GLOB,..."),
     Setting("category", _categories, metavar="CATEGORY,..."),
@@ -572,6 +585,11 @@ HELP = {
     "regression_tolerance": "points a scenario may fall before the comparison calls it a "
     "regression (default 0)",
     "fail_on_regression": "exit 1 when the comparison finds a regression or a missing scenario",
+    "agreement_with": "measure the run's judge against another judge's run log of the same "
+    "answers, or a labels file of human verdicts (JSON Lines): Cohen's kappa per criterion, "
+    "shown after the run and kept in its run log (default none)",
+    "min_kappa": "with agreement_with, exit 1 when kappa is below this on any criterion; a "
+    "criterion whose kappa is undefined (one verdict throughout) is not gated (default none)",
     "publish_errors": "write the report under evals/results/ even when scenarios errored for "
     "reasons outside the skill (default: beside the run logs, where the catalogue does not "
     "count it)",

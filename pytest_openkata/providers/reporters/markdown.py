@@ -13,6 +13,8 @@ overviews first and details last:
   percentage when there is one, the failed criteria with their reasons); the errors; the
   uplift against the baseline arm; the judge's pairwise comparison of the two arms
   (``--eval-judge-pairwise``); the comparison with an earlier run;
+- the trigger evals, and the judge's agreement the run measured (``agreement_with``): a row
+  per criterion with its κ and interval, and the gate;
 - then, per skill and scenario, a ``<details>`` block with every criterion's reason, the end of
   each trial's agent output and the files it changed.
 
@@ -579,6 +581,58 @@ def _triggers_section(run: LoggedRun) -> Section | None:
     return Section("\n".join(lines) + "\n\n")
 
 
+def _kappa_cell(figures: Mapping[str, Any]) -> str:
+    """κ and its interval as the agreement document holds them, or why it is undefined."""
+    kappa, interval = figures.get("kappa"), figures.get("ci95")
+    if not isinstance(kappa, int | float):
+        return escape(f"undefined ({figures.get('undefined') or 'no figure'})")
+    if isinstance(interval, list) and len(interval) == 2:
+        low, high = interval
+        if isinstance(low, int | float) and isinstance(high, int | float):
+            return f"{kappa:.2f} \\[{low:.2f}, {high:.2f}\\]"
+    return f"{kappa:.2f}"
+
+
+def _agreement_section(run: LoggedRun) -> Section | None:
+    """The judge's agreement the run measured (``agreement_with``), where it did: the two
+    sides, overall, a row per criterion, and the gate (see :mod:`..core.agreement_view`)."""
+    records = run.extras.get("agreement") or ()
+    document = records[0] if records else None
+    if not isinstance(document, Mapping) or not isinstance(document.get("overall"), Mapping):
+        return None
+    overall = document["overall"]
+    sides = f"{document.get('first', '?')} and {document.get('second', '?')}"
+    lines = [
+        "## Judge agreement",
+        "",
+        f"{escape(sides)}: {overall.get('n', '?')} paired verdicts, κ {_kappa_cell(overall)}",
+        "",
+        "| criterion | n | agreement | κ \\[95% interval\\] | disagreements |",
+        "|---|---|---|---|---|",
+    ]
+    criteria = document.get("criteria")
+    for row in criteria if isinstance(criteria, list) else ():
+        if not isinstance(row, Mapping):
+            continue
+        where = f"{row.get('skill_dir')}::{row.get('scenario')} [{row.get('criterion_index')}]"
+        name = escape(f"{where} {row.get('criterion', '')}")
+        raw = row.get("raw_agreement")
+        agreement = f"{raw * 100:.0f}%" if isinstance(raw, int | float) else "?"
+        disagreements = row.get("disagreements")
+        count = len(disagreements) if isinstance(disagreements, list) else "?"
+        cells = [name, str(row.get("n", "?")), agreement, _kappa_cell(row), str(count)]
+        lines.append(_row(cells))
+    gate = document.get("gate")
+    if isinstance(gate, Mapping):
+        below = gate.get("below")
+        verdict = "passed" if gate.get("passed") else f"failed ({len(below or ())} below)"
+        lines += [
+            "",
+            escape(f"Gate: κ at least {gate.get('min_kappa')} on every criterion: {verdict}"),
+        ]
+    return Section("\n".join(lines) + "\n\n", head=6)
+
+
 # --- the document --------------------------------------------------------------------------
 
 
@@ -601,6 +655,9 @@ def sections(run: LoggedRun, summaries: Sequence[SkillSummary]) -> list[Section]
     triggers = _triggers_section(run)
     if triggers is not None:
         found.append(triggers)
+    agreement = _agreement_section(run)
+    if agreement is not None:
+        found.append(agreement)
     if any(summary.results for summary in summaries):
         found.append(Section("## Details\n\n"))
     for summary in summaries:
