@@ -190,6 +190,7 @@ class EvalAggregator:
                 log_extras=self._trigger_records(),
                 written=written,
                 errors=errors,
+                rejudged_from=self._rejudged_from(),
             )
         )
         self.summaries = list(run.summaries)
@@ -207,6 +208,13 @@ class EvalAggregator:
         self._session = session
         for summary in self.summaries:
             self.config.hook.pytest_openkata_skill_summary(summary=summary, config=self.config)
+
+    def _rejudged_from(self) -> dict[str, Any] | None:
+        """What a re-judging run graded again (read at configure time: it can be read)."""
+        from pytest_openkata.core.recorded import recorded_run
+
+        recorded = recorded_run(self.settings, self.config.rootpath)
+        return None if recorded is None else recorded.rejudged_from()
 
     def _trigger_records(self) -> dict[str, list[dict[str, Any]]]:
         return {} if self.triggers is None else self.triggers.records()

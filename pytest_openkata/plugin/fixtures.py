@@ -168,10 +168,15 @@ def openkata_run_options(
     ``--cache-clear`` empties it; with the cache provider disabled there is no cache.
     """
     from pytest_openkata.core.evaluate import run_options
+    from pytest_openkata.core.recorded import recorded_run
 
     settings = openkata_settings
     cache = result_cache(pytestconfig, settings)
-    return run_options(settings, cache, shared_folder(pytestconfig, REFS_FOLDER))
+    try:
+        recorded = recorded_run(settings, pytestconfig.rootpath)
+    except ConfigError as exc:  # read at configure time too: only a log changed since then
+        raise pytest.UsageError(f"pytest-openkata: --eval-rejudge: {exc}") from None
+    return run_options(settings, cache, shared_folder(pytestconfig, REFS_FOLDER), recorded)
 
 
 @pytest.fixture(scope="session")

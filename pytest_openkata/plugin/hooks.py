@@ -153,6 +153,16 @@ def _check_compare(settings: EvalSettings) -> None:
         )
 
 
+def _check_rejudge(settings: EvalSettings, rootdir: Path) -> None:
+    """The run log to re-judge must be readable before the run starts."""
+    from pytest_openkata.core.recorded import recorded_run
+
+    try:
+        recorded_run(settings, rootdir)
+    except ConfigError as exc:
+        raise pytest.UsageError(f"pytest-openkata: --eval-rejudge: {exc}") from None
+
+
 def _mode(config: pytest.Config) -> str:
     lint, validate = config.getoption("eval_lint"), config.getoption("eval_validate")
     if lint and validate:
@@ -172,6 +182,8 @@ def pytest_configure(config: pytest.Config) -> None:
     controller = not hasattr(config, "workerinput")
     if controller:  # only the controller compares, and a remote worker has other paths
         _check_compare(settings)
+        if settings.rejudge and mode == "":
+            _check_rejudge(settings, config.rootpath)
     config.stash[settings_key] = settings
     config.stash[redactor_key] = Redactor({*settings.secrets, *secrets_from_environment()})
     config.pluginmanager.register(fixtures, "openkata-fixtures")
@@ -225,6 +237,8 @@ def pytest_report_header(config: pytest.Config) -> str:
         extras.append("cache=off (no cacheprovider)")
     if s.baseline and mode != VALIDATE:  # a validation runs no baseline arm
         extras.append(f"baseline={s.baseline}")
+    if s.rejudge and mode == "":
+        extras.append(f"rejudge={s.rejudge} (recorded answers graded again; no agent runs)")
     if s.category:
         extras.append(
             f"category={s.category} (only these criteria run and score; no checks.json; "

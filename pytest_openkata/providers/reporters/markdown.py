@@ -42,6 +42,7 @@ from pytest_openkata.core.activation import ActivationRate, scenario_activation
 from pytest_openkata.core.compare import SkillComparison
 from pytest_openkata.core.error_rates import error_rates, error_rates_text
 from pytest_openkata.core.excerpts import LAST_TOOL_CALLS
+from pytest_openkata.core.recorded import rejudged_text
 from pytest_openkata.core.regression import SkillChanges
 from pytest_openkata.core.reporting import ReportOutcome, Run
 from pytest_openkata.core.runlog import LoggedRun, log_folder, log_name, skill_summaries
@@ -157,6 +158,8 @@ def _run_section(run: LoggedRun, summaries: Sequence[SkillSummary]) -> Section:
         lines += [described, ""]
     if not run.info.complete:
         lines += ["**This run did not finish:** only the scenarios that ran are shown.", ""]
+    if run.info.rejudged_from is not None:
+        lines += [f"**{escape(rejudged_text(run.info.rejudged_from))}.**", ""]
     return Section("\n".join(lines) + "\n")
 
 
