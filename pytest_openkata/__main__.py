@@ -6,7 +6,9 @@
 - ``merge DIR...`` makes the shards of a CI matrix (``--eval-shard I/N``) into one run's reports;
 - ``convert SRC --to DEST`` writes evals of another published format (skill-creator, waza,
   Skillgrade, Harbor) as openkata scenario folders, or back as skill-creator's evals.json;
-- ``effectiveness [SKILLS-ROOT]`` shows what the skill catalogue will show per skill and model.
+- ``effectiveness [SKILLS-ROOT]`` shows what the skill catalogue will show per skill and model;
+- ``rejudge LOG [OPTIONS]`` grades a recorded run's agent answers again (another judge, more
+  votes, edited criteria) without running the agent, as a new run.
 
 ``--help`` (``-h``, or no arguments) lists them, each with what it does; ``COMMAND --help``
 says more. Each command's module is imported only when it is asked for.
@@ -57,6 +59,10 @@ COMMANDS = {
     "effectiveness": Command(
         "pytest_openkata.commands.effectiveness:main",
         "show what the skill catalogue will show per skill and model",
+    ),
+    "rejudge": Command(
+        "pytest_openkata.commands.rejudge:main",
+        "grade a run log's agent answers again, with no agent run",
     ),
 }
 

@@ -10,7 +10,7 @@ import pytest
 
 from pytest_openkata.__main__ import COMMANDS
 
-NAMES = ["init", "new-scenario", "html", "merge", "convert", "effectiveness"]
+NAMES = ["init", "new-scenario", "html", "merge", "convert", "effectiveness", "rejudge"]
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
