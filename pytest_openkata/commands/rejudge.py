@@ -8,9 +8,11 @@ HTML, Markdown and CSV the settings ask for) that says what it was re-judged fro
 as a pytest run does.
 
 The log names skill folders relative to the root folder of the run that wrote it: they are
-found under the current folder, or under ``--rootdir`` when it is given. A log of a run with a
-baseline arm is re-judged with that arm too, unless ``--eval-baseline`` says otherwise. The
-options after ``LOG`` are pytest's (and the plugin's), passed on as they are.
+found under the current folder, or under ``--rootdir`` when it is given. What the log says of
+the recorded answers is the new run's unless the command line says otherwise: the agent's
+backend, model and label (the reports are filed under that model), the judge's backend and
+model (so that more votes or edited criteria are judged by the same judge), and the baseline
+arm. The options after ``LOG`` are pytest's (and the plugin's), passed on as they are.
 """
 
 from __future__ import annotations
@@ -33,6 +35,18 @@ that says it was re-judged and from what.
   PYTEST-OPTIONS      pytest's and the plugin's options, e.g. --eval-judge-model MODEL,
                       --eval-judge-votes 3, --rootdir DIR (where the log's skill folders are)
 """
+
+
+# The options whose value is the recorded run's unless the command line gives one, and the
+# keys of the log's settings they come from (core.runlog.run_settings).
+FROM_THE_LOG = (
+    ("--eval-backend", "agent"),
+    ("--eval-model", "model"),
+    ("--eval-model-label", "model_label"),
+    ("--eval-judge-backend", "judge"),
+    ("--eval-judge-model", "judge_model"),
+    ("--eval-baseline", "baseline"),
+)
 
 
 def _option_value(args: Sequence[str], name: str) -> str | None:
@@ -63,9 +77,11 @@ def pytest_arguments(log: Path, run: LoggedRun, options: Sequence[str]) -> list[
     arguments = ["--eval-rejudge", str(log)]
     if given is None:  # the log's skill folders are relative to it: never left to pytest
         arguments += ["--rootdir", "."]
-    baseline = run.info.settings.get("baseline")
-    if baseline and _option_value(options, "--eval-baseline") is None:
-        arguments += ["--eval-baseline", str(baseline)]
+    recorded = run.info.settings
+    for option, key in FROM_THE_LOG:
+        value = recorded.get(key)
+        if value and _option_value(options, option) is None:
+            arguments += [option, str(value)]
     return [*arguments, *scenario_paths(run, rootdir), *options]
 
 

@@ -153,14 +153,25 @@ def _check_compare(settings: EvalSettings) -> None:
         )
 
 
-def _check_rejudge(settings: EvalSettings, rootdir: Path) -> None:
-    """The run log to re-judge must be readable before the run starts."""
+def _check_rejudge(config: pytest.Config, settings: EvalSettings) -> None:
+    """The run log to re-judge must be readable before the run starts; an agent model other
+    than the one that gave its answers is said (the reports are filed under this run's)."""
     from pytest_openkata.core.recorded import recorded_run
 
     try:
-        recorded_run(settings, rootdir)
+        recorded = recorded_run(settings, config.rootpath)
     except ConfigError as exc:
         raise pytest.UsageError(f"pytest-openkata: --eval-rejudge: {exc}") from None
+    answered_by = None if recorded is None else recorded.info.settings.get("model")
+    if answered_by and answered_by != settings.model:
+        config.issue_config_time_warning(
+            pytest.PytestConfigWarning(
+                f"pytest-openkata: --eval-rejudge: the answers of {settings.rejudge} are the "
+                f"agent model {answered_by}'s, and this run's reports name {settings.model} "
+                f"(give --eval-model {answered_by})"
+            ),
+            stacklevel=2,
+        )
 
 
 def _mode(config: pytest.Config) -> str:
@@ -183,7 +194,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if controller:  # only the controller compares, and a remote worker has other paths
         _check_compare(settings)
         if settings.rejudge and mode == "":
-            _check_rejudge(settings, config.rootpath)
+            _check_rejudge(config, settings)
     config.stash[settings_key] = settings
     config.stash[redactor_key] = Redactor({*settings.secrets, *secrets_from_environment()})
     config.pluginmanager.register(fixtures, "openkata-fixtures")

@@ -151,13 +151,16 @@ def test_a_scenario_the_log_lacks_errors_by_name_and_an_agent_error_stays_an_err
 
     result = pytester.runpytest(
         "skills/s",
-        *eval_args(endpoint.base_url, "--eval-rejudge", str(source)),
+        *eval_args(endpoint.base_url, "--eval-rejudge", str(source), "--eval-model", "m2"),
         "-p",
         "no:randomly",
     )
 
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert script.agent_calls == agent_calls
+    result.stdout.fnmatch_lines(
+        ["*are the agent model claude-sonnet-4.6's, and this run's reports name m2*"]
+    )
     new = next(log for log in _logs(pytester.path) if log != source)
     by_name = {t["scenario"]: t for t in _records(new)[1:]}
     assert by_name["scenario-c"]["error"].startswith(
