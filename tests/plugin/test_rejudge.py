@@ -183,3 +183,33 @@ def test_a_log_that_cannot_be_read_is_a_usage_error_naming_it(
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--eval-rejudge: rejudge: *bad.jsonl: line 1: not a run log*"])
     assert script.agent_calls == script.judge_calls == 0
+
+
+def test_a_baseline_arm_is_rejudged_with_the_own_arm(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    write_skill(pytester.path, "s", {"scenario-a": {"x": 1}})
+    script.verdicts["x"] = (False, "judge A: no")
+    pytester.runpytest(
+        "skills/s", *eval_args(endpoint.base_url, "--eval-baseline", "without-skill")
+    )
+    [source] = _logs(pytester.path)
+    agent_calls = script.agent_calls
+    assert agent_calls == 2
+    script.verdicts["x"] = (True, "judge B: yes")
+
+    result = pytester.run(
+        sys.executable,
+        *("-m", "pytest_openkata", "rejudge", str(source), "--eval-judge-model", "judge-b"),
+        *eval_args(endpoint.base_url),
+    )
+
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    assert script.agent_calls == agent_calls
+    new = next(log for log in _logs(pytester.path) if log != source)
+    head, *trials = _records(new)
+    assert head["settings"]["baseline"] == "without-skill"
+    assert [(t["arm"], _verdicts(t)) for t in trials] == [
+        ("", {"x": True}),
+        ("without-skill", {"x": True}),
+    ]
