@@ -9,6 +9,10 @@ seconds and cost are recorded.
 The agent is a model backend, an agent CLI on the host, or (for a sandboxed scenario) an agent
 CLI in a sandbox (:mod:`pytest_openkata.core.sandboxed`). Every registered grader then grades
 the trial (:mod:`pytest_openkata.providers.graders`); their criterion results make the score.
+
+A run that re-judges a recorded one (``RunOptions.recorded``) takes every trial's agent result
+from the record instead (:mod:`pytest_openkata.core.recorded`): no agent runs, and only the
+graders work.
 """
 
 from __future__ import annotations

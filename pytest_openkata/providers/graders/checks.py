@@ -5,6 +5,10 @@ evidence: the agent's final output, and for a sandboxed scenario the workspace b
 agent ran, the diff and the outcome of the command checks, which the core ran in the sandbox
 after the agent (:mod:`pytest_openkata.core.sandboxed`). No check reaches the judge. A check
 that cannot give a verdict errors the trial, naming ``checks.json`` and the check.
+
+A re-judged trial (:mod:`pytest_openkata.core.recorded`) has no workspace, only its recorded
+output and transcript: the checks that read the workspace keep the verdicts the recorded run
+gave them, and one it gave none errors the trial.
 """
 
 from __future__ import annotations
