@@ -213,3 +213,52 @@ def test_a_baseline_arm_is_rejudged_with_the_own_arm(
         ("", {"x": True}),
         ("without-skill", {"x": True}),
     ]
+
+
+def test_under_xdist_every_worker_grades_the_recorded_answers(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    write_skill(pytester.path, "s", {f"scenario-{n}": {"x": 1} for n in range(3)})
+    script.verdicts["x"] = (False, "judge A: no")
+    pytester.runpytest("skills/s", *eval_args(endpoint.base_url))
+    [source] = _logs(pytester.path)
+    agent_calls = script.agent_calls
+    script.verdicts["x"] = (True, "judge B: yes")
+
+    result = pytester.runpytest(
+        "skills/s",
+        *eval_args(endpoint.base_url, "--eval-rejudge", str(source.relative_to(pytester.path))),
+        *("--eval-judge-model", "judge-b", "-n", "2"),
+    )
+
+    assert result.ret == pytest.ExitCode.OK
+    assert script.agent_calls == agent_calls
+    new = next(log for log in _logs(pytester.path) if log != source)
+    head, *trials = _records(new)
+    assert head["rejudged_from"]["log"] == source.name
+    assert [_verdicts(t) for t in trials] == [{"x": True}] * 3
+
+
+def test_the_python_api_rejudges_a_log_too(
+    tmp_path: Path,
+    endpoint: ScriptedEndpoint,
+    script: EvalScript,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    write_skill(tmp_path, "s", {"scenario-a": {"x": 1}})
+    monkeypatch.chdir(tmp_path)
+    from pytest_openkata import evaluate
+
+    settings = {"backend": "http", "http": {"base_url": endpoint.base_url}, "cache": "off"}
+    script.verdicts["x"] = (False, "judge A: no")
+    [first] = evaluate("skills", **settings)
+    [source] = _logs(tmp_path)
+    agent_calls = script.agent_calls
+    script.verdicts["x"] = (True, "judge B: yes")
+
+    [second] = evaluate("skills", **settings, judge_model="judge-b", rejudge=str(source))
+
+    assert (first.passed, second.passed) == (False, True)
+    assert script.agent_calls == agent_calls
+    new = next(log for log in _logs(tmp_path) if log != source)
+    assert _records(new)[0]["rejudged_from"]["log"] == source.name
