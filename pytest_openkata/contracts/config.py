@@ -119,6 +119,8 @@ class EvalSettings(BaseModel):
     max_in_flight: int | Literal["auto"] = 0
     baseline: str = ""
     require_uplift: bool = False
+    # Pairwise judging of the two arms of a baseline run (core.pairwise_judge).
+    judge_pairwise: bool = False
     log_dir: str = ".openkata/runs"
     log_keep: int = 20
     html: str = ""

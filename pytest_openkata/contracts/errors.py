@@ -21,6 +21,7 @@ subclasses these::
     ├── JudgeError              the judge step failed (providers.graders.judge)
     ├── JudgeParseError         the judge's answer holds no verdicts (the same module)
     ├── ArmError                a baseline arm cannot be made (core.arms)
+    ├── PairwiseJudgeError      the pairwise judge broke its answer contract
     ├── ShardError              shards that cannot be merged (core.shards)
     ├── RunLogError             a run log that cannot be read (core.runlog)
     ├── ReportDecodeError       a report file the catalogue cannot read (core.catalogue)

@@ -23,6 +23,9 @@ __all__ = [
     "BINARY_SNIFF_BYTES",
     "ERROR_KINDS",
     "INFRASTRUCTURE_ERROR",
+    "PAIRWISE_BASELINE",
+    "PAIRWISE_SKILL",
+    "PAIRWISE_TIE",
     "SCENARIO_ERROR",
     "SKILL_ERROR",
     "AgentResult",
@@ -31,6 +34,8 @@ __all__ = [
     "CriterionResult",
     "FileChange",
     "FileContent",
+    "PairwiseTrial",
+    "PairwiseVerdict",
     "ScenarioResult",
     "Snapshot",
     "TrialEnvironment",
@@ -323,6 +328,48 @@ class Attempt:
     seconds: float = 0.0
 
 
+# Which arm's answer met a criterion better in a pairwise comparison (after unblinding).
+PAIRWISE_SKILL = "skill"
+PAIRWISE_BASELINE = "baseline"
+PAIRWISE_TIE = "tie"
+
+
+@dataclass(frozen=True)
+class PairwiseVerdict:
+    """One criterion of a trial compared side by side by the judge, in both orders: which
+    arm's answer met it better (:data:`PAIRWISE_SKILL`, :data:`PAIRWISE_BASELINE` or
+    :data:`PAIRWISE_TIE`, unblinded) when the skill's answer was shown first, and when the
+    baseline's was, each with the judge's reason."""
+
+    name: str
+    skill_first: str
+    baseline_first: str
+    skill_first_reason: str = ""
+    baseline_first_reason: str = ""
+
+    @property
+    def agrees(self) -> bool:
+        """Whether the judge said the same in both orders (else the order swayed it)."""
+        return self.skill_first == self.baseline_first
+
+    @property
+    def outcome(self) -> str:
+        """What the comparison counts: the judge's word when both orders agree, else a tie
+        (an answer that wins only where it is shown in one place has not won)."""
+        return self.skill_first if self.agrees else PAIRWISE_TIE
+
+
+@dataclass(frozen=True)
+class PairwiseTrial:
+    """The pairwise comparison of one trial's two arms (``--eval-judge-pairwise``): every
+    criterion's verdicts in both orders, or the error that left it without them, and the
+    usage of its judge calls (kept apart from the per-arm grading's)."""
+
+    verdicts: tuple[PairwiseVerdict, ...] = ()
+    error: str | None = None
+    usage: CallStats = CallStats()
+
+
 @dataclass(frozen=True)
 class TrialResult:
     """One run of a scenario: agent, judge votes, score."""
@@ -348,6 +395,9 @@ class TrialResult:
     attempts: tuple[Attempt, ...] = ()
     # What a sandboxed trial ran with (None for a direct one).
     environment: TrialEnvironment | None = None
+    # The own arm's trial compared side by side with its baseline arm's trial of the same
+    # index (``--eval-judge-pairwise``); None when no pairwise comparison was asked for.
+    pairwise: PairwiseTrial | None = None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrialResult:
@@ -503,6 +553,16 @@ def _trace(data: dict[str, Any] | None) -> TrialTrace | None:
     )
 
 
+def _pairwise(data: dict[str, Any] | None) -> PairwiseTrial | None:
+    if data is None:
+        return None
+    return PairwiseTrial(
+        verdicts=tuple(PairwiseVerdict(**verdict) for verdict in data.get("verdicts", ())),
+        error=data.get("error"),
+        usage=CallStats(**data.get("usage", {})),
+    )
+
+
 def _trial(data: dict[str, Any]) -> TrialResult:
     environment = data.get("environment")
     return TrialResult(
@@ -513,6 +573,7 @@ def _trial(data: dict[str, Any]) -> TrialResult:
             "trace": _trace(data.get("trace")),
             "attempts": tuple(Attempt(**attempt) for attempt in data.get("attempts", ())),
             "environment": None if environment is None else TrialEnvironment(**environment),
+            "pairwise": _pairwise(data.get("pairwise")),
         }
     )
 

@@ -144,6 +144,7 @@ def run_options(
         skill_texts=SkillTexts(),
         baseline=settings.baseline,
         refs_folder=refs_folder,
+        judge_pairwise=settings.judge_pairwise,
         judge_reason_max_chars=settings.judge_reason_max_chars,
         categories=settings.categories,
         provider_settings=settings.provider_settings,

@@ -57,6 +57,7 @@ from pytest_openkata.contracts.results import (
     CallStats,
     CriterionResult,
     FileChange,
+    PairwiseTrial,
     ScenarioResult,
     TrialResult,
     TrialTrace,
@@ -84,6 +85,7 @@ from pytest_openkata.core.grading import (
     GradingTask,
 )
 from pytest_openkata.core.jsonfiles import ScenarioLoadError
+from pytest_openkata.core.pairwise_judge import compare_trials
 from pytest_openkata.core.prompt import SkillFileError, SkillTexts, build_prompt
 from pytest_openkata.core.recorded import (
     RecordedArm,
@@ -195,6 +197,9 @@ class RunOptions:
     # where the skills' files at a git ref are extracted.
     baseline: str = ""
     refs_folder: Path | None = None
+    # The judge also compares the two arms' answers of every trial side by side
+    # (:mod:`pytest_openkata.core.pairwise_judge`).
+    judge_pairwise: bool = False
     # The judge schema's cap on a reason's length (0: none, the portable schema).
     judge_reason_max_chars: int = 0
     # ``trials`` wins over scenario.json's own count (a validation grades each run once).
@@ -836,8 +841,11 @@ def run_scenario(
         # Interleaved, so that a drift of the endpoint over the run touches both arms alike.
         trials, other = [], []
         for index in indices:
-            trials.append(run.trial(index))
-            other.append(baseline.trial(index))
+            own, theirs = run.trial(index), baseline.trial(index)
+            if options.judge_pairwise:
+                own = replace(own, pairwise=_pairwise(run, own, theirs, options.baseline))
+            trials.append(own)
+            other.append(theirs)
     result = combine_trials(
         trials, description=scenario.description, skill_scenarios=skill_scenarios, **identity
     )
@@ -853,6 +861,15 @@ def run_scenario(
         result,
         baseline=replace(compared, arm=options.baseline, digests=digests, task=result.task),
     )
+
+
+def _pairwise(
+    run: _ScenarioRun, own: TrialResult, theirs: TrialResult, arm: str
+) -> PairwiseTrial | None:
+    """The judge's side-by-side comparison of one trial's two arms, on the criteria the judge
+    grades (the checks of checks.json are not a matter of opinion)."""
+    scenario = run.scenario
+    return compare_trials(own, theirs, scenario.criteria, scenario.context, run.grading, arm=arm)
 
 
 def _task_text(scenario: Scenario, redact: Callable[[str], str]) -> str:

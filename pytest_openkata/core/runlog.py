@@ -127,6 +127,7 @@ def run_settings(settings: EvalSettings) -> dict[str, Any]:
         "trials": settings.trials,
         "judge_votes": settings.judge_votes,
         "baseline": settings.baseline,
+        "judge_pairwise": settings.judge_pairwise,
         "sandbox_agent": settings.sandbox.agent,
         "sandbox_image": settings.sandbox.image,
         "cache": settings.cache,

@@ -342,6 +342,7 @@ FIELDS: tuple[Setting, ...] = (
     Setting("max_in_flight", _in_flight_cap, metavar="N|auto"),
     Setting("baseline", _baseline, metavar="without-skill|same|REF"),
     Setting("require_uplift", _boolean, flag=True),
+    Setting("judge_pairwise", _boolean, flag=True),
     Setting("log_dir", _log_dir, metavar="PATH|off"),
     Setting("log_keep", _int_between(1, None), metavar="N"),
     Setting("html", _text, metavar="PATH"),
@@ -527,6 +528,9 @@ HELP = {
     "as the endpoint serves at once, when it says (llama-server) (default 0: no cap)",
     "baseline": "also run every scenario in a baseline arm and report the uplift: without-skill, "
     "same (an A/A run) or a git ref of the skill's files (default none)",
+    "judge_pairwise": "with a baseline arm, also let the judge compare both arms' answers of "
+    "every trial side by side, blind to the arms and in both orders, and report wins, losses, "
+    "ties and the judge's order noise (default false)",
     "require_uplift": "exit 1 when the uplift verdict against the baseline is 'regresses' "
     "(never with --eval-baseline same)",
     "log_dir": "folder of the run logs, one JSON Lines file per run, relative to the rootdir "
@@ -746,6 +750,11 @@ def resolve_settings(
         _apply(values, sources, by_key[key], text, f"argument {key}")
     provided = {f.key: values.pop(f.key, f.declared.setting.default) for f in table if f.declared}
 
+    if values.get("judge_pairwise") and not values.get("baseline"):
+        raise ConfigError(
+            f"{sources['judge_pairwise']}: judge_pairwise compares a baseline arm with the "
+            "skill's, and no baseline is set (--eval-baseline without-skill, same or a git ref)"
+        )
     if not values.get("judge_backend"):
         values["judge_backend"] = values.get("backend", EvalSettings().backend)
         sources["judge_backend"] = sources.get("backend", "default") + " (agent backend)"

@@ -252,6 +252,9 @@ def openkata_result(
     if baseline is not None and baseline.error is not None:
         # The comparison the run was asked for cannot be made: an error, not a criterion.
         pytest.fail(visible(f"baseline {baseline.arm}: {baseline.error}"), pytrace=False)
+    pairwise_errors = [t.pairwise.error for t in result.trials if t.pairwise and t.pairwise.error]
+    if pairwise_errors:  # the comparison asked for could not be made: an error, not a verdict
+        pytest.fail(visible(pairwise_errors[0]), pytrace=False)
     return result
 
 

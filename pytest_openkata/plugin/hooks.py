@@ -278,9 +278,13 @@ def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Col
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
-    """A published format's file (``evals.json``, ``eval.yaml``, ``task.toml``) in a run."""
-    if mode_of(parent.config) or file_path.name not in marker_files(parent.config):
+    """A published format's file (``evals.json``, ``eval.yaml``, ``task.toml``) in a run, and
+    in lint mode (its scenarios' lint items)."""
+    mode = mode_of(parent.config)
+    if mode not in ("", LINT) or file_path.name not in marker_files(parent.config):
         return None
+    if mode == LINT:
+        return lint.format_lint_collector(file_path, parent)
     from pytest_openkata.plugin.format_items import format_collector  # only where one is
 
     return format_collector(file_path, parent)
@@ -304,7 +308,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def _select_for_mode(config: pytest.Config, items: list[pytest.Item], mode: str) -> None:
     if mode:
-        wanted = (lint.SkillLintItem, lint.ScenarioLintItem) if mode == LINT else (ValidationItem,)
+        wanted = (
+            (lint.SkillLintItem, lint.ScenarioLintItem, lint.FormatLintItem)
+            if mode == LINT
+            else (ValidationItem,)
+        )
         _deselect(config, items, lambda item: isinstance(item, wanted))
     if mode != LINT:
         categories = config.stash[settings_key].categories

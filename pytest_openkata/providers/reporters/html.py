@@ -47,6 +47,13 @@ from pytest_openkata.contracts.transcripts import Step, Transcript
 from pytest_openkata.core.activation import ActivationRate, scenario_activation
 from pytest_openkata.core.compare import CriterionMove, SkillComparison
 from pytest_openkata.core.error_rates import ErrorRate, error_rates
+from pytest_openkata.core.pairwise import (
+    PairwiseFigures,
+    noise_summary,
+    pairwise_summary,
+    scenario_pairwise,
+    skill_pairwise,
+)
 from pytest_openkata.core.recorded import rejudged_text
 from pytest_openkata.core.regression import UNCHANGED, ScenarioChange
 from pytest_openkata.core.reporting import ReportOutcome, Run
@@ -201,6 +208,13 @@ class ScenarioView:
     change: ScenarioChange | None
     moves: list[CriterionMove]
     flags: list[str]
+    # The judge's side-by-side comparison with the baseline arm (--eval-judge-pairwise).
+    pairwise: PairwiseFigures | None = None
+
+    @property
+    def pairwise_trials(self) -> list[TrialResult]:
+        """The own arm's trials that hold pairwise verdicts, for their table."""
+        return [t for t in self.own.result.trials if t.pairwise and t.pairwise.verdicts]
 
 
 @dataclass(frozen=True)
@@ -221,6 +235,8 @@ class SkillView:
     counts: dict[str, int] = field(default_factory=dict)
     # How often its attempts errored, by kind of failure ([] when none did).
     error_rates: list[ErrorRate] = field(default_factory=list)
+    # The judge's side-by-side comparison with the baseline arm, over all its scenarios.
+    pairwise: PairwiseFigures | None = None
 
 
 @dataclass(frozen=True)
@@ -381,7 +397,7 @@ def _scenario_view(anchor: str, result: ScenarioResult, summary: SkillSummary) -
         flags.append(FLAKY)
     if (change is not None and change.tier != UNCHANGED) or any(m.change != 0 for m in moves):
         flags.append(CHANGED)
-    return ScenarioView(anchor, own, baseline, change, moves, flags)
+    return ScenarioView(anchor, own, baseline, change, moves, flags, scenario_pairwise(result))
 
 
 def _overall(summary: SkillSummary, threshold: int) -> str:
@@ -419,6 +435,7 @@ def _skill_view(index: int, summary: SkillSummary, threshold: int) -> SkillView:
         comparison=summary.comparison,
         counts=counts,
         error_rates=error_rates(summary.results),
+        pairwise=skill_pairwise(summary.results),
     )
 
 
@@ -542,6 +559,7 @@ def _environment() -> Environment:
     environment.filters.update(
         percent=_percent, rate=_rate, points=signed_points, count=_count, cost=_cost, plural=plural
     )
+    environment.filters.update(pairwise=pairwise_summary, swayed=noise_summary)
     return environment
 
 

@@ -11,7 +11,8 @@ overviews first and details last:
 - per skill: a heading with its overall percentage, the threshold and PASS, FAIL or partial; a
   table with one row per scenario (its percentage, a bar of ten cells, the baseline arm's
   percentage when there is one, the failed criteria with their reasons); the errors; the
-  uplift against the baseline arm; the comparison with an earlier run;
+  uplift against the baseline arm; the judge's pairwise comparison of the two arms
+  (``--eval-judge-pairwise``); the comparison with an earlier run;
 - then, per skill and scenario, a ``<details>`` block with every criterion's reason, the end of
   each trial's agent output and the files it changed.
 
@@ -42,6 +43,12 @@ from pytest_openkata.core.activation import ActivationRate, scenario_activation
 from pytest_openkata.core.compare import SkillComparison
 from pytest_openkata.core.error_rates import error_rates, error_rates_text
 from pytest_openkata.core.excerpts import LAST_TOOL_CALLS
+from pytest_openkata.core.pairwise import (
+    noise_summary,
+    pairwise_summary,
+    scenario_pairwise,
+    skill_pairwise,
+)
 from pytest_openkata.core.recorded import rejudged_text
 from pytest_openkata.core.regression import SkillChanges
 from pytest_openkata.core.reporting import ReportOutcome, Run
@@ -318,6 +325,25 @@ def _uplift_section(comparison: SkillComparison) -> Section:
     return Section("\n".join(lines) + "\n\n")
 
 
+def _pairwise_section(summary: SkillSummary) -> Section | None:
+    """The judge's side-by-side comparison with the baseline arm: the skill's figures, then
+    each scenario's with the criteria the order swayed and the comparisons that errored."""
+    total = skill_pairwise(summary.results)
+    if total is None:
+        return None
+    lines = [f"**Pairwise against {escape(total.arm)}:** {escape(pairwise_summary(total))}", ""]
+    for result in summary.results:
+        figures = scenario_pairwise(result)
+        if figures is None:
+            continue
+        lines.append(f"- {escape(result.name)}: {escape(pairwise_summary(figures))}")
+        swayed = noise_summary(figures)
+        if swayed is not None:
+            lines.append(f"  - swayed by the order: {escape(swayed)}")
+        lines += [f"  - error: {escape(error)}" for error in figures.errors]
+    return Section("\n".join(lines) + "\n\n")
+
+
 def _optional_percent(value: float | None) -> str:
     return "—" if value is None else _percent(value, 100)
 
@@ -500,8 +526,27 @@ def _details_section(result: ScenarioResult) -> Section:
         shown = result.error if arm is result else None
         for trial in arm.trials:
             lines += _trial_lines(trial, arm.arm, several, shown)
+    lines += _pairwise_lines(result)
     lines += ["</details>", ""]
     return Section("\n".join(lines) + "\n")
+
+
+def _pairwise_lines(result: ScenarioResult) -> Iterator[str]:
+    """Each pairwise verdict of the scenario's trials: which arm the judge found better with
+    the skill's answer shown first, and with the baseline's shown first, and why."""
+    for trial in result.trials:
+        pairwise = trial.pairwise
+        if pairwise is None or not pairwise.verdicts:
+            continue
+        yield f"Pairwise verdicts, trial {trial.index} (skill's answer first / baseline's first):"
+        yield ""
+        for v in pairwise.verdicts:
+            flipped = "" if v.agrees else " (changed with the order)"
+            yield (
+                f"- {escape(v.name)}: {v.skill_first} / {v.baseline_first}{flipped}: "
+                f"{escape(v.skill_first_reason)} / {escape(v.baseline_first_reason)}"
+            )
+        yield ""
 
 
 def _triggers_section(run: LoggedRun) -> Section | None:
@@ -539,6 +584,9 @@ def sections(run: LoggedRun, summaries: Sequence[SkillSummary]) -> list[Section]
             found.append(errors)
         if summary.comparison is not None:
             found.append(_uplift_section(summary.comparison))
+        pairwise = _pairwise_section(summary)
+        if pairwise is not None:
+            found.append(pairwise)
         if summary.changes is not None:
             found.append(_changes_section(summary.changes))
     triggers = _triggers_section(run)
