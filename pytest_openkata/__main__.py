@@ -9,6 +9,8 @@
 - ``effectiveness [SKILLS-ROOT]`` shows what the skill catalogue will show per skill and model;
 - ``agreement LOG_A (LOG_B | --labels FILE)`` measures how far two judges, or a judge and human
   verdicts, agree on the same answers (Cohen's κ per criterion, with a ``--min-kappa`` gate).
+- ``rejudge LOG [OPTIONS]`` grades a recorded run's agent answers again (another judge, more
+  votes, edited criteria) without running the agent, as a new run.
 
 ``--help`` (``-h``, or no arguments) lists them, each with what it does; ``COMMAND --help``
 says more. Each command's module is imported only when it is asked for.
@@ -63,6 +65,10 @@ COMMANDS = {
     "agreement": Command(
         "pytest_openkata.commands.agreement:main",
         "measure two judges' agreement, or a judge's with human labels",
+    ),
+    "rejudge": Command(
+        "pytest_openkata.commands.rejudge:main",
+        "grade a run log's agent answers again, with no agent run",
     ),
 }
 

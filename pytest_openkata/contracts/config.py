@@ -133,6 +133,8 @@ class EvalSettings(BaseModel):
     markdown: str = ""
     csv: str = ""
     compare: str = ""
+    # A run log whose agent answers this run grades again instead of running the agent.
+    rejudge: str = ""
     regression_tolerance: float = 0.0
     fail_on_regression: bool = False
     # Judge agreement: a run log or labels file to measure the judge against, and the gate.

@@ -83,12 +83,15 @@ class RunLogError(OpenkataError):
 @dataclass(frozen=True)
 class RunInfo:
     """The run a log is of: when it finished (ISO 8601, UTC), whether every selected scenario
-    ran, its threshold and the settings it ran with (no secrets)."""
+    ran, its threshold and the settings it ran with (no secrets); for a run that graded the
+    answers of an earlier one again (:mod:`pytest_openkata.core.recorded`), what that run was
+    (``rejudged_from``: its log's file name, when it finished, its judge and votes)."""
 
     finished_at: str
     complete: bool = True
     threshold: int = DEFAULT_THRESHOLD
     settings: Mapping[str, Any] = field(default_factory=dict)
+    rejudged_from: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -147,13 +150,21 @@ def run_settings(settings: EvalSettings) -> dict[str, Any]:
     }
 
 
-def run_info(settings: EvalSettings, finished_at: datetime, *, complete: bool) -> RunInfo:
-    """The run record of the log of a run with ``settings`` that finished at ``finished_at``."""
+def run_info(
+    settings: EvalSettings,
+    finished_at: datetime,
+    *,
+    complete: bool,
+    rejudged_from: Mapping[str, Any] | None = None,
+) -> RunInfo:
+    """The run record of the log of a run with ``settings`` that finished at ``finished_at``
+    (``rejudged_from``: the recorded run it re-judged, if any)."""
     return RunInfo(
         finished_at=finished_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
         complete=complete,
         threshold=settings.threshold,
         settings=run_settings(settings),
+        rejudged_from=None if rejudged_from is None else dict(rejudged_from),
     )
 
 
@@ -245,7 +256,10 @@ def _records(
     rootdir: Path,
     extras: Mapping[str, Sequence[Mapping[str, Any]]],
 ) -> Iterator[dict[str, Any]]:
-    yield {"record": RUN_RECORD, "schema": SCHEMA_VERSION, **asdict(info)}
+    head = asdict(info)
+    if head["rejudged_from"] is None:  # the run record of a run of its own stays as it was
+        del head["rejudged_from"]
+    yield {"record": RUN_RECORD, "schema": SCHEMA_VERSION, **head}
     ordered = sorted(results, key=lambda r: (relative_skill_dir(r.skill_dir, rootdir), r.name))
     for result in ordered:
         skill_dir = relative_skill_dir(result.skill_dir, rootdir)
@@ -323,6 +337,7 @@ def parse_run_log(text: str, *, source: str = "run log") -> LoggedRun:
             complete=bool(head.get("complete", True)),
             threshold=int(head.get("threshold", DEFAULT_THRESHOLD)),
             settings=dict(head.get("settings") or {}),
+            rejudged_from=_rejudged_from(head.get("rejudged_from"), source),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise RunLogError(f"{source}: line 1: the run record lacks {exc}") from exc
@@ -370,6 +385,14 @@ def _trial_of(record: Mapping[str, Any]) -> tuple[dict[str, Any], TrialResult]:
         if k not in (*_SCENARIO_KEYS, "record", "digests", "task", AUTO_KEY)
     }
     return scenario, TrialResult.from_dict(fields)
+
+
+def _rejudged_from(value: object, source: str) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise RunLogError(f"{source}: line 1: rejudged_from must be an object, not {value!r}")
+    return dict(value)
 
 
 def arm_name(skill_dir: str, scenario: str, arm: str) -> str:

@@ -383,6 +383,7 @@ FIELDS: tuple[Setting, ...] = (
     Setting("markdown", _text, metavar="PATH"),
     Setting("csv", _text, metavar="PATH"),
     Setting("compare", _text, metavar="auto|PATH"),
+    Setting("rejudge", _text, metavar="LOG"),
     Setting("regression_tolerance", _non_negative_number, metavar="POINTS"),
     Setting("fail_on_regression", _boolean, flag=True),
     Setting("agreement_with", _text, metavar="LOG|LABELS"),
@@ -582,6 +583,9 @@ HELP = {
     "csv": "also write one CSV row per skill, scenario, trial, arm and criterion at PATH",
     "compare": "compare with an earlier run: a results JSON, a run log, or auto (each skill's "
     "newest earlier run of the same model and selection, from its reports and the run logs)",
+    "rejudge": "grade the agent answers of a run log again (another judge model, more votes, "
+    "edited criteria) instead of running the agent; the run is a new run that says it was "
+    "re-judged (default none)",
     "regression_tolerance": "points a scenario may fall before the comparison calls it a "
     "regression (default 0)",
     "fail_on_regression": "exit 1 when the comparison finds a regression or a missing scenario",

@@ -196,6 +196,7 @@ class EvalAggregator:
                 },
                 written=written,
                 errors=errors,
+                rejudged_from=self._rejudged_from(),
             )
         )
         if agreement is not None:
@@ -227,6 +228,13 @@ class EvalAggregator:
 
         results = self.results.values()
         return run_agreement(self.settings, results, self.config.rootpath, finished_at)
+
+    def _rejudged_from(self) -> dict[str, Any] | None:
+        """What a re-judging run graded again (read at configure time: it can be read)."""
+        from pytest_openkata.core.recorded import recorded_run
+
+        recorded = recorded_run(self.settings, self.config.rootpath)
+        return None if recorded is None else recorded.rejudged_from()
 
     def _trigger_records(self) -> dict[str, list[dict[str, Any]]]:
         return {} if self.triggers is None else self.triggers.records()

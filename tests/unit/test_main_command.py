@@ -10,7 +10,16 @@ import pytest
 
 from pytest_openkata.__main__ import COMMANDS
 
-NAMES = ["init", "new-scenario", "html", "merge", "convert", "effectiveness", "agreement"]
+NAMES = [
+    "init",
+    "new-scenario",
+    "html",
+    "merge",
+    "convert",
+    "effectiveness",
+    "agreement",
+    "rejudge",
+]
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:

@@ -56,6 +56,7 @@ from pytest_openkata.core.pairwise import (
     skill_pairwise,
 )
 from pytest_openkata.core.power import DEFAULT_TARGET, power_text, uplift_target
+from pytest_openkata.core.recorded import rejudged_text
 from pytest_openkata.core.regression import UNCHANGED, ScenarioChange
 from pytest_openkata.core.reporting import ReportOutcome, Run
 from pytest_openkata.core.runlog import (
@@ -259,6 +260,8 @@ class PageView:
     version: str
     # The run's trigger evals: each skill's metrics line, and the queries that failed the rule.
     trigger_lines: list[str] = field(default_factory=list)
+    # What a re-judged run graded again ("" for a run of its own).
+    rejudged: str = ""
     trigger_failures: list[QueryOutcome] = field(default_factory=list)
 
 
@@ -518,6 +521,7 @@ def page_view(run: LoggedRun, *, source: str = "run log") -> PageView:
         version=_version.__version__,
         trigger_lines=[metrics_line(metrics) for metrics in metrics_by_skill(outcomes)],
         trigger_failures=[outcome for outcome in outcomes if not outcome.passed],
+        rejudged="" if info.rejudged_from is None else rejudged_text(info.rejudged_from),
     )
 
 

@@ -53,6 +53,7 @@ from pytest_openkata.core.pairwise import (
     skill_pairwise,
 )
 from pytest_openkata.core.power import power_text, uplift_target
+from pytest_openkata.core.recorded import rejudged_text
 from pytest_openkata.core.regression import SkillChanges
 from pytest_openkata.core.reporting import ReportOutcome, Run
 from pytest_openkata.core.runlog import LoggedRun, log_folder, log_name, skill_summaries
@@ -168,6 +169,8 @@ def _run_section(run: LoggedRun, summaries: Sequence[SkillSummary]) -> Section:
         lines += [described, ""]
     if not run.info.complete:
         lines += ["**This run did not finish:** only the scenarios that ran are shown.", ""]
+    if run.info.rejudged_from is not None:
+        lines += [f"**{escape(rejudged_text(run.info.rejudged_from))}.**", ""]
     return Section("\n".join(lines) + "\n")
 
 

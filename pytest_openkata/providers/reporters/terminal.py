@@ -369,6 +369,10 @@ class TerminalReporter:
     def report(self, run: Run) -> ReportOutcome | None:
         if run.terminal is None:
             return None
+        if run.rejudged_from is not None:
+            from pytest_openkata.core.recorded import rejudged_text
+
+            run.terminal.write_lines([_safe([(rejudged_text(run.rejudged_from), "yellow")])])
         for summary in run.summaries:
             lines = skill_lines(
                 summary,
