@@ -7,6 +7,10 @@
 - ``convert SRC --to DEST`` writes evals of another published format (skill-creator, waza,
   Skillgrade, Harbor) as openkata scenario folders, or back as skill-creator's evals.json;
 - ``effectiveness [SKILLS-ROOT]`` shows what the skill catalogue will show per skill and model;
+- ``agreement LOG_A (LOG_B | --labels FILE)`` measures how far two judges, or a judge and human
+  verdicts, agree on the same answers (Cohen's κ per criterion, with a ``--min-kappa`` gate);
+- ``rejudge LOG [OPTIONS]`` grades a recorded run's agent answers again (another judge, more
+  votes, edited criteria) without running the agent, as a new run;
 - ``view [FOLDER]`` serves a local web viewer of the run logs under FOLDER.
 
 ``--help`` (``-h``, or no arguments) lists them, each with what it does; ``COMMAND --help``
@@ -58,6 +62,14 @@ COMMANDS = {
     "effectiveness": Command(
         "pytest_openkata.commands.effectiveness:main",
         "show what the skill catalogue will show per skill and model",
+    ),
+    "agreement": Command(
+        "pytest_openkata.commands.agreement:main",
+        "measure two judges' agreement, or a judge's with human labels",
+    ),
+    "rejudge": Command(
+        "pytest_openkata.commands.rejudge:main",
+        "grade a run log's agent answers again, with no agent run",
     ),
     "view": Command(
         "pytest_openkata.viewer.command:main",

@@ -110,7 +110,11 @@ class EvalSettings(BaseModel):
     output: str = ""
     model_label: str = ""
     agent_command: str = ""
-    trials: int = 1
+    # A count, or "auto": run trials until the gate's verdict is settled (see
+    # core/auto_trials.py), at most ``trials_max``, at the confidence ``trials_confidence``.
+    trials: int | Literal["auto"] = 1
+    trials_max: int = 10
+    trials_confidence: float = 0.95
     judge_votes: int = 1
     judge_fence: bool = True
     judge_reason_max_chars: int = 0
@@ -119,14 +123,23 @@ class EvalSettings(BaseModel):
     max_in_flight: int | Literal["auto"] = 0
     baseline: str = ""
     require_uplift: bool = False
+    # Pairwise judging of the two arms of a baseline run (core.pairwise_judge).
+    judge_pairwise: bool = False
+    # The uplift difference, in points, whose needed number of scenarios the report states.
+    uplift_target: float = 10.0
     log_dir: str = ".openkata/runs"
     log_keep: int = 20
     html: str = ""
     markdown: str = ""
     csv: str = ""
     compare: str = ""
+    # A run log whose agent answers this run grades again instead of running the agent.
+    rejudge: str = ""
     regression_tolerance: float = 0.0
     fail_on_regression: bool = False
+    # Judge agreement: a run log or labels file to measure the judge against, and the gate.
+    agreement_with: str = ""
+    min_kappa: float | None = None
     publish_errors: bool = False
     scenario_names: str = "scenario-*"
     category: str = ""

@@ -21,10 +21,13 @@ subclasses these::
     ├── JudgeError              the judge step failed (providers.graders.judge)
     ├── JudgeParseError         the judge's answer holds no verdicts (the same module)
     ├── ArmError                a baseline arm cannot be made (core.arms)
+    ├── PairwiseJudgeError      the pairwise judge broke its answer contract
     ├── ShardError              shards that cannot be merged (core.shards)
     ├── RunLogError             a run log that cannot be read (core.runlog)
     ├── LabelsError             a labels file of human verdicts that cannot be read
     │                           (core.verdict_labels)
+    ├── AgreementError          two sets of verdicts with nothing to compare
+    │                           (core.agreement)
     ├── ReportDecodeError       a report file the catalogue cannot read (core.catalogue)
     ├── VersionsFileError       a versions file of the wrong shape (core.catalogue)
     ├── EarlierRunError         the earlier run to compare with is unusable

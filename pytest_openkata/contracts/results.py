@@ -11,7 +11,7 @@ the code that makes them lives in ``core`` (``core.workspace``, ``core.stats``).
 from __future__ import annotations
 
 import codecs
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from typing import Any, TypeVar
@@ -23,14 +23,23 @@ __all__ = [
     "BINARY_SNIFF_BYTES",
     "ERROR_KINDS",
     "INFRASTRUCTURE_ERROR",
+    "PAIRWISE_BASELINE",
+    "PAIRWISE_SKILL",
+    "PAIRWISE_TIE",
     "SCENARIO_ERROR",
+    "SETTLED_ABOVE",
+    "SETTLED_BELOW",
     "SKILL_ERROR",
+    "UNSETTLED",
     "AgentResult",
     "Attempt",
+    "AutoTrials",
     "CallStats",
     "CriterionResult",
     "FileChange",
     "FileContent",
+    "PairwiseTrial",
+    "PairwiseVerdict",
     "ScenarioResult",
     "Snapshot",
     "TrialEnvironment",
@@ -132,6 +141,40 @@ class TrialStats:
     passes: int
     pass_at_k: dict[int, float]
     pass_hat_k: dict[int, float]
+
+
+# How ``trials = auto`` ended for a scenario: its mean's interval lay wholly at or above the
+# threshold, wholly below it, or neither (the maximum was reached, or a trial errored).
+SETTLED_ABOVE = "above"
+SETTLED_BELOW = "below"
+UNSETTLED = ""
+
+
+@dataclass(frozen=True)
+class AutoTrials:
+    """How ``trials = auto`` ran a scenario: at most ``maximum`` trials, stopped once the
+    ``confidence`` interval of the mean percentage lay wholly on one side of ``threshold``;
+    ``settled`` says which side (:data:`SETTLED_ABOVE`, :data:`SETTLED_BELOW`) or that it did
+    not settle (:data:`UNSETTLED`). Kept so that the reports can state the trials saved."""
+
+    maximum: int
+    confidence: float
+    threshold: float
+    settled: str = UNSETTLED
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> AutoTrials:
+        """Read back from a run log; ``TypeError``/``ValueError`` for a malformed record."""
+        maximum, confidence, threshold = data["maximum"], data["confidence"], data["threshold"]
+        settled = data.get("settled", UNSETTLED)
+        if not (isinstance(maximum, int) and not isinstance(maximum, bool) and maximum >= 1):
+            raise ValueError(f"auto_trials maximum must be a whole number >= 1, not {maximum!r}")
+        for name, value in (("confidence", confidence), ("threshold", threshold)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise TypeError(f"auto_trials {name} must be a number, not {value!r}")
+        if settled not in (SETTLED_ABOVE, SETTLED_BELOW, UNSETTLED):
+            raise ValueError(f"auto_trials settled must be above, below or empty, not {settled!r}")
+        return cls(maximum, float(confidence), float(threshold), settled)
 
 
 _N = TypeVar("_N", int, float)
@@ -323,6 +366,48 @@ class Attempt:
     seconds: float = 0.0
 
 
+# Which arm's answer met a criterion better in a pairwise comparison (after unblinding).
+PAIRWISE_SKILL = "skill"
+PAIRWISE_BASELINE = "baseline"
+PAIRWISE_TIE = "tie"
+
+
+@dataclass(frozen=True)
+class PairwiseVerdict:
+    """One criterion of a trial compared side by side by the judge, in both orders: which
+    arm's answer met it better (:data:`PAIRWISE_SKILL`, :data:`PAIRWISE_BASELINE` or
+    :data:`PAIRWISE_TIE`, unblinded) when the skill's answer was shown first, and when the
+    baseline's was, each with the judge's reason."""
+
+    name: str
+    skill_first: str
+    baseline_first: str
+    skill_first_reason: str = ""
+    baseline_first_reason: str = ""
+
+    @property
+    def agrees(self) -> bool:
+        """Whether the judge said the same in both orders (else the order swayed it)."""
+        return self.skill_first == self.baseline_first
+
+    @property
+    def outcome(self) -> str:
+        """What the comparison counts: the judge's word when both orders agree, else a tie
+        (an answer that wins only where it is shown in one place has not won)."""
+        return self.skill_first if self.agrees else PAIRWISE_TIE
+
+
+@dataclass(frozen=True)
+class PairwiseTrial:
+    """The pairwise comparison of one trial's two arms (``--eval-judge-pairwise``): every
+    criterion's verdicts in both orders, or the error that left it without them, and the
+    usage of its judge calls (kept apart from the per-arm grading's)."""
+
+    verdicts: tuple[PairwiseVerdict, ...] = ()
+    error: str | None = None
+    usage: CallStats = CallStats()
+
+
 @dataclass(frozen=True)
 class TrialResult:
     """One run of a scenario: agent, judge votes, score."""
@@ -348,6 +433,9 @@ class TrialResult:
     attempts: tuple[Attempt, ...] = ()
     # What a sandboxed trial ran with (None for a direct one).
     environment: TrialEnvironment | None = None
+    # The own arm's trial compared side by side with its baseline arm's trial of the same
+    # index (``--eval-judge-pairwise``); None when no pairwise comparison was asked for.
+    pairwise: PairwiseTrial | None = None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrialResult:
@@ -402,6 +490,16 @@ class ScenarioResult:
     # sha256 of what the arm ran: its prompt, task, criteria, checks and inputs
     # (:func:`pytest_openkata.core.scenario.scenario_digests`); empty when it could not load.
     digests: dict[str, str] = field(default_factory=dict)
+    # How ``trials = auto`` ran it; None when its number of trials was fixed.
+    auto_trials: AutoTrials | None = None
+
+    @property
+    def trials_saved(self) -> int:
+        """Trials that ``trials = auto`` did not need to run, against its maximum (0 with a
+        fixed number of trials)."""
+        if self.auto_trials is None:
+            return 0
+        return max(self.auto_trials.maximum - len(self.trials), 0)
 
     @property
     def judge_errors(self) -> int:
@@ -457,9 +555,11 @@ class ScenarioResult:
     def from_dict(cls, data: dict[str, Any]) -> ScenarioResult:
         stats = data.get("stats")
         baseline = data.get("baseline")
+        auto = data.get("auto_trials")
         return cls(
             **{
                 **data,
+                "auto_trials": None if auto is None else AutoTrials.from_dict(auto),
                 "criteria": _criteria(data.get("criteria")),
                 "trials": [_trial(t) for t in data.get("trials", ())],
                 "stats": None if stats is None else _stats(stats),
@@ -503,6 +603,16 @@ def _trace(data: dict[str, Any] | None) -> TrialTrace | None:
     )
 
 
+def _pairwise(data: dict[str, Any] | None) -> PairwiseTrial | None:
+    if data is None:
+        return None
+    return PairwiseTrial(
+        verdicts=tuple(PairwiseVerdict(**verdict) for verdict in data.get("verdicts", ())),
+        error=data.get("error"),
+        usage=CallStats(**data.get("usage", {})),
+    )
+
+
 def _trial(data: dict[str, Any]) -> TrialResult:
     environment = data.get("environment")
     return TrialResult(
@@ -513,6 +623,7 @@ def _trial(data: dict[str, Any]) -> TrialResult:
             "trace": _trace(data.get("trace")),
             "attempts": tuple(Attempt(**attempt) for attempt in data.get("attempts", ())),
             "environment": None if environment is None else TrialEnvironment(**environment),
+            "pairwise": _pairwise(data.get("pairwise")),
         }
     )
 

@@ -10,9 +10,10 @@ trials that ran says where the skill works.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pytest_openkata.contracts.results import ScenarioResult, TrialResult
+from pytest_openkata.core.power import PairedPower, paired_power
 from pytest_openkata.core.uplift import Uplift, compare_arms
 
 __all__ = ["CriterionMove", "SkillComparison", "compare_skill"]
@@ -41,6 +42,15 @@ class SkillComparison:
     uplift: Uplift | None
     criteria: list[CriterionMove]
     left_out: list[tuple[str, str]]
+    # Each compared scenario's difference (with - without, in points), for the power analysis;
+    # not in the results JSON (a comparison read back from one has none), nor compared.
+    differences: tuple[float, ...] = field(default=(), compare=False)
+
+    def power(self, target: float) -> PairedPower | None:
+        """The power analysis of the comparison for a difference of ``target`` points
+        (:func:`~pytest_openkata.core.power.paired_power`); None with fewer than two
+        scenarios compared."""
+        return paired_power(self.differences, target)
 
     def moved_most(self, count: int = 3) -> list[CriterionMove]:
         """The criteria that moved, the largest moves first (ties in report order)."""
@@ -93,4 +103,5 @@ def compare_skill(results: Sequence[ScenarioResult], *, seed: int = 0) -> SkillC
     uplift = None
     if pairs:
         uplift = compare_arms(pairs, arm=arm, criterion_pairs=criterion_pairs, seed=seed)
-    return SkillComparison(arm, uplift, moves, left_out)
+    differences = tuple(with_value - without for with_value, without in pairs)
+    return SkillComparison(arm, uplift, moves, left_out, differences)

@@ -20,6 +20,7 @@ __all__ = [
     "Conversation",
     "NextPrompt",
     "SendPrompt",
+    "conversation_text",
     "converse",
     "scripted",
     "then",
@@ -84,3 +85,17 @@ def converse(send: SendPrompt, task: str, prompt: str, follow: NextPrompt) -> Co
     if len(told) == len(transcripts):
         joined = joined_turns(told, [turn.user for turn in turns[1:]])
     return Conversation(tuple(turns), joined)
+
+
+def conversation_text(turns: Sequence[Turn], final: str) -> str:
+    """A conversation as the judge reads it: each turn's user message and the agent's answer,
+    numbered; the last answer is ``final`` (for a sandboxed agent, its answer and the
+    workspace changes)."""
+    parts = []
+    for number, turn in enumerate(turns, start=1):
+        answer = final if number == len(turns) else turn.agent
+        parts.append(f"### User (turn {number})\n\n{turn.user}\n\n### Agent (turn {number})\n\n")
+        parts.append(answer)
+        if number < len(turns):
+            parts.append("\n\n")
+    return "".join(parts)

@@ -23,8 +23,10 @@ from pathlib import Path
 from pytest_openkata.contracts.config import EvalSettings
 from pytest_openkata.contracts.errors import BackendError, ConfigError
 from pytest_openkata.contracts.results import ScenarioResult
+from pytest_openkata.core.auto_trials import AutoTrialRule
 from pytest_openkata.core.build import build_backends, close_backends
 from pytest_openkata.core.prompt import SkillTexts
+from pytest_openkata.core.recorded import RecordedRun, recorded_run
 from pytest_openkata.core.reporting import make_run, report_run
 from pytest_openkata.core.run import RunOptions, run_scenario
 from pytest_openkata.core.sandboxed import build_sandbox
@@ -124,13 +126,23 @@ def cache_folder(root: Path) -> Path:
 
 
 def run_options(
-    settings: EvalSettings, cache: ResultCache | None, refs_folder: Path | None = None
+    settings: EvalSettings,
+    cache: ResultCache | None,
+    refs_folder: Path | None = None,
+    recorded: RecordedRun | None = None,
 ) -> RunOptions:
     """Trials, votes, fencing, the cache, prices, the skills' texts and the baseline arm of a
-    run (``refs_folder``: where the skills' files at a git ref are extracted)."""
+    run (``refs_folder``: where the skills' files at a git ref are extracted; ``recorded``:
+    the recorded run it re-judges, if any)."""
     price = settings.price
+    auto = settings.trials == "auto"
     return RunOptions(
-        trials=settings.trials,
+        trials=settings.trials_max if auto else int(settings.trials),
+        auto_trials=AutoTrialRule(
+            settings.trials_max, settings.trials_confidence, settings.threshold
+        )
+        if auto
+        else None,
         judge_votes=settings.judge_votes,
         fence=settings.judge_fence,
         cache=cache,
@@ -139,11 +151,13 @@ def run_options(
         skill_texts=SkillTexts(),
         baseline=settings.baseline,
         refs_folder=refs_folder,
+        judge_pairwise=settings.judge_pairwise,
         judge_reason_max_chars=settings.judge_reason_max_chars,
         categories=settings.categories,
         provider_settings=settings.provider_settings,
         retry_infrastructure=settings.retry.infrastructure,
         skill_delivery=settings.skill_delivery,
+        recorded=recorded,
     )
 
 
@@ -178,7 +192,8 @@ def evaluate(paths: PathLike | Iterable[PathLike], **settings: object) -> list[S
         if not resolved.categories or has_categories(scenario, resolved.categories)
     ]
     here = Path.cwd()
-    results = _run(jobs, resolved, here)
+    recorded = recorded_run(resolved, here)
+    results = _run(jobs, resolved, here, recorded)
     summaries = summarise(results, resolved.threshold, here, partial=bool(resolved.category))
     run = make_run(
         summaries,
@@ -186,6 +201,7 @@ def evaluate(paths: PathLike | Iterable[PathLike], **settings: object) -> list[S
         datetime.now(UTC),
         here,
         removed=tuple(_remove_stale(resolved, here)),
+        rejudged_from=None if recorded is None else recorded.rejudged_from(),
     )
     done = report_run(run)
     for path in done.removed:  # no terminal here: a warning of Python's logging says it
@@ -210,12 +226,14 @@ def _engine_slots(folder: Path, engine: str, capacity: int) -> SharedSlots:
     return SharedSlots(folder, engine, capacity)
 
 
-def _run(jobs: list[_Job], settings: EvalSettings, here: Path) -> list[ScenarioResult]:
+def _run(
+    jobs: list[_Job], settings: EvalSettings, here: Path, recorded: RecordedRun | None
+) -> list[ScenarioResult]:
     from pytest_openkata.infra.http import make_client
 
     redact = Redactor({*settings.secrets, *secrets_from_environment()})
     cache = None if settings.cache == "off" else ResultCache(cache_folder(here), settings.cache)
-    options = run_options(settings, cache, refs_folder(here))
+    options = run_options(settings, cache, refs_folder(here), recorded)
     # The in-flight cap's and the engines' lock files, shared with pytest runs in ``here``.
     locks = here / ".pytest_cache" / "d" / "openkata-in-flight"
     lock_folder = None

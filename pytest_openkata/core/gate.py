@@ -38,6 +38,7 @@ def gate_line(
     require_uplift: bool = False,
     fail_on_regression: bool = False,
     run_errors: int = 0,
+    agreement: str = "",
 ) -> list[Segment]:
     """The run's last line: the gate's decision and why the exit status is what it is.
 
@@ -81,6 +82,8 @@ def gate_line(
         reasons.append(f"{plural(unwritten, 'report')} not written")
     if any(summary.compare_error is not None for summary in summaries):
         reasons.append("the earlier run to compare with could not be read")
+    if agreement:  # the judge agreement gate's failure (agreement_with, min_kappa)
+        reasons.append(agreement)
     separator = ": " if enforced else ", "
     text = f"{'; '.join(reasons)}{separator}exit {exit_status}"
     return [(visible(text), "green" if exit_status == 0 else "red")]

@@ -94,6 +94,10 @@ class GradingTask:
     arm: str = ""
     # The outcome of each command check (checks.json), run in the sandbox after the agent.
     commands: Mapping[str, CommandOutcome] = field(default_factory=dict)
+    # A re-judged trial's recorded verdicts of the checks that read the workspace, by name
+    # (None: a live trial). A run log keeps the workspace only as diffs, so these checks take
+    # their verdicts from the record (:mod:`pytest_openkata.core.recorded`).
+    recorded_checks: Mapping[str, CriterionResult] | None = None
 
 
 @dataclass(frozen=True)

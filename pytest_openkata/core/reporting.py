@@ -105,6 +105,8 @@ class Run:
     written: Mapping[str, Path] = field(default_factory=dict)
     errors: tuple[str, ...] = ()
     removed: tuple[Path, ...] = ()
+    # The recorded run this one graded again (``RecordedRun.rejudged_from``), or None.
+    rejudged_from: Mapping[str, Any] | None = None
 
     @cached_property
     def log_text(self) -> str:
@@ -112,7 +114,12 @@ class Run:
         from pytest_openkata.core.runlog import log_lines, run_info
 
         results = [result for summary in self.summaries for result in summary.results]
-        info = run_info(self.settings, self.finished_at, complete=self.complete)
+        info = run_info(
+            self.settings,
+            self.finished_at,
+            complete=self.complete,
+            rejudged_from=self.rejudged_from,
+        )
         return log_lines(info, results, self.rootdir, self.log_extras)
 
     @cached_property

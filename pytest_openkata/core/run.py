@@ -9,6 +9,10 @@ seconds and cost are recorded.
 The agent is a model backend, an agent CLI on the host, or (for a sandboxed scenario) an agent
 CLI in a sandbox (:mod:`pytest_openkata.core.sandboxed`). Every registered grader then grades
 the trial (:mod:`pytest_openkata.providers.graders`); their criterion results make the score.
+
+A run that re-judges a recorded one (``RunOptions.recorded``) takes every trial's agent result
+from the record instead (:mod:`pytest_openkata.core.recorded`): no agent runs, and only the
+graders work.
 """
 
 from __future__ import annotations
@@ -50,9 +54,11 @@ from pytest_openkata.contracts.results import (
     SKILL_ERROR,
     AgentResult,
     Attempt,
+    AutoTrials,
     CallStats,
     CriterionResult,
     FileChange,
+    PairwiseTrial,
     ScenarioResult,
     TrialResult,
     TrialTrace,
@@ -61,6 +67,7 @@ from pytest_openkata.contracts.results import (
 )
 from pytest_openkata.contracts.transcripts import Transcript, one_turn
 from pytest_openkata.core.arms import OWN_ARM, Arm, ArmError, baseline_arm
+from pytest_openkata.core.auto_trials import AutoTrialRule
 from pytest_openkata.core.calls import NO_SLOTS, live_call
 from pytest_openkata.core.checks import CANNOT_START, Check, CommandOutcome, command_checks
 from pytest_openkata.core.conversation import (
@@ -80,7 +87,15 @@ from pytest_openkata.core.grading import (
     GradingTask,
 )
 from pytest_openkata.core.jsonfiles import ScenarioLoadError
+from pytest_openkata.core.pairwise_judge import compare_trials
 from pytest_openkata.core.prompt import SkillFileError, SkillTexts, build_prompt
+from pytest_openkata.core.recorded import (
+    RecordedArm,
+    RecordedRun,
+    answered,
+    recorded_agent,
+    workspace_verdicts,
+)
 from pytest_openkata.core.sandboxed import (
     SandboxSetup,
     again_elsewhere,
@@ -184,6 +199,9 @@ class RunOptions:
     # where the skills' files at a git ref are extracted.
     baseline: str = ""
     refs_folder: Path | None = None
+    # The judge also compares the two arms' answers of every trial side by side
+    # (:mod:`pytest_openkata.core.pairwise_judge`).
+    judge_pairwise: bool = False
     # The judge schema's cap on a reason's length (0: none, the portable schema).
     judge_reason_max_chars: int = 0
     # ``trials`` wins over scenario.json's own count (a validation grades each run once).
@@ -197,6 +215,12 @@ class RunOptions:
     # How the skill reaches the agent (:mod:`pytest_openkata.core.skill_delivery`): pasted
     # into the prompt, or installed where the agent discovers it (the prompt: the task alone).
     skill_delivery: str = PROMPT
+    # ``trials = auto``: trials run one after another until this rule stops them (``trials``
+    # is then its maximum); None runs ``trials`` trials. A scenario.json count still wins.
+    auto_trials: AutoTrialRule | None = None
+    # A recorded run to re-judge (the ``rejudge`` setting): every trial's agent answer comes
+    # from it, the agent is never called, and each scenario runs as many trials as it holds.
+    recorded: RecordedRun | None = None
 
     def __post_init__(self) -> None:
         if self.trials < 1 or self.judge_votes < 1:
@@ -321,8 +345,10 @@ class _ScenarioRun:
         redact: Callable[[str], str],
         slot: CallSlot,
         arm: Arm = OWN_ARM,
+        recorded: RecordedArm | None = None,
     ) -> None:
         self.scenario = scenario
+        self.recorded = recorded
         self.arm = arm
         self.prompt = prompt
         self.backends = backends
@@ -358,7 +384,28 @@ class _ScenarioRun:
         return before
 
     def digests(self) -> dict[str, str]:
+        current = self._current_digests
+        if self.recorded is not None:  # what the agent ran is the recorded run's
+            return self.recorded.graded_digests(current)
+        return dict(current)
+
+    @functools.cached_property
+    def _current_digests(self) -> dict[str, str]:
         return scenario_digests(self.scenario.path, self.prompt, self.scenario.contents)
+
+    def _recorded_trial(self, index: int) -> TrialResult | None:
+        """Trial ``index`` of the recorded run being re-judged (None: a live run)."""
+        if self.recorded is None:
+            return None
+        found = next((trial for trial in self.recorded.trials if trial.index == index), None)
+        if found is None:  # an arm recorded with fewer trials than the other
+            return errored_trial(
+                index,
+                f"trial {index} of this arm is not in the run log being re-judged",
+                kind=SCENARIO_ERROR,
+                cause=INVALID_INPUT,
+            )
+        return found
 
     # -- the agent -------------------------------------------------------------------------
 
@@ -524,6 +571,9 @@ class _ScenarioRun:
     def agent_result(self, trial: int) -> tuple[AgentResult, CallStats, dict[str, CommandOutcome]]:
         """The agent's result of one trial, its calls, and how each command check ended on it
         (run with the agent, or again on a cached result's workspace when they are not cached)."""
+        recorded = self._recorded_trial(trial)
+        if recorded is not None:  # re-judged: the agent's answer and its usage as recorded
+            return recorded_agent(recorded), recorded.usage.agent, {}
         cache = self.options.cache
         key = ""
         commands_wanted = bool(self._commands())
@@ -579,6 +629,9 @@ class _ScenarioRun:
     def trial(self, index: int) -> TrialResult:
         """Trial ``index``, run again while it errors for the infrastructure and
         ``retry_infrastructure`` allows; the attempts before the last are kept in it."""
+        recorded = self._recorded_trial(index)
+        if recorded is not None and not answered(recorded):
+            return recorded  # its agent errored: there is no answer to grade again
         earlier: list[Attempt] = []
         while True:
             result = self._one_trial(index)
@@ -614,8 +667,21 @@ class _ScenarioRun:
                 trace=trace,
                 environment=exc.environment,
             )
+        recorded = self._recorded_trial(index)
+        checks = None
+        if recorded is not None:
+            changed = self.recorded is not None and self.recorded.checks_changed(
+                self._current_digests
+            )
+            checks = workspace_verdicts(recorded, checks_changed=changed)
         task = GradingTask(
-            self.scenario, agent, index, self.grading, arm=self.arm.name, commands=commands
+            self.scenario,
+            agent,
+            index,
+            self.grading,
+            arm=self.arm.name,
+            commands=commands,
+            recorded_checks=checks,
         )
         judge_stats = CallStats()
         criteria: list[CriterionResult] = []
@@ -632,7 +698,7 @@ class _ScenarioRun:
                     agent_cached=agent.cached,
                     judge_errors=1 if exc.judge_error else 0,
                     usage=Usage(agent_stats, judge_stats + exc.usage),
-                    trace=self._trace(agent, answers, seconds()),
+                    trace=self._trace(agent, answers, seconds(), index),
                     environment=agent.environment,
                 )
             criteria.extend(grading.criteria)
@@ -646,7 +712,7 @@ class _ScenarioRun:
             agent_cached=agent.cached,
             judge_cached=judge_stats.cached,
             usage=usage,
-            trace=self._trace(agent, answers, seconds()),
+            trace=self._trace(agent, answers, seconds(), index),
             environment=agent.environment,
         )
 
@@ -658,10 +724,13 @@ class _ScenarioRun:
         return error_cause(exc, MODEL_ENDPOINT)
 
     def _trace(
-        self, agent: AgentResult, answers: dict[str, list[Any]], seconds: float
+        self, agent: AgentResult, answers: dict[str, list[Any]], seconds: float, index: int
     ) -> TrialTrace:
         changes: tuple[FileChange, ...] = ()
-        if agent.changes is not None:
+        recorded = self._recorded_trial(index)
+        if recorded is not None:  # re-judged: the workspace changes as the record shows them
+            changes = () if recorded.trace is None else recorded.trace.changes
+        elif agent.changes is not None:
             # The diff shows the files' text: a secret the agent wrote is masked here too.
             changes = tuple(
                 FileChange(self.redact(c.path), c.status, self.redact(c.diff))
@@ -703,6 +772,36 @@ def _error_kind(exc: Exception, scenario_dir: Path) -> str:
     return SCENARIO_ERROR
 
 
+def _trials(
+    run: _ScenarioRun,
+    baseline: _ScenarioRun | TrialResult | None,
+    indices: Sequence[int],
+    rule: AutoTrialRule | None,
+    options: RunOptions,
+) -> tuple[list[TrialResult], list[TrialResult] | None, AutoTrials | None]:
+    """The scenario's trials in both arms (the baseline's None without one), and how
+    ``trials = auto`` stopped them (None when it did not run)."""
+    trials: list[TrialResult] = []
+    other: list[TrialResult] | None = None
+    if baseline is not None:
+        other = [] if isinstance(baseline, _ScenarioRun) else [baseline]
+    auto = None
+    for index in indices:
+        own = run.trial(index)
+        if isinstance(baseline, _ScenarioRun) and other is not None:
+            # Interleaved, so that a drift of the endpoint over the run touches both arms alike.
+            theirs = baseline.trial(index)
+            if options.judge_pairwise:
+                own = replace(own, pairwise=_pairwise(run, own, theirs, options.baseline))
+            other.append(theirs)
+        trials.append(own)
+        if rule is not None:
+            stop, auto = rule.verdict(trials)
+            if stop:
+                break
+    return trials, other, auto
+
+
 def run_scenario(
     scenario_dir: Path,
     backends: Backends | Callable[[], Backends],
@@ -718,7 +817,10 @@ def run_scenario(
 
     ``backends`` may be a factory, so that a backend that cannot be built (no base URL, no
     agent CLI) errors the scenarios that need it, like any other agent failure. The number of
-    trials is the scenario's own (``scenario.json``) or else ``options.trials``. ``slot`` is
+    trials is the scenario's own (``scenario.json``) or else ``options.trials``; with
+    ``options.auto_trials`` (and no count of the scenario's own) ``options.trials`` is the most,
+    and the trials stop once the rule settles the scenario
+    (:mod:`pytest_openkata.core.auto_trials`). ``slot`` is
     held around every live agent run and judge call (cache hits need none).
     ``skill_scenarios`` names every scenario of the skill, for the gate's completeness.
     """
@@ -728,7 +830,12 @@ def run_scenario(
         "skill_dir": str(skill_dir),
         "name": scenario_dir.name,
     }
+    recorded = None
     try:
+        if options.recorded is not None:
+            recorded = options.recorded.arm_of(skill_dir, scenario_dir.name)
+            if recorded is None:
+                raise ScenarioFailure(options.recorded.missing(skill_dir, scenario_dir.name))
         resolved = backends() if callable(backends) else backends
         scenario = only_categories(load_scenario(scenario_dir), options.categories)
         if not scenario.criteria and not scenario.checks:
@@ -755,22 +862,24 @@ def run_scenario(
             skill_scenarios=skill_scenarios,
             **identity,
         )
-    run = _ScenarioRun(scenario, prompt, resolved, options, redact=redact, slot=slot)
+    run = _ScenarioRun(
+        scenario, prompt, resolved, options, redact=redact, slot=slot, recorded=recorded
+    )
     count = options.trials if options.trials_fixed else scenario.trials or options.trials
-    baseline = _baseline_run(scenario, resolved, options, redact=redact, slot=slot)
-    if baseline is None or isinstance(baseline, TrialResult):
-        trials = [run.trial(index) for index in range(1, count + 1)]
-        other = None if baseline is None else [baseline]
-    else:
-        # Interleaved, so that a drift of the endpoint over the run touches both arms alike.
-        trials, other = [], []
-        for index in range(1, count + 1):
-            trials.append(run.trial(index))
-            other.append(baseline.trial(index))
+    rule = None if options.trials_fixed or scenario.trials else options.auto_trials
+    indices = list(range(1, count + 1))
+    if recorded is not None:  # re-judged: the trials the record holds, however they stopped
+        indices = [trial.index for trial in recorded.trials]
+        rule = None
+    baseline = _baseline_run(
+        scenario, resolved, options, redact=redact, slot=slot, skill_dir=skill_dir
+    )
+    trials, other, auto = _trials(run, baseline, indices, rule, options)
     result = combine_trials(
         trials, description=scenario.description, skill_scenarios=skill_scenarios, **identity
     )
-    result = replace(result, digests=run.digests(), task=_task_text(scenario, redact))
+    task = _task_text(scenario, redact) if recorded is None else recorded.task
+    result = replace(result, digests=run.digests(), task=task, auto_trials=auto)
     if other is None:
         return result
     compared = combine_trials(
@@ -781,6 +890,15 @@ def run_scenario(
         result,
         baseline=replace(compared, arm=options.baseline, digests=digests, task=result.task),
     )
+
+
+def _pairwise(
+    run: _ScenarioRun, own: TrialResult, theirs: TrialResult, arm: str
+) -> PairwiseTrial | None:
+    """The judge's side-by-side comparison of one trial's two arms, on the criteria the judge
+    grades (the checks of checks.json are not a matter of opinion)."""
+    scenario = run.scenario
+    return compare_trials(own, theirs, scenario.criteria, scenario.context, run.grading, arm=arm)
 
 
 def _task_text(scenario: Scenario, redact: Callable[[str], str]) -> str:
@@ -812,11 +930,16 @@ def _baseline_run(
     *,
     redact: Callable[[str], str],
     slot: CallSlot,
+    skill_dir: Path,
 ) -> _ScenarioRun | TrialResult | None:
     """The run of the scenario's baseline arm; an errored trial when that arm cannot be made
     (an unknown git ref), None without a baseline."""
     if not options.baseline:
         return None
+    if options.recorded is not None:
+        return _recorded_baseline(
+            scenario, backends, options, redact=redact, slot=slot, skill_dir=skill_dir
+        )
     try:
         refs = options.refs_folder or _private_refs_folder()
         arm = baseline_arm(options.baseline, scenario.skill_dir, refs)
@@ -831,3 +954,26 @@ def _baseline_run(
         text = error_text(exc, redact, scenario.skill_dir)
         return errored_trial(1, text, kind=SCENARIO_ERROR, cause=INVALID_INPUT)
     return _ScenarioRun(scenario, prompt, backends, options, redact=redact, slot=slot, arm=arm)
+
+
+def _recorded_baseline(
+    scenario: Scenario,
+    backends: Backends,
+    options: RunOptions,
+    *,
+    redact: Callable[[str], str],
+    slot: CallSlot,
+    skill_dir: Path,
+) -> _ScenarioRun | TrialResult:
+    """A re-judged scenario's baseline arm: its recorded trials, graded again; an errored
+    trial when the log does not hold that arm. No skill is extracted at a git ref and no
+    prompt is built: the agent's answers are the record's."""
+    assert options.recorded is not None
+    recorded = options.recorded.arm_of(skill_dir, scenario.name, options.baseline)
+    if recorded is None:
+        text = options.recorded.missing(skill_dir, scenario.name, options.baseline)
+        return errored_trial(1, text, kind=SCENARIO_ERROR, cause=INVALID_INPUT)
+    arm = Arm(options.baseline, skill=False)  # its skill is never used: no agent runs
+    return _ScenarioRun(
+        scenario, "", backends, options, redact=redact, slot=slot, arm=arm, recorded=recorded
+    )

@@ -27,7 +27,12 @@ from typing import Any
 
 from pytest_openkata.contracts.config import DEFAULT_THRESHOLD, EvalSettings
 from pytest_openkata.contracts.errors import OpenkataError
-from pytest_openkata.contracts.results import CriterionResult, ScenarioResult, TrialResult
+from pytest_openkata.contracts.results import (
+    AutoTrials,
+    CriterionResult,
+    ScenarioResult,
+    TrialResult,
+)
 from pytest_openkata.core.summary import SkillSummary, summarise
 from pytest_openkata.core.trials import combine_trials
 from pytest_openkata.infra.text import valid_unicode
@@ -62,6 +67,8 @@ CHANGES_EXTRA = "changes"  # extra records of a comparison with an earlier run, 
 
 # A trial record's keys that belong to its scenario (the same on every trial of it).
 _SCENARIO_KEYS = ("skill", "skill_dir", "scenario", "description", "skill_scenarios", "arm")
+# How ``trials = auto`` ran the scenario's arm (on every trial record of it, when it did).
+AUTO_KEY = "auto_trials"
 
 
 _STAMP = "%Y%m%dT%H%M%SZ"
@@ -76,12 +83,15 @@ class RunLogError(OpenkataError):
 @dataclass(frozen=True)
 class RunInfo:
     """The run a log is of: when it finished (ISO 8601, UTC), whether every selected scenario
-    ran, its threshold and the settings it ran with (no secrets)."""
+    ran, its threshold and the settings it ran with (no secrets); for a run that graded the
+    answers of an earlier one again (:mod:`pytest_openkata.core.recorded`), what that run was
+    (``rejudged_from``: its log's file name, when it finished, its judge and votes)."""
 
     finished_at: str
     complete: bool = True
     threshold: int = DEFAULT_THRESHOLD
     settings: Mapping[str, Any] = field(default_factory=dict)
+    rejudged_from: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -124,21 +134,37 @@ def run_settings(settings: EvalSettings) -> dict[str, Any]:
         "trials": settings.trials,
         "judge_votes": settings.judge_votes,
         "baseline": settings.baseline,
+        "judge_pairwise": settings.judge_pairwise,
         "sandbox_agent": settings.sandbox.agent,
         "sandbox_image": settings.sandbox.image,
         "cache": settings.cache,
         "category": settings.category,
         "skill_delivery": settings.skill_delivery,
+        # Only when they apply, so that the settings of other runs read as they did.
+        **(
+            {"trials_max": settings.trials_max, "trials_confidence": settings.trials_confidence}
+            if settings.trials == "auto"
+            else {}
+        ),
+        **({"uplift_target": settings.uplift_target} if settings.baseline else {}),
     }
 
 
-def run_info(settings: EvalSettings, finished_at: datetime, *, complete: bool) -> RunInfo:
-    """The run record of the log of a run with ``settings`` that finished at ``finished_at``."""
+def run_info(
+    settings: EvalSettings,
+    finished_at: datetime,
+    *,
+    complete: bool,
+    rejudged_from: Mapping[str, Any] | None = None,
+) -> RunInfo:
+    """The run record of the log of a run with ``settings`` that finished at ``finished_at``
+    (``rejudged_from``: the recorded run it re-judged, if any)."""
     return RunInfo(
         finished_at=finished_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
         complete=complete,
         threshold=settings.threshold,
         settings=run_settings(settings),
+        rejudged_from=None if rejudged_from is None else dict(rejudged_from),
     )
 
 
@@ -189,6 +215,7 @@ def _trial_record(result: ScenarioResult, trial: TrialResult, skill_dir: str) ->
         "arm": result.arm,
         "task": result.task,
         "digests": dict(result.digests),
+        **({} if result.auto_trials is None else {AUTO_KEY: _json_data(result.auto_trials)}),
         **_renamed(_json_data(trial), "index", "trial"),
     }
 
@@ -229,7 +256,10 @@ def _records(
     rootdir: Path,
     extras: Mapping[str, Sequence[Mapping[str, Any]]],
 ) -> Iterator[dict[str, Any]]:
-    yield {"record": RUN_RECORD, "schema": SCHEMA_VERSION, **asdict(info)}
+    head = asdict(info)
+    if head["rejudged_from"] is None:  # the run record of a run of its own stays as it was
+        del head["rejudged_from"]
+    yield {"record": RUN_RECORD, "schema": SCHEMA_VERSION, **head}
     ordered = sorted(results, key=lambda r: (relative_skill_dir(r.skill_dir, rootdir), r.name))
     for result in ordered:
         skill_dir = relative_skill_dir(result.skill_dir, rootdir)
@@ -317,6 +347,7 @@ def parse_run_log(text: str, *, source: str = "run log", traces: bool = True) ->
             complete=bool(head.get("complete", True)),
             threshold=int(head.get("threshold", DEFAULT_THRESHOLD)),
             settings=dict(head.get("settings") or {}),
+            rejudged_from=_rejudged_from(head.get("rejudged_from"), source),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise RunLogError(f"{source}: line 1: the run record lacks {exc}") from exc
@@ -350,16 +381,21 @@ def parse_run_log(text: str, *, source: str = "run log", traces: bool = True) ->
     return LoggedRun(info, results, extras, source, logged)
 
 
-def _trial_of(record: Mapping[str, Any], *, traces: bool) -> tuple[dict[str, Any], TrialResult]:
-    """A trial record's scenario fields (with its ``digests`` and ``task``) and its trial;
-    ``TypeError`` and the like for one that is not well formed."""
+def _trial_of(
+    record: Mapping[str, Any], *, traces: bool = True
+) -> tuple[dict[str, Any], TrialResult]:
+    """A trial record's scenario fields (with its digests, task and how ``trials = auto``
+    ran it) and its trial, without what it saw unless ``traces`` (see :func:`parse_run_log`);
+    raises as :func:`_scenario_fields` does when it is malformed."""
     scenario = _scenario_fields(record)
     scenario["digests"] = dict(record.get("digests") or {})
     scenario["task"] = str(record.get("task", ""))
+    auto = record.get(AUTO_KEY)
+    scenario[AUTO_KEY] = None if auto is None else AutoTrials.from_dict(auto)
     fields = {
         k: v
         for k, v in _renamed(dict(record), "trial", "index").items()
-        if k not in (*_SCENARIO_KEYS, "record", "digests", "task")
+        if k not in (*_SCENARIO_KEYS, "record", "digests", "task", AUTO_KEY)
     }
     if not traces:
         fields = _without_what_it_saw(fields)
@@ -374,6 +410,14 @@ def _without_what_it_saw(fields: dict[str, Any]) -> dict[str, Any]:
     if isinstance(trace, dict):
         kept["trace"] = {key: value for key, value in trace.items() if key not in _SEEN_KEYS}
     return kept
+
+
+def _rejudged_from(value: object, source: str) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise RunLogError(f"{source}: line 1: rejudged_from must be an object, not {value!r}")
+    return dict(value)
 
 
 def arm_name(skill_dir: str, scenario: str, arm: str) -> str:
@@ -424,7 +468,11 @@ def _combined(
             skill_scenarios=scenario["skill_scenarios"],
         )
         by_arm.setdefault((skill_dir, name), {})[arm] = replace(
-            result, arm=arm, digests=scenario["digests"], task=scenario["task"]
+            result,
+            arm=arm,
+            digests=scenario["digests"],
+            task=scenario["task"],
+            auto_trials=scenario.get(AUTO_KEY),
         )
     results = []
     for arms in by_arm.values():

@@ -318,12 +318,16 @@ def _check_trials(
                     "no trial of the scenario's own arm"
                 )
             own = trials_here(skill_dir, name)
+            auto = not own and settings.trials == "auto"
             said = (
                 f"its scenario.json says trials: {own}"
                 if own
+                else f"the shards ran with trials: auto, at most {settings.trials_max}"
+                if auto
                 else f"the shards ran with trials: {settings.trials}"
             )
-            _check_count(source, arm, own or settings.trials, said)
+            wanted = own or (settings.trials_max if auto else int(settings.trials))
+            _check_count(source, arm, wanted, said, at_most=auto)
 
 
 def _trial_name(logged: LoggedTrial) -> str:
@@ -358,9 +362,12 @@ def _check_same_scenario(where: str, logged: LoggedTrial, first: LoggedTrial) ->
         )
 
 
-def _check_count(source: str, arm: Sequence[LoggedTrial], wanted: int, said: str) -> None:
+def _check_count(
+    source: str, arm: Sequence[LoggedTrial], wanted: int, said: str, *, at_most: bool = False
+) -> None:
     """An arm's trials are numbered 1..``wanted`` (one errored trial when it could not be
-    set up: no trial of it ran)."""
+    set up: no trial of it ran); with ``at_most`` (``trials = auto``) 1..n for an n up to
+    ``wanted``."""
     ordered = sorted(arm, key=lambda logged: logged.trial.index)
     if len(ordered) == 1 and ordered[0].trial.index == 1 and _not_set_up(ordered[0]):
         return
@@ -372,7 +379,7 @@ def _check_count(source: str, arm: Sequence[LoggedTrial], wanted: int, said: str
             )
         if number > wanted:
             raise ShardError(f"{where}: {_trial_name(logged)}, but {said}")
-    if len(ordered) < wanted:
+    if len(ordered) < wanted and not at_most:
         last = ordered[-1]
         count = f"{len(ordered)} trial{'' if len(ordered) == 1 else 's'}"
         raise ShardError(f"{source}: line {last.line}: {_arm_name(last)} has {count}, but {said}")

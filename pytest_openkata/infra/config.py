@@ -209,6 +209,26 @@ def _in_flight_cap(value: str) -> int | Literal["auto"]:
     return _int_between(0, None)(value)
 
 
+def _trials(value: str) -> int | Literal["auto"]:
+    """A whole number of trials from 1, or ``auto``: trials until the gate is settled."""
+    if value.strip().lower() == "auto":
+        return "auto"
+    if not _WHOLE_NUMBER.fullmatch(value.strip()):
+        raise ValueError(f"{value!r} is neither a whole number of trials nor auto")
+    return _int_between(1, None)(value)
+
+
+def _confidence(value: str) -> float:
+    """A confidence level strictly between 0 and 1 (0.95 for 95 %)."""
+    try:
+        number = float(value)
+    except ValueError:
+        raise ValueError(f"{value!r} is not a number") from None
+    if not 0.0 < number < 1.0:
+        raise ValueError(f"{value} is out of range: must lie strictly between 0 and 1, e.g. 0.95")
+    return number
+
+
 _BYTES = re.compile(r"([0-9]+)\s*(?:([kmg])(?:i?b)?|b)?", re.IGNORECASE)
 _BYTE_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 
@@ -313,6 +333,17 @@ MAX_INFRASTRUCTURE_RETRIES = 5
 _AGENT_VERSION = re.compile(r"[0-9A-Za-z][0-9A-Za-z.+_-]{0,63}")
 
 
+def _kappa_bound(value: str) -> float:
+    """A bound of Cohen's kappa: a number from -1 to 1."""
+    try:
+        number = float(value)
+    except ValueError:
+        raise ValueError(f"{value!r} is not a number") from None
+    if not -1.0 <= number <= 1.0:
+        raise ValueError(f"{value} is out of range: kappa is between -1 and 1")
+    return number
+
+
 def _agent_version(value: str) -> str:
     text = value.strip()
     if not _AGENT_VERSION.fullmatch(text):
@@ -333,7 +364,9 @@ FIELDS: tuple[Setting, ...] = (
     Setting("output", _text, metavar="PATH"),
     Setting("model_label", _text, metavar="LABEL"),
     Setting("agent_command", _text, metavar="COMMAND"),
-    Setting("trials", _int_between(1, None), metavar="N"),
+    Setting("trials", _trials, metavar="N|auto"),
+    Setting("trials_max", _int_between(2, None), metavar="N"),
+    Setting("trials_confidence", _confidence, metavar="LEVEL"),
     Setting("judge_votes", _int_between(1, None), metavar="K"),
     Setting("judge_fence", _boolean, metavar="true|false"),
     Setting("judge_reason_max_chars", _int_between(0, None), metavar="N"),
@@ -342,14 +375,19 @@ FIELDS: tuple[Setting, ...] = (
     Setting("max_in_flight", _in_flight_cap, metavar="N|auto"),
     Setting("baseline", _baseline, metavar="without-skill|same|REF"),
     Setting("require_uplift", _boolean, flag=True),
+    Setting("judge_pairwise", _boolean, flag=True),
+    Setting("uplift_target", _positive_number, metavar="POINTS"),
     Setting("log_dir", _log_dir, metavar="PATH|off"),
     Setting("log_keep", _int_between(1, None), metavar="N"),
     Setting("html", _text, metavar="PATH"),
     Setting("markdown", _text, metavar="PATH"),
     Setting("csv", _text, metavar="PATH"),
     Setting("compare", _text, metavar="auto|PATH"),
+    Setting("rejudge", _text, metavar="LOG"),
     Setting("regression_tolerance", _non_negative_number, metavar="POINTS"),
     Setting("fail_on_regression", _boolean, flag=True),
+    Setting("agreement_with", _text, metavar="LOG|LABELS"),
+    Setting("min_kappa", _kappa_bound, metavar="KAPPA"),
     Setting("publish_errors", _boolean, flag=True),
     Setting("scenario_names", _globs, metavar="GLOB,..."),
     Setting("category", _categories, metavar="CATEGORY,..."),
@@ -512,7 +550,11 @@ HELP = {
     "model_label": "human-readable label for the model in the report",
     "agent_command": "shell command of the 'command' agent (it gets the prompt on stdin), or "
     "the command line of the ACP agent the 'acp' agent starts",
-    "trials": "runs of every scenario, scored as their mean (default 1; scenario.json: trials)",
+    "trials": "runs of every scenario, scored as their mean (default 1; scenario.json: trials); "
+    "auto: run trials one after another until the confidence interval of the scenario's mean "
+    "lies wholly above or below the threshold, at least 2 and at most trials_max",
+    "trials_max": "most trials of a scenario with trials auto (default 10)",
+    "trials_confidence": "confidence level of the interval that stops trials auto (default 0.95)",
     "judge_votes": "judge calls per trial; each criterion takes the majority (default 1)",
     "judge_fence": "fence the agent's output in the judge prompt (default true; false: the "
     "reference's exact layout)",
@@ -526,6 +568,11 @@ HELP = {
     "as the endpoint serves at once, when it says (llama-server) (default 0: no cap)",
     "baseline": "also run every scenario in a baseline arm and report the uplift: without-skill, "
     "same (an A/A run) or a git ref of the skill's files (default none)",
+    "judge_pairwise": "with a baseline arm, also let the judge compare both arms' answers of "
+    "every trial side by side, blind to the arms and in both orders, and report wins, losses, "
+    "ties and the judge's order noise (default false)",
+    "uplift_target": "uplift difference, in points, for which the report states how many "
+    "scenarios a run needs to detect it (paired t-test, alpha 0.05, power 0.8) (default 10)",
     "require_uplift": "exit 1 when the uplift verdict against the baseline is 'regresses' "
     "(never with --eval-baseline same)",
     "log_dir": "folder of the run logs, one JSON Lines file per run, relative to the rootdir "
@@ -536,9 +583,17 @@ HELP = {
     "csv": "also write one CSV row per skill, scenario, trial, arm and criterion at PATH",
     "compare": "compare with an earlier run: a results JSON, a run log, or auto (each skill's "
     "newest earlier run of the same model and selection, from its reports and the run logs)",
+    "rejudge": "grade the agent answers of a run log again (another judge model, more votes, "
+    "edited criteria) instead of running the agent; the run is a new run that says it was "
+    "re-judged (default none)",
     "regression_tolerance": "points a scenario may fall before the comparison calls it a "
     "regression (default 0)",
     "fail_on_regression": "exit 1 when the comparison finds a regression or a missing scenario",
+    "agreement_with": "measure the run's judge against another judge's run log of the same "
+    "answers, or a labels file of human verdicts (JSON Lines): Cohen's kappa per criterion, "
+    "shown after the run and kept in its run log (default none)",
+    "min_kappa": "with agreement_with, exit 1 when kappa is below this on any criterion; a "
+    "criterion whose kappa is undefined (one verdict throughout) is not gated (default none)",
     "publish_errors": "write the report under evals/results/ even when scenarios errored for "
     "reasons outside the skill (default: beside the run logs, where the catalogue does not "
     "count it)",
@@ -742,6 +797,11 @@ def resolve_settings(
         _apply(values, sources, by_key[key], text, f"argument {key}")
     provided = {f.key: values.pop(f.key, f.declared.setting.default) for f in table if f.declared}
 
+    if values.get("judge_pairwise") and not values.get("baseline"):
+        raise ConfigError(
+            f"{sources['judge_pairwise']}: judge_pairwise compares a baseline arm with the "
+            "skill's, and no baseline is set (--eval-baseline without-skill, same or a git ref)"
+        )
     if not values.get("judge_backend"):
         values["judge_backend"] = values.get("backend", EvalSettings().backend)
         sources["judge_backend"] = sources.get("backend", "default") + " (agent backend)"

@@ -29,6 +29,7 @@ from pytest_openkata.plugin.items import ScenarioItem, is_scenario_nodeid
 from pytest_openkata.plugin.xdist_transport import result_of
 
 if TYPE_CHECKING:
+    from pytest_openkata.core.run_agreement import RunAgreement
     from pytest_openkata.plugin.triggers import TriggerSummary
 
 BODY_RAISED_ATTR = "openkata_body_raised"
@@ -117,6 +118,7 @@ class EvalAggregator:
         # Whether the run selected scenarios: one stopped before any finished still leaves
         # its run log.
         self._scenarios_selected = False
+        self._agreement_failed = ""  # why the judge agreement gate failed the run
 
     # tryfirst: the terminal reporter later flips a parent report with failed subtests to
     # "failed"; here the parent's own outcome is still what its body did.
@@ -177,6 +179,7 @@ class EvalAggregator:
                 errors = (shard_file,)
             else:
                 written[f"shard {shard.shard_of(self.config)}"] = shard_file
+        agreement = self._agreement(finished_at) if finished and not sharded else None
         run = report_run(
             make_run(
                 self.summaries,
@@ -187,11 +190,19 @@ class EvalAggregator:
                 junit_xml=Path(xml_path) if xml_path else None,
                 terminal=self.terminal,
                 removed=tuple(removed),
-                log_extras=self._trigger_records(),
+                log_extras={
+                    **self._trigger_records(),
+                    **(agreement.log_extras if agreement else {}),
+                },
                 written=written,
                 errors=errors,
+                rejudged_from=self._rejudged_from(),
             )
         )
+        if agreement is not None:
+            colour = "red" if agreement.failed else ""
+            self.terminal.write_lines([[(line, colour)] for line in agreement.lines])
+            self._agreement_failed = agreement.reason
         self.summaries = list(run.summaries)
         self._run_errors = len(run.errors)
         if finished:  # interrupted, usage or internal errors keep pytest's own status
@@ -199,7 +210,7 @@ class EvalAggregator:
                 self.summaries,
                 require_uplift=self.settings.require_uplift,
                 fail_on_regression=self.settings.fail_on_regression,
-            ) or bool(self.hard_failures or run.errors)
+            ) or bool(self.hard_failures or run.errors or (agreement and agreement.failed))
             session.exitstatus = pytest.ExitCode.TESTS_FAILED if failed else pytest.ExitCode.OK
         else:
             status = int(session.exitstatus)
@@ -207,6 +218,23 @@ class EvalAggregator:
         self._session = session
         for summary in self.summaries:
             self.config.hook.pytest_openkata_skill_summary(summary=summary, config=self.config)
+
+    def _agreement(self, finished_at: datetime) -> RunAgreement | None:
+        """The judge's agreement with ``agreement_with`` (None when not asked for); its module
+        loads only for a run that asks for it."""
+        if not self.settings.agreement_with:
+            return None
+        from pytest_openkata.core.run_agreement import run_agreement
+
+        results = self.results.values()
+        return run_agreement(self.settings, results, self.config.rootpath, finished_at)
+
+    def _rejudged_from(self) -> dict[str, Any] | None:
+        """What a re-judging run graded again (read at configure time: it can be read)."""
+        from pytest_openkata.core.recorded import recorded_run
+
+        recorded = recorded_run(self.settings, self.config.rootpath)
+        return None if recorded is None else recorded.rejudged_from()
 
     def _trigger_records(self) -> dict[str, list[dict[str, Any]]]:
         return {} if self.triggers is None else self.triggers.records()
@@ -294,5 +322,6 @@ class EvalAggregator:
             require_uplift=self.settings.require_uplift,
             fail_on_regression=self.settings.fail_on_regression,
             run_errors=self._run_errors,
+            agreement=self._agreement_failed,
         )
         self.terminal.write_last_line(line)

@@ -35,7 +35,7 @@ from pytest_openkata.infra.text import visible
 from pytest_openkata.plugin.distribution import share_of
 from pytest_openkata.plugin.items import ScenarioItem
 from pytest_openkata.plugin.scheduling import upcoming_items
-from pytest_openkata.plugin.session import redactor_of, settings_of
+from pytest_openkata.plugin.session import mode_of, redactor_of, settings_of
 from pytest_openkata.plugin.triggers import OUTCOME_PROPERTY, TriggerQueryItem
 
 if TYPE_CHECKING:
@@ -168,10 +168,17 @@ def openkata_run_options(
     ``--cache-clear`` empties it; with the cache provider disabled there is no cache.
     """
     from pytest_openkata.core.evaluate import run_options
+    from pytest_openkata.core.recorded import recorded_run
 
     settings = openkata_settings
     cache = result_cache(pytestconfig, settings)
-    return run_options(settings, cache, shared_folder(pytestconfig, REFS_FOLDER))
+    try:  # a validation grades its solutions, never a recorded run's answers
+        recorded = (
+            recorded_run(settings, pytestconfig.rootpath) if not mode_of(pytestconfig) else None
+        )
+    except ConfigError as exc:  # read at configure time too: only a log changed since then
+        raise pytest.UsageError(f"pytest-openkata: --eval-rejudge: {exc}") from None
+    return run_options(settings, cache, shared_folder(pytestconfig, REFS_FOLDER), recorded)
 
 
 @pytest.fixture(scope="session")
@@ -245,6 +252,9 @@ def openkata_result(
     if baseline is not None and baseline.error is not None:
         # The comparison the run was asked for cannot be made: an error, not a criterion.
         pytest.fail(visible(f"baseline {baseline.arm}: {baseline.error}"), pytrace=False)
+    pairwise_errors = [t.pairwise.error for t in result.trials if t.pairwise and t.pairwise.error]
+    if pairwise_errors:  # the comparison asked for could not be made: an error, not a verdict
+        pytest.fail(visible(pairwise_errors[0]), pytrace=False)
     return result
 
 

@@ -153,6 +153,27 @@ def _check_compare(settings: EvalSettings) -> None:
         )
 
 
+def _check_rejudge(config: pytest.Config, settings: EvalSettings) -> None:
+    """The run log to re-judge must be readable before the run starts; an agent model other
+    than the one that gave its answers is said (the reports are filed under this run's)."""
+    from pytest_openkata.core.recorded import recorded_run
+
+    try:
+        recorded = recorded_run(settings, config.rootpath)
+    except ConfigError as exc:
+        raise pytest.UsageError(f"pytest-openkata: --eval-rejudge: {exc}") from None
+    answered_by = None if recorded is None else recorded.info.settings.get("model")
+    if answered_by and answered_by != settings.model:
+        config.issue_config_time_warning(
+            pytest.PytestConfigWarning(
+                f"pytest-openkata: --eval-rejudge: the answers of {settings.rejudge} are the "
+                f"agent model {answered_by}'s, and this run's reports name {settings.model} "
+                f"(give --eval-model {answered_by})"
+            ),
+            stacklevel=2,
+        )
+
+
 def _mode(config: pytest.Config) -> str:
     lint, validate = config.getoption("eval_lint"), config.getoption("eval_validate")
     if lint and validate:
@@ -172,6 +193,8 @@ def pytest_configure(config: pytest.Config) -> None:
     controller = not hasattr(config, "workerinput")
     if controller:  # only the controller compares, and a remote worker has other paths
         _check_compare(settings)
+        if settings.rejudge and mode == "":
+            _check_rejudge(config, settings)
     config.stash[settings_key] = settings
     config.stash[redactor_key] = Redactor({*settings.secrets, *secrets_from_environment()})
     config.pluginmanager.register(fixtures, "openkata-fixtures")
@@ -225,6 +248,8 @@ def pytest_report_header(config: pytest.Config) -> str:
         extras.append("cache=off (no cacheprovider)")
     if s.baseline and mode != VALIDATE:  # a validation runs no baseline arm
         extras.append(f"baseline={s.baseline}")
+    if s.rejudge and mode == "":
+        extras.append(f"rejudge={s.rejudge} (recorded answers graded again; no agent runs)")
     if s.category:
         extras.append(
             f"category={s.category} (only these criteria run and score; no checks.json; "
@@ -253,9 +278,13 @@ def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Col
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
-    """A published format's file (``evals.json``, ``eval.yaml``, ``task.toml``) in a run."""
-    if mode_of(parent.config) or file_path.name not in marker_files(parent.config):
+    """A published format's file (``evals.json``, ``eval.yaml``, ``task.toml``) in a run, and
+    in lint mode (its scenarios' lint items)."""
+    mode = mode_of(parent.config)
+    if mode not in ("", LINT) or file_path.name not in marker_files(parent.config):
         return None
+    if mode == LINT:
+        return lint.format_lint_collector(file_path, parent)
     from pytest_openkata.plugin.format_items import format_collector  # only where one is
 
     return format_collector(file_path, parent)
@@ -279,7 +308,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def _select_for_mode(config: pytest.Config, items: list[pytest.Item], mode: str) -> None:
     if mode:
-        wanted = (lint.SkillLintItem, lint.ScenarioLintItem) if mode == LINT else (ValidationItem,)
+        wanted = (
+            (lint.SkillLintItem, lint.ScenarioLintItem, lint.FormatLintItem)
+            if mode == LINT
+            else (ValidationItem,)
+        )
         _deselect(config, items, lambda item: isinstance(item, wanted))
     if mode != LINT:
         categories = config.stash[settings_key].categories

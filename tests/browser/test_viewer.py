@@ -224,6 +224,15 @@ def test_a_human_verdict_is_written_beside_the_logs_and_read_back(
     ]
     [label] = read_labels(labels)  # as judge agreement reads it
     assert (label.criterion, label.passed) == ("tested", True)
+    measured = subprocess.run(
+        [sys.executable, "-m", "pytest_openkata", "agreement", str(log), "--labels", str(labels)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert measured.returncode == 0, measured.stderr
+    assert "tested" in measured.stdout
 
 
 def test_a_label_posted_without_the_viewers_form_key_is_refused(runs: Runs) -> None:

@@ -282,7 +282,7 @@ def test_a_skill_named_git_does_not_fail_a_task_that_must_say_git(
     result.stdout.fnmatch_lines_random(
         [
             "*EvalLintWarning: [[]task-names-skill[]] the task uses the word 'git', the skill's "
-            "name: keep it only if the task is about that thing*",
+            "name: keep it in task.md only if the task is about that thing*",
             "SUBFAILED[[]task-names-skill[]] skills/git/evals::scenario-1 - *",
         ]
     )

@@ -84,7 +84,7 @@ def test_a_broken_scenario_fails_its_rule_and_the_others_still_run(
     result.stdout.fnmatch_lines_random(
         [
             "evals/scenario-0/criteria.json: FAIL: skills/notes/evals/scenario-0 — sum=90 "
-            "(expected 100)",
+            "(expected 100): make the checklist's max_score values sum to 100",
             "SUBFAILED[[]weights[]] skills/notes/evals::scenario-0 - *",
             "SUBFAILED[[]task-names-skill[]] skills/notes/evals::scenario-1 - *",
             "FAILED skills/notes/evals::scenario-0 - contains 1 failed subtest",

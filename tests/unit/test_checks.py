@@ -1281,3 +1281,44 @@ def test_a_relative_file_glob_matches_below_a_folder_not_inside_a_name(
     check = make_check("file_read", path=glob)
 
     assert_verdict(_run(check), check, passed)
+
+
+# --- a re-judged trial (core.recorded): the workspace checks keep their recorded verdicts ----
+
+
+def test_a_rejudged_trial_runs_its_output_checks_again_and_keeps_its_workspace_verdicts(
+    tmp_path: Path,
+) -> None:
+    checks = [item("output_regex", "says-done", pattern="^done$"), item("file", "wrote", path="a")]
+    folder = scenario_with(tmp_path, {"judged": 4}, checks, sandbox=True)
+    recorded = CriterionResult("wrote", True, 2, 2, "a exists", kind="check")
+    # No workspace: a file check graded live here would error (the recorded run has none).
+    task = replace(
+        grading_task(folder, AgentResult("x", "done\n"), NeverJudge()),
+        recorded_checks={"wrote": recorded},
+    )
+
+    grading = ChecksGrader().grade(task)
+
+    assert [(r.name, r.passed, r.reason) for r in grading.criteria] == [
+        ("says-done", True, "the agent's output matches '^done$': 'done'"),
+        ("wrote", True, "a exists"),
+    ]
+
+
+def test_a_rejudged_workspace_check_without_its_recorded_verdict_errors_the_trial(
+    tmp_path: Path,
+) -> None:
+    checks = [item("file", "wrote", path="a")]
+    folder = scenario_with(tmp_path, {"judged": 4}, checks, sandbox=True)
+    task = replace(
+        grading_task(folder, AgentResult("x", "done\n"), NeverJudge()), recorded_checks={}
+    )
+
+    with pytest.raises(GradeError) as info:
+        ChecksGrader().grade(task)
+
+    assert str(info.value).startswith(
+        "checks.json: [0] ('wrote'): reads the workspace, which a run log does not keep"
+    )
+    assert info.value.kind == "scenario"

@@ -686,7 +686,10 @@ def test_weights_that_do_not_sum_to_100_fail_with_the_reference_message(tmp_path
     assert [(f.severity, f.file, f.line) for f in found] == [
         ("error", "evals/scenario-0/criteria.json", None)
     ]
-    expected = "FAIL: skills/notes-writer/evals/scenario-0 — sum=90 (expected 100)"
+    expected = (
+        "FAIL: skills/notes-writer/evals/scenario-0 — sum=90 (expected 100): make the "
+        "checklist's max_score values sum to 100"
+    )
     assert found[0].message.encode() == expected.encode()
 
 
@@ -698,7 +701,8 @@ def test_weights_name_the_folder_from_the_current_directory_by_default(
     monkeypatch.chdir(tmp_path)
 
     assert messages(lint_scenario(scenario)["weights"]) == [
-        "FAIL: notes-writer/evals/scenario-0 — sum=99 (expected 100)"
+        "FAIL: notes-writer/evals/scenario-0 — sum=99 (expected 100): make the checklist's "
+        "max_score values sum to 100"
     ]
 
 
@@ -712,7 +716,8 @@ def test_weights_are_the_checklist_s_as_the_reference_script_sums_them(tmp_path:
     assert [(f.file, f.message) for f in found] == [
         (
             "evals/scenario-0/criteria.json",
-            "FAIL: notes-writer/evals/scenario-0 — sum=70 (expected 100)",
+            "FAIL: notes-writer/evals/scenario-0 — sum=70 (expected 100): make the checklist's "
+            "max_score values sum to 100",
         )
     ]
 
@@ -729,7 +734,8 @@ def test_a_scenario_graded_by_checks_only_needs_its_checks_to_sum_to_100(tmp_pat
     assert [(f.file, f.message) for f in found] == [
         (
             "evals/scenario-0/checks.json",
-            "FAIL: notes-writer/evals/scenario-0 — sum=60 (expected 100)",
+            "FAIL: notes-writer/evals/scenario-0 — sum=60 (expected 100): make the checks' "
+            "max_score values sum to 100",
         )
     ]
     assert lint_scenario(passing)["weights"] == []

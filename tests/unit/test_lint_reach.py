@@ -455,7 +455,7 @@ def test_a_task_stating_a_mechanical_criterion_s_value_is_warned(tmp_path: Path)
             "evals/scenario-0/task.md",
             5,
             "the task gives away what criterion 'subject' checks: it states "
-            "'fix(parser): handle empty input'; leave it out of the task so that the agent has "
+            "'fix(parser): handle empty input'; leave it out of task.md so that the agent has "
             "to find it (or let the criterion check something the agent must work out)",
         )
     ]
@@ -568,8 +568,8 @@ def test_a_tiles_scenarios_may_have_any_weights(tmp_path: Path) -> None:
         },
     )
 
-    assert lint_scenario(tile / "evals" / "flow")["weights"] == []
-    assert lint_scenario(nested)["weights"] == []
+    assert "weights" not in lint_scenario(tile / "evals" / "flow")  # the rule is not run
+    assert "weights" not in lint_scenario(nested)
     [finding] = lint_scenario(skill / "evals" / "scenario-0")["weights"]
     assert "sum=90 (expected 100)" in finding.message
 

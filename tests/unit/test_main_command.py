@@ -10,7 +10,17 @@ import pytest
 
 from pytest_openkata.__main__ import COMMANDS
 
-NAMES = ["init", "new-scenario", "html", "merge", "convert", "effectiveness", "view"]
+NAMES = [
+    "init",
+    "new-scenario",
+    "html",
+    "merge",
+    "convert",
+    "effectiveness",
+    "agreement",
+    "rejudge",
+    "view",
+]
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:

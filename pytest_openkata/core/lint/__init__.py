@@ -9,15 +9,17 @@ own rules), ``prompt`` (the prompt's size), ``placeholders`` (the scaffold's), `
 queries), over what they share: a scenario's files read once (``context``), JSON read with
 lines (``jsonlines``), Markdown as the rules read it (``markdown``) and the findings
 (``findings``). :func:`lint_scenario` and :func:`lint_skill` run every rule (in the order of
-:data:`SCENARIO_RULES` and :data:`SKILL_RULES`) and return each rule's findings, an empty
-list when it passed. Errors are what breaks a run or its reports; warnings are what is
-likely a mistake.
+:data:`SCENARIO_RULES` and :data:`SKILL_RULES`) that applies to the format
+(``applicability``: each rule declares the formats and the level it applies to) and return
+each rule's findings, an empty list when it passed. :func:`lint_format_scenario` does the
+same for a published format's scenario, read with its format (``published``). Errors are
+what breaks a run or its reports; warnings are what is likely a mistake.
 
 The JSON rules validate with the scenario loader's own models and words (the public
-functions of :mod:`pytest_openkata.core.scenario` and :mod:`pytest_openkata.core.jsonfiles`),
-so that lint never accepts a file the run rejects and names each problem as the run would;
-where the loader stops at the first problem, the rules go on and report every one. Nothing
-here raises for bad input.
+functions of :mod:`pytest_openkata.core.scenario` and
+:mod:`pytest_openkata.core.jsonfiles`), so that lint never accepts a file the run rejects
+and names each problem as the run would; where the loader stops at the first problem, the
+rules go on and report every one. Nothing here raises for bad input.
 
 A team adds a rule of its own as a third party adds a grader: a class implementing
 :class:`LintRule` in a distribution of its own, registered under the entry-point group
@@ -32,6 +34,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Literal, Protocol
 
+from pytest_openkata.core.formats import EvalFormat as _EvalFormat
+from pytest_openkata.core.formats import ScenarioSource as _ScenarioSource
 from pytest_openkata.core.lint import (
     criteria,
     files,
@@ -43,6 +47,8 @@ from pytest_openkata.core.lint import (
     task,
     triggers,
 )
+from pytest_openkata.core.lint.applicability import BUILT_IN_RULES, BuiltInRule, built_in_rule
+from pytest_openkata.core.lint.applicability import folder_format as _folder_format
 from pytest_openkata.core.lint.context import ScenarioFiles as _ScenarioFiles
 from pytest_openkata.core.lint.criteria import STOP_WORDS, VAGUE_WORDS
 from pytest_openkata.core.lint.files import unreached_scenario_files
@@ -50,20 +56,27 @@ from pytest_openkata.core.lint.findings import SKILL_FILE as _SKILL_FILE
 from pytest_openkata.core.lint.findings import EvalLintWarning, Finding, Severity
 from pytest_openkata.core.lint.keys import unknown_keys
 from pytest_openkata.core.lint.placeholders import scenario_placeholders, skill_placeholders
+from pytest_openkata.core.lint.published import FORMAT_RULE
+from pytest_openkata.core.lint.published import written_out as _written_out
 from pytest_openkata.core.lint.skill import unreached_skill_files
 from pytest_openkata.core.prompt_size import DEFAULT_CONTEXT_BUDGET as _DEFAULT_CONTEXT_BUDGET
 from pytest_openkata.core.scenario import SCENARIO_NAMES as _SCENARIO_NAMES
 from pytest_openkata.infra import registry
 
 __all__ = [
+    "BUILT_IN_RULES",
+    "FORMAT_RULE",
     "SCENARIO_RULES",
     "SKILL_RULES",
     "STOP_WORDS",
     "VAGUE_WORDS",
+    "BuiltInRule",
     "EvalLintWarning",
     "Finding",
     "LintRule",
     "Severity",
+    "built_in_rule",
+    "lint_format_scenario",
     "lint_scenario",
     "lint_skill",
     "scenario_placeholders",
@@ -100,7 +113,16 @@ scaffold's placeholders; weights
 summing to 100; the task naming the skill; code-span paths missing from inputs/; vague
 criteria; scenario.json's description; files beside task.md that never reach the agent;
 criteria a check would grade exactly; the task stating what a criterion expects; the prompt
-within the context budget."""
+within the context budget. Each runs only on the formats it applies to (see
+:data:`BUILT_IN_RULES`)."""
+
+
+def _applying(fmt: str) -> dict[str, Callable[[_ScenarioFiles], list[Finding]]]:
+    return {
+        name: rule
+        for name, rule in _SCENARIO_RULES.items()
+        if built_in_rule(name, "scenario").applies_to(fmt)
+    }
 
 
 def lint_scenario(
@@ -110,12 +132,15 @@ def lint_scenario(
     settings: Mapping[str, object] | None = None,
     context_budget: int = _DEFAULT_CONTEXT_BUDGET,
 ) -> dict[str, list[Finding]]:
-    """Every scenario rule's findings for ``<skill>/evals/scenario-*``. ``shown_root`` is what
-    the weights message names the folder relative to (the current directory by default);
-    ``settings`` are the values of the settings providers declare, for installed rules;
-    ``context_budget`` is the run's setting (estimated tokens a prompt may hold; 0: any)."""
+    """Every scenario rule's findings for ``<skill>/evals/scenario-*`` (the rules that apply
+    to its format: a tile's scenario is not held to weights summing to 100). ``shown_root``
+    is what the weights message names the folder relative to (the current directory by
+    default); ``settings`` are the values of the settings providers declare, for installed
+    rules; ``context_budget`` is the run's setting (estimated tokens a prompt may hold; 0:
+    any)."""
     scenario = _ScenarioFiles(scenario_dir, shown_root, context_budget)
-    findings = {name: rule(scenario) for name, rule in _SCENARIO_RULES.items()}
+    rules = _applying(_folder_format(scenario_dir))
+    findings = {name: rule(scenario) for name, rule in rules.items()}
     where = scenario.file("")
     for name, rule in _installed_rules("scenario"):
         found = _installed_findings(
@@ -123,6 +148,31 @@ def lint_scenario(
         )
         findings[name] = findings.get(name, []) + found  # a built-in rule's findings stay
     return findings
+
+
+def lint_format_scenario(
+    fmt: _EvalFormat,
+    source: _ScenarioSource,
+    skill_dir: Path,
+    *,
+    context_budget: int = _DEFAULT_CONTEXT_BUDGET,
+) -> dict[str, list[Finding]]:
+    """The findings for one scenario of a published format's file (``evals/evals.json``,
+    ``eval.yaml``, a Harbor ``task.toml``) of the skill (or unit) folder ``skill_dir``: first
+    ``format``, what its format cannot read (an error naming the file and the key; then no
+    other rule runs), then the scenario rules that apply to the format, each finding at the
+    format's file and saying where in it (``evals[1]: ...``)."""
+    with _written_out(fmt, source, skill_dir, context_budget) as scenario:
+        if isinstance(scenario, Finding):
+            return {FORMAT_RULE: [scenario]}
+        where = f"{source.key}: " if source.key else ""
+        findings: dict[str, list[Finding]] = {FORMAT_RULE: []}
+        for name, rule in _applying(source.format).items():
+            findings[name] = [
+                replace(finding, line=None, message=where + finding.message)
+                for finding in rule(scenario)
+            ]
+        return findings
 
 
 _SKILL_RULES: dict[str, Callable[[Path], list[Finding]]] = {

@@ -35,17 +35,67 @@ from pytest_openkata.core.scenario import (
 from pytest_openkata.core.tile import is_tile_dir, load_tile
 
 
+@dataclass(frozen=True)
+class FormatSource:
+    """Where a published format's scenario comes from, for a scenario folder written out from
+    it to be linted: its file (relative to the skill folder, posix), which every finding
+    names, and how that format names the task, the files the workspace starts with and a
+    judged criterion's text, which messages say in place of ``task.md``, ``inputs/`` and a
+    criterion's ``description``."""
+
+    file: str
+    task: str
+    inputs: str
+    criterion: str
+
+
 class ScenarioFiles:
-    """A scenario folder and what the rules read of it, each file read at most once."""
+    """A scenario folder and what the rules read of it, each file read at most once.
+
+    ``skill_dir`` and ``source`` are given for a folder written out from a published format's
+    scenario (outside the skill): its skill's folder, and the file every finding names."""
 
     def __init__(
-        self, path: Path, shown_root: Path | None, context_budget: int = DEFAULT_CONTEXT_BUDGET
+        self,
+        path: Path,
+        shown_root: Path | None,
+        context_budget: int = DEFAULT_CONTEXT_BUDGET,
+        *,
+        skill_dir: Path | None = None,
+        source: FormatSource | None = None,
     ) -> None:
         self.path = path
-        self.skill_dir = skill_of(path)
+        self.skill_dir = skill_of(path) if skill_dir is None else skill_dir
         self.shown_root = shown_root
         self.context_budget = context_budget
+        self.source = source
         self._contents: dict[str, bytes | None] = {}
+
+    @property
+    def task_words(self) -> str:
+        """How messages name the task: ``task.md``, or the format's key or file for it."""
+        return "task.md" if self.source is None else self.source.task
+
+    @property
+    def inputs_words(self) -> str:
+        """How messages name what the workspace starts with: the scenario's ``inputs/``
+        folder, or the format's key for its files."""
+        return f"{self.file('inputs')}/" if self.source is None else self.source.inputs
+
+    @property
+    def criterion_words(self) -> str:
+        """How messages name a judged criterion's text: its ``description``, or the format's
+        key for it."""
+        return "its description" if self.source is None else self.source.criterion
+
+    def criterion_label(self, index: int, item: JsonNode) -> str:
+        """How messages name a criterion: ``checklist[0] ('name')`` in criteria.json; by its
+        name alone in a format's file (whose own keys differ)."""
+        name = item.scalar("name") if item.members is not None else None
+        named = isinstance(name, str) and bool(name)
+        if self.source is not None:
+            return f"criterion {name!r}" if named else f"criterion {index + 1}"
+        return f"checklist[{index}]" + (f" ({name!r})" if named else "")
 
     def content(self, name: str) -> bytes | None:
         """The bytes of the file ``name`` (a path below the scenario folder), read once;
@@ -71,7 +121,10 @@ class ScenarioFiles:
         return text
 
     def rel(self, path: Path) -> str:
-        """``path`` relative to the skill folder, as findings name files."""
+        """``path`` relative to the skill folder, as findings name files (a format's scenario:
+        its file)."""
+        if self.source is not None:
+            return self.source.file
         try:
             return path.relative_to(self.skill_dir).as_posix()
         except ValueError:
@@ -96,7 +149,7 @@ class ScenarioFiles:
     def task(self) -> str | None:
         """task.md as the run reads it (bytes that are not UTF-8 replaced); None when it is
         missing, unreadable or leads out of the skill (the run does not read it then)."""
-        if not in_skill(self.path / TASK_FILE, self.skill_dir):
+        if self.source is None and not in_skill(self.path / TASK_FILE, self.skill_dir):
             return None
         content = self.content(TASK_FILE)
         return None if content is None else content.decode("utf-8", errors="replace")

@@ -18,9 +18,7 @@ from pytest_openkata.core.lint.markdown import code_spans, in_inputs, input_path
 from pytest_openkata.core.scenario import (
     CHECKS_FILE,
     EMPTY_DESCRIPTION,
-    skill_of,
 )
-from pytest_openkata.core.tile import is_tile_dir
 
 
 def descriptions_rule(scenario: ScenarioFiles) -> list[Finding]:
@@ -57,31 +55,27 @@ def weights_rule(scenario: ScenarioFiles) -> list[Finding]:
     reference requires (its runner does not). A scenario graded by checks only (an empty
     checklist) needs its checks.json scores to sum to 100 instead. The points of checks beside
     a checklist come on top, so that a repository's existing weights script still passes.
-    A tile's scenarios (Tessl's format, whose weights are any points: a score is the points
-    got of the points there are) are not held to it."""
-    if scenario.criteria is None or _in_tile(scenario.path):
+    The message is the script's, then the key to change. Run on openkata scenarios only
+    (:mod:`~pytest_openkata.core.lint.applicability`): Tessl's tiles and the other formats
+    take any points (a score is the points got of the points there are)."""
+    if scenario.criteria is None:
         return []  # missing or not JSON: other rules report it
     if scenario.checklist or not scenario.check_items:
         items, file = list(scenario.checklist), CRITERIA_FILE
         total = sum(_number(item.scalar("max_score")) for item in items)
+        whose = "the checklist's"
     else:
         file = CHECKS_FILE
         total = sum(_number(exact_value(item, "max_score")) for item in scenario.check_items)
+        whose = "the checks'"
     if total == WEIGHTS_TOTAL:
         return []
     shown = _shown(scenario.path, scenario.shown_root)
-    message = f"FAIL: {shown} — sum={_text(total)} (expected {WEIGHTS_TOTAL})"
+    message = (
+        f"FAIL: {shown} — sum={_text(total)} (expected {WEIGHTS_TOTAL}): make {whose} "
+        f"max_score values sum to {WEIGHTS_TOTAL}"
+    )
     return [Finding("weights", "error", scenario.file(file), None, message)]
-
-
-_TILE_DEPTH = 4  # a tile's skill's scenario: <tile>/skills/<group>/<skill>/evals/<scenario>
-
-
-def _in_tile(scenario_dir: Path) -> bool:
-    """Whether the scenario is a tile's: of its evals, or of a skill inside the tile's
-    folder."""
-    unit = skill_of(scenario_dir)
-    return any(is_tile_dir(folder) for folder in [unit, *unit.parents][: _TILE_DEPTH + 1])
 
 
 def exact_value(item: JsonNode, key: str) -> Any:
@@ -169,8 +163,9 @@ def vague_criteria_rule(scenario: ScenarioFiles) -> list[Finding]:
         if isinstance(text, str) and _is_vague(text):
             member = item.member("description")
             message = (
-                f"{criterion_field(index, item)}: vague criterion {text.strip()!r}: say what "
-                "the judge should see in the work (a file, a section, a command, a value)"
+                f"{scenario.criterion_label(index, item)}: vague criterion {text.strip()!r}: "
+                f"rewrite {scenario.criterion_words} to say what the judge should see in the "
+                "work (a file, a section, a command, a value)"
             )
             line = item.line if member is None else member.line
             findings.append(

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from pytest_openkata.core.files import LEADS_OUT
@@ -136,9 +137,18 @@ def unreached_scenario_files(scenario_dir: Path) -> list[Finding]:
     return findings
 
 
+# An eval's own file left beside task.md (an expected answer, a rubric, a grader's notes): the
+# agent is right never to see it, and moving it under inputs/ would hand the agent its test.
+_EVAL_MATERIAL = re.compile(
+    r"expected|answer|solution|rubric|grad(?:er|ing)|judge|golden|verif|criteri", re.I
+)
+
+
 def _expected_entry(name: str) -> bool:
-    """One of :data:`SCENARIO_ENTRIES`, a dotfile or ``__pycache__``."""
-    return name in SCENARIO_ENTRIES or name.startswith(".") or name == "__pycache__"
+    """One of :data:`SCENARIO_ENTRIES`, a dotfile, ``__pycache__`` or an eval's own file."""
+    if name in SCENARIO_ENTRIES or name.startswith(".") or name == "__pycache__":
+        return True
+    return _EVAL_MATERIAL.search(name) is not None
 
 
 def unreached_scenario_rule(scenario: ScenarioFiles) -> list[Finding]:

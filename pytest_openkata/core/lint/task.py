@@ -18,7 +18,6 @@ from pytest_openkata.core.lint.markdown import (
     is_path_token,
     markdown_lines,
 )
-from pytest_openkata.core.scenario import skill_of
 
 
 def task_names_skill_rule(scenario: ScenarioFiles) -> list[Finding]:
@@ -33,20 +32,23 @@ def task_names_skill_rule(scenario: ScenarioFiles) -> list[Finding]:
             severity: Severity = "warning"
             message = (
                 f"the task names the skill {mention.name!r} in code or a file name "
-                f"({mention.token!r}): rename it unless the name is what the task is about"
+                f"({mention.token!r}): rename it in {scenario.task_words} unless the name is "
+                "what the task is about"
             )
         elif not (mention.beside_skill or "-" in mention.name):
             # A one-word name ("git", "docker") is also a word a task about its tool needs.
             severity = "warning"
             message = (
-                f"the task uses the word {mention.name!r}, the skill's name: keep it only if "
-                "the task is about that thing, not a pointer to the skill"
+                f"the task uses the word {mention.name!r}, the skill's name: keep it in "
+                f"{scenario.task_words} only if the task is about that thing, not a pointer "
+                "to the skill"
             )
         else:
             severity = "error"
             message = (
                 f"the task names the skill {mention.name!r}: describe the user's problem "
-                "instead, so that the eval shows whether the skill is found and helps"
+                f"instead in {scenario.task_words}, so that the eval shows whether the skill "
+                "is found and helps"
             )
         findings.append(
             Finding("task-names-skill", severity, scenario.file(TASK_FILE), mention.line, message)
@@ -126,12 +128,47 @@ def referenced_inputs_rule(scenario: ScenarioFiles) -> list[Finding]:
             continue  # what the agent is to hand in, under a heading that says so
         for start, end, content in code_spans(line):
             path = input_path(content)
-            if path is None or path in seen or not _said_to_be_there(line, start, end):
+            if path is None or not _names_a_file(content):
+                continue
+            if path in seen or not _said_to_be_there(line, start, end):
                 continue
             seen.add(path)
             if not in_inputs(scenario.path, path) and not _in_skill(scenario, path):
                 findings.append(_missing_input(scenario, number, content))
     return findings
+
+
+# The extensions of files a task hands over; a dotted name with another ending is code
+# (``input.action``) or a host (``api.example.com``), not a file.
+_FILE_EXTENSIONS = frozenset(
+    """md markdown txt text json jsonl ndjson yaml yml toml csv tsv xlsx py pyi ipynb js mjs cjs
+    ts tsx jsx vue svelte sh bash zsh fish ps1 bat sql tf tfvars hcl go mod sum rs java kt kts
+    scala rb php c h cc cpp hpp cs fs swift m mm dart lua pl r ex exs erl hs ml html htm css
+    scss sass less xml xsd svg png jpg jpeg gif webp ico pdf docx pptx ini cfg conf config env
+    properties lock log out diff patch rst adoc tex bib proto graphql gql gradle pom tmpl tpl
+    j2 jinja mdx dockerfile containerfile makefile mk cmake nix zip tar gz tgz bz2 xz whl jar
+    wasm bin dat db sqlite parquet avro pem crt key pub gitignore editorconfig""".split()  # noqa: SIM905
+)
+# An IPv4 address or CIDR block (``0.0.0.0/0``), or an IPv6 one (``::/0``, ``fe80::1``).
+_ADDRESS = re.compile(
+    r"\d{1,3}(?:\.\d{1,3}){3}(?:/\d{1,3})?|[0-9a-f]*:[0-9a-f:]*(?:/\d{1,3})?", re.I
+)
+
+
+def _names_a_file(span: str) -> bool:
+    """Whether a code span can name a file or folder handed to the agent: not an address,
+    not a host name leading a path (``api.example.com/v1``), and, without a ``/``, a name
+    with a file's extension (``handler.py``, not ``input.action``)."""
+    if _ADDRESS.fullmatch(span):
+        return False
+    first, _, rest = span.partition("/")
+    if not rest:
+        return span.endswith("/") or _extension(first) in _FILE_EXTENSIONS
+    return "." not in first or first.startswith(".") or _extension(first) in _FILE_EXTENSIONS
+
+
+def _extension(name: str) -> str:
+    return name.rpartition(".")[2].lower() if "." in name else name.lower()
 
 
 # What says a path is the agent's to make, and what says it is already there, in the words
@@ -141,7 +178,8 @@ _TO_BE_MADE = re.compile(
     r"|generat(?:e[sd]?|ing)|outputs?|drafts?|named|called|renam(?:e[sd]?|ing)|scaffold"
     r"|emit|export|stor(?:e[sd]?|ing)|put|place|adds?|adding|new|make[s]?|build[s]?"
     r"|record[s]?|document(?:s|ing)?|should\s+become|turn(?:s|ed)?\s+into"
-    r"|assum(?:e[sd]?|ing))\b",
+    r"|assum(?:e[sd]?|ing)|explain(?:s|ed|ing)?|describ(?:e[sd]?|ing)|summari[sz](?:e[sd]?|ing)"
+    r"|report(?:s|ed|ing)?)\b",
     re.I,
 )
 _ALREADY_THERE = re.compile(
@@ -185,15 +223,13 @@ _DELIVERABLES = re.compile(
 
 def _in_skill(scenario: ScenarioFiles, path: str) -> bool:
     """A path of the skill's own files (``references/x.md``): the agent has the skill."""
-    skill_dir = skill_of(scenario.path)
-    return (skill_dir / path).exists()
+    return (scenario.skill_dir / path).exists()
 
 
 def _missing_input(scenario: ScenarioFiles, line: int, span: str) -> Finding:
-    inputs = scenario.file("inputs")
     message = (
-        f"the task refers to `{span}`, which is not in {inputs}/: add it there if the agent "
-        "should find it (ignore this if the task asks the agent to create it)"
+        f"the task refers to `{span}`, which is not in {scenario.inputs_words}: add it there "
+        "if the agent should find it (ignore this if the task asks the agent to create it)"
     )
     return Finding("referenced-inputs", "warning", scenario.file(TASK_FILE), line, message)
 
@@ -224,6 +260,8 @@ def _expected_values(scenario: ScenarioFiles, item: JsonNode) -> list[str]:
         quoted += re.findall(r"\"([^\"]+)\"|“([^”]+)”", description)
         for value in quoted:
             text = value if isinstance(value, str) else "".join(value)
+            if _is_subject(description, text):
+                continue  # "`make lint` passes": what is checked, not the answer
             text = " ".join(text.split())
             if len(text) < _MIN_QUOTED or _PLAIN_WORD.fullmatch(text):
                 continue
@@ -231,6 +269,17 @@ def _expected_values(scenario: ScenarioFiles, item: JsonNode) -> list[str]:
                 continue
             values.append(text)
     return list(dict.fromkeys(values))
+
+
+_LEAD = re.compile(r"\s*(?:(?:the|a|an|running|calling|invoking)\s+)?[`\"“]", re.I)
+
+
+def _is_subject(description: str, value: str) -> bool:
+    """Whether ``value`` (quoted) is what a criterion's sentence is about, at its start ("`make
+    lint` passes", "The `retry` flag is honoured"): a thing the task may name, not the
+    answer it expects."""
+    lead = _LEAD.match(description)
+    return lead is not None and description[lead.end() :].startswith(value)
 
 
 def _task_prose(task: str) -> tuple[str, list[int], list[int]]:
@@ -289,8 +338,8 @@ def task_states_answer_rule(scenario: ScenarioFiles) -> list[Finding]:
             line = numbers[bisect.bisect_right(starts, match.start()) - 1]
             message = (
                 f"the task gives away what criterion {label} checks: it states {value!r}; "
-                "leave it out of the task so that the agent has to find it (or let the "
-                "criterion check something the agent must work out)"
+                f"leave it out of {scenario.task_words} so that the agent has to find it (or "
+                "let the criterion check something the agent must work out)"
             )
             findings.append(
                 Finding("task-states-answer", "warning", scenario.file(TASK_FILE), line, message)

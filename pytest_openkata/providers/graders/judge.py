@@ -31,8 +31,9 @@ from pytest_openkata.contracts.errors import (
     LimitExceededError,
     OpenkataError,
 )
-from pytest_openkata.contracts.results import CallStats, CriterionResult, Turn, Verdict
+from pytest_openkata.contracts.results import CallStats, CriterionResult, Verdict
 from pytest_openkata.core.calls import live_call
+from pytest_openkata.core.conversation import conversation_text
 from pytest_openkata.core.scenario import Criterion
 from pytest_openkata.core.scoring import match_verdicts
 from pytest_openkata.core.trials import majority
@@ -109,20 +110,6 @@ def fenced(agent_response: str) -> str:
 
 RESPONSE_HEADING = "## Agent Response"
 CONVERSATION_HEADING = "## Conversation"
-
-
-def conversation_text(turns: Sequence[Turn], final: str) -> str:
-    """A conversation as the judge reads it: each turn's user message and the agent's answer,
-    numbered; the last answer is ``final`` (for a sandboxed agent, its answer and the
-    workspace changes)."""
-    parts = []
-    for number, turn in enumerate(turns, start=1):
-        answer = final if number == len(turns) else turn.agent
-        parts.append(f"### User (turn {number})\n\n{turn.user}\n\n### Agent (turn {number})\n\n")
-        parts.append(answer)
-        if number < len(turns):
-            parts.append("\n\n")
-    return "".join(parts)
 
 
 def judge_user_message(

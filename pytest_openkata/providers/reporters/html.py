@@ -45,8 +45,18 @@ from pytest_openkata.contracts.results import (
 )
 from pytest_openkata.contracts.transcripts import Step, Transcript
 from pytest_openkata.core.activation import ActivationRate, scenario_activation
+from pytest_openkata.core.auto_trials import savings_text
 from pytest_openkata.core.compare import CriterionMove, SkillComparison
 from pytest_openkata.core.error_rates import ErrorRate, error_rates
+from pytest_openkata.core.pairwise import (
+    PairwiseFigures,
+    noise_summary,
+    pairwise_summary,
+    scenario_pairwise,
+    skill_pairwise,
+)
+from pytest_openkata.core.power import DEFAULT_TARGET, power_text, uplift_target
+from pytest_openkata.core.recorded import rejudged_text
 from pytest_openkata.core.regression import UNCHANGED, ScenarioChange
 from pytest_openkata.core.reporting import ReportOutcome, Run
 from pytest_openkata.core.runlog import (
@@ -200,6 +210,13 @@ class ScenarioView:
     change: ScenarioChange | None
     moves: list[CriterionMove]
     flags: list[str]
+    # The judge's side-by-side comparison with the baseline arm (--eval-judge-pairwise).
+    pairwise: PairwiseFigures | None = None
+
+    @property
+    def pairwise_trials(self) -> list[TrialResult]:
+        """The own arm's trials that hold pairwise verdicts, for their table."""
+        return [t for t in self.own.result.trials if t.pairwise and t.pairwise.verdicts]
 
 
 @dataclass(frozen=True)
@@ -220,6 +237,11 @@ class SkillView:
     counts: dict[str, int] = field(default_factory=dict)
     # How often its attempts errored, by kind of failure ([] when none did).
     error_rates: list[ErrorRate] = field(default_factory=list)
+    # The judge's side-by-side comparison with the baseline arm, over all its scenarios.
+    pairwise: PairwiseFigures | None = None
+    # What trials = auto saved (None when it did not run), and the uplift's power analysis.
+    trials_saved: str | None = None
+    power: str | None = None
 
 
 @dataclass(frozen=True)
@@ -238,6 +260,8 @@ class PageView:
     version: str
     # The run's trigger evals: each skill's metrics line, and the queries that failed the rule.
     trigger_lines: list[str] = field(default_factory=list)
+    # What a re-judged run graded again ("" for a run of its own).
+    rejudged: str = ""
     trigger_failures: list[QueryOutcome] = field(default_factory=list)
 
 
@@ -378,7 +402,7 @@ def _scenario_view(anchor: str, result: ScenarioResult, summary: SkillSummary) -
         flags.append(FLAKY)
     if (change is not None and change.tier != UNCHANGED) or any(m.change != 0 for m in moves):
         flags.append(CHANGED)
-    return ScenarioView(anchor, own, baseline, change, moves, flags)
+    return ScenarioView(anchor, own, baseline, change, moves, flags, scenario_pairwise(result))
 
 
 def _overall(summary: SkillSummary, threshold: int) -> str:
@@ -398,7 +422,9 @@ def _usage_rows(results: Iterable[ScenarioResult]) -> list[UsageRow]:
     ]
 
 
-def _skill_view(index: int, summary: SkillSummary, threshold: int) -> SkillView:
+def _skill_view(
+    index: int, summary: SkillSummary, threshold: int, target: float = DEFAULT_TARGET
+) -> SkillView:
     anchor = f"skill-{index}"
     scenarios = [
         _scenario_view(f"{anchor}-scenario-{number}", result, summary)
@@ -416,6 +442,9 @@ def _skill_view(index: int, summary: SkillSummary, threshold: int) -> SkillView:
         comparison=summary.comparison,
         counts=counts,
         error_rates=error_rates(summary.results),
+        pairwise=skill_pairwise(summary.results),
+        trials_saved=savings_text(summary.results),
+        power=None if summary.comparison is None else power_text(summary.comparison.power(target)),
     )
 
 
@@ -446,7 +475,10 @@ def _ran_with(settings: Mapping[str, Any]) -> str:
 
     parts = [f"agent {who('agent', 'model')}", f"judge {who('judge', 'judge_model')}"]
     trials = settings.get("trials")
-    if trials is not None:
+    if trials == "auto":
+        most = settings.get("trials_max")
+        parts.append("trials auto" + (f" (at most {most})" if isinstance(most, int) else ""))
+    elif trials is not None:
         parts.append(f"{trials} trial{'s' if trials != 1 else ''}")
     votes = settings.get("judge_votes")
     if votes not in (None, 1):
@@ -463,7 +495,7 @@ def page_view(run: LoggedRun, *, source: str = "run log") -> PageView:
     summaries = skill_summaries(replace(run, source=source))
     info = run.info
     skills = [
-        _skill_view(index, summary, info.threshold)
+        _skill_view(index, summary, info.threshold, uplift_target(info.settings))
         for index, summary in enumerate(summaries, start=1)
     ]
     shown = [summary.display for summary in summaries]
@@ -489,6 +521,7 @@ def page_view(run: LoggedRun, *, source: str = "run log") -> PageView:
         version=_version.__version__,
         trigger_lines=[metrics_line(metrics) for metrics in metrics_by_skill(outcomes)],
         trigger_failures=[outcome for outcome in outcomes if not outcome.passed],
+        rejudged="" if info.rejudged_from is None else rejudged_text(info.rejudged_from),
     )
 
 
@@ -543,6 +576,7 @@ def template_environment(*packages: str) -> Environment:
     environment.filters.update(
         percent=_percent, rate=_rate, points=signed_points, count=_count, cost=_cost, plural=plural
     )
+    environment.filters.update(pairwise=pairwise_summary, swayed=noise_summary)
     return environment
 
 

@@ -11,7 +11,10 @@ overviews first and details last:
 - per skill: a heading with its overall percentage, the threshold and PASS, FAIL or partial; a
   table with one row per scenario (its percentage, a bar of ten cells, the baseline arm's
   percentage when there is one, the failed criteria with their reasons); the errors; the
-  uplift against the baseline arm; the comparison with an earlier run;
+  uplift against the baseline arm; the judge's pairwise comparison of the two arms
+  (``--eval-judge-pairwise``); the comparison with an earlier run;
+- the trigger evals, and the judge's agreement the run measured (``agreement_with``): a row
+  per criterion with its κ and interval, and the gate;
 - then, per skill and scenario, a ``<details>`` block with every criterion's reason, the end of
   each trial's agent output and the files it changed.
 
@@ -39,9 +42,18 @@ from typing import TYPE_CHECKING, Any
 from pytest_openkata.contracts.results import CriterionResult, ScenarioResult, TrialResult, Turn
 from pytest_openkata.contracts.transcripts import Transcript, bounded
 from pytest_openkata.core.activation import ActivationRate, scenario_activation
+from pytest_openkata.core.auto_trials import savings_text
 from pytest_openkata.core.compare import SkillComparison
 from pytest_openkata.core.error_rates import error_rates, error_rates_text
 from pytest_openkata.core.excerpts import LAST_TOOL_CALLS
+from pytest_openkata.core.pairwise import (
+    noise_summary,
+    pairwise_summary,
+    scenario_pairwise,
+    skill_pairwise,
+)
+from pytest_openkata.core.power import power_text, uplift_target
+from pytest_openkata.core.recorded import rejudged_text
 from pytest_openkata.core.regression import SkillChanges
 from pytest_openkata.core.reporting import ReportOutcome, Run
 from pytest_openkata.core.runlog import LoggedRun, log_folder, log_name, skill_summaries
@@ -157,6 +169,8 @@ def _run_section(run: LoggedRun, summaries: Sequence[SkillSummary]) -> Section:
         lines += [described, ""]
     if not run.info.complete:
         lines += ["**This run did not finish:** only the scenarios that ran are shown.", ""]
+    if run.info.rejudged_from is not None:
+        lines += [f"**{escape(rejudged_text(run.info.rejudged_from))}.**", ""]
     return Section("\n".join(lines) + "\n")
 
 
@@ -173,6 +187,10 @@ def _settings_line(settings: Mapping[str, Any], threshold: int) -> str:
     trials, votes = settings.get("trials"), settings.get("judge_votes")
     if isinstance(trials, int) and isinstance(votes, int):
         parts.append(f"{plural(trials, 'trial')}, {plural(votes, 'judge vote')}")
+    elif trials == "auto" and isinstance(votes, int):
+        most = settings.get("trials_max")
+        limit = f" (at most {most})" if isinstance(most, int) else ""
+        parts.append(f"trials auto{limit}, {plural(votes, 'judge vote')}")
     parts.append(f"threshold {threshold}%")
     if settings.get("baseline"):
         parts.append(f"baseline {escape(str(settings['baseline']))}")
@@ -208,6 +226,9 @@ def _skill_head_section(summary: SkillSummary, threshold: int) -> Section:
             else ""
         )
         lines += [f"95% CI of the overall: {low:.1f}–{high:.1f}%{note}.", ""]
+    saved = savings_text(results)
+    if saved is not None:
+        lines += [f"Trials auto: {escape(saved)}.", ""]
     rates = error_rates(results)
     if rates:
         lines += [f"Errors by kind: {escape(error_rates_text(rates))}.", ""]
@@ -283,7 +304,7 @@ def _errors_section(summary: SkillSummary) -> Section | None:
     return Section("\n".join(["**Errors**", "", *lines]) + "\n\n")
 
 
-def _uplift_section(comparison: SkillComparison) -> Section:
+def _uplift_section(comparison: SkillComparison, target: float) -> Section:
     arm = escape(comparison.arm)
     uplift = comparison.uplift
     if uplift is None:
@@ -304,6 +325,9 @@ def _uplift_section(comparison: SkillComparison) -> Section:
             f"{signed_points(high)}); normalized gain {uplift.normalized_gain:.2f}; {tests}; "
             f"verdict: **{escape(uplift.verdict)}**"
         ]
+    power = power_text(comparison.power(target))
+    if power is not None:
+        lines += ["", f"Power: {escape(power)}."]
     moved = "; ".join(
         f"{escape(m.scenario)} {escape(m.name)} {m.without_rate:.0%} → {m.with_rate:.0%}"
         for m in comparison.moved_most()
@@ -312,6 +336,25 @@ def _uplift_section(comparison: SkillComparison) -> Section:
     items += [f"- left out: {escape(name)} ({escape(why)})" for name, why in comparison.left_out]
     if items:
         lines += ["", *items]
+    return Section("\n".join(lines) + "\n\n")
+
+
+def _pairwise_section(summary: SkillSummary) -> Section | None:
+    """The judge's side-by-side comparison with the baseline arm: the skill's figures, then
+    each scenario's with the criteria the order swayed and the comparisons that errored."""
+    total = skill_pairwise(summary.results)
+    if total is None:
+        return None
+    lines = [f"**Pairwise against {escape(total.arm)}:** {escape(pairwise_summary(total))}", ""]
+    for result in summary.results:
+        figures = scenario_pairwise(result)
+        if figures is None:
+            continue
+        lines.append(f"- {escape(result.name)}: {escape(pairwise_summary(figures))}")
+        swayed = noise_summary(figures)
+        if swayed is not None:
+            lines.append(f"  - swayed by the order: {escape(swayed)}")
+        lines += [f"  - error: {escape(error)}" for error in figures.errors]
     return Section("\n".join(lines) + "\n\n")
 
 
@@ -497,8 +540,27 @@ def _details_section(result: ScenarioResult) -> Section:
         shown = result.error if arm is result else None
         for trial in arm.trials:
             lines += _trial_lines(trial, arm.arm, several, shown)
+    lines += _pairwise_lines(result)
     lines += ["</details>", ""]
     return Section("\n".join(lines) + "\n")
+
+
+def _pairwise_lines(result: ScenarioResult) -> Iterator[str]:
+    """Each pairwise verdict of the scenario's trials: which arm the judge found better with
+    the skill's answer shown first, and with the baseline's shown first, and why."""
+    for trial in result.trials:
+        pairwise = trial.pairwise
+        if pairwise is None or not pairwise.verdicts:
+            continue
+        yield f"Pairwise verdicts, trial {trial.index} (skill's answer first / baseline's first):"
+        yield ""
+        for v in pairwise.verdicts:
+            flipped = "" if v.agrees else " (changed with the order)"
+            yield (
+                f"- {escape(v.name)}: {v.skill_first} / {v.baseline_first}{flipped}: "
+                f"{escape(v.skill_first_reason)} / {escape(v.baseline_first_reason)}"
+            )
+        yield ""
 
 
 def _triggers_section(run: LoggedRun) -> Section | None:
@@ -522,6 +584,58 @@ def _triggers_section(run: LoggedRun) -> Section | None:
     return Section("\n".join(lines) + "\n\n")
 
 
+def _kappa_cell(figures: Mapping[str, Any]) -> str:
+    """κ and its interval as the agreement document holds them, or why it is undefined."""
+    kappa, interval = figures.get("kappa"), figures.get("ci95")
+    if not isinstance(kappa, int | float):
+        return escape(f"undefined ({figures.get('undefined') or 'no figure'})")
+    if isinstance(interval, list) and len(interval) == 2:
+        low, high = interval
+        if isinstance(low, int | float) and isinstance(high, int | float):
+            return f"{kappa:.2f} \\[{low:.2f}, {high:.2f}\\]"
+    return f"{kappa:.2f}"
+
+
+def _agreement_section(run: LoggedRun) -> Section | None:
+    """The judge's agreement the run measured (``agreement_with``), where it did: the two
+    sides, overall, a row per criterion, and the gate (see :mod:`..core.agreement_view`)."""
+    records = run.extras.get("agreement") or ()
+    document = records[0] if records else None
+    if not isinstance(document, Mapping) or not isinstance(document.get("overall"), Mapping):
+        return None
+    overall = document["overall"]
+    sides = f"{document.get('first', '?')} and {document.get('second', '?')}"
+    lines = [
+        "## Judge agreement",
+        "",
+        f"{escape(sides)}: {overall.get('n', '?')} paired verdicts, κ {_kappa_cell(overall)}",
+        "",
+        "| criterion | n | agreement | κ \\[95% interval\\] | disagreements |",
+        "|---|---|---|---|---|",
+    ]
+    criteria = document.get("criteria")
+    for row in criteria if isinstance(criteria, list) else ():
+        if not isinstance(row, Mapping):
+            continue
+        where = f"{row.get('skill_dir')}::{row.get('scenario')} [{row.get('criterion_index')}]"
+        name = escape(f"{where} {row.get('criterion', '')}")
+        raw = row.get("raw_agreement")
+        agreement = f"{raw * 100:.0f}%" if isinstance(raw, int | float) else "?"
+        disagreements = row.get("disagreements")
+        count = len(disagreements) if isinstance(disagreements, list) else "?"
+        cells = [name, str(row.get("n", "?")), agreement, _kappa_cell(row), str(count)]
+        lines.append(_row(cells))
+    gate = document.get("gate")
+    if isinstance(gate, Mapping):
+        below = gate.get("below")
+        verdict = "passed" if gate.get("passed") else f"failed ({len(below or ())} below)"
+        lines += [
+            "",
+            escape(f"Gate: κ at least {gate.get('min_kappa')} on every criterion: {verdict}"),
+        ]
+    return Section("\n".join(lines) + "\n\n", head=6)
+
+
 # --- the document --------------------------------------------------------------------------
 
 
@@ -535,12 +649,18 @@ def sections(run: LoggedRun, summaries: Sequence[SkillSummary]) -> list[Section]
         if errors is not None:
             found.append(errors)
         if summary.comparison is not None:
-            found.append(_uplift_section(summary.comparison))
+            found.append(_uplift_section(summary.comparison, uplift_target(run.info.settings)))
+        pairwise = _pairwise_section(summary)
+        if pairwise is not None:
+            found.append(pairwise)
         if summary.changes is not None:
             found.append(_changes_section(summary.changes))
     triggers = _triggers_section(run)
     if triggers is not None:
         found.append(triggers)
+    agreement = _agreement_section(run)
+    if agreement is not None:
+        found.append(agreement)
     if any(summary.results for summary in summaries):
         found.append(Section("## Details\n\n"))
     for summary in summaries:

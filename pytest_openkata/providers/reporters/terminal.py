@@ -15,7 +15,17 @@ from typing import TYPE_CHECKING
 
 from pytest_openkata.contracts.results import CallStats, CriterionResult, ScenarioResult, Usage
 from pytest_openkata.core.activation import scenario_activation
+from pytest_openkata.core.auto_trials import savings_text
 from pytest_openkata.core.error_rates import error_rates, error_rates_text
+from pytest_openkata.core.pairwise import (
+    PairwiseFigures,
+    calls_summary,
+    noise_summary,
+    pairwise_summary,
+    scenario_pairwise,
+    skill_pairwise,
+)
+from pytest_openkata.core.power import DEFAULT_TARGET, power_text
 from pytest_openkata.core.reporting import TERMINAL_REPORTER, ReportOutcome, Run, Segment
 from pytest_openkata.core.summary import SkillSummary
 from pytest_openkata.infra.tempfiles import REMOVED
@@ -106,6 +116,20 @@ def _baseline_line(result: ScenarioResult) -> str | None:
         f"    Baseline ({baseline.arm}): {baseline.score}/{baseline.max_score} "
         f"({baseline.percentage:.0f}%); with the skill {change:+.0f} points"
     )
+
+
+def pairwise_lines(figures: PairwiseFigures | None, indent: str) -> Iterator[list[Segment]]:
+    """The judge's side-by-side comparison with the baseline arm, its order noise and its
+    errors (nothing when no trial was compared)."""
+    if figures is None:
+        return
+    yield [(f"{indent}Pairwise against {figures.arm}: {pairwise_summary(figures)}", None)]
+    swayed = noise_summary(figures)
+    if swayed is not None:
+        yield [(f"{indent}  swayed by the order: {swayed}", "yellow")]
+    for error in figures.errors:
+        head: list[Segment] = [(f"{indent}  ", None), ("ERROR", "red"), (": ", None)]
+        yield from _continued(head, error, f"{indent}  ")
 
 
 def uplift_lines(comparison: SkillComparison) -> Iterator[list[Segment]]:
@@ -209,6 +233,7 @@ def _scenario_lines(result: ScenarioResult) -> Iterator[list[Segment]]:
     for extra in extras:
         if extra is not None:
             yield [(extra, None)]
+    yield from pairwise_lines(scenario_pairwise(result), "    ")
     if result.error is not None:  # some trials errored: scored, and an error all the same
         yield from _error_lines(result.error)
     yield []
@@ -248,15 +273,20 @@ def _safe(line: Sequence[Segment]) -> list[Segment]:
 
 
 def skill_lines(
-    summary: SkillSummary, threshold: int, rootdir: Path | None = None
+    summary: SkillSummary,
+    threshold: int,
+    rootdir: Path | None = None,
+    *,
+    uplift_target: float = DEFAULT_TARGET,
 ) -> Iterator[list[Segment]]:
-    """One skill's block: header, scenarios, and the overall line; safe to print."""
-    for line in _skill_lines(summary, threshold, rootdir):
+    """One skill's block: header, scenarios, and the overall line; safe to print.
+    ``uplift_target``: the difference whose needed scenarios the uplift block states."""
+    for line in _skill_lines(summary, threshold, rootdir, uplift_target):
         yield _safe(line)
 
 
 def _skill_lines(
-    summary: SkillSummary, threshold: int, rootdir: Path | None
+    summary: SkillSummary, threshold: int, rootdir: Path | None, uplift_target: float
 ) -> Iterator[list[Segment]]:
     yield [(summary.display, None)]
     for result in summary.results:
@@ -288,8 +318,19 @@ def _skill_lines(
                 None,
             )
         ]
+    saved = savings_text(summary.results)
+    if saved is not None:
+        yield [(f"  Trials auto: {saved}", None)]
     if summary.comparison is not None:
         yield from uplift_lines(summary.comparison)
+        power = power_text(summary.comparison.power(uplift_target))
+        if power is not None:
+            yield [(f"    Power: {power}", None)]
+    skill_figures = skill_pairwise(summary.results)
+    yield from pairwise_lines(skill_figures, "  ")
+    calls = None if skill_figures is None else calls_summary(skill_figures)
+    if calls is not None:
+        yield [(f"    {calls}", None)]
     if summary.changes is not None:
         from pytest_openkata.providers.reporters.changes import changes_lines
 
@@ -328,8 +369,17 @@ class TerminalReporter:
     def report(self, run: Run) -> ReportOutcome | None:
         if run.terminal is None:
             return None
+        if run.rejudged_from is not None:
+            from pytest_openkata.core.recorded import rejudged_text
+
+            run.terminal.write_lines([_safe([(rejudged_text(run.rejudged_from), "yellow")])])
         for summary in run.summaries:
-            lines = skill_lines(summary, run.settings.threshold, run.rootdir)
+            lines = skill_lines(
+                summary,
+                run.settings.threshold,
+                run.rootdir,
+                uplift_target=run.settings.uplift_target,
+            )
             run.terminal.write_lines(list(lines))
         if run.errors:
             run.terminal.write_lines(
