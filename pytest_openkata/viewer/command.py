@@ -36,7 +36,7 @@ def allowed_hosts(host: str, port: int) -> frozenset[str]:
     token guards it there, and the names a network gives the machine are not known here)."""
     if not is_loopback(host):
         return frozenset()
-    names = {host, "localhost", LOOPBACK, "[::1]"}
+    names = {f"[{host}]" if ":" in host else host, "localhost", LOOPBACK, "[::1]"}
     return frozenset(f"{name}:{port}" for name in names)
 
 

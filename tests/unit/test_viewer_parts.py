@@ -14,6 +14,7 @@ import pytest
 
 from pytest_openkata.core.runlog import RunInfo, RunLogError, log_lines, parse_run_log
 from pytest_openkata.core.verdict_labels import LabelsError, VerdictLabel, read_labels
+from pytest_openkata.viewer.command import allowed_hosts, is_loopback
 from pytest_openkata.viewer.compare import compare_arms, compare_runs
 from pytest_openkata.viewer.disagreements import disagreements
 from pytest_openkata.viewer.labels import labels_file, read_run_labels, write_label
@@ -211,3 +212,24 @@ def test_a_trial_is_read_from_its_scenarios_lines_only(tmp_path: Path) -> None:
     assert [t.trial.trace.output for t in run.trials] == ["with the skill", "without"]  # type: ignore[union-attr]
     with pytest.raises(RunLogError, match=r"^20261201T100000Z\.jsonl: no scenario skills/s::c$"):
         files.scenario_run("20261201T100000Z.jsonl", "skills/s", "c")
+
+
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [
+        ("127.0.0.1", True),
+        ("127.0.0.9", True),
+        ("::1", True),
+        ("localhost", True),
+        ("0.0.0.0", False),
+        ("192.168.1.20", False),
+        ("viewer.example", False),
+    ],
+)
+def test_only_loopback_addresses_go_without_a_token(host: str, loopback: bool) -> None:
+    assert is_loopback(host) is loopback
+    hosts = allowed_hosts(host, 8765)
+    if loopback:
+        assert {"127.0.0.1:8765", "localhost:8765", "[::1]:8765"} <= hosts
+    else:
+        assert hosts == frozenset()  # any name: the token guards it
