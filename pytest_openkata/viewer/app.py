@@ -14,7 +14,9 @@ Pages (every one a plain URL, so any view can be linked to):
   against its own arm);
 - ``/disagreements``: the criteria whose human verdicts most often differ from the judge's.
 
-Every value goes through the HTML report's escaping (:func:`~pytest_openkata.providers.
+The pages that read logs are plain functions, which Starlette runs in its thread pool: reading
+a large log never holds up the event loop, nor the polls of a run page meanwhile. Every value
+goes through the HTML report's escaping (:func:`~pytest_openkata.providers.
 reporters.html.template_environment`); the model's text is shown as text.
 """
 
@@ -121,7 +123,7 @@ def _filtered(rows: list[RunRow], query: Mapping[str, str]) -> list[RunRow]:
     return sorted(rows, key=sort, reverse=query.get("order", "desc") != "asc")
 
 
-async def runs_page(request: Request) -> Response:
+def runs_page(request: Request) -> Response:
     viewer: Viewer = request.app.state.viewer
     rows = viewer.logs.rows()
     query = dict(request.query_params)
@@ -140,7 +142,7 @@ def _log_of(request: Request) -> str:
     return str(request.path_params["log"])
 
 
-async def run_page(request: Request) -> Response:
+def run_page(request: Request) -> Response:
     viewer: Viewer = request.app.state.viewer
     log = _log_of(request)
     try:
@@ -150,7 +152,7 @@ async def run_page(request: Request) -> Response:
     return viewer.render("view_run.html.j2", title=log, log=log, page=page, run=run)
 
 
-async def run_state(request: Request) -> Response:
+def run_state(request: Request) -> Response:
     """What the run page shows changed when this does: the log's size and time, its trials."""
     viewer: Viewer = request.app.state.viewer
     log = _log_of(request)
@@ -207,7 +209,7 @@ def _find_trial(viewer: Viewer, log: str, query: Mapping[str, str]) -> TrialPlac
     )
 
 
-async def trial_page(request: Request) -> Response:
+def trial_page(request: Request) -> Response:
     viewer: Viewer = request.app.state.viewer
     log = _log_of(request)
     try:
@@ -280,13 +282,13 @@ async def post_label(request: Request) -> Response:
         return viewer.problem(f"{log}: no such run log")
     try:
         write_label(path, label)
-    except LabelsError as exc:
-        return viewer.problem(str(exc), 500)
+    except LabelsError as exc:  # a labels file that cannot be read is not written over
+        return viewer.problem(str(exc), 409)
     target = trial_url(log, place.skill, place.scenario, place.arm, place.index)
     return RedirectResponse(f"{target}#criterion-{position}", status_code=303)
 
 
-async def compare_page(request: Request) -> Response:
+def compare_page(request: Request) -> Response:
     """Two runs (``a`` and ``b``), or the baseline arm of run ``a`` against its own arm
     (``arms=1``)."""
     viewer: Viewer = request.app.state.viewer
@@ -347,7 +349,7 @@ def _judged(viewer: Viewer) -> tuple[list[tuple[VerdictLabel, bool]], list[str]]
     return judged, problems
 
 
-async def disagreements_page(request: Request) -> Response:
+def disagreements_page(request: Request) -> Response:
     viewer: Viewer = request.app.state.viewer
     judged, problems = _judged(viewer)
     return viewer.render(
@@ -359,7 +361,7 @@ async def disagreements_page(request: Request) -> Response:
     )
 
 
-async def static_file(request: Request) -> Response:
+def static_file(request: Request) -> Response:
     name = str(request.path_params["name"])
     kinds = {"viewer.css": "text/css", "viewer.js": "text/javascript"}
     if name not in kinds:
