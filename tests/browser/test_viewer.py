@@ -130,6 +130,10 @@ def test_the_runs_list_filters_and_leads_to_a_run_a_trial_and_a_comparison(
         page.keyboard.press("j")
         assert page.locator("tr.current").inner_text().startswith("tested")
         assert page.url.endswith("#criterion-1")
+        page.keyboard.press("x")  # unfold everything
+        assert page.locator("details.prompt").get_attribute("open") is not None
+        page.reload()  # the deep link leads back to the failure
+        assert page.locator("tr.current").inner_text().startswith("tested")
 
         page.goto(f"{base}/?order=asc")
         page.locator("input[name=a]").first.check()  # the older run: the failing one

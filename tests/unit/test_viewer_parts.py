@@ -233,3 +233,17 @@ def test_only_loopback_addresses_go_without_a_token(host: str, loopback: bool) -
         assert {"127.0.0.1:8765", "localhost:8765", "[::1]:8765"} <= hosts
     else:
         assert hosts == frozenset()  # any name: the token guards it
+
+
+def test_a_log_with_raw_line_separators_in_its_answers_is_read_line_by_line(
+    tmp_path: Path,
+) -> None:
+    answer = "one\u2028two\u2029three\x85four"
+    text = _log_text(scenario("a", output=answer), scenario("b"))
+    raw = text.replace("\\u2028", "\u2028").replace("\\u2029", "\u2029").replace("\\u0085", "\x85")
+    assert "\u2028" in raw  # as another tool, or an older version, may have written it
+    (tmp_path / "20261201T100000Z.jsonl").write_text(raw, encoding="utf-8")
+    files = LogFiles(tmp_path)
+    assert files.row("20261201T100000Z.jsonl").scenarios == 2
+    run = files.scenario_run("20261201T100000Z.jsonl", "skills/s", "a")
+    assert run.trials[0].trial.trace.output == answer  # type: ignore[union-attr]
