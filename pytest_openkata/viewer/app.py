@@ -2,7 +2,8 @@
 
 Pages (every one a plain URL, so any view can be linked to):
 
-- ``/``: the runs, filtered (``q``: text in the log, skills or models; ``gate``) and sorted
+- ``/``: the runs (run logs and results JSON files), filtered (``q``: text in the log,
+  skills or models; ``gate``; ``kind``: ``run log`` or ``results JSON``) and sorted
   (``sort``: ``finished``, ``score``, ``errored``; ``order``: ``asc``/``desc``), and the
   matrix of skills by models over the newest runs;
 - ``/run/LOG``: a run's skills and scenarios, from the HTML report's own view of a run;
@@ -46,7 +47,15 @@ from pytest_openkata.viewer.compare import compare_arms, compare_runs
 from pytest_openkata.viewer.disagreements import disagreements
 from pytest_openkata.viewer.guard import Guard, GuardedApp
 from pytest_openkata.viewer.labels import labels_file, read_run_labels, write_label
-from pytest_openkata.viewer.runs import LogFiles, RunRow, log_order, matrix
+from pytest_openkata.viewer.runs import (
+    RESULTS_JSON,
+    RUN_LOG,
+    LogFiles,
+    RunRow,
+    is_run_log,
+    log_order,
+    matrix,
+)
 
 __all__ = ["make_app"]
 
@@ -110,7 +119,9 @@ class Viewer:
 
 def _filtered(rows: list[RunRow], query: Mapping[str, str]) -> list[RunRow]:
     text = query.get("q", "").strip().lower()
-    gate = query.get("gate", "")
+    gate, kind = query.get("gate", ""), query.get("kind", "")
+    if kind:
+        rows = [row for row in rows if row.kind == kind]
     if text:
         rows = [
             row
@@ -135,6 +146,7 @@ def runs_page(request: Request) -> Response:
         matrix=matrix([row for row in rows if not row.problem]),
         query=query,
         sorts=list(SORTS),
+        kinds=[RUN_LOG, RESULTS_JSON],
     )
 
 
@@ -217,10 +229,12 @@ def trial_page(request: Request) -> Response:
     except RunLogError as exc:
         return viewer.problem(str(exc))
     labels_problem = ""
+    labels: list[VerdictLabel] = []
     try:
-        labels = viewer.labels_of(log)
+        if is_run_log(log):  # judge agreement pairs labels with a run log's trials
+            labels = viewer.labels_of(log)
     except (RunLogError, LabelsError) as exc:  # the trial is still shown, with why
-        labels, labels_problem = [], str(exc)
+        labels_problem = str(exc)
     mine = {
         label.criterion_index: label
         for label in labels
@@ -232,6 +246,7 @@ def trial_page(request: Request) -> Response:
         place=place,
         labels=mine,
         labels_problem=labels_problem,
+        labelled=is_run_log(log),
         form_key=viewer.guard.form_key,
     )
 
@@ -247,6 +262,8 @@ async def post_label(request: Request) -> Response:
     if not viewer.guard.form_allowed(request, form):
         return viewer.problem("This form did not come from the viewer's own page.", 403)
     log = form.get("log", "")
+    if not is_run_log(log):
+        return viewer.problem(f"{log}: human verdicts are given on run logs only", 400)
     try:
         place = _find_trial(viewer, log, form)
         criteria = place.view.trial.criteria or []

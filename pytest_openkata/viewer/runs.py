@@ -1,5 +1,5 @@
-"""The run logs under the viewer's folder: finding them, a row of the runs list for each, and
-reading one whole.
+"""The run logs under the viewer's folder, and the skills' results JSON files beside them:
+finding them, a row of the runs list for each, and reading one whole.
 
 A log is named to the viewer by its path relative to the folder (``.openkata/runs/X.jsonl``),
 and only a log this module found can be asked for: no request names a file outside the folder.
@@ -29,12 +29,20 @@ from pytest_openkata.core.runlog import (
     skill_summaries,
 )
 from pytest_openkata.core.summary import SkillSummary
+from pytest_openkata.viewer.results_files import (
+    is_results_file,
+    parse_results_file,
+    results_order,
+)
 
 __all__ = [
+    "RESULTS_JSON",
+    "RUN_LOG",
     "LogFiles",
     "Matrix",
     "RunRow",
     "finished_lines",
+    "is_run_log",
     "log_order",
     "matrix",
     "run_row",
@@ -43,6 +51,8 @@ __all__ = [
 # Runs kept in memory: two read whole (one shown, one compared with it) and two without
 # their answers (a run's overview, a list's newest run).
 KEPT_RUNS = 4
+
+RUN_LOG, RESULTS_JSON = "run log", "results JSON"  # the kinds of files a row is read from
 
 # Folders never searched for logs: what a project holds that is not its runs.
 _SKIPPED = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", ".tox", "site"})
@@ -56,6 +66,7 @@ class RunRow:
     (the row then shows only that)."""
 
     log: str
+    kind: str = "run log"  # RUN_LOG or RESULTS_JSON
     finished_at: str = ""
     skills: tuple[str, ...] = ()
     agent_model: str = ""
@@ -84,6 +95,7 @@ def run_row(log: str, run: LoggedRun) -> RunRow:
     scores = [summary.overall for summary in summaries]
     return RunRow(
         log=log,
+        kind=_kind(log),
         finished_at=run.info.finished_at,
         skills=tuple(summary.display for summary in summaries),
         agent_model=str(settings.get("model_label") or settings.get("model") or ""),
@@ -129,13 +141,24 @@ def finished_lines(text: str) -> str:
     return text[: end + 1]
 
 
+def is_run_log(log: str) -> bool:
+    """Whether ``log`` names a run log (else a results JSON)."""
+    return LOG_NAME.fullmatch(PurePosixPath(log).name) is not None
+
+
+def _kind(log: str) -> str:
+    return RUN_LOG if is_run_log(log) else RESULTS_JSON
+
+
 def log_order(log: str) -> tuple[str, int, str]:
-    """A log's place in time: its name's UTC time, then its ``-N`` (a second log of the same
-    second is the newer), then its path."""
-    match = LOG_NAME.fullmatch(PurePosixPath(log).name)
-    if match is None:  # never: only logs so named are found
-        return ("", 0, log)
-    return (match["stamp"], int(match["n"] or 1), log)
+    """A run's place in time: its file name's UTC time, then its ``-N`` (a second file of
+    the same second is the newer), then its path."""
+    name = PurePosixPath(log).name
+    match = LOG_NAME.fullmatch(name)
+    if match is not None:
+        return (match["stamp"], int(match["n"] or 1), log)
+    stamp, number = results_order(name) or ("", 0)
+    return (stamp, number, log)
 
 
 @contextlib.contextmanager
@@ -173,8 +196,11 @@ class LogFiles:
         for top, folders, files in os.walk(self.folder):
             folders[:] = sorted(f for f in folders if f not in _SKIPPED)
             for name in files:
-                if LOG_NAME.fullmatch(name):
-                    yield Path(top) / name
+                path = Path(top) / name
+                if LOG_NAME.fullmatch(name) or is_results_file(
+                    PurePosixPath(path.relative_to(self.folder).as_posix())
+                ):
+                    yield path
 
     def logs(self) -> list[str]:
         """Every run log under the folder, relative to it, the newest first (by the time in
@@ -185,11 +211,9 @@ class LogFiles:
     def path_of(self, log: str) -> Path | None:
         """The file of ``log`` when it is a run log under the folder, else None."""
         relative = PurePosixPath(log)
-        if (
-            relative.is_absolute()
-            or ".." in relative.parts
-            or not LOG_NAME.fullmatch(relative.name)
-        ):
+        if relative.is_absolute() or ".." in relative.parts:
+            return None
+        if not LOG_NAME.fullmatch(relative.name) and not is_results_file(relative):
             return None
         path = self.folder.joinpath(*relative.parts)
         if not path.is_file() or not path.resolve().is_relative_to(self.folder.resolve()):
@@ -207,7 +231,10 @@ class LogFiles:
         try:
             text = path.read_text(encoding="utf-8", errors="strict")
             with _collector_paused():
-                run = parse_run_log(finished_lines(text), source=log, traces=traces)
+                if is_run_log(log):
+                    run = parse_run_log(finished_lines(text), source=log, traces=traces)
+                else:
+                    run = parse_results_file(log, text)
         except (OSError, UnicodeDecodeError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
             return _Read(stamp, None, f"{log}: cannot read the run log: {reason}")
@@ -227,12 +254,12 @@ class LogFiles:
             return known[1]
         read = self._read(log, path, traces=False)
         if read.run is None:
-            row = RunRow(log=log, problem=read.problem)
+            row = RunRow(log=log, kind=_kind(log), problem=read.problem)
         else:
             try:
                 row = run_row(log, read.run)
             except RunLogError as exc:
-                row = RunRow(log=log, problem=str(exc))
+                row = RunRow(log=log, kind=_kind(log), problem=str(exc))
         with self._lock:
             self._rows[log] = (read.stamp, row)
         return row
@@ -269,6 +296,8 @@ class LogFiles:
         path = self.path_of(log)
         if path is None:
             raise RunLogError(f"{log}: no such run log under the viewer's folder")
+        if not is_run_log(log):
+            return self.run(log)  # a results JSON: one skill's report, read whole
         overview = self.run(log, traces=False)
         wanted = {
             logged.line for logged in overview.trials if logged.arm_key[:2] == (skill_dir, scenario)

@@ -111,12 +111,14 @@ def test_the_runs_list_filters_and_leads_to_a_run_a_trial_and_a_comparison(
 ) -> None:
     with serving(runs.root) as base, browsing(browser, base) as (page, _):
         page.goto(base + "/")
-        assert page.locator("tr.run-row").count() == 2
+        assert page.locator("tr.run-row").count() == 4  # two run logs, two results JSON
+        assert page.locator("tr.run-row .kind").all_inner_texts() == ["(results JSON)"] * 2
         cell = page.locator("table.matrix tbody tr", has_text="s").locator("a")
         assert cell.inner_text() == "100.0%"  # the newest run of the skill and model
         assert len(png_colours(page.screenshot(full_page=True))) > 1
 
         page.select_option("select[name=gate]", "fail")
+        page.select_option("select[name=kind]", "run log")
         page.click("form.filters button[type=submit]")
         assert page.locator("tr.run-row").count() == 1
         assert "gate=fail" in page.url  # a deep link to the filtered list
@@ -135,7 +137,7 @@ def test_the_runs_list_filters_and_leads_to_a_run_a_trial_and_a_comparison(
         page.reload()  # the deep link leads back to the failure
         assert page.locator("tr.current").inner_text().startswith("tested")
 
-        page.goto(f"{base}/?order=asc")
+        page.goto(f"{base}/?order=asc&kind=run+log")
         page.locator("input[name=a]").first.check()  # the older run: the failing one
         page.locator("input[name=b]").nth(1).check()
         page.click("text=Compare A with B")
@@ -162,6 +164,17 @@ def test_a_runs_baseline_arm_is_compared_with_its_own(
         page.locator("details.answers-pair summary").click()
         assert page.locator("pre.answer-a").text_content() == "without the skill"
         assert page.locator("pre.answer-b").text_content() == "with the skill"
+
+
+def test_a_skills_results_json_is_a_run_too(runs: Runs, browser: Browser) -> None:
+    with serving(runs.root) as base, browsing(browser, base) as (page, _):
+        page.goto(f"{base}/?kind=results+JSON&gate=fail")
+        page.click("a.run-link")
+        assert "/evals/results/" in page.url
+        assert page.locator("tr.scenario-row").count() == 2
+        page.click("a.trial-link.fail")
+        assert page.get_by_text(REASON).is_visible()
+        assert page.locator("form.label-form").count() == 0  # verdicts go on run logs
 
 
 def test_hostile_model_text_is_shown_as_text_on_the_trial_page_and_in_a_comparison(
@@ -282,8 +295,8 @@ def test_beyond_loopback_every_request_needs_the_token(runs: Runs, browser: Brow
         assert httpx.get(f"{base}/static/viewer.css").status_code == 403
         assert httpx.get(f"{base}/?token=wrong").status_code == 403
         with browsing(browser, base) as (page, _):
-            page.goto(f"{base}/?token=the-printed-token&gate=fail")
-            assert page.url == f"{base}/?gate=fail"  # the token went to a cookie
+            page.goto(f"{base}/?token=the-printed-token&gate=fail&kind=run+log")
+            assert page.url == f"{base}/?gate=fail&kind=run+log"  # the token went to a cookie
             assert page.locator("tr.run-row").count() == 1
             page.click("a.run-link")
             assert page.locator("tr.scenario-row").count() == 2

@@ -247,3 +247,25 @@ def test_a_log_with_raw_line_separators_in_its_answers_is_read_line_by_line(
     assert files.row("20261201T100000Z.jsonl").scenarios == 2
     run = files.scenario_run("20261201T100000Z.jsonl", "skills/s", "a")
     assert run.trials[0].trial.trace.output == answer  # type: ignore[union-attr]
+
+
+def test_results_json_files_are_found_beside_the_logs_in_time_order_and_a_bad_one_named(
+    tmp_path: Path,
+) -> None:
+    results = tmp_path / "skills" / "s" / "evals" / "results" / "m"
+    results.mkdir(parents=True)
+    (results / "2026-12-01T100001.json").write_text('{"skill": 3}')
+    (results / "results-latest.json").write_text("{}")  # not named as a report is
+    (tmp_path / "2026-12-01T100002.json").write_text("{}")  # not in a results folder
+    (tmp_path / "20261201T100000Z.jsonl").write_text(_log_text(scenario("a")))
+    files = LogFiles(tmp_path)
+    assert files.logs() == [
+        "skills/s/evals/results/m/2026-12-01T100001.json",
+        "20261201T100000Z.jsonl",
+    ]
+    bad, log = files.rows()
+    assert bad.kind == "results JSON"
+    assert bad.problem.startswith(
+        "skills/s/evals/results/m/2026-12-01T100001.json: not a results JSON: skill: "
+    )
+    assert (log.kind, log.scenarios) == ("run log", 1)
