@@ -24,6 +24,7 @@ from pytest_openkata.contracts.config import EvalSettings
 from pytest_openkata.contracts.errors import BackendError, ConfigError
 from pytest_openkata.contracts.results import ScenarioResult
 from pytest_openkata.core.build import build_backends, close_backends
+from pytest_openkata.core.pricing import run_prices
 from pytest_openkata.core.prompt import SkillTexts
 from pytest_openkata.core.reporting import make_run, report_run
 from pytest_openkata.core.run import RunOptions, run_scenario
@@ -47,7 +48,6 @@ from pytest_openkata.infra.once import Once
 from pytest_openkata.infra.redact import Redactor, secrets_from_environment
 from pytest_openkata.infra.signals import sigterm_as_interrupt
 from pytest_openkata.infra.tempfiles import REMOVED, remove_stale
-from pytest_openkata.infra.usage import Prices
 
 __all__ = ["cache_folder", "evaluate", "find_scenarios", "run_options"]
 
@@ -128,14 +128,14 @@ def run_options(
 ) -> RunOptions:
     """Trials, votes, fencing, the cache, prices, the skills' texts and the baseline arm of a
     run (``refs_folder``: where the skills' files at a git ref are extracted)."""
-    price = settings.price
+    prices = run_prices(settings)
     return RunOptions(
         trials=settings.trials,
         judge_votes=settings.judge_votes,
         fence=settings.judge_fence,
         cache=cache,
-        agent_prices=Prices(price.agent_input, price.agent_output),
-        judge_prices=Prices(price.judge_input, price.judge_output),
+        agent_prices=prices.agent,
+        judge_prices=prices.judge,
         skill_texts=SkillTexts(),
         baseline=settings.baseline,
         refs_folder=refs_folder,

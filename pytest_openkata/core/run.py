@@ -61,6 +61,7 @@ from pytest_openkata.contracts.results import (
 )
 from pytest_openkata.contracts.transcripts import Transcript, one_turn
 from pytest_openkata.core.arms import OWN_ARM, Arm, ArmError, baseline_arm
+from pytest_openkata.core.budget import BUDGET_REACHED, BudgetGuard, BudgetReached
 from pytest_openkata.core.calls import NO_SLOTS, live_call
 from pytest_openkata.core.checks import CANNOT_START, Check, CommandOutcome, command_checks
 from pytest_openkata.core.conversation import (
@@ -197,6 +198,9 @@ class RunOptions:
     # How the skill reaches the agent (:mod:`pytest_openkata.core.skill_delivery`): pasted
     # into the prompt, or installed where the agent discovers it (the prompt: the task alone).
     skill_delivery: str = PROMPT
+    # The run's hard budget, shared by its processes (None: no budget): checked before each
+    # trial starts, and each trial's spend added to it (:mod:`pytest_openkata.core.budget`).
+    budget: BudgetGuard | None = None
 
     def __post_init__(self) -> None:
         if self.trials < 1 or self.judge_votes < 1:
@@ -588,6 +592,8 @@ class _ScenarioRun:
                 and len(earlier) < self.options.retry_infrastructure
             )
             if not retried:
+                if self.options.budget is not None:
+                    self.options.budget.spend(result.usage)
                 return replace(result, attempts=tuple(earlier)) if earlier else result
             seconds = 0.0 if result.trace is None else result.trace.seconds
             earlier.append(
@@ -721,6 +727,8 @@ def run_scenario(
     trials is the scenario's own (``scenario.json``) or else ``options.trials``. ``slot`` is
     held around every live agent run and judge call (cache hits need none).
     ``skill_scenarios`` names every scenario of the skill, for the gate's completeness.
+    Raises :class:`~pytest_openkata.core.budget.BudgetReached` when the run's budget was
+    reached before the scenario's first trial.
     """
     skill_dir = skill_dir or skill_of(scenario_dir)
     identity = {
@@ -758,14 +766,19 @@ def run_scenario(
     run = _ScenarioRun(scenario, prompt, resolved, options, redact=redact, slot=slot)
     count = options.trials if options.trials_fixed else scenario.trials or options.trials
     baseline = _baseline_run(scenario, resolved, options, redact=redact, slot=slot)
-    if baseline is None or isinstance(baseline, TrialResult):
-        trials = [run.trial(index) for index in range(1, count + 1)]
-        other = None if baseline is None else [baseline]
-    else:
-        # Interleaved, so that a drift of the endpoint over the run touches both arms alike.
-        trials, other = [], []
-        for index in range(1, count + 1):
-            trials.append(run.trial(index))
+    paired = isinstance(baseline, _ScenarioRun)
+    trials: list[TrialResult] = []
+    other: list[TrialResult] | None = [] if paired else None
+    if isinstance(baseline, TrialResult):
+        other = [baseline]
+    for index in range(1, count + 1):
+        if options.budget is not None and not options.budget.check():
+            if not trials:
+                raise BudgetReached(f"{BUDGET_REACHED}: scenario {scenario.name} was not run")
+            break  # the trials that ran are kept; the rest never start
+        trials.append(run.trial(index))
+        if isinstance(baseline, _ScenarioRun) and other is not None:
+            # Interleaved, so that a drift of the endpoint over the run touches both arms alike.
             other.append(baseline.trial(index))
     result = combine_trials(
         trials, description=scenario.description, skill_scenarios=skill_scenarios, **identity

@@ -19,6 +19,7 @@ from pytest_openkata.infra.config import (
 )
 from pytest_openkata.infra.redact import Redactor, secrets_from_environment
 from pytest_openkata.plugin import (
+    budget,
     distribution,
     engines,
     fixtures,
@@ -82,6 +83,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
             group.addoption(
                 field.option,
                 dest=field.dest,
+                action="append" if field.keyed else "store",
                 default=None,
                 metavar=field.shown_metavar,
                 help=setting_help(field),
@@ -191,6 +193,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(FileWarnings(), "openkata-file-warnings")
     if mode == "":
         config.pluginmanager.register(termination, "openkata-termination")
+        budget.configure(config, settings)
     if controller and mode == "":
         summary = triggers.TriggerSummary()
         config.pluginmanager.register(summary, "openkata-trigger-summary")

@@ -1,0 +1,189 @@
+"""The price table and the run's hard budget, against a real scripted endpoint whose answers
+say how many tokens they used: every figure below is exact."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_openkata.core.runlog import read_run_log
+from tests.support.endpoint import RecordedRequest, Reply, ScriptedEndpoint
+from tests.support.evals import EvalScript, eval_args, reports_under, write_skill
+
+PROMPT_TOKENS, COMPLETION_TOKENS = 100, 50
+TRIAL_TOKENS = 2 * (PROMPT_TOKENS + COMPLETION_TOKENS)  # one agent call and one judge call
+
+
+def _counting(script: EvalScript):  # type: ignore[no-untyped-def]
+    """The script's answers, each saying it used 100 input and 50 output tokens."""
+
+    def respond(request: RecordedRequest) -> Reply:
+        reply = script(request)
+        usage = {"prompt_tokens": PROMPT_TOKENS, "completion_tokens": COMPLETION_TOKENS}
+        return Reply(json={**reply.json, "usage": usage})
+
+    return respond
+
+
+@pytest.fixture
+def counted(endpoint: ScriptedEndpoint) -> EvalScript:
+    script = EvalScript()
+    endpoint.respond_with(_counting(script))
+    return script
+
+
+def _run_log(root: Path) -> dict[str, object]:
+    (path,) = (root / ".openkata/runs").glob("*.jsonl")
+    logged = read_run_log(path)
+    return {"complete": logged.info.complete, "budget": logged.extras.get("budget"), "run": logged}
+
+
+def test_a_budget_reached_without_xdist_cuts_the_run_where_it_is(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, counted: EvalScript
+) -> None:
+    """Each trial spends 300 tokens: with a budget of 500, scenario-0's first two trials run
+    (300, then 600), its third and every later scenario never start."""
+    skill = write_skill(pytester.path, "s", {f"scenario-{n}": {"a": 1} for n in range(3)})
+    for n in range(3):
+        options = skill / f"evals/scenario-{n}/scenario.json"
+        options.write_text(json.dumps({"trials": 3, "sandbox": False}))
+
+    result = pytester.runpytest(
+        "skills/s",
+        *eval_args(endpoint.base_url, "--eval-budget-tokens", "500", "--eval-concurrency", "1"),
+    )
+
+    assert result.ret == pytest.ExitCode.OK
+    result.assert_outcomes(passed=1, skipped=2)
+    assert counted.agent_calls == counted.judge_calls == 2
+    assert reports_under(pytester.path) == []  # partial: nothing published
+    log = _run_log(pytester.path)
+    assert log["complete"] is False
+    assert log["budget"] == [
+        {
+            "tokens": 500,
+            "usd": 0.0,
+            "spent_tokens": 2 * TRIAL_TOKENS,
+            "spent_usd": 0.0,
+            "spent_unknown": True,  # no model is priced: the cost is unknown
+            "reached": True,
+            "not_run": ["skills/s/evals::scenario-1", "skills/s/evals::scenario-2"],
+        }
+    ]
+    [kept] = log["run"].results  # type: ignore[attr-defined]
+    assert [trial.index for trial in kept.trials] == [1, 2]
+    result.stdout.fnmatch_lines(
+        [
+            "*Budget reached: spent at least 600 tokens, $0.0000 of a budget of 500 tokens; "
+            "2 scenarios not run*",
+            "*budget reached (spent at least 600 tokens, $0.0000 of 500 tokens): threshold not "
+            "enforced, exit 0*",
+        ]
+    )
+
+
+def test_a_budget_is_shared_by_xdist_workers(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, counted: EvalScript
+) -> None:
+    """Two workers, one scenario at a time each, and a budget one trial spends: each worker
+    starts at most the scenario it holds when the other's spend is not yet counted, so one or
+    two of the six run, and the ledger holds exactly what they spent."""
+    write_skill(pytester.path, "s", {f"scenario-{n}": {"a": 1} for n in range(6)})
+    price = ("--eval-price", "claude-sonnet-4.6=10,20")
+
+    result = pytester.runpytest(
+        "skills/s",
+        "-n",
+        "2",
+        *eval_args(
+            endpoint.base_url, "--eval-budget-usd", "0.001", "--eval-concurrency", "1", *price
+        ),
+    )
+
+    assert result.ret == pytest.ExitCode.OK
+    ran = counted.agent_calls
+    assert 1 <= ran <= 2
+    result.assert_outcomes(passed=ran, skipped=6 - ran)
+    [record] = _run_log(pytester.path)["budget"]  # type: ignore[misc]
+    call_usd = PROMPT_TOKENS / 1e6 * 10 + COMPLETION_TOKENS / 1e6 * 20
+    assert record["reached"] is True
+    assert record["spent_tokens"] == ran * TRIAL_TOKENS
+    assert record["spent_usd"] == pytest.approx(ran * 2 * call_usd)
+    assert record["spent_unknown"] is False
+    assert len(record["not_run"]) == 6 - ran
+    assert reports_under(pytester.path) == []
+    assert list((pytester.path / ".pytest_cache/d/openkata-budget").iterdir()) == []
+
+
+def test_a_run_within_its_budget_is_complete_and_says_what_it_spent(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, counted: EvalScript
+) -> None:
+    write_skill(pytester.path, "s", {"scenario-0": {"a": 1}})
+
+    result = pytester.runpytest(
+        "skills/s", *eval_args(endpoint.base_url, "--eval-budget-tokens", "10000")
+    )
+
+    assert result.ret == pytest.ExitCode.OK
+    assert len(reports_under(pytester.path)) == 1
+    log = _run_log(pytester.path)
+    assert log["complete"] is True
+    [record] = log["budget"]  # type: ignore[misc]
+    assert (record["spent_tokens"], record["reached"]) == (TRIAL_TOKENS, False)
+    result.stdout.fnmatch_lines(["*threshold*"])
+    result.stdout.no_fnmatch_line("*budget reached*")
+
+
+def test_a_budget_in_dollars_needs_every_model_priced(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, counted: EvalScript
+) -> None:
+    write_skill(pytester.path, "s", {"scenario-0": {"a": 1}})
+
+    result = pytester.runpytest(
+        "skills/s",
+        *eval_args(
+            endpoint.base_url,
+            "--eval-budget-usd",
+            "1",
+            "--eval-judge-model",
+            "judge-x",
+            "--eval-price",
+            "claude-sonnet-4.6=1,2",
+        ),
+    )
+
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*budget.usd needs a price for the model 'judge-x'*"])
+    assert endpoint.requests == []
+
+
+def test_the_price_table_prices_each_model_before_the_role_prices(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, counted: EvalScript
+) -> None:
+    """The agent model is in the table (and free there: a known cost of 0); the judge model is
+    not, so the judge's role prices apply to it."""
+    write_skill(pytester.path, "s", {"scenario-0": {"a": 1}})
+    (pytester.path / ".openkata-eval.yaml").write_text(
+        "prices:\n  agent-m: {input: 0, output: 0}\n  other: [5, 5]\n"
+    )
+
+    pytester.runpytest(
+        "skills/s",
+        *eval_args(
+            endpoint.base_url,
+            "--eval-model",
+            "agent-m",
+            "--eval-judge-model",
+            "judge-m",
+            "--eval-price-agent-input",
+            "99",
+            "--eval-price-judge-input",
+            "2",
+        ),
+    )
+
+    usage = json.loads(reports_under(pytester.path)[0].read_text())["usage"]
+    assert usage["agent"]["cost_usd"] == 0
+    assert usage["judge"]["cost_usd"] == pytest.approx(PROMPT_TOKENS / 1e6 * 2)
