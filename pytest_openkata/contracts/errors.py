@@ -22,6 +22,8 @@ subclasses these::
     ├── JudgeParseError         the judge's answer holds no verdicts (the same module)
     ├── ArmError                a baseline arm cannot be made (core.arms)
     ├── ShardError              shards that cannot be merged (core.shards)
+    ├── BudgetReached           the run's budget was reached before a scenario's first
+    │                           trial (core.budget)
     ├── RunLogError             a run log that cannot be read (core.runlog)
     ├── ReportDecodeError       a report file the catalogue cannot read (core.catalogue)
     ├── VersionsFileError       a versions file of the wrong shape (core.catalogue)

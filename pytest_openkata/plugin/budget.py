@@ -2,7 +2,7 @@
 scenarios that the budget left unrun, and what the run spent.
 
 The controller (or the one process without xdist) makes the ledger, a file of its own in the
-folder the run's processes share (:func:`~.fixtures.shared_folder`), and hands its path to
+folder the run's processes share (``.pytest_cache/d/openkata-budget``), and hands its path to
 every worker through xdist's documented ``pytest_configure_node`` hook (``workerinput``).
 A scenario whose first trial the budget stopped raises
 :class:`~pytest_openkata.core.budget.BudgetReached` in setup; its report is made a skip with
@@ -14,7 +14,7 @@ another host sees another folder: its group counts its own spend against the who
 from __future__ import annotations
 
 import uuid
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any
 
@@ -47,8 +47,11 @@ def check_prices(settings: EvalSettings) -> None:
         )
 
 
-def configure(config: pytest.Config, settings: EvalSettings) -> None:
-    """Open the run's ledger: made by the controller, read from ``workerinput`` by a worker."""
+def configure(
+    config: pytest.Config, settings: EvalSettings, shared_folder: Callable[[str], Path]
+) -> None:
+    """Open the run's ledger: made by the controller in ``shared_folder(name)`` (the folder
+    the run's processes share), read from ``workerinput`` by a worker."""
     if not settings.budget.limited:
         return
     check_prices(settings)
@@ -56,9 +59,7 @@ def configure(config: pytest.Config, settings: EvalSettings) -> None:
     if workerinput is not None and LEDGER_INPUT in workerinput:
         ledger = SpendLedger(Path(workerinput[LEDGER_INPUT]))
     else:
-        from pytest_openkata.plugin.fixtures import shared_folder
-
-        path = shared_folder(config, LEDGER_FOLDER) / f"{uuid.uuid4().hex}.json"
+        path = shared_folder(LEDGER_FOLDER) / f"{uuid.uuid4().hex}.json"
         ledger = SpendLedger.create(path)
         config.pluginmanager.register(_Controller(ledger), "openkata-budget")
     config.stash[_guard_key] = BudgetGuard(settings.budget, ledger)

@@ -193,7 +193,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(FileWarnings(), "openkata-file-warnings")
     if mode == "":
         config.pluginmanager.register(termination, "openkata-termination")
-        budget.configure(config, settings)
+        budget.configure(config, settings, lambda name: fixtures.shared_folder(config, name))
     if controller and mode == "":
         summary = triggers.TriggerSummary()
         config.pluginmanager.register(summary, "openkata-trigger-summary")
