@@ -187,3 +187,78 @@ def test_the_price_table_prices_each_model_before_the_role_prices(
     usage = json.loads(reports_under(pytester.path)[0].read_text())["usage"]
     assert usage["agent"]["cost_usd"] == 0
     assert usage["judge"]["cost_usd"] == pytest.approx(PROMPT_TOKENS / 1e6 * 2)
+
+
+@pytest.mark.parametrize("spread", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_the_estimate_builds_every_prompt_and_calls_no_model(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, counted: EvalScript, spread: list[str]
+) -> None:
+    """Two scenarios, two trials, a baseline arm and three votes: 2 x 2 x 2 agent calls and
+    three times as many judge calls, priced for the agent model only."""
+    write_skill(pytester.path, "s", {"scenario-0": {"a": 1}, "scenario-1": {"b": 2}})
+
+    result = pytester.runpytest(
+        "skills/s",
+        *spread,
+        *eval_args(
+            endpoint.base_url,
+            "--eval-estimate",
+            "--eval-trials",
+            "2",
+            "--eval-judge-votes",
+            "3",
+            "--eval-baseline",
+            "without-skill",
+            "--eval-judge-model",
+            "judge-x",
+            "--eval-price",
+            "claude-sonnet-4.6=1,2",
+            "--eval-estimate-output-tokens",
+            "100",
+        ),
+    )
+
+    assert result.ret == pytest.ExitCode.OK
+    assert endpoint.requests == []
+    result.stdout.fnmatch_lines(
+        [
+            "*openkata cost estimate*",
+            "*assumed 100 output tokens long*",
+            "skills/s: 2 scenarios; agent 8 calls, ~* in / ~800 out tokens, $*; judge 24 calls, "
+            "~* in / ~2,400 out tokens, cost unknown (no price for judge-x); total cost unknown "
+            "(no price for judge-x)",
+            "Total: 2 scenarios; *",
+        ]
+    )
+    assert not (pytester.path / ".openkata").exists()
+    assert reports_under(pytester.path) == []
+
+
+def test_the_estimate_prices_what_it_estimates(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint
+) -> None:
+    """The agent's input is the prompt the run sends, at four characters a token: the figures
+    follow from its length."""
+    write_skill(pytester.path, "s", {"scenario-0": {"a": 1}})
+    from pytest_openkata.core.prompt import build_prompt
+
+    skill = pytester.path / "skills/s"
+    prompt = build_prompt(skill, skill / "evals/scenario-0")
+    tokens = -(-len(prompt) // 4)
+
+    result = pytester.runpytest(
+        "skills/s",
+        *eval_args(
+            endpoint.base_url,
+            "--eval-estimate",
+            "--eval-price",
+            "claude-sonnet-4.6=1000000,0",
+            "--eval-estimate-output-tokens",
+            "0",
+        ),
+    )
+
+    result.stdout.fnmatch_lines(
+        [f"skills/s: 1 scenario; agent 1 calls, ~{tokens:,} in / ~0 out tokens, ${tokens:,.4f}; *"]
+    )
+    assert endpoint.requests == []
