@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_openkata.contracts.config import BudgetSettings
-from pytest_openkata.core.budget import BUDGET_REACHED, budget_text, is_reached, spent_text
+from pytest_openkata.core.budget import BUDGET_REACHED, budget_text, spent_text
 from pytest_openkata.infra.ledger import Spent
 
 __all__ = [
@@ -54,10 +54,11 @@ def _spent(record: Mapping[str, Any]) -> Spent:
 
 
 def merged_spending(records: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
-    """The budget record of the shards together: their spends summed; reached when a shard
-    reached its budget or the sum holds the budget. None when no shard had a budget; the
-    shards' limits are the same (their settings are). ``ValueError`` (or ``KeyError``) for a
-    record that cannot be read."""
+    """The budget record of the shards together: their spends summed, their scenarios not run
+    joined; reached when a shard stopped for its budget (each shard holds its own spend to
+    the budget: it cannot see the others'). None when no shard had a budget; the shards'
+    limits are the same (their settings are). ``ValueError``, ``KeyError`` or ``TypeError``
+    for a record that cannot be read."""
     if not records:
         return None
     total = Spent()
@@ -65,9 +66,7 @@ def merged_spending(records: Sequence[Mapping[str, Any]]) -> dict[str, Any] | No
     for record in records:
         total = total.plus(_spent(record))
         not_run.extend(str(nodeid) for nodeid in record.get("not_run", ()))
-    limits = _limits(records[0])
-    reached = total.reached or (is_reached(total, limits) and bool(not_run))
-    return spending_record(limits, Spent(total.tokens, total.usd, total.unknown, reached), not_run)
+    return spending_record(_limits(records[0]), total, not_run)
 
 
 def budget_line(record: Mapping[str, Any]) -> str:

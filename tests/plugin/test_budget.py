@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_openkata.core.runlog import read_run_log
+from pytest_openkata.core.runlog import logs_newest_first, read_run_log
 from tests.support.endpoint import RecordedRequest, Reply, ScriptedEndpoint
 from tests.support.evals import EvalScript, eval_args, reports_under, write_skill
 
@@ -35,8 +35,8 @@ def counted(endpoint: ScriptedEndpoint) -> EvalScript:
 
 
 def _run_log(root: Path) -> dict[str, object]:
-    (path,) = (root / ".openkata/runs").glob("*.jsonl")
-    logged = read_run_log(path)
+    """The newest run log's completeness, budget record and run."""
+    logged = read_run_log(logs_newest_first(root / ".openkata/runs")[0])
     return {"complete": logged.info.complete, "budget": logged.extras.get("budget"), "run": logged}
 
 
@@ -262,3 +262,39 @@ def test_the_estimate_prices_what_it_estimates(
         [f"skills/s: 1 scenario; agent 1 calls, ~{tokens:,} in / ~0 out tokens, ${tokens:,.4f}; *"]
     )
     assert endpoint.requests == []
+
+
+def test_shards_record_their_spend_and_the_merge_sums_it(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, counted: EvalScript
+) -> None:
+    """Each of two shards holds two scenarios and a budget one trial spends: each runs one
+    and leaves one; the merge sums what they spent and says the budget was reached."""
+    from tests.support.shards import merge
+
+    write_skill(pytester.path, "s", {f"scenario-{n}": {"a": 1} for n in range(4)})
+    args = eval_args(
+        endpoint.base_url,
+        "--eval-budget-tokens",
+        "1",
+        "--eval-concurrency",
+        "1",
+        "--eval-price",
+        "claude-sonnet-4.6=0,0",  # free: a known cost
+    )
+    for index in (1, 2):
+        shard = pytester.runpytest("skills", *args, "--eval-shard", f"{index}/2")
+        shard.assert_outcomes(passed=1, skipped=1)
+
+    merged = merge(pytester.path, ".openkata/shards")
+
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    spent = f"spent {2 * TRIAL_TOKENS} tokens, $0.0000"
+    assert f"Budget reached: {spent} of a budget of 1 tokens; 2 scenarios not run" in (
+        merged.stdout
+    )
+    assert merged.stdout.splitlines()[-1] == (
+        f"budget reached ({spent} of 1 tokens): threshold not enforced, exit 0"
+    )
+    assert reports_under(pytester.path) == []
+    [record] = _run_log(pytester.path)["budget"]  # type: ignore[misc]
+    assert (record["spent_tokens"], record["reached"], len(record["not_run"])) == (600, True, 2)
