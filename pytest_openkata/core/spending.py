@@ -19,6 +19,7 @@ from pytest_openkata.infra.ledger import Spent
 __all__ = [
     "BUDGET_EXTRA",
     "budget_line",
+    "budget_note",
     "budget_summary",
     "merged_spending",
     "spending_record",
@@ -84,3 +85,15 @@ def budget_summary(record: Mapping[str, Any]) -> str:
     not_run = list(record.get("not_run", ()))
     left = f"; {len(not_run)} scenario{'' if len(not_run) == 1 else 's'} not run" if not_run else ""
     return f"Budget reached: {spent}{left} (no trial started after it was reached)"
+
+
+def budget_note(extras: Mapping[str, Sequence[Mapping[str, Any]]]) -> tuple[str, bool] | None:
+    """What a logged run's reports say of its budget, and whether it was reached; None for a
+    run without a budget, or whose budget record cannot be read (a log is outside data)."""
+    records = extras.get(BUDGET_EXTRA) or ()
+    if len(records) != 1:
+        return None
+    try:
+        return budget_summary(records[0]), records[0]["reached"] is True
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None

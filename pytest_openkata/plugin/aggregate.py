@@ -212,6 +212,8 @@ class EvalAggregator:
         )
         self.summaries = list(run.summaries)
         self._run_errors = len(run.errors)
+        if spending is not None and not stopped_by_budget:
+            self.terminal.write_lines([[(visible(budget_summary(spending)), None)]])
         if finished:  # interrupted, usage or internal errors keep pytest's own status
             failed = gate_failed(
                 self.summaries,

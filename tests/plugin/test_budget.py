@@ -53,6 +53,7 @@ def test_a_budget_reached_without_xdist_cuts_the_run_where_it_is(
     result = pytester.runpytest(
         "skills/s",
         *eval_args(endpoint.base_url, "--eval-budget-tokens", "500", "--eval-concurrency", "1"),
+        *("--eval-html", "run.html", "--eval-markdown", "run.md"),
     )
 
     assert result.ret == pytest.ExitCode.OK
@@ -72,6 +73,11 @@ def test_a_budget_reached_without_xdist_cuts_the_run_where_it_is(
             "not_run": ["skills/s/evals::scenario-1", "skills/s/evals::scenario-2"],
         }
     ]
+    said = "Budget reached: spent at least 600 tokens, {}0.0000 of a budget of 500 tokens"
+    for view, dollar in (("run.html", "$"), ("run.md", "\\$")):  # Markdown escapes it
+        text = (pytester.path / view).read_text()
+        assert said.format(dollar) in text, view
+        assert "did not finish" not in text, view
     [kept] = log["run"].results  # type: ignore[attr-defined]
     assert [trial.index for trial in kept.trials] == [1, 2]
     result.stdout.fnmatch_lines(

@@ -56,6 +56,7 @@ from pytest_openkata.core.runlog import (
     skill_summaries,
 )
 from pytest_openkata.core.scoring import catalogue_colour, percent_against
+from pytest_openkata.core.spending import budget_note
 from pytest_openkata.core.summary import SkillSummary, usage_of
 from pytest_openkata.core.triggers import (
     QueryOutcome,
@@ -238,6 +239,9 @@ class PageView:
     version: str
     # The run's trigger evals: each skill's metrics line, and the queries that failed the rule.
     trigger_lines: list[str] = field(default_factory=list)
+    # What a run with a budget spent (core.spending), and whether the budget stopped it.
+    budget: str = ""
+    budget_reached: bool = False
     trigger_failures: list[QueryOutcome] = field(default_factory=list)
 
 
@@ -474,6 +478,7 @@ def page_view(run: LoggedRun, *, source: str = "run log") -> PageView:
         for name, label, title in FILTERS
     ]
     outcomes = recorded_outcomes(run.extras.get("trigger_query") or ())
+    budget = budget_note(run.extras)
     return PageView(
         title=f"openkata eval: {names}, {info.finished_at}",
         finished_at=info.finished_at,
@@ -489,6 +494,8 @@ def page_view(run: LoggedRun, *, source: str = "run log") -> PageView:
         version=_version.__version__,
         trigger_lines=[metrics_line(metrics) for metrics in metrics_by_skill(outcomes)],
         trigger_failures=[outcome for outcome in outcomes if not outcome.passed],
+        budget="" if budget is None else budget[0],
+        budget_reached=budget is not None and budget[1],
     )
 
 
