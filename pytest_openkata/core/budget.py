@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pytest_openkata.contracts.config import BudgetSettings
+from pytest_openkata.contracts.config import BudgetSettings, EvalSettings
 from pytest_openkata.contracts.errors import OpenkataError
 from pytest_openkata.contracts.results import CallStats, Usage
 from pytest_openkata.infra.ledger import SpendLedger, Spent
@@ -27,6 +27,7 @@ __all__ = [
     "is_reached",
     "spent_of",
     "spent_text",
+    "unpriced_budget",
 ]
 
 BUDGET_REACHED = "budget reached"
@@ -95,3 +96,20 @@ def spent_text(spent: Spent) -> str:
     some call's tokens or cost were not known."""
     at_least = "at least " if spent.unknown else ""
     return f"{at_least}{spent.tokens:,} tokens, ${spent.usd:,.4f}"
+
+
+def unpriced_budget(settings: EvalSettings) -> str | None:
+    """Why a budget in US dollars cannot be held (a model of the run has no price: an
+    unpriced call's cost is unknown); None when it can, or when there is none."""
+    from pytest_openkata.core.pricing import run_prices
+
+    if settings.budget.usd <= 0:
+        return None
+    missing = run_prices(settings).unpriced()
+    if not missing:
+        return None
+    return (
+        f"budget.usd needs a price for the model {missing[0]!r}: give it with --eval-price "
+        f"{missing[0]}=IN,OUT (prices; or price.agent_* / price.judge_*), or limit the run "
+        "with budget.tokens instead"
+    )

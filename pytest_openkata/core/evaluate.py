@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -23,6 +24,7 @@ from pathlib import Path
 from pytest_openkata.contracts.config import EvalSettings
 from pytest_openkata.contracts.errors import BackendError, ConfigError
 from pytest_openkata.contracts.results import ScenarioResult
+from pytest_openkata.core.budget import BudgetGuard, BudgetReached, unpriced_budget
 from pytest_openkata.core.build import build_backends, close_backends
 from pytest_openkata.core.pricing import run_prices
 from pytest_openkata.core.prompt import SkillTexts
@@ -40,10 +42,12 @@ from pytest_openkata.core.scenario import (
 )
 from pytest_openkata.core.schedule import ScenarioScheduler
 from pytest_openkata.core.slots import CallSlot
+from pytest_openkata.core.spending import BUDGET_EXTRA, spending_record
 from pytest_openkata.core.summary import SkillSummary, summarise
 from pytest_openkata.infra.cache import ResultCache
 from pytest_openkata.infra.config import find_yaml_file, provider_problems, resolve_settings
 from pytest_openkata.infra.inflight import SharedSlots
+from pytest_openkata.infra.ledger import SpendLedger
 from pytest_openkata.infra.once import Once
 from pytest_openkata.infra.redact import Redactor, secrets_from_environment
 from pytest_openkata.infra.signals import sigterm_as_interrupt
@@ -178,14 +182,32 @@ def evaluate(paths: PathLike | Iterable[PathLike], **settings: object) -> list[S
         if not resolved.categories or has_categories(scenario, resolved.categories)
     ]
     here = Path.cwd()
-    results = _run(jobs, resolved, here)
-    summaries = summarise(results, resolved.threshold, here, partial=bool(resolved.category))
+    problem = unpriced_budget(resolved)
+    if problem is not None:
+        raise ConfigError(problem)
+    with _budget(resolved) as guard:
+        results, not_run = _run(jobs, resolved, here, guard)
+        spending = (
+            None
+            if guard is None
+            else spending_record(
+                guard.limits,
+                guard.ledger.read(),
+                [Path(os.path.relpath(job.scenario_dir, here)).as_posix() for job in not_run],
+            )
+        )
+    reached = spending is not None and spending["reached"]
+    summaries = summarise(
+        results, resolved.threshold, here, partial=bool(resolved.category) or reached
+    )
     run = make_run(
         summaries,
         resolved,
         datetime.now(UTC),
         here,
         removed=tuple(_remove_stale(resolved, here)),
+        complete=not reached,  # a run the budget stopped is partial: no results JSON
+        log_extras={} if spending is None else {BUDGET_EXTRA: [spending]},
     )
     done = report_run(run)
     for path in done.removed:  # no terminal here: a warning of Python's logging says it
@@ -210,12 +232,26 @@ def _engine_slots(folder: Path, engine: str, capacity: int) -> SharedSlots:
     return SharedSlots(folder, engine, capacity)
 
 
-def _run(jobs: list[_Job], settings: EvalSettings, here: Path) -> list[ScenarioResult]:
+@contextlib.contextmanager
+def _budget(settings: EvalSettings) -> Iterator[BudgetGuard | None]:
+    """The run's budget and its ledger, a file of this process's own for the run's length
+    (None: no budget)."""
+    if not settings.budget.limited:
+        yield None
+        return
+    with tempfile.TemporaryDirectory(prefix="openkata-budget-") as folder:
+        yield BudgetGuard(settings.budget, SpendLedger.create(Path(folder) / "ledger.json"))
+
+
+def _run(
+    jobs: list[_Job], settings: EvalSettings, here: Path, budget: BudgetGuard | None = None
+) -> tuple[list[ScenarioResult], list[_Job]]:
+    """Every job's result, and the jobs the budget left unrun."""
     from pytest_openkata.infra.http import make_client
 
     redact = Redactor({*settings.secrets, *secrets_from_environment()})
     cache = None if settings.cache == "off" else ResultCache(cache_folder(here), settings.cache)
-    options = run_options(settings, cache, refs_folder(here))
+    options = replace(run_options(settings, cache, refs_folder(here)), budget=budget)
     # The in-flight cap's and the engines' lock files, shared with pytest runs in ``here``.
     locks = here / ".pytest_cache" / "d" / "openkata-in-flight"
     lock_folder = None
@@ -247,7 +283,13 @@ def _run(jobs: list[_Job], settings: EvalSettings, here: Path) -> list[ScenarioR
                     skill_scenarios=job.skill_scenarios,
                 )
 
-            return [scheduler.result(job, run) for job in jobs]
+            results, not_run = [], []
+            for job in jobs:
+                try:
+                    results.append(scheduler.result(job, run))
+                except BudgetReached:
+                    not_run.append(job)
+            return results, not_run
         finally:
             scheduler.close()
             for built in backends.built:

@@ -21,8 +21,7 @@ from typing import Any
 import pytest
 
 from pytest_openkata.contracts.config import EvalSettings
-from pytest_openkata.core.budget import BudgetGuard, BudgetReached
-from pytest_openkata.core.pricing import run_prices
+from pytest_openkata.core.budget import BudgetGuard, BudgetReached, unpriced_budget
 from pytest_openkata.infra.ledger import SpendLedger, Spent
 from pytest_openkata.infra.text import visible
 
@@ -34,17 +33,10 @@ _guard_key = pytest.StashKey[BudgetGuard]()
 
 
 def check_prices(settings: EvalSettings) -> None:
-    """A budget in US dollars needs a price for every model of the run: an unpriced call's
-    cost is unknown, and an unknown cost cannot be held to a budget."""
-    if settings.budget.usd <= 0:
-        return
-    missing = run_prices(settings).unpriced()
-    if missing:
-        raise pytest.UsageError(
-            f"pytest-openkata: budget.usd needs a price for the model {missing[0]!r}: give "
-            f"it with --eval-price {missing[0]}=IN,OUT (or price.agent_* / price.judge_*), "
-            "or limit the run with budget.tokens instead"
-        )
+    """A budget in US dollars needs a price for every model of the run."""
+    problem = unpriced_budget(settings)
+    if problem is not None:
+        raise pytest.UsageError(f"pytest-openkata: {problem}")
 
 
 def configure(

@@ -304,3 +304,32 @@ def test_shards_record_their_spend_and_the_merge_sums_it(
     assert reports_under(pytester.path) == []
     [record] = _run_log(pytester.path)["budget"]  # type: ignore[misc]
     assert (record["spent_tokens"], record["reached"], len(record["not_run"])) == (600, True, 2)
+
+
+def test_evaluate_holds_the_budget_too(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, counted: EvalScript
+) -> None:
+    """The Python API, with one scenario at a time: the first scenario spends the budget, the
+    second is not run, and the run's log says so."""
+    from tests.architecture.test_core_without_pytest import run_without_pytest
+
+    write_skill(pytester.path, "s", {"scenario-0": {"a": 1}, "scenario-1": {"a": 1}})
+
+    result = run_without_pytest(
+        f"""
+        from pytest_openkata import evaluate
+        (summary,) = evaluate(
+            "skills", backend="http", http={{"base_url": {endpoint.base_url!r}}},
+            concurrency=1, budget={{"tokens": 1}},
+        )
+        print(summary.complete, [r.name for r in summary.results])
+        """,
+        cwd=pytester.path,
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["False", "['scenario-0']"]
+    [record] = _run_log(pytester.path)["budget"]  # type: ignore[misc]
+    assert (record["spent_tokens"], record["reached"]) == (TRIAL_TOKENS, True)
+    assert record["not_run"] == ["skills/s/evals/scenario-1"]
+    assert reports_under(pytester.path) == []
