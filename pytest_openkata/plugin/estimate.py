@@ -4,7 +4,8 @@ report (see :mod:`pytest_openkata.core.estimate`).
 
 The run is collected as a run that evaluates is (``-k``, ``-m``, ``--eval-category`` and
 ``--eval-shard`` select alike), in this one process: ``-n`` starts no worker, since a dry run
-has nothing to spread. No item runs; the exit status is 0 unless collection failed.
+has nothing to spread. No item runs; the exit status is 0 unless collection failed (then it
+is pytest's).
 """
 
 from __future__ import annotations
@@ -55,8 +56,11 @@ class Estimate:
         )
 
     @pytest.hookimpl(tryfirst=True)
-    def pytest_runtestloop(self, session: pytest.Session) -> bool:
-        return True  # nothing runs
+    def pytest_runtestloop(self, session: pytest.Session) -> bool | None:
+        """Nothing runs; a collection error stops the run as pytest stops it."""
+        if session.testsfailed and not session.config.option.continue_on_collection_errors:
+            return None  # pytest's own loop says so
+        return True
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_sep("=", "openkata cost estimate")
