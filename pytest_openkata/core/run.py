@@ -586,14 +586,14 @@ class _ScenarioRun:
         earlier: list[Attempt] = []
         while True:
             result = self._one_trial(index)
+            if self.options.budget is not None:  # every attempt's calls were paid for
+                self.options.budget.spend(result.usage)
             retried = (
                 result.error is not None
                 and result.error_cause in RETRIED_CAUSES
                 and len(earlier) < self.options.retry_infrastructure
             )
             if not retried:
-                if self.options.budget is not None:
-                    self.options.budget.spend(result.usage)
                 return replace(result, attempts=tuple(earlier)) if earlier else result
             seconds = 0.0 if result.trace is None else result.trace.seconds
             earlier.append(
