@@ -10,6 +10,11 @@ and the gate's line, and the exit status is the unsharded run's: 1 when a comple
 below its threshold, a scenario errored, an ordinary test failed or a report could not be
 written; else 0. Shards that cannot be merged exit 2 with the reason: not the parts of one run,
 or a trial record that does not hold together (named by its shard file and line).
+
+Shards run with a budget each record what they spent; the merge sums them and says so. A
+shard that stopped for its budget may lack the scenarios and trials it never started: the
+merged run is then "budget reached", partial as the unsharded run would be (no gate, no
+results JSON), and its exit status is 1 only for errors.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from pytest_openkata.core.reporting import Segment, make_run, report_run
 from pytest_openkata.core.runlog import RunLogError, read_run_log
 from pytest_openkata.core.scenario import load_scenario_options
 from pytest_openkata.core.shards import MergedRun, ShardError, merge_shards, shard_files
+from pytest_openkata.core.spending import BUDGET_EXTRA, budget_line, budget_summary
 from pytest_openkata.core.summary import gate_failed, summarise
 from pytest_openkata.core.versions import read_skill_version
 from pytest_openkata.infra.text import visible
@@ -85,8 +91,24 @@ def report(merged: MergedRun, rootdir: Path) -> int:
     """Write the merged run's reports and show it; the unsharded run's exit status."""
     settings = merged.settings
     results = [_rooted(result, rootdir) for result in merged.results]
-    summaries = summarise(results, settings.threshold, rootdir, partial=merged.partial)
-    run = report_run(make_run(summaries, settings, merged.finished_at, rootdir, terminal=_Stdout()))
+    # A shard stopped for its budget: the merged run is partial (no gate, no results JSON).
+    reached = merged.budget_reached
+    partial = merged.partial or reached
+    summaries = summarise(results, settings.threshold, rootdir, partial=partial)
+    spending = {} if merged.spending is None else {BUDGET_EXTRA: [dict(merged.spending)]}
+    run = report_run(
+        make_run(
+            summaries,
+            settings,
+            merged.finished_at,
+            rootdir,
+            terminal=_Stdout(),
+            complete=not reached,
+            log_extras=spending,
+        )
+    )
+    if merged.spending is not None:
+        print(visible(budget_summary(merged.spending)))
     # As the run errors a scenario in setup: its own arm's error, or its baseline arm's.
     errored = sum(
         1
@@ -94,16 +116,20 @@ def report(merged: MergedRun, rootdir: Path) -> int:
         if result.error is not None
         or (result.baseline is not None and result.baseline.error is not None)
     )
-    failed = gate_failed(
-        run.summaries,
-        require_uplift=settings.require_uplift,
-        fail_on_regression=settings.fail_on_regression,
+    failed = (
+        not reached
+        and gate_failed(
+            run.summaries,
+            require_uplift=settings.require_uplift,
+            fail_on_regression=settings.fail_on_regression,
+        )
     ) or bool(errored or merged.failed or run.errors)
     status = 1 if failed else 0
     line = gate_line(
         run.summaries,
         settings.threshold,
         status,
+        stopped=budget_line(merged.spending) if reached and merged.spending else None,
         errored=errored,
         failed=merged.failed,
         require_uplift=settings.require_uplift,

@@ -23,6 +23,8 @@ subclasses these::
     ├── ArmError                a baseline arm cannot be made (core.arms)
     ├── PairwiseJudgeError      the pairwise judge broke its answer contract
     ├── ShardError              shards that cannot be merged (core.shards)
+    ├── BudgetReached           the run's budget was reached before a scenario's first
+    │                           trial (core.budget)
     ├── RunLogError             a run log that cannot be read (core.runlog)
     ├── LabelsError             a labels file of human verdicts that cannot be read
     │                           (core.verdict_labels)

@@ -9,7 +9,7 @@ alike, and sends the selection to the controller through xdist's ``workeroutput`
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -156,6 +156,7 @@ def write_shard_file(
     partial: bool,
     complete: bool = True,
     removed: list[Path] | None = None,
+    extras: Mapping[str, list[dict[str, Any]]] | None = None,
 ) -> Path:
     """The shard's run log, with its record, in the shard folder (never over another file);
     ``complete`` is False for a shard that was stopped (the merge then refuses it). The
@@ -185,7 +186,7 @@ def write_shard_file(
         threshold=settings.threshold,
         settings=run_settings(settings),
     )
-    text = log_lines(info, results, rootdir, {SHARD_EXTRA: [record.to_dict()]})
+    text = log_lines(info, results, rootdir, {**(extras or {}), SHARD_EXTRA: [record.to_dict()]})
     return write_new_report(shard_folder(config) / spec.file_name, text, removed=removed)
 
 

@@ -66,6 +66,7 @@ from pytest_openkata.core.runlog import (
     skill_summaries,
 )
 from pytest_openkata.core.scoring import catalogue_colour, percent_against
+from pytest_openkata.core.spending import budget_note
 from pytest_openkata.core.summary import SkillSummary, usage_of
 from pytest_openkata.core.triggers import (
     QueryOutcome,
@@ -262,6 +263,9 @@ class PageView:
     trigger_lines: list[str] = field(default_factory=list)
     # What a re-judged run graded again ("" for a run of its own).
     rejudged: str = ""
+    # What a run with a budget spent (core.spending), and whether the budget stopped it.
+    budget: str = ""
+    budget_reached: bool = False
     trigger_failures: list[QueryOutcome] = field(default_factory=list)
 
 
@@ -506,6 +510,7 @@ def page_view(run: LoggedRun, *, source: str = "run log") -> PageView:
         for name, label, title in FILTERS
     ]
     outcomes = recorded_outcomes(run.extras.get("trigger_query") or ())
+    budget = budget_note(run.extras)
     return PageView(
         title=f"openkata eval: {names}, {info.finished_at}",
         finished_at=info.finished_at,
@@ -522,6 +527,8 @@ def page_view(run: LoggedRun, *, source: str = "run log") -> PageView:
         trigger_lines=[metrics_line(metrics) for metrics in metrics_by_skill(outcomes)],
         trigger_failures=[outcome for outcome in outcomes if not outcome.passed],
         rejudged="" if info.rejudged_from is None else rejudged_text(info.rejudged_from),
+        budget="" if budget is None else budget[0],
+        budget_reached=budget is not None and budget[1],
     )
 
 
