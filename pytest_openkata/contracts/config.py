@@ -127,6 +127,7 @@ class EvalSettings(BaseModel):
     compare: str = ""
     regression_tolerance: float = 0.0
     fail_on_regression: bool = False
+    allow_drift: bool = False
     publish_errors: bool = False
     scenario_names: str = "scenario-*"
     category: str = ""

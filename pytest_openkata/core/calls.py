@@ -35,5 +35,6 @@ def live_call(
         output_tokens=tokens.output_tokens,
         seconds=seconds,
         cost_usd=cost_usd(tokens, prices),
+        models=tokens.models,
     )
     return value, stats

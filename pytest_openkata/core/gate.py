@@ -81,6 +81,8 @@ def gate_line(
         reasons.append(f"{plural(unwritten, 'report')} not written")
     if any(summary.compare_error is not None for summary in summaries):
         reasons.append("the earlier run to compare with could not be read")
+    if any(summary.refused_drift is not None for summary in summaries):
+        reasons.append("a comparison was refused: the runs drifted")
     separator = ": " if enforced else ", "
     text = f"{'; '.join(reasons)}{separator}exit {exit_status}"
     return [(visible(text), "green" if exit_status == 0 else "red")]

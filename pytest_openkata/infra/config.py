@@ -350,6 +350,7 @@ FIELDS: tuple[Setting, ...] = (
     Setting("compare", _text, metavar="auto|PATH"),
     Setting("regression_tolerance", _non_negative_number, metavar="POINTS"),
     Setting("fail_on_regression", _boolean, flag=True),
+    Setting("allow_drift", _boolean, flag=True),
     Setting("publish_errors", _boolean, flag=True),
     Setting("scenario_names", _globs, metavar="GLOB,..."),
     Setting("category", _categories, metavar="CATEGORY,..."),
@@ -539,6 +540,9 @@ HELP = {
     "regression_tolerance": "points a scenario may fall before the comparison calls it a "
     "regression (default 0)",
     "fail_on_regression": "exit 1 when the comparison finds a regression or a missing scenario",
+    "allow_drift": "compare anyway when the runs compared (an earlier run, the baseline arm, "
+    "the shards) drifted in a way that refuses the comparison (another judge, agent model, "
+    "agent CLI version, image...); the reports say that it was allowed (see Reproducibility)",
     "publish_errors": "write the report under evals/results/ even when scenarios errored for "
     "reasons outside the skill (default: beside the run logs, where the catalogue does not "
     "count it)",

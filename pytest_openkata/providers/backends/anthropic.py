@@ -7,7 +7,8 @@ but the wire format: one request per call, no retries, failures raised as
 
 Every successful call reports the ``usage.input_tokens`` and ``usage.output_tokens`` of the
 response to :func:`~.record_tokens` (None for a count the body does not give
-as a non-negative integer); a failed call records nothing.
+as a non-negative integer), with the ``model`` the response says answered (the run manifest
+records it); a failed call records nothing.
 
 With a ``schema`` (the judge's), the request asks for structured output with one forced tool:
 ``tools: [{"name", "description", "input_schema"}]`` with the schema as ``input_schema`` and

@@ -8,7 +8,8 @@ what to do.
 
 Every successful call reports the ``usage.prompt_tokens`` and ``usage.completion_tokens`` of
 the response to :func:`~.record_tokens` (None for a count the body does not
-give as a non-negative integer); a failed call, a refused ``response_format`` included, records
+give as a non-negative integer), with the ``model`` the response says answered (the run
+manifest records it); a failed call, a refused ``response_format`` included, records
 nothing.
 
 A structured answer (one asked with a ``schema``) that the endpoint cut off at its token limit
