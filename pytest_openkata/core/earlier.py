@@ -67,6 +67,7 @@ __all__ = [
     "EarlierRun",
     "EarlierRunError",
     "auto_runs",
+    "compare_and_check_drift",
     "compare_run",
     "compare_with_earlier",
     "earlier_runs",
@@ -444,15 +445,24 @@ def compare_with_earlier(
     summaries: Sequence[SkillSummary],
     settings: EvalSettings,
     rootdir: Path,
-    manifest: Manifest | None = None,
-) -> tuple[dict[Path, SkillChanges], dict[Path, Drift]]:
+) -> dict[Path, SkillChanges]:
     """Each summary's skill folder and its comparison with the earlier run the ``compare``
     setting names, with the ``regression_tolerance`` setting; empty without the setting.
     A skill with nothing to compare with gets a :class:`SkillChanges` without scenarios whose
-    ``note`` says why. Beside it, what drifted from the earlier run's manifest to this run's
-    (``manifest``), for each skill where something did or the earlier run recorded none; a
-    skill whose drift refuses the comparison (and ``allow_drift`` is off) gets no
-    comparison, its drift says why. Raises :class:`EarlierRunError`."""
+    ``note`` says why. Raises :class:`EarlierRunError`."""
+    return compare_and_check_drift(summaries, settings, rootdir, None)[0]
+
+
+def compare_and_check_drift(
+    summaries: Sequence[SkillSummary],
+    settings: EvalSettings,
+    rootdir: Path,
+    manifest: Manifest | None,
+) -> tuple[dict[Path, SkillChanges], dict[Path, Drift]]:
+    """:func:`compare_with_earlier`, and beside it what drifted from the earlier run's
+    manifest to this run's (``manifest``; None: not checked), for each skill where something
+    did or the earlier run recorded none. A skill whose drift refuses the comparison (and
+    ``allow_drift`` is off) gets no comparison: its drift says why."""
     if not settings.compare:
         return {}, {}
     earlier = earlier_runs(
@@ -467,11 +477,11 @@ def compare_with_earlier(
     drifts = {}
     for summary in summaries:
         run = earlier[summary.skill_dir]
-        if not run.note:
+        if not run.note and manifest is not None:
             relative = relative_skill_dir(summary.skill_dir, rootdir)
             drift = compare_manifests(
                 None if run.manifest is None else run.manifest.for_skill(relative),
-                None if manifest is None else manifest.for_skill(relative),
+                manifest.for_skill(relative),
                 comparison=COMPARE,
                 against=run.label,
                 allowed=settings.allow_drift,
@@ -513,7 +523,7 @@ def compare_run(
     cannot be read is every summary's ``compare_error`` (which fails the run and says why),
     not raised: the run's own reports are still written; so is a refused drift."""
     try:
-        changes, drifts = compare_with_earlier(summaries, settings, rootdir, manifest)
+        changes, drifts = compare_and_check_drift(summaries, settings, rootdir, manifest)
     except EarlierRunError as exc:
         return [replace(summary, compare_error=str(exc)) for summary in summaries], {}
     compared = [

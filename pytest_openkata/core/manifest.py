@@ -175,6 +175,18 @@ class Manifest:
             settings=dict(sections["settings"]),
         )
 
+    def rows(self) -> list[tuple[str, str]]:
+        """What the reports show of it, as (label, value) pairs, each value safe to show: the
+        ids that tell runs apart (the content digests are in the run log)."""
+        values = [
+            ("plugin version", self.plugin_version),
+            ("agent models reported", ", ".join(self.agent.get("reported_models", ()))),
+            ("agent CLI versions", ", ".join(self.agent.get("cli_versions", ()))),
+            ("judge models reported", ", ".join(self.judge.get("reported_models", ()))),
+            ("sandbox image digests", ", ".join(self.sandbox.get("image_ids", ()))),
+        ]
+        return [(label, visible(str(value))) for label, value in values if value]
+
     def for_skill(self, skill_dir: str) -> Manifest:
         """This manifest with only the skill ``skill_dir`` (relative) and its scenarios: what
         that skill's results JSON records and what a comparison of that skill checks."""

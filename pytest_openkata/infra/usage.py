@@ -25,37 +25,24 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_openkata.infra.text import visible
-
 __all__ = [
-    "REPORTED_MODEL_MAX_CHARS",
     "Prices",
     "TokenUsage",
     "add_usage",
     "cost_usd",
     "record_tokens",
     "recording",
-    "reported_models",
     "token_count",
     "usage_in",
 ]
 
 
-REPORTED_MODEL_MAX_CHARS = 200
-"""The bound on a model id as an endpoint reported it: a hostile endpoint's id stays short."""
-
-
 @dataclass(frozen=True)
 class TokenUsage:
-    """The tokens one call (or a sum of calls) consumed; None where the endpoint did not say.
-    ``models`` are the model ids the endpoint reported answering with (the response's
-    ``model`` field), each once, in the order first seen: what the run manifest records as the
-    model that really answered, which may differ from the model asked for (an alias, a
-    deployment's pinned version)."""
+    """The tokens one call (or a sum of calls) consumed; None where the endpoint did not say."""
 
     input_tokens: int | None = None
     output_tokens: int | None = None
-    models: tuple[str, ...] = ()
 
 
 _recorder: ContextVar[list[TokenUsage] | None] = ContextVar(
@@ -96,39 +83,23 @@ def token_count(value: object) -> int | None:
     return value
 
 
-def reported_models(body: Mapping[str, Any]) -> tuple[str, ...]:
-    """The model id a response body reports in its ``model`` field (the OpenAI-style and the
-    Anthropic APIs both say which model answered there), as one id; none when it is missing,
-    not a string or blank. The id is the endpoint's text, so it is made safe to show
-    (:func:`~pytest_openkata.infra.text.visible`) and bounded."""
-    model = body.get("model")
-    if not isinstance(model, str) or not model.strip():
-        return ()
-    return (visible(model.strip())[:REPORTED_MODEL_MAX_CHARS],)
-
-
 def usage_in(body: Mapping[str, Any], input_key: str, output_key: str) -> TokenUsage:
-    """The token counts under ``body["usage"]`` by the API's own key names, and the model id
-    the body reports (:func:`reported_models`); a count that is missing or unusable (or no
-    ``usage`` object at all) is None."""
-    models = reported_models(body)
+    """The token counts under ``body["usage"]`` by the API's own key names; a count that is
+    missing or unusable (or no ``usage`` object at all) is None."""
     usage = body.get("usage")
     if not isinstance(usage, dict):
-        return TokenUsage(models=models)
-    return TokenUsage(token_count(usage.get(input_key)), token_count(usage.get(output_key)), models)
+        return TokenUsage()
+    return TokenUsage(token_count(usage.get(input_key)), token_count(usage.get(output_key)))
 
 
 def add_usage(entries: Iterable[TokenUsage]) -> TokenUsage:
-    """The field-wise sum of ``entries``; a field stays None only if it is None in every entry,
-    and the models are every entry's, each once."""
+    """The field-wise sum of ``entries``; a field stays None only if it is None in every entry."""
     input_tokens: int | None = None
     output_tokens: int | None = None
-    models: dict[str, None] = {}
     for entry in entries:
         input_tokens = _plus(input_tokens, entry.input_tokens)
         output_tokens = _plus(output_tokens, entry.output_tokens)
-        models.update(dict.fromkeys(entry.models))
-    return TokenUsage(input_tokens, output_tokens, tuple(models))
+    return TokenUsage(input_tokens, output_tokens)
 
 
 def _plus(total: int | None, value: int | None) -> int | None:

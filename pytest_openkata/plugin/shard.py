@@ -161,6 +161,7 @@ def write_shard_file(
     ``complete`` is False for a shard that was stopped (the merge then refuses it). The
     temporary files of killed runs removed from the folder are added to ``removed``."""
     from pytest_openkata import __version__
+    from pytest_openkata.core.run_manifest import build_manifest
     from pytest_openkata.core.runlog import run_settings
 
     spec = shard_of(config)
@@ -184,6 +185,7 @@ def write_shard_file(
         complete=complete,
         threshold=settings.threshold,
         settings=run_settings(settings),
+        manifest=build_manifest(settings, results, rootdir, __version__),
     )
     text = log_lines(info, results, rootdir, {SHARD_EXTRA: [record.to_dict()]})
     return write_new_report(shard_folder(config) / spec.file_name, text, removed=removed)

@@ -220,6 +220,8 @@ class SkillView:
     counts: dict[str, int] = field(default_factory=dict)
     # How often its attempts errored, by kind of failure ([] when none did).
     error_rates: list[ErrorRate] = field(default_factory=list)
+    # What drifted between the runs or arms it was compared across, one line each.
+    drift: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -416,6 +418,7 @@ def _skill_view(index: int, summary: SkillSummary, threshold: int) -> SkillView:
         comparison=summary.comparison,
         counts=counts,
         error_rates=error_rates(summary.results),
+        drift=[line for drift in summary.drift for line in drift.lines()],
     )
 
 
@@ -480,7 +483,7 @@ def page_view(run: LoggedRun, *, source: str = "run log") -> PageView:
         complete=info.complete,
         partial=not info.complete or any(not summary.complete for summary in summaries),
         threshold=info.threshold,
-        settings=_settings(info.settings),
+        settings=_settings(info.settings) + ([] if info.manifest is None else info.manifest.rows()),
         ran_with=_ran_with(info.settings),
         skills=skills,
         usage=_usage_rows(run.results),
