@@ -368,7 +368,9 @@ def _text(value: Any) -> str:
 
 
 def _shown(value: object) -> str:
-    text = repr(value)
+    """A value as a drift names it: a text in quotes, as it is (it is made visible below,
+    so that an id's escapes are not escaped twice), anything else as Python writes it."""
+    text = f"'{value}'" if isinstance(value, str) else repr(value)
     if len(text) > _VALUE_MAX_CHARS:
         text = text[: _VALUE_MAX_CHARS - 1] + "…"
     return visible(text)
