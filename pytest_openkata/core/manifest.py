@@ -59,6 +59,7 @@ __all__ = [
     "Manifest",
     "ManifestError",
     "check_drift",
+    "check_rejudge",
     "compare_manifests",
     "id_list",
 ]
@@ -421,3 +422,14 @@ def check_drift(drift: Drift, *, allow: bool) -> Drift:
     if allow:
         return replace(drift, allowed=True)
     raise DriftError(replace(drift, allowed=False).refusal() or "")
+
+
+def check_rejudge(source: Manifest | None, new: Manifest, *, against: str, allow: bool) -> Drift:
+    """What drifted from a recorded run's manifest (``source``, None for a log without one)
+    to the manifest of its re-judged run (``new``), checked for a re-judge (:data:`REJUDGE`:
+    the judge and the criteria may change, what the recorded answers came from may not);
+    ``against`` names the recorded run (its log's file name). :class:`DriftError` when a
+    refusing field differs and ``allow`` (``allow_drift``) is off; else the drift, for the
+    re-judged run's reports (:meth:`Drift.lines`)."""
+    drift = compare_manifests(source, new, comparison=REJUDGE, against=against, allowed=allow)
+    return check_drift(drift, allow=allow)

@@ -19,6 +19,7 @@ from pytest_openkata.core.manifest import (
     Manifest,
     ManifestError,
     check_drift,
+    check_rejudge,
     compare_manifests,
 )
 from pytest_openkata.core.runlog import RunLogError, parse_run_log
@@ -167,6 +168,17 @@ def test_a_rejudge_may_change_the_judge_and_the_criteria_not_what_the_answers_ca
     changed_task = _manifest(**{"scenarios.skills/s::a.task": "t2", "agent.model": "other"})
     drift = compare_manifests(_manifest(), changed_task, comparison=REJUDGE, against="run.jsonl")
     assert _refusing(drift) == ["agent.model", "scenario skills/s::a task"]
+
+
+def test_a_rejudge_checks_the_recorded_run_in_one_call() -> None:
+    new_judge = _manifest(**{"judge.model": "cheaper"})
+    new_inputs = _manifest(**{"scenarios.skills/s::a.inputs": "i2"})
+
+    assert check_rejudge(_manifest(), new_judge, against="run.jsonl", allow=False).items
+    with pytest.raises(DriftError, match=r"scenario skills/s::a inputs: 'i1' before, 'i2' now"):
+        check_rejudge(_manifest(), new_inputs, against="run.jsonl", allow=False)
+    assert check_rejudge(_manifest(), new_inputs, against="run.jsonl", allow=True).allowed
+    assert check_rejudge(None, new_inputs, against="old.jsonl", allow=False).missing
 
 
 def test_the_arms_of_a_run_compare_only_what_their_trials_recorded() -> None:
