@@ -156,6 +156,11 @@ class Manifest:
             if not isinstance(value, Mapping):
                 raise ManifestError(f"{source}: manifest.{name}: must be an object")
             sections[name] = value
+        for dotted in sorted(_LISTS):
+            section, key = dotted.split(".")
+            ids = sections[section].get(key, [])
+            if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+                raise ManifestError(f"{source}: manifest.{dotted}: must be a list of texts")
         for name, value in sections["skills"].items():
             if not isinstance(value, str):
                 raise ManifestError(f"{source}: manifest.skills.{name}: must be a digest")

@@ -222,6 +222,10 @@ def test_a_drift_reads_back_from_its_record() -> None:
             {"plugin_version": "1", "skills": {"skills/s": 3}},
             "log: line 1: manifest.skills.skills/s: must be a digest",
         ),
+        (
+            {"plugin_version": "1", "agent": {"reported_models": ["m", {"x": 1}]}},
+            "log: line 1: manifest.agent.reported_models: must be a list of texts",
+        ),
     ],
 )
 def test_a_run_log_whose_manifest_is_malformed_is_refused_naming_the_field(
