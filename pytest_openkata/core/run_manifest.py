@@ -26,14 +26,17 @@ __all__ = ["arm_manifests", "build_manifest", "skill_digest"]
 
 _DIGESTED_PARTS = ("task", "criteria", "checks", "inputs")  # a scenario's digests, not its prompt
 _SKIPPED_IN_SKILL = "evals"  # reports and scenarios: not the skill's content
+_BYTECODE = "__pycache__"  # what running a skill's Python scripts leaves: not its content
 
 
 def skill_digest(skill_dir: Path) -> str:
-    """A hex sha256 over the skill's files (path and content), without ``evals/``: its
-    reports and scenarios are not the skill. A file that cannot be read counts by path only."""
+    """A hex sha256 over the skill's files (path and content), without ``evals/`` (its
+    reports and scenarios are not the skill) and Python's ``__pycache__`` folders (what
+    running its scripts leaves). A file that cannot be read counts by path only."""
     digest = hashlib.sha256()
     for rel, path in files_under(skill_dir):
-        if rel.split("/", 1)[0] == _SKIPPED_IN_SKILL:
+        parts = rel.split("/")
+        if parts[0] == _SKIPPED_IN_SKILL or _BYTECODE in parts:
             continue
         try:
             content = hashlib.sha256(path.read_bytes()).hexdigest()

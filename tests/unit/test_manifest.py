@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -22,6 +23,7 @@ from pytest_openkata.core.manifest import (
     check_rejudge,
     compare_manifests,
 )
+from pytest_openkata.core.run_manifest import skill_digest
 from pytest_openkata.core.runlog import RunLogError, parse_run_log
 from pytest_openkata.infra.reported_models import REPORTED_MODEL_MAX_CHARS, recording_models
 from pytest_openkata.providers.backends.anthropic import AnthropicMessagesBackend
@@ -282,3 +284,19 @@ def test_the_anthropic_backend_records_the_model_its_endpoint_says_answered(
         assert backend.complete("", "u") == "hi"
 
     assert models == ["claude-scripted"]
+
+
+def test_a_skill_s_digest_is_of_its_files_without_its_evals_or_bytecode(tmp_path: Path) -> None:
+    skill = tmp_path / "s"
+    (skill / "scripts" / "__pycache__").mkdir(parents=True)
+    (skill / "SKILL.md").write_text("# s\n")
+    (skill / "scripts" / "run.py").write_text("print(1)\n")
+    before = skill_digest(skill)
+
+    (skill / "scripts" / "__pycache__" / "run.cpython-311.pyc").write_bytes(b"\0")
+    (skill / "evals" / "results" / "m").mkdir(parents=True)
+    (skill / "evals" / "results" / "m" / "r.json").write_text("{}")
+    assert skill_digest(skill) == before
+
+    (skill / "scripts" / "run.py").write_text("print(2)\n")
+    assert skill_digest(skill) != before
