@@ -3,8 +3,9 @@ built from its settings and what its trials recorded.
 
 The settings give what was asked for (the agent's and the judge's backend and model, the
 judge's votes and fence, the image, the settings that change results); the trials give what
-really ran: the model ids the endpoints reported in their answers, the agent CLI's version
-and the image's digest each sandboxed trial recorded. The skill's content is hashed from its
+really ran: the model ids the endpoints reported in their answers (and an agent CLI's events,
+where they name the model), the agent CLI's version and the image's digest each sandboxed
+trial recorded. The skill's content is hashed from its
 folder, without ``evals/``; each scenario's from the digests its result carries (task,
 criteria, checks, inputs: not its prompt, which holds the skill).
 """
@@ -17,10 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from pytest_openkata.contracts.config import EvalSettings
-from pytest_openkata.contracts.results import ScenarioResult
+from pytest_openkata.contracts.results import ScenarioResult, TrialResult
 from pytest_openkata.core.files import files_under
 from pytest_openkata.core.manifest import REFUSING_SETTINGS, REPORTED_SETTINGS, Manifest, id_list
 from pytest_openkata.core.runlog import relative_skill_dir
+from pytest_openkata.infra.reported_models import REPORTED_MODEL_MAX_CHARS
+from pytest_openkata.infra.text import visible
 
 __all__ = ["arm_manifests", "build_manifest", "skill_digest"]
 
@@ -79,7 +82,7 @@ def build_manifest(
         agent={
             "backend": settings.backend,
             "model": settings.model,
-            "reported_models": id_list(m for t in trials for m in t.usage.agent.models),
+            "reported_models": id_list(_agent_models(trials)),
             "cli_versions": id_list(environment.agent_version for environment in environments),
         },
         judge={
@@ -100,6 +103,18 @@ def build_manifest(
             name: _setting(settings, name) for name in (*REFUSING_SETTINGS, *REPORTED_SETTINGS)
         },
     )
+
+
+def _agent_models(trials: Sequence[TrialResult]) -> list[str]:
+    """The models the agent's endpoint reported (a direct agent's backend), and those an agent
+    CLI's events named (Claude Code's ``model``), made safe to show and bounded."""
+    models = [model for trial in trials for model in trial.usage.agent.models]
+    for trial in trials:
+        transcript = None if trial.trace is None else trial.trace.transcript
+        named = None if transcript is None else transcript.extras.get("model")
+        if isinstance(named, str) and named.strip():
+            models.append(visible(named.strip())[:REPORTED_MODEL_MAX_CHARS])
+    return models
 
 
 def _arms(result: ScenarioResult) -> list[ScenarioResult]:
@@ -123,7 +138,7 @@ def _observed(arms: Sequence[ScenarioResult]) -> Manifest:
     return Manifest(
         plugin_version="",
         agent={
-            "reported_models": id_list(m for t in trials for m in t.usage.agent.models),
+            "reported_models": id_list(_agent_models(trials)),
             "cli_versions": id_list(environment.agent_version for environment in environments),
         },
         judge={"reported_models": id_list(m for t in trials for m in t.usage.judge.models)},

@@ -10,6 +10,16 @@ from pathlib import Path
 import httpx
 import pytest
 
+from pytest_openkata.contracts.config import EvalSettings
+from pytest_openkata.contracts.results import (
+    CallStats,
+    ScenarioResult,
+    TrialEnvironment,
+    TrialResult,
+    TrialTrace,
+    Usage,
+)
+from pytest_openkata.contracts.transcripts import Transcript
 from pytest_openkata.core.manifest import (
     BASELINE,
     COMPARE,
@@ -23,7 +33,7 @@ from pytest_openkata.core.manifest import (
     check_rejudge,
     compare_manifests,
 )
-from pytest_openkata.core.run_manifest import skill_digest
+from pytest_openkata.core.run_manifest import build_manifest, skill_digest
 from pytest_openkata.core.runlog import RunLogError, parse_run_log
 from pytest_openkata.infra.reported_models import REPORTED_MODEL_MAX_CHARS, recording_models
 from pytest_openkata.providers.backends.anthropic import AnthropicMessagesBackend
@@ -300,3 +310,31 @@ def test_a_skill_s_digest_is_of_its_files_without_its_evals_or_bytecode(tmp_path
 
     (skill / "scripts" / "run.py").write_text("print(2)\n")
     assert skill_digest(skill) != before
+
+
+def test_the_manifest_takes_the_model_an_agent_cli_s_events_named(tmp_path: Path) -> None:
+    skill = tmp_path / "skills" / "s"
+    skill.mkdir(parents=True)
+    told = Transcript("claude stream-json", extras={"model": "claude-x-2026\x1b[0m"})
+    trial = TrialResult(
+        index=1,
+        criteria=[],
+        score=0,
+        max_score=0,
+        percentage=0.0,
+        passed=True,
+        usage=Usage(judge=CallStats(calls=1, models=("judge-1",))),
+        trace=TrialTrace(transcript=told),
+        environment=TrialEnvironment(agent_version="2.0.1 (Claude Code)", image_id="sha256:ab"),
+    )
+    result = ScenarioResult(
+        "s", str(skill), "a", "", [], 0, 0, 0.0, True, trials=[trial], digests={"task": "t"}
+    )
+
+    manifest = build_manifest(EvalSettings(backend="claude"), [result], tmp_path, "1.0")
+
+    assert manifest.agent["reported_models"] == ["claude-x-2026\\x1b[0m"]
+    assert manifest.agent["cli_versions"] == ["2.0.1 (Claude Code)"]
+    assert manifest.judge["reported_models"] == ["judge-1"]
+    assert manifest.sandbox["image_ids"] == ["sha256:ab"]
+    assert manifest.scenarios == {"skills/s::a": {"task": "t"}}
