@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from pytest_openkata.core.runlog import LOG_NAME
 from tests.support.endpoint import RecordedRequest, Reply, ScriptedEndpoint
 from tests.support.evals import EvalScript, eval_args, write_skill
 from tests.support.shards import NO_CACHE, merge
@@ -46,7 +47,14 @@ def _run(pytester: pytest.Pytester, base_url: str, *extra: str) -> pytest.RunRes
 
 
 def _logs(root: Path) -> list[Path]:
-    return sorted((root / ".openkata" / "runs").glob("*.jsonl"))
+    """The run logs, oldest first (the second log of one second is ``…Z-2.jsonl``)."""
+
+    def order(path: Path) -> tuple[str, int]:
+        match = LOG_NAME.fullmatch(path.name)
+        assert match is not None
+        return match["stamp"], int(match["n"] or 1)
+
+    return sorted((root / ".openkata" / "runs").glob("*.jsonl"), key=order)
 
 
 def _records(path: Path) -> list[dict[str, Any]]:
@@ -183,7 +191,6 @@ def test_a_shard_answered_by_another_model_is_refused_by_the_merge_unless_allowe
 
     assert allowed.returncode == 0, allowed.stdout + allowed.stderr
     assert "despite the drift: allow_drift (--eval-allow-drift) is on" in allowed.stdout
-    # The merged run's log: the shards' own are of the same second, it may sort before them.
     [merged] = [log for log in _logs(pytester.path) if _drift_records(log)]
     [record] = _drift_records(merged)
     assert (record["comparison"], record["skill_dir"], record["allowed"]) == ("merge", "", True)
