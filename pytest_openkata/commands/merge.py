@@ -9,7 +9,9 @@ the HTML, Markdown and CSV views the settings ask for. The terminal shows each s
 and the gate's line, and the exit status is the unsharded run's: 1 when a complete skill is
 below its threshold, a scenario errored, an ordinary test failed or a report could not be
 written; else 0. Shards that cannot be merged exit 2 with the reason: not the parts of one run,
-or a trial record that does not hold together (named by its shard file and line).
+a trial record that does not hold together (named by its shard file and line), or shards whose
+manifests drifted (another agent CLI version, reported model, image...: named by field with
+both values) unless ``--allow-drift``, whose use the reports then record.
 
 Shards run with a budget each record what they spent; the merge sums them and says so. A
 shard that stopped for its budget may lack the scenarios and trials it never started: the
@@ -57,9 +59,9 @@ def _rooted(result: ScenarioResult, rootdir: Path) -> ScenarioResult:
     return replace(result, skill_dir=skill_dir, baseline=baseline)
 
 
-def merge(paths: Sequence[Path], rootdir: Path) -> MergedRun:
+def merge(paths: Sequence[Path], rootdir: Path, *, allow_drift: bool = False) -> MergedRun:
     """The run of the shard files under ``paths`` (:class:`ShardError` when they are not the
-    parts of one run)."""
+    parts of one run, or drifted and ``allow_drift`` is off)."""
     files = shard_files(paths)
     missing = [path for path in paths if not path.exists()]
     if missing:
@@ -75,6 +77,7 @@ def merge(paths: Sequence[Path], rootdir: Path) -> MergedRun:
         __version__,
         lambda skill: read_skill_version(rootdir / skill),
         lambda skill, name: _scenario_trials(rootdir / skill / "evals" / name),
+        allow_drift=allow_drift,
     )
 
 
@@ -102,6 +105,7 @@ def report(merged: MergedRun, rootdir: Path) -> int:
             settings,
             merged.finished_at,
             rootdir,
+            drifts=merged.drifts,
             terminal=_Stdout(),
             complete=not reached,
             log_extras=spending,
@@ -155,10 +159,16 @@ def main(argv: list[str]) -> int:
         default=Path.cwd(),
         help="the checkout the shards ran in (default: the current folder)",
     )
+    parser.add_argument(
+        "--allow-drift",
+        action="store_true",
+        help="merge shards whose manifests differ (another agent CLI version, model, image...); "
+        "the reports say that it was allowed",
+    )
     args = parser.parse_args(argv)
     rootdir = args.rootdir.absolute()
     try:
-        merged = merge(args.shards, rootdir)
+        merged = merge(args.shards, rootdir, allow_drift=args.allow_drift)
     except ShardError as exc:
         print(visible(f"merge: {exc}"), file=sys.stderr)  # names from the shard files
         return USAGE_ERROR

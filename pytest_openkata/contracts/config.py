@@ -155,6 +155,7 @@ class EvalSettings(BaseModel):
     # Judge agreement: a run log or labels file to measure the judge against, and the gate.
     agreement_with: str = ""
     min_kappa: float | None = None
+    allow_drift: bool = False
     publish_errors: bool = False
     scenario_names: str = "scenario-*"
     category: str = ""

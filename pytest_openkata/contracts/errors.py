@@ -34,6 +34,8 @@ subclasses these::
     ├── VersionsFileError       a versions file of the wrong shape (core.catalogue)
     ├── EarlierRunError         the earlier run to compare with is unusable
     │                           (core.earlier)
+    ├── ManifestError           a run's manifest cannot be read (core.manifest)
+    ├── DriftError              a comparison refused: the runs drifted (core.manifest)
     ├── WriteError              the scaffold could not create a file (commands.scaffold)
     ├── ConvertError            a conversion cannot be written (core.formats.writers)
     ├── StagingError            a format's scenario cannot be written out to run

@@ -221,7 +221,7 @@ def evaluate(paths: PathLike | Iterable[PathLike], **settings: object) -> list[S
         datetime.now(UTC),
         here,
         removed=tuple(_remove_stale(resolved, here)),
-        rejudged_from=None if recorded is None else recorded.rejudged_from(),
+        rejudged=recorded,
         complete=not reached,  # a run the budget stopped is partial: no results JSON
         log_extras={} if spending is None else {BUDGET_EXTRA: [spending]},
     )

@@ -37,6 +37,7 @@ from typing import Any, TypeVar
 from pytest_openkata.contracts.config import EvalSettings
 from pytest_openkata.contracts.errors import OpenkataError
 from pytest_openkata.contracts.results import ScenarioResult
+from pytest_openkata.core.manifest import MERGE, Drift, DriftError, check_drift, compare_manifests
 from pytest_openkata.core.runlog import LoggedRun, LoggedTrial, arm_name
 from pytest_openkata.core.spending import BUDGET_EXTRA, merged_spending
 from pytest_openkata.core.trials import trial_contradiction
@@ -169,6 +170,8 @@ class MergedRun:
     count: int  # shards
     # The shards' budget record together (core.spending; None: they ran without a budget).
     spending: Mapping[str, Any] | None = None
+    # What differed between the shards' manifests (empty: nothing), allowed by allow_drift.
+    drifts: tuple[Drift, ...] = ()
 
     @property
     def budget_reached(self) -> bool:
@@ -407,6 +410,31 @@ def _not_set_up(logged: LoggedTrial) -> bool:
     return logged.trial.criteria is None and logged.trial.trace is None
 
 
+def _same_manifests(runs: Sequence[tuple[str, LoggedRun]], allow: bool) -> tuple[Drift, ...]:
+    """Every shard's manifest against the first's (:data:`~.manifest.MERGE`: the agent and
+    judge, the models the endpoints reported, the CLI's versions, the image digests, the
+    skills' content and the settings that change results must be the same); a refusing
+    difference is a :class:`ShardError` naming both shards, the field and both values, unless
+    ``allow`` (``allow_drift``). A shard without a manifest is not checked."""
+    first_source, first = runs[0]
+    drifts = []
+    for source, run in runs[1:]:
+        drift = compare_manifests(
+            first.info.manifest, run.info.manifest, comparison=MERGE, against=first_source
+        )
+        if drift.missing:
+            continue
+        try:
+            drift = check_drift(drift, allow=allow)
+        except DriftError as exc:
+            raise ShardError(
+                f"{source} and {first_source} are not shards of one run: {exc}"
+            ) from None
+        if drift.items:
+            drifts.append(drift)
+    return tuple(drifts)
+
+
 def plural_scenarios(count: int) -> str:
     return f"{count} selected scenario{'' if count == 1 else 's'}"
 
@@ -416,12 +444,15 @@ def merge_shards(
     plugin_version: str,
     version_here: Callable[[str], str],
     trials_here: Callable[[str, str], int | None],
+    *,
+    allow_drift: bool = False,
 ) -> MergedRun:
     """The run the shards' run logs (each named by its ``source``) make together, after the
     checks of the module docstring; ``version_here`` reads a skill's version in the checkout
     the merge writes into (relative skill folder), which must be the shards', and
     ``trials_here`` a scenario's own trial count there (skill folder, scenario; None when its
-    scenario.json sets none)."""
+    scenario.json sets none). The shards' manifests must agree (:func:`_same_manifests`)
+    unless ``allow_drift`` (the merge's flag, or the setting the shards ran with)."""
     if not runs:
         raise ShardError("no shard files found")
     shards = [(source, _record(source, run)) for source, run in runs]
@@ -452,6 +483,7 @@ def merge_shards(
             )
     first = shards[0][1]
     settings = EvalSettings.model_validate(first.settings)
+    drifts = _same_manifests(runs, allow_drift or settings.allow_drift)
     _check_trials(runs, settings, trials_here, cut)
     results = _ran_once(runs, first.selected, some_not_run=bool(cut))
     return MergedRun(
@@ -462,6 +494,7 @@ def merge_shards(
         partial=first.partial,
         count=count,
         spending=spending,
+        drifts=drifts,
     )
 
 

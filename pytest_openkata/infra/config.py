@@ -430,6 +430,7 @@ FIELDS: tuple[Setting, ...] = (
     Setting("fail_on_regression", _boolean, flag=True),
     Setting("agreement_with", _text, metavar="LOG|LABELS"),
     Setting("min_kappa", _kappa_bound, metavar="KAPPA"),
+    Setting("allow_drift", _boolean, flag=True),
     Setting("publish_errors", _boolean, flag=True),
     Setting("scenario_names", _globs, metavar="GLOB,..."),
     Setting("category", _categories, metavar="CATEGORY,..."),
@@ -640,6 +641,9 @@ HELP = {
     "shown after the run and kept in its run log (default none)",
     "min_kappa": "with agreement_with, exit 1 when kappa is below this on any criterion; a "
     "criterion whose kappa is undefined (one verdict throughout) is not gated (default none)",
+    "allow_drift": "compare anyway when the runs compared (an earlier run, the baseline arm, "
+    "the shards) drifted in a way that refuses the comparison (another judge, agent model, "
+    "agent CLI version, image...); the reports say that it was allowed (see Reproducibility)",
     "publish_errors": "write the report under evals/results/ even when scenarios errored for "
     "reasons outside the skill (default: beside the run logs, where the catalogue does not "
     "count it)",

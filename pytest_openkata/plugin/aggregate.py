@@ -33,6 +33,7 @@ from pytest_openkata.plugin.items import ScenarioItem, is_scenario_nodeid
 from pytest_openkata.plugin.xdist_transport import result_of
 
 if TYPE_CHECKING:
+    from pytest_openkata.core.recorded import RecordedRun
     from pytest_openkata.core.run_agreement import RunAgreement
     from pytest_openkata.plugin.triggers import TriggerSummary
 
@@ -212,7 +213,7 @@ class EvalAggregator:
                 },
                 written=written,
                 errors=errors,
-                rejudged_from=self._rejudged_from(),
+                rejudged=self._rejudged(),
             )
         )
         if agreement is not None:
@@ -253,12 +254,12 @@ class EvalAggregator:
         results = self.results.values()
         return run_agreement(self.settings, results, self.config.rootpath, finished_at)
 
-    def _rejudged_from(self) -> dict[str, Any] | None:
-        """What a re-judging run graded again (read at configure time: it can be read)."""
+    def _rejudged(self) -> RecordedRun | None:
+        """The recorded run a re-judging run graded again (read at configure time: it can be
+        read), or None."""
         from pytest_openkata.core.recorded import recorded_run
 
-        recorded = recorded_run(self.settings, self.config.rootpath)
-        return None if recorded is None else recorded.rejudged_from()
+        return recorded_run(self.settings, self.config.rootpath)
 
     def _trigger_records(self) -> dict[str, list[dict[str, Any]]]:
         return {} if self.triggers is None else self.triggers.records()

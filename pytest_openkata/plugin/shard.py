@@ -162,6 +162,7 @@ def write_shard_file(
     ``complete`` is False for a shard that was stopped (the merge then refuses it). The
     temporary files of killed runs removed from the folder are added to ``removed``."""
     from pytest_openkata import __version__
+    from pytest_openkata.core.run_manifest import build_manifest
     from pytest_openkata.core.runlog import run_settings
 
     spec = shard_of(config)
@@ -185,6 +186,7 @@ def write_shard_file(
         complete=complete,
         threshold=settings.threshold,
         settings=run_settings(settings),
+        manifest=build_manifest(settings, results, rootdir, __version__),
     )
     text = log_lines(info, results, rootdir, {**(extras or {}), SHARD_EXTRA: [record.to_dict()]})
     return write_new_report(shard_folder(config) / spec.file_name, text, removed=removed)

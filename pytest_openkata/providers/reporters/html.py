@@ -243,6 +243,8 @@ class SkillView:
     # What trials = auto saved (None when it did not run), and the uplift's power analysis.
     trials_saved: str | None = None
     power: str | None = None
+    # What drifted between the runs or arms it was compared across, one line each.
+    drift: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -449,6 +451,7 @@ def _skill_view(
         pairwise=skill_pairwise(summary.results),
         trials_saved=savings_text(summary.results),
         power=None if summary.comparison is None else power_text(summary.comparison.power(target)),
+        drift=[line for drift in summary.drift for line in drift.lines()],
     )
 
 
@@ -517,7 +520,7 @@ def page_view(run: LoggedRun, *, source: str = "run log") -> PageView:
         complete=info.complete,
         partial=not info.complete or any(not summary.complete for summary in summaries),
         threshold=info.threshold,
-        settings=_settings(info.settings),
+        settings=_settings(info.settings) + ([] if info.manifest is None else info.manifest.rows()),
         ran_with=_ran_with(info.settings),
         skills=skills,
         usage=_usage_rows(run.results),

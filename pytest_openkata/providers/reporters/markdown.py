@@ -169,6 +169,9 @@ def _run_section(run: LoggedRun, summaries: Sequence[SkillSummary]) -> Section:
     if described:
         lines += [described, ""]
     budget = budget_note(run.extras)
+    if run.info.manifest is not None:
+        shown = "; ".join(f"{label} {escape(value)}" for label, value in run.info.manifest.rows())
+        lines += [f"Manifest: {shown}.", ""]
     if not run.info.complete and not (budget and budget[1]):
         lines += ["**This run did not finish:** only the scenarios that ran are shown.", ""]
     if run.info.rejudged_from is not None:
@@ -176,6 +179,12 @@ def _run_section(run: LoggedRun, summaries: Sequence[SkillSummary]) -> Section:
     if budget:
         lines += [escape(budget[0]) + ("; no threshold was enforced." if budget[1] else ""), ""]
     return Section("\n".join(lines) + "\n")
+
+
+def _drift_section(summary: SkillSummary) -> Section:
+    """What drifted between the runs or arms the skill was compared across."""
+    lines = [f"- {escape(line)}" for drift in summary.drift for line in drift.lines()]
+    return Section("**Drift**\n\n" + "\n".join(lines) + "\n\n")
 
 
 def _settings_line(settings: Mapping[str, Any], threshold: int) -> str:
@@ -659,6 +668,8 @@ def sections(run: LoggedRun, summaries: Sequence[SkillSummary]) -> list[Section]
             found.append(pairwise)
         if summary.changes is not None:
             found.append(_changes_section(summary.changes))
+        if summary.drift:
+            found.append(_drift_section(summary))
     triggers = _triggers_section(run)
     if triggers is not None:
         found.append(triggers)
