@@ -106,6 +106,7 @@ def report(merged: MergedRun, rootdir: Path) -> int:
             merged.finished_at,
             rootdir,
             drifts=merged.drifts,
+            rejudged_from=merged.rejudged_from,
             terminal=_Stdout(),
             complete=not reached,
             log_extras=spending,

@@ -172,6 +172,8 @@ class MergedRun:
     spending: Mapping[str, Any] | None = None
     # What differed between the shards' manifests (empty: nothing), allowed by allow_drift.
     drifts: tuple[Drift, ...] = ()
+    # The recorded run the shards re-judged (their run record's ``rejudged_from``), or None.
+    rejudged_from: Mapping[str, Any] | None = None
 
     @property
     def budget_reached(self) -> bool:
@@ -495,6 +497,7 @@ def merge_shards(
         count=count,
         spending=spending,
         drifts=drifts,
+        rejudged_from=runs[0][1].info.rejudged_from,
     )
 
 

@@ -162,12 +162,14 @@ def write_shard_file(
     ``complete`` is False for a shard that was stopped (the merge then refuses it). The
     temporary files of killed runs removed from the folder are added to ``removed``."""
     from pytest_openkata import __version__
+    from pytest_openkata.core.recorded import recorded_run
     from pytest_openkata.core.run_manifest import build_manifest
     from pytest_openkata.core.runlog import run_settings
 
     spec = shard_of(config)
     assert spec is not None
     rootdir = config.rootpath
+    recorded = recorded_run(settings, rootdir)
     versions = {
         relative_skill_dir(result.skill_dir, rootdir): read_skill_version(Path(result.skill_dir))
         for result in results
@@ -187,6 +189,8 @@ def write_shard_file(
         threshold=settings.threshold,
         settings=run_settings(settings),
         manifest=build_manifest(settings, results, rootdir, __version__),
+        # A shard of a re-judge says what it re-judged, as the merged run will.
+        rejudged_from=None if recorded is None else recorded.rejudged_from(),
     )
     text = log_lines(info, results, rootdir, {**(extras or {}), SHARD_EXTRA: [record.to_dict()]})
     return write_new_report(shard_folder(config) / spec.file_name, text, removed=removed)

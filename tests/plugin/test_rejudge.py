@@ -13,6 +13,7 @@ import pytest
 
 from tests.support.endpoint import Reply, ScriptedEndpoint
 from tests.support.evals import EvalScript, criteria_json, eval_args, write_skill
+from tests.support.shards import merge
 
 ANSWER = "The scripted agent's answer, recorded once and judged twice over."
 
@@ -304,3 +305,26 @@ def test_answers_of_another_agent_model_are_refused_unless_drift_is_allowed(
     [newest] = [log for log in _logs(pytester.path) if log not in (source, refused_log)]
     [drift] = [r["data"] for r in _records(newest) if r.get("kind") == "drift"]
     assert drift["allowed"] is True
+
+
+def test_the_shards_of_a_rejudge_merge_into_a_run_that_says_it_was_rejudged(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    write_skill(pytester.path, "s", {"scenario-a": {"x": 1}, "scenario-b": {"x": 1}})
+    pytester.runpytest("skills/s", *eval_args(endpoint.base_url), "-p", "no:randomly")
+    [source] = _logs(pytester.path)
+    agent_calls = script.agent_calls
+    args = eval_args(endpoint.base_url, "--eval-rejudge", str(source), "--eval-judge-model", "b")
+    for index in (1, 2):
+        pytester.runpytest(
+            "skills/s", *args, "--eval-shard", f"{index}/2", "--eval-shard-dir", f"out/{index}"
+        )
+
+    merged = merge(pytester.path, "out/1", "out/2")
+
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    assert script.agent_calls == agent_calls
+    assert f"Re-judged from run log {source.name}" in merged.stdout
+    [written] = [line for line in merged.stdout.splitlines() if line.startswith("run log: ")]
+    merged_log = pytester.path / written.removeprefix("run log: ")
+    assert _records(merged_log)[0]["rejudged_from"]["log"] == source.name
