@@ -9,7 +9,14 @@ the HTML, Markdown and CSV views the settings ask for. The terminal shows each s
 and the gate's line, and the exit status is the unsharded run's: 1 when a complete skill is
 below its threshold, a scenario errored, an ordinary test failed or a report could not be
 written; else 0. Shards that cannot be merged exit 2 with the reason: not the parts of one run,
-or a trial record that does not hold together (named by its shard file and line).
+a trial record that does not hold together (named by its shard file and line), or shards whose
+manifests drifted (another agent CLI version, reported model, image...: named by field with
+both values) unless ``--allow-drift``, whose use the reports then record.
+
+Shards run with a budget each record what they spent; the merge sums them and says so. A
+shard that stopped for its budget may lack the scenarios and trials it never started: the
+merged run is then "budget reached", partial as the unsharded run would be (no gate, no
+results JSON), and its exit status is 1 only for errors.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from pytest_openkata.core.reporting import Segment, make_run, report_run
 from pytest_openkata.core.runlog import RunLogError, read_run_log
 from pytest_openkata.core.scenario import load_scenario_options
 from pytest_openkata.core.shards import MergedRun, ShardError, merge_shards, shard_files
+from pytest_openkata.core.spending import BUDGET_EXTRA, budget_line, budget_summary
 from pytest_openkata.core.summary import gate_failed, summarise
 from pytest_openkata.core.versions import read_skill_version
 from pytest_openkata.infra.text import visible
@@ -51,9 +59,9 @@ def _rooted(result: ScenarioResult, rootdir: Path) -> ScenarioResult:
     return replace(result, skill_dir=skill_dir, baseline=baseline)
 
 
-def merge(paths: Sequence[Path], rootdir: Path) -> MergedRun:
+def merge(paths: Sequence[Path], rootdir: Path, *, allow_drift: bool = False) -> MergedRun:
     """The run of the shard files under ``paths`` (:class:`ShardError` when they are not the
-    parts of one run)."""
+    parts of one run, or drifted and ``allow_drift`` is off)."""
     files = shard_files(paths)
     missing = [path for path in paths if not path.exists()]
     if missing:
@@ -69,6 +77,7 @@ def merge(paths: Sequence[Path], rootdir: Path) -> MergedRun:
         __version__,
         lambda skill: read_skill_version(rootdir / skill),
         lambda skill, name: _scenario_trials(rootdir / skill / "evals" / name),
+        allow_drift=allow_drift,
     )
 
 
@@ -85,8 +94,26 @@ def report(merged: MergedRun, rootdir: Path) -> int:
     """Write the merged run's reports and show it; the unsharded run's exit status."""
     settings = merged.settings
     results = [_rooted(result, rootdir) for result in merged.results]
-    summaries = summarise(results, settings.threshold, rootdir, partial=merged.partial)
-    run = report_run(make_run(summaries, settings, merged.finished_at, rootdir, terminal=_Stdout()))
+    # A shard stopped for its budget: the merged run is partial (no gate, no results JSON).
+    reached = merged.budget_reached
+    partial = merged.partial or reached
+    summaries = summarise(results, settings.threshold, rootdir, partial=partial)
+    spending = {} if merged.spending is None else {BUDGET_EXTRA: [dict(merged.spending)]}
+    run = report_run(
+        make_run(
+            summaries,
+            settings,
+            merged.finished_at,
+            rootdir,
+            drifts=merged.drifts,
+            rejudged_from=merged.rejudged_from,
+            terminal=_Stdout(),
+            complete=not reached,
+            log_extras=spending,
+        )
+    )
+    if merged.spending is not None:
+        print(visible(budget_summary(merged.spending)))
     # As the run errors a scenario in setup: its own arm's error, or its baseline arm's.
     errored = sum(
         1
@@ -94,16 +121,20 @@ def report(merged: MergedRun, rootdir: Path) -> int:
         if result.error is not None
         or (result.baseline is not None and result.baseline.error is not None)
     )
-    failed = gate_failed(
-        run.summaries,
-        require_uplift=settings.require_uplift,
-        fail_on_regression=settings.fail_on_regression,
+    failed = (
+        not reached
+        and gate_failed(
+            run.summaries,
+            require_uplift=settings.require_uplift,
+            fail_on_regression=settings.fail_on_regression,
+        )
     ) or bool(errored or merged.failed or run.errors)
     status = 1 if failed else 0
     line = gate_line(
         run.summaries,
         settings.threshold,
         status,
+        stopped=budget_line(merged.spending) if reached and merged.spending else None,
         errored=errored,
         failed=merged.failed,
         require_uplift=settings.require_uplift,
@@ -129,10 +160,16 @@ def main(argv: list[str]) -> int:
         default=Path.cwd(),
         help="the checkout the shards ran in (default: the current folder)",
     )
+    parser.add_argument(
+        "--allow-drift",
+        action="store_true",
+        help="merge shards whose manifests differ (another agent CLI version, model, image...); "
+        "the reports say that it was allowed",
+    )
     args = parser.parse_args(argv)
     rootdir = args.rootdir.absolute()
     try:
-        merged = merge(args.shards, rootdir)
+        merged = merge(args.shards, rootdir, allow_drift=args.allow_drift)
     except ShardError as exc:
         print(visible(f"merge: {exc}"), file=sys.stderr)  # names from the shard files
         return USAGE_ERROR

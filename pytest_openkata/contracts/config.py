@@ -20,6 +20,7 @@ __all__ = [
     "DEFAULT_CONTEXT_BUDGET",
     "DEFAULT_THRESHOLD",
     "AnthropicSettings",
+    "BudgetSettings",
     "EvalSettings",
     "HttpSettings",
     "PriceSettings",
@@ -93,6 +94,20 @@ class PriceSettings(BaseModel):
     judge_output: float = 0.0
 
 
+class BudgetSettings(BaseModel):
+    """The most a whole run may spend: live tokens (input and output) and US dollars; 0 means
+    no limit."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tokens: int = 0
+    usd: float = 0.0
+
+    @property
+    def limited(self) -> bool:
+        return self.tokens > 0 or self.usd > 0
+
+
 class EvalSettings(BaseModel):
     """The resolved settings of one run. ``sources`` maps each key to where its value came from."""
 
@@ -140,6 +155,7 @@ class EvalSettings(BaseModel):
     # Judge agreement: a run log or labels file to measure the judge against, and the gate.
     agreement_with: str = ""
     min_kappa: float | None = None
+    allow_drift: bool = False
     publish_errors: bool = False
     scenario_names: str = "scenario-*"
     category: str = ""
@@ -156,6 +172,11 @@ class EvalSettings(BaseModel):
     sandbox: SandboxSettings = SandboxSettings()
     retry: RetrySettings = RetrySettings()
     price: PriceSettings = PriceSettings()
+    # The price table: (model, US dollars per million input tokens, per million output tokens).
+    prices: tuple[tuple[str, float, float], ...] = ()
+    budget: BudgetSettings = BudgetSettings()
+    # Output tokens a dry run (--eval-estimate) assumes for each agent answer and judge verdict.
+    estimate_output_tokens: int = 1000
     # The settings that installed providers declare, by key (``sandboxes.acme.region``), each
     # with its resolved value or its default; a provider reads its own with
     # ``ProviderSetting.value_in``.

@@ -23,6 +23,8 @@ subclasses these::
     ├── ArmError                a baseline arm cannot be made (core.arms)
     ├── PairwiseJudgeError      the pairwise judge broke its answer contract
     ├── ShardError              shards that cannot be merged (core.shards)
+    ├── BudgetReached           the run's budget was reached before a scenario's first
+    │                           trial (core.budget)
     ├── RunLogError             a run log that cannot be read (core.runlog)
     ├── LabelsError             a labels file of human verdicts that cannot be read
     │                           (core.verdict_labels)
@@ -32,6 +34,8 @@ subclasses these::
     ├── VersionsFileError       a versions file of the wrong shape (core.catalogue)
     ├── EarlierRunError         the earlier run to compare with is unusable
     │                           (core.earlier)
+    ├── ManifestError           a run's manifest cannot be read (core.manifest)
+    ├── DriftError              a comparison refused: the runs drifted (core.manifest)
     ├── WriteError              the scaffold could not create a file (commands.scaffold)
     ├── ConvertError            a conversion cannot be written (core.formats.writers)
     ├── StagingError            a format's scenario cannot be written out to run

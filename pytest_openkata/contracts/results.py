@@ -233,7 +233,8 @@ class CriterionResult:
 @dataclass(frozen=True)
 class CallStats:
     """The model calls of one role (agent or judge): live calls and calls answered from the
-    cache, tokens, seconds and cost of the live ones (None: not reported or not priced)."""
+    cache, tokens, seconds and cost of the live ones (None: not reported or not priced), and
+    the model ids the endpoint reported answering the live ones with, each once."""
 
     calls: int = 0
     cached: int = 0
@@ -241,6 +242,7 @@ class CallStats:
     output_tokens: int | None = None
     seconds: float = 0.0
     cost_usd: float | None = None
+    models: tuple[str, ...] = ()
 
     def __add__(self, other: CallStats) -> CallStats:
         return CallStats(
@@ -250,6 +252,7 @@ class CallStats:
             output_tokens=_add(self.output_tokens, other.output_tokens),
             seconds=self.seconds + other.seconds,
             cost_usd=_add(self.cost_usd, other.cost_usd),
+            models=tuple(dict.fromkeys((*self.models, *other.models))),
         )
 
     @property
@@ -581,7 +584,11 @@ def _criteria(data: list[dict[str, Any]] | None) -> list[CriterionResult] | None
 def _usage(data: dict[str, Any] | None) -> Usage:
     if data is None:
         return Usage()
-    return Usage(CallStats(**data["agent"]), CallStats(**data["judge"]))
+    return Usage(_call_stats(data["agent"]), _call_stats(data["judge"]))
+
+
+def _call_stats(data: dict[str, Any]) -> CallStats:
+    return CallStats(**{**data, "models": tuple(data.get("models", ()))})
 
 
 def _trace(data: dict[str, Any] | None) -> TrialTrace | None:

@@ -10,6 +10,7 @@ from typing import TypeVar
 from pytest_openkata.contracts.results import CallStats
 from pytest_openkata.core.activity import ACTIVITY
 from pytest_openkata.core.slots import CallSlot
+from pytest_openkata.infra.reported_models import recording_models
 from pytest_openkata.infra.usage import Prices, TokenUsage, add_usage, cost_usd, recording
 
 T = TypeVar("T")
@@ -22,9 +23,9 @@ def live_call(
     call: Callable[[], T], prices: Prices, slot: CallSlot, role: str
 ) -> tuple[T, CallStats]:
     """Run ``call`` in a call slot, timing it (not the wait for the slot) and collecting the
-    tokens the backend reported; ``role`` (``agent`` or ``judge``) counts it as in flight
-    for the progress line."""
-    with slot, recording() as entries, ACTIVITY.counting(role):
+    tokens and the model ids the backend reported; ``role`` (``agent`` or ``judge``) counts
+    it as in flight for the progress line."""
+    with slot, recording() as entries, recording_models() as models, ACTIVITY.counting(role):
         started = time.perf_counter()
         value = call()
         seconds = time.perf_counter() - started
@@ -35,5 +36,6 @@ def live_call(
         output_tokens=tokens.output_tokens,
         seconds=seconds,
         cost_usd=cost_usd(tokens, prices),
+        models=tuple(dict.fromkeys(models)),
     )
     return value, stats

@@ -37,15 +37,24 @@ from pydantic import ValidationError
 from pytest_openkata.contracts.config import EvalSettings
 from pytest_openkata.contracts.errors import OpenkataError
 from pytest_openkata.contracts.results import ScenarioResult
+from pytest_openkata.core.manifest import (
+    COMPARE,
+    Drift,
+    Manifest,
+    ManifestError,
+    compare_manifests,
+)
 from pytest_openkata.core.regression import SkillChanges, compare_skill_runs
 from pytest_openkata.core.report_paths import auto_report_path, report_name_order
 from pytest_openkata.core.results_json import parse_report
 from pytest_openkata.core.runlog import (
     CHANGES_EXTRA,
+    DRIFT_EXTRA,
     LOG_NAME,
     RUN_RECORD,
     LoggedRun,
     RunLogError,
+    drift_record,
     log_folder,
     logs_newest_first,
     parse_run_log,
@@ -58,6 +67,7 @@ __all__ = [
     "EarlierRun",
     "EarlierRunError",
     "auto_runs",
+    "compare_and_check_drift",
     "compare_run",
     "compare_with_earlier",
     "earlier_runs",
@@ -79,12 +89,15 @@ class EarlierRunError(OpenkataError):
 class EarlierRun:
     """A skill's results in the earlier run, and that run's file name (``label``). When there
     is nothing to compare with, ``results`` is empty and ``note`` says why; ``skipped`` names
-    the run logs passed over because they cannot be read."""
+    the run logs passed over because they cannot be read. ``manifest`` is what the earlier
+    run recorded it ran with (None: it recorded none, written before manifests or by the
+    reference runner)."""
 
     label: str
     results: tuple[ScenarioResult, ...]
     note: str = ""
     skipped: tuple[str, ...] = ()
+    manifest: Manifest | None = None
 
 
 def _shown(path: Path, rootdir: Path) -> str:
@@ -122,21 +135,23 @@ def _read(path: Path, shown: str) -> str:
         raise EarlierRunError(f"{shown}: cannot be read: {exc}") from exc
 
 
-def _report_results(text: str, shown: str) -> tuple[str, list[ScenarioResult]]:
-    """The skill's name and scenario results of a results JSON."""
+def _report_results(text: str, shown: str) -> tuple[str, list[ScenarioResult], Manifest | None]:
+    """The skill's name, scenario results and manifest of a results JSON."""
     try:
-        report = parse_report(text)
+        report = parse_report(text, source=shown)
     except ValidationError as exc:
         raise EarlierRunError(
             f"{shown}: neither a results JSON nor a run log ({_validation_problem(exc)})"
         ) from exc
-    return report.skill, list(report.scenarios)
+    except ManifestError as exc:
+        raise EarlierRunError(str(exc)) from exc
+    return report.skill, list(report.scenarios), report.manifest
 
 
 def _from_report(
     text: str, path: Path, shown: str, summaries: Sequence[SkillSummary]
 ) -> dict[Path, EarlierRun]:
-    skill, results = _report_results(text, shown)
+    skill, results, manifest = _report_results(text, shown)
     names = [summary.name for summary in summaries]
     if skill not in names:
         raise EarlierRunError(
@@ -145,7 +160,7 @@ def _from_report(
         )
     label = path.name
     return {
-        summary.skill_dir: EarlierRun(label, tuple(results))
+        summary.skill_dir: EarlierRun(label, tuple(results), manifest=manifest)
         if summary.name == skill
         else EarlierRun(label, (), note=f"not in {label}")
         for summary in summaries
@@ -172,7 +187,7 @@ def _from_log(
         )
     label = path.name
     return {
-        skill_dir: EarlierRun(label, tuple(by_skill[relative]))
+        skill_dir: EarlierRun(label, tuple(by_skill[relative]), manifest=logged.info.manifest)
         if relative in by_skill
         else EarlierRun(label, (), note=f"not in {label}")
         for skill_dir, relative in wanted.items()
@@ -383,7 +398,7 @@ def _newest_of_selection(
     for path, kind in candidates:
         if kind == _REPORT:
             shown = history.shown(path)
-            _skill, results = _report_results(_read(path, shown), shown)
+            _skill, results, manifest = _report_results(_read(path, shown), shown)
             ran = _Selection(frozenset(result.name for result in results), whole=True)
         else:
             logged = history.read(path)
@@ -393,9 +408,9 @@ def _newest_of_selection(
             found = _logged_results(logged, skill_dir, model, category)
             if found is None:
                 continue
-            results, ran = found, _Selection.of(found)
+            results, ran, manifest = found, _Selection.of(found), logged.info.manifest
         if selection.covered_by(ran):
-            return EarlierRun(path.name, tuple(results), skipped=tuple(skipped))
+            return EarlierRun(path.name, tuple(results), skipped=tuple(skipped), manifest=manifest)
     places = [] if category else [f"{history.shown(folder)}/"]
     if history.folder is not None:
         places.append(f"{history.shown(history.folder)}/")
@@ -435,8 +450,21 @@ def compare_with_earlier(
     setting names, with the ``regression_tolerance`` setting; empty without the setting.
     A skill with nothing to compare with gets a :class:`SkillChanges` without scenarios whose
     ``note`` says why. Raises :class:`EarlierRunError`."""
+    return compare_and_check_drift(summaries, settings, rootdir, None)[0]
+
+
+def compare_and_check_drift(
+    summaries: Sequence[SkillSummary],
+    settings: EvalSettings,
+    rootdir: Path,
+    manifest: Manifest | None,
+) -> tuple[dict[Path, SkillChanges], dict[Path, Drift]]:
+    """:func:`compare_with_earlier`, and beside it what drifted from the earlier run's
+    manifest to this run's (``manifest``; None: not checked), for each skill where something
+    did or the earlier run recorded none. A skill whose drift refuses the comparison (and
+    ``allow_drift`` is off) gets no comparison: its drift says why."""
     if not settings.compare:
-        return {}
+        return {}, {}
     earlier = earlier_runs(
         settings.compare,
         summaries,
@@ -446,8 +474,22 @@ def compare_with_earlier(
         category=settings.category,
     )
     changes = {}
+    drifts = {}
     for summary in summaries:
         run = earlier[summary.skill_dir]
+        if not run.note and manifest is not None:
+            relative = relative_skill_dir(summary.skill_dir, rootdir)
+            drift = compare_manifests(
+                None if run.manifest is None else run.manifest.for_skill(relative),
+                manifest.for_skill(relative),
+                comparison=COMPARE,
+                against=run.label,
+                allowed=settings.allow_drift,
+            )
+            if not drift.empty:
+                drifts[summary.skill_dir] = drift
+            if drift.refusal() is not None:
+                continue
         if run.note:
             changes[summary.skill_dir] = SkillChanges(
                 skill=summary.name,
@@ -466,26 +508,43 @@ def compare_with_earlier(
             tolerance=settings.regression_tolerance,
         )
         changes[summary.skill_dir] = replace(compared, skipped=run.skipped)
-    return changes
+    return changes, drifts
 
 
 def compare_run(
-    summaries: Sequence[SkillSummary], settings: EvalSettings, rootdir: Path
+    summaries: Sequence[SkillSummary],
+    settings: EvalSettings,
+    rootdir: Path,
+    manifest: Manifest | None = None,
 ) -> tuple[list[SkillSummary], dict[str, list[dict[str, Any]]]]:
     """Each skill compared with the earlier run (``compare`` setting), before the reporters
-    run: the summaries with their ``changes``, and the run log's extra records of them. An
-    earlier run that cannot be read is every summary's ``compare_error`` (which fails the run
-    and says why), not raised: the run's own reports are still written."""
+    run: the summaries with their ``changes`` and ``drift`` (from the earlier run's manifest to
+    this run's ``manifest``), and the run log's extra records of them. An earlier run that
+    cannot be read is every summary's ``compare_error`` (which fails the run and says why),
+    not raised: the run's own reports are still written; so is a refused drift."""
     try:
-        changes = compare_with_earlier(summaries, settings, rootdir)
+        changes, drifts = compare_and_check_drift(summaries, settings, rootdir, manifest)
     except EarlierRunError as exc:
         return [replace(summary, compare_error=str(exc)) for summary in summaries], {}
-    compared = [replace(summary, changes=changes.get(summary.skill_dir)) for summary in summaries]
-    if not changes:
-        return compared, {}
-    return compared, {
-        CHANGES_EXTRA: [
+    compared = [
+        replace(
+            summary,
+            changes=changes.get(summary.skill_dir),
+            drift=(*summary.drift, drifts[summary.skill_dir])
+            if summary.skill_dir in drifts
+            else summary.drift,
+        )
+        for summary in summaries
+    ]
+    extras: dict[str, list[dict[str, Any]]] = {}
+    if changes:
+        extras[CHANGES_EXTRA] = [
             {**change.to_dict(), "skill_dir": relative_skill_dir(skill_dir, rootdir)}
             for skill_dir, change in changes.items()
         ]
-    }
+    if drifts:
+        extras[DRIFT_EXTRA] = [
+            drift_record(drift, relative_skill_dir(skill_dir, rootdir))
+            for skill_dir, drift in drifts.items()
+        ]
+    return compared, extras

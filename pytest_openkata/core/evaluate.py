@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -24,7 +25,9 @@ from pytest_openkata.contracts.config import EvalSettings
 from pytest_openkata.contracts.errors import BackendError, ConfigError
 from pytest_openkata.contracts.results import ScenarioResult
 from pytest_openkata.core.auto_trials import AutoTrialRule
+from pytest_openkata.core.budget import BudgetGuard, BudgetReached, unpriced_budget
 from pytest_openkata.core.build import build_backends, close_backends
+from pytest_openkata.core.pricing import run_prices
 from pytest_openkata.core.prompt import SkillTexts
 from pytest_openkata.core.recorded import RecordedRun, recorded_run
 from pytest_openkata.core.reporting import make_run, report_run
@@ -41,15 +44,16 @@ from pytest_openkata.core.scenario import (
 )
 from pytest_openkata.core.schedule import ScenarioScheduler
 from pytest_openkata.core.slots import CallSlot
+from pytest_openkata.core.spending import BUDGET_EXTRA, spending_record
 from pytest_openkata.core.summary import SkillSummary, summarise
 from pytest_openkata.infra.cache import ResultCache
 from pytest_openkata.infra.config import find_yaml_file, provider_problems, resolve_settings
 from pytest_openkata.infra.inflight import SharedSlots
+from pytest_openkata.infra.ledger import SpendLedger
 from pytest_openkata.infra.once import Once
 from pytest_openkata.infra.redact import Redactor, secrets_from_environment
 from pytest_openkata.infra.signals import sigterm_as_interrupt
 from pytest_openkata.infra.tempfiles import REMOVED, remove_stale
-from pytest_openkata.infra.usage import Prices
 
 __all__ = ["cache_folder", "evaluate", "find_scenarios", "run_options"]
 
@@ -134,7 +138,7 @@ def run_options(
     """Trials, votes, fencing, the cache, prices, the skills' texts and the baseline arm of a
     run (``refs_folder``: where the skills' files at a git ref are extracted; ``recorded``:
     the recorded run it re-judges, if any)."""
-    price = settings.price
+    prices = run_prices(settings)
     auto = settings.trials == "auto"
     return RunOptions(
         trials=settings.trials_max if auto else int(settings.trials),
@@ -146,8 +150,8 @@ def run_options(
         judge_votes=settings.judge_votes,
         fence=settings.judge_fence,
         cache=cache,
-        agent_prices=Prices(price.agent_input, price.agent_output),
-        judge_prices=Prices(price.judge_input, price.judge_output),
+        agent_prices=prices.agent,
+        judge_prices=prices.judge,
         skill_texts=SkillTexts(),
         baseline=settings.baseline,
         refs_folder=refs_folder,
@@ -193,15 +197,33 @@ def evaluate(paths: PathLike | Iterable[PathLike], **settings: object) -> list[S
     ]
     here = Path.cwd()
     recorded = recorded_run(resolved, here)
-    results = _run(jobs, resolved, here, recorded)
-    summaries = summarise(results, resolved.threshold, here, partial=bool(resolved.category))
+    problem = unpriced_budget(resolved)
+    if problem is not None:
+        raise ConfigError(problem)
+    with _budget(resolved) as guard:
+        results, not_run = _run(jobs, resolved, here, recorded, guard)
+        spending = (
+            None
+            if guard is None
+            else spending_record(
+                guard.limits,
+                guard.ledger.read(),
+                [Path(os.path.relpath(job.scenario_dir, here)).as_posix() for job in not_run],
+            )
+        )
+    reached = spending is not None and spending["reached"]
+    summaries = summarise(
+        results, resolved.threshold, here, partial=bool(resolved.category) or reached
+    )
     run = make_run(
         summaries,
         resolved,
         datetime.now(UTC),
         here,
         removed=tuple(_remove_stale(resolved, here)),
-        rejudged_from=None if recorded is None else recorded.rejudged_from(),
+        rejudged=recorded,
+        complete=not reached,  # a run the budget stopped is partial: no results JSON
+        log_extras={} if spending is None else {BUDGET_EXTRA: [spending]},
     )
     done = report_run(run)
     for path in done.removed:  # no terminal here: a warning of Python's logging says it
@@ -226,14 +248,30 @@ def _engine_slots(folder: Path, engine: str, capacity: int) -> SharedSlots:
     return SharedSlots(folder, engine, capacity)
 
 
+@contextlib.contextmanager
+def _budget(settings: EvalSettings) -> Iterator[BudgetGuard | None]:
+    """The run's budget and its ledger, a file of this process's own for the run's length
+    (None: no budget)."""
+    if not settings.budget.limited:
+        yield None
+        return
+    with tempfile.TemporaryDirectory(prefix="openkata-budget-") as folder:
+        yield BudgetGuard(settings.budget, SpendLedger.create(Path(folder) / "ledger.json"))
+
+
 def _run(
-    jobs: list[_Job], settings: EvalSettings, here: Path, recorded: RecordedRun | None
-) -> list[ScenarioResult]:
+    jobs: list[_Job],
+    settings: EvalSettings,
+    here: Path,
+    recorded: RecordedRun | None,
+    budget: BudgetGuard | None = None,
+) -> tuple[list[ScenarioResult], list[_Job]]:
+    """Every job's result, and the jobs the budget left unrun."""
     from pytest_openkata.infra.http import make_client
 
     redact = Redactor({*settings.secrets, *secrets_from_environment()})
     cache = None if settings.cache == "off" else ResultCache(cache_folder(here), settings.cache)
-    options = run_options(settings, cache, refs_folder(here), recorded)
+    options = replace(run_options(settings, cache, refs_folder(here), recorded), budget=budget)
     # The in-flight cap's and the engines' lock files, shared with pytest runs in ``here``.
     locks = here / ".pytest_cache" / "d" / "openkata-in-flight"
     lock_folder = None
@@ -265,7 +303,13 @@ def _run(
                     skill_scenarios=job.skill_scenarios,
                 )
 
-            return [scheduler.result(job, run) for job in jobs]
+            results, not_run = [], []
+            for job in jobs:
+                try:
+                    results.append(scheduler.result(job, run))
+                except BudgetReached:
+                    not_run.append(job)
+            return results, not_run
         finally:
             scheduler.close()
             for built in backends.built:

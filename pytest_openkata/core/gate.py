@@ -84,6 +84,8 @@ def gate_line(
         reasons.append("the earlier run to compare with could not be read")
     if agreement:  # the judge agreement gate's failure (agreement_with, min_kappa)
         reasons.append(agreement)
+    if any(summary.refused_drift is not None for summary in summaries):
+        reasons.append("a comparison was refused: the runs drifted")
     separator = ": " if enforced else ", "
     text = f"{'; '.join(reasons)}{separator}exit {exit_status}"
     return [(visible(text), "green" if exit_status == 0 else "red")]

@@ -35,6 +35,8 @@ from pytest_openkata.core.summary import SkillSummary
 
 if TYPE_CHECKING:
     from pytest_openkata.contracts.config import EvalSettings
+    from pytest_openkata.core.manifest import Drift, Manifest
+    from pytest_openkata.core.recorded import RecordedRun
     from pytest_openkata.core.runlog import LoggedRun
 
 __all__ = [
@@ -92,7 +94,8 @@ class Run:
     is shown; ``log_extras`` the run log's further records by kind (a comparison with an
     earlier run). ``written``, ``errors`` and ``removed`` hold what was done before the
     reporters (a shard's file, the temporary files of killed runs swept from the cache) and,
-    in the finished run, what the reporters did."""
+    in the finished run, what the reporters did. ``manifest`` is what the run ran with
+    (:mod:`pytest_openkata.core.manifest`), recorded in its log and results JSONs."""
 
     summaries: tuple[SkillSummary, ...]
     settings: EvalSettings
@@ -107,6 +110,7 @@ class Run:
     removed: tuple[Path, ...] = ()
     # The recorded run this one graded again (``RecordedRun.rejudged_from``), or None.
     rejudged_from: Mapping[str, Any] | None = None
+    manifest: Manifest | None = None
 
     @cached_property
     def log_text(self) -> str:
@@ -119,8 +123,17 @@ class Run:
             self.finished_at,
             complete=self.complete,
             rejudged_from=self.rejudged_from,
+            manifest=self.manifest,
         )
         return log_lines(info, results, self.rootdir, self.log_extras)
+
+    def skill_manifest(self, skill_dir: Path) -> Manifest | None:
+        """The run's manifest of one skill (its results JSON's), None without a manifest."""
+        if self.manifest is None:
+            return None
+        from pytest_openkata.core.runlog import relative_skill_dir
+
+        return self.manifest.for_skill(relative_skill_dir(skill_dir, self.rootdir))
 
     @cached_property
     def logged(self) -> LoggedRun:
@@ -163,19 +176,45 @@ def make_run(
     settings: EvalSettings,
     finished_at: datetime,
     rootdir: Path,
+    *,
+    drifts: Sequence[Drift] = (),
+    rejudged: RecordedRun | None = None,
     **details: Any,
 ) -> Run:
-    """The run every reporter reads: each skill compared with the earlier run (the
-    ``compare`` setting) and its results JSON's fate decided (held back, not written), before
-    any reporter runs. ``details`` are the other fields of :class:`Run`."""
+    """The run every reporter reads: its manifest; each skill's arms checked for drift (a
+    baseline arm), each skill compared with the earlier run (the ``compare`` setting) and its
+    results JSON's fate decided (held back, not written), before any reporter runs. ``drifts``
+    are the whole run's (a merge's, between its shards); a re-judging run (``rejudged``: the
+    recorded run whose answers it graded again) is checked for drift from that run's manifest
+    and says where its answers came from; ``details`` are the other fields of :class:`Run`."""
+    from pytest_openkata import _version
+    from pytest_openkata.core.drift import with_arm_drift, with_run_drift
+    from pytest_openkata.core.manifest import REJUDGE, compare_manifests
     from pytest_openkata.core.report_paths import with_report_decisions
+    from pytest_openkata.core.run_manifest import build_manifest
 
-    compared: list[SkillSummary] = list(summaries)
-    extras: dict[str, list[dict[str, Any]]] = {}
+    results = [result for summary in summaries for result in summary.results]
+    manifest = build_manifest(settings, results, rootdir, _version.__version__)
+    if rejudged is not None:
+        drifts = (
+            *drifts,
+            compare_manifests(
+                rejudged.info.manifest,
+                manifest,
+                comparison=REJUDGE,
+                against=f"the recorded run {rejudged.log_name}",
+                allowed=settings.allow_drift,
+            ),
+        )
+        details["rejudged_from"] = rejudged.rejudged_from()
+    compared, extras = with_run_drift(summaries, drifts)
+    compared, arm_extras = with_arm_drift(compared, settings, rootdir)
+    extras = _joined(extras, arm_extras)
     if settings.compare:  # the comparison's modules load only for a run that asks for it
         from pytest_openkata.core.earlier import compare_run
 
-        compared, extras = compare_run(summaries, settings, rootdir)
+        compared, compare_extras = compare_run(compared, settings, rootdir, manifest)
+        extras = _joined(extras, compare_extras)
     # An incomplete run writes no results JSON: there is nothing to hold back.
     complete = details.get("complete", True)
     decided = (
@@ -186,9 +225,20 @@ def make_run(
         settings=settings,
         finished_at=finished_at,
         rootdir=rootdir,
-        log_extras={**details.pop("log_extras", {}), **extras},
+        log_extras=_joined(details.pop("log_extras", {}), extras),
+        manifest=manifest,
         **details,
     )
+
+
+def _joined(
+    first: Mapping[str, list[dict[str, Any]]], second: Mapping[str, list[dict[str, Any]]]
+) -> dict[str, list[dict[str, Any]]]:
+    """Extra records by kind, those of ``first`` before those of ``second``."""
+    joined = {kind: list(records) for kind, records in first.items()}
+    for kind, records in second.items():
+        joined.setdefault(kind, []).extend(records)
+    return joined
 
 
 def reporters() -> list[Reporter]:

@@ -30,6 +30,7 @@ from pytest_openkata.contracts.results import (
 )
 from pytest_openkata.core.activation import ActivationRate, scenario_activation
 from pytest_openkata.core.compare import CriterionMove, SkillComparison
+from pytest_openkata.core.manifest import Manifest
 from pytest_openkata.core.report_paths import as_utc
 from pytest_openkata.core.summary import SkillSummary, usage_of
 from pytest_openkata.core.uplift import McNemar, Uplift
@@ -85,6 +86,9 @@ class SkillReport:
     stats: SkillStats | None = None
     usage: Usage = field(default_factory=Usage)
     comparison: SkillComparison | None = None
+    # What the run ran with (its manifest, of this skill); None in a report written before
+    # manifests or by the reference runner.
+    manifest: Manifest | None = None
 
 
 def build_report(
@@ -99,6 +103,7 @@ def build_report(
     passed: bool,
     stats: SkillStats | None = None,
     comparison: SkillComparison | None = None,
+    manifest: Manifest | None = None,
 ) -> SkillReport:
     """Assemble a report; a naive ``timestamp`` is taken to be UTC. Its usage counts every
     model call, a baseline arm's included."""
@@ -115,11 +120,17 @@ def build_report(
         stats=stats,
         usage=usage,
         comparison=comparison,
+        manifest=manifest,
     )
 
 
-def skill_report(summary: SkillSummary, settings: EvalSettings, now: datetime) -> SkillReport:
-    """The results JSON of one skill's summary."""
+def skill_report(
+    summary: SkillSummary,
+    settings: EvalSettings,
+    now: datetime,
+    manifest: Manifest | None = None,
+) -> SkillReport:
+    """The results JSON of one skill's summary, with the run's ``manifest`` of that skill."""
     return build_report(
         skill=summary.name,
         skill_version=read_skill_version(summary.skill_dir),
@@ -140,6 +151,7 @@ def skill_report(summary: SkillSummary, settings: EvalSettings, now: datetime) -
         if summary.with_trials
         else None,
         comparison=summary.comparison,
+        manifest=manifest,
     )
 
 
@@ -179,6 +191,8 @@ def _report_dict(report: SkillReport) -> dict[str, Any]:
         data["usage"] = usage
     if report.comparison is not None:
         data["uplift"] = _uplift_dict(report.comparison)
+    if report.manifest is not None:  # the catalogue reads only the reference's keys (§11)
+        data["manifest"] = report.manifest.to_dict()
     return data
 
 
@@ -539,6 +553,7 @@ class _ReportModel(_Model):
     usage: _UsageModel | None = None
     stats: _SkillStatsModel | None = None
     uplift: _UpliftModel | None = None
+    manifest: dict[str, Any] | None = None
 
 
 def _usage(model: _UsageModel | None) -> Usage:
@@ -628,9 +643,11 @@ def _baseline(model: _BaselineModel, scenario: ScenarioModel, skill: str) -> Sce
     )
 
 
-def parse_report(text: str | bytes) -> SkillReport:
+def parse_report(text: str | bytes, *, source: str = "results JSON") -> SkillReport:
     """A results JSON read back into the records it was rendered from; raises
-    ``pydantic.ValidationError`` for a file that is not such a report."""
+    ``pydantic.ValidationError`` for a file that is not such a report, and
+    :class:`~pytest_openkata.core.manifest.ManifestError` naming ``source`` for one whose
+    manifest cannot be read."""
     model = _ReportModel.model_validate_json(text)
     stats = model.stats
     return SkillReport(
@@ -645,4 +662,7 @@ def parse_report(text: str | bytes) -> SkillReport:
         stats=None if stats is None else SkillStats(stats.ci95, stats.straddles_threshold),
         usage=_usage(model.usage),
         comparison=None if model.uplift is None else _comparison(model.uplift),
+        manifest=None
+        if model.manifest is None
+        else Manifest.from_dict(model.manifest, source=source),
     )

@@ -68,6 +68,7 @@ from pytest_openkata.contracts.results import (
 from pytest_openkata.contracts.transcripts import Transcript, one_turn
 from pytest_openkata.core.arms import OWN_ARM, Arm, ArmError, baseline_arm
 from pytest_openkata.core.auto_trials import AutoTrialRule
+from pytest_openkata.core.budget import BUDGET_REACHED, BudgetGuard, BudgetReached
 from pytest_openkata.core.calls import NO_SLOTS, live_call
 from pytest_openkata.core.checks import CANNOT_START, Check, CommandOutcome, command_checks
 from pytest_openkata.core.conversation import (
@@ -221,6 +222,9 @@ class RunOptions:
     # A recorded run to re-judge (the ``rejudge`` setting): every trial's agent answer comes
     # from it, the agent is never called, and each scenario runs as many trials as it holds.
     recorded: RecordedRun | None = None
+    # The run's hard budget, shared by its processes (None: no budget): checked before each
+    # trial starts, and each trial's spend added to it (:mod:`pytest_openkata.core.budget`).
+    budget: BudgetGuard | None = None
 
     def __post_init__(self) -> None:
         if self.trials < 1 or self.judge_votes < 1:
@@ -635,6 +639,8 @@ class _ScenarioRun:
         earlier: list[Attempt] = []
         while True:
             result = self._one_trial(index)
+            if self.options.budget is not None:  # every attempt's calls were paid for
+                self.options.budget.spend(result.usage)
             retried = (
                 result.error is not None
                 and result.error_cause in RETRIED_CAUSES
@@ -787,6 +793,10 @@ def _trials(
         other = [] if isinstance(baseline, _ScenarioRun) else [baseline]
     auto = None
     for index in indices:
+        if options.budget is not None and not options.budget.check():
+            if not trials:
+                raise BudgetReached(f"{BUDGET_REACHED}: scenario {run.scenario.name} was not run")
+            break  # the trials that ran are kept; the rest never start
         own = run.trial(index)
         if isinstance(baseline, _ScenarioRun) and other is not None:
             # Interleaved, so that a drift of the endpoint over the run touches both arms alike.
@@ -823,6 +833,8 @@ def run_scenario(
     (:mod:`pytest_openkata.core.auto_trials`). ``slot`` is
     held around every live agent run and judge call (cache hits need none).
     ``skill_scenarios`` names every scenario of the skill, for the gate's completeness.
+    Raises :class:`~pytest_openkata.core.budget.BudgetReached` when the run's budget was
+    reached before the scenario's first trial.
     """
     skill_dir = skill_dir or skill_of(scenario_dir)
     identity = {
@@ -898,7 +910,12 @@ def _pairwise(
     """The judge's side-by-side comparison of one trial's two arms, on the criteria the judge
     grades (the checks of checks.json are not a matter of opinion)."""
     scenario = run.scenario
-    return compare_trials(own, theirs, scenario.criteria, scenario.context, run.grading, arm=arm)
+    compared = compare_trials(
+        own, theirs, scenario.criteria, scenario.context, run.grading, arm=arm
+    )
+    if compared is not None and run.options.budget is not None:  # its calls are paid for too
+        run.options.budget.spend(Usage(judge=compared.usage))
+    return compared
 
 
 def _task_text(scenario: Scenario, redact: Callable[[str], str]) -> str:

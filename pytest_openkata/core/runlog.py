@@ -20,7 +20,7 @@ import json
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -33,11 +33,13 @@ from pytest_openkata.contracts.results import (
     ScenarioResult,
     TrialResult,
 )
+from pytest_openkata.core.manifest import Drift, Manifest, ManifestError
 from pytest_openkata.core.summary import SkillSummary, summarise
 from pytest_openkata.core.trials import combine_trials
 from pytest_openkata.infra.text import valid_unicode
 
 __all__ = [
+    "DRIFT_EXTRA",
     "LOG_NAME",
     "SCHEMA_VERSION",
     "LoggedRun",
@@ -45,6 +47,7 @@ __all__ = [
     "RunInfo",
     "RunLogError",
     "arm_name",
+    "drift_record",
     "json_line",
     "log_folder",
     "log_lines",
@@ -64,6 +67,9 @@ RUN_RECORD = "run"
 TRIAL_RECORD = "trial"
 EXTRA_RECORD = "extra"
 CHANGES_EXTRA = "changes"  # extra records of a comparison with an earlier run, one per skill
+# Extra records of what drifted between the runs or arms compared (their manifests), one per
+# skill and comparison; a record of the whole run (a merge's) has the skill folder "".
+DRIFT_EXTRA = "drift"
 
 # A trial record's keys that belong to its scenario (the same on every trial of it).
 _SCENARIO_KEYS = ("skill", "skill_dir", "scenario", "description", "skill_scenarios", "arm")
@@ -83,15 +89,18 @@ class RunLogError(OpenkataError):
 @dataclass(frozen=True)
 class RunInfo:
     """The run a log is of: when it finished (ISO 8601, UTC), whether every selected scenario
-    ran, its threshold and the settings it ran with (no secrets); for a run that graded the
-    answers of an earlier one again (:mod:`pytest_openkata.core.recorded`), what that run was
-    (``rejudged_from``: its log's file name, when it finished, its judge and votes)."""
+    ran, its threshold, the settings it ran with (no secrets) and its reproducibility
+    manifest (:mod:`pytest_openkata.core.manifest`; None in a log written before manifests);
+    for a run that graded the answers of an earlier one again
+    (:mod:`pytest_openkata.core.recorded`), what that run was (``rejudged_from``: its log's
+    file name, when it finished, its judge and votes)."""
 
     finished_at: str
     complete: bool = True
     threshold: int = DEFAULT_THRESHOLD
     settings: Mapping[str, Any] = field(default_factory=dict)
     rejudged_from: Mapping[str, Any] | None = None
+    manifest: Manifest | None = None
 
 
 @dataclass(frozen=True)
@@ -150,21 +159,29 @@ def run_settings(settings: EvalSettings) -> dict[str, Any]:
     }
 
 
+def drift_record(drift: Drift, skill_dir: str) -> dict[str, Any]:
+    """The run log's extra record of ``drift`` for the skill of relative folder ``skill_dir``
+    ("" for the whole run)."""
+    return {**drift.to_dict(), "skill_dir": skill_dir}
+
+
 def run_info(
     settings: EvalSettings,
     finished_at: datetime,
     *,
     complete: bool,
     rejudged_from: Mapping[str, Any] | None = None,
+    manifest: Manifest | None = None,
 ) -> RunInfo:
-    """The run record of the log of a run with ``settings`` that finished at ``finished_at``
-    (``rejudged_from``: the recorded run it re-judged, if any)."""
+    """The run record of the log of a run with ``settings`` that finished at ``finished_at``,
+    with its ``manifest`` (``rejudged_from``: the recorded run it re-judged, if any)."""
     return RunInfo(
         finished_at=finished_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
         complete=complete,
         threshold=settings.threshold,
         settings=run_settings(settings),
         rejudged_from=None if rejudged_from is None else dict(rejudged_from),
+        manifest=manifest,
     )
 
 
@@ -256,10 +273,19 @@ def _records(
     rootdir: Path,
     extras: Mapping[str, Sequence[Mapping[str, Any]]],
 ) -> Iterator[dict[str, Any]]:
-    head = asdict(info)
-    if head["rejudged_from"] is None:  # the run record of a run of its own stays as it was
-        del head["rejudged_from"]
-    yield {"record": RUN_RECORD, "schema": SCHEMA_VERSION, **head}
+    head = {
+        "record": RUN_RECORD,
+        "schema": SCHEMA_VERSION,
+        "finished_at": info.finished_at,
+        "complete": info.complete,
+        "threshold": info.threshold,
+        "settings": dict(info.settings),
+    }
+    if info.rejudged_from is not None:  # the run record of a run of its own has none
+        head["rejudged_from"] = dict(info.rejudged_from)
+    if info.manifest is not None:
+        head["manifest"] = info.manifest.to_dict()
+    yield head
     ordered = sorted(results, key=lambda r: (relative_skill_dir(r.skill_dir, rootdir), r.name))
     for result in ordered:
         skill_dir = relative_skill_dir(result.skill_dir, rootdir)
@@ -335,22 +361,7 @@ def parse_run_log(text: str, *, source: str = "run log", traces: bool = True) ->
         records.append((number, record))
     if not records or records[0][1].get("record") != RUN_RECORD:
         raise RunLogError(f"{source}: line 1: not a run log (its first record must be the run)")
-    head = records[0][1]
-    if head.get("schema") != SCHEMA_VERSION:
-        raise RunLogError(
-            f"{source}: line 1: schema version {head.get('schema')!r} is not "
-            f"{SCHEMA_VERSION}, the one this version of pytest-openkata reads"
-        )
-    try:
-        info = RunInfo(
-            finished_at=str(head["finished_at"]),
-            complete=bool(head.get("complete", True)),
-            threshold=int(head.get("threshold", DEFAULT_THRESHOLD)),
-            settings=dict(head.get("settings") or {}),
-            rejudged_from=_rejudged_from(head.get("rejudged_from"), source),
-        )
-    except (KeyError, TypeError, ValueError) as exc:
-        raise RunLogError(f"{source}: line 1: the run record lacks {exc}") from exc
+    info = _run_record(records[0][1], source)
     trials: dict[tuple[str, str, str], tuple[dict[str, Any], list[TrialResult]]] = {}
     logged: list[LoggedTrial] = []
     extras: dict[str, list[dict[str, Any]]] = {}
@@ -418,6 +429,30 @@ def _rejudged_from(value: object, source: str) -> dict[str, Any] | None:
     if not isinstance(value, dict):
         raise RunLogError(f"{source}: line 1: rejudged_from must be an object, not {value!r}")
     return dict(value)
+
+
+def _run_record(head: Mapping[str, Any], source: str) -> RunInfo:
+    """The run record (line 1) read back; a log written before manifests has none."""
+    if head.get("schema") != SCHEMA_VERSION:
+        raise RunLogError(
+            f"{source}: line 1: schema version {head.get('schema')!r} is not "
+            f"{SCHEMA_VERSION}, the one this version of pytest-openkata reads"
+        )
+    try:
+        return RunInfo(
+            finished_at=str(head["finished_at"]),
+            complete=bool(head.get("complete", True)),
+            threshold=int(head.get("threshold", DEFAULT_THRESHOLD)),
+            settings=dict(head.get("settings") or {}),
+            rejudged_from=_rejudged_from(head.get("rejudged_from"), source),
+            manifest=None
+            if head.get("manifest") is None
+            else Manifest.from_dict(head["manifest"], source=f"{source}: line 1"),
+        )
+    except ManifestError as exc:
+        raise RunLogError(str(exc)) from exc
+    except (KeyError, TypeError, ValueError) as exc:
+        raise RunLogError(f"{source}: line 1: the run record lacks {exc}") from exc
 
 
 def arm_name(skill_dir: str, scenario: str, arm: str) -> str:
@@ -499,10 +534,19 @@ def skill_summaries(run: LoggedRun) -> list[SkillSummary]:
             raise RunLogError(
                 f"{run.source}: comparison record {number} cannot be read: {exc!r}"
             ) from exc
+    drifts: dict[str, list[Drift]] = {}
+    for number, record in enumerate(run.extras.get(DRIFT_EXTRA, ()), start=1):
+        try:
+            drifts.setdefault(str(record.get("skill_dir", "")), []).append(Drift.from_dict(record))
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
+            raise RunLogError(
+                f"{run.source}: drift record {number} cannot be read: {exc!r}"
+            ) from exc
     return [
         replace(
             summary,
             changes=changes.get(summary.skill_dir.as_posix(), changes.get(summary.name)),
+            drift=(*drifts.get("", ()), *drifts.get(summary.skill_dir.as_posix(), ())),
         )
         for summary in summaries
     ]

@@ -37,7 +37,9 @@ from typing import Any, TypeVar
 from pytest_openkata.contracts.config import EvalSettings
 from pytest_openkata.contracts.errors import OpenkataError
 from pytest_openkata.contracts.results import ScenarioResult
+from pytest_openkata.core.manifest import MERGE, Drift, DriftError, check_drift, compare_manifests
 from pytest_openkata.core.runlog import LoggedRun, LoggedTrial, arm_name
+from pytest_openkata.core.spending import BUDGET_EXTRA, merged_spending
 from pytest_openkata.core.trials import trial_contradiction
 
 __all__ = [
@@ -166,6 +168,16 @@ class MergedRun:
     failed: int  # ordinary tests that failed, over every shard
     partial: bool
     count: int  # shards
+    # The shards' budget record together (core.spending; None: they ran without a budget).
+    spending: Mapping[str, Any] | None = None
+    # What differed between the shards' manifests (empty: nothing), allowed by allow_drift.
+    drifts: tuple[Drift, ...] = ()
+    # The recorded run the shards re-judged (their run record's ``rejudged_from``), or None.
+    rejudged_from: Mapping[str, Any] | None = None
+
+    @property
+    def budget_reached(self) -> bool:
+        return self.spending is not None and bool(self.spending["reached"])
 
 
 def _record(source: str, run: LoggedRun) -> ShardRecord:
@@ -263,9 +275,10 @@ def _versions(shards: Sequence[tuple[str, ShardRecord]]) -> dict[str, str]:
 
 
 def _ran_once(
-    runs: Sequence[tuple[str, LoggedRun]], selected: Iterable[Scenario]
+    runs: Sequence[tuple[str, LoggedRun]], selected: Iterable[Scenario], *, some_not_run: bool
 ) -> list[ScenarioResult]:
-    """Every selected scenario's result, from the one shard that ran it."""
+    """Every selected scenario's result, from the one shard that ran it (``some_not_run``:
+    a shard stopped for its budget, and the scenarios it never started are missing)."""
     where: dict[Scenario, str] = {}
     results = []
     for source, run in runs:
@@ -279,7 +292,7 @@ def _ran_once(
             results.append(result)
     wanted = Counter(selected)
     missing = sorted(key for key in wanted if key not in where)
-    if missing:
+    if missing and not some_not_run:
         shown = ", ".join(f"{skill}::{name}" for skill, name in missing[:5])
         raise ShardError(f"no shard ran {plural_scenarios(len(missing))}: {shown}")
     extra = sorted(key for key in where if key not in wanted)
@@ -293,8 +306,10 @@ def _check_trials(
     runs: Sequence[tuple[str, LoggedRun]],
     settings: EvalSettings,
     trials_here: Callable[[str, str], int | None],
+    cut: set[str],
 ) -> None:
-    """Every shard's trial records hold together (see the module docstring)."""
+    """Every shard's trial records hold together (see the module docstring); a shard of
+    ``cut`` stopped for its budget, and its arms may have fewer trials."""
     seen: dict[tuple[str, str, str, int], tuple[str, int]] = {}
     for source, run in runs:
         arms: dict[tuple[str, str, str], list[LoggedTrial]] = {}
@@ -327,7 +342,7 @@ def _check_trials(
                 else f"the shards ran with trials: {settings.trials}"
             )
             wanted = own or (settings.trials_max if auto else int(settings.trials))
-            _check_count(source, arm, wanted, said, at_most=auto)
+            _check_count(source, arm, wanted, said, at_most=auto, cut=source in cut)
 
 
 def _trial_name(logged: LoggedTrial) -> str:
@@ -363,11 +378,17 @@ def _check_same_scenario(where: str, logged: LoggedTrial, first: LoggedTrial) ->
 
 
 def _check_count(
-    source: str, arm: Sequence[LoggedTrial], wanted: int, said: str, *, at_most: bool = False
+    source: str,
+    arm: Sequence[LoggedTrial],
+    wanted: int,
+    said: str,
+    *,
+    at_most: bool = False,
+    cut: bool = False,
 ) -> None:
     """An arm's trials are numbered 1..``wanted`` (one errored trial when it could not be
     set up: no trial of it ran); with ``at_most`` (``trials = auto``) 1..n for an n up to
-    ``wanted``."""
+    ``wanted``; fewer when ``cut``: the budget stopped the rest."""
     ordered = sorted(arm, key=lambda logged: logged.trial.index)
     if len(ordered) == 1 and ordered[0].trial.index == 1 and _not_set_up(ordered[0]):
         return
@@ -379,7 +400,7 @@ def _check_count(
             )
         if number > wanted:
             raise ShardError(f"{where}: {_trial_name(logged)}, but {said}")
-    if len(ordered) < wanted and not at_most:
+    if len(ordered) < wanted and not (at_most or cut):
         last = ordered[-1]
         count = f"{len(ordered)} trial{'' if len(ordered) == 1 else 's'}"
         raise ShardError(f"{source}: line {last.line}: {_arm_name(last)} has {count}, but {said}")
@@ -391,6 +412,31 @@ def _not_set_up(logged: LoggedTrial) -> bool:
     return logged.trial.criteria is None and logged.trial.trace is None
 
 
+def _same_manifests(runs: Sequence[tuple[str, LoggedRun]], allow: bool) -> tuple[Drift, ...]:
+    """Every shard's manifest against the first's (:data:`~.manifest.MERGE`: the agent and
+    judge, the models the endpoints reported, the CLI's versions, the image digests, the
+    skills' content and the settings that change results must be the same); a refusing
+    difference is a :class:`ShardError` naming both shards, the field and both values, unless
+    ``allow`` (``allow_drift``). A shard without a manifest is not checked."""
+    first_source, first = runs[0]
+    drifts = []
+    for source, run in runs[1:]:
+        drift = compare_manifests(
+            first.info.manifest, run.info.manifest, comparison=MERGE, against=first_source
+        )
+        if drift.missing:
+            continue
+        try:
+            drift = check_drift(drift, allow=allow)
+        except DriftError as exc:
+            raise ShardError(
+                f"{source} and {first_source} are not shards of one run: {exc}"
+            ) from None
+        if drift.items:
+            drifts.append(drift)
+    return tuple(drifts)
+
+
 def plural_scenarios(count: int) -> str:
     return f"{count} selected scenario{'' if count == 1 else 's'}"
 
@@ -400,16 +446,20 @@ def merge_shards(
     plugin_version: str,
     version_here: Callable[[str], str],
     trials_here: Callable[[str, str], int | None],
+    *,
+    allow_drift: bool = False,
 ) -> MergedRun:
     """The run the shards' run logs (each named by its ``source``) make together, after the
     checks of the module docstring; ``version_here`` reads a skill's version in the checkout
     the merge writes into (relative skill folder), which must be the shards', and
     ``trials_here`` a scenario's own trial count there (skill folder, scenario; None when its
-    scenario.json sets none)."""
+    scenario.json sets none). The shards' manifests must agree (:func:`_same_manifests`)
+    unless ``allow_drift`` (the merge's flag, or the setting the shards ran with)."""
     if not runs:
         raise ShardError("no shard files found")
     shards = [(source, _record(source, run)) for source, run in runs]
-    incomplete = [source for source, run in runs if not run.info.complete]
+    spending, cut = _spending(runs)
+    incomplete = [source for source, run in runs if not run.info.complete and source not in cut]
     if incomplete:
         raise ShardError(f"{incomplete[0]}: that shard was stopped before it finished")
     count = _one_each(shards)
@@ -435,8 +485,9 @@ def merge_shards(
             )
     first = shards[0][1]
     settings = EvalSettings.model_validate(first.settings)
-    _check_trials(runs, settings, trials_here)
-    results = _ran_once(runs, first.selected)
+    drifts = _same_manifests(runs, allow_drift or settings.allow_drift)
+    _check_trials(runs, settings, trials_here, cut)
+    results = _ran_once(runs, first.selected, some_not_run=bool(cut))
     return MergedRun(
         results=results,
         settings=settings,
@@ -444,7 +495,28 @@ def merge_shards(
         failed=sum(record.failed for _source, record in shards),
         partial=first.partial,
         count=count,
+        spending=spending,
+        drifts=drifts,
+        rejudged_from=runs[0][1].info.rejudged_from,
     )
+
+
+def _spending(
+    runs: Sequence[tuple[str, LoggedRun]],
+) -> tuple[dict[str, Any] | None, set[str]]:
+    """The shards' budget records summed, and the shards that stopped for their budget (they
+    may lack scenarios and trials: those never started)."""
+    records: list[Mapping[str, Any]] = []
+    cut: set[str] = set()
+    for source, run in runs:
+        found = run.extras.get(BUDGET_EXTRA, [])
+        records.extend(found)
+        if any(record.get("reached") is True for record in found):
+            cut.add(source)
+    try:
+        return merged_spending(records), cut
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ShardError(f"a shard's budget record cannot be read: {exc!r}") from exc
 
 
 def shard_files(paths: Iterable[Path]) -> list[Path]:

@@ -20,6 +20,7 @@ from pytest_openkata.core.stats import overall_interval_95, straddles
 if TYPE_CHECKING:
     # Imported where used: the plugin loads this module in every pytest run.
     from pytest_openkata.core.compare import SkillComparison
+    from pytest_openkata.core.manifest import Drift
     from pytest_openkata.core.regression import SkillChanges
 
 
@@ -52,6 +53,15 @@ class SkillSummary:
     compare_error: str | None = None
     # Counted as partial whatever ran (``--eval-partial``, the reference's scenario mode).
     partial: bool = False
+    # What drifted between the runs or arms the skill was compared across (its manifests:
+    # :mod:`pytest_openkata.core.manifest`), one per comparison that found a difference.
+    drift: tuple[Drift, ...] = ()
+
+    @property
+    def refused_drift(self) -> str | None:
+        """Why a comparison of the skill was refused (a difference that makes it meaningless,
+        and ``allow_drift`` off), or None."""
+        return next((d.refusal() for d in self.drift if d.refusal() is not None), None)
 
     @property
     def with_trials(self) -> bool:
@@ -167,6 +177,7 @@ def gate_failed(
         summary.gate_failed
         or summary.report_error
         or summary.compare_error
+        or summary.refused_drift
         or (require_uplift and summary.regresses)
         or (fail_on_regression and summary.regressed)
         for summary in summaries

@@ -187,6 +187,45 @@ def _hosts(value: str) -> tuple[tuple[str, str], ...]:
     return tuple(engines)
 
 
+def _price_table(value: str) -> tuple[tuple[str, float, float], ...]:
+    """``MODEL=IN,OUT`` entries (US dollars per million input and output tokens) separated
+    by ``;`` or new lines; ``none`` for an empty table. A model named twice is an error."""
+    if value.strip().lower() == "none":
+        return ()
+    table: dict[str, tuple[float, float]] = {}
+    for item in re.split(r"[;\n]", value):
+        text = item.strip()
+        if not text:
+            continue
+        model, sep, prices = text.rpartition("=")
+        model = model.strip()
+        numbers = [number.strip() for number in prices.split(",")]
+        if not sep or not model or len(numbers) != 2:
+            raise ValueError(f"{text!r} is not MODEL=INPUT,OUTPUT (US dollars per million tokens)")
+        if model in table:
+            raise ValueError(f"the model {model!r} is priced twice")
+        try:
+            parsed = tuple(_non_negative_number(number) for number in numbers)
+        except ValueError as exc:
+            raise ValueError(f"{text!r}: {exc}") from None
+        table[model] = (parsed[0], parsed[1])
+    return tuple((model, i, o) for model, (i, o) in table.items())
+
+
+def _keyed_text(raw: Mapping[str, Any]) -> str:
+    """A YAML mapping of a keyed setting (``prices: {MODEL: "IN,OUT"}``, or ``[IN, OUT]``, or
+    ``{input: IN, output: OUT}``) as the ``KEY=VALUE;...`` text the setting parses."""
+    entries = []
+    for key, given in raw.items():
+        value = given
+        if isinstance(value, Mapping):
+            value = [value.get("input", ""), value.get("output", "")]
+        if isinstance(value, list | tuple):
+            value = ",".join(str(item) for item in value)
+        entries.append(f"{key}={value}")
+    return ";".join(entries) or "none"
+
+
 def _int_between(low: int, high: int | None) -> Callable[[str], int]:
     def parse(value: str) -> int:
         # Plain ASCII digits only, as Go's Atoi: Python's int() would also take "9_5" or "٩٥".
@@ -299,6 +338,9 @@ class Setting:
     listed: bool = False
     # The provider's declaration this row comes from; None for a built-in setting.
     declared: DeclaredSetting | None = None
+    # Entries by key: the option may be given again (``--eval-price A=1,2 --eval-price B=3,4``),
+    # YAML takes a mapping, and the text joins entries with ``;``.
+    keyed: bool = False
 
     @property
     def shown_metavar(self) -> str:
@@ -388,6 +430,7 @@ FIELDS: tuple[Setting, ...] = (
     Setting("fail_on_regression", _boolean, flag=True),
     Setting("agreement_with", _text, metavar="LOG|LABELS"),
     Setting("min_kappa", _kappa_bound, metavar="KAPPA"),
+    Setting("allow_drift", _boolean, flag=True),
     Setting("publish_errors", _boolean, flag=True),
     Setting("scenario_names", _globs, metavar="GLOB,..."),
     Setting("category", _categories, metavar="CATEGORY,..."),
@@ -422,6 +465,10 @@ FIELDS: tuple[Setting, ...] = (
     Setting("price.agent_output", _non_negative_number, metavar="USD"),
     Setting("price.judge_input", _non_negative_number, metavar="USD"),
     Setting("price.judge_output", _non_negative_number, metavar="USD"),
+    Setting("prices", _price_table, cli="--eval-price", metavar="MODEL=IN,OUT", keyed=True),
+    Setting("budget.tokens", _int_between(0, None), metavar="TOKENS"),
+    Setting("budget.usd", _non_negative_number, metavar="USD"),
+    Setting("estimate_output_tokens", _int_between(0, None), metavar="TOKENS"),
 )
 FIELDS_BY_KEY = {f.key: f for f in FIELDS}
 
@@ -594,6 +641,9 @@ HELP = {
     "shown after the run and kept in its run log (default none)",
     "min_kappa": "with agreement_with, exit 1 when kappa is below this on any criterion; a "
     "criterion whose kappa is undefined (one verdict throughout) is not gated (default none)",
+    "allow_drift": "compare anyway when the runs compared (an earlier run, the baseline arm, "
+    "the shards) drifted in a way that refuses the comparison (another judge, agent model, "
+    "agent CLI version, image...); the reports say that it was allowed (see Reproducibility)",
     "publish_errors": "write the report under evals/results/ even when scenarios errored for "
     "reasons outside the skill (default: beside the run logs, where the catalogue does not "
     "count it)",
@@ -647,6 +697,17 @@ HELP = {
     "price.agent_output": "US dollars per million output tokens of the agent model",
     "price.judge_input": "US dollars per million input tokens of the judge model",
     "price.judge_output": "US dollars per million output tokens of the judge model",
+    "prices": "the price table: MODEL=IN,OUT, US dollars per million input and output tokens "
+    "of a model (give the option again for each model; YAML: a mapping of models); a model "
+    "in the table takes its prices from it, before price.agent_* and price.judge_* (default "
+    "none: no price is guessed, and an unpriced model's cost is unknown)",
+    "budget.tokens": "the most live tokens (input and output, agent and judge) the whole run "
+    "may spend, across xdist workers; once reached no trial starts, the run is partial "
+    "(default 0: no limit)",
+    "budget.usd": "the most US dollars the whole run may spend at the prices, across xdist "
+    "workers; needs a price for the agent and judge models (default 0: no limit)",
+    "estimate_output_tokens": "output tokens --eval-estimate assumes for each agent answer and "
+    "each judge verdict (default 1000)",
 }
 
 
@@ -661,6 +722,10 @@ def _apply(
         return
     if field.listed and isinstance(raw, list | tuple) and all(isinstance(i, str) for i in raw):
         raw = ",".join(raw) or "none"
+    if field.keyed and isinstance(raw, Mapping):
+        raw = _keyed_text(raw)
+    if field.keyed and isinstance(raw, list | tuple) and all(isinstance(i, str) for i in raw):
+        raw = ";".join(raw) or "none"  # the option given again
     if not isinstance(raw, str):
         raise ConfigError(f"{source}: expected a single value, got {type(raw).__name__}")
     text = raw
@@ -724,6 +789,8 @@ def _argument_text(key: str, value: object) -> str | None:
     if key == "sandbox.mounts" and isinstance(value, list | tuple):
         pairs = [item if isinstance(item, str) else ":".join(map(str, item)) for item in value]
         return ",".join(pairs) or "none"
+    if key == "prices" and isinstance(value, Mapping):
+        return _keyed_text(value)
     if key == "sandbox.hosts" and isinstance(value, list | tuple):
         engines = [item if isinstance(item, str) else "=".join(map(str, item)) for item in value]
         return ",".join(engines) or "none"

@@ -110,10 +110,12 @@ def _plus(total: int | None, value: int | None) -> int | None:
 
 @dataclass(frozen=True)
 class Prices:
-    """US dollars per million input and output tokens; both 0 means no prices are configured."""
+    """US dollars per million input and output tokens; both 0 means no prices are configured,
+    unless ``given`` says the prices were given as they are (a free model of a price table)."""
 
     input_per_million: float = 0.0
     output_per_million: float = 0.0
+    given: bool = False
 
     def __post_init__(self) -> None:
         for name in ("input_per_million", "output_per_million"):
@@ -123,7 +125,7 @@ class Prices:
 
     @property
     def configured(self) -> bool:
-        return self.input_per_million != 0 or self.output_per_million != 0
+        return self.given or self.input_per_million != 0 or self.output_per_million != 0
 
 
 def cost_usd(usage: TokenUsage, prices: Prices) -> float | None:

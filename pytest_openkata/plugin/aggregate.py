@@ -18,17 +18,22 @@ import pytest
 
 from pytest_openkata.contracts.config import EvalSettings
 from pytest_openkata.contracts.results import ScenarioResult
+from pytest_openkata.core.budget import BUDGET_REACHED
 from pytest_openkata.core.excerpts import scenario_sections
 from pytest_openkata.core.gate import gate_line
 from pytest_openkata.core.reporting import Segment, make_run, report_run
+from pytest_openkata.core.spending import BUDGET_EXTRA, budget_line, budget_summary
 from pytest_openkata.core.summary import SkillSummary, gate_failed, summarise
 from pytest_openkata.infra.tempfiles import REMOVED, remove_stale
+from pytest_openkata.infra.text import visible
 from pytest_openkata.plugin import shard
+from pytest_openkata.plugin.budget import NOT_RUN_PROPERTY, budget_record
 from pytest_openkata.plugin.fixtures import REFS_FOLDER, result_cache, shared_folder
 from pytest_openkata.plugin.items import ScenarioItem, is_scenario_nodeid
 from pytest_openkata.plugin.xdist_transport import result_of
 
 if TYPE_CHECKING:
+    from pytest_openkata.core.recorded import RecordedRun
     from pytest_openkata.core.run_agreement import RunAgreement
     from pytest_openkata.plugin.triggers import TriggerSummary
 
@@ -119,6 +124,8 @@ class EvalAggregator:
         # its run log.
         self._scenarios_selected = False
         self._agreement_failed = ""  # why the judge agreement gate failed the run
+        # The scenarios the budget left unrun, by node id (plugin/budget.py).
+        self.not_run: list[str] = []
 
     # tryfirst: the terminal reporter later flips a parent report with failed subtests to
     # "failed"; here the parent's own outcome is still what its body did.
@@ -129,6 +136,8 @@ class EvalAggregator:
             if result is not None:
                 self.results[report.nodeid] = result
         result = self.results.get(report.nodeid)
+        if report.skipped and (NOT_RUN_PROPERTY, BUDGET_REACHED) in report.user_properties:
+            self.not_run.append(report.nodeid)
         if report.failed and not _is_soft_failure(report, result):
             self.hard_failures.append(report.nodeid)
         if result is not None and _shows_why(report, result):
@@ -157,11 +166,15 @@ class EvalAggregator:
         """Hand the run to every reporter, decide the exit status of a run that finished,
         and call the summary hook for each skill."""
         sharded = shard.shard_of(self.config) is not None
+        spending = budget_record(self.config, self.settings, self.not_run)
+        over_budget = spending is not None and spending["reached"]
+        stopped_by_budget = finished and over_budget
+        finished = finished and not over_budget  # partial: no gate, no results JSON
         self.summaries = summarise(
             self.results.values(),
             self.settings.threshold,
             self.config.rootpath,
-            partial=self._partial() or sharded,
+            partial=self._partial() or sharded or over_budget,
         )
         xml_path = self.config.getoption("xmlpath", None)  # --junitxml
         self.terminal.attach(self.config.pluginmanager.get_plugin("terminalreporter"))
@@ -173,7 +186,10 @@ class EvalAggregator:
         errors: tuple[str, ...] = ()
         if sharded:  # a stopped shard too: the merge then says it stopped
             shard_file = self._shard_file(
-                finished_at, removed, complete=finished and not session.shouldstop
+                finished_at,
+                removed,
+                complete=finished and not session.shouldstop,
+                spending=spending,
             )
             if isinstance(shard_file, str):
                 errors = (shard_file,)
@@ -193,10 +209,11 @@ class EvalAggregator:
                 log_extras={
                     **self._trigger_records(),
                     **(agreement.log_extras if agreement else {}),
+                    **({} if spending is None else {BUDGET_EXTRA: [spending]}),
                 },
                 written=written,
                 errors=errors,
-                rejudged_from=self._rejudged_from(),
+                rejudged=self._rejudged(),
             )
         )
         if agreement is not None:
@@ -205,6 +222,8 @@ class EvalAggregator:
             self._agreement_failed = agreement.reason
         self.summaries = list(run.summaries)
         self._run_errors = len(run.errors)
+        if spending is not None and not stopped_by_budget:
+            self.terminal.write_lines([[(visible(budget_summary(spending)), None)]])
         if finished:  # interrupted, usage or internal errors keep pytest's own status
             failed = gate_failed(
                 self.summaries,
@@ -212,6 +231,12 @@ class EvalAggregator:
                 fail_on_regression=self.settings.fail_on_regression,
             ) or bool(self.hard_failures or run.errors or (agreement and agreement.failed))
             session.exitstatus = pytest.ExitCode.TESTS_FAILED if failed else pytest.ExitCode.OK
+        elif stopped_by_budget and spending is not None:
+            # Wound down on purpose: no gate; what ran and errored still fails the run.
+            failed = bool(self.hard_failures or run.errors)
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED if failed else pytest.ExitCode.OK
+            self._stopped = budget_line(spending)
+            self.terminal.write_lines([[(visible(budget_summary(spending)), "yellow")]])
         else:
             status = int(session.exitstatus)
             self._stopped = _STOPPED.get(status, f"exit status {status}")
@@ -229,12 +254,12 @@ class EvalAggregator:
         results = self.results.values()
         return run_agreement(self.settings, results, self.config.rootpath, finished_at)
 
-    def _rejudged_from(self) -> dict[str, Any] | None:
-        """What a re-judging run graded again (read at configure time: it can be read)."""
+    def _rejudged(self) -> RecordedRun | None:
+        """The recorded run a re-judging run graded again (read at configure time: it can be
+        read), or None."""
         from pytest_openkata.core.recorded import recorded_run
 
-        recorded = recorded_run(self.settings, self.config.rootpath)
-        return None if recorded is None else recorded.rejudged_from()
+        return recorded_run(self.settings, self.config.rootpath)
 
     def _trigger_records(self) -> dict[str, list[dict[str, Any]]]:
         return {} if self.triggers is None else self.triggers.records()
@@ -252,7 +277,12 @@ class EvalAggregator:
         return bool(self.config.getoption("eval_partial") or self.settings.category)
 
     def _shard_file(
-        self, finished_at: datetime, removed: list[Path], *, complete: bool
+        self,
+        finished_at: datetime,
+        removed: list[Path],
+        *,
+        complete: bool,
+        spending: dict[str, Any] | None = None,
     ) -> Path | str:
         """The shard's file for the merge (its path), or why it could not be written; the
         temporary files of killed runs removed from the shard folder are added to
@@ -267,6 +297,7 @@ class EvalAggregator:
                 partial=self._partial(),
                 complete=complete,
                 removed=removed,
+                extras={} if spending is None else {BUDGET_EXTRA: [spending]},
             )
         except OSError as exc:
             spec = shard.shard_of(self.config)

@@ -8,6 +8,7 @@ import hashlib
 import json
 import tempfile
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,6 +23,7 @@ from pytest_openkata.contracts.errors import (
 )
 from pytest_openkata.contracts.results import ScenarioResult
 from pytest_openkata.core.activity import ACTIVITY
+from pytest_openkata.core.budget import BUDGET_REACHED, BudgetReached
 from pytest_openkata.core.run import Backends, RunOptions, run_scenario
 from pytest_openkata.core.runlog import relative_skill_dir
 from pytest_openkata.core.sandboxed import SandboxSetup
@@ -169,6 +171,7 @@ def openkata_run_options(
     """
     from pytest_openkata.core.evaluate import run_options
     from pytest_openkata.core.recorded import recorded_run
+    from pytest_openkata.plugin.budget import guard_of
 
     settings = openkata_settings
     cache = result_cache(pytestconfig, settings)
@@ -178,7 +181,8 @@ def openkata_run_options(
         )
     except ConfigError as exc:  # read at configure time too: only a log changed since then
         raise pytest.UsageError(f"pytest-openkata: --eval-rejudge: {exc}") from None
-    return run_options(settings, cache, shared_folder(pytestconfig, REFS_FOLDER), recorded)
+    options = run_options(settings, cache, shared_folder(pytestconfig, REFS_FOLDER), recorded)
+    return replace(options, budget=guard_of(pytestconfig))
 
 
 @pytest.fixture(scope="session")
@@ -244,7 +248,15 @@ def openkata_result(
     # Typo'd keys, placeholders, a file beside task.md that never reaches the agent: said
     # before it runs, here in pytest's thread so that they are the item's warnings.
     item.warn_before_run()
-    result = openkata_scheduler.result(item, run)
+    try:
+        result = openkata_scheduler.result(item, run)
+    except BudgetReached:
+        # Neither passed nor failed: its report is made a skip (plugin/budget.py), and the
+        # controller lists it among the scenarios not run.
+        from pytest_openkata.plugin.budget import NOT_RUN_PROPERTY
+
+        item.user_properties.append((NOT_RUN_PROPERTY, BUDGET_REACHED))
+        raise
     item.ihook.pytest_openkata_scenario_result(result=result, item=item)
     if result.error is not None:
         pytest.fail(visible(f"scenario error: {result.error}"), pytrace=False)

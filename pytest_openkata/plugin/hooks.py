@@ -19,6 +19,7 @@ from pytest_openkata.infra.config import (
 )
 from pytest_openkata.infra.redact import Redactor, secrets_from_environment
 from pytest_openkata.plugin import (
+    budget,
     distribution,
     engines,
     fixtures,
@@ -49,6 +50,7 @@ from pytest_openkata.plugin.items import (
 )
 from pytest_openkata.plugin.scenario_folder import KIND_MARKERS
 from pytest_openkata.plugin.session import (
+    ESTIMATE,
     LINT,
     VALIDATE,
     mode_key,
@@ -82,6 +84,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
             group.addoption(
                 field.option,
                 dest=field.dest,
+                action="append" if field.keyed else "store",
                 default=None,
                 metavar=field.shown_metavar,
                 help=setting_help(field),
@@ -113,6 +116,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         dest="eval_validate",
         help="grade each scenario's solution/ (must score 100%%) and an empty agent (must "
         "score below 50%%) instead of running the agent; writes no report",
+    )
+    group.addoption(
+        "--eval-estimate",
+        action="store_true",
+        dest="eval_estimate",
+        help="show the estimated tokens and cost of the run per skill and in total instead of "
+        "running it: every prompt is built, no model is called, no report is written",
     )
     shard.add_options(group)
     group.addoption(
@@ -180,6 +190,12 @@ def _mode(config: pytest.Config) -> str:
         raise pytest.UsageError("pytest-openkata: give --eval-lint or --eval-validate, not both")
     if config.getoption("eval_lint_strict") and not lint:
         raise pytest.UsageError("pytest-openkata: --eval-lint-strict needs --eval-lint")
+    if config.getoption("eval_estimate"):
+        if lint or validate:
+            raise pytest.UsageError(
+                "pytest-openkata: give --eval-estimate without --eval-lint or --eval-validate"
+            )
+        return ESTIMATE
     return LINT if lint else VALIDATE if validate else ""
 
 
@@ -206,6 +222,11 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(distribution, "openkata-distribution")
     if shard.shard_of(config) is not None and config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(shard.FromWorkers(config), "openkata-shard-selection")
+    if mode == ESTIMATE:
+        from pytest_openkata.plugin.estimate import Estimate, run_in_this_process
+
+        run_in_this_process(config)
+        config.pluginmanager.register(Estimate(settings), "openkata-estimate")
     if mode == VALIDATE:
         config.pluginmanager.register(validation, "openkata-validation")
         if controller:
@@ -214,6 +235,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(FileWarnings(), "openkata-file-warnings")
     if mode == "":
         config.pluginmanager.register(termination, "openkata-termination")
+        budget.configure(config, settings, lambda name: fixtures.shared_folder(config, name))
     if controller and mode == "":
         summary = triggers.TriggerSummary()
         config.pluginmanager.register(summary, "openkata-trigger-summary")
@@ -237,6 +259,8 @@ def pytest_report_header(config: pytest.Config) -> str:
     if mode == LINT:
         strict = ", warnings are errors" if config.getoption("eval_lint_strict") else ""
         return f"openkata: lint (no model, no sandbox{strict})"
+    if mode == ESTIMATE:
+        return "openkata: estimate (no model, no sandbox, no report)"
     s = config.stash[settings_key]
     defaults = EvalSettings()
     extras = [
@@ -278,10 +302,10 @@ def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Col
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
-    """A published format's file (``evals.json``, ``eval.yaml``, ``task.toml``) in a run, and
-    in lint mode (its scenarios' lint items)."""
+    """A published format's file (``evals.json``, ``eval.yaml``, ``task.toml``) in a run, in
+    a cost estimate and in lint mode (its scenarios' lint items)."""
     mode = mode_of(parent.config)
-    if mode not in ("", LINT) or file_path.name not in marker_files(parent.config):
+    if mode == VALIDATE or file_path.name not in marker_files(parent.config):
         return None
     if mode == LINT:
         return lint.format_lint_collector(file_path, parent)
@@ -307,7 +331,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def _select_for_mode(config: pytest.Config, items: list[pytest.Item], mode: str) -> None:
-    if mode:
+    if mode in (LINT, VALIDATE):
         wanted = (
             (lint.SkillLintItem, lint.ScenarioLintItem, lint.FormatLintItem)
             if mode == LINT

@@ -20,9 +20,10 @@ def redactor_of(config: pytest.Config) -> Redactor:
 
 
 # What the run does instead of evaluating: "lint" (--eval-lint), "validate" (--eval-validate),
-# or "" for a run that evaluates.
+# "estimate" (--eval-estimate), or "" for a run that evaluates.
 LINT = "lint"
 VALIDATE = "validate"
+ESTIMATE = "estimate"  # --eval-estimate: the run's cost, worked out without running it
 mode_key = pytest.StashKey[str]()
 
 

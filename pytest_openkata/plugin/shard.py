@@ -9,7 +9,7 @@ alike, and sends the selection to the controller through xdist's ``workeroutput`
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -156,16 +156,20 @@ def write_shard_file(
     partial: bool,
     complete: bool = True,
     removed: list[Path] | None = None,
+    extras: Mapping[str, list[dict[str, Any]]] | None = None,
 ) -> Path:
     """The shard's run log, with its record, in the shard folder (never over another file);
     ``complete`` is False for a shard that was stopped (the merge then refuses it). The
     temporary files of killed runs removed from the folder are added to ``removed``."""
     from pytest_openkata import __version__
+    from pytest_openkata.core.recorded import recorded_run
+    from pytest_openkata.core.run_manifest import build_manifest
     from pytest_openkata.core.runlog import run_settings
 
     spec = shard_of(config)
     assert spec is not None
     rootdir = config.rootpath
+    recorded = recorded_run(settings, rootdir)
     versions = {
         relative_skill_dir(result.skill_dir, rootdir): read_skill_version(Path(result.skill_dir))
         for result in results
@@ -184,8 +188,11 @@ def write_shard_file(
         complete=complete,
         threshold=settings.threshold,
         settings=run_settings(settings),
+        manifest=build_manifest(settings, results, rootdir, __version__),
+        # A shard of a re-judge says what it re-judged, as the merged run will.
+        rejudged_from=None if recorded is None else recorded.rejudged_from(),
     )
-    text = log_lines(info, results, rootdir, {SHARD_EXTRA: [record.to_dict()]})
+    text = log_lines(info, results, rootdir, {**(extras or {}), SHARD_EXTRA: [record.to_dict()]})
     return write_new_report(shard_folder(config) / spec.file_name, text, removed=removed)
 
 

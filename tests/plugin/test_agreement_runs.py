@@ -158,3 +158,42 @@ def test_a_labels_file_that_does_not_fit_the_run_fails_it_naming_the_line(
             "*judge agreement not measured: exit 1",
         ]
     )
+
+
+def test_a_rejudged_log_is_measured_against_the_run_it_graded_again(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    """The documented calibration: run with the strong judge, re-judge its log with the cheap
+    one (no agent call), measure the two logs."""
+    write_skill(pytester.path, "s", {"scenario-a": {"x": 2, "y": 1}})
+    strong = _run(pytester, endpoint.base_url, "--eval-judge-model", "strong-judge")
+    agent_calls = script.agent_calls
+    script.verdicts["x"] = (False, "the cheap judge disagrees on x")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENKATA_EVAL_")}
+    rejudged = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest_openkata",
+            "rejudge",
+            str(strong.relative_to(pytester.path)),
+            *eval_args(endpoint.base_url, "--eval-judge-model", "cheap-judge"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=pytester.path,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert rejudged.returncode == 1, rejudged.stdout  # x now fails: below the threshold
+    assert script.agent_calls == agent_calls
+    [cheap] = set((pytester.path / ".openkata" / "runs").glob("*.jsonl")) - {strong}
+
+    done = _agreement(pytester.path, str(strong), str(cheap), "--min-kappa", "0.5")
+
+    # x: passed twice by the strong judge, failed twice by the cheap one: agreement 0, κ 0.
+    # y: passed throughout by both: κ undefined, not gated.
+    assert "skills/s::scenario-a [0] x  n=2  agreement 0%  κ 0.00" in done.stdout
+    assert f"second: judge cheap-judge ({cheap.name})" in done.stdout
+    assert done.returncode == 1

@@ -115,7 +115,11 @@ def test_reports_are_never_overwritten_and_an_unwritable_one_fails_the_run(
     pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
 ) -> None:
     write_skill(pytester.path, "s", {"scenario-0": {"a": 1}})
-    args = eval_args(endpoint.base_url, "--eval-markdown", "out/r.md", "--eval-csv", "out/r.csv")
+    # The cache off: an answer from the cache reports no model, which the manifest line shows.
+    args = eval_args(
+        endpoint.base_url, "--eval-markdown", "out/r.md", "--eval-csv", "out/r.csv",
+        "--eval-cache", "off",
+    )  # fmt: skip
 
     pytester.runpytest("skills/s", *args)
     again = pytester.runpytest("skills/s", *args)

@@ -13,6 +13,7 @@ import pytest
 
 from tests.support.endpoint import Reply, ScriptedEndpoint
 from tests.support.evals import EvalScript, criteria_json, eval_args, write_skill
+from tests.support.shards import merge
 
 ANSWER = "The scripted agent's answer, recorded once and judged twice over."
 
@@ -23,6 +24,11 @@ def _logs(root: Path) -> list[Path]:
 
 def _records(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _trials(path: Path) -> list[dict[str, Any]]:
+    """The trial records of a run log (a re-judged run's log also holds a drift record)."""
+    return [r for r in _records(path) if r["record"] == "trial"]
 
 
 def _verdicts(trial: dict[str, Any]) -> dict[str, bool]:
@@ -82,7 +88,8 @@ def test_another_judge_grades_the_recorded_answers_and_the_agent_is_never_called
     assert script.judge_calls == judge_calls + 4
     assert _judge_models(endpoint, requests) == {"judge-b"}
     new = next(log for log in _logs(pytester.path) if log != source)
-    head, *trials = _records(new)
+    head, *rest = _records(new)
+    trials = [r for r in rest if r["record"] == "trial"]
     assert head["rejudged_from"] == {
         "log": source.name,
         "finished_at": source_head["finished_at"],
@@ -129,7 +136,7 @@ def test_an_edited_criterion_is_judged_again_and_an_unchanged_one_comes_from_the
     assert script.agent_calls == agent_calls
     assert script.judge_calls == judge_calls + 1  # scenario-a only: scenario-b is cached
     new = next(log for log in _logs(pytester.path) if log != source)
-    _head, a, b = _records(new)
+    a, b = _trials(new)
     assert _verdicts(a) == {"x": True, "y": True}
     assert (a["usage"]["judge"]["calls"], b["usage"]["judge"]["cached"]) == (1, 1)
     old_a = _records(source)[1]
@@ -162,7 +169,7 @@ def test_a_scenario_the_log_lacks_errors_by_name_and_an_agent_error_stays_an_err
         ["*are the agent model claude-sonnet-4.6's, and this run's reports name m2*"]
     )
     new = next(log for log in _logs(pytester.path) if log != source)
-    by_name = {t["scenario"]: t for t in _records(new)[1:]}
+    by_name = {t["scenario"]: t for t in _trials(new)}
     assert by_name["scenario-c"]["error"].startswith(
         f"skills/s::scenario-c is not in the run log {source.name}: "
     )
@@ -207,7 +214,8 @@ def test_a_baseline_arm_is_rejudged_with_the_own_arm(
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     assert script.agent_calls == agent_calls
     new = next(log for log in _logs(pytester.path) if log != source)
-    head, *trials = _records(new)
+    head, *rest = _records(new)
+    trials = [r for r in rest if r["record"] == "trial"]
     assert head["settings"]["baseline"] == "without-skill"
     assert [(t["arm"], _verdicts(t)) for t in trials] == [
         ("", {"x": True}),
@@ -234,7 +242,8 @@ def test_under_xdist_every_worker_grades_the_recorded_answers(
     assert result.ret == pytest.ExitCode.OK
     assert script.agent_calls == agent_calls
     new = next(log for log in _logs(pytester.path) if log != source)
-    head, *trials = _records(new)
+    head, *rest = _records(new)
+    trials = [r for r in rest if r["record"] == "trial"]
     assert head["rejudged_from"]["log"] == source.name
     assert [_verdicts(t) for t in trials] == [{"x": True}] * 3
 
@@ -262,3 +271,60 @@ def test_the_python_api_rejudges_a_log_too(
     assert script.agent_calls == agent_calls
     new = next(log for log in _logs(tmp_path) if log != source)
     assert _records(new)[0]["rejudged_from"]["log"] == source.name
+
+
+def test_answers_of_another_agent_model_are_refused_unless_drift_is_allowed(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    write_skill(pytester.path, "s", {"scenario-a": {"x": 1}})
+    pytester.runpytest("skills/s", *eval_args(endpoint.base_url), "-p", "no:randomly")
+    [source] = _logs(pytester.path)
+    # The reports would name m2 as the agent of answers claude-sonnet-4.6 gave.
+    args = (
+        "skills/s",
+        *eval_args(endpoint.base_url, "--eval-rejudge", str(source), "--eval-model", "m2"),
+    )
+
+    refused = pytester.runpytest(*args, "-p", "no:randomly")
+
+    assert refused.ret == pytest.ExitCode.TESTS_FAILED
+    refused.stdout.fnmatch_lines(
+        [
+            f"*refused to compare with the recorded run {source.name} (rejudge): it drifted: "
+            "agent.model: 'claude-sonnet-4.6' before, 'm2' now*",
+            "*a comparison was refused: the runs drifted*",
+        ]
+    )
+    refused_log = next(log for log in _logs(pytester.path) if log != source)
+    [drift] = [r["data"] for r in _records(refused_log) if r.get("kind") == "drift"]
+    assert drift["allowed"] is False
+
+    allowed = pytester.runpytest(*args, "--eval-allow-drift", "-p", "no:randomly")
+
+    assert allowed.ret == pytest.ExitCode.OK, allowed.stdout.str()
+    [newest] = [log for log in _logs(pytester.path) if log not in (source, refused_log)]
+    [drift] = [r["data"] for r in _records(newest) if r.get("kind") == "drift"]
+    assert drift["allowed"] is True
+
+
+def test_the_shards_of_a_rejudge_merge_into_a_run_that_says_it_was_rejudged(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    write_skill(pytester.path, "s", {"scenario-a": {"x": 1}, "scenario-b": {"x": 1}})
+    pytester.runpytest("skills/s", *eval_args(endpoint.base_url), "-p", "no:randomly")
+    [source] = _logs(pytester.path)
+    agent_calls = script.agent_calls
+    args = eval_args(endpoint.base_url, "--eval-rejudge", str(source), "--eval-judge-model", "b")
+    for index in (1, 2):
+        pytester.runpytest(
+            "skills/s", *args, "--eval-shard", f"{index}/2", "--eval-shard-dir", f"out/{index}"
+        )
+
+    merged = merge(pytester.path, "out/1", "out/2")
+
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    assert script.agent_calls == agent_calls
+    assert f"Re-judged from run log {source.name}" in merged.stdout
+    [written] = [line for line in merged.stdout.splitlines() if line.startswith("run log: ")]
+    merged_log = pytester.path / written.removeprefix("run log: ")
+    assert _records(merged_log)[0]["rejudged_from"]["log"] == source.name

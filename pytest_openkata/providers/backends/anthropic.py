@@ -7,7 +7,8 @@ but the wire format: one request per call, no retries, failures raised as
 
 Every successful call reports the ``usage.input_tokens`` and ``usage.output_tokens`` of the
 response to :func:`~.record_tokens` (None for a count the body does not give
-as a non-negative integer); a failed call records nothing.
+as a non-negative integer), and the ``model`` the response says answered to
+:func:`~.record_reported_model` (the run manifest records it); a failed call records nothing.
 
 With a ``schema`` (the judge's), the request asks for structured output with one forced tool:
 ``tools: [{"name", "description", "input_schema"}]`` with the schema as ``input_schema`` and
@@ -60,6 +61,7 @@ from pytest_openkata.contracts.backends import (
 )
 from pytest_openkata.contracts.errors import EndpointStatusError, MalformedResponseError
 from pytest_openkata.contracts.transcripts import Transcript, one_turn
+from pytest_openkata.infra.reported_models import record_reported_model
 from pytest_openkata.infra.usage import record_tokens, usage_in
 from pytest_openkata.providers.backends.client import (
     ask_json,
@@ -169,6 +171,7 @@ class AnthropicMessagesBackend:
         )
         answer = read(data)
         record_tokens(usage_in(data, "input_tokens", "output_tokens"))
+        record_reported_model(data)
         return answer
 
     def _payload(self, system: str, user: str) -> dict[str, Any]:

@@ -8,8 +8,9 @@ what to do.
 
 Every successful call reports the ``usage.prompt_tokens`` and ``usage.completion_tokens`` of
 the response to :func:`~.record_tokens` (None for a count the body does not
-give as a non-negative integer); a failed call, a refused ``response_format`` included, records
-nothing.
+give as a non-negative integer), and the ``model`` the response says answered to
+:func:`~.record_reported_model` (the run manifest records it); a failed call, a refused
+``response_format`` included, records nothing.
 
 A structured answer (one asked with a ``schema``) that the endpoint cut off at its token limit
 (``finish_reason`` "length") is a :class:`MalformedResponseError`: it is incomplete JSON, and
@@ -39,6 +40,7 @@ from pytest_openkata.contracts.errors import (
     MalformedResponseError,
 )
 from pytest_openkata.contracts.transcripts import Transcript, one_turn
+from pytest_openkata.infra.reported_models import record_reported_model
 from pytest_openkata.infra.usage import record_tokens, usage_in
 from pytest_openkata.providers.backends.client import (
     ask_json,
@@ -167,6 +169,7 @@ class OpenAIChatBackend:
         )
         content = _content_of(data)
         record_tokens(usage_in(data, "prompt_tokens", "completion_tokens"))
+        record_reported_model(data)
         return content, data["choices"][0].get("finish_reason")
 
 

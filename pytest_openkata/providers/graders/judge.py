@@ -34,7 +34,7 @@ from pytest_openkata.contracts.errors import (
 from pytest_openkata.contracts.results import CallStats, CriterionResult, Verdict
 from pytest_openkata.core.calls import live_call
 from pytest_openkata.core.conversation import conversation_text
-from pytest_openkata.core.scenario import Criterion
+from pytest_openkata.core.scenario import Criterion, Scenario
 from pytest_openkata.core.scoring import match_verdicts
 from pytest_openkata.core.trials import majority
 from pytest_openkata.infra.cache import cache_key
@@ -524,6 +524,14 @@ class JudgeGrader:
             answers.append(_answer(vote, verdicts, cached=stats.cached > 0))
         criteria = [replace(c, reason=context.redact(c.reason)) for c in majority(ballots)]
         return Grading(criteria, usage, answers)
+
+    def model_prompt(self, scenario: Scenario, answer: str, *, fence: bool) -> str | None:
+        """What one judge call for ``scenario`` sends around ``answer`` (its system prompt,
+        its message and its schema), for an estimate of its tokens; None without criteria."""
+        if not scenario.criteria:
+            return None
+        request = judge_request(answer, scenario.context, scenario.criteria, fence=fence)
+        return "\n".join((request.system, request.user, json.dumps(request.schema.schema)))
 
     @staticmethod
     def _vote(

@@ -66,6 +66,7 @@ from pytest_openkata.core.runlog import (
     skill_summaries,
 )
 from pytest_openkata.core.scoring import catalogue_colour, percent_against
+from pytest_openkata.core.spending import budget_note
 from pytest_openkata.core.summary import SkillSummary, usage_of
 from pytest_openkata.core.triggers import (
     QueryOutcome,
@@ -242,6 +243,8 @@ class SkillView:
     # What trials = auto saved (None when it did not run), and the uplift's power analysis.
     trials_saved: str | None = None
     power: str | None = None
+    # What drifted between the runs or arms it was compared across, one line each.
+    drift: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -262,6 +265,9 @@ class PageView:
     trigger_lines: list[str] = field(default_factory=list)
     # What a re-judged run graded again ("" for a run of its own).
     rejudged: str = ""
+    # What a run with a budget spent (core.spending), and whether the budget stopped it.
+    budget: str = ""
+    budget_reached: bool = False
     trigger_failures: list[QueryOutcome] = field(default_factory=list)
 
 
@@ -445,6 +451,7 @@ def _skill_view(
         pairwise=skill_pairwise(summary.results),
         trials_saved=savings_text(summary.results),
         power=None if summary.comparison is None else power_text(summary.comparison.power(target)),
+        drift=[line for drift in summary.drift for line in drift.lines()],
     )
 
 
@@ -506,13 +513,14 @@ def page_view(run: LoggedRun, *, source: str = "run log") -> PageView:
         for name, label, title in FILTERS
     ]
     outcomes = recorded_outcomes(run.extras.get("trigger_query") or ())
+    budget = budget_note(run.extras)
     return PageView(
         title=f"openkata eval: {names}, {info.finished_at}",
         finished_at=info.finished_at,
         complete=info.complete,
         partial=not info.complete or any(not summary.complete for summary in summaries),
         threshold=info.threshold,
-        settings=_settings(info.settings),
+        settings=_settings(info.settings) + ([] if info.manifest is None else info.manifest.rows()),
         ran_with=_ran_with(info.settings),
         skills=skills,
         usage=_usage_rows(run.results),
@@ -522,6 +530,8 @@ def page_view(run: LoggedRun, *, source: str = "run log") -> PageView:
         trigger_lines=[metrics_line(metrics) for metrics in metrics_by_skill(outcomes)],
         trigger_failures=[outcome for outcome in outcomes if not outcome.passed],
         rejudged="" if info.rejudged_from is None else rejudged_text(info.rejudged_from),
+        budget="" if budget is None else budget[0],
+        budget_reached=budget is not None and budget[1],
     )
 
 

@@ -58,6 +58,7 @@ from pytest_openkata.core.regression import SkillChanges
 from pytest_openkata.core.reporting import ReportOutcome, Run
 from pytest_openkata.core.runlog import LoggedRun, log_folder, log_name, skill_summaries
 from pytest_openkata.core.scoring import catalogue_colour, percent_against
+from pytest_openkata.core.spending import budget_note
 from pytest_openkata.core.summary import SkillSummary
 from pytest_openkata.core.triggers import metrics_by_skill, metrics_line, recorded_outcomes
 from pytest_openkata.infra.atomic import write_new_report
@@ -167,11 +168,23 @@ def _run_section(run: LoggedRun, summaries: Sequence[SkillSummary]) -> Section:
     described = _settings_line(settings, run.info.threshold)
     if described:
         lines += [described, ""]
-    if not run.info.complete:
+    budget = budget_note(run.extras)
+    if run.info.manifest is not None:
+        shown = "; ".join(f"{label} {escape(value)}" for label, value in run.info.manifest.rows())
+        lines += [f"Manifest: {shown}.", ""]
+    if not run.info.complete and not (budget and budget[1]):
         lines += ["**This run did not finish:** only the scenarios that ran are shown.", ""]
     if run.info.rejudged_from is not None:
         lines += [f"**{escape(rejudged_text(run.info.rejudged_from))}.**", ""]
+    if budget:
+        lines += [escape(budget[0]) + ("; no threshold was enforced." if budget[1] else ""), ""]
     return Section("\n".join(lines) + "\n")
+
+
+def _drift_section(summary: SkillSummary) -> Section:
+    """What drifted between the runs or arms the skill was compared across."""
+    lines = [f"- {escape(line)}" for drift in summary.drift for line in drift.lines()]
+    return Section("**Drift**\n\n" + "\n".join(lines) + "\n\n")
 
 
 def _settings_line(settings: Mapping[str, Any], threshold: int) -> str:
@@ -655,6 +668,8 @@ def sections(run: LoggedRun, summaries: Sequence[SkillSummary]) -> list[Section]
             found.append(pairwise)
         if summary.changes is not None:
             found.append(_changes_section(summary.changes))
+        if summary.drift:
+            found.append(_drift_section(summary))
     triggers = _triggers_section(run)
     if triggers is not None:
         found.append(triggers)

@@ -38,7 +38,8 @@ class ResultsJsonReporter:
             path = namer(run.finished_at)
             if path is None:
                 continue
-            text = render_report(skill_report(summary, run.settings, run.finished_at))
+            manifest = run.skill_manifest(summary.skill_dir)
+            text = render_report(skill_report(summary, run.settings, run.finished_at, manifest))
             later = later_names(namer, run.finished_at)
             try:
                 written[summary.skill_dir] = write_new_report(path, text, later, removed=removed)

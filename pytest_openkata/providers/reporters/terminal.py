@@ -337,6 +337,12 @@ def _skill_lines(
         yield from changes_lines(summary.changes)
     if summary.compare_error is not None:
         yield [(f"  Not compared: --eval-compare: {summary.compare_error}", "red")]
+    for drift in summary.drift:
+        refused = drift.refusal()
+        for line in drift.lines():
+            yield [(f"  {line}", "red" if refused is not None else "yellow")]
+        if refused is not None:
+            yield [(f"  Not compared: {refused}", "red")]
     usage = usage_line(summary.usage)
     if usage is not None:
         yield [(usage, None)]
