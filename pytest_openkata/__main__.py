@@ -8,9 +8,10 @@
   Skillgrade, Harbor) as openkata scenario folders, or back as skill-creator's evals.json;
 - ``effectiveness [SKILLS-ROOT]`` shows what the skill catalogue will show per skill and model;
 - ``agreement LOG_A (LOG_B | --labels FILE)`` measures how far two judges, or a judge and human
-  verdicts, agree on the same answers (Cohen's κ per criterion, with a ``--min-kappa`` gate).
+  verdicts, agree on the same answers (Cohen's κ per criterion, with a ``--min-kappa`` gate);
 - ``rejudge LOG [OPTIONS]`` grades a recorded run's agent answers again (another judge, more
-  votes, edited criteria) without running the agent, as a new run.
+  votes, edited criteria) without running the agent, as a new run;
+- ``view [FOLDER]`` serves a local web viewer of the run logs under FOLDER.
 
 ``--help`` (``-h``, or no arguments) lists them, each with what it does; ``COMMAND --help``
 says more. Each command's module is imported only when it is asked for.
@@ -69,6 +70,10 @@ COMMANDS = {
     "rejudge": Command(
         "pytest_openkata.commands.rejudge:main",
         "grade a run log's agent answers again, with no agent run",
+    ),
+    "view": Command(
+        "pytest_openkata.viewer.command:main",
+        "browse the run logs under a folder in a local web viewer",
     ),
 }
 

@@ -325,17 +325,27 @@ def log_lines(
     return "".join(json_line(record) for record in _records(info, results, rootdir, extras or {}))
 
 
-def read_run_log(path: Path) -> LoggedRun:
-    """The run a log file holds; :class:`RunLogError` when it cannot be read."""
+def read_run_log(path: Path, *, traces: bool = True) -> LoggedRun:
+    """The run a log file holds; :class:`RunLogError` when it cannot be read. Without
+    ``traces`` its trials keep no answer (see :func:`parse_run_log`)."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise RunLogError(f"{path}: cannot read the run log: {exc}") from exc
-    return parse_run_log(text, source=str(path))
+    return parse_run_log(text, source=str(path), traces=traces)
 
 
-def parse_run_log(text: str, *, source: str = "run log") -> LoggedRun:
-    """The run a log's text holds; :class:`RunLogError` naming ``source`` and the line."""
+# What a trace holds of what the trial saw, beside how it worked: the bulk of a log.
+_SEEN_KEYS = ("output", "judged", "changes", "answers", "turns")
+
+
+def parse_run_log(text: str, *, source: str = "run log", traces: bool = True) -> LoggedRun:
+    """The run a log's text holds; :class:`RunLogError` naming ``source`` and the line.
+
+    Without ``traces`` the trials keep their scores, verdicts, errors and how the agent worked
+    (the transcript, timings and engine of their traces) but not what the trial saw: the
+    agent's output, the workspace diff, the graders' answers, the judge's text. A list of runs
+    or a run's overview then holds no answer of any of them."""
     records = []
     # Only "\\n" ends a record: a log written before line separators were escaped, or by
     # another tool, may hold U+2028 and the like raw inside its strings.
@@ -366,7 +376,7 @@ def parse_run_log(text: str, *, source: str = "run log") -> LoggedRun:
         if kind != TRIAL_RECORD:
             raise RunLogError(f"{source}: line {number}: unknown record {kind!r}")
         try:
-            scenario, trial = _trial_of(record)
+            scenario, trial = _trial_of(record, traces=traces)
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
             raise RunLogError(f"{source}: line {number}: not a trial record: {exc!r}") from exc
         key = (scenario["skill_dir"], scenario["scenario"], scenario["arm"])
@@ -382,9 +392,12 @@ def parse_run_log(text: str, *, source: str = "run log") -> LoggedRun:
     return LoggedRun(info, results, extras, source, logged)
 
 
-def _trial_of(record: Mapping[str, Any]) -> tuple[dict[str, Any], TrialResult]:
+def _trial_of(
+    record: Mapping[str, Any], *, traces: bool = True
+) -> tuple[dict[str, Any], TrialResult]:
     """A trial record's scenario fields (with its digests, task and how ``trials = auto``
-    ran it) and its trial; raises as :func:`_scenario_fields` does when it is malformed."""
+    ran it) and its trial, without what it saw unless ``traces`` (see :func:`parse_run_log`);
+    raises as :func:`_scenario_fields` does when it is malformed."""
     scenario = _scenario_fields(record)
     scenario["digests"] = dict(record.get("digests") or {})
     scenario["task"] = str(record.get("task", ""))
@@ -395,7 +408,19 @@ def _trial_of(record: Mapping[str, Any]) -> tuple[dict[str, Any], TrialResult]:
         for k, v in _renamed(dict(record), "trial", "index").items()
         if k not in (*_SCENARIO_KEYS, "record", "digests", "task", AUTO_KEY)
     }
+    if not traces:
+        fields = _without_what_it_saw(fields)
     return scenario, TrialResult.from_dict(fields)
+
+
+def _without_what_it_saw(fields: dict[str, Any]) -> dict[str, Any]:
+    """A trial record's fields without the agent's output and its trace's record of what the
+    trial saw (see :func:`parse_run_log`)."""
+    kept = {key: value for key, value in fields.items() if key != "agent_output"}
+    trace = kept.get("trace")
+    if isinstance(trace, dict):
+        kept["trace"] = {key: value for key, value in trace.items() if key not in _SEEN_KEYS}
+    return kept
 
 
 def _rejudged_from(value: object, source: str) -> dict[str, Any] | None:

@@ -3,7 +3,8 @@ inside functions too).
 
 The layers, lowest first: ``contracts`` (the kernel), ``infra``, ``core``, then
 ``providers``, which implement the contracts, then ``plugin`` and ``commands``, which adapt the
-run to pytest and to the command line. ``core``, ``plugin`` and ``commands`` reach the
+run to pytest and to the command line. ``viewer`` (the run viewer) sits beside the reporters,
+whose templates it shares, and nothing imports it. ``core``, ``plugin`` and ``commands`` reach the
 providers only through the registry (``infra.registry``), by their registered names, never by
 importing them. ``local`` (the built-in local model) is tooling beside them. No module imports
 itself back through others (no cycle), counting the imports inside functions too.
@@ -24,38 +25,43 @@ PACKAGE = Path(pytest_openkata.__file__).parent
 NEVER = [
     (
         "contracts",
-        {"infra", "core", "providers", "plugin", "commands", "local", "localmodel"},
+        {"infra", "core", "providers", "plugin", "commands", "local", "localmodel", "viewer"},
         "the kernel is what every layer agrees on: it depends on none of them",
     ),
     (
         "infra",
-        {"core", "providers", "plugin", "commands", "local", "localmodel"},
+        {"core", "providers", "plugin", "commands", "local", "localmodel", "viewer"},
         "settings, cache, retry and caps serve the layers above without knowing them",
     ),
     (
         "core",
-        {"providers", "plugin", "commands", "local", "localmodel"},
+        {"providers", "plugin", "commands", "local", "localmodel", "viewer"},
         "the evaluation runs without pytest and the command line, and finds its providers "
         "through the registry",
     ),
     (
         "providers",
-        {"plugin", "commands", "local", "localmodel"},
+        {"plugin", "commands", "local", "localmodel", "viewer"},
         "a provider is used by the run, never the other way round",
     ),
     (
         "plugin",
-        {"providers", "commands", "local", "localmodel"},
+        {"providers", "commands", "local", "localmodel", "viewer"},
         "the pytest adapter is not a command, and finds providers through the registry",
     ),
     (
         "commands",
-        {"providers", "plugin", "local", "localmodel"},
+        {"providers", "plugin", "local", "localmodel", "viewer"},
         "commands run without the pytest adapter, and find providers through the registry",
     ),
     (
+        "viewer",
+        {"plugin", "commands", "local", "localmodel"},
+        "the viewer reads logged runs as the reporters do; nothing of a run imports it",
+    ),
+    (
         "local",
-        {"core", "providers", "plugin", "commands"},
+        {"core", "providers", "plugin", "commands", "viewer"},
         "the local model is started before a run, as a user would, and hands it settings",
     ),
 ]

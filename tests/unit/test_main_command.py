@@ -19,6 +19,7 @@ NAMES = [
     "effectiveness",
     "agreement",
     "rejudge",
+    "view",
 ]
 
 

@@ -81,7 +81,7 @@ from pytest_openkata.infra.text import plural, signed_points
 if TYPE_CHECKING:
     from jinja2 import Environment
 
-__all__ = ["HtmlReporter", "main", "page_view", "render_html"]
+__all__ = ["HtmlReporter", "main", "page_view", "render_html", "template_environment"]
 
 _SEPARATORS = tuple(sep for sep in (os.sep, os.altsep) if sep)
 _PAGE = "html_report.html.j2"
@@ -565,12 +565,17 @@ def _cost(value: float | None) -> str:
 
 
 @functools.cache
-def _environment() -> Environment:
+def template_environment(*packages: str) -> Environment:
+    """The templates of the report, with its escaping (autoescape, ``://`` as ``&#58;//``,
+    None as nothing) and filters; the templates of ``packages`` (their ``templates``
+    folders) are found first, so that another page (the viewer's) is built of the report's
+    parts and shows every value as the report does."""
     # jinja2 is imported here: every run loads the reporters, few write a page.
-    from jinja2 import Environment, PackageLoader, StrictUndefined
+    from jinja2 import ChoiceLoader, Environment, PackageLoader, StrictUndefined
 
+    loaders = [PackageLoader(package, "templates") for package in packages]
     environment = Environment(
-        loader=PackageLoader("pytest_openkata.providers.reporters", "templates"),
+        loader=ChoiceLoader([*loaders, PackageLoader("pytest_openkata.providers.reporters")]),
         autoescape=True,
         finalize=_finalize,
         undefined=StrictUndefined,
@@ -596,7 +601,7 @@ def render_html(run: LoggedRun, *, source: str = "run log") -> str:
     whose records the page cannot read."""
     from markupsafe import Markup
 
-    environment = _environment()
+    environment = template_environment()
     style = environment.get_template(_STYLE).render()
     script = environment.get_template(_SCRIPT).render()
     policy = (

@@ -1,0 +1,338 @@
+"""The run viewer over the logs of real runs (pytester, a scripted endpoint on loopback), served
+on a free loopback port and driven in a real headless chromium: the runs list filters and
+leads to a run, a trial and a comparison; j/k walk the failures; a human verdict is written
+beside the logs and read back; a run page follows its growing log; hostile model text stays
+text; a viewer beyond loopback answers nothing without its token."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import httpx
+import pytest
+import uvicorn
+
+from pytest_openkata.core.verdict_labels import read_labels
+from pytest_openkata.viewer.app import make_app
+from pytest_openkata.viewer.command import allowed_hosts, listening_socket
+from pytest_openkata.viewer.guard import POLICY, Guard
+from tests.browser.test_html_report import png_colours
+from tests.support.endpoint import Reply, ScriptedEndpoint
+from tests.support.evals import EvalScript, eval_args, write_skill
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page
+
+HOSTILE = (
+    '</script><script>window.PWNED=1</script><img src=x onerror="window.PWNED=2">'
+    '<b id="injected">x</b>\u2028after a line separator\u2029and a paragraph one\x07\x1b[31m'
+)
+REASON = "no test covers the empty input"
+LOGS = ".openkata/runs"
+
+
+@dataclass(frozen=True)
+class Runs:
+    """Two real runs of one skill: the first fails ``tested`` and answers hostile text in
+    scenario-hostile, the second passes everything."""
+
+    root: Path
+    failing: str  # their logs, relative to root
+    passing: str
+
+
+def _run(pytester: pytest.Pytester, url: str) -> str:
+    before = set((pytester.path / LOGS).glob("*.jsonl"))
+    pytester.runpytest("skills/s", *eval_args(url, "--eval-threshold", "90", "--eval-cache", "off"))
+    (log,) = set((pytester.path / LOGS).glob("*.jsonl")) - before
+    return log.relative_to(pytester.path).as_posix()
+
+
+@pytest.fixture
+def runs(pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript) -> Runs:
+    write_skill(
+        pytester.path,
+        "s",
+        {"scenario-failing": {"clear": 10, "tested": 5}, "scenario-hostile": {"clear": 10}},
+    )
+    script.verdicts = {"tested": (False, REASON)}
+    script.agent_reply_when = {"scenario-hostile": Reply.chat(HOSTILE)}
+    failing = _run(pytester, endpoint.base_url)
+    script.verdicts = {}
+    passing = _run(pytester, endpoint.base_url)
+    return Runs(pytester.path, failing, passing)
+
+
+@contextmanager
+def serving(folder: Path, token: str = "") -> Iterator[str]:
+    """The viewer of ``folder`` on a free loopback port, in a thread; its base URL."""
+    sock = listening_socket("127.0.0.1", 0)
+    port = sock.getsockname()[1]
+    guard = Guard(allowed_hosts("127.0.0.1", port), token, "form-key-of-the-test")
+    server = uvicorn.Server(
+        uvicorn.Config(make_app(folder, guard), log_level="warning", lifespan="off")
+    )
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+        sock.close()
+
+
+@contextmanager
+def browsing(browser: Browser, base: str) -> Iterator[tuple[Page, list[str]]]:
+    """A page of a fresh context, with every URL it requested."""
+    context = browser.new_context(viewport={"width": 1280, "height": 1200})
+    requested: list[str] = []
+    try:
+        page = context.new_page()
+        page.on("request", lambda request: requested.append(request.url))
+        yield page, requested
+    finally:
+        context.close()
+        assert all(url.startswith(base) for url in requested), requested
+
+
+def test_the_runs_list_filters_and_leads_to_a_run_a_trial_and_a_comparison(
+    runs: Runs, browser: Browser
+) -> None:
+    with serving(runs.root) as base, browsing(browser, base) as (page, _):
+        page.goto(base + "/")
+        assert page.locator("tr.run-row").count() == 4  # two run logs, two results JSON
+        assert page.locator("tr.run-row .kind").all_inner_texts() == ["(results JSON)"] * 2
+        cell = page.locator("table.matrix tbody tr", has_text="s").locator("a")
+        assert cell.inner_text() == "100.0%"  # the newest run of the skill and model
+        assert len(png_colours(page.screenshot(full_page=True))) > 1
+
+        page.select_option("select[name=gate]", "fail")
+        page.select_option("select[name=kind]", "run log")
+        page.click("form.filters button[type=submit]")
+        assert page.locator("tr.run-row").count() == 1
+        assert "gate=fail" in page.url  # a deep link to the filtered list
+        page.click("a.run-link")
+        assert page.url == f"{base}/run/{runs.failing}"
+        assert page.locator("tr.scenario-row").count() == 2
+
+        page.click("a.trial-link.fail")  # scenario-failing's trial
+        assert page.get_by_text(REASON).is_visible()
+        assert page.locator("details.prompt").get_attribute("open") is None  # collapsed
+        page.keyboard.press("j")
+        assert page.locator("tr.current").inner_text().startswith("tested")
+        assert page.url.endswith("#criterion-1")
+        page.keyboard.press("x")  # unfold everything
+        assert page.locator("details.prompt").get_attribute("open") is not None
+        page.reload()  # the deep link leads back to the failure
+        assert page.locator("tr.current").inner_text().startswith("tested")
+
+        page.goto(f"{base}/?order=asc&kind=run+log")
+        page.locator("input[name=a]").first.check()  # the older run: the failing one
+        page.locator("input[name=b]").nth(1).check()
+        page.click("text=Compare A with B")
+        row = page.locator("tr.pair", has_text="scenario-failing")
+        assert row.locator(".flips").inner_text() == "tested: fail → pass"
+        assert row.locator(".delta").inner_text() == "+33.3"
+
+
+def test_a_runs_baseline_arm_is_compared_with_its_own(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript, browser: Browser
+) -> None:
+    write_skill(pytester.path, "s", {"scenario-a": {"clear": 10, "tested": 5}})
+    script.agent_reply_when = {"Follow the rules": Reply.chat("with the skill")}
+    script.agent_answer = "without the skill"
+    pytester.runpytest(
+        "skills/s", *eval_args(endpoint.base_url, "--eval-baseline", "without-skill")
+    )
+    [log] = (pytester.path / LOGS).glob("*.jsonl")
+    with serving(pytester.path) as base, browsing(browser, base) as (page, _):
+        page.goto(f"{base}/run/{LOGS}/{log.name}")
+        assert page.locator("tr.scenario-row").count() == 2  # both arms
+        page.click("#compare-arms")
+        assert page.locator("h1").inner_text() == "Compare the arms of a run"
+        page.locator("details.answers-pair summary").click()
+        assert page.locator("pre.answer-a").text_content() == "without the skill"
+        assert page.locator("pre.answer-b").text_content() == "with the skill"
+
+
+def test_a_skills_results_json_is_a_run_too(runs: Runs, browser: Browser) -> None:
+    with serving(runs.root) as base, browsing(browser, base) as (page, _):
+        page.goto(f"{base}/?kind=results+JSON&gate=fail")
+        page.click("a.run-link")
+        assert "/evals/results/" in page.url
+        assert page.locator("tr.scenario-row").count() == 2
+        page.click("a.trial-link.fail")
+        assert page.get_by_text(REASON).is_visible()
+        assert page.locator("form.label-form").count() == 0  # verdicts go on run logs
+
+
+def test_hostile_model_text_is_shown_as_text_on_the_trial_page_and_in_a_comparison(
+    runs: Runs, browser: Browser
+) -> None:
+    with serving(runs.root) as base, browsing(browser, base) as (page, _):
+        page.goto(f"{base}/run/{runs.failing}")
+        page.locator("tr.scenario-row", has_text="scenario-hostile").locator("a").click()
+        shown = page.locator("pre.agent-output")
+        assert shown.is_visible()
+        assert shown.text_content() == HOSTILE
+        assert page.evaluate("typeof window.PWNED") == "undefined"
+        assert page.query_selector("#injected") is None
+        assert page.locator("img").count() == 0
+        assert len(png_colours(page.screenshot())) > 1
+
+        page.goto(f"{base}/compare?a={runs.failing}&b={runs.passing}")
+        page.locator("details.answers-pair", has_text="scenario-hostile").locator("summary").click()
+        assert page.locator("pre.answer-a").nth(1).text_content() == HOSTILE
+        assert page.evaluate("typeof window.PWNED") == "undefined"
+
+
+def test_a_human_verdict_is_written_beside_the_logs_and_read_back(
+    runs: Runs, browser: Browser
+) -> None:
+    log = runs.root / runs.failing
+    logged = log.read_bytes()
+    with serving(runs.root) as base, browsing(browser, base) as (page, _):
+        page.goto(f"{base}/run/{runs.failing}")
+        page.click("a.trial-link.fail")
+        row = page.locator("#criterion-1")
+        row.locator("input[name=reviewer]").fill("ana")
+        row.locator("input[name=note]").fill("a test of the empty input is there </pre>")
+        row.locator("button[value=wrong]").click()
+        assert page.url.endswith("#criterion-1")
+        shown = page.locator("#criterion-1 .label-shown").inner_text()
+        assert shown.startswith("Judge was wrong: human verdict pass by ana")
+
+        page.goto(f"{base}/disagreements")
+        first = page.locator("table.disagreements tbody tr").first
+        assert first.locator("td").all_inner_texts()[:5] == [
+            "skills/s",
+            "scenario-failing",
+            "tested",
+            "1",
+            "1",
+        ]
+        assert first.locator(".label-note").inner_text().endswith("</pre>")
+
+    assert log.read_bytes() == logged  # never into the run log
+    labels = log.with_name(f"{log.stem}.labels.jsonl")
+    assert [json.loads(line) for line in labels.read_text().splitlines()] == [
+        {
+            "skill_dir": "skills/s",
+            "scenario": "scenario-failing",
+            "arm": "",
+            "trial": 1,
+            "criterion_index": 1,
+            "criterion": "tested",
+            "verdict": "pass",
+            "reviewer": "ana",
+            "note": "a test of the empty input is there </pre>",
+        }
+    ]
+    [label] = read_labels(labels)  # as judge agreement reads it
+    assert (label.criterion, label.passed) == ("tested", True)
+    measured = subprocess.run(
+        [sys.executable, "-m", "pytest_openkata", "agreement", str(log), "--labels", str(labels)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert measured.returncode == 0, measured.stderr
+    assert "tested" in measured.stdout
+
+
+def test_a_label_posted_without_the_viewers_form_key_is_refused(runs: Runs) -> None:
+    with serving(runs.root) as base:
+        answer = httpx.post(
+            f"{base}/label",
+            data={"log": runs.failing, "skill": "skills/s", "scenario": "scenario-failing",
+                  "trial": "1", "criterion": "1", "judge": "wrong", "form_key": "guessed"},
+        )  # fmt: skip
+    assert answer.status_code == 403
+    assert list((runs.root / LOGS).glob("*.labels.jsonl")) == []
+
+
+def test_a_labels_file_that_cannot_be_read_is_named_on_the_trial_page(runs: Runs) -> None:
+    log = runs.root / runs.failing
+    log.with_name(f"{log.stem}.labels.jsonl").write_text('{"verdict": "maybe"}\n')
+    query = "skill=skills/s&scenario=scenario-failing&arm=&trial=1"
+    with serving(runs.root) as base:
+        page = httpx.get(f"{base}/trial/{runs.failing}?{query}")
+    assert page.status_code == 200
+    assert REASON in page.text  # the trial is shown
+    assert f"{log.stem}.labels.jsonl: line 1: field skill_dir is missing" in page.text
+
+
+def test_the_run_page_follows_its_log_as_it_grows(runs: Runs, browser: Browser) -> None:
+    lines = (runs.root / runs.failing).read_text().splitlines(keepends=True)
+    growing = runs.root / LOGS / "20300101T000000Z.jsonl"
+    first, rest = lines[:2], lines[2:]
+    growing.write_text("".join(first) + rest[0][:10])  # a line not yet finished
+    with serving(runs.root) as base, browsing(browser, base) as (page, _):
+        page.goto(f"{base}/run/{LOGS}/20300101T000000Z.jsonl")
+        assert page.locator("tr.scenario-row").all_inner_texts()[0].startswith("scenario-failing")
+        assert page.locator("tr.scenario-row", has_text="scenario-hostile").count() == 0
+        with growing.open("a") as more:
+            more.write(rest[0][10:] + "".join(rest[1:]))
+        page.locator("tr.scenario-row", has_text="scenario-hostile").wait_for()
+        assert page.url == f"{base}/run/{LOGS}/20300101T000000Z.jsonl"
+
+
+def test_beyond_loopback_every_request_needs_the_token(runs: Runs, browser: Browser) -> None:
+    with serving(runs.root, token="the-printed-token") as base:
+        assert httpx.get(f"{base}/").status_code == 403
+        assert httpx.get(f"{base}/static/viewer.css").status_code == 403
+        assert httpx.get(f"{base}/?token=wrong").status_code == 403
+        with browsing(browser, base) as (page, _):
+            page.goto(f"{base}/?token=the-printed-token&gate=fail&kind=run+log")
+            assert page.url == f"{base}/?gate=fail&kind=run+log"  # the token went to a cookie
+            assert page.locator("tr.run-row").count() == 1
+            page.click("a.run-link")
+            assert page.locator("tr.scenario-row").count() == 2
+
+
+def test_every_answer_carries_the_policy_and_a_foreign_host_name_is_refused(runs: Runs) -> None:
+    with serving(runs.root) as base:
+        answer = httpx.get(f"{base}/run/{runs.failing}")
+        assert answer.headers["content-security-policy"] == POLICY
+        assert "default-src 'none'" in POLICY
+        rebound = httpx.get(f"{base}/", headers={"Host": "attacker.example:80"})
+        assert rebound.status_code == 421
+        outside = httpx.get(f"{base}/run/..%2F..%2Fetc%2F20300101T000000Z.jsonl")
+        assert outside.status_code == 404
+
+
+def test_the_view_command_serves_the_folder_and_stops_on_interrupt(runs: Runs) -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pytest_openkata", "view", str(runs.root)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        first = process.stdout.readline()
+        match = re.search(r"(http\S+)", first)
+        assert match, first
+        assert match.group(1).startswith("http://127.0.0.1:")
+        assert "token" not in match.group(1)
+        page = httpx.get(match.group(1))
+        assert page.status_code == 200
+        assert runs.failing in page.text
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
