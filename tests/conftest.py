@@ -10,6 +10,9 @@ from pathlib import Path
 import docker
 import httpcore  # noqa: F401  (see below)
 import pytest
+import statsmodels.stats.inter_rater
+import statsmodels.stats.power
+import statsmodels.stats.weightstats  # noqa: F401  (see below)
 from hypothesis import settings as hypothesis_settings
 
 from pytest_openkata.local.model import LocalModelServer, prepare
@@ -22,6 +25,8 @@ from tests.support.evals import EvalScript
 # on. pytester's in-process runs remove the modules they imported when they end; had the first
 # client been made in one, httpcore would be imported anew later and httpx would no longer
 # recognise its errors. Imported here, it outlives every in-process run.
+# statsmodels (judge agreement, the uplift's power) imports numpy, which cannot be imported a
+# second time in one process: imported here, neither is removed by an in-process run.
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CORPUS = Path(os.environ.get("OPENKATA_CORPUS", REPO_ROOT.parent / "shared/corpus/openkata"))

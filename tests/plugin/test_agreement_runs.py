@@ -11,14 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
-import statsmodels.stats.inter_rater  # noqa: F401  (see below)
 
 from tests.support.endpoint import ScriptedEndpoint
 from tests.support.evals import EvalScript, eval_args, write_skill
-
-# The runs below measure agreement in-process, which imports statsmodels and numpy; pytester
-# removes the modules an in-process run imported when it ends, and numpy cannot be imported a
-# second time in one process. Imported here, at collection, they outlive every run.
 
 
 def _run(pytester: pytest.Pytester, base_url: str, *extra: str) -> Path:

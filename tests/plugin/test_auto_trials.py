@@ -9,11 +9,6 @@ from pathlib import Path
 
 import pytest
 
-# Imported here, before any in-process pytester run: such a run forgets the modules first
-# imported inside it, and numpy's extension module cannot be loaded twice in one process.
-import statsmodels.stats.power
-import statsmodels.stats.weightstats  # noqa: F401
-
 from tests.support.endpoint import ScriptedEndpoint
 from tests.support.evals import EvalScript, eval_args, reports_under, write_skill
 from tests.support.shards import NO_CACHE, merge
