@@ -21,6 +21,9 @@ def test_the_readme_is_a_front_page() -> None:
         "python -m pytest_openkata.localmodel run -- python -m pytest skills/commit-message" in text
     )
     assert 'pip install -e ".[test]" && python -m pytest' in text
+    # The quick start ends with the viewer opened on the runs of the first command.
+    quick_start = text.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    assert quick_start.rstrip().endswith("python -m pytest_openkata view\n```")
 
 
 def test_every_relative_link_of_the_readme_leads_to_a_file_of_the_repository() -> None:
