@@ -10,7 +10,7 @@ names.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pytest_openkata.core.agreement import (
@@ -31,6 +31,7 @@ __all__ = [
     "REASON_EXCERPT_CHARS",
     "agreement_document",
     "agreement_text",
+    "document_lines",
     "excerpt",
 ]
 
@@ -254,3 +255,45 @@ def agreement_document(report: AgreementReport, min_kappa: float | None = None) 
             "undefined": [_where(c) for c in report.criteria if c.kappa.kappa is None],
         }
     return document
+
+
+def document_lines(document: object) -> list[str]:
+    """A stored agreement document (a run log's ``agreement`` record) as lines of text: the two
+    sides and the overall figure, a line per criterion, and the gate. Read defensively: a
+    record that is not such a document gives no line."""
+    if not isinstance(document, Mapping) or not isinstance(document.get("overall"), Mapping):
+        return []
+    overall = document["overall"]
+    lines = [
+        f"{document.get('first', '?')} and {document.get('second', '?')}: "
+        f"{overall.get('n', '?')} paired verdicts, κ {_stored_kappa(overall)}"
+    ]
+    criteria = document.get("criteria")
+    for row in criteria if isinstance(criteria, list) else ():
+        if not isinstance(row, Mapping):
+            continue
+        where = f"{row.get('skill_dir')}::{row.get('scenario')} [{row.get('criterion_index')}]"
+        raw = row.get("raw_agreement")
+        share = f"{raw * 100:.0f}%" if isinstance(raw, int | float) else "?"
+        lines.append(
+            f"{where} {row.get('criterion', '')}: n={row.get('n', '?')}, agreement {share}, "
+            f"κ {_stored_kappa(row)}"
+        )
+    gate = document.get("gate")
+    if isinstance(gate, Mapping):
+        below = gate.get("below")
+        verdict = "passed" if gate.get("passed") else f"failed ({len(below or ())} below)"
+        lines.append(f"Gate: κ at least {gate.get('min_kappa')} on every criterion: {verdict}")
+    return [valid_unicode(line) for line in lines]
+
+
+def _stored_kappa(figures: Mapping[str, Any]) -> str:
+    """κ and its interval as a stored document holds them, or why it is undefined."""
+    kappa, interval = figures.get("kappa"), figures.get("ci95")
+    if not isinstance(kappa, int | float):
+        return f"undefined ({figures.get('undefined') or 'no figure'})"
+    if isinstance(interval, list) and len(interval) == 2:
+        low, high = interval
+        if isinstance(low, int | float) and isinstance(high, int | float):
+            return f"{kappa:.2f} [{low:.2f}, {high:.2f}]"
+    return f"{kappa:.2f}"

@@ -29,6 +29,7 @@ from pytest_openkata.core.agreement_view import (
 from pytest_openkata.core.run_agreement import AGREEMENT_EXTRA, is_run_log
 from pytest_openkata.core.runlog import LoggedRun, RunInfo, log_lines, parse_run_log
 from pytest_openkata.core.verdict_labels import LabelsError, parse_labels
+from pytest_openkata.providers.reporters.html import render_html
 from pytest_openkata.providers.reporters.markdown import render_markdown
 from tests.support.results import ROOT, SETTINGS, checked, judged, logged, scenario
 
@@ -512,3 +513,33 @@ def test_the_markdown_report_shows_a_runs_agreement_escaped() -> None:
     assert row.endswith("| 1 |")
     assert "<script>" not in section
     assert "Gate: κ at least 0.9 on every criterion: failed (1 below)" in section
+
+
+def test_the_html_report_shows_a_runs_agreement_as_text() -> None:
+    hostile = "y <script>alert(1)</script> & more"
+    strong = [scenario("scenario-a", *[[judged(hostile, 1, p)] for p in (True, True, False)])]
+    cheap = [scenario("scenario-a", *[[judged(hostile, 1, p)] for p in (True, False, False)])]
+    report = agreement_report(pair_runs(_run("strong.jsonl", *strong), _run("b.jsonl", *cheap)))
+    info = RunInfo("2026-12-01T10:00:00Z", settings=SETTINGS)
+    extras = {AGREEMENT_EXTRA: [agreement_document(report, 0.9)]}
+
+    page = render_html(parse_run_log(log_lines(info, cheap, ROOT, extras)))
+
+    section = page[page.index('id="judge-agreement"') :]
+    section = section[: section.index("</section>")]
+    # The same table as the Markdown test's: κ = .4 on three paired verdicts.
+    assert (
+        "<li>skills/s::scenario-a [0] y &lt;script&gt;alert(1)&lt;/script&gt; &amp; more: "
+        "n=3, agreement 67%, κ 0.40 [" in section
+    )
+    assert "<li>Gate: κ at least 0.9 on every criterion: failed (1 below)</li>" in section
+    assert "<script>" not in section
+
+
+def test_a_run_without_agreement_has_no_such_section() -> None:
+    cheap = [scenario("scenario-a", [judged("y", 1, True)])]
+    info = RunInfo("2026-12-01T10:00:00Z", settings=SETTINGS)
+
+    page = render_html(parse_run_log(log_lines(info, cheap, ROOT, {})))
+
+    assert 'id="judge-agreement"' not in page

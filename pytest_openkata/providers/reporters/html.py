@@ -269,6 +269,8 @@ class PageView:
     budget: str = ""
     budget_reached: bool = False
     trigger_failures: list[QueryOutcome] = field(default_factory=list)
+    # The judge's agreement the run measured (agreement_with), a line each ([] when it did not).
+    agreement_lines: list[str] = field(default_factory=list)
 
 
 # --- building it ---------------------------------------------------------------------------------
@@ -496,6 +498,17 @@ def _ran_with(settings: Mapping[str, Any]) -> str:
     return ", ".join(parts)
 
 
+def _agreement_lines(run: LoggedRun) -> list[str]:
+    """The lines of the judge agreement the run measured; its module loads only for a run that
+    measured one."""
+    records = run.extras.get("agreement") or ()
+    if not records:
+        return []
+    from pytest_openkata.core.agreement_view import document_lines
+
+    return document_lines(records[0])
+
+
 def page_view(run: LoggedRun, *, source: str = "run log") -> PageView:
     """What the page of ``run`` shows; :class:`RunLogError` (naming ``source``) when the log's
     comparison records are not well formed."""
@@ -529,6 +542,7 @@ def page_view(run: LoggedRun, *, source: str = "run log") -> PageView:
         version=_version.__version__,
         trigger_lines=[metrics_line(metrics) for metrics in metrics_by_skill(outcomes)],
         trigger_failures=[outcome for outcome in outcomes if not outcome.passed],
+        agreement_lines=_agreement_lines(run),
         rejudged="" if info.rejudged_from is None else rejudged_text(info.rejudged_from),
         budget="" if budget is None else budget[0],
         budget_reached=budget is not None and budget[1],
