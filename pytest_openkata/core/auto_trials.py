@@ -1,16 +1,22 @@
 """``trials = auto``: run a scenario's trials until the gate's side of it is known.
 
 The gate compares a mean percentage with the threshold (``mean >= threshold`` passes). After
-each trial the two-sided Student-t interval of the mean of the trials so far, at the run's
-``trials_confidence``, is compared with the threshold: when it lies wholly at or above it the
-scenario is settled above, when wholly below it settled below, and no further trial could
-plausibly move it across. Otherwise another trial runs, up to ``trials_max``.
+each trial an interval of the scenario's true mean is compared with the threshold: when it lies
+wholly at or above it the scenario is settled above, when wholly below it settled below, and
+further trials could not plausibly move it across. Otherwise another trial runs, up to
+``trials_max``.
 
-A t interval needs two trials, so :data:`MINIMUM_TRIALS` run before any stop. Two identical
-percentages give an interval of zero width and settle at once: a scenario that scores the
-same every time is taken at its word, the same rule a fixed ``trials = 2`` run would report.
-A trial that errors stops the scenario too: an errored scenario errors the run whatever else
-its trials score, so more trials cannot settle anything.
+The interval is Wilson's score interval of the mean as a share of 100: among scores in
+[0, 100] with a given mean, pass/fail trials (0 or 100) spread the most, so the interval of n
+pass/fail trials with that mean holds for any scores. It never collapses: two trials that both
+score 100 % do not prove a 95 % threshold is met (a Student-t interval of equal scores would
+have zero width and stop at once). The rule looks after every trial, up to
+``trials_max - 1`` times, so each look is made at a confidence of ``1 - (1 - c) / looks``
+(Bonferroni) for the whole sequence to hold at the run's ``trials_confidence`` c.
+
+:data:`MINIMUM_TRIALS` run before any stop. A trial that errors stops the scenario too: an
+errored scenario errors the run whatever else its trials score, so more trials cannot settle
+anything.
 """
 
 from __future__ import annotations
@@ -44,22 +50,23 @@ DEFAULT_CONFIDENCE = 0.95
 
 
 def mean_interval(percentages: Sequence[float], confidence: float) -> tuple[float, float]:
-    """The two-sided Student-t ``confidence`` interval of the mean of ``percentages``
-    (at least two), clamped to [0, 100]; (mean, mean) when they are all equal."""
-    if len(percentages) < 2:
-        raise ValueError("an interval of a mean needs at least two values")
+    """Wilson's two-sided ``confidence`` score interval of the mean of ``percentages`` (at
+    least one), in percent: that of as many pass/fail trials with the same mean, the widest
+    spread scores in [0, 100] can have (see the module docstring)."""
+    if not percentages:
+        raise ValueError("an interval of a mean needs at least one value")
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence!r}")
-    from statsmodels.stats.weightstats import DescrStatsW  # type: ignore[import-untyped]
+    from statsmodels.stats.proportion import (  # type: ignore[import-untyped]
+        proportion_confint,
+    )
 
-    described = DescrStatsW([float(value) for value in percentages])
-    mean = float(described.mean)
-    if all(value == percentages[0] for value in percentages):
-        return (mean, mean)
-    low, high = (float(bound) for bound in described.tconfint_mean(alpha=1.0 - confidence))
+    n = len(percentages)
+    share = min(max(sum(float(value) for value in percentages) / n / 100.0, 0.0), 1.0)
+    low, high = proportion_confint(share * n, n, alpha=1.0 - confidence, method="wilson")
     if not (math.isfinite(low) and math.isfinite(high)):
         raise ArithmeticError(f"no interval for the mean of {list(percentages)!r}")
-    return (min(max(low, 0.0), 100.0), min(max(high, 0.0), 100.0))
+    return (min(max(float(low) * 100.0, 0.0), 100.0), min(max(float(high) * 100.0, 0.0), 100.0))
 
 
 def settled_side(percentages: Sequence[float], threshold: float, confidence: float) -> str:
@@ -92,13 +99,20 @@ class AutoTrialRule:
         if not 0.0 < self.confidence < 1.0:
             raise ValueError(f"trials_confidence must lie between 0 and 1, got {self.confidence}")
 
+    @property
+    def look_confidence(self) -> float:
+        """The confidence of each look, so that all of a scenario's looks (one after each
+        trial from :data:`MINIMUM_TRIALS` on) hold together at :attr:`confidence`."""
+        looks = self.maximum - MINIMUM_TRIALS + 1
+        return 1.0 - (1.0 - self.confidence) / looks
+
     def verdict(self, trials: Sequence[TrialResult]) -> tuple[bool, AutoTrials]:
         """Whether to stop after ``trials`` (the scenario's own arm so far), and how it stands."""
         errored = any(trial.error is not None for trial in trials)
         side = (
             UNSETTLED
             if errored
-            else settled_side([t.percentage for t in trials], self.threshold, self.confidence)
+            else settled_side([t.percentage for t in trials], self.threshold, self.look_confidence)
         )
         stands = AutoTrials(self.maximum, self.confidence, self.threshold, side)
         return (side != UNSETTLED or errored or len(trials) >= self.maximum), stands

@@ -33,43 +33,57 @@ from pytest_openkata.infra.config import resolve_settings
 from pytest_openkata.providers.reporters.markdown import render_markdown
 from tests.support.results import ROOT, judged, logged, scenario
 
-# Student t quantiles, as printed in tables to more digits: t(0.975, 2) and t(0.9, 2).
-T_975_DF2 = 4.302652729749464
-T_90_DF2 = 1.885618083164127
+
+def _wilson(share: float, n: int, confidence: float) -> tuple[float, float]:
+    """Wilson's score interval of a share from n trials, in percent, by its formula."""
+    z = stats.norm.ppf(1 - (1 - confidence) / 2)
+    centre = (share + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(share * (1 - share) / n + z * z / (4 * n * n))
+    return (100 * (centre - half), 100 * (centre + half))
 
 
-def test_the_interval_is_the_student_t_interval_of_the_mean_at_the_confidence() -> None:
-    # mean 50, sd 10 (deviations 10, -10, 0): half-width t * 10 / sqrt(3).
-    values = [60.0, 40.0, 50.0]
-    for confidence, t in ((0.95, T_975_DF2), (0.8, T_90_DF2)):
-        half = t * 10 / math.sqrt(3)
-        assert mean_interval(values, confidence) == pytest.approx((50 - half, 50 + half))
+def test_the_interval_is_wilsons_of_the_mean_as_a_share() -> None:
+    # mean 50 of three trials: the interval of 1.5 passes in 3 pass/fail trials.
+    for confidence in (0.95, 0.8):
+        assert mean_interval([60.0, 40.0, 50.0], confidence) == pytest.approx(
+            _wilson(0.5, 3, confidence)
+        )
+    # Two perfect trials: z = 1.95996, low end n / (n + z^2) = 2 / 5.84146 = 34.238 %.
+    assert mean_interval([100.0, 100.0], 0.95) == pytest.approx((34.238, 100.0), abs=1e-3)
 
 
-def test_the_interval_is_clamped_to_percentages_and_flat_without_spread() -> None:
-    assert mean_interval([100.0, 90.0, 95.0], 0.95) == pytest.approx(
-        (95 - T_975_DF2 * 5 / math.sqrt(3), 100.0)
-    )
-    assert mean_interval([40.0, 40.0], 0.95) == (40.0, 40.0)
+def test_equal_scores_still_leave_an_interval() -> None:
+    # A t interval of [40, 40] would have zero width; the mean's worst-case spread does not.
+    low, high = mean_interval([40.0, 40.0], 0.95)
+    assert (low, high) == pytest.approx(_wilson(0.4, 2, 0.95))
+    assert high - low > 50
 
 
 @pytest.mark.parametrize(
     ("percentages", "threshold", "side"),
     [
-        ([100.0], 95, UNSETTLED),  # one trial: no interval yet
-        ([100.0, 100.0], 95, SETTLED_ABOVE),
-        ([100.0, 100.0], 100, SETTLED_ABOVE),  # the gate is mean >= threshold
-        ([0.0, 0.0], 95, SETTLED_BELOW),
-        ([100.0, 90.0, 95.0], 80, SETTLED_ABOVE),  # low end 82.6
-        ([100.0, 90.0, 95.0], 83, UNSETTLED),
-        ([90.0, 70.0, 80.0], 95, UNSETTLED),  # high end 104.8
-        ([60.0, 70.0, 65.0], 95, SETTLED_BELOW),  # high end 65 + 12.4 = 77.4
+        ([100.0], 30, UNSETTLED),  # one trial: no stop yet
+        ([100.0, 100.0], 95, UNSETTLED),  # low end 34.2: two passes prove no 95 %
+        ([100.0, 100.0], 30, SETTLED_ABOVE),
+        ([100.0, 100.0], 100, UNSETTLED),  # a pass rate of 100 % can never be proven
+        ([0.0, 0.0], 95, SETTLED_BELOW),  # high end 3.84146 / 5.84146 = 65.8
+        ([0.0, 0.0], 60, UNSETTLED),
+        # mean 65 of three: z^2/n = 1.28049, centre 1.29025 / 2.28049 = .5658,
+        # half 0.85945 * sqrt(.075833 + .106708) = .3672: high end 93.3
+        ([60.0, 70.0, 65.0], 95, SETTLED_BELOW),
+        ([60.0, 70.0, 65.0], 93, UNSETTLED),
     ],
 )
 def test_the_side_is_settled_only_when_the_interval_lies_wholly_on_it(
     percentages: list[float], threshold: float, side: str
 ) -> None:
     assert settled_side(percentages, threshold, 0.95) == side
+
+
+def test_each_look_is_made_at_a_confidence_that_holds_over_all_looks() -> None:
+    # trials_max 6: up to 5 looks (after trials 2..6), each at 1 - 0.05 / 5 = 0.99.
+    assert AutoTrialRule(maximum=6, confidence=0.95).look_confidence == pytest.approx(0.99)
+    assert AutoTrialRule(maximum=2, confidence=0.9).look_confidence == pytest.approx(0.9)
 
 
 def _trials(*percentages_of_ten: int) -> list:
@@ -81,11 +95,16 @@ def _trials(*percentages_of_ten: int) -> list:
 
 
 def test_the_rule_stops_when_settled_at_the_maximum_or_on_an_error() -> None:
-    rule = AutoTrialRule(maximum=4, confidence=0.95, threshold=50)
-    assert rule.verdict(_trials(10)) == (False, AutoTrials(4, 0.95, 50, UNSETTLED))
-    assert rule.verdict(_trials(10, 10)) == (True, AutoTrials(4, 0.95, 50, SETTLED_ABOVE))
-    assert rule.verdict(_trials(10, 0, 10)) == (False, AutoTrials(4, 0.95, 50, UNSETTLED))
-    assert rule.verdict(_trials(10, 0, 10, 0)) == (True, AutoTrials(4, 0.95, 50, UNSETTLED))
+    # Looks at 1 - 0.05 / 3: z = 2.394, z^2 = 5.731; two passes: low end 2 / 7.731 = 25.9 %.
+    rule = AutoTrialRule(maximum=4, confidence=0.95, threshold=25)
+    assert rule.verdict(_trials(10)) == (False, AutoTrials(4, 0.95, 25, UNSETTLED))
+    assert rule.verdict(_trials(10, 10)) == (True, AutoTrials(4, 0.95, 25, SETTLED_ABOVE))
+    assert AutoTrialRule(maximum=4, confidence=0.95, threshold=26).verdict(_trials(10, 10)) == (
+        False,
+        AutoTrials(4, 0.95, 26, UNSETTLED),
+    )
+    assert rule.verdict(_trials(10, 0, 10)) == (False, AutoTrials(4, 0.95, 25, UNSETTLED))
+    assert rule.verdict(_trials(10, 0, 10, 0)) == (True, AutoTrials(4, 0.95, 25, UNSETTLED))
     with_error = [*_trials(10), replace(_trials(0)[0], index=2, error="judge down")]
     assert rule.verdict(with_error)[0] is True
 
