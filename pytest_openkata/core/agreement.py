@@ -137,7 +137,16 @@ class Kappa:
         """Why κ is undefined ("" when it is not): which one verdict both sides always gave."""
         if self.kappa is not None:
             return ""
-        return "every verdict pass" if self.table[0] else "every verdict fail"
+        both_pass, first_only, second_only, both_fail = self.table
+        if first_only == second_only == 0 and (both_pass == 0 or both_fail == 0):
+            return "every verdict pass" if both_pass else "every verdict fail"
+        return "no finite figure for this table"
+
+    @property
+    def by_construction(self) -> bool:
+        """Whether κ is 0 because one side gave one verdict throughout (and the other did
+        not): no interval then, and κ says only that the side told nothing apart."""
+        return self.kappa == 0.0 and self.low is None
 
 
 @dataclass(frozen=True)
@@ -225,12 +234,20 @@ class AgreementReport:
 def cohens_kappa(table: tuple[int, int, int, int]) -> Kappa:
     """Cohen's κ of a 2x2 table (both pass, first only passes, second only passes, both fail),
     with statsmodels' standard error and a 95 % interval clipped to [-1, 1]; undefined (None)
-    when both sides gave every pair one and the same verdict."""
+    when both sides gave every pair one and the same verdict; 0 without an interval when one
+    side gave one verdict throughout and the other did not (a judge that passes everything
+    agrees with nothing beyond chance: the gate counts it)."""
     both_pass, first_only, second_only, both_fail = table
     if min(table) < 0 or not sum(table):
         raise ValueError(f"a table of paired verdicts needs counts, at least one: {table}")
     if first_only == second_only == 0 and (both_pass == 0 or both_fail == 0):
         return Kappa(table, None, None, None, None)
+    first_constant = second_only + both_fail == 0 or both_pass + first_only == 0
+    second_constant = first_only + both_fail == 0 or both_pass + second_only == 0
+    if first_constant or second_constant:
+        # p_e = p_o: κ is 0 by construction, whatever the table; an interval from the
+        # asymptotic error would be either zero-width or not a number.
+        return Kappa(table, 0.0, None, None, None)
     from statsmodels.stats.inter_rater import (  # type: ignore[import-untyped]
         cohens_kappa as statsmodels_kappa,
     )

@@ -60,6 +60,8 @@ def _kappa_text(kappa: Kappa) -> str:
     head = f"n={kappa.n}  agreement {_percent(kappa.raw)}  "
     if kappa.kappa is None:
         return head + f"κ undefined ({kappa.undefined})"
+    if kappa.by_construction:
+        return head + "κ 0.00 (one side gave one verdict throughout)"
     return head + f"κ {kappa.kappa:.2f} [{kappa.low:.2f}, {kappa.high:.2f}]"
 
 
@@ -162,6 +164,7 @@ def _kappa_document(kappa: Kappa) -> dict[str, Any]:
         "std_error": kappa.std_error,
         "ci95": None if kappa.low is None else [kappa.low, kappa.high],
         "undefined": kappa.undefined or None,
+        "one_side_constant": kappa.by_construction,
         "table": {
             "both_pass": both_pass,
             "first_pass_second_fail": first_only,
@@ -292,6 +295,8 @@ def _stored_kappa(figures: Mapping[str, Any]) -> str:
     kappa, interval = figures.get("kappa"), figures.get("ci95")
     if not isinstance(kappa, int | float):
         return f"undefined ({figures.get('undefined') or 'no figure'})"
+    if figures.get("one_side_constant"):
+        return f"{kappa:.2f} (one side gave one verdict throughout)"
     if isinstance(interval, list) and len(interval) == 2:
         low, high = interval
         if isinstance(low, int | float) and isinstance(high, int | float):

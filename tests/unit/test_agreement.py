@@ -106,9 +106,43 @@ def test_kappa_is_undefined_when_both_sides_give_one_verdict_throughout(
     assert kappa.raw == 1.0
 
 
-def test_one_side_constant_the_other_not_is_defined() -> None:
-    # First always passes: p_e = 1 * .75 + 0 * .25 = .75, p_o = .75: κ = 0.
-    assert cohens_kappa((3, 1, 0, 0)).kappa == pytest.approx(0.0)
+@pytest.mark.parametrize(
+    "table",
+    [
+        (3, 1, 0, 0),  # first always passes: p_e = 1 * .75 + 0 * .25 = .75 = p_o
+        (8, 2, 0, 0),
+        (9, 1, 0, 0),
+        (19, 1, 0, 0),
+        (2, 0, 1, 0),  # second always passes
+        (0, 1, 0, 9),  # second always fails
+        (0, 4, 0, 0),  # first always passes, second always fails: p_o = p_e = 0
+    ],
+)
+def test_one_side_constant_the_other_not_is_zero_by_construction_and_gated(
+    table: tuple[int, int, int, int],
+) -> None:
+    # Whatever the floats of the asymptotic error make of such a table, κ is 0 with no
+    # interval: the constant side told nothing apart. The gate counts it (0 < any minimum).
+    kappa = cohens_kappa(table)
+
+    assert (kappa.kappa, kappa.std_error, kappa.low, kappa.high) == (0.0, None, None, None)
+    assert kappa.by_construction
+    assert kappa.undefined == ""
+
+
+def test_a_judge_that_passes_everything_fails_the_gate() -> None:
+    strong = _run("strong.jsonl", scenario("scenario-a", *_verdicts(True, True, False, False)))
+    lenient = _run("lenient.jsonl", scenario("scenario-a", *_verdicts(True, True, True, True)))
+    report = agreement_report(pair_runs(strong, lenient))
+
+    text = agreement_text(report, 0.5)
+    document = agreement_document(report, 0.5)
+
+    # y: table (2, 0, 2, 0); the lenient side gave "pass" throughout: κ 0, no interval.
+    assert "skills/s::scenario-a [1] y  n=4  agreement 50%  κ 0.00 (one side gave one " in text
+    assert "FAILED: κ below 0.5 on 1 of 2 criteria:" in text
+    y = document["criteria"][1]
+    assert (y["kappa"], y["ci95"], y["one_side_constant"]) == (0.0, None, True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -543,3 +577,25 @@ def test_a_run_without_agreement_has_no_such_section() -> None:
     page = render_html(parse_run_log(log_lines(info, cheap, ROOT, {})))
 
     assert 'id="judge-agreement"' not in page
+
+
+def test_a_crafted_agreement_record_cannot_break_the_markdown_table() -> None:
+    cheap = [scenario("scenario-a", [judged("y", 1, True)])]
+    info = RunInfo("2026-12-01T10:00:00Z", settings=SETTINGS)
+    crafted = {
+        "first": "a",
+        "second": "b",
+        "overall": {"n": "1 | <script>x</script>", "kappa": 0.0, "one_side_constant": True},
+        "criteria": [{"skill_dir": "skills/s", "scenario": "scenario-a", "n": "2 | <b>"}],
+    }
+
+    page = render_markdown(
+        parse_run_log(log_lines(info, cheap, ROOT, {AGREEMENT_EXTRA: [crafted]}))
+    )
+
+    section = page[page.index("## Judge agreement") :]
+    assert "<script>" not in section
+    assert "<b>" not in section
+    assert "κ 0.00 (one side gave one verdict throughout)" in section
+    [row] = [line for line in section.splitlines() if line.startswith("| skills/s")]
+    assert row.count(" | ") == 4  # five cells: the crafted n split none

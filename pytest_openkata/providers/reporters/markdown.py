@@ -602,6 +602,8 @@ def _kappa_cell(figures: Mapping[str, Any]) -> str:
     kappa, interval = figures.get("kappa"), figures.get("ci95")
     if not isinstance(kappa, int | float):
         return escape(f"undefined ({figures.get('undefined') or 'no figure'})")
+    if figures.get("one_side_constant"):
+        return f"{kappa:.2f} (one side gave one verdict throughout)"
     if isinstance(interval, list) and len(interval) == 2:
         low, high = interval
         if isinstance(low, int | float) and isinstance(high, int | float):
@@ -621,7 +623,8 @@ def _agreement_section(run: LoggedRun) -> Section | None:
     lines = [
         "## Judge agreement",
         "",
-        f"{escape(sides)}: {overall.get('n', '?')} paired verdicts, κ {_kappa_cell(overall)}",
+        f"{escape(sides)}: {escape(str(overall.get('n', '?')))} paired verdicts, "
+        f"κ {_kappa_cell(overall)}",
         "",
         "| criterion | n | agreement | κ \\[95% interval\\] | disagreements |",
         "|---|---|---|---|---|",
@@ -636,7 +639,7 @@ def _agreement_section(run: LoggedRun) -> Section | None:
         agreement = f"{raw * 100:.0f}%" if isinstance(raw, int | float) else "?"
         disagreements = row.get("disagreements")
         count = len(disagreements) if isinstance(disagreements, list) else "?"
-        cells = [name, str(row.get("n", "?")), agreement, _kappa_cell(row), str(count)]
+        cells = [name, escape(str(row.get("n", "?"))), agreement, _kappa_cell(row), str(count)]
         lines.append(_row(cells))
     gate = document.get("gate")
     if isinstance(gate, Mapping):
