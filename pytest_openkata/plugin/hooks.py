@@ -153,6 +153,30 @@ def _resolve(config: pytest.Config) -> EvalSettings:
         raise pytest.UsageError(f"pytest-openkata: {exc}") from None
 
 
+def _check_agreement(config: pytest.Config, settings: EvalSettings, mode: str) -> None:
+    """The judge agreement a run is asked to measure must be measurable when it ends: the other
+    side's file there, a whole run (a shard holds part of the answers), and a gate only with
+    something to gate."""
+    if settings.min_kappa is not None and not settings.agreement_with:
+        raise pytest.UsageError(
+            "pytest-openkata: --eval-min-kappa gates the agreement of --eval-agreement-with, "
+            "which is not given"
+        )
+    if not settings.agreement_with or mode:
+        return
+    if shard.shard_of(config) is not None:
+        raise pytest.UsageError(
+            "pytest-openkata: --eval-agreement-with measures a whole run, and a shard holds "
+            "part of it: merge the shards, then run python -m pytest_openkata agreement on "
+            "the merged run's log"
+        )
+    if not Path(settings.agreement_with).expanduser().is_file():
+        raise pytest.UsageError(
+            f"pytest-openkata: --eval-agreement-with: {settings.agreement_with} is not a file "
+            "(a run log or a labels file)"
+        )
+
+
 def _check_compare(settings: EvalSettings) -> None:
     """An earlier run named by a path must be there before any token is spent on this one."""
     spec = settings.compare
@@ -209,6 +233,7 @@ def pytest_configure(config: pytest.Config) -> None:
     controller = not hasattr(config, "workerinput")
     if controller:  # only the controller compares, and a remote worker has other paths
         _check_compare(settings)
+        _check_agreement(config, settings, mode)
         if settings.rejudge and mode == "":
             _check_rejudge(config, settings)
     config.stash[settings_key] = settings

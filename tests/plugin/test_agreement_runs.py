@@ -192,3 +192,31 @@ def test_a_rejudged_log_is_measured_against_the_run_it_graded_again(
     assert "skills/s::scenario-a [0] x  n=2  agreement 0%  κ 0.00" in done.stdout
     assert f"second: judge cheap-judge ({cheap.name})" in done.stdout
     assert done.returncode == 1
+
+
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [
+        (("--eval-min-kappa", "0.6"), "--eval-min-kappa gates the agreement of"),
+        (("--eval-agreement-with", "missing.jsonl"), "missing.jsonl is not a file"),
+        (
+            ("--eval-agreement-with", "other.jsonl", "--eval-shard", "1/2"),
+            "--eval-agreement-with measures a whole run, and a shard holds part of it",
+        ),
+    ],
+)
+def test_an_agreement_that_could_not_be_measured_is_refused_before_any_call(
+    pytester: pytest.Pytester,
+    endpoint: ScriptedEndpoint,
+    script: EvalScript,
+    extra: tuple[str, ...],
+    said: str,
+) -> None:
+    write_skill(pytester.path, "s", {"scenario-a": {"x": 1}})
+    (pytester.path / "other.jsonl").write_text("{}\n")
+
+    result = pytester.runpytest("skills/s", *eval_args(endpoint.base_url, *extra))
+
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert said in result.stderr.str()
+    assert script.agent_calls == 0
