@@ -7,8 +7,10 @@ tokens cannot be known before a model answers, so each agent answer and each jud
 assumed to be ``estimate_output_tokens`` long (default 1000). The calls are counted as the run
 makes them: trials (the scenario's own or the setting) times arms, one agent call per turn (a
 scripted follow-up sends the conversation so far again), and ``judge_votes`` judge calls per
-trial and arm for a scenario with criteria. A cached answer would cost nothing: the estimate
-assumes none is cached.
+trial and arm for a scenario with criteria; with ``judge_pairwise``, two more judge calls per
+trial (both arms' answers, in both orders). A re-judge (``rejudge``) runs no agent: it counts
+the judge's calls only, over the trials the recorded run holds. A cached answer would cost
+nothing: the estimate assumes none is cached.
 
 An agent CLI (a sandboxed scenario, or the ``command`` and ``acp`` agents) calls its model
 several times per run, with its own tools and system prompt: its figures are one call's, a
@@ -22,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from pytest_openkata.contracts.config import EvalSettings
 from pytest_openkata.contracts.errors import OpenkataError
@@ -33,6 +35,9 @@ from pytest_openkata.core.prompt_size import CHARS_PER_TOKEN
 from pytest_openkata.core.scenario import Scenario, load_scenario, only_categories
 from pytest_openkata.core.skill_delivery import PROMPT
 from pytest_openkata.infra.usage import Prices, TokenUsage, cost_usd
+
+if TYPE_CHECKING:
+    from pytest_openkata.core.recorded import RecordedRun
 
 __all__ = [
     "CallEstimate",
@@ -142,10 +147,11 @@ def estimate_scenario(
     settings: EvalSettings,
     graders: Sequence[object],
     skill_texts: SkillTexts | None = None,
+    recorded_trials: int | None = None,
 ) -> ScenarioEstimate:
     """The calls and tokens of one scenario as a run with ``settings`` would make them (see
     the module docstring); ``graders`` are the run's (those that call a model show their
-    prompt)."""
+    prompt); ``recorded_trials``, for a re-judge, the trials the recorded run holds of it."""
     try:
         scenario = only_categories(load_scenario(scenario_dir), settings.categories)
         delivered = settings.skill_delivery == PROMPT
@@ -164,6 +170,8 @@ def estimate_scenario(
     trials = scenario.trials or (
         settings.trials_max if settings.trials == "auto" else settings.trials
     )
+    if recorded_trials is not None:  # a re-judge: the trials its record holds
+        trials = recorded_trials
     answer_tokens = settings.estimate_output_tokens
     answer = "x" * (answer_tokens * CHARS_PER_TOKEN)
     vote = _judge_call(scenario, graders, answer, settings.judge_fence)
@@ -171,9 +179,16 @@ def estimate_scenario(
     agent, judge = CallEstimate(), CallEstimate()
     for arm_prompt in arms:
         for _trial in range(trials):
-            agent += _agent_calls(arm_prompt, scenario, answer_tokens)
+            if recorded_trials is None:
+                agent += _agent_calls(arm_prompt, scenario, answer_tokens)
             for _vote in range(settings.judge_votes):
                 judge += verdicts
+    if settings.judge_pairwise and len(arms) == 2 and scenario.criteria:
+        from pytest_openkata.core.pairwise_judge import pairwise_request
+
+        request = pairwise_request(answer, answer, scenario.context, scenario.criteria)
+        sent = estimated_tokens(request.system) + estimated_tokens(request.user)
+        judge += CallEstimate(2 * trials, 2 * trials * sent, 2 * trials * answer_tokens)
     return ScenarioEstimate(
         scenario.skill_dir,
         scenario.name,
@@ -187,13 +202,19 @@ def estimate_run(
     scenario_dirs: Sequence[tuple[Path, Path]],
     settings: EvalSettings,
     graders: Sequence[object],
+    recorded: RecordedRun | None = None,
 ) -> RunEstimate:
-    """The estimate of every ``(skill folder, scenario folder)`` of a run, by skill."""
+    """The estimate of every ``(skill folder, scenario folder)`` of a run, by skill
+    (``recorded``: the run a re-judge grades again)."""
     texts = SkillTexts()
     estimates = []
     per_skill: dict[Path, list[ScenarioEstimate]] = {}
     for skill_dir, scenario_dir in scenario_dirs:
-        estimate = estimate_scenario(scenario_dir, settings, graders, texts)
+        held = None
+        if recorded is not None:  # a scenario the log lacks errors at once: no call
+            arm = recorded.arm_of(skill_dir, scenario_dir.name)
+            held = 0 if arm is None else len(arm.trials)
+        estimate = estimate_scenario(scenario_dir, settings, graders, texts, held)
         estimates.append(estimate)
         per_skill.setdefault(skill_dir, []).append(estimate)
     return RunEstimate(

@@ -49,8 +49,11 @@ class Estimate:
             except OpenkataError:
                 folder = item.scenario_dir  # estimated as it is: its error is said
             folders.append((item.skill_dir, folder))
+        from pytest_openkata.core.recorded import recorded_run
+
         rootdir = session.config.rootpath
-        estimate = estimate_run(folders, self.settings, registered_graders())
+        recorded = recorded_run(self.settings, rootdir)  # read at configure time: it can be
+        estimate = estimate_run(folders, self.settings, registered_graders(), recorded)
         self.lines = estimate_lines(
             estimate, lambda skill: Path(os.path.relpath(skill, rootdir)).as_posix()
         )

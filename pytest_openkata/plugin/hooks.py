@@ -234,7 +234,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if controller:  # only the controller compares, and a remote worker has other paths
         _check_compare(settings)
         _check_agreement(config, settings, mode)
-        if settings.rejudge and mode == "":
+        if settings.rejudge and mode in ("", ESTIMATE):
             _check_rejudge(config, settings)
     config.stash[settings_key] = settings
     config.stash[redactor_key] = Redactor({*settings.secrets, *secrets_from_environment()})

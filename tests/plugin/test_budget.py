@@ -333,3 +333,36 @@ def test_evaluate_holds_the_budget_too(
     assert (record["spent_tokens"], record["reached"]) == (TRIAL_TOKENS, True)
     assert record["not_run"] == ["skills/s/evals/scenario-1"]
     assert reports_under(pytester.path) == []
+
+
+def test_the_estimate_counts_pairwise_calls_and_a_rejudge_only_judges(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, counted: EvalScript
+) -> None:
+    """Pairwise judging adds two judge calls per trial; a re-judge makes no agent call, and
+    its trials are the recorded run's."""
+    write_skill(pytester.path, "s", {"scenario-0": {"a": 1}})
+    base = ("--eval-estimate", "--eval-estimate-output-tokens", "10")
+    pairwise = pytester.runpytest(
+        "skills/s",
+        *eval_args(
+            endpoint.base_url,
+            *base,
+            "--eval-trials",
+            "2",
+            "--eval-baseline",
+            "same",
+            "--eval-judge-pairwise",
+        ),
+    )
+    # 2 trials x 2 arms: 4 agent calls, 4 votes, and 2 x 2 pairwise calls.
+    pairwise.stdout.fnmatch_lines(["skills/s: 1 scenario; agent 4 calls, *; judge 8 calls, *"])
+
+    pytester.runpytest("skills/s", *eval_args(endpoint.base_url, "--eval-trials", "3"))
+    [log] = sorted((pytester.path / ".openkata" / "runs").glob("*.jsonl"))
+    requests = len(endpoint.requests)
+    rejudge = pytester.runpytest(
+        "skills/s", *eval_args(endpoint.base_url, *base, "--eval-rejudge", str(log))
+    )
+
+    rejudge.stdout.fnmatch_lines(["skills/s: 1 scenario; agent 0 calls; judge 3 calls, *"])
+    assert len(endpoint.requests) == requests
