@@ -499,10 +499,25 @@ class ScenarioResult:
     @property
     def trials_saved(self) -> int:
         """Trials that ``trials = auto`` did not need to run, against its maximum (0 with a
-        fixed number of trials)."""
+        fixed number of trials, and for a scenario the run's budget stopped before it settled:
+        those trials were not saved, only not paid for)."""
         if self.auto_trials is None:
             return 0
+        if self.budget_cut:
+            return 0
         return max(self.auto_trials.maximum - len(self.trials), 0)
+
+    @property
+    def budget_cut(self) -> bool:
+        """Whether ``trials = auto`` stopped before it settled, reached its maximum or met an
+        error: only the run's budget stops trials so."""
+        auto = self.auto_trials
+        return (
+            auto is not None
+            and auto.settled == UNSETTLED
+            and len(self.trials) < auto.maximum
+            and not any(trial.error is not None for trial in self.trials)
+        )
 
     @property
     def judge_errors(self) -> int:

@@ -143,4 +143,6 @@ def _how(result: ScenarioResult) -> str:
         return _SIDES[auto.settled]
     if result.error is not None:
         return "stopped by an error"
+    if result.budget_cut:
+        return "stopped by the budget before it settled"
     return "not settled at the maximum"

@@ -127,6 +127,14 @@ def test_the_saving_counts_the_trials_not_run_against_the_maximum() -> None:
                         auto_trials=AutoTrials(10, 0.95, 95, UNSETTLED))  # fmt: skip
     fixed = scenario("scenario-2")
     assert (settled.trials_saved, unsettled.trials_saved, fixed.trials_saved) == (8, 0, 0)
+    # Three trials of at most ten, unsettled and without an error: the budget stopped them.
+    cut = replace(scenario("scenario-3", *[[judged("c", 1, True)]] * 3),
+                  auto_trials=AutoTrials(10, 0.95, 95, UNSETTLED))  # fmt: skip
+    assert (cut.budget_cut, cut.trials_saved) == (True, 0)
+    assert savings_text([cut]) == (
+        "3 of at most 3 run (95% confidence), 0 saved; "
+        "scenario-3: 3, stopped by the budget before it settled"
+    )
     assert savings_text([settled, unsettled, fixed]) == (
         "12 of at most 20 run (95% confidence), 8 saved; scenario-0: 2, above the threshold; "
         "scenario-1: 10, not settled at the maximum"
