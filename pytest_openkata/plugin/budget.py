@@ -2,8 +2,10 @@
 scenarios that the budget left unrun, and what the run spent.
 
 The controller (or the one process without xdist) makes the ledger, a file of its own in the
-folder the run's processes share (``.pytest_cache/d/openkata-budget``), and hands its path to
-every worker through xdist's documented ``pytest_configure_node`` hook (``workerinput``).
+folder the run's processes share (``.pytest_cache/d/openkata-budget``), named as the plugin's
+temporary files are (:mod:`~pytest_openkata.infra.tempfiles`) so that a run killed outright
+leaves it to the next run to remove, and hands its path to every worker through xdist's
+documented ``pytest_configure_node`` hook (``workerinput``).
 A scenario whose first trial the budget stopped raises
 :class:`~pytest_openkata.core.budget.BudgetReached` in setup; its report is made a skip with
 the reason (not an error: it was not run), and a user property marks it, so that the
@@ -13,7 +15,7 @@ another host sees another folder: its group counts its own spend against the who
 
 from __future__ import annotations
 
-import uuid
+import os
 from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,7 @@ import pytest
 from pytest_openkata.contracts.config import EvalSettings
 from pytest_openkata.core.budget import BudgetGuard, BudgetReached, unpriced_budget
 from pytest_openkata.infra.ledger import SpendLedger, Spent
+from pytest_openkata.infra.tempfiles import new_temp_file, remove_stale
 from pytest_openkata.infra.text import visible
 
 LEDGER_INPUT = "openkata_budget_ledger"
@@ -51,7 +54,10 @@ def configure(
     if workerinput is not None and LEDGER_INPUT in workerinput:
         ledger = SpendLedger(Path(workerinput[LEDGER_INPUT]))
     else:
-        path = shared_folder(LEDGER_FOLDER) / f"{uuid.uuid4().hex}.json"
+        folder = shared_folder(LEDGER_FOLDER)
+        remove_stale(folder)  # the ledgers of runs killed outright
+        descriptor, path = new_temp_file(folder)
+        os.close(descriptor)
         ledger = SpendLedger.create(path)
         config.pluginmanager.register(_Controller(ledger), "openkata-budget")
     config.stash[_guard_key] = BudgetGuard(settings.budget, ledger)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -56,8 +57,15 @@ def shared_folder(config: pytest.Config, name: str) -> Path:
     if cache is not None:
         return Path(cache.mkdir(name))
     digest = hashlib.sha256(str(config.rootpath).encode()).hexdigest()[:16]
-    folder = Path(tempfile.gettempdir()) / f"{name}-{digest}"
-    folder.mkdir(exist_ok=True)
+    folder = Path(tempfile.gettempdir()) / f"{name}-{digest}-{os.getuid()}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    # A predictable name in a folder everyone may write to: someone else could have made it.
+    found = folder.lstat()
+    if folder.is_symlink() or found.st_uid != os.getuid() or found.st_mode & 0o077:
+        raise pytest.UsageError(
+            f"pytest-openkata: {folder} is not a private folder of this user (another user's, "
+            "a link, or open to others): remove it, or run with pytest's cache provider"
+        )
     return folder
 
 

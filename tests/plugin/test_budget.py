@@ -366,3 +366,65 @@ def test_the_estimate_counts_pairwise_calls_and_a_rejudge_only_judges(
 
     rejudge.stdout.fnmatch_lines(["skills/s: 1 scenario; agent 0 calls; judge 3 calls, *"])
     assert len(endpoint.requests) == requests
+
+
+def test_a_ledger_left_by_a_run_killed_outright_is_removed_by_the_next(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, counted: EvalScript
+) -> None:
+    """The ledger is named as the plugin's temporary files are: one whose process is gone is
+    the next budgeted run's to remove; the run's own is gone when it ends."""
+    import os
+    import subprocess
+    import sys
+
+    from pytest_openkata.infra.tempfiles import new_temp_file
+
+    write_skill(pytester.path, "s", {"scenario-0": {"a": 1}})
+    folder = pytester.path / ".pytest_cache" / "d" / "openkata-budget"
+    folder.mkdir(parents=True)
+    descriptor, own = new_temp_file(folder)
+    os.close(descriptor)
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    prefix, host, _pid, rest = own.name.split("-", 3)
+    left = own.rename(own.with_name(f"{prefix}-{host}-{gone.pid}-{rest}"))
+
+    result = pytester.runpytest(
+        "skills/s", *eval_args(endpoint.base_url, "--eval-budget-tokens", "100000")
+    )
+
+    assert result.ret == pytest.ExitCode.OK
+    assert not left.exists()
+    assert list(folder.iterdir()) == []
+
+
+def test_without_the_cache_provider_a_shared_folder_open_to_others_is_refused(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, counted: EvalScript
+) -> None:
+    """The processes of a run without pytest's cache share a folder of a predictable name in
+    the temporary folder: one that another user could have made, or write to, is refused."""
+    import hashlib
+    import os
+    import tempfile
+
+    write_skill(pytester.path, "s", {"scenario-0": {"a": 1}})
+    digest = hashlib.sha256(str(pytester.path).encode()).hexdigest()[:16]
+    folder = Path(tempfile.gettempdir()) / f"openkata-budget-{digest}-{os.getuid()}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    try:
+        folder.chmod(0o777)
+        result = pytester.runpytest(
+            "skills/s",
+            "-p",
+            "no:cacheprovider",
+            *eval_args(endpoint.base_url, "--eval-budget-tokens", "100000"),
+        )
+    finally:
+        folder.chmod(0o700)
+        for leftover in folder.iterdir():
+            leftover.unlink()
+        folder.rmdir()
+
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert f"{folder} is not a private folder of this user" in result.stderr.str()
+    assert counted.agent_calls == 0
