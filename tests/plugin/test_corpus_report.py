@@ -73,9 +73,13 @@ def test_real_report_is_reproduced(
     assert ours["config"]["backend"] == "http"
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", ours["timestamp"])
     # Byte for byte, once the two fields that must differ are set to the original's values
-    # and the usage blocks (our addition, with measured seconds) are taken out.
+    # and our additions are taken out: the usage blocks (with measured seconds) and the
+    # reproducibility manifest, the last key (the catalogue reads neither).
     assert ours["usage"]["agent"]["calls"] == ours["usage"]["judge"]["calls"] == 4
-    aligned = USAGE_BLOCK.sub("", ours_text)
+    assert list(ours)[-1] == "manifest"
+    assert ours["manifest"]["agent"]["model"] == "claude-sonnet-4.6"
+    without_manifest = ours_text[: ours_text.index(',\n  "manifest": {')] + "\n}\n"
+    aligned = USAGE_BLOCK.sub("", without_manifest)
     aligned = aligned.replace(
         f'"timestamp": "{ours["timestamp"]}"', f'"timestamp": "{original["timestamp"]}"', 1
     )
