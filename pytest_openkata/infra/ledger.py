@@ -99,7 +99,9 @@ class SpendLedger:
 
     @staticmethod
     def _write(file: IO[str], spent: Spent) -> None:
+        # Written over the old total, then cut to its length: a write that fails (a full disk)
+        # leaves no empty file, which would read as nothing spent.
         file.seek(0)
-        file.truncate()
         file.write(json.dumps(asdict(spent)))
         file.flush()
+        file.truncate()
