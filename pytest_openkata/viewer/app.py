@@ -8,7 +8,7 @@ Pages (every one a plain URL, so any view can be linked to):
   matrix of skills by models over the newest runs;
 - ``/run/LOG``: a run's skills and scenarios, from the HTML report's own view of a run;
   ``/api/run/LOG`` says what the page shows changed, for the page to refresh itself while the
-  log grows;
+  log grows, and, for a run in progress (its live log), where its run log is once it ended;
 - ``/trial/LOG?skill=&scenario=&arm=&trial=``: one trial, with the report's parts (prompt,
   transcript, workspace diff, checks) and a form per judged criterion for a human verdict;
 - ``/compare?a=LOG&b=LOG``: two runs side by side (``?a=LOG&arms=1``: a run's baseline arm
@@ -52,6 +52,7 @@ from pytest_openkata.viewer.runs import (
     RUN_LOG,
     LogFiles,
     RunRow,
+    is_logged_run,
     is_run_log,
     log_order,
     matrix,
@@ -161,20 +162,33 @@ def run_page(request: Request) -> Response:
         run, page = viewer.page(log, traces=False)  # an overview: no answer is shown
     except RunLogError as exc:
         return viewer.problem(str(exc))
-    return viewer.render("view_run.html.j2", title=log, log=log, page=page, run=run)
+    state = viewer.logs.row(log).state  # a live log's: running or interrupted
+    return viewer.render(
+        "view_run.html.j2", title=log, log=log, page=page, run=run, state=state
+    )
 
 
 def run_state(request: Request) -> Response:
-    """What the run page shows changed when this does: the log's size and time, its trials."""
+    """What the run page shows changed when this does: the log's size and time, its trials,
+    whether its run still runs; once a live log is gone, the page of the run log that took its
+    place (``moved``: the runs list while there is none)."""
     viewer: Viewer = request.app.state.viewer
     log = _log_of(request)
     path = viewer.logs.path_of(log)
     if path is None:
+        if is_logged_run(log) and not is_run_log(log):  # a live log: its run ended
+            final = viewer.logs.successor(log)
+            return JSONResponse({"moved": "/" if final is None else run_url(final)})
         return JSONResponse({"error": f"{log}: no such run log"}, status_code=404)
     row = viewer.logs.row(log)
     size, mtime = viewer.logs.stamp(path)
     return JSONResponse(
-        {"stamp": f"{size}-{mtime}", "trials": row.trials, "complete": row.complete}
+        {
+            "stamp": f"{size}-{mtime}-{row.state}",
+            "trials": row.trials,
+            "complete": row.complete,
+            "state": row.state,
+        }
     )
 
 

@@ -23,12 +23,21 @@ import pytest
 import uvicorn
 
 from pytest_openkata.core.verdict_labels import read_labels
+from pytest_openkata.infra.processes import host_tag
 from pytest_openkata.viewer.app import make_app
 from pytest_openkata.viewer.command import allowed_hosts, listening_socket
 from pytest_openkata.viewer.guard import POLICY, Guard
 from tests.browser.test_html_report import png_colours
 from tests.support.endpoint import Reply, ScriptedEndpoint
 from tests.support.evals import EvalScript, eval_args, write_skill
+from tests.support.live_runs import (
+    HeldScenario,
+    finish,
+    live_log_with,
+    live_logs,
+    start_run,
+    wait_for,
+)
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
@@ -287,6 +296,59 @@ def test_the_run_page_follows_its_log_as_it_grows(runs: Runs, browser: Browser) 
             more.write(rest[0][10:] + "".join(rest[1:]))
         page.locator("tr.scenario-row", has_text="scenario-hostile").wait_for()
         assert page.url == f"{base}/run/{LOGS}/20300101T000000Z.jsonl"
+
+
+def test_a_run_in_progress_is_listed_running_and_its_page_follows_it_to_its_run_log(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript, browser: Browser
+) -> None:
+    write_skill(pytester.path, "s", {"scenario-a": {"x": 2}, "scenario-b": {"y": 1}})
+    held = HeldScenario(script, "scenario-b")
+    endpoint.respond_with(held)
+    args = eval_args(endpoint.base_url, "--eval-concurrency", "1", "--eval-cache", "off")
+    process = start_run(pytester.path, *args)
+    try:
+        live = wait_for(
+            lambda: live_log_with(pytester.path, "scenario-a"), process, "scenario-a logged"
+        )
+        with serving(pytester.path) as base, browsing(browser, base) as (page, _):
+            page.goto(f"{base}/")
+            row = page.locator("tr.run-row", has_text=live.name)
+            assert row.locator(".run-state").inner_text() == "running"
+            row.locator("a.run-link").click()
+            assert page.locator("#run-state").get_attribute("data-state") == "running"
+            assert page.locator("tr.scenario-row").all_inner_texts()[0].startswith("scenario-a")
+            assert page.locator("tr.scenario-row", has_text="scenario-b").count() == 0
+            png = page.screenshot(full_page=True)
+            assert len(png_colours(png)) > 1
+
+            held.release()
+            page.wait_for_url(re.compile(r".*/run/\.openkata/runs/[0-9TZ-]+\.jsonl$"))
+            page.locator("tr.scenario-row", has_text="scenario-b").wait_for()
+            assert page.locator("#run-state").count() == 0
+            assert page.locator("tr.scenario-row").count() == 2
+        assert process.wait(timeout=120) == pytest.ExitCode.OK
+        assert live_logs(pytester.path) == []
+    finally:
+        held.release()
+        if process.poll() is None:
+            process.kill()
+        finish(process)
+
+
+def test_a_live_log_whose_run_is_gone_reads_interrupted(runs: Runs, browser: Browser) -> None:
+    lines = (runs.root / runs.failing).read_text().splitlines(keepends=True)
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    name = f"20300101T000000Z.{host_tag()}-{gone}.live.jsonl"
+    head = {**json.loads(lines[0]), "complete": False, "in_progress": True}
+    (runs.root / LOGS / name).write_text(json.dumps(head) + "\n" + lines[1])
+    with serving(runs.root) as base, browsing(browser, base) as (page, _):
+        page.goto(f"{base}/")
+        row = page.locator("tr.run-row", has_text=name)
+        assert row.locator(".run-state").inner_text() == "interrupted"
+        row.locator("a.run-link").click()
+        assert page.locator("#run-state").get_attribute("data-state") == "interrupted"
+        assert page.locator("tr.scenario-row").count() == 1
 
 
 def test_beyond_loopback_every_request_needs_the_token(runs: Runs, browser: Browser) -> None:
