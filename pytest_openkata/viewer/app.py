@@ -12,7 +12,7 @@ Pages (every one a plain URL, so any view can be linked to):
 - ``/trial/LOG?skill=&scenario=&arm=&trial=``: one trial, with the report's parts (prompt,
   transcript, workspace diff, checks) and a form per judged criterion for a human verdict;
 - ``/compare?a=LOG&b=LOG``: two runs side by side (``?a=LOG&arms=1``: a run's baseline arm
-  against its own arm);
+  against its own arm), a page of scenarios at a time (``page``);
 - ``/disagreements``: the criteria whose human verdicts most often differ from the judge's.
 
 The pages that read logs are plain functions, which Starlette runs in its thread pool: reading
@@ -43,7 +43,7 @@ from pytest_openkata.providers.reporters.html import (
     page_view,
     template_environment,
 )
-from pytest_openkata.viewer.compare import compare_arms, compare_runs
+from pytest_openkata.viewer.compare import compare_arms, compare_runs, with_answers
 from pytest_openkata.viewer.disagreements import disagreements
 from pytest_openkata.viewer.guard import Guard, GuardedApp
 from pytest_openkata.viewer.labels import labels_file, read_run_labels, write_label
@@ -163,9 +163,7 @@ def run_page(request: Request) -> Response:
     except RunLogError as exc:
         return viewer.problem(str(exc))
     state = viewer.logs.row(log).state  # a live log's: running or interrupted
-    return viewer.render(
-        "view_run.html.j2", title=log, log=log, page=page, run=run, state=state
-    )
+    return viewer.render("view_run.html.j2", title=log, log=log, page=page, run=run, state=state)
 
 
 def run_state(request: Request) -> Response:
@@ -319,24 +317,49 @@ async def post_label(request: Request) -> Response:
     return RedirectResponse(f"{target}#criterion-{position}", status_code=303)
 
 
+COMPARE_ROWS = 200  # the scenarios a comparison's page shows, with their answers
+
+
+def _page_number(query: Mapping[str, str]) -> int:
+    try:
+        return max(1, int(query.get("page", "1")))
+    except ValueError:
+        return 1
+
+
 def compare_page(request: Request) -> Response:
     """Two runs (``a`` and ``b``), or the baseline arm of run ``a`` against its own arm
-    (``arms=1``)."""
+    (``arms=1``), ``COMPARE_ROWS`` scenarios a page (``page``). Both runs are read without
+    their answers; the answers of the scenarios shown come from their lines alone."""
     viewer: Viewer = request.app.state.viewer
-    first, second = request.query_params.get("a", ""), request.query_params.get("b", "")
-    arms = request.query_params.get("arms") == "1"
+    query = dict(request.query_params)
+    first, second = query.get("a", ""), query.get("b", "")
+    arms = query.get("arms") == "1"
     try:
-        before = viewer.logs.run(first)
+        before = viewer.logs.run(first, traces=False)
         if arms:
             pairs = compare_arms(before)
             if not pairs:
                 return viewer.problem(f"{first}: the run has no baseline arm to compare with")
             labels = ("baseline arm", "with the skill")
         else:
-            pairs = compare_runs(before, viewer.logs.run(second))
+            pairs = compare_runs(before, viewer.logs.run(second, traces=False))
             labels = ("A", "B")
+        pages = max(1, -(-len(pairs) // COMPARE_ROWS))
+        number = min(_page_number(query), pages)
+        shown = pairs[(number - 1) * COMPARE_ROWS : number * COMPARE_ROWS]
+        keys = {(pair.skill_dir, pair.scenario) for pair in shown}
+        whole_before = viewer.logs.scenarios_run(first, keys).results
+        if arms:
+            own = [r for r in whole_before if r.baseline is not None]
+            shown = with_answers(shown, [r.baseline for r in own if r.baseline], own)
+        else:
+            shown = with_answers(
+                shown, whole_before, viewer.logs.scenarios_run(second, keys).results
+            )
     except RunLogError as exc:
         return viewer.problem(f"Choose two runs to compare: {exc}")
+    link = {key: value for key, value in query.items() if key in ("a", "b", "arms")}
     return viewer.render(
         "view_compare.html.j2",
         title="Compare runs",
@@ -344,7 +367,12 @@ def compare_page(request: Request) -> Response:
         b=second,
         arms=arms,
         labels=labels,
-        pairs=pairs,
+        pairs=shown,
+        total=len(pairs),
+        first_row=(number - 1) * COMPARE_ROWS + 1,
+        page_number=number,
+        pages=pages,
+        page_link=lambda n: "/compare?" + urlencode({**link, "page": n}),
     )
 
 

@@ -21,7 +21,7 @@ import contextlib
 import gc
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
@@ -316,24 +316,32 @@ class LogFiles:
         """The run of ``log`` with only the trials of one scenario (both arms), whole: read
         from the lines the run's overview says they are on, not from every answer of the run.
         :class:`RunLogError` when the log cannot be read or has no such scenario."""
+        run = self.scenarios_run(log, {(skill_dir, scenario)})
+        if is_logged_run(log) and not run.results:
+            raise RunLogError(f"{log}: no scenario {skill_dir}::{scenario}")
+        return run
+
+    def scenarios_run(self, log: str, scenarios: Collection[tuple[str, str]]) -> LoggedRun:
+        """The run of ``log`` with only the trials of ``scenarios`` (skill folder and name;
+        both arms), whole, read in one pass over the lines the run's overview says they are
+        on; a results JSON is read whole. A scenario the run does not have is left out.
+        :class:`RunLogError` when the log cannot be read."""
         path = self.path_of(log)
         if path is None:
             raise RunLogError(f"{log}: no such run log under the viewer's folder")
         if not is_logged_run(log):
             return self.run(log)  # a results JSON: one skill's report, read whole
         overview = self.run(log, traces=False)
-        wanted = {
-            logged.line for logged in overview.trials if logged.arm_key[:2] == (skill_dir, scenario)
-        }
-        if not wanted:
-            raise RunLogError(f"{log}: no scenario {skill_dir}::{scenario}")
+        chosen = set(scenarios)
+        wanted = {logged.line for logged in overview.trials if logged.arm_key[:2] in chosen}
+        last = max(wanted, default=1)
         lines: list[bytes] = []
         try:
             with path.open("rb") as handle:
                 for number, line in enumerate(handle, start=1):
                     if number == 1 or number in wanted:
                         lines.append(line)
-                    if number >= max(wanted):
+                    if number >= last:
                         break
             text = b"".join(lines).decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:

@@ -15,18 +15,19 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 import httpx
 import pytest
 import uvicorn
 
+from pytest_openkata.core.runlog import RunInfo, log_lines
 from pytest_openkata.core.verdict_labels import read_labels
 from pytest_openkata.infra.processes import host_tag
-from pytest_openkata.viewer.app import make_app
+from pytest_openkata.viewer.app import COMPARE_ROWS, make_app
 from pytest_openkata.viewer.command import allowed_hosts, listening_socket
-from pytest_openkata.viewer.guard import POLICY, Guard
+from pytest_openkata.viewer.guard import POLICY, Guard, GuardedApp
 from tests.browser.test_html_report import png_colours
 from tests.support.endpoint import Reply, ScriptedEndpoint
 from tests.support.evals import EvalScript, eval_args, write_skill
@@ -38,6 +39,7 @@ from tests.support.live_runs import (
     start_run,
     wait_for,
 )
+from tests.support.results import ROOT, SETTINGS, judged, scenario
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
@@ -83,14 +85,16 @@ def runs(pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScri
 
 
 @contextmanager
-def serving(folder: Path, token: str = "") -> Iterator[str]:
-    """The viewer of ``folder`` on a free loopback port, in a thread; its base URL."""
+def serving(folder: Path, token: str = "", made: list[GuardedApp] | None = None) -> Iterator[str]:
+    """The viewer of ``folder`` on a free loopback port, in a thread; its base URL. The app
+    is added to ``made``, when given."""
     sock = listening_socket("127.0.0.1", 0)
     port = sock.getsockname()[1]
     guard = Guard(allowed_hosts("127.0.0.1", port), token, "form-key-of-the-test")
-    server = uvicorn.Server(
-        uvicorn.Config(make_app(folder, guard), log_level="warning", lifespan="off")
-    )
+    app = make_app(folder, guard)
+    if made is not None:
+        made.append(app)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     try:
@@ -349,6 +353,49 @@ def test_a_live_log_whose_run_is_gone_reads_interrupted(runs: Runs, browser: Bro
         row.locator("a.run-link").click()
         assert page.locator("#run-state").get_attribute("data-state") == "interrupted"
         assert page.locator("tr.scenario-row").count() == 1
+
+
+def test_a_large_comparison_pages_its_scenarios_and_reads_only_the_shown_ones_answers(
+    tmp_path: Path, browser: Browser
+) -> None:
+    folder = tmp_path / LOGS
+    folder.mkdir(parents=True)
+    count = COMPARE_ROWS + 50
+    for name, flips in (("20261201T100000Z.jsonl", False), ("20261201T110000Z.jsonl", True)):
+        results = [
+            scenario(
+                f"scenario-{n:04}",
+                [judged("c", 1, not (flips and n == COMPARE_ROWS + 7))],
+                output=f"answer {n:04} of {name}",
+            )
+            for n in range(count)
+        ]
+        info = RunInfo("2026-12-01T10:00:00Z", threshold=80, settings=SETTINGS)
+        (folder / name).write_text(log_lines(info, results, ROOT))
+    a, b = f"{LOGS}/20261201T100000Z.jsonl", f"{LOGS}/20261201T110000Z.jsonl"
+    made: list[GuardedApp] = []
+    with serving(tmp_path, made=made) as base, browsing(browser, base) as (page, _):
+        page.goto(f"{base}/compare?a={a}&b={b}")
+        assert page.locator("tr.pair").count() == COMPARE_ROWS
+        assert (
+            page.locator("pre.answer-a").first.text_content()
+            == f"answer 0000 of {PurePosixPath(a).name}"
+        )
+        assert page.locator("pre.answer-b").last.text_content() == (
+            f"answer {COMPARE_ROWS - 1:04} of {PurePosixPath(b).name}"
+        )
+        assert page.locator("tr.pair.failure").count() == 0
+        page.click("#compare-pages a[rel=next]")
+        assert page.locator("tr.pair").count() == 50
+        flipped = page.locator("tr.pair.failure")
+        assert flipped.inner_text().startswith(f"skills/s\tscenario-{COMPARE_ROWS + 7:04}")
+        assert page.locator("pre.answer-b").first.text_content() == (
+            f"answer {COMPARE_ROWS:04} of {PurePosixPath(b).name}"
+        )
+    # The runs the comparison kept in memory hold no answer: those shown were read alone.
+    kept = made[0].app.state.viewer.logs.kept_runs()  # type: ignore[attr-defined]
+    assert len(kept) == 2
+    assert all(not t.trial.trace.output for run in kept for t in run.trials)  # type: ignore[union-attr]
 
 
 def test_beyond_loopback_every_request_needs_the_token(runs: Runs, browser: Browser) -> None:
