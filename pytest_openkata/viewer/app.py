@@ -6,7 +6,8 @@ Pages (every one a plain URL, so any view can be linked to):
   skills or models; ``gate``; ``kind``: ``run log`` or ``results JSON``) and sorted
   (``sort``: ``finished``, ``score``, ``errored``; ``order``: ``asc``/``desc``), and the
   matrix of skills by models over the newest runs;
-- ``/run/LOG``: a run's skills and scenarios, from the HTML report's own view of a run;
+- ``/run/LOG``: a run's skills and scenarios, from the HTML report's own view of a run,
+  ``RUN_ROWS`` scenarios a page (``page``);
   ``/api/run/LOG`` says what the page shows changed, for the page to refresh itself while the
   log grows, and, for a run in progress (its live log), where its run log is once it ended;
 - ``/trial/LOG?skill=&scenario=&arm=&trial=``: one trial, with the report's parts (prompt,
@@ -155,6 +156,49 @@ def _log_of(request: Request) -> str:
     return str(request.path_params["log"])
 
 
+def _page_number(query: Mapping[str, str]) -> int:
+    try:
+        return max(1, int(query.get("page", "1")))
+    except ValueError:
+        return 1
+
+
+RUN_ROWS = 1000  # the scenarios a run's page shows
+
+
+@dataclass(frozen=True)
+class Window:
+    """The scenarios of a run a page shows: each skill with its scenarios on the page."""
+
+    skills: list[tuple[Any, list[Any]]]
+    number: int
+    pages: int
+    total: int
+    first_row: int
+
+    @property
+    def shown(self) -> int:
+        return sum(len(scenarios) for _skill, scenarios in self.skills)
+
+
+def run_window(page: PageView, number: int, rows: int = RUN_ROWS) -> Window:
+    """Page ``number`` (from 1; past the last: the last) of the scenarios of ``page``, in the
+    order of its skills, ``rows`` a page: a skill with scenarios on two pages is on both."""
+    total = sum(len(skill.scenarios) for skill in page.skills)
+    pages = max(1, -(-total // rows))
+    number = min(max(number, 1), pages)
+    start, end = (number - 1) * rows, number * rows
+    shown: list[tuple[Any, list[Any]]] = []
+    seen = 0
+    for skill in page.skills:
+        count = len(skill.scenarios)
+        low, high = max(start - seen, 0), min(end - seen, count)
+        if low < high:
+            shown.append((skill, list(skill.scenarios[low:high])))
+        seen += count
+    return Window(shown, number, pages, total, start + 1)
+
+
 def run_page(request: Request) -> Response:
     viewer: Viewer = request.app.state.viewer
     log = _log_of(request)
@@ -163,7 +207,22 @@ def run_page(request: Request) -> Response:
     except RunLogError as exc:
         return viewer.problem(str(exc))
     state = viewer.logs.row(log).state  # a live log's: running or interrupted
-    return viewer.render("view_run.html.j2", title=log, log=log, page=page, run=run, state=state)
+    window = run_window(page, _page_number(request.query_params))
+    return viewer.render(
+        "view_run.html.j2",
+        title=log,
+        log=log,
+        page=page,
+        run=run,
+        state=state,
+        window=window.skills,
+        shown_rows=window.shown,
+        total=window.total,
+        first_row=window.first_row,
+        page_number=window.number,
+        pages=window.pages,
+        page_link=lambda n: f"{run_url(log)}?{urlencode({'page': n})}",
+    )
 
 
 def run_state(request: Request) -> Response:
@@ -318,13 +377,6 @@ async def post_label(request: Request) -> Response:
 
 
 COMPARE_ROWS = 200  # the scenarios a comparison's page shows, with their answers
-
-
-def _page_number(query: Mapping[str, str]) -> int:
-    try:
-        return max(1, int(query.get("page", "1")))
-    except ValueError:
-        return 1
 
 
 def compare_page(request: Request) -> Response:

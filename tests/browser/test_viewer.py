@@ -25,7 +25,7 @@ import uvicorn
 from pytest_openkata.core.runlog import RunInfo, log_lines
 from pytest_openkata.core.verdict_labels import read_labels
 from pytest_openkata.infra.processes import host_tag
-from pytest_openkata.viewer.app import COMPARE_ROWS, make_app
+from pytest_openkata.viewer.app import COMPARE_ROWS, RUN_ROWS, make_app
 from pytest_openkata.viewer.command import allowed_hosts, listening_socket
 from pytest_openkata.viewer.guard import POLICY, Guard, GuardedApp
 from tests.browser.test_html_report import png_colours
@@ -396,6 +396,34 @@ def test_a_large_comparison_pages_its_scenarios_and_reads_only_the_shown_ones_an
     kept = made[0].app.state.viewer.logs.kept_runs()  # type: ignore[attr-defined]
     assert len(kept) == 2
     assert all(not t.trial.trace.output for run in kept for t in run.trials)  # type: ignore[union-attr]
+
+
+def test_a_run_of_more_scenarios_than_a_page_holds_shows_them_a_page_at_a_time(
+    tmp_path: Path, browser: Browser
+) -> None:
+    folder = tmp_path / LOGS
+    folder.mkdir(parents=True)
+    results = [
+        scenario(f"scenario-{n:04}", [judged("c", 1, n != RUN_ROWS + 2)], skill=skill)
+        for skill, numbers in (("a", range(RUN_ROWS - 3)), ("b", range(RUN_ROWS - 3, RUN_ROWS + 5)))
+        for n in numbers
+    ]
+    info = RunInfo("2026-12-01T10:00:00Z", threshold=80, settings=SETTINGS)
+    (folder / "20261201T100000Z.jsonl").write_text(log_lines(info, results, ROOT))
+    with serving(tmp_path) as base, browsing(browser, base) as (page, _):
+        page.goto(f"{base}/run/{LOGS}/20261201T100000Z.jsonl")
+        assert page.locator("tr.scenario-row").count() == RUN_ROWS
+        assert page.locator("section.skill h2").all_inner_texts()[1].startswith("skills/b")
+        assert page.locator("tr.scenario-row.failure").count() == 0
+        page.click("#run-pages a[rel=next]")
+        assert page.url.endswith("?page=2")
+        rows = page.locator("tr.scenario-row")
+        assert rows.count() == 5
+        assert rows.first.inner_text().startswith(f"scenario-{RUN_ROWS:04}")
+        assert page.locator("section.skill").count() == 1  # b goes on; a is all on page 1
+        page.keyboard.press("j")
+        current = page.locator("tr.scenario-row.current")
+        assert current.inner_text().startswith(f"scenario-{RUN_ROWS + 2:04}")
 
 
 def test_beyond_loopback_every_request_needs_the_token(runs: Runs, browser: Browser) -> None:

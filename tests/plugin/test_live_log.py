@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 from pytest_openkata.core.live_log import live_state
-from tests.support.endpoint import ScriptedEndpoint
+from tests.support.endpoint import Reply, ScriptedEndpoint
 from tests.support.evals import EvalScript, eval_args, write_skill
 from tests.support.live_runs import (
     LOGS,
@@ -107,3 +107,20 @@ def test_live_log_false_keeps_no_live_log(
     out = finish(process)
     assert process.returncode == pytest.ExitCode.OK, out[-3000:]
     assert len(list((pytester.path / LOGS).glob("*.jsonl"))) == 1
+
+
+def test_a_run_stopped_by_x_leaves_its_run_log_and_no_live_log(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    write_skill(pytester.path, "s", {"scenario-a": {"x": 2}, "scenario-b": {"y": 1}})
+    script.agent_replies = [Reply(status=500, json={"error": "down"})] * 20
+
+    result = pytester.runpytest(
+        "skills/s", *eval_args(endpoint.base_url, "--eval-cache", "off"), "-x", "-p", "no:randomly"
+    )
+
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*stopping after 1 failures*"])
+    assert live_logs(pytester.path) == []
+    [log] = (pytester.path / LOGS).glob("*.jsonl")
+    assert records(log)[0]["record"] == "run"
