@@ -304,11 +304,18 @@ class EvalAggregator:
         return {} if self.triggers is None else self.triggers.records()
 
     def _remove_stale(self) -> list[Path]:
-        """Remove the temporary files that killed runs left in the cache and among the skills
-        extracted at git refs: once per run, in the process that can say so."""
+        """Remove the temporary files that killed runs left in the cache, among the skills
+        extracted at git refs and in the log folder (their live logs): once per run, in the
+        process that can say so."""
         cache = result_cache(self.config, self.settings)
         removed = [] if cache is None else cache.remove_stale()
-        removed += self._stale_live_logs
+        removed += self._stale_live_logs  # at the start of the live log
+        from pytest_openkata.core.live_log import remove_stale_live_logs
+        from pytest_openkata.core.runlog import log_folder
+
+        logs = log_folder(self.settings, self.config.rootpath)
+        if logs is not None:  # a run that keeps no live log of its own removes them too
+            removed += remove_stale_live_logs(logs)
         return removed + remove_stale(shared_folder(self.config, REFS_FOLDER))
 
     def _partial(self) -> bool:

@@ -70,8 +70,12 @@ def test_the_live_log_holds_each_finished_scenario_and_is_gone_when_the_run_ends
     assert [t for t in final[1:] if t["scenario"] == "scenario-a"] == seen_live
 
 
+@pytest.mark.parametrize("next_run", [(), ("--eval-live-log", "false")], ids=["live", "no-live"])
 def test_a_killed_runs_live_log_reads_interrupted_and_the_next_run_removes_it(
-    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, held: HeldScenario
+    pytester: pytest.Pytester,
+    endpoint: ScriptedEndpoint,
+    held: HeldScenario,
+    next_run: tuple[str, ...],
 ) -> None:
     write_skill(pytester.path, "s", {"scenario-a": {"x": 2}, "scenario-b": {"y": 1}})
     args = eval_args(endpoint.base_url, "--eval-concurrency", "1", "--eval-cache", "off")
@@ -86,7 +90,7 @@ def test_a_killed_runs_live_log_reads_interrupted_and_the_next_run_removes_it(
 
     assert live.is_file()
     assert live_state(live.name) == "interrupted"
-    again = pytester.runpytest("skills/s", *args, "-k", "scenario-a")
+    again = pytester.runpytest("skills/s", *args, *next_run, "-k", "scenario-a")
     assert again.ret == pytest.ExitCode.OK
     again.stdout.fnmatch_lines(
         [f"*removed a temporary file left by a killed run: {LOGS.as_posix()}/{live.name}*"]
