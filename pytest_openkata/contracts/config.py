@@ -144,6 +144,8 @@ class EvalSettings(BaseModel):
     uplift_target: float = 10.0
     log_dir: str = ".openkata/runs"
     log_keep: int = 20
+    # A live log beside the run logs while the run runs (core.live_log).
+    live_log: bool = True
     html: str = ""
     markdown: str = ""
     csv: str = ""

@@ -58,7 +58,9 @@ __all__ = [
     "read_run_log",
     "relative_skill_dir",
     "run_info",
+    "run_record",
     "run_settings",
+    "scenario_records",
     "skill_summaries",
 ]
 
@@ -267,12 +269,8 @@ def _renamed(data: dict[str, Any], old: str, new: str) -> dict[str, Any]:
     return {new if key == old else key: value for key, value in data.items()}
 
 
-def _records(
-    info: RunInfo,
-    results: Iterable[ScenarioResult],
-    rootdir: Path,
-    extras: Mapping[str, Sequence[Mapping[str, Any]]],
-) -> Iterator[dict[str, Any]]:
+def run_record(info: RunInfo) -> dict[str, Any]:
+    """The first record of a run log: the run ``info`` describes."""
     head = {
         "record": RUN_RECORD,
         "schema": SCHEMA_VERSION,
@@ -285,15 +283,30 @@ def _records(
         head["rejudged_from"] = dict(info.rejudged_from)
     if info.manifest is not None:
         head["manifest"] = info.manifest.to_dict()
-    yield head
+    return head
+
+
+def scenario_records(result: ScenarioResult, rootdir: Path) -> Iterator[dict[str, Any]]:
+    """The trial records of one scenario's result (its baseline arm's too), interleaved per
+    trial as the run ran them; its skill folder relative to ``rootdir``."""
+    skill_dir = relative_skill_dir(result.skill_dir, rootdir)
+    arms = [result] if result.baseline is None else [result, result.baseline]
+    for trial_index in range(max(len(arm.trials) for arm in arms)):
+        for arm in arms:
+            if trial_index < len(arm.trials):
+                yield _trial_record(arm, arm.trials[trial_index], skill_dir)
+
+
+def _records(
+    info: RunInfo,
+    results: Iterable[ScenarioResult],
+    rootdir: Path,
+    extras: Mapping[str, Sequence[Mapping[str, Any]]],
+) -> Iterator[dict[str, Any]]:
+    yield run_record(info)
     ordered = sorted(results, key=lambda r: (relative_skill_dir(r.skill_dir, rootdir), r.name))
     for result in ordered:
-        skill_dir = relative_skill_dir(result.skill_dir, rootdir)
-        arms = [result] if result.baseline is None else [result, result.baseline]
-        for trial_index in range(max(len(arm.trials) for arm in arms)):
-            for arm in arms:  # interleaved per trial, as the run ran them
-                if trial_index < len(arm.trials):
-                    yield _trial_record(arm, arm.trials[trial_index], skill_dir)
+        yield from scenario_records(result, rootdir)
     for kind, records in sorted(extras.items()):
         for record in records:
             yield {"record": EXTRA_RECORD, "kind": kind, "data": dict(record)}

@@ -60,7 +60,7 @@ SHARD_FILE = re.compile(r"shard-(?P<index>[0-9]+)-of-(?P<count>[0-9]+)(?:-[0-9]+
 
 # Settings that may differ between the jobs of one run without changing a result or a report:
 # how fast and where the sandboxes ran, the cache, and the settings' sources.
-_PER_JOB = frozenset({"sources", "concurrency", "max_in_flight", "log_keep", "retry"})
+_PER_JOB = frozenset({"sources", "concurrency", "max_in_flight", "log_keep", "live_log", "retry"})
 # Kept for the merged run's log, but free to differ between jobs (a job with a warm cache).
 _NOT_COMPARED = frozenset({"cache"})
 _PER_JOB_SANDBOX = frozenset({"hosts", "per_host", "tls_cert_path", "mounts"})

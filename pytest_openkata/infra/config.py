@@ -421,6 +421,7 @@ FIELDS: tuple[Setting, ...] = (
     Setting("uplift_target", _positive_number, metavar="POINTS"),
     Setting("log_dir", _log_dir, metavar="PATH|off"),
     Setting("log_keep", _int_between(1, None), metavar="N"),
+    Setting("live_log", _boolean, metavar="true|false"),
     Setting("html", _text, metavar="PATH"),
     Setting("markdown", _text, metavar="PATH"),
     Setting("csv", _text, metavar="PATH"),
@@ -625,6 +626,9 @@ HELP = {
     "log_dir": "folder of the run logs, one JSON Lines file per run, relative to the rootdir "
     "(default .openkata/runs; off: none)",
     "log_keep": "run logs kept in the log folder, the newest (default 20)",
+    "live_log": "while the run runs, append each finished scenario's trials to a live log in "
+    "the log folder (<start>.<host>-<pid>.live.jsonl), removed when the run ends, for the "
+    "viewer to follow (default true; nothing without log_dir)",
     "html": "also write the run as one self-contained HTML file at PATH",
     "markdown": "also write the run as Markdown at PATH",
     "csv": "also write one CSV row per skill, scenario, trial, arm and criterion at PATH",

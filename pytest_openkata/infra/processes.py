@@ -39,6 +39,7 @@ __all__ = [
     "host_tag",
     "owner_mark",
     "parent_death_preexec",
+    "process_gone",
     "sweep_orphans",
     "with_parent_death_signal",
 ]
@@ -76,6 +77,18 @@ def host_tag() -> str:
     with suppress(OSError):
         parts.append(os.readlink("/proc/self/ns/pid"))
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:8]
+
+
+def process_gone(pid: int) -> bool:
+    """Whether no process ``pid`` runs on this host (in this pid namespace); another user's
+    process, or a number that is no process id at all, is not gone."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except (PermissionError, OverflowError):
+        return False
+    return False
 
 
 def _start_of(pid: int) -> str:

@@ -25,7 +25,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from pytest_openkata.infra.processes import host_tag
+from pytest_openkata.infra.processes import host_tag, process_gone
 
 __all__ = ["REMOVED", "new_temp_file", "new_temp_folder", "remove_stale"]
 
@@ -54,19 +54,9 @@ def new_temp_folder(folder: Path) -> Path:
     return Path(tempfile.mkdtemp(prefix=_prefix(), suffix=_SUFFIX, dir=folder))
 
 
-def _writer_gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except (PermissionError, OverflowError):  # another user's process; not a pid at all
-        return False
-    return False
-
-
 def _stale(entry: os.DirEntry[str]) -> bool:
     found = _NAME.fullmatch(entry.name)
-    return found is not None and found["host"] == host_tag() and _writer_gone(int(found["pid"]))
+    return found is not None and found["host"] == host_tag() and process_gone(int(found["pid"]))
 
 
 def remove_stale(folder: Path, *, depth: int = 0) -> list[Path]:

@@ -4,7 +4,9 @@ Registered only where reports are final (no xdist, or the xdist controller), it 
 scenario's result on its reports (:mod:`.xdist_transport`), whichever worker ran
 it. Once the session is over (after pytest's own JUnit file is written) it summarises the
 skills, hands them to every reporter, sets the exit status from the gate and calls the hook
-``pytest_openkata_skill_summary`` for each skill.
+``pytest_openkata_skill_summary`` for each skill. While the session runs it keeps the run's
+live log (:mod:`pytest_openkata.core.live_log`): each scenario's trials as they finish,
+removed once the session ends, whatever ended it.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from pytest_openkata.plugin.items import ScenarioItem, is_scenario_nodeid
 from pytest_openkata.plugin.xdist_transport import result_of
 
 if TYPE_CHECKING:
+    from pytest_openkata.core.live_log import LiveLog
     from pytest_openkata.core.recorded import RecordedRun
     from pytest_openkata.core.run_agreement import RunAgreement
     from pytest_openkata.plugin.triggers import TriggerSummary
@@ -126,6 +129,9 @@ class EvalAggregator:
         self._agreement_failed = ""  # why the judge agreement gate failed the run
         # The scenarios the budget left unrun, by node id (plugin/budget.py).
         self.not_run: list[str] = []
+        self._live: LiveLog | None = None
+        self._live_tried = False
+        self._stale_live_logs: list[Path] = []  # removed when the live log was started
 
     # tryfirst: the terminal reporter later flips a parent report with failed subtests to
     # "failed"; here the parent's own outcome is still what its body did.
@@ -135,6 +141,8 @@ class EvalAggregator:
             result = result_of(report)
             if result is not None:
                 self.results[report.nodeid] = result
+                if self._live is not None:
+                    self._live.add(result)
         result = self.results.get(report.nodeid)
         if report.skipped and (NOT_RUN_PROPERTY, BUDGET_REACHED) in report.user_properties:
             self.not_run.append(report.nodeid)
@@ -146,21 +154,52 @@ class EvalAggregator:
 
     @pytest.hookimpl(trylast=True)  # after pytest's junitxml has written its file
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if not self.results and not self._trigger_records():
-            if shard.shard_of(self.config) is not None:
-                self._empty_shard(session)
-            elif session.exitstatus not in _FINISHED and self._scenarios_selected:
-                self._report(session, finished=False)  # stopped before any scenario finished
-            return
-        self._report(session, finished=session.exitstatus in _FINISHED)
+        try:
+            if not self.results and not self._trigger_records():
+                if shard.shard_of(self.config) is not None:
+                    self._empty_shard(session)
+                elif session.exitstatus not in _FINISHED and self._scenarios_selected:
+                    self._report(session, finished=False)  # stopped before any finished
+                return
+            self._report(session, finished=session.exitstatus in _FINISHED)
+        finally:  # the run log is written (or could not be): the live log has had its day
+            self._close_live_log()
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self._scenarios_selected = any(isinstance(item, ScenarioItem) for item in session.items)
+        if self._scenarios_selected:
+            self._start_live_log()
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: object, ids: list[str]) -> None:
         if any(is_scenario_nodeid(nodeid) for nodeid in ids):
             self._scenarios_selected = True
+            self._start_live_log()
+
+    def _start_live_log(self) -> None:
+        """Start the run's live log, once, when the settings keep one; first remove those of
+        runs that were killed. A live log that cannot be made leaves the run as it was."""
+        if self._live_tried or not self.settings.live_log:
+            return
+        self._live_tried = True
+        from pytest_openkata.core.live_log import LiveLog, remove_stale_live_logs
+        from pytest_openkata.core.runlog import log_folder
+
+        folder = log_folder(self.settings, self.config.rootpath)
+        if folder is None:
+            return
+        self._stale_live_logs = remove_stale_live_logs(folder)
+        try:
+            self._live = LiveLog.start(
+                folder, self.settings, self.config.rootpath, datetime.now(UTC)
+            )
+        except OSError:
+            self._live = None
+
+    def _close_live_log(self) -> None:
+        live, self._live = self._live, None
+        if live is not None:
+            live.close()
 
     def _report(self, session: pytest.Session, *, finished: bool) -> None:
         """Hand the run to every reporter, decide the exit status of a run that finished,
@@ -265,10 +304,18 @@ class EvalAggregator:
         return {} if self.triggers is None else self.triggers.records()
 
     def _remove_stale(self) -> list[Path]:
-        """Remove the temporary files that killed runs left in the cache and among the skills
-        extracted at git refs: once per run, in the process that can say so."""
+        """Remove the temporary files that killed runs left in the cache, among the skills
+        extracted at git refs and in the log folder (their live logs): once per run, in the
+        process that can say so."""
         cache = result_cache(self.config, self.settings)
         removed = [] if cache is None else cache.remove_stale()
+        removed += self._stale_live_logs  # at the start of the live log
+        from pytest_openkata.core.live_log import remove_stale_live_logs
+        from pytest_openkata.core.runlog import log_folder
+
+        logs = log_folder(self.settings, self.config.rootpath)
+        if logs is not None:  # a run that keeps no live log of its own removes them too
+            removed += remove_stale_live_logs(logs)
         return removed + remove_stale(shared_folder(self.config, REFS_FOLDER))
 
     def _partial(self) -> bool:
@@ -339,6 +386,7 @@ class EvalAggregator:
         reporter writes its final ``N passed in …`` line at the end of its own
         ``pytest_sessionfinish``, after every other plugin's, and nothing of the session comes
         after ``pytest_unconfigure`` (pytest writes a late KeyboardInterrupt here too)."""
+        self._close_live_log()  # a session that never reached its end
         if self._session is None or not (self.summaries or self._stopped):
             return
         errored = {nodeid for nodeid in self.hard_failures if nodeid in self.results}

@@ -6,13 +6,14 @@ Pages (every one a plain URL, so any view can be linked to):
   skills or models; ``gate``; ``kind``: ``run log`` or ``results JSON``) and sorted
   (``sort``: ``finished``, ``score``, ``errored``; ``order``: ``asc``/``desc``), and the
   matrix of skills by models over the newest runs;
-- ``/run/LOG``: a run's skills and scenarios, from the HTML report's own view of a run;
+- ``/run/LOG``: a run's skills and scenarios, from the HTML report's own view of a run,
+  ``RUN_ROWS`` scenarios a page (``page``);
   ``/api/run/LOG`` says what the page shows changed, for the page to refresh itself while the
-  log grows;
+  log grows, and, for a run in progress (its live log), where its run log is once it ended;
 - ``/trial/LOG?skill=&scenario=&arm=&trial=``: one trial, with the report's parts (prompt,
   transcript, workspace diff, checks) and a form per judged criterion for a human verdict;
 - ``/compare?a=LOG&b=LOG``: two runs side by side (``?a=LOG&arms=1``: a run's baseline arm
-  against its own arm);
+  against its own arm), a page of scenarios at a time (``page``);
 - ``/disagreements``: the criteria whose human verdicts most often differ from the judge's.
 
 The pages that read logs are plain functions, which Starlette runs in its thread pool: reading
@@ -43,7 +44,7 @@ from pytest_openkata.providers.reporters.html import (
     page_view,
     template_environment,
 )
-from pytest_openkata.viewer.compare import compare_arms, compare_runs
+from pytest_openkata.viewer.compare import compare_arms, compare_runs, with_answers
 from pytest_openkata.viewer.disagreements import disagreements
 from pytest_openkata.viewer.guard import Guard, GuardedApp
 from pytest_openkata.viewer.labels import labels_file, read_run_labels, write_label
@@ -52,6 +53,7 @@ from pytest_openkata.viewer.runs import (
     RUN_LOG,
     LogFiles,
     RunRow,
+    is_logged_run,
     is_run_log,
     log_order,
     matrix,
@@ -154,6 +156,49 @@ def _log_of(request: Request) -> str:
     return str(request.path_params["log"])
 
 
+def _page_number(query: Mapping[str, str]) -> int:
+    try:
+        return max(1, int(query.get("page", "1")))
+    except ValueError:
+        return 1
+
+
+RUN_ROWS = 1000  # the scenarios a run's page shows
+
+
+@dataclass(frozen=True)
+class Window:
+    """The scenarios of a run a page shows: each skill with its scenarios on the page."""
+
+    skills: list[tuple[Any, list[Any]]]
+    number: int
+    pages: int
+    total: int
+    first_row: int
+
+    @property
+    def shown(self) -> int:
+        return sum(len(scenarios) for _skill, scenarios in self.skills)
+
+
+def run_window(page: PageView, number: int, rows: int = RUN_ROWS) -> Window:
+    """Page ``number`` (from 1; past the last: the last) of the scenarios of ``page``, in the
+    order of its skills, ``rows`` a page: a skill with scenarios on two pages is on both."""
+    total = sum(len(skill.scenarios) for skill in page.skills)
+    pages = max(1, -(-total // rows))
+    number = min(max(number, 1), pages)
+    start, end = (number - 1) * rows, number * rows
+    shown: list[tuple[Any, list[Any]]] = []
+    seen = 0
+    for skill in page.skills:
+        count = len(skill.scenarios)
+        low, high = max(start - seen, 0), min(end - seen, count)
+        if low < high:
+            shown.append((skill, list(skill.scenarios[low:high])))
+        seen += count
+    return Window(shown, number, pages, total, start + 1)
+
+
 def run_page(request: Request) -> Response:
     viewer: Viewer = request.app.state.viewer
     log = _log_of(request)
@@ -161,20 +206,46 @@ def run_page(request: Request) -> Response:
         run, page = viewer.page(log, traces=False)  # an overview: no answer is shown
     except RunLogError as exc:
         return viewer.problem(str(exc))
-    return viewer.render("view_run.html.j2", title=log, log=log, page=page, run=run)
+    state = viewer.logs.row(log).state  # a live log's: running or interrupted
+    window = run_window(page, _page_number(request.query_params))
+    return viewer.render(
+        "view_run.html.j2",
+        title=log,
+        log=log,
+        page=page,
+        run=run,
+        state=state,
+        window=window.skills,
+        shown_rows=window.shown,
+        total=window.total,
+        first_row=window.first_row,
+        page_number=window.number,
+        pages=window.pages,
+        page_link=lambda n: f"{run_url(log)}?{urlencode({'page': n})}",
+    )
 
 
 def run_state(request: Request) -> Response:
-    """What the run page shows changed when this does: the log's size and time, its trials."""
+    """What the run page shows changed when this does: the log's size and time, its trials,
+    whether its run still runs; once a live log is gone, the page of the run log that took its
+    place (``moved``: the runs list while there is none)."""
     viewer: Viewer = request.app.state.viewer
     log = _log_of(request)
     path = viewer.logs.path_of(log)
     if path is None:
+        if is_logged_run(log) and not is_run_log(log):  # a live log: its run ended
+            final = viewer.logs.successor(log)
+            return JSONResponse({"moved": "/" if final is None else run_url(final)})
         return JSONResponse({"error": f"{log}: no such run log"}, status_code=404)
     row = viewer.logs.row(log)
     size, mtime = viewer.logs.stamp(path)
     return JSONResponse(
-        {"stamp": f"{size}-{mtime}", "trials": row.trials, "complete": row.complete}
+        {
+            "stamp": f"{size}-{mtime}-{row.state}",
+            "trials": row.trials,
+            "complete": row.complete,
+            "state": row.state,
+        }
     )
 
 
@@ -305,24 +376,42 @@ async def post_label(request: Request) -> Response:
     return RedirectResponse(f"{target}#criterion-{position}", status_code=303)
 
 
+COMPARE_ROWS = 200  # the scenarios a comparison's page shows, with their answers
+
+
 def compare_page(request: Request) -> Response:
     """Two runs (``a`` and ``b``), or the baseline arm of run ``a`` against its own arm
-    (``arms=1``)."""
+    (``arms=1``), ``COMPARE_ROWS`` scenarios a page (``page``). Both runs are read without
+    their answers; the answers of the scenarios shown come from their lines alone."""
     viewer: Viewer = request.app.state.viewer
-    first, second = request.query_params.get("a", ""), request.query_params.get("b", "")
-    arms = request.query_params.get("arms") == "1"
+    query = dict(request.query_params)
+    first, second = query.get("a", ""), query.get("b", "")
+    arms = query.get("arms") == "1"
     try:
-        before = viewer.logs.run(first)
+        before = viewer.logs.run(first, traces=False)
         if arms:
             pairs = compare_arms(before)
             if not pairs:
                 return viewer.problem(f"{first}: the run has no baseline arm to compare with")
             labels = ("baseline arm", "with the skill")
         else:
-            pairs = compare_runs(before, viewer.logs.run(second))
+            pairs = compare_runs(before, viewer.logs.run(second, traces=False))
             labels = ("A", "B")
+        pages = max(1, -(-len(pairs) // COMPARE_ROWS))
+        number = min(_page_number(query), pages)
+        shown = pairs[(number - 1) * COMPARE_ROWS : number * COMPARE_ROWS]
+        keys = {(pair.skill_dir, pair.scenario) for pair in shown}
+        whole_before = viewer.logs.scenarios_run(first, keys).results
+        if arms:
+            own = [r for r in whole_before if r.baseline is not None]
+            shown = with_answers(shown, [r.baseline for r in own if r.baseline], own)
+        else:
+            shown = with_answers(
+                shown, whole_before, viewer.logs.scenarios_run(second, keys).results
+            )
     except RunLogError as exc:
         return viewer.problem(f"Choose two runs to compare: {exc}")
+    link = {key: value for key, value in query.items() if key in ("a", "b", "arms")}
     return viewer.render(
         "view_compare.html.j2",
         title="Compare runs",
@@ -330,7 +419,12 @@ def compare_page(request: Request) -> Response:
         b=second,
         arms=arms,
         labels=labels,
-        pairs=pairs,
+        pairs=shown,
+        total=len(pairs),
+        first_row=(number - 1) * COMPARE_ROWS + 1,
+        page_number=number,
+        pages=pages,
+        page_link=lambda n: "/compare?" + urlencode({**link, "page": n}),
     )
 
 

@@ -1,10 +1,14 @@
 """Two runs side by side: each scenario's score in both, the change, the criteria whose
-verdict flipped, and the agent's answers next to each other."""
+verdict flipped, and the agent's answers next to each other.
+
+The pairs are made from the runs read without their answers (scores and verdicts are all
+they need); the answers of the pairs a page shows are then added from those scenarios' lines
+alone (:func:`with_answers`), so that comparing two large runs never reads every answer."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pytest_openkata.contracts.results import ScenarioResult
 from pytest_openkata.core.runlog import LoggedRun
@@ -16,6 +20,7 @@ __all__ = [
     "compare_results",
     "compare_runs",
     "first_answer",
+    "with_answers",
 ]
 
 
@@ -114,3 +119,22 @@ def compare_results(
             )
         )
     return pairs
+
+
+def with_answers(
+    pairs: Sequence[ScenarioPair],
+    before: Sequence[ScenarioResult],
+    after: Sequence[ScenarioResult],
+) -> list[ScenarioPair]:
+    """``pairs`` with the first answers of the results ``before`` and ``after`` (read whole,
+    those of the pairs at least), by skill folder and scenario."""
+    older = {(r.skill_dir, r.name): r for r in before}
+    newer = {(r.skill_dir, r.name): r for r in after}
+    return [
+        replace(
+            pair,
+            before_answer=first_answer(older.get((pair.skill_dir, pair.scenario))),
+            after_answer=first_answer(newer.get((pair.skill_dir, pair.scenario))),
+        )
+        for pair in pairs
+    ]

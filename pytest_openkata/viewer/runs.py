@@ -9,6 +9,10 @@ The list keeps a row per log, read without the answers; the last few runs read a
 (a run's overview without its answers, a run and the one compared with it whole), so that
 moving between a run's pages does not read its log again.
 A log being written may end in a line not yet finished: that line is left for the next read.
+A run in progress is seen through its live log (:mod:`pytest_openkata.core.live_log`), a run
+log like the others whose row says whether its run is still ``running`` or was
+``interrupted``; once the run ends its live log is gone and its run log takes its place
+(:meth:`LogFiles.successor`).
 """
 
 from __future__ import annotations
@@ -17,10 +21,11 @@ import contextlib
 import gc
 import os
 import threading
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
+from pytest_openkata.core.live_log import LIVE_LOG_NAME, is_live_log, live_state
 from pytest_openkata.core.runlog import (
     LOG_NAME,
     LoggedRun,
@@ -42,6 +47,7 @@ __all__ = [
     "Matrix",
     "RunRow",
     "finished_lines",
+    "is_logged_run",
     "is_run_log",
     "log_order",
     "matrix",
@@ -78,6 +84,8 @@ class RunRow:
     trials: int = 0
     complete: bool = True
     problem: str = ""
+    # A live log's run: "running" or "interrupted" ("" for a log of a run that ended).
+    state: str = ""
     # Each skill's name, overall score and gate, for the matrix of skills by models.
     skill_scores: tuple[tuple[str, float, str], ...] = ()
 
@@ -142,21 +150,31 @@ def finished_lines(text: str) -> str:
 
 
 def is_run_log(log: str) -> bool:
-    """Whether ``log`` names a run log (else a results JSON)."""
+    """Whether ``log`` names the run log of a run that ended (else a live log or a results
+    JSON)."""
     return LOG_NAME.fullmatch(PurePosixPath(log).name) is not None
 
 
+def is_logged_run(log: str) -> bool:
+    """Whether ``log`` names a run log or a live log: JSON Lines of the run log's format."""
+    return is_run_log(log) or is_live_log(log)
+
+
+def _is_listed(name: str, relative: PurePosixPath) -> bool:
+    return LOG_NAME.fullmatch(name) is not None or is_live_log(name) or is_results_file(relative)
+
+
 def _kind(log: str) -> str:
-    return RUN_LOG if is_run_log(log) else RESULTS_JSON
+    return RUN_LOG if is_logged_run(log) else RESULTS_JSON
 
 
 def log_order(log: str) -> tuple[str, int, str]:
     """A run's place in time: its file name's UTC time, then its ``-N`` (a second file of
     the same second is the newer), then its path."""
     name = PurePosixPath(log).name
-    match = LOG_NAME.fullmatch(name)
+    match = LOG_NAME.fullmatch(name) or LIVE_LOG_NAME.fullmatch(name)
     if match is not None:
-        return (match["stamp"], int(match["n"] or 1), log)
+        return (match["stamp"], int(match.groupdict().get("n") or 1), log)
     stamp, number = results_order(name) or ("", 0)
     return (stamp, number, log)
 
@@ -197,9 +215,7 @@ class LogFiles:
             folders[:] = sorted(f for f in folders if f not in _SKIPPED)
             for name in files:
                 path = Path(top) / name
-                if LOG_NAME.fullmatch(name) or is_results_file(
-                    PurePosixPath(path.relative_to(self.folder).as_posix())
-                ):
+                if _is_listed(name, PurePosixPath(path.relative_to(self.folder).as_posix())):
                     yield path
 
     def logs(self) -> list[str]:
@@ -213,7 +229,7 @@ class LogFiles:
         relative = PurePosixPath(log)
         if relative.is_absolute() or ".." in relative.parts:
             return None
-        if not LOG_NAME.fullmatch(relative.name) and not is_results_file(relative):
+        if not _is_listed(relative.name, relative):
             return None
         path = self.folder.joinpath(*relative.parts)
         if not path.is_file() or not path.resolve().is_relative_to(self.folder.resolve()):
@@ -231,7 +247,7 @@ class LogFiles:
         try:
             text = path.read_text(encoding="utf-8", errors="strict")
             with _collector_paused():
-                if is_run_log(log):
+                if is_logged_run(log):
                     run = parse_run_log(finished_lines(text), source=log, traces=traces)
                 else:
                     run = parse_results_file(log, text)
@@ -243,7 +259,14 @@ class LogFiles:
         return _Read(stamp, run, "")
 
     def row(self, log: str) -> RunRow:
-        """The runs list's row of ``log`` (from the run read without its answers)."""
+        """The runs list's row of ``log`` (from the run read without its answers); a live
+        log's says whether its run still runs, asked anew each time."""
+        row = self._row(log)
+        if is_live_log(log) and not row.problem:
+            return replace(row, state=live_state(log))
+        return row
+
+    def _row(self, log: str) -> RunRow:
         path = self.path_of(log)
         if path is None:
             return RunRow(log=log, problem=f"{log}: no such run log")
@@ -293,30 +316,67 @@ class LogFiles:
         """The run of ``log`` with only the trials of one scenario (both arms), whole: read
         from the lines the run's overview says they are on, not from every answer of the run.
         :class:`RunLogError` when the log cannot be read or has no such scenario."""
+        run = self.scenarios_run(log, {(skill_dir, scenario)})
+        if is_logged_run(log) and not run.results:
+            raise RunLogError(f"{log}: no scenario {skill_dir}::{scenario}")
+        return run
+
+    def scenarios_run(self, log: str, scenarios: Collection[tuple[str, str]]) -> LoggedRun:
+        """The run of ``log`` with only the trials of ``scenarios`` (skill folder and name;
+        both arms), whole, read in one pass over the lines the run's overview says they are
+        on; a results JSON is read whole. A scenario the run does not have is left out.
+        :class:`RunLogError` when the log cannot be read."""
         path = self.path_of(log)
         if path is None:
             raise RunLogError(f"{log}: no such run log under the viewer's folder")
-        if not is_run_log(log):
+        if not is_logged_run(log):
             return self.run(log)  # a results JSON: one skill's report, read whole
         overview = self.run(log, traces=False)
-        wanted = {
-            logged.line for logged in overview.trials if logged.arm_key[:2] == (skill_dir, scenario)
-        }
-        if not wanted:
-            raise RunLogError(f"{log}: no scenario {skill_dir}::{scenario}")
+        chosen = set(scenarios)
+        wanted = {logged.line for logged in overview.trials if logged.arm_key[:2] in chosen}
+        last = max(wanted, default=1)
         lines: list[bytes] = []
         try:
             with path.open("rb") as handle:
                 for number, line in enumerate(handle, start=1):
                     if number == 1 or number in wanted:
                         lines.append(line)
-                    if number >= max(wanted):
+                    if number >= last:
                         break
             text = b"".join(lines).decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
             raise RunLogError(f"{log}: cannot read the run log: {reason}") from exc
         return parse_run_log(finished_lines(text), source=log)
+
+    def successor(self, live: str) -> str | None:
+        """The run log that took the place of the live log ``live`` once its run ended: of
+        the run logs of its folder that finished after the run started, the first whose
+        agent and judge models are the live run's (the ones last read of it) or, when its
+        run was never read, the first; None when there is none yet."""
+        match = LIVE_LOG_NAME.fullmatch(PurePosixPath(live).name)
+        if match is None:
+            return None
+        folder = PurePosixPath(live).parent
+        later = sorted(
+            (
+                log
+                for log in self.logs()
+                if is_run_log(log)
+                and PurePosixPath(log).parent == folder
+                and log_order(log)[0] >= match["stamp"]
+            ),
+            key=log_order,
+        )
+        with self._lock:
+            known = self._rows.get(live)
+        if known is not None:
+            models = (known[1].agent_model, known[1].judge_model)
+            for log in later:
+                row = self._row(log)
+                if (row.agent_model, row.judge_model) == models:
+                    return log
+        return later[0] if later else None
 
     def run(self, log: str, *, traces: bool = True) -> LoggedRun:
         """The run of ``log``, whole or without its answers (``traces``; see

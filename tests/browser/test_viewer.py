@@ -15,20 +15,31 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 import httpx
 import pytest
 import uvicorn
 
+from pytest_openkata.core.runlog import RunInfo, log_lines
 from pytest_openkata.core.verdict_labels import read_labels
-from pytest_openkata.viewer.app import make_app
+from pytest_openkata.infra.processes import host_tag
+from pytest_openkata.viewer.app import COMPARE_ROWS, RUN_ROWS, make_app
 from pytest_openkata.viewer.command import allowed_hosts, listening_socket
-from pytest_openkata.viewer.guard import POLICY, Guard
+from pytest_openkata.viewer.guard import POLICY, Guard, GuardedApp
 from tests.browser.test_html_report import png_colours
 from tests.support.endpoint import Reply, ScriptedEndpoint
 from tests.support.evals import EvalScript, eval_args, write_skill
+from tests.support.live_runs import (
+    HeldScenario,
+    finish,
+    live_log_with,
+    live_logs,
+    start_run,
+    wait_for,
+)
+from tests.support.results import ROOT, SETTINGS, judged, scenario
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
@@ -74,14 +85,16 @@ def runs(pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScri
 
 
 @contextmanager
-def serving(folder: Path, token: str = "") -> Iterator[str]:
-    """The viewer of ``folder`` on a free loopback port, in a thread; its base URL."""
+def serving(folder: Path, token: str = "", made: list[GuardedApp] | None = None) -> Iterator[str]:
+    """The viewer of ``folder`` on a free loopback port, in a thread; its base URL. The app
+    is added to ``made``, when given."""
     sock = listening_socket("127.0.0.1", 0)
     port = sock.getsockname()[1]
     guard = Guard(allowed_hosts("127.0.0.1", port), token, "form-key-of-the-test")
-    server = uvicorn.Server(
-        uvicorn.Config(make_app(folder, guard), log_level="warning", lifespan="off")
-    )
+    app = make_app(folder, guard)
+    if made is not None:
+        made.append(app)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     try:
@@ -287,6 +300,130 @@ def test_the_run_page_follows_its_log_as_it_grows(runs: Runs, browser: Browser) 
             more.write(rest[0][10:] + "".join(rest[1:]))
         page.locator("tr.scenario-row", has_text="scenario-hostile").wait_for()
         assert page.url == f"{base}/run/{LOGS}/20300101T000000Z.jsonl"
+
+
+def test_a_run_in_progress_is_listed_running_and_its_page_follows_it_to_its_run_log(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript, browser: Browser
+) -> None:
+    write_skill(pytester.path, "s", {"scenario-a": {"x": 2}, "scenario-b": {"y": 1}})
+    held = HeldScenario(script, "scenario-b")
+    endpoint.respond_with(held)
+    args = eval_args(endpoint.base_url, "--eval-concurrency", "1", "--eval-cache", "off")
+    process = start_run(pytester.path, *args)
+    try:
+        live = wait_for(
+            lambda: live_log_with(pytester.path, "scenario-a"), process, "scenario-a logged"
+        )
+        with serving(pytester.path) as base, browsing(browser, base) as (page, _):
+            page.goto(f"{base}/")
+            row = page.locator("tr.run-row", has_text=live.name)
+            assert row.locator(".run-state").inner_text() == "running"
+            row.locator("a.run-link").click()
+            assert page.locator("#run-state").get_attribute("data-state") == "running"
+            assert page.locator("tr.scenario-row").all_inner_texts()[0].startswith("scenario-a")
+            assert page.locator("tr.scenario-row", has_text="scenario-b").count() == 0
+            png = page.screenshot(full_page=True)
+            assert len(png_colours(png)) > 1
+
+            held.release()
+            page.wait_for_url(re.compile(r".*/run/\.openkata/runs/[0-9TZ-]+\.jsonl$"))
+            page.locator("tr.scenario-row", has_text="scenario-b").wait_for()
+            assert page.locator("#run-state").count() == 0
+            assert page.locator("tr.scenario-row").count() == 2
+        assert process.wait(timeout=120) == pytest.ExitCode.OK
+        assert live_logs(pytester.path) == []
+    finally:
+        held.release()
+        if process.poll() is None:
+            process.kill()
+        finish(process)
+
+
+def test_a_live_log_whose_run_is_gone_reads_interrupted(runs: Runs, browser: Browser) -> None:
+    lines = (runs.root / runs.failing).read_text().splitlines(keepends=True)
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    name = f"20300101T000000Z.{host_tag()}-{gone}.live.jsonl"
+    head = {**json.loads(lines[0]), "complete": False, "in_progress": True}
+    (runs.root / LOGS / name).write_text(json.dumps(head) + "\n" + lines[1])
+    with serving(runs.root) as base, browsing(browser, base) as (page, _):
+        page.goto(f"{base}/")
+        row = page.locator("tr.run-row", has_text=name)
+        assert row.locator(".run-state").inner_text() == "interrupted"
+        row.locator("a.run-link").click()
+        assert page.locator("#run-state").get_attribute("data-state") == "interrupted"
+        assert page.locator("tr.scenario-row").count() == 1
+
+
+def test_a_large_comparison_pages_its_scenarios_and_reads_only_the_shown_ones_answers(
+    tmp_path: Path, browser: Browser
+) -> None:
+    folder = tmp_path / LOGS
+    folder.mkdir(parents=True)
+    count = COMPARE_ROWS + 50
+    for name, flips in (("20261201T100000Z.jsonl", False), ("20261201T110000Z.jsonl", True)):
+        results = [
+            scenario(
+                f"scenario-{n:04}",
+                [judged("c", 1, not (flips and n == COMPARE_ROWS + 7))],
+                output=f"answer {n:04} of {name}",
+            )
+            for n in range(count)
+        ]
+        info = RunInfo("2026-12-01T10:00:00Z", threshold=80, settings=SETTINGS)
+        (folder / name).write_text(log_lines(info, results, ROOT))
+    a, b = f"{LOGS}/20261201T100000Z.jsonl", f"{LOGS}/20261201T110000Z.jsonl"
+    made: list[GuardedApp] = []
+    with serving(tmp_path, made=made) as base, browsing(browser, base) as (page, _):
+        page.goto(f"{base}/compare?a={a}&b={b}")
+        assert page.locator("tr.pair").count() == COMPARE_ROWS
+        assert (
+            page.locator("pre.answer-a").first.text_content()
+            == f"answer 0000 of {PurePosixPath(a).name}"
+        )
+        assert page.locator("pre.answer-b").last.text_content() == (
+            f"answer {COMPARE_ROWS - 1:04} of {PurePosixPath(b).name}"
+        )
+        assert page.locator("tr.pair.failure").count() == 0
+        page.click("#compare-pages a[rel=next]")
+        assert page.locator("tr.pair").count() == 50
+        flipped = page.locator("tr.pair.failure")
+        assert flipped.inner_text().startswith(f"skills/s\tscenario-{COMPARE_ROWS + 7:04}")
+        assert page.locator("pre.answer-b").first.text_content() == (
+            f"answer {COMPARE_ROWS:04} of {PurePosixPath(b).name}"
+        )
+    # The runs the comparison kept in memory hold no answer: those shown were read alone.
+    kept = made[0].app.state.viewer.logs.kept_runs()  # type: ignore[attr-defined]
+    assert len(kept) == 2
+    assert all(not t.trial.trace.output for run in kept for t in run.trials)  # type: ignore[union-attr]
+
+
+def test_a_run_of_more_scenarios_than_a_page_holds_shows_them_a_page_at_a_time(
+    tmp_path: Path, browser: Browser
+) -> None:
+    folder = tmp_path / LOGS
+    folder.mkdir(parents=True)
+    results = [
+        scenario(f"scenario-{n:04}", [judged("c", 1, n != RUN_ROWS + 2)], skill=skill)
+        for skill, numbers in (("a", range(RUN_ROWS - 3)), ("b", range(RUN_ROWS - 3, RUN_ROWS + 5)))
+        for n in numbers
+    ]
+    info = RunInfo("2026-12-01T10:00:00Z", threshold=80, settings=SETTINGS)
+    (folder / "20261201T100000Z.jsonl").write_text(log_lines(info, results, ROOT))
+    with serving(tmp_path) as base, browsing(browser, base) as (page, _):
+        page.goto(f"{base}/run/{LOGS}/20261201T100000Z.jsonl")
+        assert page.locator("tr.scenario-row").count() == RUN_ROWS
+        assert page.locator("section.skill h2").all_inner_texts()[1].startswith("skills/b")
+        assert page.locator("tr.scenario-row.failure").count() == 0
+        page.click("#run-pages a[rel=next]")
+        assert page.url.endswith("?page=2")
+        rows = page.locator("tr.scenario-row")
+        assert rows.count() == 5
+        assert rows.first.inner_text().startswith(f"scenario-{RUN_ROWS:04}")
+        assert page.locator("section.skill").count() == 1  # b goes on; a is all on page 1
+        page.keyboard.press("j")
+        current = page.locator("tr.scenario-row.current")
+        assert current.inner_text().startswith(f"scenario-{RUN_ROWS + 2:04}")
 
 
 def test_beyond_loopback_every_request_needs_the_token(runs: Runs, browser: Browser) -> None:
