@@ -140,7 +140,10 @@ def test_a_dockerfile_that_cannot_build_or_lacks_the_agent_is_a_sandbox_setup_er
     assert "environment/Dockerfile: FROM 'openkata-absent-base:never'" in unpulled
     assert "without pulling" in unpulled
     lacking = trials["scenario-no-agent"]["error"]
-    assert "the image built from tasks/no-agent/task.toml: environment/Dockerfile" in lacking
+    assert (
+        "the image built from skills/harbor/tasks/no-agent/task.toml: environment/Dockerfile"
+        in lacking
+    )
     assert "has no agent CLI 'kiro-cli'" in lacking
     assert script.judge_calls == 0
 
