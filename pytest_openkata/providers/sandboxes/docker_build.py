@@ -8,10 +8,11 @@ build again, so a context is built once, and again only when a file of it change
 
 Once per run and engine, even under xdist: the threads of one process wait for one build
 (each context's own lock), the processes of a host for each other (an exclusive
-:func:`fcntl.flock` on a lock file of the engine and the tag, in the host's temporary
-folder; the kernel drops it when its holder dies), and whoever gets the lock first builds
-while the others then find the tag. A build that fails is that context's error for the rest
-of the run (every scenario of the context gets it, none builds again).
+:func:`fcntl.flock` on a lock file of the engine and the tag, in the user's folder of the
+host's temporary folder; the kernel drops it when its holder dies), and whoever gets the
+lock first builds while the others then find the tag. A build that fails is that context's
+error for the rest of the run in that process (every scenario of the context gets it, none
+builds again).
 
 No image is pulled: a ``FROM`` image the engine lacks is an error naming the Dockerfile and
 the image, said before the build starts. A build's failure is a :class:`SandboxError` (kind
@@ -24,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import os
 import re
 import tempfile
 import threading
@@ -98,7 +100,9 @@ class ImageBuilder:
 
     def __init__(self, client: docker.DockerClient, lock_folder: Path | None = None) -> None:
         self.client = client
-        self.lock_folder = lock_folder or Path(tempfile.gettempdir()) / LOCK_FOLDER
+        # One folder per user: another user's folder may not be writable.
+        own = f"{LOCK_FOLDER}-{os.getuid()}"
+        self.lock_folder = lock_folder or Path(tempfile.gettempdir(), own)
         self._lock = threading.Lock()
         self._locks: dict[str, threading.Lock] = {}  # one per tag
         self._done: dict[str, str | SandboxError] = {}  # the tag, or why it failed
@@ -136,8 +140,15 @@ class ImageBuilder:
         """The lock of this engine's ``tag`` among the processes of this host."""
         engine = str(getattr(self.client.api, "base_url", ""))
         key = hashlib.sha256(f"{engine}\0{tag}".encode()).hexdigest()[:24]
-        self.lock_folder.mkdir(parents=True, exist_ok=True)
-        with open(self.lock_folder / f"{key}.lock", "a+b") as file:
+        try:
+            self.lock_folder.mkdir(parents=True, exist_ok=True)
+            file = open(self.lock_folder / f"{key}.lock", "a+b")  # noqa: SIM115
+        except OSError:
+            # No lock to share: the processes may build the same context at once, which
+            # costs time but gives the same image (the tag is the context's digest).
+            yield
+            return
+        with file:
             fcntl.flock(file.fileno(), fcntl.LOCK_EX)
             try:
                 yield
