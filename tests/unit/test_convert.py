@@ -144,6 +144,12 @@ def test_what_evals_json_cannot_hold_is_named(tmp_path: Path) -> None:
     assert "scenario-1: trials 2" in notes
 
 
+def test_a_sandbox_image_that_evals_json_cannot_hold_is_named(tmp_path: Path) -> None:
+    (scenario,) = read_all(layouts.skillgrade(tmp_path / "src"))
+    notes = [str(n) for n in write_evals_json([scenario], tmp_path / "out")]
+    assert "sort-rows: the image or Dockerfile of its sandbox" in notes
+
+
 def convert(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "pytest_openkata", "convert", *args],

@@ -300,6 +300,8 @@ def _evals_notes(scenario: EvalScenario) -> list[Note]:
         notes.append(Note(name, "follow-up prompts and the simulated user"))
     if not scenario.sandbox.sandbox or scenario.sandbox.network:
         notes.append(Note(name, "sandbox and network"))
+    if scenario.sandbox.sandbox and (scenario.sandbox.image or scenario.sandbox.dockerfile):
+        notes.append(Note(name, "the image or Dockerfile of its sandbox"))
     if scenario.solution is not None:
         notes.append(Note(name, "the reference solution"))
     if scenario.check_files:
