@@ -74,7 +74,7 @@ def _built_tags(client: docker.DockerClient, since: int) -> list[str]:
     ]
 
 
-def test_harbor_tasks_run_in_the_image_their_dockerfile_builds_once_per_context(
+def test_harbor_tasks_run_in_the_image_their_dockerfile_builds_once_even_under_xdist(
     pytester: pytest.Pytester,
     endpoint: ScriptedEndpoint,
     script: EvalScript,
@@ -89,7 +89,10 @@ def test_harbor_tasks_run_in_the_image_their_dockerfile_builds_once_per_context(
     _task(tasks, "second", dockerfile, marker)
     since = int(time.time()) - 1
 
-    result = pytester.runpytest("skills", *sandbox_args(endpoint.base_url, standin_image), "-v")
+    # Two workers, one task each, both wanting the image at once.
+    result = pytester.runpytest(
+        "skills", *sandbox_args(endpoint.base_url, standin_image), "-n", "2"
+    )
 
     result.assert_outcomes(passed=2)
     trials = _trials(pytester.path)
