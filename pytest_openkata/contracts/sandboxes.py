@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 from pytest_openkata.contracts.errors import (
@@ -33,6 +34,7 @@ __all__ = [
     "AgentCommand",
     "EngineCheck",
     "ExecResult",
+    "ImageBuild",
     "SandboxEnvironment",
     "SandboxError",
     "SandboxLost",
@@ -75,6 +77,20 @@ class AgentCommand:
 
 
 @dataclass(frozen=True)
+class ImageBuild:
+    """A scenario's own image, built from a Dockerfile: ``context`` is the folder sent to the
+    builder, ``dockerfile`` the Dockerfile's path in it, ``digest`` a digest of every file of
+    the context (a provider tags the image by it, so that it builds again only when the
+    context changed), and ``shown`` how messages name the Dockerfile (a path relative to the
+    skill, never a machine path)."""
+
+    context: Path
+    dockerfile: str
+    digest: str
+    shown: str
+
+
+@dataclass(frozen=True)
 class SandboxSpec:
     """What one environment is created with."""
 
@@ -88,6 +104,10 @@ class SandboxSpec:
     # ``memory_mb``); None: the provider's own limits.
     cpus: float | None = None
     memory_mb: int | None = None
+    # The scenario's own image (scenario.json's ``image``) or the Dockerfile it is built
+    # from (``dockerfile``); neither: the provider's image (``sandbox.image``).
+    image: str = ""
+    build: ImageBuild | None = None
 
 
 @dataclass(frozen=True)

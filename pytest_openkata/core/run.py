@@ -112,6 +112,7 @@ from pytest_openkata.core.scenario import (
     scenario_digests,
     skill_of,
 )
+from pytest_openkata.core.scenario_image import own_image_identity
 from pytest_openkata.core.simulated_user import simulated_user
 from pytest_openkata.core.skill_delivery import PROMPT
 from pytest_openkata.core.slots import CallSlot
@@ -435,6 +436,9 @@ class _ScenarioRun:
                     )
                 if scenario.setup:
                     material["sandbox"]["setup"] = list(scenario.setup)
+                own_image = own_image_identity(scenario)
+                if own_image:
+                    material["sandbox"]["own_image"] = own_image
             else:
                 material["agent"] = dict(self.backends.agent_identity)
             if arm.is_baseline:  # the own arm's keys stay those of a run without a baseline

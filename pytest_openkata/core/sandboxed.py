@@ -63,6 +63,7 @@ from pytest_openkata.core.conversation import NextPrompt
 from pytest_openkata.core.errors import ScenarioFailure
 from pytest_openkata.core.files import SkillReader, files_under
 from pytest_openkata.core.scenario import Scenario
+from pytest_openkata.core.scenario_image import image_build
 from pytest_openkata.core.skill_delivery import INSTALLED, discovering_agent, installed_skill_files
 from pytest_openkata.core.workspace import (
     diff_snapshots,
@@ -264,6 +265,8 @@ def sandbox_spec(scenario: Scenario, setup: SandboxSetup) -> SandboxSpec:
         mounts=mounts,
         cpus=scenario.cpus,
         memory_mb=scenario.memory_mb,
+        image=scenario.image,
+        build=image_build(scenario),
     )
 
 
@@ -372,6 +375,41 @@ def prepare_workspace(environment: SandboxEnvironment, scenario: Scenario, timeo
         )
 
 
+def own_image_named(spec: SandboxSpec) -> str:
+    """How messages name a scenario's own image: the Dockerfile it was built from, or its
+    name."""
+    if spec.build is not None:
+        return f"the image built from {spec.build.shown}"
+    return f"the image {spec.image!r}"
+
+
+def check_agent_present(
+    environment: SandboxEnvironment, spec: SandboxSpec, agent: AgentCommand
+) -> None:
+    """In a scenario's own image, that the agent's executable is there: an image that lacks
+    it is the sandbox's error naming the image, not the agent's crash. The run's own image
+    (``sandbox.image``) is the one made for the agent, and is not asked."""
+    if not (spec.image or spec.build) or not agent.argv:
+        return
+    executable = agent.argv[0]
+    found = _at_step(
+        "look for the agent CLI",
+        partial(
+            environment.exec,
+            ["sh", "-c", 'command -v "$1" >/dev/null', "sh", executable],
+            env=dict(agent.env),
+            workdir="/",
+            timeout=60,
+        ),
+    )
+    if found.exit_code != 0:
+        raise SandboxError(
+            f"{own_image_named(spec)} has no agent CLI {executable!r} (exit status "
+            f"{found.exit_code}): a scenario's image must hold the agent, as the sandbox "
+            "image does (build it FROM the sandbox image, or install the agent in it)"
+        )
+
+
 def _exec_check(environment: SandboxEnvironment, check: Check) -> ExecResult:
     return environment.exec(
         ["sh", "-c", check.run],
@@ -447,11 +485,13 @@ def sandbox_run(
         skill=skill,
     )
     exclude = tool_files_of(agent_files)
-    environment = setup.sandbox.create(sandbox_spec(scenario, setup))
+    spec = sandbox_spec(scenario, setup)
+    environment = setup.sandbox.create(spec)
     outcomes = None
     turns: list[Turn] = []
     transcripts: list[Transcript | None] = []
     try:
+        check_agent_present(environment, spec, agent)
         _at_step("copy workspace", lambda: environment.put_archive("/", archive))
         prepare_workspace(environment, scenario, setup.timeout)
         # After the fixtures and setup: neither counts among the agent's changes.
@@ -722,8 +762,10 @@ __all__ = [
     "agent_workspace_files",
     "build_provider",
     "build_sandbox",
+    "check_agent_present",
     "check_scripts",
     "environment_of",
+    "own_image_named",
     "prepare_workspace",
     "replay_commands",
     "run_agent_in_sandbox",

@@ -105,6 +105,10 @@ class Scenario:
     # commands run there before the agent starts (the workspace diff starts after both).
     fixtures: tuple[DirectoryFixture, ...] = ()
     setup: tuple[str, ...] = ()
+    # scenario.json's own sandbox image, or its Dockerfile (a path in the scenario folder;
+    # its folder is the build's context); neither: the sandbox.image setting's.
+    image: str = ""
+    dockerfile: str = ""
     # The bytes of task.md, criteria.json and checks.json as loading read them (those it
     # read), so that the run's digests and its task text need not read them again.
     contents: Mapping[str, bytes] = field(default_factory=dict, compare=False, repr=False)
@@ -272,6 +276,10 @@ class ScenarioModel(BaseModel):
     memory_mb: int | None = Field(default=None, ge=6)
     follow_ups: list[str] = Field(default_factory=list)
     simulated_user: SimulatedUserModel | None = None
+    # The scenario's own sandbox image, or the Dockerfile (in the scenario folder) it is
+    # built from; the image must hold the agent CLI.
+    image: str = ""
+    dockerfile: str = ""
 
     @property
     def conversation(self) -> tuple[tuple[str, ...], SimulatedUser | None]:
@@ -367,7 +375,39 @@ def _read_scenario_options(path: Path, *, kind: bool) -> ScenarioModel:
     resource = next((r for r in RESOURCE_KEYS if getattr(options, r) is not None), None)
     if resource is not None and not options.sandbox:
         raise ScenarioLoadError(path, DIRECT_RESOURCES, resource)
+    _check_own_image(path, options)
     return options
+
+
+def _check_own_image(path: Path, options: ScenarioModel) -> None:
+    """``image`` and ``dockerfile``: one of them, in a sandboxed scenario, the Dockerfile a
+    file inside the scenario folder."""
+    given = [key for key in IMAGE_KEYS if getattr(options, key)]
+    if not given:
+        return
+    if not options.sandbox:
+        raise ScenarioLoadError(path, DIRECT_IMAGE, given[0])
+    if len(given) > 1:
+        raise ScenarioLoadError(
+            path, "give the image or the Dockerfile it is built from, not both", given[1]
+        )
+    if options.dockerfile:
+        parts = options.dockerfile.split("/")
+        if options.dockerfile.startswith("/") or any(p in ("", ".", "..") for p in parts):
+            raise ScenarioLoadError(
+                path, "must be a relative path inside the scenario folder", "dockerfile"
+            )
+        dockerfile = path.parent.joinpath(*parts)
+        if not dockerfile.is_file() or dockerfile.is_symlink():
+            raise ScenarioLoadError(
+                path, f"{options.dockerfile}: file not found in the scenario folder", "dockerfile"
+            )
+
+
+IMAGE_KEYS = ("image", "dockerfile")
+DIRECT_IMAGE = (
+    'a direct scenario runs no sandbox, so it has no image: remove the key, or set "sandbox": true'
+)
 
 
 RESOURCE_KEYS = ("cpus", "memory_mb")
@@ -546,6 +586,8 @@ def load_scenario(scenario_dir: Path) -> Scenario:
         simulated_user=options.conversation[1],
         fixtures=fixtures,
         setup=setup,
+        image=options.image,
+        dockerfile=options.dockerfile,
         context=context,
         criteria=criteria,
         checks=checks,

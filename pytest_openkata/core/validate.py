@@ -2,12 +2,12 @@
 passed by doing nothing?
 
 A scenario may hold a reference solution in ``solution/``: ``solution/answer.md`` for a
-direct scenario (used as the agent's output) or ``solution/solve.sh`` for a sandboxed one (run
-in the sandbox workspace in place of the agent, with the rest of ``solution/`` beside it under
-:data:`SOLUTION_MOUNT`, removed once it exited, before the checks run). The scenario's
-graders, the judge and the checks, must give the solution 100 %; and an agent that does
-nothing (an empty answer, no workspace change) must score below :data:`EMPTY_AGENT_LIMIT`, or
-the criteria it passes on nothing are named.
+direct scenario (used as the agent's output) or ``solution/solve.sh`` for a sandboxed one
+(run with bash, else sh, in the sandbox workspace in place of the agent, with the rest of
+``solution/`` beside it under :data:`SOLUTION_MOUNT`, removed once it exited, before the
+checks run). The scenario's graders, the judge and the checks, must give the solution
+100 %; and an agent that does nothing (an empty answer, no workspace change) must score below
+:data:`EMPTY_AGENT_LIMIT`, or the criteria it passes on nothing are named.
 
 Only the agent is replaced: the prompt, the sandbox, the graders and the scoring are those of
 a real run, so a scenario that validates is graded the same way when a model runs it.
@@ -190,10 +190,12 @@ def _solution_agent(
 
 
 _EMPTY_COMMAND = AgentCommand(EMPTY_AGENT, ["true"])
-# solve.sh, then its folder removed, so that the checks run after it see the workspace a
-# real agent would leave; its exit status is the run's.
+# solve.sh with bash (sh where the image has none: published solutions, Harbor's among them,
+# are bash scripts), then its folder removed, so that the checks run after it see the
+# workspace a real agent would leave; its exit status is the run's.
 _RUN_SOLUTION = (
-    f'sh "$SOLUTION_DIR/{SOLVE_SCRIPT}"; status=$?; rm -rf "$SOLUTION_DIR"; exit "$status"'
+    "if command -v bash >/dev/null 2>&1; then shell=bash; else shell=sh; fi; "
+    f'"$shell" "$SOLUTION_DIR/{SOLVE_SCRIPT}"; status=$?; rm -rf "$SOLUTION_DIR"; exit "$status"'
 )
 
 
@@ -204,6 +206,7 @@ def validate_scenario(
     options: RunOptions,
     redact: Callable[[str], str] = lambda text: text,
     slot: CallSlot | None = None,
+    skill_dir: Path | None = None,
 ) -> Validation:
     """Run the scenario with its solution (when it has one) and with an empty agent, graded
     as a real run grades it; errors are in the results, never raised."""
@@ -211,7 +214,7 @@ def validate_scenario(
     # the scenario's files as they are now (a cached solution run could be replayed into a
     # workspace that holds the solution's files).
     options = replace(options, baseline="", trials=1, trials_fixed=True, cache=None)
-    extra: dict[str, Any] = {"redact": redact, "options": options}
+    extra: dict[str, Any] = {"redact": redact, "options": options, "skill_dir": skill_dir}
     if slot is not None:
         extra["slot"] = slot
 

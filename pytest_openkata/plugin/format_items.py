@@ -28,12 +28,22 @@ from pytest_openkata.core.formats.writers import folder_name, run_notes
 from pytest_openkata.core.tile import unit_name
 from pytest_openkata.core.trials import combine_trials, errored_trial
 from pytest_openkata.infra.text import visible
-from pytest_openkata.plugin import compat
+from pytest_openkata.plugin import compat, validation
 from pytest_openkata.plugin.format_files import formats_by_file
 from pytest_openkata.plugin.items import ScenarioItem
 from pytest_openkata.plugin.scenario_folder import KIND_MARKERS, kind_is_asked
+from pytest_openkata.plugin.session import VALIDATE, mode_of
 
-__all__ = ["FormatFile", "FormatItem", "UnreadableFormatFile", "format_collector", "staging_of"]
+__all__ = [
+    "FormatFile",
+    "FormatItem",
+    "FormatValidationItem",
+    "NothingToValidate",
+    "UnreadableFormatFile",
+    "format_collector",
+    "nothing_to_validate",
+    "staging_of",
+]
 
 _STAGING = pytest.StashKey[Staging]()
 
@@ -69,7 +79,9 @@ class FormatFile(pytest.File):
 
     def collect(self) -> Iterator[pytest.Item]:
         skill_dir = unit_of(self.path)
-        fixture_info = compat.shared_fixture_info(self, FormatItem.body)
+        validating = mode_of(self.config) == VALIDATE
+        item_class = FormatValidationItem if validating else FormatItem
+        fixture_info = compat.shared_fixture_info(self, item_class.body)
         for fmt in self.formats:
             try:
                 sources = [
@@ -89,8 +101,11 @@ class FormatFile(pytest.File):
                     )
                     yield UnreadableFormatFile.from_parent(self, name=source.name, error=why)
                     continue
+                if validating and not _has_solution(fmt, source):
+                    yield NothingToValidate.from_parent(self, name=source.name, fmt=fmt)
+                    continue
                 extra = {} if fixture_info is None else {"fixtureinfo": fixture_info()}
-                yield FormatItem.from_parent(
+                yield item_class.from_parent(
                     self,
                     name=source.name,
                     fmt=fmt,
@@ -99,6 +114,15 @@ class FormatFile(pytest.File):
                     skill_scenarios=names,
                     **extra,
                 )
+
+
+def _has_solution(fmt: EvalFormat, source: ScenarioSource) -> bool:
+    """Whether the scenario holds a reference solution; True when it cannot be read (its
+    validation item then says why)."""
+    try:
+        return fmt.load(source).solution is not None
+    except OpenkataError:
+        return True
 
 
 def _folder_names(evals: Path) -> set[str]:
@@ -170,7 +194,7 @@ class FormatItem(ScenarioItem):
 
     def warn_before_run(self) -> None:
         """What the scenario's format asks and a run does not apply (a threshold of its own,
-        the image or Dockerfile of its environment, the executable bit of inputs), each as
+        the executable bit of inputs), each as
         the item's warning at its file: a run goes on without it, never silently. Its file's
         own problems are its format reader's errors, said when it runs."""
         from pytest_openkata.core.lint import Finding
@@ -207,3 +231,35 @@ class FormatItem(ScenarioItem):
             description="",
             skill_scenarios=self.skill_scenarios,
         )
+
+
+class FormatValidationItem(FormatItem):
+    """One scenario of a format's file in validate mode: its reference solution (a Harbor
+    task's ``solution/solve.sh``) and an empty agent run through its staged folder, as an
+    openkata scenario's are (:mod:`pytest_openkata.plugin.validation`)."""
+
+    body = staticmethod(validation.check_validation)
+
+
+class NothingToValidate(pytest.Item):
+    """A format's scenario in validate mode that holds no reference solution: reported as
+    skipped with the reason, and listed in the validation summary, never left out silently."""
+
+    def __init__(self, *, fmt: EvalFormat, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.fmt = fmt
+
+    def runtest(self) -> None:
+        reason = nothing_to_validate(self.fmt.name)
+        self.user_properties.append((validation.NOTHING_PROPERTY, reason))
+        pytest.skip(reason)
+
+    def reportinfo(self) -> tuple[Path, None, str]:
+        return self.path, None, f"{self.path.name}::{self.name}"
+
+
+def nothing_to_validate(format_name: str) -> str:
+    return (
+        f"nothing to validate: this {format_name} scenario holds no reference solution "
+        "(validation runs a solution and an empty agent through the graders)"
+    )

@@ -328,9 +328,10 @@ def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Col
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
     """A published format's file (``evals.json``, ``eval.yaml``, ``task.toml``) in a run, in
-    a cost estimate and in lint mode (its scenarios' lint items)."""
+    a cost estimate, in validate mode (its scenarios' validation items) and in lint mode (its
+    scenarios' lint items)."""
     mode = mode_of(parent.config)
-    if mode == VALIDATE or file_path.name not in marker_files(parent.config):
+    if file_path.name not in marker_files(parent.config):
         return None
     if mode == LINT:
         return lint.format_lint_collector(file_path, parent)
@@ -357,10 +358,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def _select_for_mode(config: pytest.Config, items: list[pytest.Item], mode: str) -> None:
     if mode in (LINT, VALIDATE):
+        from pytest_openkata.plugin.format_items import FormatValidationItem, NothingToValidate
+
         wanted = (
             (lint.SkillLintItem, lint.ScenarioLintItem, lint.FormatLintItem)
             if mode == LINT
-            else (ValidationItem,)
+            else (ValidationItem, FormatValidationItem, NothingToValidate)
         )
         _deselect(config, items, lambda item: isinstance(item, wanted))
     if mode != LINT:

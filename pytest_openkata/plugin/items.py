@@ -78,11 +78,10 @@ class EvalsDir(pytest.Directory):
             warn_about_skill(self.config, self.path.parent)
         item_class = ValidationItem if mode_of(self.config) == VALIDATE else ScenarioItem
         formats: list[Path] = []
-        if item_class is ScenarioItem:
-            wanted = sorted(marker_files(self.config))
-            for folder in [self.path, *group_folders(self.path)]:
-                formats += [folder / name for name in wanted if (folder / name).is_file()]
-            formats = self._detected(formats)
+        wanted = sorted(marker_files(self.config))
+        for folder in [self.path, *group_folders(self.path)]:
+            formats += [folder / name for name in wanted if (folder / name).is_file()]
+        formats = self._detected(formats)
         plan = _Plan(item_class, scenarios, tuple(skill_scenarios), formats)
         yield from plan.children(self)
         if has_trigger_queries(self.path):

@@ -13,19 +13,29 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 import pytest
 
+from pytest_openkata.contracts.errors import OpenkataError
 from pytest_openkata.core.run import Backends, RunOptions
 from pytest_openkata.core.validate import EMPTY_AGENT_LIMIT, Validation, validate_scenario
 from pytest_openkata.infra.redact import Redactor
 from pytest_openkata.infra.text import visible
-from pytest_openkata.plugin.file_warnings import warn_about_scenario
 from pytest_openkata.plugin.session import VALIDATE, mode_of
 
-__all__ = ["VALIDATION_PROPERTY", "ValidationSummary", "check_validation", "openkata_validation"]
+__all__ = [
+    "NOTHING_PROPERTY",
+    "VALIDATION_PROPERTY",
+    "ValidationSummary",
+    "check_validation",
+    "openkata_validation",
+]
 
 VALIDATION_PROPERTY = "openkata_validation"
+# A format's scenario without a reference solution: why there is nothing to validate.
+NOTHING_PROPERTY = "openkata_nothing_to_validate"
 SOLUTION_SUBTEST = "solution scores 100%"
 EMPTY_SUBTEST = f"empty agent scores below {EMPTY_AGENT_LIMIT:g}%"
 
@@ -67,6 +77,18 @@ def check_validation(openkata_validation: Validation, subtests: pytest.Subtests)
             )
 
 
+@runtime_checkable
+class _Validated(Protocol):
+    """A scenario item in validate mode (an openkata folder's, or a format's scenario's)."""
+
+    skill_dir: Path
+    user_properties: list[tuple[str, object]]
+
+    def warn_before_run(self) -> None: ...
+
+    def runnable(self) -> tuple[Path, Callable[[str], str]]: ...
+
+
 @pytest.fixture
 def openkata_validation(
     request: pytest.FixtureRequest,
@@ -77,14 +99,20 @@ def openkata_validation(
     """Runs the scenario's solution and an empty agent; a run that could not be graded
     errors here, in setup."""
     item = request.node
-    if mode_of(item.config) != VALIDATE or not hasattr(item, "scenario_dir"):
+    if mode_of(item.config) != VALIDATE or not isinstance(item, _Validated):
         raise pytest.UsageError("openkata_validation is only available in validate mode")
-    warn_about_scenario(item.config, item.scenario_dir)  # as in a run
+    item.warn_before_run()  # as in a run
+    try:
+        # A format's scenario is written out as an openkata folder here, on first use.
+        scenario_dir, shown = item.runnable()
+    except OpenkataError as exc:
+        pytest.fail(visible(f"validation error: {openkata_redactor(str(exc))}"), pytrace=False)
     validation = validate_scenario(
-        item.scenario_dir,
+        scenario_dir,
         openkata_backends,
         options=openkata_run_options,
-        redact=openkata_redactor,
+        redact=lambda text: shown(openkata_redactor(text)),
+        skill_dir=item.skill_dir,
     )
     item.user_properties.append((VALIDATION_PROPERTY, json.dumps(validation.to_dict())))
     errors = [
@@ -112,6 +140,8 @@ class ValidationSummary:
         for name, value in report.user_properties:
             if name == VALIDATION_PROPERTY and isinstance(value, str):
                 self.outcomes[report.nodeid] = json.loads(value)
+            elif name == NOTHING_PROPERTY and isinstance(value, str):
+                self.outcomes[report.nodeid] = {"nothing": value}
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if not self.outcomes:
@@ -122,6 +152,8 @@ class ValidationSummary:
 
 
 def _line(nodeid: str, outcome: dict[str, object]) -> str:
+    if isinstance(outcome.get("nothing"), str):
+        return f"{nodeid}: {outcome['nothing']}"
     parts = []
     solution = outcome.get("solution")
     if outcome.get("solution_error"):

@@ -144,6 +144,12 @@ def test_what_evals_json_cannot_hold_is_named(tmp_path: Path) -> None:
     assert "scenario-1: trials 2" in notes
 
 
+def test_a_sandbox_image_that_evals_json_cannot_hold_is_named(tmp_path: Path) -> None:
+    (scenario,) = read_all(layouts.skillgrade(tmp_path / "src"))
+    notes = [str(n) for n in write_evals_json([scenario], tmp_path / "out")]
+    assert "sort-rows: the image or Dockerfile of its sandbox" in notes
+
+
 def convert(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "pytest_openkata", "convert", *args],
@@ -164,8 +170,9 @@ def test_convert_writes_openkata_folders_names_what_is_left_and_never_overwrites
     assert done.returncode == 0, done.stderr
     assert "wrote 1 scenario(s)" in done.stdout
     assert "sort-rows: threshold 0.8" in done.stdout
-    assert "sort-rows: the image or Dockerfile" in done.stdout
+    assert "image" not in done.stdout  # carried over: the scenario runs in its own image
     written = dest / "scenario-sort-rows"
+    assert json.loads((written / "scenario.json").read_text())["image"] == "node:20-slim"
     assert json.loads((written / "criteria.json").read_text())["checklist"][0]["max_score"] == 3
     before = {p: p.read_bytes() for p in written.rglob("*") if p.is_file()}
 

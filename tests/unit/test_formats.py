@@ -497,3 +497,29 @@ def test_a_format_file_in_group_folders_belongs_to_the_skill_above_them(tmp_path
 
     assert unit_of(task) == skill
     assert unit_of(orphan) == tmp_path / "loose"  # the folder holding its evals
+
+
+def test_a_harbor_dockerfile_is_staged_with_its_context_and_named_in_scenario_json(
+    tmp_path: Path,
+) -> None:
+    from pytest_openkata.core.formats.harbor import HarborFormat
+    from pytest_openkata.core.formats.writers import write_openkata
+
+    task = tmp_path / "tasks" / "t"
+    (task / "environment").mkdir(parents=True)
+    (task / "environment" / "Dockerfile").write_text("FROM box\nCOPY data.txt /data.txt\n")
+    (task / "environment" / "data.txt").write_text("data\n")
+    (task / "tests").mkdir()
+    (task / "tests" / "test.sh").write_text("echo 1 > /logs/verifier/reward.txt\n")
+    (task / "instruction.md").write_text("Do it.\n")
+    (task / "task.toml").write_text("[environment]\ncpus = 1\n")
+    fmt = HarborFormat()
+    [source] = fmt.scenarios(task)
+
+    notes = write_openkata([fmt.load(source)], tmp_path / "out")
+
+    folder = tmp_path / "out" / "scenario-t"
+    options = json.loads((folder / "scenario.json").read_text())
+    assert options["dockerfile"] == "environment/Dockerfile"
+    assert (folder / "environment" / "data.txt").read_text() == "data\n"
+    assert not [n for n in notes if "Dockerfile" in n.what]

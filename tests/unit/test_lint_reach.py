@@ -587,3 +587,13 @@ def test_a_tile_evaluated_through_its_skills_own_evals_is_not_told_nothing_evalu
     assert lint_skill(tile)["scenarios"] == []
     [finding] = lint_skill(bare)["scenarios"]
     assert "nothing evaluates this skill" in finding.message
+
+
+def test_the_build_context_scenario_json_names_is_not_an_unreached_file(tmp_path: Path) -> None:
+    scenario = scenario_with(tmp_path)
+    (scenario / "scenario.json").write_text('{"dockerfile": "environment/Dockerfile"}\n')
+    (scenario / "environment").mkdir()
+    (scenario / "environment" / "Dockerfile").write_text("FROM box\n", encoding="utf-8")
+    (scenario / "notes.md").write_text("mine\n", encoding="utf-8")
+
+    assert [f.file for f in unreached_scenario_files(scenario)] == ["evals/scenario-0/notes.md"]

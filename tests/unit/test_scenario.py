@@ -732,3 +732,37 @@ def test_the_digests_of_what_loading_read_equal_those_of_the_files_on_disk(
     from_disk = scenario_digests(scenario, "the prompt")
     assert scenario_digests(scenario, "the prompt", loaded.contents) == from_disk
     assert ("checks" in from_disk) is with_checks
+
+
+# --- a scenario's own image ---------------------------------------------------------------
+
+
+def test_a_scenario_names_its_image_or_a_dockerfile_inside_its_folder(tmp_path: Path) -> None:
+    named = make_scenario(tmp_path / "a", scenario_json='{"image": "team/box:1"}')
+    assert load_scenario(named).image == "team/box:1"
+    built = make_scenario(tmp_path / "b", scenario_json='{"dockerfile": "environment/Dockerfile"}')
+    (built / "environment").mkdir()
+    (built / "environment" / "Dockerfile").write_text("FROM box\n")
+    assert load_scenario(built).dockerfile == "environment/Dockerfile"
+
+
+@pytest.mark.parametrize(
+    ("options", "field", "says"),
+    [
+        ('{"dockerfile": "environment/Dockerfile"}', "dockerfile", "file not found"),
+        ('{"dockerfile": "../Dockerfile"}', "dockerfile", "relative path inside"),
+        ('{"image": "a", "dockerfile": "Dockerfile"}', "dockerfile", "not both"),
+        ('{"sandbox": false, "image": "a"}', "image", "a direct scenario runs no sandbox"),
+    ],
+)
+def test_a_bad_image_or_dockerfile_is_an_error_naming_the_file_and_field(
+    tmp_path: Path, options: str, field: str, says: str
+) -> None:
+    scenario = make_scenario(tmp_path / "s", scenario_json=options)
+    (scenario / "Dockerfile").write_text("FROM box\n")
+
+    error = load_error(scenario)
+
+    assert error.field == field
+    assert says in str(error)
+    assert "scenario.json" in str(error)

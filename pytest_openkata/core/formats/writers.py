@@ -36,6 +36,8 @@ __all__ = [
 ]
 
 FIXTURES_FOLDER = "fixtures"
+# Where a scenario's Dockerfile and its build context go (a Harbor task's ``environment/``).
+ENVIRONMENT_FOLDER = "environment"
 
 
 class ConvertError(OpenkataError):
@@ -103,6 +105,10 @@ def openkata_files(scenario: EvalScenario) -> tuple[dict[str, bytes], list[Note]
         }
     if scenario.setup:
         options["setup"] = list(scenario.setup)
+    if scenario.sandbox.sandbox and scenario.sandbox.image:
+        options["image"] = scenario.sandbox.image
+    elif scenario.sandbox.sandbox and scenario.sandbox.dockerfile is not None:
+        options["dockerfile"] = f"{ENVIRONMENT_FOLDER}/{scenario.sandbox.dockerfile.name}"
     files["scenario.json"] = _json(options)
     for item in scenario.inputs:
         files[f"inputs/{item.path}"] = item.content
@@ -120,8 +126,8 @@ def run_notes(scenario: EvalScenario) -> list[Note]:
         notes.append(Note(name, f"threshold {scenario.threshold} (a run's threshold setting)"))
     if not box.sandbox and (box.cpus is not None or box.memory_mb is not None):
         notes.append(Note(name, "cpus and memory_mb (a direct scenario runs no sandbox)"))
-    if box.image or box.dockerfile is not None:
-        notes.append(Note(name, "the image or Dockerfile (the sandbox's image setting)"))
+    if not box.sandbox and (box.image or box.dockerfile is not None):
+        notes.append(Note(name, "the image or Dockerfile (a direct scenario runs no sandbox)"))
     if any(item.executable for item in scenario.inputs):
         notes.append(Note(name, "the executable bit of inputs (the sandbox copies files as files)"))
     return notes
@@ -158,7 +164,8 @@ def _inside(folder: Path, rel: str) -> Path:
 
 def write_openkata(scenarios: Iterable[EvalScenario], evals_dir: Path) -> list[Note]:
     """Write each scenario as ``evals_dir/scenario-<name>/`` (:func:`folder_name`; its
-    reference solution as ``solution/``, its fixtures as ``fixtures/<name>/``); the notes of
+    reference solution as ``solution/``, its fixtures as ``fixtures/<name>/``, its
+    Dockerfile's build context as ``environment/``); the notes of
     what was left behind."""
     scenarios = list(scenarios)
     for scenario in scenarios:
@@ -184,6 +191,10 @@ def write_openkata(scenarios: Iterable[EvalScenario], evals_dir: Path) -> list[N
                 )
             if scenario.solution is not None:
                 shutil.copytree(scenario.solution, temp / "solution", symlinks=True)
+            if _builds_own_image(scenario):
+                assert scenario.sandbox.dockerfile is not None
+                context = scenario.sandbox.dockerfile.parent
+                shutil.copytree(context, temp / ENVIRONMENT_FOLDER, symlinks=True)
         _free(folder for _temp, folder in staged)
         _move_all(staged)
     except BaseException:
@@ -191,6 +202,13 @@ def write_openkata(scenarios: Iterable[EvalScenario], evals_dir: Path) -> list[N
             shutil.rmtree(temp, ignore_errors=True)
         raise
     return notes
+
+
+def _builds_own_image(scenario: EvalScenario) -> bool:
+    """Whether the scenario's sandbox is built from its Dockerfile (an image it names
+    instead is used as it is)."""
+    box = scenario.sandbox
+    return box.sandbox and not box.image and box.dockerfile is not None
 
 
 def _move_all(staged: list[tuple[Path, Path]]) -> None:
@@ -282,6 +300,8 @@ def _evals_notes(scenario: EvalScenario) -> list[Note]:
         notes.append(Note(name, "follow-up prompts and the simulated user"))
     if not scenario.sandbox.sandbox or scenario.sandbox.network:
         notes.append(Note(name, "sandbox and network"))
+    if scenario.sandbox.sandbox and (scenario.sandbox.image or scenario.sandbox.dockerfile):
+        notes.append(Note(name, "the image or Dockerfile of its sandbox"))
     if scenario.solution is not None:
         notes.append(Note(name, "the reference solution"))
     if scenario.check_files:

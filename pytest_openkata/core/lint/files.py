@@ -7,6 +7,7 @@ import os
 import re
 from pathlib import Path
 
+from pytest_openkata.contracts.errors import OpenkataError
 from pytest_openkata.core.files import LEADS_OUT
 from pytest_openkata.core.lint.context import ScenarioFiles, in_skill
 from pytest_openkata.core.lint.findings import (
@@ -19,6 +20,7 @@ from pytest_openkata.core.lint.findings import (
 from pytest_openkata.core.scenario import (
     CHECKS_FILE,
     EMPTY_TASK,
+    load_scenario_options,
 )
 from pytest_openkata.core.tile import is_tile_dir
 
@@ -116,6 +118,7 @@ def unreached_scenario_files(scenario_dir: Path) -> list[Finding]:
         return []
     if all(_expected_entry(name) for name in names):
         return []  # the usual folder: nothing more to look at (a run asks for every scenario)
+    environment = _environment_entry(scenario_dir)
     scenario = ScenarioFiles(scenario_dir, None)
     traps = set(_traps(scenario_dir))
     try:
@@ -124,7 +127,7 @@ def unreached_scenario_files(scenario_dir: Path) -> list[Finding]:
         return []
     findings = []
     for entry in entries:
-        if _expected_entry(entry.name):
+        if _expected_entry(entry.name) or entry.name == environment:
             continue
         if entry in traps or entry / "conftest.py" in traps:
             continue  # the files rule reports it
@@ -142,6 +145,17 @@ def unreached_scenario_files(scenario_dir: Path) -> list[Finding]:
 _EVAL_MATERIAL = re.compile(
     r"expected|answer|solution|rubric|grad(?:er|ing)|judge|golden|verif|criteri", re.I
 )
+
+
+def _environment_entry(scenario_dir: Path) -> str:
+    """The entry of the scenario folder that holds the Dockerfile scenario.json names (its
+    image's build context, or the Dockerfile itself), which the agent is right never to see;
+    "" when it names none or cannot be read (the run says why)."""
+    try:
+        dockerfile = load_scenario_options(scenario_dir / OPTIONS_FILE).dockerfile
+    except OpenkataError:
+        return ""
+    return dockerfile.split("/")[0]
 
 
 def _expected_entry(name: str) -> bool:

@@ -33,10 +33,11 @@ from docker.tls import TLSConfig
 from pytest_openkata.contracts.backends import DEFAULT_ANSWER_MAX_BYTES
 from pytest_openkata.contracts.config import EvalSettings
 from pytest_openkata.contracts.errors import RetryableError, SandboxError, SandboxLost
-from pytest_openkata.contracts.sandboxes import EngineCheck, ExecResult, SandboxSpec
+from pytest_openkata.contracts.sandboxes import EngineCheck, ExecResult, ImageBuild, SandboxSpec
 from pytest_openkata.infra.bounded import BoundedBuffer
 from pytest_openkata.infra.environ import environ_snapshot, proxy_for
 from pytest_openkata.infra.text import plural
+from pytest_openkata.providers.sandboxes.docker_build import ImageBuilder
 
 LABEL = "openkata-eval"
 MANAGED = f"{LABEL}.managed"
@@ -373,6 +374,7 @@ class DockerProvider:
         self._lock = threading.Lock()
         self._live: dict[str, Any] = {}  # containers not removed yet, by id
         self._closed = False
+        self.builder = ImageBuilder(client)  # scenarios' Dockerfiles, built once per run
 
     def check(self) -> EngineCheck:
         """What the engine is (version, API version, CPUs) and whether it has the image; an
@@ -443,6 +445,17 @@ class DockerProvider:
                 self.client.containers.get(name).remove(force=True)
             raise
 
+    def _image(self, spec: SandboxSpec) -> str:
+        """The image of ``spec``'s container: the scenario's Dockerfile built on this
+        engine, or the scenario's image, else the ``sandbox.image`` setting."""
+        if spec.build is not None:
+            return self.built(spec.build)
+        return spec.image or self.limits.image
+
+    def built(self, build: ImageBuild) -> str:
+        """The tag of ``build``'s image on this engine, built first when the engine lacks it."""
+        return self.builder.image_of(build)
+
     def _memory(self, spec: SandboxSpec) -> dict[str, Any]:
         """The container's memory: the scenario's ``memory_mb`` (and no swap beyond it, so
         that the bound is the one it asked for), else the ``sandbox.memory`` setting."""
@@ -458,9 +471,10 @@ class DockerProvider:
             OWNER_HOST: socket.gethostname(),
             SCENARIO: spec.name,
         }
+        image = self._image(spec)
         try:
             return self.client.containers.create(
-                self.limits.image,
+                image,
                 KEEP_ALIVE,
                 name=name,
                 network_mode=spec.network,
@@ -475,6 +489,12 @@ class DockerProvider:
                 detach=True,
             )
         except docker.errors.ImageNotFound:
+            if spec.image:
+                raise SandboxError(
+                    f"image {spec.image!r} (the scenario's image) not found on the Docker "
+                    "engine: the sandbox pulls no image; build or pull it into the engine, "
+                    "and let it hold the agent CLI"
+                ) from None
             raise SandboxError(missing_image_message(self.limits.image)) from None
         except _ENGINE_ERRORS as exc:
             raise _engine_error(exc, "docker create") from exc
