@@ -118,7 +118,8 @@ class Manifest:
     trials ran in (``image_ids``). ``skills`` maps a skill folder (relative to the run's root
     folder) to a digest of its files (without ``evals/``); ``scenarios`` maps
     ``<skill folder>::<scenario>`` to the digests of its task, criteria, checks and inputs.
-    ``settings`` holds the values of :data:`REFUSING_SETTINGS` and :data:`REPORTED_SETTINGS`.
+    ``settings`` holds the values of :data:`REFUSING_SETTINGS` and :data:`REPORTED_SETTINGS`
+    (``agent_command`` as a ``sha256:`` digest: a command line may hold a secret or a path).
     """
 
     plugin_version: str
