@@ -21,7 +21,8 @@ refuse depends on the comparison (:data:`COMPARISONS`):
 - ``baseline`` (the arms of one run): the agent's and the judge's reported models, the agent
   CLI's versions and the image digests each arm ran with refuse;
 - ``merge`` (the shards of one run): every difference refuses but the settings of
-  :data:`REPORTED_SETTINGS`;
+  :data:`REPORTED_SETTINGS`; each shard is compared with the shards before it together
+  (:func:`merged_manifest`), so that a difference between any two shards is found;
 - ``rejudge`` (a recorded run graded again): the judge and a scenario's criteria and checks
   are what a re-judge may change, so they are reported; everything the recorded answers came
   from (the agent, the image, a scenario's task and inputs) refuses.
@@ -61,6 +62,7 @@ __all__ = [
     "check_drift",
     "compare_manifests",
     "id_list",
+    "merged_manifest",
 ]
 
 COMPARE = "compare"
@@ -415,6 +417,35 @@ def compare_manifests(
             continue
         items.append(DriftItem(name, _text(left), _text(right), _refuses(name, comparison)))
     return Drift(comparison, against, tuple(items), allowed=allowed)
+
+
+def merged_manifest(seen: Manifest, other: Manifest) -> Manifest:
+    """What the manifests ``seen`` (those compared so far, together) and ``other`` say
+    together: each field's first value (``seen``'s where it has one), and each id list the
+    union of both. The shards of one run are each compared with what the shards before them
+    said together, so that a shard whose answers all came from the cache (no models) does not
+    hide a difference between the shards after it."""
+
+    def section(name: str, first: Mapping[str, Any], then: Mapping[str, Any]) -> dict[str, Any]:
+        joined = {**then, **first}
+        for key in first.keys() & then.keys():
+            if f"{name}.{key}" in _LISTS:
+                joined[key] = id_list([*(first[key] or ()), *(then[key] or ())])
+        return joined
+
+    scenarios = {
+        name: {**other.scenarios.get(name, {}), **seen.scenarios.get(name, {})}
+        for name in (*seen.scenarios, *other.scenarios)
+    }
+    return Manifest(
+        plugin_version=seen.plugin_version,
+        agent=section("agent", seen.agent, other.agent),
+        judge=section("judge", seen.judge, other.judge),
+        sandbox=section("sandbox", seen.sandbox, other.sandbox),
+        skills={**other.skills, **seen.skills},
+        scenarios=scenarios,
+        settings={**other.settings, **seen.settings},
+    )
 
 
 def check_drift(drift: Drift, *, allow: bool) -> Drift:

@@ -31,6 +31,7 @@ from pytest_openkata.core.manifest import (
     ManifestError,
     check_drift,
     compare_manifests,
+    merged_manifest,
 )
 from pytest_openkata.core.run_manifest import build_manifest, skill_digest
 from pytest_openkata.core.runlog import RunLogError, parse_run_log
@@ -162,6 +163,45 @@ def test_a_merge_refuses_every_difference_but_the_reported_settings() -> None:
 
     assert _refusing(drift) == ["skill skills/s"]
     assert _reported(drift) == ["settings.threshold"]
+
+
+def test_shards_compared_with_what_the_shards_before_them_said_together_find_any_drift() -> None:
+    """Shard 1 reports no model (its answers came from the cache), shards 2 and 3 two
+    snapshots: compared with shards 1 and 2 together, shard 3 drifted."""
+    first = _manifest(**{"agent.reported_models": []})
+    second = _manifest(**{"agent.reported_models": ["gpt-4o-2024-05-13"]})
+    third = _manifest(**{"agent.reported_models": ["gpt-4o-2024-08-06"]})
+    assert compare_manifests(first, third, comparison=MERGE, against="1").empty
+
+    seen = merged_manifest(first, second)
+    drift = compare_manifests(seen, third, comparison=MERGE, against="1, 2")
+
+    assert seen.agent["reported_models"] == ["gpt-4o-2024-05-13"]
+    assert _refusing(drift) == ["agent.reported_models"]
+    assert drift.refusing[0].describe() == (
+        "agent.reported_models: ['gpt-4o-2024-05-13'] before, ['gpt-4o-2024-08-06'] now"
+    )
+
+
+def test_manifests_merged_keep_each_field_s_first_value_and_join_the_id_lists() -> None:
+    first = _manifest(**{"judge.reported_models": [], "settings.trials": 3})
+    later = _manifest(
+        **{
+            "judge.reported_models": ["j-2"],
+            "agent.reported_models": ["m-2026-02"],
+            "settings.trials": 5,
+            "settings.category": "style",
+            "skills.skills/t": "t1",
+        }
+    )
+
+    seen = merged_manifest(first, later)
+
+    assert seen.judge["reported_models"] == ["j-2"]
+    assert seen.agent["reported_models"] == ["m-2026-01", "m-2026-02"]
+    assert seen.settings["trials"] == 3
+    assert seen.settings["category"] == "style"
+    assert seen.skills == {"skills/s": "s1", "skills/t": "t1"}
 
 
 def test_a_rejudge_may_change_the_judge_and_the_criteria_not_what_the_answers_came_from() -> None:
