@@ -23,9 +23,14 @@ refuse depends on the comparison (:data:`COMPARISONS`):
 - ``merge`` (the shards of one run): every difference refuses but the settings of
   :data:`REPORTED_SETTINGS`; each shard is compared with the shards before it together
   (:func:`merged_manifest`), so that a difference between any two shards is found;
-- ``rejudge`` (a recorded run graded again): the judge and a scenario's criteria and checks
-  are what a re-judge may change, so they are reported; everything the recorded answers came
-  from (the agent, the image, a scenario's task and inputs) refuses.
+- ``rejudge`` (a recorded run graded again): what the reports would name as the agent of the
+  recorded answers refuses: the agent's backend and model (the answers are another model's),
+  and what the trials recorded of it (reported models, CLI versions, image digests; they come
+  from the log, so they are normally the same). Everything else is reported: the judge and a
+  scenario's criteria and checks are what a re-judge may change; the settings that shaped
+  the agent's run (timeouts, skill delivery, the sandbox's) do not apply, since no agent runs;
+  the answers are graded as answers to the task they were given (the judge reads the recorded
+  task, and a re-judged result carries the recorded task's and inputs' digests).
 
 A list of ids (reported models, CLI versions, image digests) that one side does not have is
 unknown there, not different: a run whose answers all came from the cache reports no model.
@@ -39,6 +44,7 @@ Model ids are an endpoint's text: they were made safe to show where they were re
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -50,6 +56,7 @@ __all__ = [
     "BASELINE",
     "COMPARE",
     "COMPARISONS",
+    "DIGESTED_SETTINGS",
     "MERGE",
     "REFUSING_SETTINGS",
     "REJUDGE",
@@ -60,6 +67,7 @@ __all__ = [
     "Manifest",
     "ManifestError",
     "check_drift",
+    "command_digest",
     "compare_manifests",
     "id_list",
     "merged_manifest",
@@ -88,7 +96,8 @@ REFUSING_SETTINGS = (
     "sandbox.pids",
 )
 """The settings that change what a trial does or how it is scored (besides the agent's and
-the judge's, which the manifest records on their own): a difference refuses a comparison."""
+the judge's, which the manifest records on their own): a difference refuses a comparison, a
+merge, but not a re-judge (no agent runs in it: they are reported)."""
 
 REPORTED_SETTINGS = ("trials", "threshold")
 """Settings recorded and reported when they differ, without refusing: more trials make a
@@ -97,7 +106,23 @@ trials ran at once (``concurrency``, ``max_in_flight``), the cache and where san
 change no result and are free to differ between the shards of one run: they are not
 recorded."""
 
+DIGESTED_SETTINGS = frozenset({"agent_command"})
+"""Settings a manifest records as a digest (:func:`command_digest`): an agent command line may
+hold a secret (``KEY=... run.sh``) and a machine path, and run logs and results JSON files are
+shared. The digest still tells two commands apart. The other recorded settings are names,
+numbers and flags (a manifest holds no mount, engine address, TLS file or log folder)."""
+
+_DIGEST_PREFIX = "sha256:"
 _VALUE_MAX_CHARS = 200
+
+
+def command_digest(command: str) -> str:
+    """``sha256:<hex>`` of a command line as given (empty for none): what a manifest records of
+    it, so that a changed command is drift without the command being written anywhere. A
+    value that is a digest already is kept."""
+    if not command or command.startswith(_DIGEST_PREFIX):
+        return command
+    return _DIGEST_PREFIX + hashlib.sha256(command.encode()).hexdigest()
 
 
 class ManifestError(OpenkataError):
@@ -180,7 +205,11 @@ class Manifest:
             sandbox=dict(sections["sandbox"]),
             skills={str(k): str(v) for k, v in sections["skills"].items()},
             scenarios={str(k): dict(v) for k, v in sections["scenarios"].items()},
-            settings=dict(sections["settings"]),
+            # A log written before commands were digested holds the command line itself.
+            settings={
+                key: command_digest(str(value)) if key in DIGESTED_SETTINGS else value
+                for key, value in sections["settings"].items()
+            },
         )
 
     def rows(self) -> list[tuple[str, str]]:
@@ -359,11 +388,7 @@ def _refuses(name: str, comparison: str) -> bool:
     if comparison == MERGE:
         return setting not in REPORTED_SETTINGS
     if comparison == REJUDGE:
-        if name in _AGENT_FIELDS or name.startswith("sandbox."):
-            return True
-        if name.startswith("scenario "):
-            return name.rsplit(" ", 1)[1] in ("task", "inputs")
-        return setting in REFUSING_SETTINGS
+        return name in _AGENT_FIELDS  # no agent runs: its settings are only reported
     if name in _AGENT_FIELDS or name in _JUDGE_FIELDS:
         return True
     return setting in REFUSING_SETTINGS

@@ -20,13 +20,20 @@ from typing import Any
 from pytest_openkata.contracts.config import EvalSettings
 from pytest_openkata.contracts.results import ScenarioResult, TrialResult
 from pytest_openkata.core.files import files_under
-from pytest_openkata.core.manifest import REFUSING_SETTINGS, REPORTED_SETTINGS, Manifest, id_list
+from pytest_openkata.core.manifest import (
+    DIGESTED_SETTINGS,
+    REFUSING_SETTINGS,
+    REPORTED_SETTINGS,
+    Manifest,
+    command_digest,
+    id_list,
+)
 from pytest_openkata.core.recorded import recorded_agent_calls
 from pytest_openkata.core.runlog import relative_skill_dir
 from pytest_openkata.infra.reported_models import REPORTED_MODEL_MAX_CHARS
 from pytest_openkata.infra.text import visible
 
-__all__ = ["arm_manifests", "build_manifest", "command_digest", "skill_digest"]
+__all__ = ["arm_manifests", "build_manifest", "skill_digest"]
 
 _DIGESTED_PARTS = ("task", "criteria", "checks", "inputs")  # a scenario's digests, not its prompt
 _SKIPPED_IN_SKILL = "evals"  # reports and scenarios: not the skill's content
@@ -50,26 +57,11 @@ def skill_digest(skill_dir: Path) -> str:
     return digest.hexdigest()
 
 
-_DIGESTED_SETTINGS = frozenset({"agent_command"})
-"""Settings recorded as a digest: an agent command line may hold a secret (``KEY=... run.sh``)
-and a machine path, and a run log and a results JSON are shared. The digest still tells two
-commands apart. The other recorded settings are names, numbers and flags (the manifest holds
-no mount, engine address, TLS file or log folder)."""
-
-
-def command_digest(command: str) -> str:
-    """``sha256:<hex>`` of a command line as given (empty for none): what a manifest records of
-    it, so that a changed command is drift without the command being written anywhere."""
-    if not command:
-        return ""
-    return "sha256:" + hashlib.sha256(command.encode()).hexdigest()
-
-
 def _setting(settings: EvalSettings, dotted: str) -> Any:
     value: Any = settings
     for part in dotted.split("."):
         value = getattr(value, part)
-    if dotted in _DIGESTED_SETTINGS:
+    if dotted in DIGESTED_SETTINGS:
         return command_digest(str(value))
     return value
 

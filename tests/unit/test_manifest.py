@@ -218,7 +218,66 @@ def test_a_rejudge_may_change_the_judge_and_the_criteria_not_what_the_answers_ca
 
     changed_task = _manifest(**{"scenarios.skills/s::a.task": "t2", "agent.model": "other"})
     drift = compare_manifests(_manifest(), changed_task, comparison=REJUDGE, against="run.jsonl")
-    assert _refusing(drift) == ["agent.model", "scenario skills/s::a task"]
+    assert _refusing(drift) == ["agent.model"]
+    assert _reported(drift) == ["scenario skills/s::a task"]
+
+
+def test_a_rejudge_refuses_another_agent_and_only_reports_what_shaped_the_agent_s_run() -> None:
+    """No agent runs in a re-judge: the settings that shaped the recorded agent's run, the
+    image asked for and the criteria selected are reported; what the reports would name as
+    the agent of the answers, and what the trials recorded of it, refuse."""
+    recorded = _manifest(
+        **{
+            "settings.direct_timeout": 300,
+            "settings.agent_command": "sha256:aa",
+            "settings.sandbox.timeout": 600,
+            "settings.category": "",
+        }
+    )
+    shaping = _manifest(
+        **{
+            "settings.skill_delivery": "installed",
+            "settings.direct_timeout": 600,
+            "settings.agent_command": "sha256:bb",
+            "settings.sandbox.timeout": 900,
+            "settings.category": "style",
+            "sandbox.image": "other:latest",
+        }
+    )
+    drift = compare_manifests(recorded, shaping, comparison=REJUDGE, against="run.jsonl")
+    assert _refusing(drift) == []
+    assert len(_reported(drift)) == 6
+    assert _refusing(compare_manifests(recorded, shaping, comparison=COMPARE, against="x")) == [
+        "settings.agent_command",
+        "settings.category",
+        "settings.direct_timeout",
+        "settings.sandbox.timeout",
+        "settings.skill_delivery",
+    ]
+
+    for field, value in (
+        ("agent.backend", "anthropic"),
+        ("agent.model", "other"),
+        ("agent.reported_models", ["m-2026-03"]),
+        ("agent.cli_versions", ["2.0.1"]),
+        ("sandbox.image_ids", ["sha256:bb"]),
+    ):
+        before = _manifest(**{"agent.cli_versions": ["2.0.0"]})
+        after = _manifest(**{"agent.cli_versions": ["2.0.0"], field: value})
+        drift = compare_manifests(before, after, comparison=REJUDGE, against="run.jsonl")
+        assert _refusing(drift) == [field]
+
+
+def test_a_manifest_read_with_a_command_line_holds_its_digest() -> None:
+    """A log written before commands were digested holds the command line: read back, it is
+    the digest, so that a drift never shows the line (nor its secret)."""
+    command = "API_KEY=sk-s3cr3t /home/alice/run.sh"
+    read = _manifest(**{"settings.agent_command": command})
+    digested = _manifest(**{"settings.agent_command": read.settings["agent_command"]})
+
+    assert read.settings["agent_command"].startswith("sha256:")
+    assert "s3cr3t" not in json.dumps(read.to_dict())
+    assert read == digested
 
 
 def test_the_arms_of_a_run_compare_only_what_their_trials_recorded() -> None:
