@@ -159,6 +159,7 @@ def test_a_scenario_the_log_lacks_errors_by_name_and_an_agent_error_stays_an_err
     result = pytester.runpytest(
         "skills/s",
         *eval_args(endpoint.base_url, "--eval-rejudge", str(source), "--eval-model", "m2"),
+        "--eval-allow-drift",  # another agent model: refused without it
         "-p",
         "no:randomly",
     )
