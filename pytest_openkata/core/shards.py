@@ -43,6 +43,7 @@ from pytest_openkata.core.manifest import (
     DriftError,
     Manifest,
     check_drift,
+    command_digest,
     compare_manifests,
     merged_manifest,
 )
@@ -116,8 +117,11 @@ def shard_items(items: Sequence[T], key: Callable[[T], str], spec: ShardSpec) ->
 
 def recorded_settings(settings: EvalSettings) -> dict[str, Any]:
     """The settings a shard records for the merge: without secrets, and without what may
-    differ between the jobs of one run (concurrency, the cache, where sandboxes ran)."""
+    differ between the jobs of one run (concurrency, the cache, where sandboxes ran). The
+    agent command is its digest, as the manifest records it: a command line may hold a
+    secret, and the merge only compares it."""
     data = settings.model_dump(mode="json")
+    data["agent_command"] = command_digest(settings.agent_command)
     for section, key in _SECRETS.items():
         data[section].pop(key, None)
     for key in _PER_JOB:

@@ -30,11 +30,13 @@ from pytest_openkata.core.manifest import (
     Manifest,
     ManifestError,
     check_drift,
+    command_digest,
     compare_manifests,
     merged_manifest,
 )
 from pytest_openkata.core.run_manifest import build_manifest, skill_digest
 from pytest_openkata.core.runlog import RunLogError, parse_run_log
+from pytest_openkata.core.shards import recorded_settings
 from pytest_openkata.infra.reported_models import REPORTED_MODEL_MAX_CHARS, recording_models
 from pytest_openkata.providers.backends.anthropic import AnthropicMessagesBackend
 from pytest_openkata.providers.backends.http import OpenAIChatBackend
@@ -425,3 +427,14 @@ def test_the_manifest_takes_the_model_an_agent_cli_s_events_named(tmp_path: Path
     assert manifest.judge["reported_models"] == ["judge-1"]
     assert manifest.sandbox["image_ids"] == ["sha256:ab"]
     assert manifest.scenarios == {"skills/s::a": {"task": "t"}}
+
+
+def test_a_shard_records_the_agent_command_as_its_digest() -> None:
+    command = "API_KEY=sk-s3cr3t /home/alice/run.sh"
+    recorded = recorded_settings(EvalSettings(agent_command=command))
+
+    assert recorded["agent_command"] == command_digest(command)
+    assert "s3cr3t" not in json.dumps(recorded)
+    assert "/home/alice" not in json.dumps(recorded)
+    # The merge reads the settings back: the digest is kept, as the manifest records it.
+    assert command_digest(EvalSettings(**recorded).agent_command) == recorded["agent_command"]
