@@ -439,6 +439,10 @@ class TrialResult:
     # The own arm's trial compared side by side with its baseline arm's trial of the same
     # index (``--eval-judge-pairwise``); None when no pairwise comparison was asked for.
     pairwise: PairwiseTrial | None = None
+    # A re-judged trial's agent calls as the recorded run made them (its answer came from
+    # that run's log): where the answer came from, not what this run spent (``usage`` holds
+    # only this run's calls). None for a trial whose agent ran in this run or the cache.
+    recorded_agent: CallStats | None = None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrialResult:
@@ -646,6 +650,9 @@ def _trial(data: dict[str, Any]) -> TrialResult:
             "attempts": tuple(Attempt(**attempt) for attempt in data.get("attempts", ())),
             "environment": None if environment is None else TrialEnvironment(**environment),
             "pairwise": _pairwise(data.get("pairwise")),
+            "recorded_agent": (
+                None if data.get("recorded_agent") is None else _call_stats(data["recorded_agent"])
+            ),
         }
     )
 

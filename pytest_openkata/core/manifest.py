@@ -21,10 +21,16 @@ refuse depends on the comparison (:data:`COMPARISONS`):
 - ``baseline`` (the arms of one run): the agent's and the judge's reported models, the agent
   CLI's versions and the image digests each arm ran with refuse;
 - ``merge`` (the shards of one run): every difference refuses but the settings of
-  :data:`REPORTED_SETTINGS`;
-- ``rejudge`` (a recorded run graded again): the judge and a scenario's criteria and checks
-  are what a re-judge may change, so they are reported; everything the recorded answers came
-  from (the agent, the image, a scenario's task and inputs) refuses.
+  :data:`REPORTED_SETTINGS`; each shard is compared with the shards before it together
+  (:func:`merged_manifest`), so that a difference between any two shards is found;
+- ``rejudge`` (a recorded run graded again): what the reports would name as the agent of the
+  recorded answers refuses: the agent's backend and model (the answers are another model's),
+  and what the trials recorded of it (reported models, CLI versions, image digests; they come
+  from the log, so they are normally the same). Everything else is reported: the judge and a
+  scenario's criteria and checks are what a re-judge may change; the settings that shaped
+  the agent's run (timeouts, skill delivery, the sandbox's) do not apply, since no agent runs;
+  the answers are graded as answers to the task they were given (the judge reads the recorded
+  task, and a re-judged result carries the recorded task's and inputs' digests).
 
 A list of ids (reported models, CLI versions, image digests) that one side does not have is
 unknown there, not different: a run whose answers all came from the cache reports no model.
@@ -38,6 +44,7 @@ Model ids are an endpoint's text: they were made safe to show where they were re
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -49,6 +56,7 @@ __all__ = [
     "BASELINE",
     "COMPARE",
     "COMPARISONS",
+    "DIGESTED_SETTINGS",
     "MERGE",
     "REFUSING_SETTINGS",
     "REJUDGE",
@@ -59,8 +67,10 @@ __all__ = [
     "Manifest",
     "ManifestError",
     "check_drift",
+    "command_digest",
     "compare_manifests",
     "id_list",
+    "merged_manifest",
 ]
 
 COMPARE = "compare"
@@ -86,7 +96,8 @@ REFUSING_SETTINGS = (
     "sandbox.pids",
 )
 """The settings that change what a trial does or how it is scored (besides the agent's and
-the judge's, which the manifest records on their own): a difference refuses a comparison."""
+the judge's, which the manifest records on their own): a difference refuses a comparison, a
+merge, but not a re-judge (no agent runs in it: they are reported)."""
 
 REPORTED_SETTINGS = ("trials", "threshold")
 """Settings recorded and reported when they differ, without refusing: more trials make a
@@ -95,7 +106,23 @@ trials ran at once (``concurrency``, ``max_in_flight``), the cache and where san
 change no result and are free to differ between the shards of one run: they are not
 recorded."""
 
+DIGESTED_SETTINGS = frozenset({"agent_command"})
+"""Settings a manifest records as a digest (:func:`command_digest`): an agent command line may
+hold a secret (``KEY=... run.sh``) and a machine path, and run logs and results JSON files are
+shared. The digest still tells two commands apart. The other recorded settings are names,
+numbers and flags (a manifest holds no mount, engine address, TLS file or log folder)."""
+
+_DIGEST_PREFIX = "sha256:"
 _VALUE_MAX_CHARS = 200
+
+
+def command_digest(command: str) -> str:
+    """``sha256:<hex>`` of a command line as given (empty for none): what a manifest records of
+    it, so that a changed command is drift without the command being written anywhere. A
+    value that is a digest already is kept."""
+    if not command or command.startswith(_DIGEST_PREFIX):
+        return command
+    return _DIGEST_PREFIX + hashlib.sha256(command.encode()).hexdigest()
 
 
 class ManifestError(OpenkataError):
@@ -118,7 +145,8 @@ class Manifest:
     trials ran in (``image_ids``). ``skills`` maps a skill folder (relative to the run's root
     folder) to a digest of its files (without ``evals/``); ``scenarios`` maps
     ``<skill folder>::<scenario>`` to the digests of its task, criteria, checks and inputs.
-    ``settings`` holds the values of :data:`REFUSING_SETTINGS` and :data:`REPORTED_SETTINGS`.
+    ``settings`` holds the values of :data:`REFUSING_SETTINGS` and :data:`REPORTED_SETTINGS`
+    (``agent_command`` as a ``sha256:`` digest: a command line may hold a secret or a path).
     """
 
     plugin_version: str
@@ -177,7 +205,11 @@ class Manifest:
             sandbox=dict(sections["sandbox"]),
             skills={str(k): str(v) for k, v in sections["skills"].items()},
             scenarios={str(k): dict(v) for k, v in sections["scenarios"].items()},
-            settings=dict(sections["settings"]),
+            # A log written before commands were digested holds the command line itself.
+            settings={
+                key: command_digest(str(value)) if key in DIGESTED_SETTINGS else value
+                for key, value in sections["settings"].items()
+            },
         )
 
     def rows(self) -> list[tuple[str, str]]:
@@ -356,11 +388,7 @@ def _refuses(name: str, comparison: str) -> bool:
     if comparison == MERGE:
         return setting not in REPORTED_SETTINGS
     if comparison == REJUDGE:
-        if name in _AGENT_FIELDS or name.startswith("sandbox."):
-            return True
-        if name.startswith("scenario "):
-            return name.rsplit(" ", 1)[1] in ("task", "inputs")
-        return setting in REFUSING_SETTINGS
+        return name in _AGENT_FIELDS  # no agent runs: its settings are only reported
     if name in _AGENT_FIELDS or name in _JUDGE_FIELDS:
         return True
     return setting in REFUSING_SETTINGS
@@ -414,6 +442,35 @@ def compare_manifests(
             continue
         items.append(DriftItem(name, _text(left), _text(right), _refuses(name, comparison)))
     return Drift(comparison, against, tuple(items), allowed=allowed)
+
+
+def merged_manifest(seen: Manifest, other: Manifest) -> Manifest:
+    """What the manifests ``seen`` (those compared so far, together) and ``other`` say
+    together: each field's first value (``seen``'s where it has one), and each id list the
+    union of both. The shards of one run are each compared with what the shards before them
+    said together, so that a shard whose answers all came from the cache (no models) does not
+    hide a difference between the shards after it."""
+
+    def section(name: str, first: Mapping[str, Any], then: Mapping[str, Any]) -> dict[str, Any]:
+        joined = {**then, **first}
+        for key in first.keys() & then.keys():
+            if f"{name}.{key}" in _LISTS:
+                joined[key] = id_list([*(first[key] or ()), *(then[key] or ())])
+        return joined
+
+    scenarios = {
+        name: {**other.scenarios.get(name, {}), **seen.scenarios.get(name, {})}
+        for name in (*seen.scenarios, *other.scenarios)
+    }
+    return Manifest(
+        plugin_version=seen.plugin_version,
+        agent=section("agent", seen.agent, other.agent),
+        judge=section("judge", seen.judge, other.judge),
+        sandbox=section("sandbox", seen.sandbox, other.sandbox),
+        skills={**other.skills, **seen.skills},
+        scenarios=scenarios,
+        settings={**other.settings, **seen.settings},
+    )
 
 
 def check_drift(drift: Drift, *, allow: bool) -> Drift:

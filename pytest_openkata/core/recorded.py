@@ -15,7 +15,9 @@ What is graded again and what is taken from the record:
   log keeps the workspace only as diffs to show, not as files a check could read or a sandbox
   could be set up with again. When ``checks.json`` changed since the run, they cannot be taken
   from it, and the trial errors naming the check;
-- a trial whose agent errored stays that error: there is no answer to grade.
+- a trial whose agent errored stays that error: there is no answer to grade;
+- a re-judged trial's usage holds only the judge calls of the re-judge: the recorded agent's
+  calls are kept apart (its ``recorded_agent``), out of the budget and of what the run spent.
 
 The source run's description (:attr:`RecordedRun.info`, with its settings) is kept, for a
 check of what differs between the two runs.
@@ -31,7 +33,7 @@ from typing import Any
 
 from pytest_openkata.contracts.config import EvalSettings
 from pytest_openkata.contracts.errors import ConfigError
-from pytest_openkata.contracts.results import AgentResult, CriterionResult, TrialResult
+from pytest_openkata.contracts.results import AgentResult, CallStats, CriterionResult, TrialResult
 from pytest_openkata.core.checks import CHECK_KIND
 from pytest_openkata.core.runlog import (
     RunInfo,
@@ -47,6 +49,7 @@ __all__ = [
     "answered",
     "load_recorded",
     "recorded_agent",
+    "recorded_agent_calls",
     "recorded_run",
     "rejudged_text",
     "workspace_verdicts",
@@ -168,8 +171,16 @@ def rejudged_text(rejudged_from: Mapping[str, Any]) -> str:
 
 def answered(trial: TrialResult) -> bool:
     """Whether the agent of a recorded trial gave an answer: its usage counts the agent's
-    call (live or from the cache). A trial whose agent errored counts none."""
-    return not trial.usage.agent.empty
+    call (live or from the cache), or, for a trial that was itself re-judged, the recorded
+    run's did. A trial whose agent errored counts none."""
+    return not recorded_agent_calls(trial).empty
+
+
+def recorded_agent_calls(trial: TrialResult) -> CallStats:
+    """The agent calls that gave a recorded trial's answer: its own run's, or for a trial
+    that was itself re-judged, those of the run it was re-judged from. A re-judge keeps them
+    as where its answer came from; they are not its spend."""
+    return trial.usage.agent if trial.recorded_agent is None else trial.recorded_agent
 
 
 def recorded_agent(trial: TrialResult) -> AgentResult:

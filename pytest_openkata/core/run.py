@@ -95,6 +95,7 @@ from pytest_openkata.core.recorded import (
     RecordedRun,
     answered,
     recorded_agent,
+    recorded_agent_calls,
     workspace_verdicts,
 )
 from pytest_openkata.core.sandboxed import (
@@ -580,8 +581,8 @@ class _ScenarioRun:
         """The agent's result of one trial, its calls, and how each command check ended on it
         (run with the agent, or again on a cached result's workspace when they are not cached)."""
         recorded = self._recorded_trial(trial)
-        if recorded is not None:  # re-judged: the agent's answer and its usage as recorded
-            return recorded_agent(recorded), recorded.usage.agent, {}
+        if recorded is not None:  # re-judged: the agent's answer as recorded, no call now
+            return recorded_agent(recorded), CallStats(), {}
         cache = self.options.cache
         key = ""
         commands_wanted = bool(self._commands())
@@ -636,13 +637,17 @@ class _ScenarioRun:
 
     def trial(self, index: int) -> TrialResult:
         """Trial ``index``, run again while it errors for the infrastructure and
-        ``retry_infrastructure`` allows; the attempts before the last are kept in it."""
+        ``retry_infrastructure`` allows; the attempts before the last are kept in it. A
+        re-judged trial's usage holds only this run's (judge) calls: the recorded agent's
+        calls are kept apart (``recorded_agent``), out of the budget and the run's spend."""
         recorded = self._recorded_trial(index)
         if recorded is not None and not answered(recorded):
             return recorded  # its agent errored: there is no answer to grade again
         earlier: list[Attempt] = []
         while True:
             result = self._one_trial(index)
+            if recorded is not None:
+                result = replace(result, recorded_agent=recorded_agent_calls(recorded))
             if self.options.budget is not None:  # every attempt's calls were paid for
                 self.options.budget.spend(result.usage)
             retried = (

@@ -20,7 +20,15 @@ from typing import Any
 from pytest_openkata.contracts.config import EvalSettings
 from pytest_openkata.contracts.results import ScenarioResult, TrialResult
 from pytest_openkata.core.files import files_under
-from pytest_openkata.core.manifest import REFUSING_SETTINGS, REPORTED_SETTINGS, Manifest, id_list
+from pytest_openkata.core.manifest import (
+    DIGESTED_SETTINGS,
+    REFUSING_SETTINGS,
+    REPORTED_SETTINGS,
+    Manifest,
+    command_digest,
+    id_list,
+)
+from pytest_openkata.core.recorded import recorded_agent_calls
 from pytest_openkata.core.runlog import relative_skill_dir
 from pytest_openkata.infra.reported_models import REPORTED_MODEL_MAX_CHARS
 from pytest_openkata.infra.text import visible
@@ -53,6 +61,8 @@ def _setting(settings: EvalSettings, dotted: str) -> Any:
     value: Any = settings
     for part in dotted.split("."):
         value = getattr(value, part)
+    if dotted in DIGESTED_SETTINGS:
+        return command_digest(str(value))
     return value
 
 
@@ -106,9 +116,10 @@ def build_manifest(
 
 
 def _agent_models(trials: Sequence[TrialResult]) -> list[str]:
-    """The models the agent's endpoint reported (a direct agent's backend), and those an agent
-    CLI's events named (Claude Code's ``model``), made safe to show and bounded."""
-    models = [model for trial in trials for model in trial.usage.agent.models]
+    """The models the agent's endpoint reported (a direct agent's backend; for a re-judged
+    trial, the recorded run's), and those an agent CLI's events named (Claude Code's
+    ``model``), made safe to show and bounded."""
+    models = [model for trial in trials for model in recorded_agent_calls(trial).models]
     for trial in trials:
         transcript = None if trial.trace is None else trial.trace.transcript
         named = None if transcript is None else transcript.extras.get("model")

@@ -37,10 +37,20 @@ from typing import Any, TypeVar
 from pytest_openkata.contracts.config import EvalSettings
 from pytest_openkata.contracts.errors import OpenkataError
 from pytest_openkata.contracts.results import ScenarioResult
-from pytest_openkata.core.manifest import MERGE, Drift, DriftError, check_drift, compare_manifests
+from pytest_openkata.core.manifest import (
+    MERGE,
+    Drift,
+    DriftError,
+    Manifest,
+    check_drift,
+    command_digest,
+    compare_manifests,
+    merged_manifest,
+)
 from pytest_openkata.core.runlog import LoggedRun, LoggedTrial, arm_name
-from pytest_openkata.core.spending import BUDGET_EXTRA, merged_spending
+from pytest_openkata.core.spending import BUDGET_EXTRA, merged_spending, spending_problem
 from pytest_openkata.core.trials import trial_contradiction
+from pytest_openkata.infra.text import visible
 
 __all__ = [
     "SHARD_EXTRA",
@@ -107,8 +117,11 @@ def shard_items(items: Sequence[T], key: Callable[[T], str], spec: ShardSpec) ->
 
 def recorded_settings(settings: EvalSettings) -> dict[str, Any]:
     """The settings a shard records for the merge: without secrets, and without what may
-    differ between the jobs of one run (concurrency, the cache, where sandboxes ran)."""
+    differ between the jobs of one run (concurrency, the cache, where sandboxes ran). The
+    agent command is its digest, as the manifest records it: a command line may hold a
+    secret, and the merge only compares it."""
     data = settings.model_dump(mode="json")
+    data["agent_command"] = command_digest(settings.agent_command)
     for section, key in _SECRETS.items():
         data[section].pop(key, None)
     for key in _PER_JOB:
@@ -413,27 +426,34 @@ def _not_set_up(logged: LoggedTrial) -> bool:
 
 
 def _same_manifests(runs: Sequence[tuple[str, LoggedRun]], allow: bool) -> tuple[Drift, ...]:
-    """Every shard's manifest against the first's (:data:`~.manifest.MERGE`: the agent and
-    judge, the models the endpoints reported, the CLI's versions, the image digests, the
-    skills' content and the settings that change results must be the same); a refusing
-    difference is a :class:`ShardError` naming both shards, the field and both values, unless
+    """Every shard's manifest against what the shards before it said together
+    (:func:`~.manifest.merged_manifest`: each field's first value, the union of the id
+    lists), for :data:`~.manifest.MERGE`: the agent and judge, the models the endpoints
+    reported, the CLI's versions, the image digests, the skills' content and the settings
+    that change results must be the same. A shard whose answers all came from the cache
+    reports no model: it hides no difference between two later shards. A refusing
+    difference is a :class:`ShardError` naming the shards, the field and both values, unless
     ``allow`` (``allow_drift``). A shard without a manifest is not checked."""
-    first_source, first = runs[0]
+    seen: Manifest | None = None
+    sources: list[str] = []  # the shards ``seen`` holds
     drifts = []
-    for source, run in runs[1:]:
-        drift = compare_manifests(
-            first.info.manifest, run.info.manifest, comparison=MERGE, against=first_source
-        )
-        if drift.missing:
+    for source, run in runs:
+        manifest = run.info.manifest
+        if manifest is None:
             continue
+        if seen is None:
+            seen, sources = manifest, [source]
+            continue
+        against = ", ".join(sources)
+        drift = compare_manifests(seen, manifest, comparison=MERGE, against=against)
         try:
             drift = check_drift(drift, allow=allow)
         except DriftError as exc:
-            raise ShardError(
-                f"{source} and {first_source} are not shards of one run: {exc}"
-            ) from None
+            raise ShardError(f"{source} and {against} are not shards of one run: {exc}") from None
         if drift.items:
             drifts.append(drift)
+        seen = merged_manifest(seen, manifest)
+        sources.append(source)
     return tuple(drifts)
 
 
@@ -497,7 +517,30 @@ def merge_shards(
         count=count,
         spending=spending,
         drifts=drifts,
-        rejudged_from=runs[0][1].info.rejudged_from,
+        rejudged_from=_rejudged_from(runs),
+    )
+
+
+def _rejudged_from(runs: Sequence[tuple[str, LoggedRun]]) -> Mapping[str, Any] | None:
+    """The recorded run the shards re-judged, the same for every shard (None: they ran their
+    agent); a :class:`ShardError` naming two shards that differ: they are not one run."""
+    first_source, first = runs[0][0], runs[0][1].info.rejudged_from
+    for source, run in runs[1:]:
+        if run.info.rejudged_from != first:
+            raise ShardError(
+                f"{source} and {first_source} are not shards of one run: they re-judged "
+                f"{_rejudged_name(run.info.rejudged_from)} and {_rejudged_name(first)}"
+            )
+    return first
+
+
+def _rejudged_name(rejudged_from: Mapping[str, Any] | None) -> str:
+    if rejudged_from is None:
+        return "nothing (the agent ran)"
+    return visible(
+        f"the run log {rejudged_from.get('log', '?')} (finished "
+        f"{rejudged_from.get('finished_at', '?')}) with the judge "
+        f"{rejudged_from.get('judge_model', '?')}"
     )
 
 
@@ -510,13 +553,14 @@ def _spending(
     cut: set[str] = set()
     for source, run in runs:
         found = run.extras.get(BUDGET_EXTRA, [])
+        for record in found:
+            problem = spending_problem(record)
+            if problem is not None:
+                raise ShardError(f"{source}: its budget record cannot be read: {problem}")
         records.extend(found)
         if any(record.get("reached") is True for record in found):
             cut.add(source)
-    try:
-        return merged_spending(records), cut
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ShardError(f"a shard's budget record cannot be read: {exc!r}") from exc
+    return merged_spending(records), cut
 
 
 def shard_files(paths: Iterable[Path]) -> list[Path]:

@@ -15,6 +15,7 @@ from typing import Any
 from pytest_openkata.contracts.config import BudgetSettings
 from pytest_openkata.core.budget import BUDGET_REACHED, budget_text, spent_text
 from pytest_openkata.infra.ledger import Spent
+from pytest_openkata.infra.text import visible
 
 __all__ = [
     "BUDGET_EXTRA",
@@ -22,6 +23,7 @@ __all__ = [
     "budget_note",
     "budget_summary",
     "merged_spending",
+    "spending_problem",
     "spending_record",
 ]
 
@@ -41,6 +43,36 @@ def spending_record(limits: BudgetSettings, spent: Spent, not_run: Sequence[str]
     }
 
 
+_NUMBERS = {"tokens": int, "usd": float, "spent_tokens": int, "spent_usd": float}
+_FLAGS = {"reached": True, "spent_unknown": False}  # a flag, and whether it must be there
+
+
+def spending_problem(record: object) -> str | None:
+    """What makes a budget record (read from a shard's file) unreadable, naming the field and
+    its value; None when it can be read."""
+    if not isinstance(record, Mapping):
+        return f"must be an object, not {type(record).__name__}"
+    for name, kind in _NUMBERS.items():
+        if name not in record:
+            return f"{name}: missing"
+        value = record[name]
+        wanted = (int,) if kind is int else (int, float)
+        if isinstance(value, bool) or not isinstance(value, wanted) or value < 0:
+            what = "a whole number" if kind is int else "a number"
+            return visible(f"{name}: must be {what} of 0 or more, not {value!r:.80}")
+    for name, required in _FLAGS.items():
+        if name not in record:
+            if required:
+                return f"{name}: missing"
+            continue
+        if not isinstance(record[name], bool):
+            return visible(f"{name}: must be true or false, not {record[name]!r:.80}")
+    not_run = record.get("not_run", [])
+    if not isinstance(not_run, list) or not all(isinstance(n, str) for n in not_run):
+        return "not_run: must be a list of node ids"
+    return None
+
+
 def _limits(record: Mapping[str, Any]) -> BudgetSettings:
     return BudgetSettings(tokens=int(record["tokens"]), usd=float(record["usd"]))
 
@@ -58,8 +90,8 @@ def merged_spending(records: Sequence[Mapping[str, Any]]) -> dict[str, Any] | No
     """The budget record of the shards together: their spends summed, their scenarios not run
     joined; reached when a shard stopped for its budget (each shard holds its own spend to
     the budget: it cannot see the others'). None when no shard had a budget; the shards'
-    limits are the same (their settings are). ``ValueError``, ``KeyError`` or ``TypeError``
-    for a record that cannot be read."""
+    limits are the same (their settings are). Each record must be readable
+    (:func:`spending_problem` says why one is not)."""
     if not records:
         return None
     total = Spent()

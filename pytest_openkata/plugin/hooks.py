@@ -188,15 +188,34 @@ def _check_compare(settings: EvalSettings) -> None:
 
 
 def _check_rejudge(config: pytest.Config, settings: EvalSettings) -> None:
-    """The run log to re-judge must be readable before the run starts; an agent model other
-    than the one that gave its answers is said (the reports are filed under this run's)."""
+    """The run log to re-judge must be readable, and this run's settings must not drift from
+    the recorded run where that refuses a re-judge (the agent the reports would name for its
+    answers), before any judge call: a refused re-judge costs nothing. What only the trials
+    know (the models they reported) is checked again when the run is reported. An agent
+    model other than the one that gave the answers is said when the log holds no manifest,
+    or the drift is allowed."""
+    from pytest_openkata import __version__
+    from pytest_openkata.core.manifest import REJUDGE, compare_manifests
     from pytest_openkata.core.recorded import recorded_run
+    from pytest_openkata.core.run_manifest import build_manifest
 
     try:
         recorded = recorded_run(settings, config.rootpath)
     except ConfigError as exc:
         raise pytest.UsageError(f"pytest-openkata: --eval-rejudge: {exc}") from None
-    answered_by = None if recorded is None else recorded.info.settings.get("model")
+    if recorded is None:
+        return
+    if recorded.info.manifest is not None and not settings.allow_drift:
+        drift = compare_manifests(
+            recorded.info.manifest,
+            build_manifest(settings, (), config.rootpath, __version__),
+            comparison=REJUDGE,
+            against=f"the recorded run {recorded.log_name}",
+        )
+        refusal = drift.refusal()
+        if refusal is not None:
+            raise pytest.UsageError(f"pytest-openkata: --eval-rejudge: {refusal}")
+    answered_by = recorded.info.settings.get("model")
     if answered_by and answered_by != settings.model:
         config.issue_config_time_warning(
             pytest.PytestConfigWarning(

@@ -36,12 +36,15 @@ def test_a_local_run_is_rejudged_with_another_judge_and_two_votes(
 
     result.stdout.fnmatch_lines([f"Re-judged from run log {source.name} *smollm2*"])
     [new] = [log for log in (pytester.path / ".openkata" / "runs").glob("*.jsonl") if log != source]
-    head, trial = _records(new)
+    head, *rest = _records(new)  # then the trial, and the drift record (another judge)
+    [trial] = [record for record in rest if record["record"] == "trial"]
     assert head["rejudged_from"]["log"] == source.name
     assert head["rejudged_from"]["judge_votes"] == 1
     assert head["settings"]["judge_model"] == "smollm2-second-judge"
     assert trial["error"] is None, trial["error"]
     assert trial["trace"]["output"] == recorded["trace"]["output"]
-    assert trial["usage"]["agent"] == recorded["usage"]["agent"]  # the recorded run's answer
+    # The recorded run's answer: its agent's calls are where it came from, not this run's.
+    assert trial["recorded_agent"] == recorded["usage"]["agent"]
+    assert (trial["usage"]["agent"]["calls"], trial["usage"]["agent"]["cached"]) == (0, 0)
     assert trial["usage"]["judge"]["calls"] == 2  # two live votes: nothing of judge 1 reused
     assert [c["votes"][1] for c in trial["criteria"]] == [2, 2]

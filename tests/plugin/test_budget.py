@@ -428,3 +428,39 @@ def test_without_the_cache_provider_a_shared_folder_open_to_others_is_refused(
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert f"{folder} is not a private folder of this user" in result.stderr.str()
     assert counted.agent_calls == 0
+
+
+def test_a_rejudge_spends_only_its_judge_calls(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, counted: EvalScript
+) -> None:
+    """A re-judge of a run of one agent call and one judge call (150 tokens each) makes one
+    judge call: its budget, run log and usage line count those 150 tokens, not the recorded
+    agent's; the recorded agent's calls stay in the trial as where its answer came from."""
+    write_skill(pytester.path, "s", {"scenario-a": {"a": 1}})
+    first = pytester.runpytest("skills/s", *eval_args(endpoint.base_url))
+    assert first.ret == pytest.ExitCode.OK
+    [source] = logs_newest_first(pytester.path / ".openkata/runs")
+    agent_calls = counted.agent_calls
+
+    rejudged = pytester.runpytest(
+        "skills/s",
+        *eval_args(endpoint.base_url, "--eval-rejudge", str(source)),
+        *("--eval-budget-tokens", "100000", "--eval-judge-model", "judge-b"),
+    )
+
+    assert rejudged.ret == pytest.ExitCode.OK, rejudged.stdout.str()
+    assert counted.agent_calls == agent_calls
+    logged = _run_log(pytester.path)
+    [budget] = logged["budget"]  # type: ignore[misc]
+    assert budget["spent_tokens"] == PROMPT_TOKENS + COMPLETION_TOKENS
+    [trial] = logged["run"].trials  # type: ignore[attr-defined]
+    assert trial.trial.usage.agent.calls == 0
+    assert trial.trial.usage.judge.calls == 1
+    assert trial.trial.recorded_agent.calls == 1
+    assert trial.trial.recorded_agent.input_tokens == PROMPT_TOKENS
+    rejudged.stdout.fnmatch_lines(
+        [
+            "*Usage: agent 0 calls, * s; judge 1 call, 100 in / 50 out tokens*",
+            "*Budget: spent at least 150 tokens, *",
+        ]
+    )

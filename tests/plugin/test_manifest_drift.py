@@ -4,6 +4,7 @@ with an earlier run, between arms and across shards."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -233,3 +234,25 @@ def test_a_hostile_model_id_never_drives_the_terminal_or_breaks_a_report(
     assert "<script>" not in markdown
     assert "\x1b" not in markdown
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in markdown
+
+
+def test_an_agent_command_is_recorded_as_a_digest_never_as_its_text(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    """A command line may hold a secret and a home folder: the run log and the results JSON
+    (which are shared) record its sha256, which still tells two commands apart."""
+    skill = write_skill(pytester.path, "s", {"scenario-a": {"x": 1}})
+    secret, home = "sk-ant-api03-s3cr3t", "/home/alice/agents/run.sh"
+    command = f"ANTHROPIC_API_KEY={secret} {home}"
+
+    result = _run(pytester, endpoint.base_url, "--eval-agent-command", command)
+
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    [log] = _logs(pytester.path)
+    [report] = skill.glob("evals/results/*/*.json")
+    for text in (log.read_text(), report.read_text()):
+        assert secret not in text
+        assert "/home/alice" not in text
+    recorded = _records(log)[0]["manifest"]["settings"]["agent_command"]
+    assert recorded == "sha256:" + hashlib.sha256(command.encode()).hexdigest()
+    assert json.loads(report.read_text())["manifest"]["settings"]["agent_command"] == recorded

@@ -159,6 +159,7 @@ def test_a_scenario_the_log_lacks_errors_by_name_and_an_agent_error_stays_an_err
     result = pytester.runpytest(
         "skills/s",
         *eval_args(endpoint.base_url, "--eval-rejudge", str(source), "--eval-model", "m2"),
+        "--eval-allow-drift",  # another agent model: refused without it
         "-p",
         "no:randomly",
     )
@@ -279,6 +280,7 @@ def test_answers_of_another_agent_model_are_refused_unless_drift_is_allowed(
     write_skill(pytester.path, "s", {"scenario-a": {"x": 1}})
     pytester.runpytest("skills/s", *eval_args(endpoint.base_url), "-p", "no:randomly")
     [source] = _logs(pytester.path)
+    calls = (script.agent_calls, script.judge_calls)
     # The reports would name m2 as the agent of answers claude-sonnet-4.6 gave.
     args = (
         "skills/s",
@@ -287,24 +289,69 @@ def test_answers_of_another_agent_model_are_refused_unless_drift_is_allowed(
 
     refused = pytester.runpytest(*args, "-p", "no:randomly")
 
-    assert refused.ret == pytest.ExitCode.TESTS_FAILED
-    refused.stdout.fnmatch_lines(
+    # Refused when the run starts: no judge call is paid for, no run log is written.
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    refused.stderr.fnmatch_lines(
         [
-            f"*refused to compare with the recorded run {source.name} (rejudge): it drifted: "
-            "agent.model: 'claude-sonnet-4.6' before, 'm2' now*",
-            "*a comparison was refused: the runs drifted*",
+            f"*--eval-rejudge: refused to compare with the recorded run {source.name} "
+            "(rejudge): it drifted: agent.model: 'claude-sonnet-4.6' before, 'm2' now. "
+            "Set allow_drift (--eval-allow-drift) to compare anyway*",
         ]
     )
-    refused_log = next(log for log in _logs(pytester.path) if log != source)
-    [drift] = [r["data"] for r in _records(refused_log) if r.get("kind") == "drift"]
-    assert drift["allowed"] is False
+    assert (script.agent_calls, script.judge_calls) == calls
+    assert _logs(pytester.path) == [source]
 
     allowed = pytester.runpytest(*args, "--eval-allow-drift", "-p", "no:randomly")
 
     assert allowed.ret == pytest.ExitCode.OK, allowed.stdout.str()
-    [newest] = [log for log in _logs(pytester.path) if log not in (source, refused_log)]
+    assert script.agent_calls == calls[0]
+    [newest] = [log for log in _logs(pytester.path) if log != source]
     [drift] = [r["data"] for r in _records(newest) if r.get("kind") == "drift"]
     assert drift["allowed"] is True
+    refusing = {i["field"]: i["refuses"] for i in drift["items"]}
+    assert refusing == {"agent.model": True, "judge.model": False}
+
+
+def test_settings_that_shaped_the_recorded_agent_s_run_and_an_edited_task_are_only_reported(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    """No agent runs in a re-judge: another agent timeout or sandbox timeout, or a task
+    edited since, change nothing of the recorded answers: they are graded as answers to the
+    task they were given, which the re-judged result shows with its digest."""
+    skill = write_skill(pytester.path, "s", {"scenario-a": {"x": 1}})
+    pytester.runpytest("skills/s", *eval_args(endpoint.base_url), "-p", "no:randomly")
+    [source] = _logs(pytester.path)
+    task = skill / "evals/scenario-a/task.md"
+    given = task.read_text()
+    task.write_text("A task edited after the run.\n")
+    agent_calls, requests = script.agent_calls, len(endpoint.requests)
+
+    rejudged = pytester.runpytest(
+        "skills/s",
+        *eval_args(endpoint.base_url, "--eval-rejudge", str(source)),
+        *("--eval-direct-timeout", "17", "--eval-sandbox-timeout", "19", "--eval-cache", "off"),
+        "-p",
+        "no:randomly",
+    )
+
+    assert rejudged.ret == pytest.ExitCode.OK, rejudged.stdout.str() + rejudged.stderr.str()
+    assert script.agent_calls == agent_calls
+    judged = [r.json["messages"][-1]["content"] for r in endpoint.requests[requests:] if r.json]
+    assert judged
+    assert not any("edited after the run" in text for text in judged)
+    new = next(log for log in _logs(pytester.path) if log != source)
+    [before], [after] = _trials(source), _trials(new)
+    assert after["task"] == before["task"] == given
+    assert after["digests"]["task"] == before["digests"]["task"]
+    [drift] = [r["data"] for r in _records(new) if r.get("kind") == "drift"]
+    fields = {i["field"]: i["refuses"] for i in drift["items"]}
+    assert fields == {
+        "settings.direct_timeout": False,
+        "settings.sandbox.timeout": False,
+    }
+    rejudged.stdout.fnmatch_lines(
+        [f"*Drift against the recorded run {source.name} (reported): settings.direct_timeout*"]
+    )
 
 
 def test_the_shards_of_a_rejudge_merge_into_a_run_that_says_it_was_rejudged(

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -318,3 +320,97 @@ def test_merge_of_nothing_or_of_a_file_that_is_no_shard_says_so(
     assert (nothing.returncode, nothing.stderr) == (2, "merge: no shard files found\n")
     assert no_shard.returncode == 2
     assert no_shard.stderr.startswith("merge: shard-1-of-1.jsonl: ")
+
+
+def _edit_head(path: Path, edit: Callable[[dict[str, Any]], None]) -> None:
+    """Change a shard file's run record (its first line) with ``edit``."""
+    head, *rest = path.read_text().splitlines()
+    record = json.loads(head)
+    edit(record)
+    path.write_text("\n".join([json.dumps(record), *rest]) + "\n")
+
+
+def _reported(models: list[str]) -> Callable[[dict[str, Any]], None]:
+    def edit(record: dict[str, Any]) -> None:
+        record["manifest"]["agent"]["reported_models"] = models
+
+    return edit
+
+
+def test_drift_between_two_later_shards_is_refused_when_the_first_reports_no_model(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    """Shard 1's answers all came from the cache (it reports no model), shards 2 and 3 were
+    answered by two snapshots: shard 3 is compared with what shards 1 and 2 said together."""
+    _sharded(pytester, endpoint, 3)
+    shard = pytester.path / "out/{0}/shard-{0}-of-3.jsonl"
+    _edit_head(Path(str(shard).format(1)), _reported([]))
+    _edit_head(Path(str(shard).format(2)), _reported(["gpt-4o-2024-05-13"]))
+    _edit_head(Path(str(shard).format(3)), _reported(["gpt-4o-2024-08-06"]))
+
+    merged = merge(pytester.path, "out")
+
+    assert merged.returncode == 2, merged.stdout + merged.stderr
+    assert merged.stderr == (
+        "merge: out/3/shard-3-of-3.jsonl and out/1/shard-1-of-3.jsonl, "
+        "out/2/shard-2-of-3.jsonl are not shards of one run: refused to compare with "
+        "out/1/shard-1-of-3.jsonl, out/2/shard-2-of-3.jsonl (merge): it drifted: "
+        "agent.reported_models: ['gpt-4o-2024-05-13'] before, ['gpt-4o-2024-08-06'] now. "
+        "Set allow_drift (--eval-allow-drift) to compare anyway\n"
+    )
+    assert reports(pytester.path) == {}
+
+
+def test_shards_that_rejudged_different_runs_are_refused_naming_both(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    _sharded(pytester, endpoint, 2)
+
+    def rejudged(log: str) -> Callable[[dict[str, Any]], None]:
+        def edit(record: dict[str, Any]) -> None:
+            record["rejudged_from"] = {
+                "log": log,
+                "finished_at": "2026-12-01T10:00:00+00:00",
+                "judge": "http",
+                "judge_model": "judge-a",
+                "judge_votes": 1,
+            }
+
+        return edit
+
+    _edit_head(pytester.path / "out/1/shard-1-of-2.jsonl", rejudged("20261201T100000Z.jsonl"))
+    _edit_head(pytester.path / "out/2/shard-2-of-2.jsonl", rejudged("20261202T100000Z.jsonl"))
+
+    merged = merge(pytester.path, "out")
+
+    assert merged.returncode == 2, merged.stdout + merged.stderr
+    assert merged.stderr.startswith(
+        "merge: out/2/shard-2-of-2.jsonl and out/1/shard-1-of-2.jsonl are not shards of one "
+        "run: they re-judged the run log 20261202T100000Z.jsonl "
+    )
+    assert "and the run log 20261201T100000Z.jsonl " in merged.stderr
+    assert reports(pytester.path) == {}
+
+
+def test_a_shard_budget_record_that_cannot_be_read_is_refused_naming_file_and_field(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    alpha = write_skill(pytester.path, "alpha", {"scenario-0": {"a": 1}, "scenario-1": {"a": 1}})
+    assert alpha.is_dir()
+    for index in (1, 2):
+        pytester.runpytest(
+            "skills", *eval_args(endpoint.base_url), "--eval-budget-tokens", "100000",
+            "--eval-shard", f"{index}/2", "--eval-shard-dir", f"out/{index}",
+        )  # fmt: skip
+    path = pytester.path / "out/2/shard-2-of-2.jsonl"
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    [budget] = [r for r in lines if r.get("kind") == "budget"]
+    del budget["data"]["spent_tokens"]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+    merged = merge(pytester.path, "out")
+
+    assert merged.returncode == 2, merged.stdout + merged.stderr
+    assert merged.stderr == (
+        "merge: out/2/shard-2-of-2.jsonl: its budget record cannot be read: spent_tokens: missing\n"
+    )

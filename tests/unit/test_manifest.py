@@ -30,10 +30,13 @@ from pytest_openkata.core.manifest import (
     Manifest,
     ManifestError,
     check_drift,
+    command_digest,
     compare_manifests,
+    merged_manifest,
 )
 from pytest_openkata.core.run_manifest import build_manifest, skill_digest
 from pytest_openkata.core.runlog import RunLogError, parse_run_log
+from pytest_openkata.core.shards import recorded_settings
 from pytest_openkata.infra.reported_models import REPORTED_MODEL_MAX_CHARS, recording_models
 from pytest_openkata.providers.backends.anthropic import AnthropicMessagesBackend
 from pytest_openkata.providers.backends.http import OpenAIChatBackend
@@ -164,6 +167,45 @@ def test_a_merge_refuses_every_difference_but_the_reported_settings() -> None:
     assert _reported(drift) == ["settings.threshold"]
 
 
+def test_shards_compared_with_what_the_shards_before_them_said_together_find_any_drift() -> None:
+    """Shard 1 reports no model (its answers came from the cache), shards 2 and 3 two
+    snapshots: compared with shards 1 and 2 together, shard 3 drifted."""
+    first = _manifest(**{"agent.reported_models": []})
+    second = _manifest(**{"agent.reported_models": ["gpt-4o-2024-05-13"]})
+    third = _manifest(**{"agent.reported_models": ["gpt-4o-2024-08-06"]})
+    assert compare_manifests(first, third, comparison=MERGE, against="1").empty
+
+    seen = merged_manifest(first, second)
+    drift = compare_manifests(seen, third, comparison=MERGE, against="1, 2")
+
+    assert seen.agent["reported_models"] == ["gpt-4o-2024-05-13"]
+    assert _refusing(drift) == ["agent.reported_models"]
+    assert drift.refusing[0].describe() == (
+        "agent.reported_models: ['gpt-4o-2024-05-13'] before, ['gpt-4o-2024-08-06'] now"
+    )
+
+
+def test_manifests_merged_keep_each_field_s_first_value_and_join_the_id_lists() -> None:
+    first = _manifest(**{"judge.reported_models": [], "settings.trials": 3})
+    later = _manifest(
+        **{
+            "judge.reported_models": ["j-2"],
+            "agent.reported_models": ["m-2026-02"],
+            "settings.trials": 5,
+            "settings.category": "style",
+            "skills.skills/t": "t1",
+        }
+    )
+
+    seen = merged_manifest(first, later)
+
+    assert seen.judge["reported_models"] == ["j-2"]
+    assert seen.agent["reported_models"] == ["m-2026-01", "m-2026-02"]
+    assert seen.settings["trials"] == 3
+    assert seen.settings["category"] == "style"
+    assert seen.skills == {"skills/s": "s1", "skills/t": "t1"}
+
+
 def test_a_rejudge_may_change_the_judge_and_the_criteria_not_what_the_answers_came_from() -> None:
     changed_judge = _manifest(
         **{
@@ -178,7 +220,66 @@ def test_a_rejudge_may_change_the_judge_and_the_criteria_not_what_the_answers_ca
 
     changed_task = _manifest(**{"scenarios.skills/s::a.task": "t2", "agent.model": "other"})
     drift = compare_manifests(_manifest(), changed_task, comparison=REJUDGE, against="run.jsonl")
-    assert _refusing(drift) == ["agent.model", "scenario skills/s::a task"]
+    assert _refusing(drift) == ["agent.model"]
+    assert _reported(drift) == ["scenario skills/s::a task"]
+
+
+def test_a_rejudge_refuses_another_agent_and_only_reports_what_shaped_the_agent_s_run() -> None:
+    """No agent runs in a re-judge: the settings that shaped the recorded agent's run, the
+    image asked for and the criteria selected are reported; what the reports would name as
+    the agent of the answers, and what the trials recorded of it, refuse."""
+    recorded = _manifest(
+        **{
+            "settings.direct_timeout": 300,
+            "settings.agent_command": "sha256:aa",
+            "settings.sandbox.timeout": 600,
+            "settings.category": "",
+        }
+    )
+    shaping = _manifest(
+        **{
+            "settings.skill_delivery": "installed",
+            "settings.direct_timeout": 600,
+            "settings.agent_command": "sha256:bb",
+            "settings.sandbox.timeout": 900,
+            "settings.category": "style",
+            "sandbox.image": "other:latest",
+        }
+    )
+    drift = compare_manifests(recorded, shaping, comparison=REJUDGE, against="run.jsonl")
+    assert _refusing(drift) == []
+    assert len(_reported(drift)) == 6
+    assert _refusing(compare_manifests(recorded, shaping, comparison=COMPARE, against="x")) == [
+        "settings.agent_command",
+        "settings.category",
+        "settings.direct_timeout",
+        "settings.sandbox.timeout",
+        "settings.skill_delivery",
+    ]
+
+    for field, value in (
+        ("agent.backend", "anthropic"),
+        ("agent.model", "other"),
+        ("agent.reported_models", ["m-2026-03"]),
+        ("agent.cli_versions", ["2.0.1"]),
+        ("sandbox.image_ids", ["sha256:bb"]),
+    ):
+        before = _manifest(**{"agent.cli_versions": ["2.0.0"]})
+        after = _manifest(**{"agent.cli_versions": ["2.0.0"], field: value})
+        drift = compare_manifests(before, after, comparison=REJUDGE, against="run.jsonl")
+        assert _refusing(drift) == [field]
+
+
+def test_a_manifest_read_with_a_command_line_holds_its_digest() -> None:
+    """A log written before commands were digested holds the command line: read back, it is
+    the digest, so that a drift never shows the line (nor its secret)."""
+    command = "API_KEY=sk-s3cr3t /home/alice/run.sh"
+    read = _manifest(**{"settings.agent_command": command})
+    digested = _manifest(**{"settings.agent_command": read.settings["agent_command"]})
+
+    assert read.settings["agent_command"].startswith("sha256:")
+    assert "s3cr3t" not in json.dumps(read.to_dict())
+    assert read == digested
 
 
 def test_the_arms_of_a_run_compare_only_what_their_trials_recorded() -> None:
@@ -326,3 +427,14 @@ def test_the_manifest_takes_the_model_an_agent_cli_s_events_named(tmp_path: Path
     assert manifest.judge["reported_models"] == ["judge-1"]
     assert manifest.sandbox["image_ids"] == ["sha256:ab"]
     assert manifest.scenarios == {"skills/s::a": {"task": "t"}}
+
+
+def test_a_shard_records_the_agent_command_as_its_digest() -> None:
+    command = "API_KEY=sk-s3cr3t /home/alice/run.sh"
+    recorded = recorded_settings(EvalSettings(agent_command=command))
+
+    assert recorded["agent_command"] == command_digest(command)
+    assert "s3cr3t" not in json.dumps(recorded)
+    assert "/home/alice" not in json.dumps(recorded)
+    # The merge reads the settings back: the digest is kept, as the manifest records it.
+    assert command_digest(EvalSettings(**recorded).agent_command) == recorded["agent_command"]

@@ -12,7 +12,7 @@ from pytest_openkata.contracts.errors import ConfigError
 from pytest_openkata.contracts.results import CallStats, Usage
 from pytest_openkata.core.budget import BudgetGuard, spent_of, unpriced_budget
 from pytest_openkata.core.pricing import run_prices
-from pytest_openkata.core.spending import merged_spending, spending_record
+from pytest_openkata.core.spending import merged_spending, spending_problem, spending_record
 from pytest_openkata.infra.config import resolve_settings
 from pytest_openkata.infra.ledger import SpendLedger, Spent
 from pytest_openkata.infra.usage import Prices
@@ -129,3 +129,22 @@ def test_the_shards_records_sum_and_a_shard_stopped_by_its_budget_stops_the_run(
     assert merged_spending([]) is None
     with pytest.raises(KeyError):
         merged_spending([{"tokens": 1}])
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        ({"spent_tokens": None}, "spent_tokens: must be a whole number of 0 or more, not None"),
+        ({"spent_usd": "lots"}, "spent_usd: must be a number of 0 or more, not 'lots'"),
+        ({"reached": "yes"}, "reached: must be true or false, not 'yes'"),
+        ({"not_run": "all"}, "not_run: must be a list of node ids"),
+    ],
+)
+def test_a_budget_record_that_cannot_be_read_is_named_by_its_field(
+    change: dict[str, object], problem: str
+) -> None:
+    good = spending_record(BudgetSettings(tokens=1000), Spent(tokens=300), [])
+    assert spending_problem(good) is None
+
+    assert spending_problem({**good, **change}) == problem
+    assert spending_problem([good]) == "must be an object, not list"
