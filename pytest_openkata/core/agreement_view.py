@@ -33,6 +33,7 @@ __all__ = [
     "agreement_text",
     "document_lines",
     "excerpt",
+    "stored_kappa_text",
 ]
 
 ANSWER_EXCERPT_CHARS = 400
@@ -269,7 +270,7 @@ def document_lines(document: object) -> list[str]:
     overall = document["overall"]
     lines = [
         f"{document.get('first', '?')} and {document.get('second', '?')}: "
-        f"{overall.get('n', '?')} paired verdicts, κ {_stored_kappa(overall)}"
+        f"{overall.get('n', '?')} paired verdicts, κ {stored_kappa_text(overall)}"
     ]
     criteria = document.get("criteria")
     for row in criteria if isinstance(criteria, list) else ():
@@ -280,7 +281,7 @@ def document_lines(document: object) -> list[str]:
         share = f"{raw * 100:.0f}%" if isinstance(raw, int | float) else "?"
         lines.append(
             f"{where} {row.get('criterion', '')}: n={row.get('n', '?')}, agreement {share}, "
-            f"κ {_stored_kappa(row)}"
+            f"κ {stored_kappa_text(row)}"
         )
     gate = document.get("gate")
     if isinstance(gate, Mapping):
@@ -290,8 +291,9 @@ def document_lines(document: object) -> list[str]:
     return [valid_unicode(line) for line in lines]
 
 
-def _stored_kappa(figures: Mapping[str, Any]) -> str:
-    """κ and its interval as a stored document holds them, or why it is undefined."""
+def stored_kappa_text(figures: Mapping[str, Any]) -> str:
+    """κ and its interval as a stored document (:func:`agreement_document`) holds them, or why
+    it is undefined; read defensively, as a run log may have been edited."""
     kappa, interval = figures.get("kappa"), figures.get("ci95")
     if not isinstance(kappa, int | float):
         return f"undefined ({figures.get('undefined') or 'no figure'})"

@@ -599,16 +599,9 @@ def _triggers_section(run: LoggedRun) -> Section | None:
 
 def _kappa_cell(figures: Mapping[str, Any]) -> str:
     """κ and its interval as the agreement document holds them, or why it is undefined."""
-    kappa, interval = figures.get("kappa"), figures.get("ci95")
-    if not isinstance(kappa, int | float):
-        return escape(f"undefined ({figures.get('undefined') or 'no figure'})")
-    if figures.get("one_side_constant"):
-        return f"{kappa:.2f} (one side gave one verdict throughout)"
-    if isinstance(interval, list) and len(interval) == 2:
-        low, high = interval
-        if isinstance(low, int | float) and isinstance(high, int | float):
-            return f"{kappa:.2f} \\[{low:.2f}, {high:.2f}\\]"
-    return f"{kappa:.2f}"
+    from pytest_openkata.core.agreement_view import stored_kappa_text
+
+    return escape(stored_kappa_text(figures))
 
 
 def _agreement_section(run: LoggedRun) -> Section | None:
