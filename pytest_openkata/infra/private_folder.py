@@ -1,0 +1,31 @@
+"""A folder of this user's own under a predictable name in a folder everyone may write to.
+
+The temporary folder is shared by every user of the host: a folder named there in advance may
+have been made by someone else (another user's, a symlink to elsewhere, open to others), who
+could then swap the files the plugin reads or locks. Such a folder is refused, never used.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+__all__ = ["private_folder"]
+
+
+def private_folder(folder: Path) -> Path:
+    """``folder``, made (mode 0700) when missing; a :class:`PermissionError` when it is a symlink,
+    not a folder, another user's, or writable by group or others."""
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    found = folder.lstat()
+    if (
+        not stat.S_ISDIR(found.st_mode)
+        or found.st_uid != os.getuid()
+        or found.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+    ):
+        raise PermissionError(
+            f"{folder} is not a private folder of this user (another user's, a link, or "
+            "writable by others)"
+        )
+    return folder
