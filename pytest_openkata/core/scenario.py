@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from pytest_openkata.core.build_context import context_digest, dockerfile_problem
 from pytest_openkata.core.checks import (
     CHECK_TYPES,
     DEFAULT_COMMAND_TIMEOUT,
@@ -392,16 +393,18 @@ def _check_own_image(path: Path, options: ScenarioModel) -> None:
             path, "give the image or the Dockerfile it is built from, not both", given[1]
         )
     if options.dockerfile:
-        parts = options.dockerfile.split("/")
-        if options.dockerfile.startswith("/") or any(p in ("", ".", "..") for p in parts):
+        folder = path.parent
+        problem = dockerfile_problem(folder, options.dockerfile)
+        if problem is not None:
+            raise ScenarioLoadError(path, problem, "dockerfile")
+        context = folder.joinpath(*options.dockerfile.split("/")).parent
+        try:
+            context_digest(context, Path(options.dockerfile).name)
+        except OSError as exc:
+            shown = (context / str(exc.filename)).relative_to(folder).as_posix()
             raise ScenarioLoadError(
-                path, "must be a relative path inside the scenario folder", "dockerfile"
-            )
-        dockerfile = path.parent.joinpath(*parts)
-        if not dockerfile.is_file() or dockerfile.is_symlink():
-            raise ScenarioLoadError(
-                path, f"{options.dockerfile}: file not found in the scenario folder", "dockerfile"
-            )
+                path, f"{shown}: cannot be read ({exc.strerror})", "dockerfile"
+            ) from None
 
 
 IMAGE_KEYS = ("image", "dockerfile")

@@ -33,6 +33,7 @@ from pytest_openkata.core.slots import CallSlot
 from pytest_openkata.core.triggers import PassRule, QueryOutcome
 from pytest_openkata.infra.cache import ResultCache
 from pytest_openkata.infra.once import Once
+from pytest_openkata.infra.private_folder import private_folder
 from pytest_openkata.infra.redact import Redactor
 from pytest_openkata.infra.text import visible
 from pytest_openkata.plugin.distribution import share_of
@@ -58,15 +59,14 @@ def shared_folder(config: pytest.Config, name: str) -> Path:
         return Path(cache.mkdir(name))
     digest = hashlib.sha256(str(config.rootpath).encode()).hexdigest()[:16]
     folder = Path(tempfile.gettempdir()) / f"{name}-{digest}-{os.getuid()}"
-    folder.mkdir(mode=0o700, exist_ok=True)
     # A predictable name in a folder everyone may write to: someone else could have made it.
-    found = folder.lstat()
-    if folder.is_symlink() or found.st_uid != os.getuid() or found.st_mode & 0o077:
+    # Closed to others entirely: it holds the skills' files at a git ref too.
+    try:
+        return private_folder(folder, closed=0o077)
+    except OSError as exc:
         raise pytest.UsageError(
-            f"pytest-openkata: {folder} is not a private folder of this user (another user's, "
-            "a link, or open to others): remove it, or run with pytest's cache provider"
-        )
-    return folder
+            f"pytest-openkata: {exc}: remove it, or run with pytest's cache provider"
+        ) from None
 
 
 def result_cache(config: pytest.Config, settings: EvalSettings) -> ResultCache | None:

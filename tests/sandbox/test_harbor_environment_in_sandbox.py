@@ -141,7 +141,9 @@ def test_a_dockerfile_that_cannot_build_or_lacks_the_agent_is_a_sandbox_setup_er
     assert "/tmp" not in broken  # no machine path
     assert ".openkata-" not in broken  # the staged folder is named by the task
     unpulled = trials["scenario-unpulled"]["error"]
-    assert "environment/Dockerfile: FROM 'openkata-absent-base:never'" in unpulled
+    assert (
+        "environment/Dockerfile: 'openkata-absent-base:never': the Docker engine has no" in unpulled
+    )
     assert "without pulling" in unpulled
     lacking = trials["scenario-no-agent"]["error"]
     assert (

@@ -90,6 +90,19 @@ def test_a_harbor_solution_becomes_the_scenarios_reference_solution(tmp_path: Pa
     assert solve.read_text().startswith("#!/bin/bash\n")
 
 
+def test_a_solution_folder_that_is_a_link_is_not_copied_through(tmp_path: Path) -> None:
+    (scenario,) = read_all(layouts.harbor(tmp_path / "src"))
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "id_rsa").write_text("a private key\n")
+    linked = tmp_path / "linked-solution"
+    linked.symlink_to(outside)
+
+    with pytest.raises(ConvertError, match="linked-solution: is a symbolic link"):
+        write_openkata([replace(scenario, solution=linked)], tmp_path / "skill" / "evals")
+    assert not list((tmp_path / "skill" / "evals").rglob("id_rsa"))
+
+
 def test_openkata_to_evals_json_and_back_is_identical_where_evals_json_holds_it(
     tmp_path: Path,
 ) -> None:

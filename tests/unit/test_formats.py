@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -378,6 +379,26 @@ def test_harbor_task_becomes_a_verifier_check_with_its_solution_and_environment(
     )
     # The task folder itself is read the same way.
     assert [s.name for s in read_all(task)] == ["sort-csv"]
+
+
+@pytest.mark.parametrize("folder", ["environment", "solution"])
+def test_a_harbor_folder_linked_out_of_the_task_is_an_error(tmp_path: Path, folder: str) -> None:
+    dataset = layouts.harbor(tmp_path / "src")
+    task = dataset / "sort-csv"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "Dockerfile").write_text("FROM box\nCOPY id_rsa /\n")
+    (outside / "solve.sh").write_text("cat /id_rsa\n")
+    (outside / "id_rsa").write_text("a private key\n")
+    shutil.rmtree(task / folder, ignore_errors=True)
+    (task / folder).symlink_to(outside)
+
+    with pytest.raises(FormatError) as caught:
+        read_all(dataset)
+
+    assert f"task.toml: {folder}: " in str(caught.value)
+    assert "leads out of the skill's folder" in str(caught.value)
+    assert str(tmp_path) not in str(caught.value)
 
 
 @pytest.mark.parametrize(

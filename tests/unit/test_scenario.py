@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from pytest_openkata.core.build_context import context_digest
 from pytest_openkata.core.jsonfiles import read_json
 from pytest_openkata.core.scenario import (
     Criterion,
@@ -744,6 +745,66 @@ def test_a_scenario_names_its_image_or_a_dockerfile_inside_its_folder(tmp_path: 
     (built / "environment").mkdir()
     (built / "environment" / "Dockerfile").write_text("FROM box\n")
     assert load_scenario(built).dockerfile == "environment/Dockerfile"
+
+
+@pytest.mark.parametrize("linked", ["env", "env/Dockerfile"])
+def test_a_dockerfile_reached_through_a_link_is_refused(tmp_path: Path, linked: str) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "Dockerfile").write_text("FROM box\nCOPY id_rsa /\n")
+    (outside / "id_rsa").write_text("a private key\n")
+    scenario = make_scenario(tmp_path / "skill", scenario_json='{"dockerfile": "env/Dockerfile"}')
+    if linked == "env":
+        (scenario / "env").symlink_to(outside)
+    else:
+        (scenario / "env").mkdir()
+        (scenario / "env" / "Dockerfile").symlink_to(outside / "Dockerfile")
+
+    error = load_error(scenario)
+
+    assert error.field == "dockerfile"
+    assert f"{linked} is a symbolic link" in str(error)
+    assert "scenario.json" in str(error)
+    assert str(tmp_path) not in str(error)
+
+
+def test_a_build_context_with_a_dangling_link_and_a_fifo_loads_and_digests(
+    tmp_path: Path,
+) -> None:
+    scenario = make_scenario(tmp_path / "s", scenario_json='{"dockerfile": "env/Dockerfile"}')
+    context = scenario / "env"
+    context.mkdir()
+    (context / "Dockerfile").write_text("FROM box\n")
+    (context / "gone").symlink_to("nowhere")
+    os.mkfifo(context / "pipe")  # opened, it would block the load for ever
+
+    loaded = load_scenario(scenario)
+
+    digest = context_digest(context, "Dockerfile")
+    (context / "gone").unlink()
+    (context / "gone").symlink_to("elsewhere")
+    assert loaded.dockerfile == "env/Dockerfile"
+    assert context_digest(context, "Dockerfile") != digest  # a link counts by its target
+
+
+@pytest.mark.skipif(os.getuid() == 0, reason="root reads any file")
+def test_an_unreadable_file_of_the_build_context_is_a_load_error_naming_it(
+    tmp_path: Path,
+) -> None:
+    scenario = make_scenario(tmp_path / "s", scenario_json='{"dockerfile": "env/Dockerfile"}')
+    (scenario / "env" / "keys").mkdir(parents=True)
+    (scenario / "env" / "Dockerfile").write_text("FROM box\n")
+    secret = scenario / "env" / "keys" / "secret"
+    secret.write_text("x")
+    secret.chmod(0)
+    try:
+        error = load_error(scenario)
+    finally:
+        secret.chmod(0o600)
+
+    assert error.field == "dockerfile"
+    assert "env/keys/secret: cannot be read" in str(error)
+    assert str(tmp_path) not in str(error)
 
 
 @pytest.mark.parametrize(

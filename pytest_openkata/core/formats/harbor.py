@@ -25,7 +25,13 @@ from pytest_openkata.core.formats.model import (
     ScenarioSource,
     validated_checks,
 )
-from pytest_openkata.core.formats.reading import check_keys, files_of, mapping_at, read_toml
+from pytest_openkata.core.formats.reading import (
+    check_keys,
+    files_of,
+    inside,
+    mapping_at,
+    read_toml,
+)
 
 __all__ = ["REWARD_FILE", "HarborFormat", "is_task", "verifier_command"]
 
@@ -126,8 +132,13 @@ class HarborFormat:
             "timeout": timeout,
             "max_score": 1,
         }
-        dockerfile = task_dir / "environment" / "Dockerfile"
-        solution = task_dir / "solution"
+        # Both folders are sent on whole (the build's context, the solution's files): through
+        # the same guard as tests/, never through a link out of the task's folder.
+        environment_dir = inside(NAME, path, task_dir / "environment", "environment", unit=task_dir)
+        dockerfile = inside(
+            NAME, path, environment_dir / "Dockerfile", "environment", unit=task_dir
+        )
+        solution = inside(NAME, path, task_dir / "solution", "solution", unit=task_dir)
         internet = environment.get("allow_internet", True)
         return EvalScenario(
             source=source,

@@ -186,15 +186,13 @@ def write_openkata(scenarios: Iterable[EvalScenario], evals_dir: Path) -> list[N
             for rel, content in files.items():
                 _write(_inside(temp, rel), content, _executable(scenario, rel))
             for fixture in scenario.fixtures:
-                shutil.copytree(
-                    fixture.source, temp / FIXTURES_FOLDER / fixture.name, symlinks=True
-                )
+                _copy_folder(fixture.source, temp / FIXTURES_FOLDER / fixture.name)
             if scenario.solution is not None:
-                shutil.copytree(scenario.solution, temp / "solution", symlinks=True)
+                _copy_folder(scenario.solution, temp / "solution")
             if _builds_own_image(scenario):
                 assert scenario.sandbox.dockerfile is not None
                 context = scenario.sandbox.dockerfile.parent
-                shutil.copytree(context, temp / ENVIRONMENT_FOLDER, symlinks=True)
+                _copy_folder(context, temp / ENVIRONMENT_FOLDER)
         _free(folder for _temp, folder in staged)
         _move_all(staged)
     except BaseException:
@@ -202,6 +200,17 @@ def write_openkata(scenarios: Iterable[EvalScenario], evals_dir: Path) -> list[N
             shutil.rmtree(temp, ignore_errors=True)
         raise
     return notes
+
+
+def _copy_folder(source: Path, target: Path) -> None:
+    """``source`` copied to ``target`` with its links kept as links, never followed: a
+    folder that is itself a link is refused, as its files would be another folder's."""
+    if source.is_symlink():
+        raise ConvertError(
+            f"{source.name}: is a symbolic link: a scenario's folders are copied from the "
+            "source itself, never through a link"
+        )
+    shutil.copytree(source, target, symlinks=True)
 
 
 def _builds_own_image(scenario: EvalScenario) -> bool:

@@ -2,22 +2,27 @@
 
 A scenario that names a Dockerfile (scenario.json's ``dockerfile``; a Harbor task's
 ``environment/Dockerfile``) runs in the image built from it, with the Docker SDK, on the
-engine its containers run on. The image is tagged by the digest of its build context
-(``openkata-scenario-image:<digest>``): an engine that already holds the tag is not asked to
-build again, so a context is built once, and again only when a file of it changed.
+engine its containers run on. The image is tagged by the digest of its build context and of
+the ids its base images have on the engine (``openkata-scenario-image:<digest>``): an engine
+that already holds the tag is not asked to build again, so a context is built once, and again
+only when a file of it, or a base image, changed.
 
 Once per run and engine, even under xdist: the threads of one process wait for one build
 (each context's own lock), the processes of a host for each other (an exclusive
-:func:`fcntl.flock` on a lock file of the engine and the tag, in the user's folder of the
-host's temporary folder; the kernel drops it when its holder dies), and whoever gets the
-lock first builds while the others then find the tag. A build that fails is that context's
-error for the rest of the run in that process (every scenario of the context gets it, none
-builds again).
+:func:`fcntl.flock` on a lock file of the engine and the tag, in the user's private folder of
+the host's temporary folder; the kernel drops it when its holder dies), and whoever gets the
+lock first builds while the others then find the tag. A process waits for another's build up
+to the build's own timeout, then gives up with an error saying so. A build that fails is that
+context's error for the rest of the run in that process (every scenario of the context gets
+it, none builds again); an engine's 5xx is not: it is retried, and a later scenario builds
+again.
 
-No image is pulled: a ``FROM`` image the engine lacks is an error naming the Dockerfile and
-the image, said before the build starts. A build's failure is a :class:`SandboxError` (kind
-``sandbox_setup``) naming the Dockerfile, with the last lines of the build's log, each
-stripped of control characters and bounded.
+No image is pulled: every image the Dockerfile starts from or copies from (``FROM``,
+``COPY --from``, ``RUN --mount=...,from=``) that the engine lacks is an error naming the
+Dockerfile and the image, said before the build starts; so is an image named by a build
+argument without a default given before the first ``FROM``. A build's failure is a
+:class:`SandboxError` (kind ``sandbox_setup``) naming the Dockerfile, with the last lines of
+the build's log, each stripped of control characters and bounded.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import os
 import re
 import tempfile
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -37,8 +43,14 @@ import docker
 import docker.errors
 import requests.exceptions
 
-from pytest_openkata.contracts.errors import RetryableError, SandboxError, SandboxLost
+from pytest_openkata.contracts.errors import (
+    BackendError,
+    RetryableError,
+    SandboxError,
+    SandboxLost,
+)
 from pytest_openkata.contracts.sandboxes import ImageBuild
+from pytest_openkata.infra.private_folder import private_folder
 from pytest_openkata.infra.text import visible
 
 __all__ = ["BUILT_REPOSITORY", "ImageBuilder", "base_images", "build_log_tail"]
@@ -48,30 +60,77 @@ LOG_LINES = 12  # the last lines of a failed build's log in its error
 LINE_CHARS = 300
 BUILD_TIMEOUT = 3600  # seconds the engine may take to answer a build
 LOCK_FOLDER = "openkata-image-builds"
+LOCK_POLL = 0.5  # seconds between two tries of another process's build lock
 _ENGINE_ERRORS = (docker.errors.DockerException, requests.exceptions.RequestException, OSError)
 
 
 def base_images(dockerfile: str) -> list[str]:
-    """The images a Dockerfile's ``FROM`` lines start from, leaving out ``scratch``, earlier
-    stages (``FROM base AS build`` ... ``FROM build``) and names made of build arguments."""
+    """The images a Dockerfile needs from the engine: those its ``FROM`` lines start from,
+    its ``COPY --from=`` copies from and its ``RUN --mount=...,from=`` mounts, leaving out
+    ``scratch`` and its own stages (by name or number). A build argument in an image's name
+    takes the default its ``ARG`` gives before the first ``FROM`` (the build is given no
+    arguments); a :class:`ValueError` when one has none, since the image cannot be known."""
     text = re.sub(r"\\\r?\n", " ", dockerfile)
+    defaults: dict[str, str] = {}
     stages: set[str] = set()
     found: list[str] = []
+    seen_from = False
+
+    def need(image: str) -> None:
+        name = _substituted(image, defaults)
+        if name.lower() in stages or name.lower() == "scratch" or name.isdigit():
+            return
+        if name not in found:
+            found.append(name)
+
     for line in text.splitlines():
         words = line.split()
-        if not words or words[0].upper() != "FROM":
+        if not words or words[0].startswith("#"):
             continue
-        names = [w for w in words[1:] if not w.startswith("--")]
-        if not names:
-            continue
-        image = names[0]
-        if len(names) >= 3 and names[1].upper() == "AS":
-            stages.add(names[2].lower())
-        if image.lower() in stages or image.lower() == "scratch" or "$" in image:
-            continue
-        if image not in found:
-            found.append(image)
+        instruction = words[0].upper()
+        if instruction == "ARG" and not seen_from:
+            for word in words[1:]:
+                name, sep, value = word.partition("=")
+                if sep:
+                    defaults[name] = value.strip("\"'")
+        elif instruction == "FROM":
+            seen_from = True
+            names = [w for w in words[1:] if not w.startswith("--")]
+            if not names:
+                continue
+            need(names[0])
+            if len(names) >= 3 and names[1].upper() == "AS":
+                stages.add(names[2].lower())
+        elif instruction in ("COPY", "ADD"):
+            for word in words[1:]:
+                if word.lower().startswith("--from="):
+                    need(word.split("=", 1)[1])
+        elif instruction == "RUN":
+            for word in words[1:]:
+                if not word.startswith("--"):
+                    break
+                if word.lower().startswith("--mount="):
+                    for option in word.split("=", 1)[1].split(","):
+                        key, _, value = option.partition("=")
+                        if key.lower() == "from" and value:
+                            need(value)
     return found
+
+
+_VARIABLE = re.compile(r"\$(?:\{(\w+)\}|(\w+))")
+
+
+def _substituted(image: str, defaults: dict[str, str]) -> str:
+    """``image`` with its build arguments replaced by their defaults; a :class:`ValueError`
+    naming it when one has no default."""
+    name = _VARIABLE.sub(lambda m: defaults.get(m.group(1) or m.group(2), m.group(0)), image)
+    if "$" in name:
+        raise ValueError(
+            f"{visible(image)!r}: the image's name holds a build argument with no default "
+            "before the first FROM, so the image it needs cannot be checked on the engine "
+            "(a scenario's image is built without pulling any): give the argument a default"
+        )
+    return name
 
 
 def build_log_tail(log: Iterable[Any], reason: str = "") -> str:
@@ -98,84 +157,117 @@ def _bounded(line: str) -> str:
 class ImageBuilder:
     """Builds scenarios' Dockerfiles on one engine; shared by the run's threads."""
 
-    def __init__(self, client: docker.DockerClient, lock_folder: Path | None = None) -> None:
+    def __init__(
+        self,
+        client: docker.DockerClient,
+        lock_folder: Path | None = None,
+        lock_wait: float = BUILD_TIMEOUT,
+    ) -> None:
         self.client = client
         # One folder per user: another user's folder may not be writable.
         own = f"{LOCK_FOLDER}-{os.getuid()}"
         self.lock_folder = lock_folder or Path(tempfile.gettempdir(), own)
+        self.lock_wait = lock_wait
         self._lock = threading.Lock()
-        self._locks: dict[str, threading.Lock] = {}  # one per tag
+        self._locks: dict[str, threading.Lock] = {}  # one per context digest
         self._done: dict[str, str | SandboxError] = {}  # the tag, or why it failed
 
     def image_of(self, build: ImageBuild) -> str:
         """The tag of ``build``'s image, built on this engine first when it lacks it; a
-        :class:`SandboxError` naming the Dockerfile when it cannot be."""
-        tag = f"{BUILT_REPOSITORY}:{build.digest[:32]}"
+        :class:`SandboxError` naming the Dockerfile when it cannot be (a
+        :class:`RetryableError` on an engine's 5xx, which is not kept)."""
         with self._lock:
-            lock = self._locks.setdefault(tag, threading.Lock())
+            lock = self._locks.setdefault(build.digest, threading.Lock())
         with lock:
-            done = self._done.get(tag)
+            done = self._done.get(build.digest)
             if done is None:
                 try:
-                    done = self._ensure(build, tag)
+                    done = self._ensure(build)
+                except SandboxLost:
+                    raise
                 except SandboxError as exc:
-                    if isinstance(exc, SandboxLost | RetryableError):
-                        raise
                     done = exc
-                self._done[tag] = done
+                self._done[build.digest] = done
         if isinstance(done, SandboxError):
             raise SandboxError(str(done))
         return done
 
-    def _ensure(self, build: ImageBuild, tag: str) -> str:
+    def _ensure(self, build: ImageBuild) -> str:
+        ids = self._base_ids(build)
+        named = "\0".join([build.digest, *ids])
+        tag = f"{BUILT_REPOSITORY}:{hashlib.sha256(named.encode()).hexdigest()[:32]}"
         with self._host_lock(tag):
-            if self._has(tag):
-                return tag
-            self._check_bases(build)
-            self._build(build, tag)
+            if self._id(tag) is None:
+                self._build(build, tag)
         return tag
 
     @contextlib.contextmanager
     def _host_lock(self, tag: str) -> Iterator[None]:
-        """The lock of this engine's ``tag`` among the processes of this host."""
+        """The lock of this engine's ``tag`` among the processes of this host, in the user's
+        private folder (a lock file never opened through a link); a :class:`SandboxError`
+        when another process holds it longer than :attr:`lock_wait`."""
         engine = str(getattr(self.client.api, "base_url", ""))
         key = hashlib.sha256(f"{engine}\0{tag}".encode()).hexdigest()[:24]
         try:
-            self.lock_folder.mkdir(parents=True, exist_ok=True)
-            file = open(self.lock_folder / f"{key}.lock", "a+b")  # noqa: SIM115
-        except OSError:
-            # No lock to share: the processes may build the same context at once, which
-            # costs time but gives the same image (the tag is the context's digest).
-            yield
-            return
-        with file:
-            fcntl.flock(file.fileno(), fcntl.LOCK_EX)
+            folder = private_folder(self.lock_folder)
+            flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+            descriptor = os.open(folder / f"{key}.lock", flags, 0o600)
+        except OSError as exc:
+            raise SandboxError(
+                f"the lock of a scenario's image build cannot be made: {exc}; remove "
+                f"{self.lock_folder} if it is not yours"
+            ) from None
+        try:
+            deadline = time.monotonic() + self.lock_wait
+            while True:
+                try:
+                    fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        raise SandboxError(
+                            f"another process holds the build of {tag} and has not finished "
+                            f"within {self.lock_wait:g}s: wait for it, or stop it"
+                        ) from None
+                    time.sleep(LOCK_POLL)
             try:
                 yield
             finally:
-                fcntl.flock(file.fileno(), fcntl.LOCK_UN)
+                fcntl.flock(descriptor, fcntl.LOCK_UN)
+        finally:
+            os.close(descriptor)
 
-    def _has(self, image: str) -> bool:
+    def _id(self, image: str) -> str | None:
+        """The engine's id of ``image``; None when it has no such image."""
         try:
-            self.client.images.get(image)
+            return str(self.client.images.get(image).id)
         except docker.errors.ImageNotFound:
-            return False
+            return None
         except _ENGINE_ERRORS as exc:
             raise _failed(exc, "looking for an image") from exc
-        return True
 
-    def _check_bases(self, build: ImageBuild) -> None:
+    def _base_ids(self, build: ImageBuild) -> list[str]:
+        """The engine's ids of the images the Dockerfile needs; an error naming the first one
+        the engine lacks, since none is pulled."""
         try:
             text = (build.context / build.dockerfile).read_text(encoding="utf-8", errors="replace")
         except OSError as exc:
             raise SandboxError(f"{build.shown}: cannot be read ({exc.strerror})") from None
-        for image in base_images(text):
-            if not self._has(image):
+        try:
+            images = base_images(text)
+        except ValueError as exc:
+            raise SandboxError(f"{build.shown}: {exc}") from None
+        ids = []
+        for image in images:
+            found = self._id(image)
+            if found is None:
                 raise SandboxError(
-                    f"{build.shown}: FROM {visible(image)!r}: the Docker engine has no such "
+                    f"{build.shown}: {visible(image)!r}: the Docker engine has no such "
                     "image, and a scenario's image is built without pulling any: pull or "
                     "build it into the engine first"
                 )
+            ids.append(f"{image}\0{found}")
+        return ids
 
     def _build(self, build: ImageBuild, tag: str) -> None:
         try:
@@ -195,13 +287,13 @@ class ImageBuilder:
             raise _failed(exc, f"{build.shown}: building the image") from exc
 
 
-def _failed(exc: Exception, doing: str) -> SandboxError:
+def _failed(exc: Exception, doing: str) -> BackendError:
     """An engine's failure while building: lost when it stopped answering, retried on its
-    5xx, else the build's error."""
+    5xx (a :class:`RetryableError`, which no build keeps), else the build's error."""
     if isinstance(
         exc, requests.exceptions.ConnectionError | requests.exceptions.ChunkedEncodingError
     ):
         return SandboxLost(f"{doing}: the Docker engine stopped answering ({type(exc).__name__})")
     if isinstance(exc, docker.errors.APIError) and exc.is_server_error():
-        return SandboxError(f"{doing}: Docker engine error: {exc.explanation or exc}")
+        return RetryableError(f"{doing}: Docker engine error: {exc.explanation or exc}")
     return SandboxError(f"{doing}: {exc}")
