@@ -369,6 +369,10 @@ def parse_run_log(text: str, *, source: str = "run log", traces: bool = True) ->
             record = json.loads(line)
         except json.JSONDecodeError as exc:
             raise RunLogError(f"{source}: line {number}: not JSON: {exc.msg}") from exc
+        except RecursionError:  # arrays or objects nested deeper than Python's stack
+            raise RunLogError(f"{source}: line {number}: not JSON: nested too deeply") from None
+        except ValueError as exc:  # a number of more digits than Python converts
+            raise RunLogError(f"{source}: line {number}: not JSON: {exc}") from None
         if not isinstance(record, dict):
             raise RunLogError(f"{source}: line {number}: a record must be a JSON object")
         records.append((number, record))
@@ -444,6 +448,13 @@ def _rejudged_from(value: object, source: str) -> dict[str, Any] | None:
     return dict(value)
 
 
+def _threshold(value: object, source: str) -> int:
+    """The run record's threshold: a whole percentage from 0 to 100."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 100:
+        raise RunLogError(f"{source}: line 1: threshold must be a percentage from 0 to 100")
+    return int(value)
+
+
 def _run_record(head: Mapping[str, Any], source: str) -> RunInfo:
     """The run record (line 1) read back; a log written before manifests has none."""
     if head.get("schema") != SCHEMA_VERSION:
@@ -455,7 +466,7 @@ def _run_record(head: Mapping[str, Any], source: str) -> RunInfo:
         return RunInfo(
             finished_at=str(head["finished_at"]),
             complete=bool(head.get("complete", True)),
-            threshold=int(head.get("threshold", DEFAULT_THRESHOLD)),
+            threshold=_threshold(head.get("threshold", DEFAULT_THRESHOLD), source),
             settings=dict(head.get("settings") or {}),
             rejudged_from=_rejudged_from(head.get("rejudged_from"), source),
             manifest=None

@@ -7,16 +7,24 @@ run's arms compared, the matrix of skills by models."""
 
 from __future__ import annotations
 
+import html
+import json
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from starlette.testclient import TestClient
 
+from pytest_openkata.core.results_json import ReportConfig, build_report, render_report
 from pytest_openkata.core.runlog import RunInfo, RunLogError, log_lines, parse_run_log
 from pytest_openkata.core.verdict_labels import LabelsError, VerdictLabel, read_labels
+from pytest_openkata.viewer.app import Viewer, make_app
 from pytest_openkata.viewer.command import allowed_hosts, is_loopback
+from pytest_openkata.viewer.command import main as view_main
 from pytest_openkata.viewer.compare import compare_arms, compare_runs
 from pytest_openkata.viewer.disagreements import disagreements
+from pytest_openkata.viewer.guard import Guard
 from pytest_openkata.viewer.labels import labels_file, read_run_labels, write_label
 from pytest_openkata.viewer.runs import LogFiles, RunRow, finished_lines, matrix
 from tests.support.results import ROOT, SETTINGS, judged, logged, scenario
@@ -269,3 +277,93 @@ def test_results_json_files_are_found_beside_the_logs_in_time_order_and_a_bad_on
         "skills/s/evals/results/m/2026-12-01T100001.json: not a results JSON: skill: "
     )
     assert (log.kind, log.scenarios) == ("run log", 1)
+
+
+def _client(folder: Path) -> TestClient:
+    return TestClient(make_app(folder, Guard(frozenset(), "", "key")))
+
+
+def _results_json(**changes: object) -> str:
+    report = build_report(
+        skill="s",
+        skill_version="1",
+        timestamp=datetime(2026, 12, 1, 10, 0, 1, tzinfo=UTC),
+        config=ReportConfig(backend="http", agent_model="m", judge_model="m"),
+        threshold=80,
+        results=[scenario("a")],
+        overall=100.0,
+        passed=True,
+    )
+    data = json.loads(render_report(report))
+    data.update(changes)
+    return json.dumps(data)
+
+
+def test_malformed_files_are_their_rows_problem_and_their_pages_say_why(tmp_path: Path) -> None:
+    good = _log_text(scenario("a"))
+    results = tmp_path / "skills" / "s" / "evals" / "results" / "m"
+    results.mkdir(parents=True)
+    (results / "2026-12-01T100001.json").write_text(_results_json(manifest={"plugin_version": 5}))
+    (tmp_path / "20261201T100002Z.jsonl").write_text(good + "[" * 100_000 + "\n")
+    head, rest = good.split("\n", 1)
+    overflowing = head.replace('"threshold": 80', '"threshold": 1' + "0" * 400)
+    assert overflowing != head
+    (tmp_path / "20261201T100003Z.jsonl").write_text(overflowing + "\n" + rest)
+    record = json.loads(rest.split("\n")[0])
+    record["trace"] = {"answers": [1]}
+    (tmp_path / "20261201T100004Z.jsonl").write_text(head + "\n" + json.dumps(record) + "\n")
+    client = _client(tmp_path)
+
+    listing = client.get("/")
+    assert listing.status_code == 200
+    rows = {row.log: row.problem for row in LogFiles(tmp_path).rows()}
+    assert rows == {
+        "20261201T100004Z.jsonl": "",  # its overview holds no answers: only its trial is bad
+        "20261201T100003Z.jsonl": "20261201T100003Z.jsonl: line 1: "
+        "threshold must be a percentage from 0 to 100",
+        "20261201T100002Z.jsonl": "20261201T100002Z.jsonl: line 3: not JSON: nested too deeply",
+        "skills/s/evals/results/m/2026-12-01T100001.json": "skills/s/evals/results/m/"
+        "2026-12-01T100001.json: manifest.plugin_version: must be a string",
+    }
+    for log, problem in rows.items():
+        if problem:
+            assert html.escape(problem, quote=False) in listing.text
+            page = client.get(f"/run/{log}")
+            assert (page.status_code, problem in html.unescape(page.text)) == (404, True)
+    trial = client.get(
+        "/trial/20261201T100004Z.jsonl", params={"skill": "skills/s", "scenario": "a", "trial": 1}
+    )
+    assert trial.status_code == 404
+    assert "20261201T100004Z.jsonl: line 2: not a trial record" in html.unescape(trial.text)
+
+
+def test_a_live_log_gone_between_finding_and_reading_it_answers_as_moved(tmp_path: Path) -> None:
+    live = tmp_path / "20261201T100000Z.0123abcd-1.live.jsonl"
+    live.write_text(_log_text(scenario("a")))
+
+    class Vanishing(LogFiles):
+        """Logs whose live log ends its run just after it is found."""
+
+        def path_of(self, log: str) -> Path | None:
+            path = super().path_of(log)
+            if path is not None:
+                path.unlink()
+            return path
+
+    guard = Guard(frozenset(), "", "key")
+    app = make_app(tmp_path, guard)
+    app.app.state.viewer = Viewer(Vanishing(tmp_path), guard)  # type: ignore[attr-defined]
+    answer = TestClient(app).get(f"/api/run/{live.name}")
+    assert answer.status_code == 200
+    assert answer.json() == {"moved": "/"}
+
+
+@pytest.mark.parametrize("port", ["70000", "-1"])
+def test_a_port_out_of_range_is_a_usage_error(
+    port: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert view_main([str(tmp_path), "--port", port]) == 2
+    error = capsys.readouterr().err
+    assert "usage:" in error
+    assert "0 to 65535" in error
+    assert "Traceback" not in error
