@@ -88,6 +88,8 @@ class RunRow:
     state: str = ""
     # Each skill's name, overall score and gate, for the matrix of skills by models.
     skill_scores: tuple[tuple[str, float, str], ...] = ()
+    # The file name of the live log its run kept ("" for none, or a log that does not say).
+    live_log: str = ""
 
 
 def _gate(summaries: list[SkillSummary]) -> str:
@@ -117,6 +119,7 @@ def run_row(log: str, run: LoggedRun) -> RunRow:
         skill_scores=tuple(
             (summary.display, summary.overall, _gate([summary])) for summary in summaries
         ),
+        live_log=run.info.live_log,
     )
 
 
@@ -381,9 +384,11 @@ class LogFiles:
 
     def successor(self, live: str) -> str | None:
         """The run log that took the place of the live log ``live`` once its run ended: of
-        the run logs of its folder that finished after the run started, the first whose
-        agent and judge models are the live run's (the ones last read of it) or, when its
-        run was never read, the first; None when there is none yet."""
+        the run logs of its folder that finished after the run started, the one whose run
+        record names ``live`` as its live log. A log that names another live log is another
+        run's; of those that name none (written before run records named their live log),
+        the first whose agent and judge models are the live run's (the ones last read of it)
+        or, when its run was never read, the first. None when there is none yet."""
         match = LIVE_LOG_NAME.fullmatch(PurePosixPath(live).name)
         if match is None:
             return None
@@ -398,15 +403,19 @@ class LogFiles:
             ),
             key=log_order,
         )
+        rows = [self._row(log) for log in later]
+        named = [row.log for row in rows if row.live_log == match.string]
+        if named:
+            return named[0]
+        unnamed = [row for row in rows if not row.live_log]
         with self._lock:
             known = self._rows.get(live)
         if known is not None:
             models = (known[1].agent_model, known[1].judge_model)
-            for log in later:
-                row = self._row(log)
+            for row in unnamed:
                 if (row.agent_model, row.judge_model) == models:
-                    return log
-        return later[0] if later else None
+                    return row.log
+        return unnamed[0].log if unnamed else None
 
     def run(self, log: str, *, traces: bool = True) -> LoggedRun:
         """The run of ``log``, whole or without its answers (``traces``; see

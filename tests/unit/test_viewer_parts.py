@@ -367,3 +367,30 @@ def test_a_port_out_of_range_is_a_usage_error(
     assert "usage:" in error
     assert "0 to 65535" in error
     assert "Traceback" not in error
+
+
+def test_a_gone_live_log_is_followed_to_the_run_log_that_names_it_and_no_other(
+    tmp_path: Path,
+) -> None:
+    live = "20261201T100000Z.0123abcd-1.live.jsonl"
+    other_live = "20261201T100000Z.0123abcd-2.live.jsonl"
+
+    def final(name: str, live_log: str, model: str = "gpt-4o") -> None:
+        info = RunInfo("2026-12-01T10:05:00Z", settings={**SETTINGS, "model": model})
+        text = log_lines(replace(info, live_log=live_log), [scenario("a")], ROOT)
+        (tmp_path / name).write_text(text)
+
+    (tmp_path / live).write_text(_log_text(scenario("a")))
+    files = LogFiles(tmp_path)
+    assert files.row(live).agent_model == "gpt-4o"  # the live run, as the viewer last read it
+    (tmp_path / live).unlink()
+    final("20261201T100100Z.jsonl", other_live)  # the same models, another run's
+    assert files.successor(live) is None  # not yet written: no other run's log instead
+    final("20261201T100200Z.jsonl", live, model="other")  # the models differ: still ours
+    assert files.successor(live) == "20261201T100200Z.jsonl"
+    assert files.run("20261201T100200Z.jsonl").info.live_log == live
+
+    older = tmp_path / "older"
+    older.mkdir()
+    (older / "20261201T100100Z.jsonl").write_text(_log_text(scenario("a")))  # names none
+    assert LogFiles(older).successor(live) == "20261201T100100Z.jsonl"
