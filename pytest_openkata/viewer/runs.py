@@ -263,6 +263,7 @@ class LogFiles:
         return (status.st_size, status.st_mtime_ns)
 
     def _parse(self, log: str, path: Path, *, traces: bool) -> _Read:
+        stamp = (0, 0)  # of a file gone before it was read: read again when it is back
         try:
             stamp = self.stamp(path)
             text = path.read_text(encoding="utf-8", errors="strict")
