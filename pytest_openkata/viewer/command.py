@@ -115,7 +115,7 @@ def _serve(sock: socket.socket, folder: Path, host: str) -> int:
 
     port = sock.getsockname()[1]
     token = "" if is_loopback(host) else secrets.token_urlsafe(24)
-    guard = Guard(allowed_hosts(host, port), token, secrets.token_urlsafe(24))
+    guard = Guard(allowed_hosts(host, port), token, secrets.token_urlsafe(24), port)
     config = uvicorn.Config(
         make_app(folder, guard), log_level="warning", access_log=False, lifespan="off"
     )

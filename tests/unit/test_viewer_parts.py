@@ -394,3 +394,41 @@ def test_a_gone_live_log_is_followed_to_the_run_log_that_names_it_and_no_other(
     older.mkdir()
     (older / "20261201T100100Z.jsonl").write_text(_log_text(scenario("a")))  # names none
     assert LogFiles(older).successor(live) == "20261201T100100Z.jsonl"
+
+
+def test_a_token_goes_to_a_cookie_named_by_the_port_and_back_to_a_page_of_the_same_origin(
+    tmp_path: Path,
+) -> None:
+    app = make_app(tmp_path, Guard(frozenset(), "the-token", "key", 8123))
+    client = TestClient(app, follow_redirects=False)
+
+    first = client.get("/?token=the-token&q=x")
+    assert (first.status_code, first.headers["location"]) == (303, "/?q=x")
+    assert first.cookies.get("openkata_view_token_8123") == "the-token"
+    for path in ("//evil.example/", "/\\evil.example/"):
+        answer = client.get(f"http://testserver{path}?token=the-token")
+        location = answer.headers["location"]
+        assert answer.status_code == 303
+        assert location.startswith("/")
+        assert location[1] not in "/\\"  # "//x" or "/\\x" would be another site
+        assert location.endswith("evil.example/")  # this viewer's path of that name
+    # Another viewer's cookie is not this one's.
+    for port, status in ((9999, 403), (8123, 200)):
+        fresh = TestClient(app)
+        fresh.cookies.set(f"openkata_view_token_{port}", "the-token")
+        assert fresh.get("/").status_code == status
+
+
+def test_a_labels_file_linked_out_of_its_logs_folder_is_not_read(tmp_path: Path) -> None:
+    outside = tmp_path / "secret.jsonl"
+    outside.write_text('{"not": "a label"}\n')
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    log = runs / "20261201T100000Z.jsonl"
+    log.write_text(_log_text(scenario("a")))
+    labels_file(log).symlink_to(outside)
+    with pytest.raises(LabelsError, match="a link out of its run log's folder is not read"):
+        read_run_labels(log)
+    with pytest.raises(LabelsError):
+        write_label(log, _label(True))
+    assert outside.read_text() == '{"not": "a label"}\n'
