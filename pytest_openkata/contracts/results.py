@@ -619,7 +619,9 @@ def _trace(data: dict[str, Any] | None) -> TrialTrace | None:
     transcript = None if told is None else Transcript.from_dict(told)
     turns = tuple(Turn(**turn) for turn in data.get("turns", ()))
     answers = data.get("answers", {})
-    if not isinstance(answers, dict) or not all(isinstance(a, list) for a in answers.values()):
+    if not isinstance(answers, dict) or not all(
+        isinstance(a, list | tuple) for a in answers.values()
+    ):
         raise TypeError("a trace's answers must be an object of lists by grader")
     return TrialTrace(
         **{
