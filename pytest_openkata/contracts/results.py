@@ -618,9 +618,15 @@ def _trace(data: dict[str, Any] | None) -> TrialTrace | None:
     told = data.get("transcript")
     transcript = None if told is None else Transcript.from_dict(told)
     turns = tuple(Turn(**turn) for turn in data.get("turns", ()))
+    answers = data.get("answers", {})
+    if not isinstance(answers, dict) or not all(
+        isinstance(a, list | tuple) for a in answers.values()
+    ):
+        raise TypeError("a trace's answers must be an object of lists by grader")
     return TrialTrace(
         **{
             **data,
+            "answers": answers,
             "changes": changes,
             "lost_engines": lost,
             "transcript": transcript,

@@ -111,6 +111,8 @@ class Run:
     # The recorded run this one graded again (``RecordedRun.rejudged_from``), or None.
     rejudged_from: Mapping[str, Any] | None = None
     manifest: Manifest | None = None
+    # The file name of the live log the run kept while it ran ("" for none).
+    live_log: str = ""
 
     @cached_property
     def log_text(self) -> str:
@@ -124,6 +126,7 @@ class Run:
             complete=self.complete,
             rejudged_from=self.rejudged_from,
             manifest=self.manifest,
+            live_log=self.live_log,
         )
         return log_lines(info, results, self.rootdir, self.log_extras)
 

@@ -95,7 +95,9 @@ class RunInfo:
     manifest (:mod:`pytest_openkata.core.manifest`; None in a log written before manifests);
     for a run that graded the answers of an earlier one again
     (:mod:`pytest_openkata.core.recorded`), what that run was (``rejudged_from``: its log's
-    file name, when it finished, its judge and votes)."""
+    file name, when it finished, its judge and votes); the file name of the live log the run
+    kept while it ran (``live_log``: "" for none, and in a log written before live logs), by
+    which a viewer of that live log finds this log once the run ends."""
 
     finished_at: str
     complete: bool = True
@@ -103,6 +105,7 @@ class RunInfo:
     settings: Mapping[str, Any] = field(default_factory=dict)
     rejudged_from: Mapping[str, Any] | None = None
     manifest: Manifest | None = None
+    live_log: str = ""
 
 
 @dataclass(frozen=True)
@@ -174,9 +177,11 @@ def run_info(
     complete: bool,
     rejudged_from: Mapping[str, Any] | None = None,
     manifest: Manifest | None = None,
+    live_log: str = "",
 ) -> RunInfo:
     """The run record of the log of a run with ``settings`` that finished at ``finished_at``,
-    with its ``manifest`` (``rejudged_from``: the recorded run it re-judged, if any)."""
+    with its ``manifest`` (``rejudged_from``: the recorded run it re-judged, if any;
+    ``live_log``: the file name of the live log it kept, if any)."""
     return RunInfo(
         finished_at=finished_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
         complete=complete,
@@ -184,6 +189,7 @@ def run_info(
         settings=run_settings(settings),
         rejudged_from=None if rejudged_from is None else dict(rejudged_from),
         manifest=manifest,
+        live_log=live_log,
     )
 
 
@@ -283,6 +289,8 @@ def run_record(info: RunInfo) -> dict[str, Any]:
         head["rejudged_from"] = dict(info.rejudged_from)
     if info.manifest is not None:
         head["manifest"] = info.manifest.to_dict()
+    if info.live_log:  # a run that kept no live log writes none
+        head["live_log"] = info.live_log
     return head
 
 
@@ -369,6 +377,10 @@ def parse_run_log(text: str, *, source: str = "run log", traces: bool = True) ->
             record = json.loads(line)
         except json.JSONDecodeError as exc:
             raise RunLogError(f"{source}: line {number}: not JSON: {exc.msg}") from exc
+        except RecursionError:  # arrays or objects nested deeper than Python's stack
+            raise RunLogError(f"{source}: line {number}: not JSON: nested too deeply") from None
+        except ValueError as exc:  # a number of more digits than Python converts
+            raise RunLogError(f"{source}: line {number}: not JSON: {exc}") from None
         if not isinstance(record, dict):
             raise RunLogError(f"{source}: line {number}: a record must be a JSON object")
         records.append((number, record))
@@ -444,6 +456,20 @@ def _rejudged_from(value: object, source: str) -> dict[str, Any] | None:
     return dict(value)
 
 
+def _threshold(value: object, source: str) -> int:
+    """The run record's threshold: a whole percentage from 0 to 100."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 100:
+        raise RunLogError(f"{source}: line 1: threshold must be a percentage from 0 to 100")
+    return int(value)
+
+
+def _live_log(value: object, source: str) -> str:
+    """The run record's ``live_log``: a file name."""
+    if not isinstance(value, str) or "/" in value or "\\" in value:
+        raise RunLogError(f"{source}: line 1: live_log must be a file name")
+    return value
+
+
 def _run_record(head: Mapping[str, Any], source: str) -> RunInfo:
     """The run record (line 1) read back; a log written before manifests has none."""
     if head.get("schema") != SCHEMA_VERSION:
@@ -455,12 +481,13 @@ def _run_record(head: Mapping[str, Any], source: str) -> RunInfo:
         return RunInfo(
             finished_at=str(head["finished_at"]),
             complete=bool(head.get("complete", True)),
-            threshold=int(head.get("threshold", DEFAULT_THRESHOLD)),
+            threshold=_threshold(head.get("threshold", DEFAULT_THRESHOLD), source),
             settings=dict(head.get("settings") or {}),
             rejudged_from=_rejudged_from(head.get("rejudged_from"), source),
             manifest=None
             if head.get("manifest") is None
             else Manifest.from_dict(head["manifest"], source=f"{source}: line 1"),
+            live_log=_live_log(head.get("live_log", ""), source),
         )
     except ManifestError as exc:
         raise RunLogError(str(exc)) from exc

@@ -253,6 +253,7 @@ class EvalAggregator:
                 written=written,
                 errors=errors,
                 rejudged=self._rejudged(),
+                live_log="" if self._live is None else self._live.path.name,
             )
         )
         if agreement is not None:

@@ -238,7 +238,13 @@ def run_state(request: Request) -> Response:
             return JSONResponse({"moved": "/" if final is None else run_url(final)})
         return JSONResponse({"error": f"{log}: no such run log"}, status_code=404)
     row = viewer.logs.row(log)
-    size, mtime = viewer.logs.stamp(path)
+    try:
+        size, mtime = viewer.logs.stamp(path)
+    except FileNotFoundError:  # gone while it was read: a live log whose run just ended
+        if is_logged_run(log) and not is_run_log(log):
+            final = viewer.logs.successor(log)
+            return JSONResponse({"moved": "/" if final is None else run_url(final)})
+        return JSONResponse({"error": f"{log}: no such run log"}, status_code=404)
     return JSONResponse(
         {
             "stamp": f"{size}-{mtime}-{row.state}",

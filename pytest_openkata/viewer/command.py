@@ -55,6 +55,17 @@ def listening_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _port_number(text: str) -> int:
+    """A ``--port`` value: a whole number from 0 to 65535 (argparse names a bad one)."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port: it must be 0 to 65535")
+    return port
+
+
 def _url(host: str, port: int, token: str) -> str:
     shown = f"[{host}]" if ":" in host else host
     return f"http://{shown}:{port}/" + (f"?token={token}" if token else "")
@@ -75,7 +86,7 @@ def main(argv: list[str]) -> int:
         default=LOOPBACK,
         help="address to listen on (default 127.0.0.1; any other needs the printed token)",
     )
-    parser.add_argument("--port", type=int, default=0, help="port (default: a free one)")
+    parser.add_argument("--port", type=_port_number, default=0, help="port (default: a free one)")
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse has printed why
@@ -104,7 +115,7 @@ def _serve(sock: socket.socket, folder: Path, host: str) -> int:
 
     port = sock.getsockname()[1]
     token = "" if is_loopback(host) else secrets.token_urlsafe(24)
-    guard = Guard(allowed_hosts(host, port), token, secrets.token_urlsafe(24))
+    guard = Guard(allowed_hosts(host, port), token, secrets.token_urlsafe(24), port)
     config = uvicorn.Config(
         make_app(folder, guard), log_level="warning", access_log=False, lifespan="off"
     )

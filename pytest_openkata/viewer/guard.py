@@ -7,7 +7,9 @@
   of another site that resolves its own name to 127.0.0.1 (DNS rebinding) is refused.
 - When the viewer listens beyond loopback, every request shows the token printed at start:
   ``?token=`` once (the viewer then sets it as a same-site cookie and sends the browser to the
-  same page without it), the cookie afterwards.
+  same page of its own origin without it), the cookie afterwards. The cookie's name holds the
+  viewer's port: cookies are kept per host, not per port, and two viewers on one machine each
+  keep their own token.
 - A form posted (a label) carries the viewer's form key, which only its own pages hold, and
   comes from its own origin when the browser says where it comes from.
 """
@@ -48,12 +50,18 @@ App = Callable[[Scope, Receive, Send], Awaitable[None]]
 @dataclass(frozen=True)
 class Guard:
     """The rules of one viewer: the ``Host`` values it answers to (empty: any, when it
-    listens beyond loopback and the token guards it), its token ("" on loopback) and its
-    form key."""
+    listens beyond loopback and the token guards it), its token ("" on loopback), its form
+    key and the port it listens on (which names its token's cookie)."""
 
     hosts: frozenset[str]
     token: str
     form_key: str
+    port: int = 0
+
+    @property
+    def cookie(self) -> str:
+        """The name of the cookie that holds this viewer's token."""
+        return f"{COOKIE}_{self.port}"
 
     def host_allowed(self, request: Request) -> bool:
         return not self.hosts or request.headers.get("host", "") in self.hosts
@@ -61,7 +69,7 @@ class Guard:
     def token_shown(self, request: Request) -> bool:
         if not self.token:
             return True
-        shown = request.cookies.get(COOKIE, "")
+        shown = request.cookies.get(self.cookie, "")
         return hmac.compare_digest(shown.encode(), self.token.encode())
 
     def form_allowed(self, request: Request, form: dict[str, str]) -> bool:
@@ -109,9 +117,10 @@ class GuardedApp:
             if not hmac.compare_digest(shown.encode(), guard.token.encode()):
                 return PlainTextResponse("Wrong token: use the address the viewer printed.", 403)
             rest = urlencode([(k, v) for k, v in parse_qsl(request.url.query) if k != "token"])
-            target = request.url.path + (f"?{rest}" if rest else "")
+            # One leading slash only: "//host" (or "/\\host") is another site to a browser.
+            target = "/" + request.url.path.lstrip("/\\") + (f"?{rest}" if rest else "")
             answer = RedirectResponse(target, status_code=303)
-            answer.set_cookie(COOKIE, guard.token, httponly=True, samesite="strict")
+            answer.set_cookie(guard.cookie, guard.token, httponly=True, samesite="strict")
             return answer
         if not guard.token_shown(request):
             return PlainTextResponse(

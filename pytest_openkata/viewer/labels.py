@@ -40,6 +40,8 @@ def read_run_labels(log: Path) -> list[VerdictLabel]:
     """The labels of run log ``log`` ([] when it has none yet); :class:`LabelsError` naming
     the file and the line of one that cannot be read."""
     path = labels_file(log)
+    if path.is_symlink() and not path.resolve().is_relative_to(log.parent.resolve()):
+        raise LabelsError(f"{path.name}: a link out of its run log's folder is not read")
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:

@@ -14,6 +14,7 @@ from pathlib import PurePosixPath
 
 from pydantic import ValidationError
 
+from pytest_openkata.core.manifest import ManifestError
 from pytest_openkata.core.report_paths import REPORT_NAME
 from pytest_openkata.core.results_json import parse_report
 from pytest_openkata.core.runlog import LoggedRun, RunInfo, RunLogError
@@ -44,11 +45,13 @@ def parse_results_file(log: str, text: str) -> LoggedRun:
     """The run a results JSON at ``log`` (relative to the viewer's folder) holds;
     :class:`RunLogError` naming the file, and the field, of one that is not a report."""
     try:
-        report = parse_report(text)
+        report = parse_report(text, source=log)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"]) or "the file"
         raise RunLogError(f"{log}: not a results JSON: {where}: {first['msg']}") from None
+    except ManifestError as exc:  # its manifest is read after its fields are checked
+        raise RunLogError(str(exc)) from None
     skill_dir = PurePosixPath(log).parents[3].as_posix()
     config = report.config
     info = RunInfo(

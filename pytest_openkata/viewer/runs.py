@@ -88,6 +88,8 @@ class RunRow:
     state: str = ""
     # Each skill's name, overall score and gate, for the matrix of skills by models.
     skill_scores: tuple[tuple[str, float, str], ...] = ()
+    # The file name of the live log its run kept ("" for none, or a log that does not say).
+    live_log: str = ""
 
 
 def _gate(summaries: list[SkillSummary]) -> str:
@@ -117,6 +119,7 @@ def run_row(log: str, run: LoggedRun) -> RunRow:
         skill_scores=tuple(
             (summary.display, summary.overall, _gate([summary])) for summary in summaries
         ),
+        live_log=run.info.live_log,
     )
 
 
@@ -193,6 +196,23 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
+# What reading a malformed file can raise beyond RunLogError: a file that no writer of run
+# logs or results JSON makes (too deep, a number too large, a value of the wrong type) is that
+# file's problem, shown on its row and its pages, never an error of the viewer.
+_MALFORMED = (ValueError, TypeError, KeyError, AttributeError, RecursionError, OverflowError)
+
+# How much of a malformed file's error a row shows: the error may quote the file's text.
+_SHOWN_ERROR = 200
+
+
+def _malformed(log: str, exc: BaseException) -> str:
+    """The problem of ``log``, whose reading raised ``exc``: its kind and the start of why."""
+    reason = str(exc)
+    if len(reason) > _SHOWN_ERROR:
+        reason = reason[:_SHOWN_ERROR] + "…"
+    return f"{log}: cannot be read: {type(exc).__name__}: {reason}"
+
+
 @dataclass(frozen=True)
 class _Read:
     stamp: tuple[int, int]
@@ -243,8 +263,9 @@ class LogFiles:
         return (status.st_size, status.st_mtime_ns)
 
     def _parse(self, log: str, path: Path, *, traces: bool) -> _Read:
-        stamp = self.stamp(path)
+        stamp = (0, 0)  # of a file gone before it was read: read again when it is back
         try:
+            stamp = self.stamp(path)
             text = path.read_text(encoding="utf-8", errors="strict")
             with _collector_paused():
                 if is_logged_run(log):
@@ -256,6 +277,8 @@ class LogFiles:
             return _Read(stamp, None, f"{log}: cannot read the run log: {reason}")
         except RunLogError as exc:
             return _Read(stamp, None, str(exc))
+        except _MALFORMED as exc:  # a file no writer of these logs makes: its own problem
+            return _Read(stamp, None, _malformed(log, exc))
         return _Read(stamp, run, "")
 
     def row(self, log: str) -> RunRow:
@@ -268,9 +291,12 @@ class LogFiles:
 
     def _row(self, log: str) -> RunRow:
         path = self.path_of(log)
-        if path is None:
+        try:
+            if path is None:
+                raise FileNotFoundError(log)
+            stamp = self.stamp(path)
+        except FileNotFoundError:  # gone since it was found: a live log whose run ended
             return RunRow(log=log, problem=f"{log}: no such run log")
-        stamp = self.stamp(path)
         with self._lock:
             known = self._rows.get(log)
         if known is not None and known[0] == stamp:
@@ -283,6 +309,8 @@ class LogFiles:
                 row = run_row(log, read.run)
             except RunLogError as exc:
                 row = RunRow(log=log, kind=_kind(log), problem=str(exc))
+            except _MALFORMED as exc:
+                row = RunRow(log=log, kind=_kind(log), problem=_malformed(log, exc))
         with self._lock:
             self._rows[log] = (read.stamp, row)
         return row
@@ -299,7 +327,10 @@ class LogFiles:
     def _read(self, log: str, path: Path, *, traces: bool) -> _Read:
         """``log`` read (whole, or without its answers), or kept from an earlier read of the
         same size and time."""
-        stamp = self.stamp(path)
+        try:
+            stamp = self.stamp(path)
+        except FileNotFoundError:
+            return _Read((0, 0), None, f"{log}: no such run log under the viewer's folder")
         with self._lock:
             known = self._runs.get((log, traces))
         if known is not None and known.stamp == stamp:
@@ -347,13 +378,18 @@ class LogFiles:
         except (OSError, UnicodeDecodeError) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
             raise RunLogError(f"{log}: cannot read the run log: {reason}") from exc
-        return parse_run_log(finished_lines(text), source=log)
+        try:
+            return parse_run_log(finished_lines(text), source=log)
+        except _MALFORMED as exc:
+            raise RunLogError(_malformed(log, exc)) from exc
 
     def successor(self, live: str) -> str | None:
         """The run log that took the place of the live log ``live`` once its run ended: of
-        the run logs of its folder that finished after the run started, the first whose
-        agent and judge models are the live run's (the ones last read of it) or, when its
-        run was never read, the first; None when there is none yet."""
+        the run logs of its folder that finished after the run started, the one whose run
+        record names ``live`` as its live log. A log that names another live log is another
+        run's; of those that name none (written before run records named their live log),
+        the first whose agent and judge models are the live run's (the ones last read of it)
+        or, when its run was never read, the first. None when there is none yet."""
         match = LIVE_LOG_NAME.fullmatch(PurePosixPath(live).name)
         if match is None:
             return None
@@ -368,15 +404,19 @@ class LogFiles:
             ),
             key=log_order,
         )
+        rows = [self._row(log) for log in later]
+        named = [row.log for row in rows if row.live_log == match.string]
+        if named:
+            return named[0]
+        unnamed = [row for row in rows if not row.live_log]
         with self._lock:
             known = self._rows.get(live)
         if known is not None:
             models = (known[1].agent_model, known[1].judge_model)
-            for log in later:
-                row = self._row(log)
+            for row in unnamed:
                 if (row.agent_model, row.judge_model) == models:
-                    return log
-        return later[0] if later else None
+                    return row.log
+        return unnamed[0].log if unnamed else None
 
     def run(self, log: str, *, traces: bool = True) -> LoggedRun:
         """The run of ``log``, whole or without its answers (``traces``; see

@@ -90,7 +90,7 @@ def serving(folder: Path, token: str = "", made: list[GuardedApp] | None = None)
     is added to ``made``, when given."""
     sock = listening_socket("127.0.0.1", 0)
     port = sock.getsockname()[1]
-    guard = Guard(allowed_hosts("127.0.0.1", port), token, "form-key-of-the-test")
+    guard = Guard(allowed_hosts("127.0.0.1", port), token, "form-key-of-the-test", port)
     app = make_app(folder, guard)
     if made is not None:
         made.append(app)

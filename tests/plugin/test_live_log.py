@@ -67,6 +67,7 @@ def test_the_live_log_holds_each_finished_scenario_and_is_gone_when_the_run_ends
     final = records(log)
     assert final[0]["complete"] is True
     assert "in_progress" not in final[0]
+    assert final[0]["live_log"] == live.name  # how a viewer of the live log finds this log
     assert [t for t in final[1:] if t["scenario"] == "scenario-a"] == seen_live
 
 
@@ -110,7 +111,8 @@ def test_live_log_false_keeps_no_live_log(
     held.release()
     out = finish(process)
     assert process.returncode == pytest.ExitCode.OK, out[-3000:]
-    assert len(list((pytester.path / LOGS).glob("*.jsonl"))) == 1
+    [log] = (pytester.path / LOGS).glob("*.jsonl")
+    assert "live_log" not in records(log)[0]
 
 
 def test_a_run_stopped_by_x_leaves_its_run_log_and_no_live_log(

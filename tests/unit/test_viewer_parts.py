@@ -7,16 +7,24 @@ run's arms compared, the matrix of skills by models."""
 
 from __future__ import annotations
 
+import html
+import json
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from starlette.testclient import TestClient
 
+from pytest_openkata.core.results_json import ReportConfig, build_report, render_report
 from pytest_openkata.core.runlog import RunInfo, RunLogError, log_lines, parse_run_log
 from pytest_openkata.core.verdict_labels import LabelsError, VerdictLabel, read_labels
+from pytest_openkata.viewer.app import Viewer, make_app
 from pytest_openkata.viewer.command import allowed_hosts, is_loopback
+from pytest_openkata.viewer.command import main as view_main
 from pytest_openkata.viewer.compare import compare_arms, compare_runs
 from pytest_openkata.viewer.disagreements import disagreements
+from pytest_openkata.viewer.guard import Guard
 from pytest_openkata.viewer.labels import labels_file, read_run_labels, write_label
 from pytest_openkata.viewer.runs import LogFiles, RunRow, finished_lines, matrix
 from tests.support.results import ROOT, SETTINGS, judged, logged, scenario
@@ -269,3 +277,158 @@ def test_results_json_files_are_found_beside_the_logs_in_time_order_and_a_bad_on
         "skills/s/evals/results/m/2026-12-01T100001.json: not a results JSON: skill: "
     )
     assert (log.kind, log.scenarios) == ("run log", 1)
+
+
+def _client(folder: Path) -> TestClient:
+    return TestClient(make_app(folder, Guard(frozenset(), "", "key")))
+
+
+def _results_json(**changes: object) -> str:
+    report = build_report(
+        skill="s",
+        skill_version="1",
+        timestamp=datetime(2026, 12, 1, 10, 0, 1, tzinfo=UTC),
+        config=ReportConfig(backend="http", agent_model="m", judge_model="m"),
+        threshold=80,
+        results=[scenario("a")],
+        overall=100.0,
+        passed=True,
+    )
+    data = json.loads(render_report(report))
+    data.update(changes)
+    return json.dumps(data)
+
+
+def test_malformed_files_are_their_rows_problem_and_their_pages_say_why(tmp_path: Path) -> None:
+    good = _log_text(scenario("a"))
+    results = tmp_path / "skills" / "s" / "evals" / "results" / "m"
+    results.mkdir(parents=True)
+    (results / "2026-12-01T100001.json").write_text(_results_json(manifest={"plugin_version": 5}))
+    (tmp_path / "20261201T100002Z.jsonl").write_text(good + "[" * 100_000 + "\n")
+    head, rest = good.split("\n", 1)
+    overflowing = head.replace('"threshold": 80', '"threshold": 1' + "0" * 400)
+    assert overflowing != head
+    (tmp_path / "20261201T100003Z.jsonl").write_text(overflowing + "\n" + rest)
+    record = json.loads(rest.split("\n")[0])
+    record["trace"] = {"answers": [1]}
+    (tmp_path / "20261201T100004Z.jsonl").write_text(head + "\n" + json.dumps(record) + "\n")
+    client = _client(tmp_path)
+
+    listing = client.get("/")
+    assert listing.status_code == 200
+    rows = {row.log: row.problem for row in LogFiles(tmp_path).rows()}
+    assert rows == {
+        "20261201T100004Z.jsonl": "",  # its overview holds no answers: only its trial is bad
+        "20261201T100003Z.jsonl": "20261201T100003Z.jsonl: line 1: "
+        "threshold must be a percentage from 0 to 100",
+        "20261201T100002Z.jsonl": "20261201T100002Z.jsonl: line 3: not JSON: nested too deeply",
+        "skills/s/evals/results/m/2026-12-01T100001.json": "skills/s/evals/results/m/"
+        "2026-12-01T100001.json: manifest.plugin_version: must be a string",
+    }
+    for log, problem in rows.items():
+        if problem:
+            assert html.escape(problem, quote=False) in listing.text
+            page = client.get(f"/run/{log}")
+            assert (page.status_code, problem in html.unescape(page.text)) == (404, True)
+    trial = client.get(
+        "/trial/20261201T100004Z.jsonl", params={"skill": "skills/s", "scenario": "a", "trial": 1}
+    )
+    assert trial.status_code == 404
+    assert "20261201T100004Z.jsonl: line 2: not a trial record" in html.unescape(trial.text)
+
+
+def test_a_live_log_gone_between_finding_and_reading_it_answers_as_moved(tmp_path: Path) -> None:
+    live = tmp_path / "20261201T100000Z.0123abcd-1.live.jsonl"
+    live.write_text(_log_text(scenario("a")))
+
+    class Vanishing(LogFiles):
+        """Logs whose live log ends its run just after it is found."""
+
+        def path_of(self, log: str) -> Path | None:
+            path = super().path_of(log)
+            if path is not None:
+                path.unlink()
+            return path
+
+    guard = Guard(frozenset(), "", "key")
+    app = make_app(tmp_path, guard)
+    app.app.state.viewer = Viewer(Vanishing(tmp_path), guard)  # type: ignore[attr-defined]
+    answer = TestClient(app).get(f"/api/run/{live.name}")
+    assert answer.status_code == 200
+    assert answer.json() == {"moved": "/"}
+
+
+@pytest.mark.parametrize("port", ["70000", "-1"])
+def test_a_port_out_of_range_is_a_usage_error(
+    port: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert view_main([str(tmp_path), "--port", port]) == 2
+    error = capsys.readouterr().err
+    assert "usage:" in error
+    assert "0 to 65535" in error
+    assert "Traceback" not in error
+
+
+def test_a_gone_live_log_is_followed_to_the_run_log_that_names_it_and_no_other(
+    tmp_path: Path,
+) -> None:
+    live = "20261201T100000Z.0123abcd-1.live.jsonl"
+    other_live = "20261201T100000Z.0123abcd-2.live.jsonl"
+
+    def final(name: str, live_log: str, model: str = "gpt-4o") -> None:
+        info = RunInfo("2026-12-01T10:05:00Z", settings={**SETTINGS, "model": model})
+        text = log_lines(replace(info, live_log=live_log), [scenario("a")], ROOT)
+        (tmp_path / name).write_text(text)
+
+    (tmp_path / live).write_text(_log_text(scenario("a")))
+    files = LogFiles(tmp_path)
+    assert files.row(live).agent_model == "gpt-4o"  # the live run, as the viewer last read it
+    (tmp_path / live).unlink()
+    final("20261201T100100Z.jsonl", other_live)  # the same models, another run's
+    assert files.successor(live) is None  # not yet written: no other run's log instead
+    final("20261201T100200Z.jsonl", live, model="other")  # the models differ: still ours
+    assert files.successor(live) == "20261201T100200Z.jsonl"
+    assert files.run("20261201T100200Z.jsonl").info.live_log == live
+
+    older = tmp_path / "older"
+    older.mkdir()
+    (older / "20261201T100100Z.jsonl").write_text(_log_text(scenario("a")))  # names none
+    assert LogFiles(older).successor(live) == "20261201T100100Z.jsonl"
+
+
+def test_a_token_goes_to_a_cookie_named_by_the_port_and_back_to_a_page_of_the_same_origin(
+    tmp_path: Path,
+) -> None:
+    app = make_app(tmp_path, Guard(frozenset(), "the-token", "key", 8123))
+    client = TestClient(app, follow_redirects=False)
+
+    first = client.get("/?token=the-token&q=x")
+    assert (first.status_code, first.headers["location"]) == (303, "/?q=x")
+    assert first.cookies.get("openkata_view_token_8123") == "the-token"
+    for path in ("//evil.example/", "/\\evil.example/"):
+        answer = client.get(f"http://testserver{path}?token=the-token")
+        location = answer.headers["location"]
+        assert answer.status_code == 303
+        assert location.startswith("/")
+        assert location[1] not in "/\\"  # "//x" or "/\\x" would be another site
+        assert location.endswith("evil.example/")  # this viewer's path of that name
+    # Another viewer's cookie is not this one's.
+    for port, status in ((9999, 403), (8123, 200)):
+        fresh = TestClient(app)
+        fresh.cookies.set(f"openkata_view_token_{port}", "the-token")
+        assert fresh.get("/").status_code == status
+
+
+def test_a_labels_file_linked_out_of_its_logs_folder_is_not_read(tmp_path: Path) -> None:
+    outside = tmp_path / "secret.jsonl"
+    outside.write_text('{"not": "a label"}\n')
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    log = runs / "20261201T100000Z.jsonl"
+    log.write_text(_log_text(scenario("a")))
+    labels_file(log).symlink_to(outside)
+    with pytest.raises(LabelsError, match="a link out of its run log's folder is not read"):
+        read_run_labels(log)
+    with pytest.raises(LabelsError):
+        write_label(log, _label(True))
+    assert outside.read_text() == '{"not": "a label"}\n'
