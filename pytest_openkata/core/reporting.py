@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from pytest_openkata.contracts.config import EvalSettings
     from pytest_openkata.core.manifest import Drift, Manifest
     from pytest_openkata.core.recorded import RecordedRun
-    from pytest_openkata.core.runlog import LoggedRun
+    from pytest_openkata.core.runlog import LoggedRun, ScenarioLines
 
 __all__ = [
     "TERMINAL_REPORTER",
@@ -111,6 +111,8 @@ class Run:
     # The recorded run this one graded again (``RecordedRun.rejudged_from``), or None.
     rejudged_from: Mapping[str, Any] | None = None
     manifest: Manifest | None = None
+    # The scenarios' log lines the live log already rendered, reused by ``log_text``.
+    rendered: ScenarioLines | None = field(default=None, compare=False, repr=False)
 
     @cached_property
     def log_text(self) -> str:
@@ -125,7 +127,7 @@ class Run:
             rejudged_from=self.rejudged_from,
             manifest=self.manifest,
         )
-        return log_lines(info, results, self.rootdir, self.log_extras)
+        return log_lines(info, results, self.rootdir, self.log_extras, rendered=self.rendered)
 
     def skill_manifest(self, skill_dir: Path) -> Manifest | None:
         """The run's manifest of one skill (its results JSON's), None without a manifest."""

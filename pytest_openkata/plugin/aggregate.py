@@ -253,6 +253,7 @@ class EvalAggregator:
                 written=written,
                 errors=errors,
                 rejudged=self._rejudged(),
+                rendered=None if self._live is None else self._live.rendered,
             )
         )
         if agreement is not None:
