@@ -3,7 +3,8 @@ scripted endpoint: the agent's call of one scenario is held until the test has s
 log hold the scenario that finished before it. Seen there: the run record marked in
 progress, then that scenario's trial records, the very records the run log ends with; once the
 run ends the live log is gone (serially and under ``-n 2``); a run killed outright leaves it,
-shown as interrupted, and the next run removes it and says so; ``live_log = false`` keeps none.
+shown as interrupted, and the next run removes it and says so; ``live_log = false`` keeps none,
+and neither does a ``--collect-only`` run.
 """
 
 from __future__ import annotations
