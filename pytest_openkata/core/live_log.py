@@ -7,7 +7,8 @@ first record is the run record (``complete: false``, ``in_progress: true``, ``fi
 the time the run started), then the trial records of each scenario as it finishes, appended
 and flushed at once, in the order the scenarios finished. Its records are the run log's own,
 made by the same functions from the same masked results, so it holds no secret and no machine
-path, and it reads as a partial run log.
+path, and it reads as a partial run log. The lines it wrote are kept (:attr:`LiveLog.rendered`)
+and the run log at the end takes them instead of rendering those trials again.
 
 When the run ends, on every path (finished, ``-x``, Ctrl-C, SIGTERM), the run log is written
 as always and the live log removed. A run killed outright cannot remove it: its name holds
@@ -29,7 +30,7 @@ from typing import IO, Literal
 
 from pytest_openkata.contracts.config import EvalSettings
 from pytest_openkata.contracts.results import ScenarioResult
-from pytest_openkata.core.runlog import json_line, run_info, run_record, scenario_records
+from pytest_openkata.core.runlog import ScenarioLines, json_line, run_info, run_record
 from pytest_openkata.infra.processes import host_tag, process_gone
 
 __all__ = [
@@ -102,7 +103,8 @@ class LiveLog:
     def __init__(self, path: Path, handle: IO[str], rootdir: Path) -> None:
         self.path = path
         self._handle: IO[str] | None = handle
-        self._rootdir = rootdir
+        # The lines written, kept for the run log, which holds the same (log_lines(rendered=)).
+        self.rendered = ScenarioLines(rootdir)
 
     @classmethod
     def start(
@@ -121,8 +123,9 @@ class LiveLog:
     def add(self, result: ScenarioResult) -> None:
         """Append the trial records of a scenario that finished, flushed to the file at once
         (a scenario whose every trial was skipped has none)."""
-        records = scenario_records(result, self._rootdir)
-        text = "".join(json_line(record) for record in records)
+        if self._handle is None:  # closed: nothing more is written
+            return
+        text = self.rendered.of(result)
         if text:
             self._write(text)
 

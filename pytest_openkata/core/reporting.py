@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from pytest_openkata.contracts.config import EvalSettings
     from pytest_openkata.core.manifest import Drift, Manifest
     from pytest_openkata.core.recorded import RecordedRun
-    from pytest_openkata.core.runlog import LoggedRun
+    from pytest_openkata.core.runlog import LoggedRun, ScenarioLines
 
 __all__ = [
     "TERMINAL_REPORTER",
@@ -113,6 +113,8 @@ class Run:
     manifest: Manifest | None = None
     # The file name of the live log the run kept while it ran ("" for none).
     live_log: str = ""
+    # The scenarios' log lines the live log already rendered, reused by ``log_text``.
+    rendered: ScenarioLines | None = field(default=None, compare=False, repr=False)
 
     @cached_property
     def log_text(self) -> str:
@@ -128,7 +130,7 @@ class Run:
             manifest=self.manifest,
             live_log=self.live_log,
         )
-        return log_lines(info, results, self.rootdir, self.log_extras)
+        return log_lines(info, results, self.rootdir, self.log_extras, rendered=self.rendered)
 
     def skill_manifest(self, skill_dir: Path) -> Manifest | None:
         """The run's manifest of one skill (its results JSON's), None without a manifest."""

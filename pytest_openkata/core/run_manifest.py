@@ -13,13 +13,13 @@ criteria, checks, inputs: not its prompt, which holds the skill).
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from pytest_openkata.contracts.config import EvalSettings
 from pytest_openkata.contracts.results import ScenarioResult, TrialResult
-from pytest_openkata.core.files import files_under
 from pytest_openkata.core.manifest import (
     DIGESTED_SETTINGS,
     REFUSING_SETTINGS,
@@ -45,16 +45,34 @@ def skill_digest(skill_dir: Path) -> str:
     reports and scenarios are not the skill) and Python's ``__pycache__`` folders (what
     running its scripts leaves). A file that cannot be read counts by path only."""
     digest = hashlib.sha256()
-    for rel, path in files_under(skill_dir):
-        parts = rel.split("/")
-        if parts[0] == _SKIPPED_IN_SKILL or _BYTECODE in parts:
-            continue
+    for rel, path in _content_files(skill_dir):
         try:
             content = hashlib.sha256(path.read_bytes()).hexdigest()
         except OSError:
             content = "unreadable"
         digest.update(f"{rel}\0{content}\0".encode())
     return digest.hexdigest()
+
+
+def _content_files(skill_dir: Path) -> list[tuple[str, Path]]:
+    """The skill's files by ``/``-separated relative path, sorted as
+    :func:`~pytest_openkata.core.files.files_under`
+    sorts them, without ``evals/`` and ``__pycache__``: those folders are not entered (a
+    skill's evals hold every scenario and report, often most of its files)."""
+    found: list[tuple[str, Path]] = []
+    for current, folders, names in os.walk(skill_dir, followlinks=False):
+        inside = os.path.relpath(current, skill_dir)
+        prefix = "" if inside == os.curdir else Path(inside).as_posix() + "/"
+        folders[:] = [name for name in folders if not _skipped(prefix + name)]
+        found += [(prefix + name, Path(current, name)) for name in names]
+    found = [(rel, path) for rel, path in found if not _skipped(rel)]
+    found.sort(key=lambda item: item[0])
+    return found
+
+
+def _skipped(rel: str) -> bool:
+    parts = rel.split("/")
+    return parts[0] == _SKIPPED_IN_SKILL or _BYTECODE in parts
 
 
 def _setting(settings: EvalSettings, dotted: str) -> Any:

@@ -46,6 +46,7 @@ __all__ = [
     "LoggedTrial",
     "RunInfo",
     "RunLogError",
+    "ScenarioLines",
     "arm_name",
     "drift_record",
     "json_line",
@@ -305,19 +306,43 @@ def scenario_records(result: ScenarioResult, rootdir: Path) -> Iterator[dict[str
                 yield _trial_record(arm, arm.trials[trial_index], skill_dir)
 
 
-def _records(
+class ScenarioLines:
+    """The run log's lines of each scenario's trials (:func:`scenario_records`, one JSON line
+    each), rendered once per result and kept: the live log writes a scenario's lines when it
+    finishes, and the run log at the end of the run holds the very same lines, so it takes
+    them from here instead of rendering every trial a second time."""
+
+    def __init__(self, rootdir: Path) -> None:
+        self.rootdir = rootdir
+        # By the result's identity; the result is kept beside its text so that the identity
+        # of a result that is gone is never taken for another's.
+        self._lines: dict[int, tuple[ScenarioResult, str]] = {}
+
+    def of(self, result: ScenarioResult) -> str:
+        """The lines of ``result``'s trials (its baseline arm's too), skill folders relative
+        to :attr:`rootdir`; "" when every trial was skipped."""
+        kept = self._lines.get(id(result))
+        if kept is not None and kept[0] is result:
+            return kept[1]
+        text = "".join(json_line(record) for record in scenario_records(result, self.rootdir))
+        self._lines[id(result)] = (result, text)
+        return text
+
+
+def _lines(
     info: RunInfo,
     results: Iterable[ScenarioResult],
-    rootdir: Path,
+    scenario_lines: ScenarioLines,
     extras: Mapping[str, Sequence[Mapping[str, Any]]],
-) -> Iterator[dict[str, Any]]:
-    yield run_record(info)
+) -> Iterator[str]:
+    yield json_line(run_record(info))
+    rootdir = scenario_lines.rootdir
     ordered = sorted(results, key=lambda r: (relative_skill_dir(r.skill_dir, rootdir), r.name))
     for result in ordered:
-        yield from scenario_records(result, rootdir)
+        yield scenario_lines.of(result)
     for kind, records in sorted(extras.items()):
         for record in records:
-            yield {"record": EXTRA_RECORD, "kind": kind, "data": dict(record)}
+            yield json_line({"record": EXTRA_RECORD, "kind": kind, "data": dict(record)})
 
 
 # JSON leaves these raw inside strings, but many line readers (Python's str.splitlines, editors,
@@ -340,10 +365,16 @@ def log_lines(
     results: Iterable[ScenarioResult],
     rootdir: Path,
     extras: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+    *,
+    rendered: ScenarioLines | None = None,
 ) -> str:
     """The run log of a run's results as JSON Lines text (skill folders relative to
-    ``rootdir``); ``extras`` are further records by kind, e.g. a comparison with a baseline."""
-    return "".join(json_line(record) for record in _records(info, results, rootdir, extras or {}))
+    ``rootdir``); ``extras`` are further records by kind, e.g. a comparison with a baseline.
+    ``rendered`` holds the lines of scenarios already rendered (the live log's) relative to
+    the same ``rootdir``; the others are rendered here."""
+    if rendered is None or rendered.rootdir != rootdir:
+        rendered = ScenarioLines(rootdir)
+    return "".join(_lines(info, results, rendered, extras or {}))
 
 
 def read_run_log(path: Path, *, traces: bool = True) -> LoggedRun:

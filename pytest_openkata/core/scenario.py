@@ -147,13 +147,17 @@ def scenario_candidates(evals_dir: Path) -> list[Path]:
     order of their path below ``evals``. A folder that is neither is a group: its own folders
     are looked at the same way (up to :data:`GROUP_DEPTH` levels of groups), so that
     ``evals/<group>/<scenario>`` is found; a scenario folder is never looked into."""
-    found: list[Path] = []
-    _candidates_in(evals_dir, 0, found)
-    found.sort(key=lambda entry: entry.relative_to(evals_dir).parts)
-    return found
+    found: list[tuple[tuple[str, ...], Path]] = []
+    _candidates_in(evals_dir, (), found)
+    found.sort(key=lambda candidate: candidate[0])
+    return [entry for _parts, entry in found]
 
 
-def _candidates_in(folder: Path, depth: int, found: list[Path]) -> None:
+def _candidates_in(
+    folder: Path, parts: tuple[str, ...], found: list[tuple[tuple[str, ...], Path]]
+) -> None:
+    """Add the candidates under ``folder`` to ``found``, each with its path's parts below
+    ``evals`` (``parts`` are the folder's), which order them."""
     # One listing, whose entries say without a system call each whether they are real folders
     # (collection asks this of every evals folder).
     try:
@@ -164,9 +168,9 @@ def _candidates_in(folder: Path, depth: int, found: list[Path]) -> None:
     for name in sorted(folders):
         entry = folder / name
         if name.startswith(SCENARIO_PREFIX) or holds_scenario_files(entry):
-            found.append(entry)
-        elif depth < GROUP_DEPTH and not name.startswith(".") and name not in NOT_GROUPS:
-            _candidates_in(entry, depth + 1, found)
+            found.append(((*parts, name), entry))
+        elif len(parts) < GROUP_DEPTH and not name.startswith(".") and name not in NOT_GROUPS:
+            _candidates_in(entry, (*parts, name), found)
 
 
 def group_folders(evals_dir: Path) -> list[Path]:

@@ -178,8 +178,9 @@ class EvalAggregator:
 
     def _start_live_log(self) -> None:
         """Start the run's live log, once, when the settings keep one; first remove those of
-        runs that were killed. A live log that cannot be made leaves the run as it was."""
-        if self._live_tried or not self.settings.live_log:
+        runs that were killed. A live log that cannot be made leaves the run as it was. A
+        ``--collect-only`` run runs nothing: it keeps none, and leaves the log folder alone."""
+        if self._live_tried or not self.settings.live_log or self.config.getoption("collectonly"):
             return
         self._live_tried = True
         from pytest_openkata.core.live_log import LiveLog, remove_stale_live_logs
@@ -254,6 +255,7 @@ class EvalAggregator:
                 errors=errors,
                 rejudged=self._rejudged(),
                 live_log="" if self._live is None else self._live.path.name,
+                rendered=None if self._live is None else self._live.rendered,
             )
         )
         if agreement is not None:

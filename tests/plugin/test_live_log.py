@@ -3,7 +3,8 @@ scripted endpoint: the agent's call of one scenario is held until the test has s
 log hold the scenario that finished before it. Seen there: the run record marked in
 progress, then that scenario's trial records, the very records the run log ends with; once the
 run ends the live log is gone (serially and under ``-n 2``); a run killed outright leaves it,
-shown as interrupted, and the next run removes it and says so; ``live_log = false`` keeps none.
+shown as interrupted, and the next run removes it and says so; ``live_log = false`` keeps none,
+and neither does a ``--collect-only`` run.
 """
 
 from __future__ import annotations
@@ -130,3 +131,15 @@ def test_a_run_stopped_by_x_leaves_its_run_log_and_no_live_log(
     assert live_logs(pytester.path) == []
     [log] = (pytester.path / LOGS).glob("*.jsonl")
     assert records(log)[0]["record"] == "run"
+
+
+def test_collect_only_runs_nothing_so_it_keeps_no_live_log(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint
+) -> None:
+    write_skill(pytester.path, "s", {"scenario-a": {"x": 2}})
+
+    result = pytester.runpytest("skills/s", *eval_args(endpoint.base_url), "--collect-only", "-q")
+
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["*1 test collected*"])
+    assert not (pytester.path / LOGS).exists()  # not even its folder is made

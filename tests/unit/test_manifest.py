@@ -400,6 +400,11 @@ def test_a_skill_s_digest_is_of_its_files_without_its_evals_or_bytecode(tmp_path
     (skill / "scripts" / "run.py").write_text("print(2)\n")
     assert skill_digest(skill) != before
 
+    changed = skill_digest(skill)  # an evals folder below the top is the skill's content
+    (skill / "scripts" / "evals").mkdir()
+    (skill / "scripts" / "evals" / "data.txt").write_text("x\n")
+    assert skill_digest(skill) != changed
+
 
 def test_the_manifest_takes_the_model_an_agent_cli_s_events_named(tmp_path: Path) -> None:
     skill = tmp_path / "skills" / "s"

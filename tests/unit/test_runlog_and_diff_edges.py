@@ -26,6 +26,7 @@ from pytest_openkata.core.runlog import (
     CHANGES_EXTRA,
     RunInfo,
     RunLogError,
+    ScenarioLines,
     log_lines,
     parse_run_log,
     skill_summaries,
@@ -49,6 +50,24 @@ def _result(skill_dir: str, *, passed: bool = True, name: str = "scenario-a") ->
 
 
 # --- the run log -------------------------------------------------------------------------------
+
+
+def test_the_run_log_takes_the_lines_the_live_log_rendered_and_reads_the_same() -> None:
+    root = Path("/r")
+    info = RunInfo("2026-01-01T00:00:00Z")
+    results = [_result("/r/skills/b", name="z"), _result("/r/skills/a", passed=False)]
+    fresh = log_lines(info, results, root)
+    live = ScenarioLines(root)
+    written = [live.of(result) for result in reversed(results)]  # in the order they finished
+
+    assert log_lines(info, results, root, rendered=live) == fresh
+    assert [live.of(result) for result in reversed(results)] == written
+    assert all(live.of(result) is text for result, text in zip(results[::-1], written, strict=True))
+    assert fresh.endswith(written[0] + written[1])  # the log sorts them by skill
+    # Lines relative to another rootdir are not this log's: its own are rendered instead.
+    elsewhere = log_lines(info, results, Path("/r/skills"))
+    assert elsewhere != fresh
+    assert log_lines(info, results, Path("/r/skills"), rendered=live) == elsewhere
 
 
 def test_two_skills_of_one_name_keep_their_own_comparison_read_back_from_the_log() -> None:
