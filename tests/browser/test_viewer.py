@@ -132,14 +132,17 @@ def test_the_runs_list_filters_and_leads_to_a_run_a_trial_and_a_comparison(
 
         page.select_option("select[name=gate]", "fail")
         page.select_option("select[name=kind]", "run log")
-        page.click("form.filters button[type=submit]")
+        with page.expect_navigation():
+            page.click("form.filters button[type=submit]")
         assert page.locator("tr.run-row").count() == 1
         assert "gate=fail" in page.url  # a deep link to the filtered list
-        page.click("a.run-link")
+        with page.expect_navigation():
+            page.click("a.run-link")
         assert page.url == f"{base}/run/{runs.failing}"
         assert page.locator("tr.scenario-row").count() == 2
 
-        page.click("a.trial-link.fail")  # scenario-failing's trial
+        with page.expect_navigation():  # scenario-failing's trial
+            page.click("a.trial-link.fail")
         assert page.get_by_text(REASON).is_visible()
         assert page.locator("details.prompt").get_attribute("open") is None  # collapsed
         page.keyboard.press("j")
@@ -153,7 +156,8 @@ def test_the_runs_list_filters_and_leads_to_a_run_a_trial_and_a_comparison(
         page.goto(f"{base}/?order=asc&kind=run+log")
         page.locator("input[name=a]").first.check()  # the older run: the failing one
         page.locator("input[name=b]").nth(1).check()
-        page.click("text=Compare A with B")
+        with page.expect_navigation():
+            page.click("text=Compare A with B")
         row = page.locator("tr.pair", has_text="scenario-failing")
         assert row.locator(".flips").inner_text() == "tested: fail → pass"
         assert row.locator(".delta").inner_text() == "+33.3"
@@ -172,7 +176,8 @@ def test_a_runs_baseline_arm_is_compared_with_its_own(
     with serving(pytester.path) as base, browsing(browser, base) as (page, _):
         page.goto(f"{base}/run/{LOGS}/{log.name}")
         assert page.locator("tr.scenario-row").count() == 2  # both arms
-        page.click("#compare-arms")
+        with page.expect_navigation():
+            page.click("#compare-arms")
         assert page.locator("h1").inner_text() == "Compare the arms of a run"
         page.locator("details.answers-pair summary").click()
         assert page.locator("pre.answer-a").text_content() == "without the skill"
@@ -182,10 +187,12 @@ def test_a_runs_baseline_arm_is_compared_with_its_own(
 def test_a_skills_results_json_is_a_run_too(runs: Runs, browser: Browser) -> None:
     with serving(runs.root) as base, browsing(browser, base) as (page, _):
         page.goto(f"{base}/?kind=results+JSON&gate=fail")
-        page.click("a.run-link")
+        with page.expect_navigation():
+            page.click("a.run-link")
         assert "/evals/results/" in page.url
         assert page.locator("tr.scenario-row").count() == 2
-        page.click("a.trial-link.fail")
+        with page.expect_navigation():
+            page.click("a.trial-link.fail")
         assert page.get_by_text(REASON).is_visible()
         assert page.locator("form.label-form").count() == 0  # verdicts go on run logs
 
@@ -195,7 +202,8 @@ def test_hostile_model_text_is_shown_as_text_on_the_trial_page_and_in_a_comparis
 ) -> None:
     with serving(runs.root) as base, browsing(browser, base) as (page, _):
         page.goto(f"{base}/run/{runs.failing}")
-        page.locator("tr.scenario-row", has_text="scenario-hostile").locator("a").click()
+        with page.expect_navigation():
+            page.locator("tr.scenario-row", has_text="scenario-hostile").locator("a").click()
         shown = page.locator("pre.agent-output")
         assert shown.is_visible()
         assert shown.text_content() == HOSTILE
@@ -217,11 +225,13 @@ def test_a_human_verdict_is_written_beside_the_logs_and_read_back(
     logged = log.read_bytes()
     with serving(runs.root) as base, browsing(browser, base) as (page, _):
         page.goto(f"{base}/run/{runs.failing}")
-        page.click("a.trial-link.fail")
+        with page.expect_navigation():
+            page.click("a.trial-link.fail")
         row = page.locator("#criterion-1")
         row.locator("input[name=reviewer]").fill("ana")
         row.locator("input[name=note]").fill("a test of the empty input is there </pre>")
-        row.locator("button[value=wrong]").click()
+        with page.expect_navigation():
+            row.locator("button[value=wrong]").click()
         assert page.url.endswith("#criterion-1")
         shown = page.locator("#criterion-1 .label-shown").inner_text()
         assert shown.startswith("Judge was wrong: human verdict pass by ana")
@@ -318,7 +328,8 @@ def test_a_run_in_progress_is_listed_running_and_its_page_follows_it_to_its_run_
             page.goto(f"{base}/")
             row = page.locator("tr.run-row", has_text=live.name)
             assert row.locator(".run-state").inner_text() == "running"
-            row.locator("a.run-link").click()
+            with page.expect_navigation():
+                row.locator("a.run-link").click()
             assert page.locator("#run-state").get_attribute("data-state") == "running"
             assert page.locator("tr.scenario-row").all_inner_texts()[0].startswith("scenario-a")
             assert page.locator("tr.scenario-row", has_text="scenario-b").count() == 0
@@ -350,7 +361,8 @@ def test_a_live_log_whose_run_is_gone_reads_interrupted(runs: Runs, browser: Bro
         page.goto(f"{base}/")
         row = page.locator("tr.run-row", has_text=name)
         assert row.locator(".run-state").inner_text() == "interrupted"
-        row.locator("a.run-link").click()
+        with page.expect_navigation():
+            row.locator("a.run-link").click()
         assert page.locator("#run-state").get_attribute("data-state") == "interrupted"
         assert page.locator("tr.scenario-row").count() == 1
 
@@ -385,7 +397,8 @@ def test_a_large_comparison_pages_its_scenarios_and_reads_only_the_shown_ones_an
             f"answer {COMPARE_ROWS - 1:04} of {PurePosixPath(b).name}"
         )
         assert page.locator("tr.pair.failure").count() == 0
-        page.click("#compare-pages a[rel=next]")
+        with page.expect_navigation():
+            page.click("#compare-pages a[rel=next]")
         assert page.locator("tr.pair").count() == 50
         flipped = page.locator("tr.pair.failure")
         assert flipped.inner_text().startswith(f"skills/s\tscenario-{COMPARE_ROWS + 7:04}")
@@ -415,7 +428,8 @@ def test_a_run_of_more_scenarios_than_a_page_holds_shows_them_a_page_at_a_time(
         assert page.locator("tr.scenario-row").count() == RUN_ROWS
         assert page.locator("section.skill h2").all_inner_texts()[1].startswith("skills/b")
         assert page.locator("tr.scenario-row.failure").count() == 0
-        page.click("#run-pages a[rel=next]")
+        with page.expect_navigation():
+            page.click("#run-pages a[rel=next]")
         assert page.url.endswith("?page=2")
         rows = page.locator("tr.scenario-row")
         assert rows.count() == 5
@@ -435,7 +449,8 @@ def test_beyond_loopback_every_request_needs_the_token(runs: Runs, browser: Brow
             page.goto(f"{base}/?token=the-printed-token&gate=fail&kind=run+log")
             assert page.url == f"{base}/?gate=fail&kind=run+log"  # the token went to a cookie
             assert page.locator("tr.run-row").count() == 1
-            page.click("a.run-link")
+            with page.expect_navigation():
+                page.click("a.run-link")
             assert page.locator("tr.scenario-row").count() == 2
 
 
