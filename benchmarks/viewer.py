@@ -23,6 +23,8 @@ import argparse
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import httpx
 import uvicorn
@@ -74,6 +76,25 @@ def timed(client: httpx.Client, url: str) -> tuple[float, int]:
     return seconds, len(answer.content)
 
 
+@contextmanager
+def serving(folder: Path) -> Iterator[str]:
+    """The viewer of ``folder`` on a free loopback port, in a thread; its base URL."""
+    sock = listening_socket("127.0.0.1", 0)
+    port = sock.getsockname()[1]
+    guard = Guard(allowed_hosts("127.0.0.1", port), "", "bench")
+    server = uvicorn.Server(
+        uvicorn.Config(make_app(folder, guard), log_level="warning", lifespan="off")
+    )
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=60)
+        sock.close()
+
+
 def main() -> None:
     args = parse_args()
     print(machine_line())
@@ -82,32 +103,19 @@ def main() -> None:
         log = write_log(folder, args)
         relative = log.relative_to(folder).as_posix()
         print(f"run log: {args.scenarios:,} scenarios, {log.stat().st_size / 1e6:.0f} MB")
-        sock = listening_socket("127.0.0.1", 0)
-        port = sock.getsockname()[1]
-        guard = Guard(allowed_hosts("127.0.0.1", port), "", "bench")
-        server = uvicorn.Server(
-            uvicorn.Config(make_app(folder, guard), log_level="warning", lifespan="off")
-        )
-        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-        thread.start()
-        base = f"http://127.0.0.1:{port}"
-        trial = "skill=skills/skill-7&scenario=scenario-7&arm=&trial=1"
-        asks = [
-            ("runs list", "/"),
-            ("run page", f"/run/{relative}"),
-            ("trial page", f"/trial/{relative}?{trial}"),
-            ("run page again", f"/run/{relative}"),
-            ("live state", f"/api/run/{relative}"),
-        ]
-        try:
+        with serving(folder) as base:
+            trial = "skill=skills/skill-7&scenario=scenario-7&arm=&trial=1"
+            asks = [
+                ("runs list", "/"),
+                ("run page", f"/run/{relative}"),
+                ("trial page", f"/trial/{relative}?{trial}"),
+                ("run page again", f"/run/{relative}"),
+                ("live state", f"/api/run/{relative}"),
+            ]
             with httpx.Client(base_url=base, timeout=600) as client:
                 for name, url in asks:
                     seconds, size = timed(client, url)
                     print(f"{name:<15} {seconds:7.2f} s  {size / 1e6:7.2f} MB")
-        finally:
-            server.should_exit = True
-            thread.join(timeout=60)
-            sock.close()
     print(f"target: a first page within {TARGET_SECONDS:.0f} s")
 
 

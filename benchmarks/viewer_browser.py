@@ -29,17 +29,12 @@ import argparse
 import os
 import statistics
 import tempfile
-import threading
 from typing import Any
 
-import uvicorn
 from playwright.sync_api import Page, sync_playwright
 
 from benchmarks._common import machine_line
-from benchmarks.viewer import write_log
-from pytest_openkata.viewer.app import make_app
-from pytest_openkata.viewer.command import allowed_hosts, listening_socket
-from pytest_openkata.viewer.guard import Guard
+from benchmarks.viewer import serving, write_log
 from tests.browser.conftest import CHROMIUM_ARGS
 
 CHROMIUM = os.environ.get("OPENKATA_CHROMIUM", "/usr/bin/chromium")
@@ -121,16 +116,8 @@ def main() -> None:
         log = write_log(folder, args)
         relative = log.relative_to(folder).as_posix()
         print(f"run log: {args.scenarios:,} scenarios, {log.stat().st_size / 1e6:.0f} MB")
-        sock = listening_socket("127.0.0.1", 0)
-        port = sock.getsockname()[1]
-        guard = Guard(allowed_hosts("127.0.0.1", port), "", "bench")
-        server = uvicorn.Server(
-            uvicorn.Config(make_app(folder, guard), log_level="warning", lifespan="off")
-        )
-        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-        thread.start()
-        url = f"http://127.0.0.1:{port}/run/{relative}"
-        try:
+        with serving(folder) as base:
+            url = f"{base}/run/{relative}"
             with sync_playwright() as playwright:
                 browser = playwright.chromium.launch(
                     executable_path=CHROMIUM, args=list(CHROMIUM_ARGS), headless=True
@@ -159,10 +146,6 @@ def main() -> None:
                         )
                 finally:
                     browser.close()
-        finally:
-            server.should_exit = True
-            thread.join(timeout=60)
-            sock.close()
 
 
 if __name__ == "__main__":
