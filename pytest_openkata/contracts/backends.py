@@ -9,7 +9,8 @@ message text. The backends themselves live in :mod:`pytest_openkata.providers.ba
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import copy
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,6 +60,21 @@ class ResponseSchema:
 
     name: str
     schema: dict[str, Any]
+
+    @classmethod
+    def keyed(cls, name: str, keys: Sequence[str], member: Mapping[str, Any]) -> ResponseSchema:
+        """An object with one required member per key (a criterion's name), each following
+        ``member``, and nothing else: the shape of a judge's verdicts, in the subset strict
+        structured-output APIs accept."""
+        return cls(
+            name=name,
+            schema={
+                "type": "object",
+                "properties": {key: copy.deepcopy(dict(member)) for key in keys},
+                "required": list(keys),
+                "additionalProperties": False,
+            },
+        )
 
 
 # Statuses with which endpoints refuse a structured-output request they do not support

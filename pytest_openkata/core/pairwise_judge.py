@@ -133,27 +133,16 @@ def pairwise_schema(criteria: Sequence[Criterion]) -> ResponseSchema:
     its name, each ``{"better": "A" | "B" | "tie", "reason": string}``; every criterion
     required and nothing else allowed, in the subset strict structured-output APIs accept."""
     names = list(dict.fromkeys(c.name for c in criteria))
-
-    def verdict() -> dict[str, Any]:
-        return {
-            "type": "object",
-            "properties": {
-                "better": {"type": "string", "enum": ["A", "B", PAIRWISE_TIE]},
-                "reason": {"type": "string"},
-            },
-            "required": ["better", "reason"],
-            "additionalProperties": False,
-        }
-
-    return ResponseSchema(
-        name="pairwise_verdicts",
-        schema={
-            "type": "object",
-            "properties": {name: verdict() for name in names},
-            "required": names,
-            "additionalProperties": False,
+    verdict = {
+        "type": "object",
+        "properties": {
+            "better": {"type": "string", "enum": ["A", "B", PAIRWISE_TIE]},
+            "reason": {"type": "string"},
         },
-    )
+        "required": ["better", "reason"],
+        "additionalProperties": False,
+    }
+    return ResponseSchema.keyed("pairwise_verdicts", names, verdict)
 
 
 @dataclass(frozen=True)

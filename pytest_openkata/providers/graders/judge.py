@@ -360,23 +360,13 @@ def verdict_schema(criteria: Sequence[Criterion], *, reason_max_chars: int = 0) 
     if reason_max_chars > 0:
         reason["maxLength"] = reason_max_chars
 
-    def verdict() -> dict[str, Any]:
-        return {
-            "type": "object",
-            "properties": {"pass": {"type": "boolean"}, "reason": reason},
-            "required": ["pass", "reason"],
-            "additionalProperties": False,
-        }
-
-    return ResponseSchema(
-        name="judge_verdicts",
-        schema={
-            "type": "object",
-            "properties": {name: verdict() for name in names},
-            "required": names,
-            "additionalProperties": False,
-        },
-    )
+    verdict = {
+        "type": "object",
+        "properties": {"pass": {"type": "boolean"}, "reason": reason},
+        "required": ["pass", "reason"],
+        "additionalProperties": False,
+    }
+    return ResponseSchema.keyed("judge_verdicts", names, verdict)
 
 
 @dataclass(frozen=True)
