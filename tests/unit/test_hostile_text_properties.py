@@ -1,7 +1,8 @@
 """Properties of every text a model may return, on its way into each format: generated texts
 that favour the characters that break formats (every line boundary of ``str.splitlines``, NUL,
 escape sequences and the other control characters, lone surrogates) read back equal from the
-run log, the CSV rows and the results JSON, and never drive a terminal."""
+run log, the CSV rows and the results JSON, never drive a terminal, and stay text in the
+pages (a pairwise judge's reasons included)."""
 
 from __future__ import annotations
 
@@ -9,14 +10,23 @@ import csv
 import io
 import json
 import re
+from dataclasses import replace
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pytest_openkata.contracts.results import (
+    PAIRWISE_SKILL,
+    PAIRWISE_TIE,
+    PairwiseTrial,
+    PairwiseVerdict,
+)
 from pytest_openkata.core.runlog import RunInfo, json_line, log_lines, parse_run_log
 from pytest_openkata.infra import gojson
 from pytest_openkata.infra.text import valid_unicode, visible, visible_lines
 from pytest_openkata.providers.reporters.csvfile import render_csv
+from pytest_openkata.providers.reporters.html import render_html
+from pytest_openkata.providers.reporters.markdown import render_markdown
 from tests.support.results import ROOT, judged, logged, scenario
 
 BREAKING = [
@@ -103,3 +113,27 @@ def test_a_log_with_raw_line_separators_inside_its_strings_still_reads() -> None
     [result] = parse_run_log(raw).results
 
     assert [c.reason for c in result.criteria or ()] == [reason]
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    name=st.one_of(HOSTILE_TEXT, st.just("<script>alert(1)</script>")),
+    reason=st.one_of(HOSTILE_TEXT, st.just("<script>alert(1)</script>"), st.just("x" * 300_000)),
+)
+def test_a_pairwise_verdicts_name_and_reasons_read_back_and_stay_text_in_the_pages(
+    name: str, reason: str
+) -> None:
+    own = scenario("scenario-a", [judged("x", 1, True)])
+    verdict = PairwiseVerdict(name or "c", PAIRWISE_SKILL, PAIRWISE_TIE, reason, reason)
+    trial = replace(own.trials[0], pairwise=PairwiseTrial((verdict,)))
+    baseline = replace(scenario("scenario-a", [judged("x", 1, False)]), arm="without-skill")
+    run = logged([replace(own, trials=(trial,), baseline=baseline)])
+
+    [back] = run.results
+    pairwise = back.trials[0].pairwise
+    assert pairwise is not None
+    assert pairwise.verdicts[0].skill_first_reason == valid_unicode(reason)
+    page, markdown = render_html(run), render_markdown(run)
+    assert "<script>alert" not in page
+    assert "<script>alert" not in markdown
+    assert "\r" not in markdown  # a reason's line breaks never break the document's lines
