@@ -544,3 +544,38 @@ def test_a_harbor_dockerfile_is_staged_with_its_context_and_named_in_scenario_js
     assert options["dockerfile"] == "environment/Dockerfile"
     assert (folder / "environment" / "data.txt").read_text() == "data\n"
     assert not [n for n in notes if "Dockerfile" in n.what]
+
+
+def test_two_workers_staging_into_a_skill_without_evals_share_the_folder_they_both_make(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under xdist each worker stages its own scenarios; when the skill has no ``evals``
+    folder, another worker may make it between this one's look and its own mkdir."""
+    from pytest_openkata.core.formats.harbor import HarborFormat
+    from pytest_openkata.core.formats.staging import Staging
+
+    skill = tmp_path / "harbor"
+    (skill / "SKILL.md").parent.mkdir()
+    (skill / "SKILL.md").write_text(layouts.SKILL_MD)
+    layouts.harbor(skill)
+    evals = skill / "evals"
+    made_by_the_other_worker: list[Path] = []
+    real_mkdir = Path.mkdir
+
+    def other_worker_first(self: Path, *args: Any, **kwargs: Any) -> None:
+        if self == evals and not made_by_the_other_worker:
+            real_mkdir(self)
+            made_by_the_other_worker.append(self)
+        real_mkdir(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "mkdir", other_worker_first)
+    fmt = HarborFormat()
+    [source] = fmt.scenarios(skill / "tasks")
+    this_worker = Staging()
+
+    staged = this_worker.stage(fmt, source, skill)
+
+    assert made_by_the_other_worker == [evals]
+    assert (staged.folder / "task.md").is_file()
+    this_worker.close()
+    assert evals.is_dir()  # the other worker's, still in use: not removed by this one

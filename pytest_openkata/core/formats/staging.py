@@ -98,8 +98,11 @@ class Staging:
         evals = skill_dir / "evals"
         if evals in self._roots:
             return self._roots[evals]
-        if not evals.exists():
+        try:
             evals.mkdir()
+        except FileExistsError:
+            pass  # the skill's own, or made a moment ago by another worker of the run
+        else:
             self._made_evals.add(evals)
         remove_stale(evals)  # what a run killed outright left here
         root = new_temp_folder(evals)
