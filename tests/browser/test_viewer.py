@@ -11,7 +11,6 @@ import re
 import signal
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -20,14 +19,12 @@ from typing import TYPE_CHECKING
 
 import httpx
 import pytest
-import uvicorn
 
 from pytest_openkata.core.runlog import RunInfo, log_lines
 from pytest_openkata.core.verdict_labels import read_labels
 from pytest_openkata.infra.processes import host_tag
-from pytest_openkata.viewer.app import COMPARE_ROWS, RUN_ROWS, make_app
-from pytest_openkata.viewer.command import allowed_hosts, listening_socket
-from pytest_openkata.viewer.guard import POLICY, Guard, GuardedApp
+from pytest_openkata.viewer.app import COMPARE_ROWS, RUN_ROWS
+from pytest_openkata.viewer.guard import POLICY, GuardedApp
 from tests.browser.test_html_report import png_colours
 from tests.support.endpoint import Reply, ScriptedEndpoint
 from tests.support.evals import EvalScript, eval_args, write_skill
@@ -40,6 +37,7 @@ from tests.support.live_runs import (
     wait_for,
 )
 from tests.support.results import ROOT, SETTINGS, judged, scenario
+from tests.support.viewer_server import serving
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
@@ -82,27 +80,6 @@ def runs(pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScri
     script.verdicts = {}
     passing = _run(pytester, endpoint.base_url)
     return Runs(pytester.path, failing, passing)
-
-
-@contextmanager
-def serving(folder: Path, token: str = "", made: list[GuardedApp] | None = None) -> Iterator[str]:
-    """The viewer of ``folder`` on a free loopback port, in a thread; its base URL. The app
-    is added to ``made``, when given."""
-    sock = listening_socket("127.0.0.1", 0)
-    port = sock.getsockname()[1]
-    guard = Guard(allowed_hosts("127.0.0.1", port), token, "form-key-of-the-test", port)
-    app = make_app(folder, guard)
-    if made is not None:
-        made.append(app)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
-        sock.close()
 
 
 @contextmanager

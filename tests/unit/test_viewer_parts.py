@@ -1,4 +1,4 @@
-"""The viewer's parts without a server: the list of runs read without traces, logs found only
+"""The viewer's parts, most without a server: the list of runs read without traces, logs found only
 under the folder, a log being written read up to its last finished line, labels appended and
 written as judge agreement reads them (a criterion labelled again replaced, a bad
 line named), two runs compared, disagreements
@@ -13,8 +13,8 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+import httpx
 import pytest
-from starlette.testclient import TestClient
 
 from pytest_openkata.core.results_json import ReportConfig, build_report, render_report
 from pytest_openkata.core.runlog import RunInfo, RunLogError, log_lines, parse_run_log
@@ -24,10 +24,11 @@ from pytest_openkata.viewer.command import allowed_hosts, is_loopback
 from pytest_openkata.viewer.command import main as view_main
 from pytest_openkata.viewer.compare import compare_arms, compare_runs
 from pytest_openkata.viewer.disagreements import disagreements
-from pytest_openkata.viewer.guard import Guard
+from pytest_openkata.viewer.guard import Guard, GuardedApp
 from pytest_openkata.viewer.labels import labels_file, read_run_labels, write_label
 from pytest_openkata.viewer.runs import LogFiles, RunRow, finished_lines, matrix
 from tests.support.results import ROOT, SETTINGS, judged, logged, scenario
+from tests.support.viewer_server import serving, serving_app
 
 ANSWER = "the agent's long answer"
 
@@ -279,10 +280,6 @@ def test_results_json_files_are_found_beside_the_logs_in_time_order_and_a_bad_on
     assert (log.kind, log.scenarios) == ("run log", 1)
 
 
-def _client(folder: Path) -> TestClient:
-    return TestClient(make_app(folder, Guard(frozenset(), "", "key")))
-
-
 def _results_json(**changes: object) -> str:
     report = build_report(
         skill="s",
@@ -312,29 +309,29 @@ def test_malformed_files_are_their_rows_problem_and_their_pages_say_why(tmp_path
     record = json.loads(rest.split("\n")[0])
     record["trace"] = {"answers": [1]}
     (tmp_path / "20261201T100004Z.jsonl").write_text(head + "\n" + json.dumps(record) + "\n")
-    client = _client(tmp_path)
-
-    listing = client.get("/")
-    assert listing.status_code == 200
-    rows = {row.log: row.problem for row in LogFiles(tmp_path).rows()}
-    assert rows == {
-        "20261201T100004Z.jsonl": "",  # its overview holds no answers: only its trial is bad
-        "20261201T100003Z.jsonl": "20261201T100003Z.jsonl: line 1: "
-        "threshold must be a percentage from 0 to 100",
-        "20261201T100002Z.jsonl": "20261201T100002Z.jsonl: line 3: not JSON: nested too deeply",
-        "skills/s/evals/results/m/2026-12-01T100001.json": "skills/s/evals/results/m/"
-        "2026-12-01T100001.json: manifest.plugin_version: must be a string",
-    }
-    for log, problem in rows.items():
-        if problem:
-            assert html.escape(problem, quote=False) in listing.text
-            page = client.get(f"/run/{log}")
-            assert (page.status_code, problem in html.unescape(page.text)) == (404, True)
-    trial = client.get(
-        "/trial/20261201T100004Z.jsonl", params={"skill": "skills/s", "scenario": "a", "trial": 1}
-    )
-    assert trial.status_code == 404
-    assert "20261201T100004Z.jsonl: line 2: not a trial record" in html.unescape(trial.text)
+    with serving(tmp_path) as base, httpx.Client(base_url=base) as client:
+        listing = client.get("/")
+        assert listing.status_code == 200
+        rows = {row.log: row.problem for row in LogFiles(tmp_path).rows()}
+        assert rows == {
+            "20261201T100004Z.jsonl": "",  # its overview holds no answers: only its trial is bad
+            "20261201T100003Z.jsonl": "20261201T100003Z.jsonl: line 1: "
+            "threshold must be a percentage from 0 to 100",
+            "20261201T100002Z.jsonl": "20261201T100002Z.jsonl: line 3: not JSON: nested too deeply",
+            "skills/s/evals/results/m/2026-12-01T100001.json": "skills/s/evals/results/m/"
+            "2026-12-01T100001.json: manifest.plugin_version: must be a string",
+        }
+        for log, problem in rows.items():
+            if problem:
+                assert html.escape(problem, quote=False) in listing.text
+                page = client.get(f"/run/{log}")
+                assert (page.status_code, problem in html.unescape(page.text)) == (404, True)
+        trial = client.get(
+            "/trial/20261201T100004Z.jsonl",
+            params={"skill": "skills/s", "scenario": "a", "trial": 1},
+        )
+        assert trial.status_code == 404
+        assert "20261201T100004Z.jsonl: line 2: not a trial record" in html.unescape(trial.text)
 
 
 def test_a_live_log_gone_between_finding_and_reading_it_answers_as_moved(tmp_path: Path) -> None:
@@ -350,10 +347,14 @@ def test_a_live_log_gone_between_finding_and_reading_it_answers_as_moved(tmp_pat
                 path.unlink()
             return path
 
-    guard = Guard(frozenset(), "", "key")
-    app = make_app(tmp_path, guard)
-    app.app.state.viewer = Viewer(Vanishing(tmp_path), guard)  # type: ignore[attr-defined]
-    answer = TestClient(app).get(f"/api/run/{live.name}")
+    def vanishing_viewer(port: int) -> GuardedApp:
+        guard = Guard(allowed_hosts("127.0.0.1", port), "", "key", port)
+        app = make_app(tmp_path, guard)
+        app.app.state.viewer = Viewer(Vanishing(tmp_path), guard)  # type: ignore[attr-defined]
+        return app
+
+    with serving_app(vanishing_viewer) as base:
+        answer = httpx.get(f"{base}/api/run/{live.name}")
     assert answer.status_code == 200
     assert answer.json() == {"moved": "/"}
 
@@ -399,24 +400,23 @@ def test_a_gone_live_log_is_followed_to_the_run_log_that_names_it_and_no_other(
 def test_a_token_goes_to_a_cookie_named_by_the_port_and_back_to_a_page_of_the_same_origin(
     tmp_path: Path,
 ) -> None:
-    app = make_app(tmp_path, Guard(frozenset(), "the-token", "key", 8123))
-    client = TestClient(app, follow_redirects=False)
-
-    first = client.get("/?token=the-token&q=x")
-    assert (first.status_code, first.headers["location"]) == (303, "/?q=x")
-    assert first.cookies.get("openkata_view_token_8123") == "the-token"
-    for path in ("//evil.example/", "/\\evil.example/"):
-        answer = client.get(f"http://testserver{path}?token=the-token")
-        location = answer.headers["location"]
-        assert answer.status_code == 303
-        assert location.startswith("/")
-        assert location[1] not in "/\\"  # "//x" or "/\\x" would be another site
-        assert location.endswith("evil.example/")  # this viewer's path of that name
-    # Another viewer's cookie is not this one's.
-    for port, status in ((9999, 403), (8123, 200)):
-        fresh = TestClient(app)
-        fresh.cookies.set(f"openkata_view_token_{port}", "the-token")
-        assert fresh.get("/").status_code == status
+    with serving(tmp_path, token="the-token") as base, httpx.Client(base_url=base) as client:
+        port = int(base.rsplit(":", 1)[1])
+        first = client.get("/?token=the-token&q=x")
+        assert (first.status_code, first.headers["location"]) == (303, "/?q=x")
+        assert first.cookies.get(f"openkata_view_token_{port}") == "the-token"
+        for path in ("//evil.example/", "/\\evil.example/"):
+            answer = client.get(f"{base}{path}?token=the-token")
+            location = answer.headers["location"]
+            assert answer.status_code == 303
+            assert location.startswith("/")
+            assert location[1] not in "/\\"  # "//x" or "/\\x" would be another site
+            assert location.endswith("evil.example/")  # this viewer's path of that name
+        # Another viewer's cookie is not this one's.
+        for cookie_port, status in ((port + 1, 403), (port, 200)):
+            cookies = {f"openkata_view_token_{cookie_port}": "the-token"}
+            with httpx.Client(base_url=base, cookies=cookies) as fresh:
+                assert fresh.get("/").status_code == status
 
 
 def test_a_labels_file_linked_out_of_its_logs_folder_is_not_read(tmp_path: Path) -> None:
