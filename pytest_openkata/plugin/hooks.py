@@ -341,7 +341,7 @@ def pytest_report_header(config: pytest.Config) -> str:
     ]
     if s.cache != "off" and getattr(config, "cache", None) is None:
         extras.append("cache=off (no cacheprovider)")
-    if s.variants and mode == "":  # the own arm's variant; the baseline's is the baseline
+    if s.variant and mode == "":  # the own arm's variant; the baseline's is the baseline
         extras.append(f"variant={s.variant}")
     if s.baseline and mode != VALIDATE:  # a validation runs no baseline arm
         extras.append(f"baseline={s.baseline}")
