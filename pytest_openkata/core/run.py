@@ -448,12 +448,12 @@ class _ScenarioRun:
                 material["agent"] = dict(self.backends.agent_identity)
             if arm.is_baseline:  # the own arm's keys stay those of a run without a baseline
                 material["arm"] = arm.name
-            if isinstance(arm.skill, Path):  # another copy of the skill: its files
+            # A variant's copy of the skill: its files (an installed skill is not in the
+            # prompt); the keys of every other arm stay as they were.
+            if arm.label and isinstance(arm.skill, Path):
                 material["skill_files"] = workspace_digest(
                     scenario.skill_dir, scenario.path, skill=arm.skill
                 )
-            if arm.activation:
-                material["activation"] = ACTIVATION_LINE
             if scenario.follow_ups:  # a one-turn scenario's keys stay as they were
                 material["follow_ups"] = list(scenario.follow_ups)
             user = scenario.simulated_user

@@ -107,9 +107,12 @@ def _kind(value: object) -> str:
 
 
 def _text(raw: Mapping[str, Any], key: str, where: str, shown: str) -> str:
+    """A string value, printable (every message and report may show it)."""
     value = raw.get(key, "")
     if not isinstance(value, str):
         raise VariantsError(f"{shown}: {where}.{key}: must be a string, not {_kind(value)}")
+    if not value.isprintable():
+        raise VariantsError(f"{shown}: {where}.{key}: must hold printable characters only")
     return value.strip()
 
 
@@ -144,6 +147,11 @@ def _fixtures(
         raise VariantsError(f"{shown}: {where}.fixtures: must be an object, not {_kind(value)}")
     found = []
     for name, fixture in value.items():
+        if not name.isprintable() or len(name) > _MAX_LABEL:
+            raise VariantsError(
+                f"{shown}: {where}.fixtures: a fixture's name must be printable and at most "
+                f"{_MAX_LABEL} characters"
+            )
         at = f"{where}.fixtures.{name}"
         if not isinstance(fixture, dict):
             raise VariantsError(f"{shown}: {at}: must be an object, not {_kind(fixture)}")
@@ -183,6 +191,11 @@ def _variant(raw: object, index: int, shown: str, warnings: list[str]) -> Varian
     )
     if not include and variant.fixtures:
         warnings.append(f"{shown}: {where}.fixtures: not installed, as includeContext is false")
+    elif len(variant.fixtures) > 1:
+        warnings.append(
+            f"{shown}: {where}.fixtures: only the one that holds the skill evaluated is "
+            f"installed, not the other {len(variant.fixtures) - 1}"
+        )
     return variant
 
 

@@ -98,7 +98,7 @@ def test_a_file_of_tessl_s_shape_reads_with_its_defaults(tmp_path: Path) -> None
         ([{"label": " "}], "evals/arms.json: [0].label: must not be empty"),
         ([{"label": "two words"}], "evals/arms.json: [0].label: must not hold white space"),
         ([{"label": "-x"}], "evals/arms.json: [0].label: must be printable"),
-        ([{"label": "a\x1b[31m"}], "evals/arms.json: [0].label: must be printable"),
+        ([{"label": "a\x1b[31m"}], "evals/arms.json: [0].label: must hold printable characters"),
         (
             [{"label": "a", "includeContext": "yes"}],
             "evals/arms.json: [0] (a).includeContext: must be true or false, not a string",
@@ -117,6 +117,18 @@ def test_a_file_of_tessl_s_shape_reads_with_its_defaults(tmp_path: Path) -> None
         (
             [{"label": "a", "fixtures": {"p": {}}}],
             "evals/arms.json: [0] (a).fixtures.p.localPath: missing",
+        ),
+        (
+            [{"label": "a", "model": "m\x1b[2J"}],
+            "evals/arms.json: [0] (a).model: must hold printable characters only",
+        ),
+        (
+            [{"label": "a", "fixtures": {"p\n": {"localPath": "./p"}}}],
+            "evals/arms.json: [0] (a).fixtures: a fixture's name must be printable",
+        ),
+        (
+            [{"label": "a", "fixtures": {"p": {"localPath": "./p\r"}}}],
+            "evals/arms.json: [0] (a).fixtures.p.localPath: must hold printable characters only",
         ),
         (
             [{"label": "a", "fixtures": {"p": {"localPath": ""}}}],
@@ -161,6 +173,14 @@ def test_unknown_keys_are_warnings_and_the_variant_still_reads(tmp_path: Path) -
         "evals/arms.json: [0] (a).fixtureNames: unknown key, ignored",
         "evals/arms.json: [1] (b).fixtures: not installed, as includeContext is false",
     )
+    several = _read(
+        tmp_path,
+        [{"label": "a", "fixtures": {"p": {"localPath": "./p"}, "q": {"localPath": "./q"}}}],
+    )
+    assert several.warnings == (
+        "evals/arms.json: [0] (a).fixtures: only the one that holds the skill evaluated is "
+        "installed, not the other 1",
+    )
 
 
 # --- the run's two arms ----------------------------------------------------------------------
@@ -199,7 +219,8 @@ def test_the_settings_name_either_arm_by_its_label(tmp_path: Path) -> None:
     )
 
     assert own.label == "other"
-    assert baseline is not None and baseline.name == "with" and baseline.skill is True
+    assert baseline is not None
+    assert (baseline.name, baseline.skill) == ("with", True)
     # A baseline that is no label keeps its meaning (without-skill, same, a git ref).
     plan = _plan(file, tmp_path, baseline="without-skill")
     assert plan.baseline is None
@@ -236,7 +257,13 @@ def test_a_fixture_gives_the_arm_its_copy_of_the_skill(tmp_path: Path) -> None:
     file = _read(
         tmp_path,
         [
-            {"label": "rewrite", "fixtures": {"other": {"localPath": "./draft"}, "p": {"localPath": "rewrite/plugin"}}},
+            {
+                "label": "rewrite",
+                "fixtures": {
+                    "other": {"localPath": "./draft"},
+                    "p": {"localPath": "rewrite/plugin"},
+                },
+            },
             {"label": "draft", "fixtures": {"d": {"localPath": "./draft"}}},
             {"label": "folder", "fixtures": {"d": {"localPath": "skills/s"}}},
         ],
@@ -352,5 +379,6 @@ def test_a_run_s_settings_take_the_labels_of_its_arms(tmp_path: Path) -> None:
     assert (chosen.variant, chosen.baseline) == ("with", "none")
     assert chosen.sources["baseline"] == f"{SHOWN} (its first variant without the context)"
     assert run_variants(EvalSettings(), tmp_path) == (EvalSettings(), None)
-    assert isinstance(error, VariantsError) and bad.baseline == ""
+    assert isinstance(error, VariantsError)
+    assert bad.baseline == ""
     assert str(error).startswith("evals/absent.json: no such file")
