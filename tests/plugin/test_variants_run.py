@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from pytest_openkata.core.variants import ACTIVATION_LINE
 from tests.support.endpoint import RecordedRequest, Reply, ScriptedEndpoint
-from tests.support.evals import CRITERION_LINE, eval_args, reports_under, write_skill
+from tests.support.evals import CRITERION_LINE, EvalScript, eval_args, reports_under, write_skill
+from tests.support.scripted_claude import install_scripted_claude
 
 REWRITTEN = "Apply the REWRITTEN rule."  # the rewrite's SKILL.md
 ORIGINAL = "Follow the rules."  # the text write_skill puts into every SKILL.md
@@ -230,3 +232,52 @@ def test_a_variant_of_another_model_is_refused_with_the_run_that_takes_it(
     )
     result.assert_outcomes(errors=1)
     assert arms.prompts == []
+
+
+def test_an_installed_variant_s_copy_is_installed_and_forced_activation_is_a_line_before_the_task(
+    pytester: pytest.Pytester,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    endpoint: ScriptedEndpoint,
+    script: EvalScript,
+) -> None:
+    claude, path = install_scripted_claude(tmp_path / "bin")  # Claude Code's stand-in
+    monkeypatch.setenv("PATH", path)
+    task = "Do the task of scenario-0."
+    claude.plan("s", {task: ["load"]})
+    write_skill(pytester.path, "s", {"scenario-0": {"x": 1}})
+    _rewrite(pytester.path, "s")
+    notes = pytester.path / "rewrite" / "plugin" / "skills" / "s" / "references" / "notes.md"
+    notes.parent.mkdir()
+    notes.write_text("Only the rewrite has notes.\n")
+    _arms_file(
+        pytester.path,
+        [
+            {
+                "label": "rewrite-1",
+                "agent": "claude",
+                "fixtures": {"p": {"localPath": "rewrite/plugin"}},
+            },
+            {"label": "no-skill", "agent": "claude", "includeContext": False},
+        ],
+    )
+
+    result = pytester.runpytest_subprocess(
+        "skills/s",
+        "--eval-backend", "claude",
+        "--eval-judge-backend", "http",
+        "--eval-base-url", endpoint.base_url,
+        "--eval-skill-delivery", "installed",
+        "--eval-variants", "arms.json",
+        "--eval-threshold", "0",
+    )  # fmt: skip
+
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    calls = {str(call["prompt"]).strip(): call for call in claude.calls()}
+    forced = calls[f"{ACTIVATION_LINE}\n\n{task}"]
+    assert forced["files"] == [
+        ".claude/skills/s/SKILL.md",
+        ".claude/skills/s/references/notes.md",
+    ]
+    assert calls[task]["files"] == []  # the baseline: no skill, and no line
+    assert len(calls) == 2
