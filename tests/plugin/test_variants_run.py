@@ -94,6 +94,8 @@ def test_the_variants_file_gives_the_run_its_arms_and_the_reports_their_labels(
     result = pytester.runpytest(
         "skills/s",
         *eval_args(endpoint.base_url, "--eval-model", "m1", "--eval-markdown", "run.md"),
+        "--eval-html",
+        "run.html",
         "--eval-variants",
         "arms.json",
         "--eval-variant",
@@ -120,6 +122,8 @@ def test_the_variants_file_gives_the_run_its_arms_and_the_reports_their_labels(
     )
     markdown = (pytester.path / "run.md").read_text()
     assert "; variant rewrite-1; baseline no-skill." in markdown
+    page = (pytester.path / "run.html").read_text()
+    assert ", variant rewrite-1, baseline arm no-skill" in page
     assert result.ret == pytest.ExitCode.OK
 
 
