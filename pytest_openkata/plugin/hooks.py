@@ -248,11 +248,12 @@ def _variants(
     config: pytest.Config, settings: EvalSettings, mode: str, controller: bool
 ) -> EvalSettings:
     """A run's settings with the baseline its variants file gives, the file's arms kept for
-    the scenarios (only a run that evaluates has arms); what the file holds that this plugin
-    does not know, and a file that cannot be run, are said once, by the controller."""
+    the scenarios (only a run that evaluates has arms, and an estimate counts them); what the
+    file holds that this plugin does not know, and a file that cannot be run, are said once,
+    by the controller."""
     from pytest_openkata.core.variants import VariantPlan, VariantsError, run_variants
 
-    if mode or not settings.variants:
+    if mode not in ("", ESTIMATE) or not settings.variants:
         config.stash[variants_key] = None
         return settings
     settings, plan = run_variants(settings, config.rootpath)

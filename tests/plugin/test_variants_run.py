@@ -154,6 +154,26 @@ def test_the_arms_are_the_same_under_xdist(
     assert result.ret == pytest.ExitCode.OK
 
 
+def test_the_estimate_counts_the_baseline_arm_the_variants_file_gives(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint
+) -> None:
+    write_skill(pytester.path, "s", {"scenario-0": {"rewritten": 1}})
+    _arms_file(pytester.path, VARIANTS)
+
+    alone = pytester.runpytest("skills/s", *eval_args(endpoint.base_url, "--eval-estimate"))
+    both = pytester.runpytest(
+        "skills/s",
+        *eval_args(endpoint.base_url, "--eval-estimate", "--eval-model", "m1"),
+        "--eval-variants",
+        "arms.json",
+    )
+
+    alone.stdout.fnmatch_lines(["skills/s: 1 scenario; agent 1 calls, *"])
+    # The baseline arm is counted at the own arm's prompt: the most it can send.
+    both.stdout.fnmatch_lines(["skills/s: 1 scenario; agent 2 calls, *"])
+    assert endpoint.requests == []
+
+
 def test_a_bad_variants_file_errors_every_scenario_naming_the_file_and_the_key(
     pytester: pytest.Pytester, endpoint: ScriptedEndpoint, arms: ArmScript
 ) -> None:
