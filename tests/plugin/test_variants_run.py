@@ -169,7 +169,7 @@ def test_the_estimate_counts_the_baseline_arm_the_variants_file_gives(
     )
 
     alone.stdout.fnmatch_lines(["skills/s: 1 scenario; agent 1 calls, *"])
-    # The baseline arm is counted at the own arm's prompt: the most it can send.
+    # The baseline arm is counted at the size of the own arm's prompt.
     both.stdout.fnmatch_lines(["skills/s: 1 scenario; agent 2 calls, *"])
     assert endpoint.requests == []
 
