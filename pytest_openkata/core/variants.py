@@ -14,7 +14,8 @@ setting names the file and two of its variants become the arms:
   included;
 - the baseline arm is the variant ``baseline`` names by its label, else (without a
   ``baseline``) the first variant without the context; an arm's name is its label, so the
-  reports show the labels.
+  reports show the labels. ``baseline`` ``same`` runs the own variant twice (an A/A run);
+  ``without-skill`` and a git ref keep their meaning.
 
 A variant's skill is the skill folder itself, nowhere (``includeContext: false``) or the copy
 one of its fixtures holds (the fixture folder itself, or its ``skills/<name>`` or ``<name>``,
@@ -34,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_openkata.contracts.config import EvalSettings
-from pytest_openkata.core.arms import Arm, ArmError
+from pytest_openkata.core.arms import SAME, Arm, ArmError
 from pytest_openkata.core.tile import has_context
 
 __all__ = [
@@ -240,6 +241,9 @@ class VariantPlan:
     backend: str
     sandbox_agent: str
     prompt_delivery: bool
+    # The baseline arm's name: its variant's label, or ``same`` for an A/A run of the own
+    # variant.
+    baseline_name: str = ""
 
     def arms(self, skill_dir: Path, *, sandboxed: bool) -> tuple[Arm, Arm | None]:
         """The own arm and the baseline arm (None: the run has none from the file) of the
@@ -248,7 +252,7 @@ class VariantPlan:
         baseline = self.baseline
         if baseline is None:
             return own, None
-        return own, self._arm(baseline.label, baseline, skill_dir, sandboxed)
+        return own, self._arm(self.baseline_name, baseline, skill_dir, sandboxed)
 
     def _arm(self, name: str, variant: Variant, skill_dir: Path, sandboxed: bool) -> Arm:
         where = f"{self.file.shown}: variant {variant.label!r}"
@@ -341,12 +345,14 @@ def plan_variants(
             )
     other: Variant | None
     if baseline:
-        other = file.labelled(baseline)  # None: without-skill, same or a git ref
+        other = file.labelled(baseline)  # None: without-skill or a git ref
+        if other is None and baseline == SAME:  # an A/A run of the own variant
+            other = own
     else:
         other = next(
             (v for v in file.variants if not v.include_context and v.label != own.label), None
         )
-    if other is not None and other.label == own.label:
+    if other is not None and other.label == own.label and baseline != SAME:
         raise VariantsError(
             f"{file.shown}: the variant {own.label!r} cannot be both arms of the run (the "
             "variant and baseline settings name it)"
@@ -360,6 +366,7 @@ def plan_variants(
         backend=backend,
         sandbox_agent=sandbox_agent,
         prompt_delivery=prompt_delivery,
+        baseline_name="" if other is None else baseline if other is own else other.label,
     )
 
 
@@ -391,7 +398,7 @@ def run_variants(
     sources = dict(settings.sources)
     if not settings.variant:
         sources["variant"] = f"{shown} (its first variant with the context)"
-    if plan.baseline is not None and plan.baseline.label != settings.baseline:
-        update["baseline"] = plan.baseline.label
+    if plan.baseline is not None and plan.baseline_name != settings.baseline:
+        update["baseline"] = plan.baseline_name
         sources["baseline"] = f"{shown} (its first variant without the context)"
     return settings.model_copy(update={**update, "sources": sources}), plan

@@ -277,12 +277,12 @@ def pytest_configure(config: pytest.Config) -> None:
     shard.configure(config)
     settings = distribution.worker_settings(config, lambda: _resolve(config))
     controller = not hasattr(config, "workerinput")
+    settings = _variants(config, settings, mode, controller)
     if controller:  # only the controller compares, and a remote worker has other paths
         _check_compare(settings)
         _check_agreement(config, settings, mode)
         if settings.rejudge and mode in ("", ESTIMATE):
             _check_rejudge(config, settings)
-    settings = _variants(config, settings, mode, controller)
     config.stash[settings_key] = settings
     config.stash[redactor_key] = Redactor({*settings.secrets, *secrets_from_environment()})
     config.pluginmanager.register(fixtures, "openkata-fixtures")

@@ -221,9 +221,15 @@ def test_the_settings_name_either_arm_by_its_label(tmp_path: Path) -> None:
     assert own.label == "other"
     assert baseline is not None
     assert (baseline.name, baseline.skill) == ("with", True)
-    # A baseline that is no label keeps its meaning (without-skill, same, a git ref).
+    # A baseline that is no label keeps its meaning (without-skill, a git ref).
     plan = _plan(file, tmp_path, baseline="without-skill")
     assert plan.baseline is None
+    # same: the own variant twice, its copy of the skill in both arms.
+    copy = _skill(tmp_path / "copy" / "s")
+    rewrite = _read(tmp_path, [{"label": "r", "fixtures": {"c": {"localPath": "copy"}}}])
+    own, same = _plan(rewrite, tmp_path, baseline="same").arms(skill, sandboxed=False)
+    assert same is not None
+    assert (own.skill, same.name, same.label, same.skill) == (copy, "same", "r", copy)
     # Without a variant without the context, and no baseline set, there is no baseline arm.
     only = _read(tmp_path, [{"label": "with"}])
     assert _plan(only, tmp_path).arms(skill, sandboxed=False)[1] is None
