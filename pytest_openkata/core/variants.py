@@ -13,7 +13,8 @@ setting names the file and two of its variants become the arms:
 - the run's own arm is the variant ``variant`` names, else the first whose context is
   included;
 - the baseline arm is the variant ``baseline`` names by its label, else (without a
-  ``baseline``) the first variant without the context; an arm's name is its label, so the
+  ``baseline``) the first variant without the context of the same agent and model; an
+  arm's name is its label, so the
   reports show the labels. ``baseline`` ``same`` runs the own variant twice (an A/A run);
   ``without-skill`` and a git ref keep their meaning.
 
@@ -313,6 +314,15 @@ class VariantPlan:
         )
 
 
+def _same_run(one: Variant, other: Variant) -> bool:
+    """Whether two variants can be arms of one run: no agent or model of one differs from the
+    other's (one that names none runs with the run's)."""
+    return all(
+        not mine or not theirs or mine == theirs
+        for mine, theirs in ((one.agent, other.agent), (one.model, other.model))
+    )
+
+
 def plan_variants(
     file: VariantsFile,
     *,
@@ -326,7 +336,8 @@ def plan_variants(
 ) -> VariantPlan:
     """The run's arms from ``file``: the own arm is the variant ``variant`` labels (else the
     first with the context); the baseline the variant ``baseline`` labels, else, when no
-    baseline is set, the first other variant without the context. Raises
+    baseline is set, the first other variant without the context of the own variant's agent
+    and model. Raises
     :class:`VariantsError` for a label the file does not have."""
     labels = ", ".join(v.label for v in file.variants)
     if variant:
@@ -350,7 +361,12 @@ def plan_variants(
             other = own
     else:
         other = next(
-            (v for v in file.variants if not v.include_context and v.label != own.label), None
+            (
+                v
+                for v in file.variants
+                if not v.include_context and v.label != own.label and _same_run(v, own)
+            ),
+            None,
         )
     if other is not None and other.label == own.label and baseline != SAME:
         raise VariantsError(

@@ -230,6 +230,22 @@ def test_the_settings_name_either_arm_by_its_label(tmp_path: Path) -> None:
     own, same = _plan(rewrite, tmp_path, baseline="same").arms(skill, sandboxed=False)
     assert same is not None
     assert (own.skill, same.name, same.label, same.skill) == (copy, "same", "r", copy)
+    # The default baseline is of the own variant's agent and model.
+    models = _read(
+        tmp_path,
+        [
+            {"label": "with", "model": "m1"},
+            {"label": "none-m2", "model": "m2", "includeContext": False},
+            {"label": "none-claude", "agent": "claude", "includeContext": False},
+            {"label": "none-m1", "model": "m1", "includeContext": False},
+        ],
+    )
+    assert _plan(models, tmp_path).baseline_name == "none-claude"
+    other_model = _read(
+        tmp_path,
+        [{"label": "with", "model": "m1"}, {"label": "x", "model": "m2", "includeContext": False}],
+    )
+    assert _plan(other_model, tmp_path).baseline is None
     # Without a variant without the context, and no baseline set, there is no baseline arm.
     only = _read(tmp_path, [{"label": "with"}])
     assert _plan(only, tmp_path).arms(skill, sandboxed=False)[1] is None
