@@ -137,6 +137,10 @@ class EvalSettings(BaseModel):
     cache: str = "on"
     max_in_flight: int | Literal["auto"] = 0
     baseline: str = ""
+    # Tessl's variants (arms) file, and the label of the variant of the run's own arm
+    # (core.variants).
+    variants: str = ""
+    variant: str = ""
     require_uplift: bool = False
     # Pairwise judging of the two arms of a baseline run (core.pairwise_judge).
     judge_pairwise: bool = False

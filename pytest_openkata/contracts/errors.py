@@ -21,6 +21,8 @@ subclasses these::
     ├── JudgeError              the judge step failed (providers.graders.judge)
     ├── JudgeParseError         the judge's answer holds no verdicts (the same module)
     ├── ArmError                a baseline arm cannot be made (core.arms)
+    │   └── VariantsError       a variants (arms) file that cannot be run as it is
+    │                           (core.variants)
     ├── PairwiseJudgeError      the pairwise judge broke its answer contract
     ├── ShardError              shards that cannot be merged (core.shards)
     ├── BudgetReached           the run's budget was reached before a scenario's first

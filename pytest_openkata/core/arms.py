@@ -49,10 +49,15 @@ class ArmError(OpenkataError):
 @dataclass(frozen=True)
 class Arm:
     """``name`` is ``""`` for the run's own arm; ``skill`` is where the skill's files come
-    from: the skill folder (True), a copy of it at a git ref (a folder), or nowhere (False)."""
+    from: the skill folder (True), another copy of it (a folder: at a git ref, or a variant's
+    fixture), or nowhere (False). An arm made from a variants file has its variant's
+    ``label`` (:mod:`pytest_openkata.core.variants`), and ``activation``: a line before the
+    task tells the agent to use the skills installed for it."""
 
     name: str
     skill: Path | bool = True
+    label: str = ""
+    activation: bool = False
 
     @property
     def is_baseline(self) -> bool:

@@ -46,6 +46,7 @@ from pytest_openkata.core.schedule import ScenarioScheduler
 from pytest_openkata.core.slots import CallSlot
 from pytest_openkata.core.spending import BUDGET_EXTRA, spending_record
 from pytest_openkata.core.summary import SkillSummary, summarise
+from pytest_openkata.core.variants import VariantPlan, VariantsError, run_variants
 from pytest_openkata.infra.cache import ResultCache
 from pytest_openkata.infra.config import find_yaml_file, provider_problems, resolve_settings
 from pytest_openkata.infra.inflight import SharedSlots
@@ -186,7 +187,7 @@ def evaluate(paths: PathLike | Iterable[PathLike], **settings: object) -> list[S
     Raises :class:`~pytest_openkata.contracts.errors.ConfigError` for a bad setting or a path that
     does not exist; a scenario that cannot be evaluated is an errored result, as in pytest.
     """
-    resolved = _settings(settings)
+    resolved, variants = run_variants(_settings(settings), Path.cwd())
     given = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
     names = resolved.scenario_names
     jobs = [
@@ -201,7 +202,7 @@ def evaluate(paths: PathLike | Iterable[PathLike], **settings: object) -> list[S
     if problem is not None:
         raise ConfigError(problem)
     with _budget(resolved) as guard:
-        results, not_run = _run(jobs, resolved, here, recorded, guard)
+        results, not_run = _run(jobs, resolved, here, recorded, guard, variants=variants)
         spending = (
             None
             if guard is None
@@ -265,13 +266,18 @@ def _run(
     here: Path,
     recorded: RecordedRun | None,
     budget: BudgetGuard | None = None,
+    *,
+    variants: VariantPlan | VariantsError | None = None,
 ) -> tuple[list[ScenarioResult], list[_Job]]:
-    """Every job's result, and the jobs the budget left unrun."""
+    """Every job's result, and the jobs the budget left unrun (``variants``: the arms of a
+    variants file, or why it gives none)."""
     from pytest_openkata.infra.http import make_client
 
     redact = Redactor({*settings.secrets, *secrets_from_environment()})
     cache = None if settings.cache == "off" else ResultCache(cache_folder(here), settings.cache)
-    options = replace(run_options(settings, cache, refs_folder(here), recorded), budget=budget)
+    options = replace(
+        run_options(settings, cache, refs_folder(here), recorded), budget=budget, variants=variants
+    )
     # The in-flight cap's and the engines' lock files, shared with pytest runs in ``here``.
     locks = here / ".pytest_cache" / "d" / "openkata-in-flight"
     lock_folder = None

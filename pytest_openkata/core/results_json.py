@@ -61,6 +61,8 @@ class ReportConfig:
     judge_model: str
     model_label: str = ""
     judge_backend: str = ""  # written only when the judge uses another backend than the agent
+    # The label of the variant of a variants file that is the own arm; written only then.
+    variant: str = ""
 
 
 @dataclass(frozen=True)
@@ -142,6 +144,7 @@ def skill_report(
             # The catalogue shows the label as the model's name: without one, the model.
             model_label=settings.model_label or settings.model,
             judge_backend=settings.judge_backend,
+            variant=settings.variant if settings.variants else "",
         ),
         threshold=settings.threshold,
         results=summary.results,
@@ -243,6 +246,8 @@ def _config_dict(config: ReportConfig) -> dict[str, Any]:
         data["model_label"] = config.model_label
     if config.judge_backend and config.judge_backend != config.backend:
         data["judge_backend"] = config.judge_backend
+    if config.variant:
+        data["variant"] = config.variant
     return data
 
 
@@ -398,6 +403,7 @@ class _ConfigModel(_Model):
     judge_model: str
     model_label: str = ""
     judge_backend: str = ""
+    variant: str = ""
 
 
 class _VotesModel(_Model):

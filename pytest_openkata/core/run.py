@@ -89,7 +89,7 @@ from pytest_openkata.core.grading import (
 )
 from pytest_openkata.core.jsonfiles import ScenarioLoadError
 from pytest_openkata.core.pairwise_judge import compare_trials
-from pytest_openkata.core.prompt import SkillFileError, SkillTexts, build_prompt
+from pytest_openkata.core.prompt import PART_SEPARATOR, SkillFileError, SkillTexts, build_prompt
 from pytest_openkata.core.recorded import (
     RecordedArm,
     RecordedRun,
@@ -119,6 +119,7 @@ from pytest_openkata.core.skill_delivery import PROMPT
 from pytest_openkata.core.slots import CallSlot
 from pytest_openkata.core.tile import TILE_FILE, unit_name
 from pytest_openkata.core.trials import combine_trials, errored_trial, scored_trial
+from pytest_openkata.core.variants import ACTIVATION_LINE, VariantPlan, VariantsError
 from pytest_openkata.core.workspace import (
     diff_from_json,
     diff_to_json,
@@ -227,6 +228,9 @@ class RunOptions:
     # The run's hard budget, shared by its processes (None: no budget): checked before each
     # trial starts, and each trial's spend added to it (:mod:`pytest_openkata.core.budget`).
     budget: BudgetGuard | None = None
+    # The arms a variants file gives (:mod:`pytest_openkata.core.variants`), or why it gives
+    # none: every scenario then errors with it (None: no variants file).
+    variants: VariantPlan | VariantsError | None = None
 
     def __post_init__(self) -> None:
         if self.trials < 1 or self.judge_votes < 1:
@@ -444,6 +448,12 @@ class _ScenarioRun:
                 material["agent"] = dict(self.backends.agent_identity)
             if arm.is_baseline:  # the own arm's keys stay those of a run without a baseline
                 material["arm"] = arm.name
+            # A variant's copy of the skill: its files (an installed skill is not in the
+            # prompt); the keys of every other arm stay as they were.
+            if arm.label and isinstance(arm.skill, Path):
+                material["skill_files"] = workspace_digest(
+                    scenario.skill_dir, scenario.path, skill=arm.skill
+                )
             if scenario.follow_ups:  # a one-turn scenario's keys stay as they were
                 material["follow_ups"] = list(scenario.follow_ups)
             user = scenario.simulated_user
@@ -862,18 +872,14 @@ def run_scenario(
         if not scenario.criteria and not scenario.checks:
             wanted = ", ".join(options.categories)
             raise ScenarioFailure(f"criteria.json has no criteria of category {wanted}")
+        own, from_variants = _variant_arms(scenario, options)
         try:
-            prompt = build_prompt(
-                scenario.skill_dir,
-                scenario.path,
-                options.skill_texts,
-                skill=options.skill_delivery == PROMPT,
-            )
+            prompt = _arm_prompt(scenario, options, own)
         except SkillFileError:
             raise
         except FileNotFoundError as exc:
             raise ScenarioFailure(str(exc)) from exc
-    except (ScenarioLoadError, ScenarioFailure, BackendError, SkillFileError) as exc:
+    except (ScenarioLoadError, ScenarioFailure, BackendError, SkillFileError, ArmError) as exc:
         kind = _error_kind(exc, scenario_dir)
         cause = INVALID_INPUT if kind != INFRASTRUCTURE_ERROR else error_cause(exc, INVALID_INPUT)
         trial = errored_trial(1, error_text(exc, redact, skill_dir), kind=kind, cause=cause)
@@ -884,7 +890,7 @@ def run_scenario(
             **identity,
         )
     run = _ScenarioRun(
-        scenario, prompt, resolved, options, redact=redact, slot=slot, recorded=recorded
+        scenario, prompt, resolved, options, redact=redact, slot=slot, arm=own, recorded=recorded
     )
     count = options.trials if options.trials_fixed else scenario.trials or options.trials
     rule = None if options.trials_fixed or scenario.trials else options.auto_trials
@@ -893,7 +899,13 @@ def run_scenario(
         indices = [trial.index for trial in recorded.trials]
         rule = None
     baseline = _baseline_run(
-        scenario, resolved, options, redact=redact, slot=slot, skill_dir=skill_dir
+        scenario,
+        resolved,
+        options,
+        redact=redact,
+        slot=slot,
+        skill_dir=skill_dir,
+        from_variants=from_variants,
     )
     trials, other, auto = _trials(run, baseline, indices, rule, options)
     result = combine_trials(
@@ -907,10 +919,8 @@ def run_scenario(
         other, description=scenario.description, skill_scenarios=skill_scenarios, **identity
     )
     digests = {} if not isinstance(baseline, _ScenarioRun) else baseline.digests()
-    return replace(
-        result,
-        baseline=replace(compared, arm=options.baseline, digests=digests, task=result.task),
-    )
+    arm = from_variants.name if from_variants is not None else options.baseline
+    return replace(result, baseline=replace(compared, arm=arm, digests=digests, task=result.task))
 
 
 def _pairwise(
@@ -957,10 +967,12 @@ def _baseline_run(
     redact: Callable[[str], str],
     slot: CallSlot,
     skill_dir: Path,
+    from_variants: Arm | None = None,
 ) -> _ScenarioRun | TrialResult | None:
-    """The run of the scenario's baseline arm; an errored trial when that arm cannot be made
-    (an unknown git ref), None without a baseline."""
-    if not options.baseline:
+    """The run of the scenario's baseline arm (``from_variants``: the arm a variants file
+    gives); an errored trial when that arm cannot be made (an unknown git ref), None without
+    a baseline."""
+    if not options.baseline and from_variants is None:
         return None
     if options.recorded is not None:
         return _recorded_baseline(
@@ -968,18 +980,37 @@ def _baseline_run(
         )
     try:
         refs = options.refs_folder or _private_refs_folder()
-        arm = baseline_arm(options.baseline, scenario.skill_dir, refs)
+        arm = from_variants or baseline_arm(options.baseline, scenario.skill_dir, refs)
         assert arm is not None
-        prompt = build_prompt(
-            scenario.skill_dir,
-            scenario.path,
-            options.skill_texts,
-            skill=arm.skill if options.skill_delivery == PROMPT else False,
-        )
+        prompt = _arm_prompt(scenario, options, arm)
     except (ArmError, FileNotFoundError, ScenarioLoadError) as exc:  # a tile.json at the ref
         text = error_text(exc, redact, scenario.skill_dir)
         return errored_trial(1, text, kind=SCENARIO_ERROR, cause=INVALID_INPUT)
     return _ScenarioRun(scenario, prompt, backends, options, redact=redact, slot=slot, arm=arm)
+
+
+def _variant_arms(scenario: Scenario, options: RunOptions) -> tuple[Arm, Arm | None]:
+    """The own arm, and the baseline arm a variants file gives (None: the ``baseline``
+    setting's, if any). Raises :class:`~pytest_openkata.core.variants.VariantsError`."""
+    plan = options.variants
+    if plan is None:
+        return OWN_ARM, None
+    if isinstance(plan, VariantsError):
+        raise plan
+    return plan.arms(scenario.skill_dir, sandboxed=bool(scenario.sandbox))
+
+
+def _arm_prompt(scenario: Scenario, options: RunOptions, arm: Arm) -> str:
+    """The prompt of ``arm``: with the skill delivered in the prompt, the arm's copy of the
+    skill (none without the skill) before the task; installed, the task alone, after the
+    line that tells the agent to use its skills when the arm's variant forces that."""
+    prompt = build_prompt(
+        scenario.skill_dir,
+        scenario.path,
+        options.skill_texts,
+        skill=arm.skill if options.skill_delivery == PROMPT else False,
+    )
+    return ACTIVATION_LINE + PART_SEPARATOR + prompt if arm.activation else prompt
 
 
 def _recorded_baseline(

@@ -162,6 +162,8 @@ def run_settings(settings: EvalSettings) -> dict[str, Any]:
             else {}
         ),
         **({"uplift_target": settings.uplift_target} if settings.baseline else {}),
+        # The own arm's variant of a variants file (the baseline arm's is the baseline's).
+        **({"variant": settings.variant} if settings.variants else {}),
     }
 
 

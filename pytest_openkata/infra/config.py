@@ -66,6 +66,14 @@ def _baseline(value: str) -> str:
     return text
 
 
+def _variant_label(value: str) -> str:
+    """A variant's label in the variants file (checked against the file when the run starts)."""
+    text = value.strip()
+    if text.startswith("-") or any(char.isspace() for char in text):
+        raise ValueError(f"{value!r} is not a variant's label")
+    return text
+
+
 def _log_dir(value: str) -> str:
     """A folder for run logs, or ``off`` (``none``) for no run log."""
     text = value.strip()
@@ -415,7 +423,9 @@ FIELDS: tuple[Setting, ...] = (
     Setting("simulated_user_model", _text, metavar="MODEL"),
     Setting("cache", _cache_mode, metavar="on|off|refresh"),
     Setting("max_in_flight", _in_flight_cap, metavar="N|auto"),
-    Setting("baseline", _baseline, metavar="without-skill|same|REF"),
+    Setting("baseline", _baseline, metavar="without-skill|same|REF|LABEL"),
+    Setting("variants", _text, metavar="PATH"),
+    Setting("variant", _variant_label, metavar="LABEL"),
     Setting("require_uplift", _boolean, flag=True),
     Setting("judge_pairwise", _boolean, flag=True),
     Setting("uplift_target", _positive_number, metavar="POINTS"),
@@ -615,7 +625,13 @@ HELP = {
     "max_in_flight": "model requests in flight per endpoint across all workers; auto: as many "
     "as the endpoint serves at once, when it says (llama-server) (default 0: no cap)",
     "baseline": "also run every scenario in a baseline arm and report the uplift: without-skill, "
-    "same (an A/A run) or a git ref of the skill's files (default none)",
+    "same (an A/A run), a git ref of the skill's files, or a variant's label of the variants "
+    "file (default none; with a variants file, its first variant without the context)",
+    "variants": "Tessl's variants (arms) file, a JSON array of variants, relative to the rootdir: "
+    "two of its variants are the run's arms, the variant setting's and the baseline (default "
+    "none)",
+    "variant": "the label of the variant of the variants file that is the run's own arm "
+    "(default: its first variant that includes the context)",
     "judge_pairwise": "with a baseline arm, also let the judge compare both arms' answers of "
     "every trial side by side, blind to the arms and in both orders, and report wins, losses, "
     "ties and the judge's order noise (default false)",
@@ -868,10 +884,15 @@ def resolve_settings(
         _apply(values, sources, by_key[key], text, f"argument {key}")
     provided = {f.key: values.pop(f.key, f.declared.setting.default) for f in table if f.declared}
 
-    if values.get("judge_pairwise") and not values.get("baseline"):
+    if values.get("judge_pairwise") and not values.get("baseline") and not values.get("variants"):
         raise ConfigError(
             f"{sources['judge_pairwise']}: judge_pairwise compares a baseline arm with the "
             "skill's, and no baseline is set (--eval-baseline without-skill, same or a git ref)"
+        )
+    if values.get("variant") and not values.get("variants"):
+        raise ConfigError(
+            f"{sources['variant']}: variant names a variant of a variants file, and no "
+            "variants file is set (--eval-variants PATH)"
         )
     if not values.get("judge_backend"):
         values["judge_backend"] = values.get("backend", EvalSettings().backend)

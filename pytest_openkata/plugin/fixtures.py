@@ -39,7 +39,7 @@ from pytest_openkata.infra.text import visible
 from pytest_openkata.plugin.distribution import share_of
 from pytest_openkata.plugin.items import ScenarioItem
 from pytest_openkata.plugin.scheduling import upcoming_items
-from pytest_openkata.plugin.session import mode_of, redactor_of, settings_of
+from pytest_openkata.plugin.session import mode_of, redactor_of, settings_of, variants_key
 from pytest_openkata.plugin.triggers import OUTCOME_PROPERTY, TriggerQueryItem
 
 if TYPE_CHECKING:
@@ -190,7 +190,8 @@ def openkata_run_options(
     except ConfigError as exc:  # read at configure time too: only a log changed since then
         raise pytest.UsageError(f"pytest-openkata: --eval-rejudge: {exc}") from None
     options = run_options(settings, cache, shared_folder(pytestconfig, REFS_FOLDER), recorded)
-    return replace(options, budget=guard_of(pytestconfig))
+    variants = pytestconfig.stash.get(variants_key, None)
+    return replace(options, budget=guard_of(pytestconfig), variants=variants)
 
 
 @pytest.fixture(scope="session")

@@ -18,6 +18,7 @@ from pytest_openkata.infra.config import (
     settings_table,
 )
 from pytest_openkata.infra.redact import Redactor, secrets_from_environment
+from pytest_openkata.infra.text import visible
 from pytest_openkata.plugin import (
     budget,
     distribution,
@@ -57,6 +58,7 @@ from pytest_openkata.plugin.session import (
     mode_of,
     redactor_key,
     settings_key,
+    variants_key,
 )
 from pytest_openkata.plugin.xdist_transport import RESULT_ATTR
 
@@ -242,6 +244,31 @@ def _mode(config: pytest.Config) -> str:
     return LINT if lint else VALIDATE if validate else ""
 
 
+def _variants(
+    config: pytest.Config, settings: EvalSettings, mode: str, controller: bool
+) -> EvalSettings:
+    """A run's settings with the baseline its variants file gives, the file's arms kept for
+    the scenarios (only a run that evaluates has arms, and an estimate counts them); what the
+    file holds that this plugin does not know, and a file that cannot be run, are said once,
+    by the controller."""
+    from pytest_openkata.core.variants import VariantPlan, VariantsError, run_variants
+
+    if mode not in ("", ESTIMATE) or not settings.variants:
+        config.stash[variants_key] = None
+        return settings
+    settings, plan = run_variants(settings, config.rootpath)
+    config.stash[variants_key] = plan
+    if controller:
+        said = [str(plan)] if isinstance(plan, VariantsError) else []
+        if isinstance(plan, VariantPlan):
+            said = list(plan.file.warnings)
+        for text in said:
+            config.issue_config_time_warning(
+                pytest.PytestConfigWarning(f"pytest-openkata: {visible(text)}"), stacklevel=2
+            )
+    return settings
+
+
 def pytest_configure(config: pytest.Config) -> None:
     for name, meaning in KIND_MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {meaning}")
@@ -250,6 +277,7 @@ def pytest_configure(config: pytest.Config) -> None:
     shard.configure(config)
     settings = distribution.worker_settings(config, lambda: _resolve(config))
     controller = not hasattr(config, "workerinput")
+    settings = _variants(config, settings, mode, controller)
     if controller:  # only the controller compares, and a remote worker has other paths
         _check_compare(settings)
         _check_agreement(config, settings, mode)
@@ -314,6 +342,8 @@ def pytest_report_header(config: pytest.Config) -> str:
     ]
     if s.cache != "off" and getattr(config, "cache", None) is None:
         extras.append("cache=off (no cacheprovider)")
+    if s.variant and mode == "":  # the own arm's variant; the baseline's is the baseline
+        extras.append(f"variant={s.variant}")
     if s.baseline and mode != VALIDATE:  # a validation runs no baseline arm
         extras.append(f"baseline={s.baseline}")
     if s.rejudge and mode == "":

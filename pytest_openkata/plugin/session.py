@@ -1,14 +1,18 @@
-"""Per-run state kept on the pytest config: the resolved settings and the redactor."""
+"""Per-run state kept on the pytest config: the resolved settings, the redactor and the arms
+of a variants file."""
 
 from __future__ import annotations
 
 import pytest
 
 from pytest_openkata.contracts.config import EvalSettings
+from pytest_openkata.core.variants import VariantPlan, VariantsError
 from pytest_openkata.infra.redact import Redactor
 
 settings_key = pytest.StashKey[EvalSettings]()
 redactor_key = pytest.StashKey[Redactor]()
+# The arms the variants file gives, or why it gives none (None: no variants file).
+variants_key = pytest.StashKey[VariantPlan | VariantsError | None]()
 
 
 def settings_of(config: pytest.Config) -> EvalSettings:

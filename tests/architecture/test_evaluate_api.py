@@ -217,3 +217,33 @@ def test_evaluate_with_a_baseline_gives_the_skill_s_comparison(
     assert verdicts.agent_calls == 4
     (report,) = reports_under(pytester.path)
     assert json.loads(report.read_text())["uplift"]["arm"] == "without-skill"
+
+
+def test_evaluate_takes_its_arms_from_a_variants_file(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, verdicts: EvalScript
+) -> None:
+    verdicts.agent_reply_when = {"Follow the rules.": Reply.chat("A skilled answer, long enough.")}
+    verdicts.by_context = {}
+    write_skill(pytester.path, "s", SKILL)
+    (pytester.path / "arms.json").write_text(
+        json.dumps([{"label": "current"}, {"label": "bare", "includeContext": False}])
+    )
+
+    result = run_without_pytest(
+        f"""
+        from pytest_openkata import evaluate
+        (summary,) = evaluate(
+            "skills", backend="http", http={{"base_url": {endpoint.base_url!r}}},
+            variants="arms.json",
+        )
+        print(summary.comparison.arm, sorted(r.baseline.arm for r in summary.results))
+        """,
+        cwd=pytester.path,
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["bare ['bare', 'bare']"]
+    assert verdicts.agent_calls == 4
+    (report,) = reports_under(pytester.path)
+    data = json.loads(report.read_text())
+    assert (data["config"]["variant"], data["uplift"]["arm"]) == ("current", "bare")

@@ -656,3 +656,33 @@ def test_skill_delivery_and_the_trigger_settings_parse_from_every_source(tmp_pat
         resolve_settings(
             ini={}, yaml_path=None, environ={"OPENKATA_EVAL_SKILL_DELIVERY": "pasted"}, cli={}
         )
+
+
+# --- the variants file -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("layer", ["ini", "yaml", "env", "cli"])
+def test_the_variants_file_and_the_variant_are_set_in_every_layer(
+    tmp_path: Path, layer: str
+) -> None:
+    settings, yaml_path = layered(tmp_path, "variants", {layer: "evals/arms.json"})
+    assert settings.variants == "evals/arms.json"
+    assert settings.sources["variants"] == source_name(layer, "variants", yaml_path)
+    with_label = resolve(cli={"eval_variants": "arms.json", "eval_variant": " rewrite-1 "})
+    assert with_label.variant == "rewrite-1"
+
+
+def test_a_variant_without_a_variants_file_is_an_error_naming_its_source() -> None:
+    with pytest.raises(ConfigError) as raised:
+        resolve(environ={"OPENKATA_EVAL_VARIANT": "rewrite-1"})
+    assert str(raised.value) == (
+        "environment OPENKATA_EVAL_VARIANT: variant names a variant of a variants file, and no "
+        "variants file is set (--eval-variants PATH)"
+    )
+    with pytest.raises(ConfigError, match="'two words' is not a variant's label"):
+        resolve(cli={"eval_variants": "arms.json", "eval_variant": "two words"})
+
+
+def test_pairwise_judging_takes_its_baseline_from_a_variants_file() -> None:
+    settings = resolve(cli={"eval_variants": "arms.json", "eval_judge_pairwise": "true"})
+    assert settings.judge_pairwise is True

@@ -492,6 +492,9 @@ def _ran_with(settings: Mapping[str, Any]) -> str:
     votes = settings.get("judge_votes")
     if votes not in (None, 1):
         parts.append(f"{votes} judge votes")
+    variant = settings.get("variant")  # the own arm's variant of a variants file
+    if variant:
+        parts.append(f"variant {variant}")
     baseline = settings.get("baseline")
     if baseline:
         parts.append(f"baseline arm {baseline}")

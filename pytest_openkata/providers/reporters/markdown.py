@@ -205,6 +205,8 @@ def _settings_line(settings: Mapping[str, Any], threshold: int) -> str:
         limit = f" (at most {most})" if isinstance(most, int) else ""
         parts.append(f"trials auto{limit}, {plural(votes, 'judge vote')}")
     parts.append(f"threshold {threshold}%")
+    if settings.get("variant"):
+        parts.append(f"variant {escape(str(settings['variant']))}")
     if settings.get("baseline"):
         parts.append(f"baseline {escape(str(settings['baseline']))}")
     return "Run with " + "; ".join(parts) + "."
