@@ -8,7 +8,10 @@ A skill folder (``SKILL.md`` beside ``evals/``), in this order:
    report's version with this one, so it comes first wherever it gives one);
 2. ``.tessl-plugin/plugin.json``'s ``version``: the skill's own, or that of the plugin whose
    ``skills`` folder holds the skill (Tessl's plugin layout);
-3. ``tile.json``'s ``version`` beside ``SKILL.md`` (Tessl's tile layout).
+3. ``tile.json``'s ``version`` beside ``SKILL.md`` (Tessl's tile layout);
+4. ``SKILL.md``'s front matter: ``metadata.version`` (the Agent Skills specification keeps
+   free keys under ``metadata``; release tools stamp the version there), else a top-level
+   ``version``.
 
 A tile (``tile.json`` and no skill of the reference's kind): its ``tile.json``'s ``version``
 as before, then the plugin's, then its CHANGELOG. Nothing found gives ``""``. A manifest that
@@ -33,6 +36,7 @@ __all__ = [
     "PLUGIN_FILE",
     "VERSION_HEADING",
     "changelog_version",
+    "front_matter_version",
     "plugin_version",
     "read_skill_version",
 ]
@@ -49,7 +53,7 @@ def read_skill_version(skill_dir: Path) -> str:
     if tile_version is not None:  # a tile
         readers = (lambda _dir: tile_version, plugin_version, changelog_version)
     else:
-        readers = (changelog_version, plugin_version, _tile_json_version)
+        readers = (changelog_version, plugin_version, _tile_json_version, front_matter_version)
     return next((version for read in readers if (version := read(skill_dir))), "")
 
 
@@ -88,6 +92,36 @@ def _tile_json_version(skill_dir: Path) -> str:
     """``tile.json``'s ``version`` beside a skill's ``SKILL.md``."""
     manifest = _manifest(skill_dir / TILE_FILE)
     return "" if manifest is None else _version_of(manifest)
+
+
+def front_matter_version(skill_dir: Path) -> str:
+    """``metadata.version``, else ``version``, of the YAML front matter of ``<skill_dir>/SKILL.md``,
+    or ``""`` (no front matter, not YAML, no such key, or not a string or number)."""
+    try:
+        text = (skill_dir / "SKILL.md").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return ""
+    lines = text.lstrip("\ufeff").splitlines()
+    if not lines or lines[0].rstrip() != "---":
+        return ""
+    end = next((i for i in range(1, len(lines)) if lines[i].rstrip() == "---"), None)
+    if end is None:
+        return ""
+    import yaml  # here: the plugin loads this module in every pytest run
+
+    try:
+        data = yaml.safe_load("\n".join(lines[1:end]))
+    except yaml.YAMLError:
+        return ""
+    if not isinstance(data, Mapping):
+        return ""
+    metadata = data.get("metadata")
+    for holder in (metadata if isinstance(metadata, Mapping) else {}, data):
+        version = holder.get("version")
+        usable = isinstance(version, (str, int, float)) and not isinstance(version, bool)
+        if usable and str(version).strip():
+            return str(version).strip()
+    return ""
 
 
 def _manifest(path: Path) -> Mapping[str, object] | None:
