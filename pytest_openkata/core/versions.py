@@ -7,7 +7,8 @@ A skill folder (``SKILL.md`` beside ``evals/``), in this order:
    exact ``Unreleased`` (the reference's rule, spec section 10; the catalogue compares a
    report's version with this one, so it comes first wherever it gives one);
 2. ``.tessl-plugin/plugin.json``'s ``version``: the skill's own, or that of the plugin whose
-   ``skills`` folder holds the skill (Tessl's plugin layout);
+   ``skills`` folder holds the skill or names it (Tessl's plugin layout); then the same of
+   ``.claude-plugin/plugin.json`` (Claude Code's plugin layout);
 3. ``tile.json``'s ``version`` beside ``SKILL.md`` (Tessl's tile layout);
 4. ``SKILL.md``'s front matter: ``metadata.version`` (the Agent Skills specification keeps
    free keys under ``metadata``; release tools stamp the version there), else a top-level
@@ -33,13 +34,21 @@ from pytest_openkata.core.tile import (
 )
 
 __all__ = [
+    "CLAUDE_PLUGIN_FILE",
     "PLUGIN_FILE",
+    "PLUGIN_FILES",
     "VERSION_HEADING",
     "changelog_version",
     "front_matter_version",
     "plugin_version",
     "read_skill_version",
 ]
+
+CLAUDE_PLUGIN_FILE = ".claude-plugin/plugin.json"
+"""Claude Code's plugin manifest: its ``version`` and ``skills`` read as Tessl's."""
+
+PLUGIN_FILES = (PLUGIN_FILE, CLAUDE_PLUGIN_FILE)
+"""The plugin manifests that give a skill its version, in the order they are asked."""
 
 VERSION_HEADING = re.compile(r"## \[([^\]]*)\]")
 """A CHANGELOG line's version heading (``## [1.2.3] - date``): the reference's rule."""
@@ -74,18 +83,23 @@ def changelog_version(skill_dir: Path) -> str:
 
 
 def plugin_version(skill_dir: Path) -> str:
-    """The ``version`` of the Tessl plugin the skill belongs to: ``<skill_dir>``'s own
-    ``.tessl-plugin/plugin.json``, else that of the folder two levels up when its
-    ``skills`` (a folder, or a list of them; ``./skills`` when not given) holds the skill."""
-    own = _manifest(skill_dir / PLUGIN_FILE)
-    if own is not None:
-        return _version_of(own)
+    """The ``version`` of the plugin the skill belongs to, Tessl's manifest first, then
+    Claude Code's (:data:`PLUGIN_FILES`): ``<skill_dir>``'s own, else that of the folder two
+    levels up when its ``skills`` (a folder, or a list of them; ``./skills`` when not given)
+    holds the skill or names its folder."""
+    for manifest in PLUGIN_FILES:
+        own = _manifest(skill_dir / manifest)
+        if own is not None and _version_of(own):
+            return _version_of(own)
     root = skill_dir.parent.parent
-    plugin = _manifest(root / PLUGIN_FILE)
-    if plugin is None:
-        return ""
-    holders = {(root / folder).resolve() for folder in plugin_skill_folders(plugin)}
-    return _version_of(plugin) if skill_dir.parent.resolve() in holders else ""
+    for manifest in PLUGIN_FILES:
+        plugin = _manifest(root / manifest)
+        if plugin is None:
+            continue
+        holders = {(root / folder).resolve() for folder in plugin_skill_folders(plugin)}
+        if holders & {skill_dir.parent.resolve(), skill_dir.resolve()} and _version_of(plugin):
+            return _version_of(plugin)
+    return ""
 
 
 def _tile_json_version(skill_dir: Path) -> str:

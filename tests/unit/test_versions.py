@@ -123,3 +123,29 @@ def test_a_version_in_skill_md_front_matter_comes_after_every_manifest(
 
     assert read_skill_version(skill) == version
     assert (changelog_rule(skill) == []) is bool(version)
+
+
+def test_a_claude_code_plugin_gives_its_version_after_a_tessl_one(tmp_path: Path) -> None:
+    # A repository that is a Claude Code plugin holding its skill in skills/ (no CHANGELOG in
+    # the skill): the plugin's version is the skill's, as a Tessl plugin's would be.
+    plugin = tmp_path / "plugin"
+    (plugin / ".claude-plugin").mkdir(parents=True)
+    (plugin / ".claude-plugin" / "plugin.json").write_text(
+        json.dumps({"name": "design-team", "version": "5.1.1"})
+    )
+    design = _skill(plugin / "skills" / "design")
+    listed = _skill(plugin / "extra" / "listed")
+    outside = _skill(plugin / "elsewhere" / "outside")
+    (plugin / ".claude-plugin" / "plugin.json").write_text(
+        json.dumps(
+            {"name": "design-team", "version": "5.1.1", "skills": ["skills", "extra/listed"]}
+        )
+    )
+
+    assert read_skill_version(design) == "5.1.1"
+    assert read_skill_version(listed) == "5.1.1"  # a skill folder named itself
+    assert read_skill_version(outside) == ""
+    assert changelog_rule(design) == []
+    (plugin / ".tessl-plugin").mkdir()
+    (plugin / ".tessl-plugin" / "plugin.json").write_text(json.dumps({"version": "6.0.0"}))
+    assert read_skill_version(design) == "6.0.0"

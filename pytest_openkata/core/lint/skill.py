@@ -24,7 +24,12 @@ from pytest_openkata.core.scenario import (
 )
 from pytest_openkata.core.tile import TILE_FILE, is_tile_dir, load_tile, tile_files
 from pytest_openkata.core.triggers import has_trigger_queries
-from pytest_openkata.core.versions import PLUGIN_FILE, VERSION_HEADING, read_skill_version
+from pytest_openkata.core.versions import (
+    CLAUDE_PLUGIN_FILE,
+    PLUGIN_FILE,
+    VERSION_HEADING,
+    read_skill_version,
+)
 
 
 def skill_md_rule(skill_dir: Path) -> list[Finding]:
@@ -100,7 +105,8 @@ def changelog_rule(skill_dir: Path) -> list[Finding]:
     if not path.is_file():
         message = (
             "missing: add a CHANGELOG.md with a released version heading such as "
-            f"`## [1.0.0] - 2026-01-01` (or a `version` in {PLUGIN_FILE} or {TILE_FILE}, or "
+            f"`## [1.0.0] - 2026-01-01` (or a `version` in {PLUGIN_FILE}, {CLAUDE_PLUGIN_FILE} "
+            f"or {TILE_FILE}, or "
             "`metadata.version` in SKILL.md's front matter); "
             f"{_WHY_VERSION}"
         )

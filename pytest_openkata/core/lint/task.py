@@ -58,7 +58,7 @@ class _Mention:
     line: int
     token: str
     in_code: bool
-    beside_skill: bool = False  # "the git skill", "skill `git`"
+    beside_skill: bool = False  # "the git skill", "skill `git`", "the obs tile"
 
 
 _ONE_WORD = re.compile(r"[^\W_]+")
@@ -68,10 +68,10 @@ _ONE_WORD = re.compile(r"[^\W_]+")
 _ADDRESS_TOKEN = re.compile(r"[a-z][a-z0-9+.-]*://|www\.", re.I)
 
 
-_SKILL_AFTER = re.compile(r"[`'\"*_]*\s+skills?\b", re.I)
+_SKILL_AFTER = re.compile(r"[`'\"*_]*\s+(?:skills?|tiles?|plugins?)\b", re.I)
 
 
-_SKILL_BEFORE = re.compile(r"\bskills?\s+[`'\"*_]*$", re.I)
+_SKILL_BEFORE = re.compile(r"\b(?:skills?|tiles?|plugins?)\s+[`'\"*_]*$", re.I)
 
 
 def _mentions(text: str, names: Iterable[str]) -> Iterator[_Mention]:
