@@ -152,9 +152,11 @@ def referenced_inputs_rule(scenario: ScenarioFiles) -> list[Finding]:
 _INLINE_FILE = re.compile(r"^\W*FILE:\s*`?([^\s`=]+)", re.I)
 # A path a shell command in the task's code writes: `cat > a/b.yaml`, `curl -o x.txt URL`,
 # `mkdir -p talk/images`, `touch x`, `tee x`.
+# A redirection is a lone ``>`` or ``>>`` (not ``=>``, ``->``, ``>=``) whose target looks like
+# a path, so that code such as ``retries > limit`` supplies nothing.
 _WRITTEN = re.compile(
-    r"(?:>>?|(?<!\S)(?:-o|--output)(?:\s+|=))\s*[\"']?([^\s\"'<>|;&]+)"
-    r"|\b(?:mkdir(?:\s+-p)?|touch|tee(?:\s+-a)?)\s+([^<>|;&]+)"
+    r"(?:(?<![=<>-])>>?(?![=>])|(?<!\S)(?:-o|--output)(?:\s+|=))\s*[\"']?([^\s\"'<>|;&()]+)"
+    r"|\b(?:mkdir(?:\s+-p)?|touch|tee(?:\s+-a)?)\s+([^<>|;&()]+)"
 )
 
 
@@ -170,7 +172,8 @@ def _supplied_paths(task: str) -> list[str]:
             continue
         for match in _WRITTEN.finditer(line):
             if match.group(1):
-                paths.append(match.group(1))
+                if "/" in match.group(1) or "." in match.group(1):
+                    paths.append(match.group(1))
             else:
                 paths += [p for p in match.group(2).split() if not p.startswith("-")]
     return [_plain_path(p) for p in paths if _plain_path(p)]
