@@ -617,3 +617,24 @@ def test_files_the_task_supplies_itself_are_not_missing_inputs(tmp_path: Path) -
     named = [f.message.split("`")[1] for f in scenario_rule(scenario, "referenced-inputs")]
 
     assert named == ["tax.rb", "conf/other.yaml", "limit/"]
+
+
+def test_a_one_word_skill_name_is_named_only_beside_skill_or_tile(tmp_path: Path) -> None:
+    # "eslint" is the skill's name and the tool's: "the eslint plugin" and `eslint/` are the
+    # task's own subject; "the eslint skill" points at the skill.
+    task = (
+        "Add the eslint plugin for React to `eslint/config.mjs` and run eslint.\n\n"
+        "Then use the eslint skill to explain each rule.\n"
+    )
+    skill = make_skill(
+        tmp_path,
+        {
+            "evals/scenario-0/task.md": task,
+            "SKILL.md": "---\nname: eslint\ndescription: Lint JavaScript.\n---\n\n# eslint\n",
+        },
+    )
+    scenario = skill.rename(tmp_path / "eslint") / "evals" / "scenario-0"
+
+    findings = scenario_rule(scenario, "task-names-skill")
+
+    assert [(f.severity, f.line) for f in findings] == [("error", 3)]

@@ -68,10 +68,10 @@ _ONE_WORD = re.compile(r"[^\W_]+")
 _ADDRESS_TOKEN = re.compile(r"[a-z][a-z0-9+.-]*://|www\.", re.I)
 
 
-_SKILL_AFTER = re.compile(r"[`'\"*_]*\s+(?:skills?|tiles?|plugins?)\b", re.I)
+_SKILL_AFTER = re.compile(r"[`'\"*_]*\s+(?:skills?|tiles?)\b", re.I)
 
 
-_SKILL_BEFORE = re.compile(r"\b(?:skills?|tiles?|plugins?)\s+[`'\"*_]*$", re.I)
+_SKILL_BEFORE = re.compile(r"\b(?:skills?|tiles?)\s+[`'\"*_]*$", re.I)
 
 
 def _mentions(text: str, names: Iterable[str]) -> Iterator[_Mention]:
