@@ -7,8 +7,12 @@ A skill folder (``SKILL.md`` beside ``evals/``), in this order:
    exact ``Unreleased`` (the reference's rule, spec section 10; the catalogue compares a
    report's version with this one, so it comes first wherever it gives one);
 2. ``.tessl-plugin/plugin.json``'s ``version``: the skill's own, or that of the plugin whose
-   ``skills`` folder holds the skill (Tessl's plugin layout);
-3. ``tile.json``'s ``version`` beside ``SKILL.md`` (Tessl's tile layout).
+   ``skills`` folder holds the skill or names it (Tessl's plugin layout); then the same of
+   ``.claude-plugin/plugin.json`` (Claude Code's plugin layout);
+3. ``tile.json``'s ``version`` beside ``SKILL.md`` (Tessl's tile layout);
+4. ``SKILL.md``'s front matter: ``metadata.version`` (the Agent Skills specification keeps
+   free keys under ``metadata``; release tools stamp the version there), else a top-level
+   ``version``.
 
 A tile (``tile.json`` and no skill of the reference's kind): its ``tile.json``'s ``version``
 as before, then the plugin's, then its CHANGELOG. Nothing found gives ``""``. A manifest that
@@ -30,12 +34,21 @@ from pytest_openkata.core.tile import (
 )
 
 __all__ = [
+    "CLAUDE_PLUGIN_FILE",
     "PLUGIN_FILE",
+    "PLUGIN_FILES",
     "VERSION_HEADING",
     "changelog_version",
+    "front_matter_version",
     "plugin_version",
     "read_skill_version",
 ]
+
+CLAUDE_PLUGIN_FILE = ".claude-plugin/plugin.json"
+"""Claude Code's plugin manifest: its ``version`` and ``skills`` read as Tessl's."""
+
+PLUGIN_FILES = (PLUGIN_FILE, CLAUDE_PLUGIN_FILE)
+"""The plugin manifests that give a skill its version, in the order they are asked."""
 
 VERSION_HEADING = re.compile(r"## \[([^\]]*)\]")
 """A CHANGELOG line's version heading (``## [1.2.3] - date``): the reference's rule."""
@@ -49,7 +62,7 @@ def read_skill_version(skill_dir: Path) -> str:
     if tile_version is not None:  # a tile
         readers = (lambda _dir: tile_version, plugin_version, changelog_version)
     else:
-        readers = (changelog_version, plugin_version, _tile_json_version)
+        readers = (changelog_version, plugin_version, _tile_json_version, front_matter_version)
     return next((version for read in readers if (version := read(skill_dir))), "")
 
 
@@ -70,24 +83,59 @@ def changelog_version(skill_dir: Path) -> str:
 
 
 def plugin_version(skill_dir: Path) -> str:
-    """The ``version`` of the Tessl plugin the skill belongs to: ``<skill_dir>``'s own
-    ``.tessl-plugin/plugin.json``, else that of the folder two levels up when its
-    ``skills`` (a folder, or a list of them; ``./skills`` when not given) holds the skill."""
-    own = _manifest(skill_dir / PLUGIN_FILE)
-    if own is not None:
-        return _version_of(own)
+    """The ``version`` of the plugin the skill belongs to, Tessl's manifest first, then
+    Claude Code's (:data:`PLUGIN_FILES`): ``<skill_dir>``'s own, else that of the folder two
+    levels up when its ``skills`` (a folder, or a list of them; ``./skills`` when not given)
+    holds the skill or names its folder."""
+    for manifest in PLUGIN_FILES:
+        own = _manifest(skill_dir / manifest)
+        if own is not None and _version_of(own):
+            return _version_of(own)
     root = skill_dir.parent.parent
-    plugin = _manifest(root / PLUGIN_FILE)
-    if plugin is None:
-        return ""
-    holders = {(root / folder).resolve() for folder in plugin_skill_folders(plugin)}
-    return _version_of(plugin) if skill_dir.parent.resolve() in holders else ""
+    for manifest in PLUGIN_FILES:
+        plugin = _manifest(root / manifest)
+        if plugin is None:
+            continue
+        holders = {(root / folder).resolve() for folder in plugin_skill_folders(plugin)}
+        if holders & {skill_dir.parent.resolve(), skill_dir.resolve()} and _version_of(plugin):
+            return _version_of(plugin)
+    return ""
 
 
 def _tile_json_version(skill_dir: Path) -> str:
     """``tile.json``'s ``version`` beside a skill's ``SKILL.md``."""
     manifest = _manifest(skill_dir / TILE_FILE)
     return "" if manifest is None else _version_of(manifest)
+
+
+def front_matter_version(skill_dir: Path) -> str:
+    """``metadata.version``, else ``version``, of the YAML front matter of ``<skill_dir>/SKILL.md``,
+    or ``""`` (no front matter, not YAML, no such key, or not a string or number)."""
+    try:
+        text = (skill_dir / "SKILL.md").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return ""
+    lines = text.lstrip("\ufeff").splitlines()
+    if not lines or lines[0].rstrip() != "---":
+        return ""
+    end = next((i for i in range(1, len(lines)) if lines[i].rstrip() == "---"), None)
+    if end is None:
+        return ""
+    import yaml  # here: the plugin loads this module in every pytest run
+
+    try:
+        data = yaml.safe_load("\n".join(lines[1:end]))
+    except yaml.YAMLError:
+        return ""
+    if not isinstance(data, Mapping):
+        return ""
+    metadata = data.get("metadata")
+    for holder in (metadata if isinstance(metadata, Mapping) else {}, data):
+        version = holder.get("version")
+        usable = isinstance(version, (str, int, float)) and not isinstance(version, bool)
+        if usable and str(version).strip():
+            return str(version).strip()
+    return ""
 
 
 def _manifest(path: Path) -> Mapping[str, object] | None:

@@ -362,6 +362,21 @@ def pytest_report_header(config: pytest.Config) -> str:
     )
 
 
+_HARBOR_OWN_FOLDERS = frozenset({"tests", "solution", "environment"})
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """A Harbor task's ``tests/``, ``solution/`` and ``environment/`` are what its verifier,
+    reference solution and image build run inside the task's container: pytest does not
+    collect them on the host (their ``test_outputs.py`` files, one a task, read ``/app`` and
+    clash by module name). Other folders are left to pytest and the other plugins."""
+    if collection_path.name not in _HARBOR_OWN_FOLDERS or "task.toml" not in marker_files(config):
+        return None
+    from pytest_openkata.core.formats.harbor import is_task  # only where a name matches
+
+    return True if is_task(collection_path.parent) else None
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Collector | None:
     if mode_of(parent.config) == LINT:

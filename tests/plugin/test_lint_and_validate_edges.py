@@ -270,19 +270,21 @@ def test_a_deeply_nested_extra_key_does_not_hide_the_weights_error(
 def test_a_skill_named_git_does_not_fail_a_task_that_must_say_git(
     pytester: pytest.Pytester,
 ) -> None:
-    # A skill named by a word ("git", "docker", "sql") may be the task's topic: naming it is
-    # an error only beside the word "skill".
+    # A skill named by a word ("git", "illustrations") may be the task's topic, or a folder
+    # of its work: the rule cannot tell, so it stays silent; beside the word "skill" it is
+    # an error.
     skill = _skill(pytester.path, "git")
-    _scenario(skill, task="Undo my last git commit but keep the changes in the working tree.\n")
+    _scenario(
+        skill,
+        task="Undo my last git commit but keep the changes in the working tree; the hooks are "
+        "in `git/hooks/`.\n",
+    )
     _scenario(skill, "scenario-1", task="Use the git skill to undo my last commit.\n")
 
     result = pytester.runpytest("--eval-lint", "skills")
 
     result.assert_outcomes(passed=2, failed=2)  # scenario-1 and its subtest
-    result.stdout.fnmatch_lines_random(
-        [
-            "*EvalLintWarning: [[]task-names-skill[]] the task uses the word 'git', the skill's "
-            "name: keep it in task.md only if the task is about that thing*",
-            "SUBFAILED[[]task-names-skill[]] skills/git/evals::scenario-1 - *",
-        ]
+    result.stdout.fnmatch_lines(
+        ["SUBFAILED[[]task-names-skill[]] skills/git/evals::scenario-1 - *"]
     )
+    assert "EvalLintWarning: [task-names-skill]" not in result.stdout.str()

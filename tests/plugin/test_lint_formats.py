@@ -65,3 +65,36 @@ def test_a_format_file_named_on_the_command_line_is_linted_alone(
     result.stdout.fnmatch_lines(["*evals.json::eval-1 PASSED*"])
     assert "scenario-0" not in result.stdout.str()  # nor the skill's other items
     result.assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize("mode", [["--eval-lint"], ["--collect-only"]])
+def test_a_harbor_task_s_own_folders_are_not_collected_as_host_tests(
+    pytester: pytest.Pytester, mode: list[str]
+) -> None:
+    # Each task's verifier tests share one module name and read /app: collected on the host,
+    # the second one stopped the whole run (exit 2) and the first ran where it cannot pass.
+    for name in ("decode", "encode"):
+        task = pytester.path / "tasks" / name
+        write(task / "instruction.md", f"Write the {name}d text to `/app/out.txt`.\n")
+        write(task / "task.toml", 'version = "1.0"\n\n[metadata]\ndifficulty = "easy"\n')
+        write(task / "environment" / "Dockerfile", "FROM debian:bookworm-slim\nWORKDIR /app\n")
+        write(task / "tests" / "test.sh", "#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n")
+        write(
+            task / "tests" / "test_outputs.py",
+            "from pathlib import Path\n\ndef test_out():\n"
+            "    assert Path('/app/out.txt').exists()\n",
+        )
+        write(task / "solution" / "test_solve.py", "def test_solve():\n    assert False\n")
+    other = pytester.path / "tools" / "tests"
+    write(other / "test_tool.py", "def test_tool():\n    assert True\n")
+
+    result = pytester.runpytest(*mode, ".", "-q", "-p", "no:cacheprovider")
+
+    assert result.ret == 0
+    text = result.stdout.str()
+    assert "test_outputs.py" not in text
+    assert "test_solve.py" not in text
+    if mode == ["--collect-only"]:
+        result.stdout.fnmatch_lines_random(
+            ["tasks/decode/task.toml::decode", "tasks/encode/task.toml::encode", "*test_tool*"]
+        )

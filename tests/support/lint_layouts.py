@@ -317,7 +317,31 @@ def skill_creator_repo(root: Path) -> Path:
         },
     ]
     write(skill / "evals" / "evals.json", _json({"skill_name": "pdf-forms", "evals": evals}))
-    return skill
+    # A skill whose release tool stamps its version into SKILL.md's metadata, no CHANGELOG.
+    stamped = root / "csv-merge"
+    write(
+        stamped / "SKILL.md",
+        "---\nname: csv-merge\ndescription: Merge CSV files.\nmetadata:\n"
+        "  version: 3.0.2\n---\n\n# csv-merge\n",
+    )
+    write(stamped / "evals" / "files" / "a.csv", "id\n1\n")
+    write(
+        stamped / "evals" / "evals.json",
+        _json(
+            {
+                "skill_name": "csv-merge",
+                "evals": [
+                    {
+                        "id": 1,
+                        "prompt": "Merge `a.csv` into `merged.csv`, keeping the header once.",
+                        "files": ["evals/files/a.csv"],
+                        "expectations": ["merged.csv has one header row"],
+                    }
+                ],
+            }
+        ),
+    )
+    return root
 
 
 def waza_repo(root: Path) -> Path:
@@ -368,6 +392,27 @@ def waza_repo(root: Path) -> Path:
                         "type": "prompt",
                         "weight": 0.3,
                         "config": {"prompt": "Clear and appropriate"},
+                    },
+                ],
+            }
+        ),
+    )
+    write(
+        skill / "evals" / "tasks" / "explain.yaml",
+        yaml.safe_dump(
+            {
+                "id": "explain-init",
+                "name": "Explain the first migration",
+                "inputs": {
+                    "prompt": "Explain what `001_init.sql` creates.",
+                    "files": [{"path": "001_init.sql"}],  # from waza's default fixtures/
+                },
+                "graders": [
+                    {
+                        "name": "table",
+                        "type": "prompt",
+                        "weight": 1,
+                        "config": {"prompt": "The answer names the users table"},
                     },
                 ],
             }
@@ -458,9 +503,77 @@ def harbor_dataset(root: Path) -> Path:
     return tasks
 
 
+def tessl_plugin(root: Path) -> Path:
+    """A Tessl plugin (``.tessl-plugin/plugin.json``, no ``tile.json``) whose scenarios sit
+    in ``evals/tessl/`` without a ``scenario.json``, with the shapes that set rules off in
+    public repositories: files the task holds inline or makes with its own shell lines, a
+    file it asks to keep up, one it says is not there yet, skill names in addresses, a skill
+    named by a plain word, and criteria about the given code's old names and parts."""
+    plugin = root / "obs-kit"
+    write(
+        plugin / ".tessl-plugin" / "plugin.json",
+        _json(
+            {
+                "name": "acme/obs-kit",
+                "version": "2.1.0",
+                "skills": ["skills/log-shipper", "skills/charts"],
+            }
+        ),
+    )
+    write(
+        plugin / "skills" / "log-shipper" / "SKILL.md",
+        _skill_md(
+            "log-shipper",
+            "Ship logs to a collector.",
+            "Read [the inputs guide](rules/inputs.md) first.\n",
+        ),
+    )
+    write(plugin / "skills" / "log-shipper" / "rules" / "inputs.md", "# Inputs\n")
+    write(plugin / "skills" / "charts" / "SKILL.md", _skill_md("charts", "Draw charts."))
+    evals = plugin / "evals" / "tessl"
+    inline = evals / "log-shipper-scenario-1"
+    write(
+        inline / "task.md",
+        "# Ship the billing logs\n\n"
+        "The module `lib/shipper/` already has `config.rb`, `sender.rb` and `queue.rb`. "
+        "Keep a running `worklog.md` as you go. No `dashboard.png` exists yet. The "
+        "collector listens on `http://log-shipper:4317`; the sample log is fetched below.\n\n"
+        "```bash\nmkdir -p samples\n"
+        "curl -sL -o samples/billing.log https://example.com/acme/obs-kit/raw/main/billing.log\n"
+        "cat > settings/ship.yaml <<'EOF'\nlevel: info\nEOF\n```\n\n"
+        "Read `samples/billing.log` and `settings/ship.yaml` before you start.\n\n"
+        "## Input Files\n\n"
+        "=============== FILE: lib/shipper/config.rb ===============\n"
+        "module Shipper; ENDPOINT = 'x'; end\n\n"
+        "=============== FILE: lib/shipper/sender.rb ===============\n"
+        "module Shipper\n  def self.send(attrs)\n    attrs['app.version'] = VERSION\n"
+        "    retry! if retries > limit\n  end\nend\n",
+    )
+    write(
+        inline / "criteria.json",
+        _criteria(
+            ("new key", "Uses `service.version` instead of the deprecated `app.version`", 4),
+            ("branch", "A comment says why the `retries > limit` branch retries", 3),
+            ("threshold", "The notes flag the team profile's `slow_flush` threshold", 3),
+        ),
+    )
+    named = evals / "charts-scenario-1"
+    write(
+        named / "task.md",
+        "Draw the weekly charts into `charts/week.svg`, then use the charts skill to check "
+        "them. The weekly export holds `total_errors_per_day`, which the report must show.\n",
+    )
+    write(
+        named / "criteria.json",
+        _criteria(("total", "The chart plots `total_errors_per_day` per day", 10)),
+    )
+    return plugin
+
+
 LAYOUTS: dict[str, Callable[[Path], Path]] = {
     "openkata": openkata_repo,
     "tessl-tile": tessl_tile,
+    "tessl-plugin": tessl_plugin,
     "skill-creator": skill_creator_repo,
     "waza": waza_repo,
     "skillgrade": skillgrade_repo,

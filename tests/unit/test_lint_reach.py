@@ -597,3 +597,44 @@ def test_the_build_context_scenario_json_names_is_not_an_unreached_file(tmp_path
     (scenario / "notes.md").write_text("mine\n", encoding="utf-8")
 
     assert [f.file for f in unreached_scenario_files(scenario)] == ["evals/scenario-0/notes.md"]
+
+
+def test_files_the_task_supplies_itself_are_not_missing_inputs(tmp_path: Path) -> None:
+    # Held inline ("=== FILE: ... ==="), made by the task's own shell lines, or a folder on
+    # the way to one: the agent has them. Code that compares (`a > b`) or maps (`k => v`)
+    # supplies nothing, and a file neither held nor made is still named.
+    task = (
+        "The module `lib/billing/` already has `rates.rb` and `tax.rb`. Read "
+        "`samples/may.log` and `conf/ship.yaml`, then look at `conf/other.yaml` and the "
+        "folder `limit/`.\n\n"
+        "```bash\nmkdir -p samples\ncurl -sL -o samples/may.log https://example.com/may.log\n"
+        "cat > conf/ship.yaml <<'EOF'\nlevel: info\nEOF\n```\n\n"
+        "```ruby\nretry! if retries > limit\nmap = { other => 'conf/x' }\n```\n\n"
+        "=============== FILE: lib/billing/rates.rb ===============\nRATES = {}\n"
+    )
+    scenario = scenario_with(tmp_path, task_md=task)
+
+    named = [f.message.split("`")[1] for f in scenario_rule(scenario, "referenced-inputs")]
+
+    assert named == ["tax.rb", "conf/other.yaml", "limit/"]
+
+
+def test_a_one_word_skill_name_is_named_only_beside_skill_or_tile(tmp_path: Path) -> None:
+    # "eslint" is the skill's name and the tool's: "the eslint plugin" and `eslint/` are the
+    # task's own subject; "the eslint skill" points at the skill.
+    task = (
+        "Add the eslint plugin for React to `eslint/config.mjs` and run eslint.\n\n"
+        "Then use the eslint skill to explain each rule.\n"
+    )
+    skill = make_skill(
+        tmp_path,
+        {
+            "evals/scenario-0/task.md": task,
+            "SKILL.md": "---\nname: eslint\ndescription: Lint JavaScript.\n---\n\n# eslint\n",
+        },
+    )
+    scenario = skill.rename(tmp_path / "eslint") / "evals" / "scenario-0"
+
+    findings = scenario_rule(scenario, "task-names-skill")
+
+    assert [(f.severity, f.line) for f in findings] == [("error", 3)]

@@ -147,7 +147,7 @@ def test_lint_knows_a_tiles_names_and_that_it_needs_no_skill_md(tmp_path: Path) 
 
     assert scenario["files"] == []  # a tile has no SKILL.md of its own
     assert [(f.severity, f.line) for f in scenario["task-names-skill"]] == [
-        ("warning", 1),  # a one-word name: the tile's folder
+        ("error", 1),  # "the observability tile": the tile named as such
         ("error", 1),  # "the metrics skill": a listed skill named as such
     ]
     assert "'metrics'" in scenario["task-names-skill"][1].message

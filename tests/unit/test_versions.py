@@ -101,3 +101,51 @@ def test_lint_asks_for_a_changelog_only_where_no_manifest_gives_a_version(
     [finding] = changelog_rule(bare)
     assert finding.rule == "changelog"
     assert ".tessl-plugin/plugin.json" in finding.message
+
+
+@pytest.mark.parametrize(
+    ("front", "changelog", "version"),
+    [
+        ("metadata:\n  version: 2.0.1 # x-release-please-version\n", None, "2.0.1"),
+        ("version: 4\n", None, "4"),
+        ("metadata:\n  version: 2.0.1\n", "## [3.0.0] - 2026-01-01\n", "3.0.0"),
+        ("metadata:\n  category: workflow\n", None, ""),
+    ],
+)
+def test_a_version_in_skill_md_front_matter_comes_after_every_manifest(
+    tmp_path: Path, front: str, changelog: str | None, version: str
+) -> None:
+    skill = tmp_path / "to-issues"
+    skill.mkdir()
+    (skill / "SKILL.md").write_text(f"---\nname: to-issues\ndescription: d\n{front}---\n\n# x\n")
+    if changelog is not None:
+        (skill / "CHANGELOG.md").write_text(f"# Changelog\n\n{changelog}")
+
+    assert read_skill_version(skill) == version
+    assert (changelog_rule(skill) == []) is bool(version)
+
+
+def test_a_claude_code_plugin_gives_its_version_after_a_tessl_one(tmp_path: Path) -> None:
+    # A repository that is a Claude Code plugin holding its skill in skills/ (no CHANGELOG in
+    # the skill): the plugin's version is the skill's, as a Tessl plugin's would be.
+    plugin = tmp_path / "plugin"
+    (plugin / ".claude-plugin").mkdir(parents=True)
+    (plugin / ".claude-plugin" / "plugin.json").write_text(
+        json.dumps({"name": "design-team", "version": "5.1.1"})
+    )
+    design = _skill(plugin / "skills" / "design")
+    listed = _skill(plugin / "extra" / "listed")
+    outside = _skill(plugin / "elsewhere" / "outside")
+    (plugin / ".claude-plugin" / "plugin.json").write_text(
+        json.dumps(
+            {"name": "design-team", "version": "5.1.1", "skills": ["skills", "extra/listed"]}
+        )
+    )
+
+    assert read_skill_version(design) == "5.1.1"
+    assert read_skill_version(listed) == "5.1.1"  # a skill folder named itself
+    assert read_skill_version(outside) == ""
+    assert changelog_rule(design) == []
+    (plugin / ".tessl-plugin").mkdir()
+    (plugin / ".tessl-plugin" / "plugin.json").write_text(json.dumps({"version": "6.0.0"}))
+    assert read_skill_version(design) == "6.0.0"

@@ -4,7 +4,8 @@ waza's own parsers reject keys outside its schema, so this reader does too, and 
 grader the schema has but this plugin cannot honour is an error naming it. Each task file is
 one scenario named by its ``id``. The task's ``inputs`` give the prompt (``prompt``, or
 ``prompt_file`` relative to the task file), files (``path`` relative to the task's
-``context_dir`` or the eval's folder, or inline ``content``), a ``context.fixture`` folder
+``context_dir``; without one, to waza's default ``fixtures/`` beside ``eval.yaml`` when that
+folder is there, else to the eval's folder; or inline ``content``), a ``context.fixture`` folder
 copied into the workspace, ``follow_up_prompts`` and a ``responder`` (the simulated user).
 Graders, the eval's and then the task's, become judged criteria (``prompt``) or exact checks
 (``text``, ``file``, ``json_schema``, ``program``, ``behavior``, ``action_sequence``,
@@ -185,7 +186,7 @@ class WazaFormat:
         )
         unit = unit_of(eval_path)  # what the task's files may be read from
         prompt = self._prompt(path, inputs_map, unit)
-        context_dir = eval_path.parent / str(task.get("context_dir") or ".")
+        context_dir = _context_dir(eval_path, task)
         inputs, fixtures = self._inputs(path, inputs_map, context_dir, unit)
         if "follow_up_prompts" in inputs_map and "responder" in inputs_map:
             raise FormatError(
@@ -302,6 +303,17 @@ class WazaFormat:
             else:
                 files += files_of(NAME, path, source, source.name, fixture_field, unit=unit)
         return files, fixtures
+
+
+def _context_dir(eval_path: Path, task: Mapping[str, Any]) -> Path:
+    """The folder a task's files are relative to: its ``context_dir``; without one, waza's
+    default (``fixtures/`` beside ``eval.yaml``) when that folder is there, else the eval's
+    folder."""
+    given = task.get("context_dir")
+    if given:
+        return eval_path.parent / str(given)
+    fixtures = eval_path.parent / "fixtures"
+    return fixtures if fixtures.is_dir() else eval_path.parent
 
 
 def _responder(path: Path, value: Any) -> SimulatedUser | None:

@@ -14,6 +14,7 @@ from pytest_openkata.core.jsonfiles import (
     go_keys,
     read_json,
 )
+from pytest_openkata.core.lint.applicability import TESSL_TILE, folder_format
 from pytest_openkata.core.lint.context import (
     ScenarioFiles,
     loader_finding,
@@ -289,8 +290,12 @@ def _clashes(scenario: ScenarioFiles, checks: list[Check]) -> list[Finding]:
 
 
 def scenario_description_rule(scenario: ScenarioFiles) -> list[Finding]:
-    """scenario.json has a description: the catalogue shows it."""
+    """scenario.json has a description: the catalogue shows it. A tile's scenario may have no
+    scenario.json at all (Tessl's format leaves it out more often than not): only one that is
+    there is asked for a description."""
     path = scenario.path / OPTIONS_FILE
+    if not path.exists() and folder_format(scenario.path) == TESSL_TILE:
+        return []
     try:
         description = load_scenario_options(path).description
     except ScenarioLoadError:

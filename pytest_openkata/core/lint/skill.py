@@ -24,7 +24,12 @@ from pytest_openkata.core.scenario import (
 )
 from pytest_openkata.core.tile import TILE_FILE, is_tile_dir, load_tile, tile_files
 from pytest_openkata.core.triggers import has_trigger_queries
-from pytest_openkata.core.versions import PLUGIN_FILE, VERSION_HEADING, read_skill_version
+from pytest_openkata.core.versions import (
+    CLAUDE_PLUGIN_FILE,
+    PLUGIN_FILE,
+    VERSION_HEADING,
+    read_skill_version,
+)
 
 
 def skill_md_rule(skill_dir: Path) -> list[Finding]:
@@ -100,7 +105,9 @@ def changelog_rule(skill_dir: Path) -> list[Finding]:
     if not path.is_file():
         message = (
             "missing: add a CHANGELOG.md with a released version heading such as "
-            f"`## [1.0.0] - 2026-01-01` (or a `version` in {PLUGIN_FILE} or {TILE_FILE}); "
+            f"`## [1.0.0] - 2026-01-01` (or a `version` in {PLUGIN_FILE}, {CLAUDE_PLUGIN_FILE} "
+            f"or {TILE_FILE}, or "
+            "`metadata.version` in SKILL.md's front matter); "
             f"{_WHY_VERSION}"
         )
         return [Finding("changelog", "error", CHANGELOG_FILE, None, message)]
@@ -303,6 +310,8 @@ def _unreached_tile_files(tile_dir: Path) -> list[Finding]:
     except ScenarioLoadError:
         return []  # the skill-md rule reports it
     reached = {rel for rel, _path in tile_files(tile)}
+    # A unit known by its evals and the skills below it has no tile.json to name files in.
+    has_tile_json = (tile_dir / TILE_FILE).is_file()
     findings = []
     for _name, skill_md in tile.skills:
         shown = skill_md.relative_to(tile_dir).as_posix()
@@ -327,6 +336,8 @@ def _unreached_tile_files(tile_dir: Path) -> list[Finding]:
                 if "evals" in PurePosixPath(rel).parts
                 else "move it under the skill's references/, or name it in "
                 'tile.json\'s "docs" or "steering" (and update the link)'
+                if has_tile_json
+                else "move it under the skill's references/ (and update the link)"
             )
             message = (
                 f"{shown} links to {rel}{'/' if path.is_dir() else ''}, which never reaches "

@@ -28,20 +28,16 @@ def task_names_skill_rule(scenario: ScenarioFiles) -> list[Finding]:
         return []
     findings = []
     for mention in _mentions(scenario.task, scenario.skill_names):
+        if _ONE_WORD.fullmatch(mention.name) and not mention.beside_skill:
+            # A one-word name ("git", "illustrations") is also a word, or a folder, that a
+            # task about its thing needs: only "the git skill" points at the skill.
+            continue
         if mention.in_code:
             severity: Severity = "warning"
             message = (
                 f"the task names the skill {mention.name!r} in code or a file name "
                 f"({mention.token!r}): rename it in {scenario.task_words} unless the name is "
                 "what the task is about"
-            )
-        elif not (mention.beside_skill or "-" in mention.name):
-            # A one-word name ("git", "docker") is also a word a task about its tool needs.
-            severity = "warning"
-            message = (
-                f"the task uses the word {mention.name!r}, the skill's name: keep it in "
-                f"{scenario.task_words} only if the task is about that thing, not a pointer "
-                "to the skill"
             )
         else:
             severity = "error"
@@ -62,13 +58,20 @@ class _Mention:
     line: int
     token: str
     in_code: bool
-    beside_skill: bool = False  # "the git skill", "skill `git`"
+    beside_skill: bool = False  # "the git skill", "skill `git`", "the obs tile"
 
 
-_SKILL_AFTER = re.compile(r"[`'\"*_]*\s+skills?\b", re.I)
+_ONE_WORD = re.compile(r"[^\W_]+")
+
+# An address holds names of hosts and repositories, not pointers to a skill:
+# "http://otel-collector:4317", "https://github.com/acme/pdf-tools/raw/main/x.json".
+_ADDRESS_TOKEN = re.compile(r"[a-z][a-z0-9+.-]*://|www\.", re.I)
 
 
-_SKILL_BEFORE = re.compile(r"\bskills?\s+[`'\"*_]*$", re.I)
+_SKILL_AFTER = re.compile(r"[`'\"*_]*\s+(?:skills?|tiles?)\b", re.I)
+
+
+_SKILL_BEFORE = re.compile(r"\b(?:skills?|tiles?)\s+[`'\"*_]*$", re.I)
 
 
 def _mentions(text: str, names: Iterable[str]) -> Iterator[_Mention]:
@@ -85,6 +88,8 @@ def _mentions(text: str, names: Iterable[str]) -> Iterator[_Mention]:
                     continue
                 taken.append((match.start(), match.end()))
                 token = _token_at(line, match.start(), match.end())
+                if _ADDRESS_TOKEN.search(token):
+                    continue
                 in_span = any(s <= match.start() < e for s, e, _ in spans)
                 in_code = fenced or in_span or is_path_token(token)
                 beside = bool(
@@ -118,6 +123,7 @@ def referenced_inputs_rule(scenario: ScenarioFiles) -> list[Finding]:
         return []  # the agent is to make the files the task names (stand-ins for them)
     findings = []
     seen: set[str] = set()
+    supplied = _supplied_paths(scenario.task)
     deliverables = False
     for number, line, fenced in markdown_lines(scenario.task):
         if fenced:
@@ -133,9 +139,66 @@ def referenced_inputs_rule(scenario: ScenarioFiles) -> list[Finding]:
             if path in seen or not _said_to_be_there(line, start, end):
                 continue
             seen.add(path)
-            if not in_inputs(scenario.path, path) and not _in_skill(scenario, path):
-                findings.append(_missing_input(scenario, number, content))
+            if in_inputs(scenario.path, path) or _in_skill(scenario, path):
+                continue
+            if _given_by_task(path, supplied):
+                continue
+            findings.append(_missing_input(scenario, number, content))
     return findings
+
+
+# A file the task holds itself: "=== FILE: app/models/user.rb ===" (Tessl's tasks hand their
+# files over this way, to be extracted before the work).
+_INLINE_FILE = re.compile(r"^\W*FILE:\s*`?([^\s`=]+)", re.I)
+# A path a shell command in the task's code writes: `cat > a/b.yaml`, `curl -o x.txt URL`,
+# `mkdir -p talk/images`, `touch x`, `tee x`.
+# A redirection is a lone ``>`` or ``>>`` (not ``=>``, ``->``, ``>=``) whose target looks like
+# a path, so that code such as ``retries > limit`` supplies nothing.
+_WRITTEN = re.compile(
+    r"(?:(?<![=<>-])>>?(?![=>])|(?<!\S)(?:-o|--output)(?:\s+|=))\s*[\"']?([^\s\"'<>|;&()]+)"
+    r"|\b(?:mkdir(?:\s+-p)?|touch|tee(?:\s+-a)?)\s+([^<>|;&()]+)"
+)
+
+
+def _supplied_paths(task: str) -> list[str]:
+    """The paths the task supplies itself: files it holds inline, and what the shell
+    commands of its code blocks write or make."""
+    paths: list[str] = []
+    for _number, line, fenced in markdown_lines(task):
+        inline = _INLINE_FILE.match(line)
+        if inline is not None:
+            paths.append(inline.group(1))
+        if not fenced:
+            continue
+        for match in _WRITTEN.finditer(line):
+            if match.group(1):
+                if "/" in match.group(1) or "." in match.group(1):
+                    paths.append(match.group(1))
+            else:
+                paths += [p for p in match.group(2).split() if not p.startswith("-")]
+    return [_plain_path(p) for p in paths if _plain_path(p)]
+
+
+def _plain_path(path: str) -> str:
+    text = path.strip().replace("\\", "/")
+    while text.startswith("./"):
+        text = text[2:]
+    return text.strip("/")
+
+
+def _given_by_task(path: str, supplied: list[str]) -> bool:
+    """Whether the task supplies ``path`` itself (:func:`_supplied_paths`): one of those
+    paths, one that ends with it (``auth.rb`` for ``app/api/auth.rb``), or a folder on the
+    way to one (``app/api/``, ``vault/`` for ``inputs/vault/profile.json``)."""
+    wanted = _plain_path(path).split("/")
+    if not wanted or wanted == [""]:
+        return False
+    for given in supplied:
+        parts = given.split("/")
+        for start in range(len(parts) - len(wanted) + 1):
+            if parts[start : start + len(wanted)] == wanted:
+                return True
+    return False
 
 
 # The extensions of files a task hands over; a dotted name with another ending is code
@@ -177,7 +240,7 @@ _TO_BE_MADE = re.compile(
     r"\b(?:creat(?:e[sd]?|ing)|writ(?:e[sn]?|ing)|wrote|produc(?:e[sd]?|ing)|sav(?:e[sd]?|ing)"
     r"|generat(?:e[sd]?|ing)|outputs?|drafts?|named|called|renam(?:e[sd]?|ing)|scaffold"
     r"|emit|export|stor(?:e[sd]?|ing)|put|place|adds?|adding|new|make[s]?|build[s]?"
-    r"|record[s]?|document(?:s|ing)?|should\s+become|turn(?:s|ed)?\s+into"
+    r"|record[s]?|document(?:s|ing)?|should\s+become|turn(?:s|ed)?\s+into|maintain(?:s|ed|ing)?"
     r"|assum(?:e[sd]?|ing)|explain(?:s|ed|ing)?|describ(?:e[sd]?|ing)|summari[sz](?:e[sd]?|ing)"
     r"|report(?:s|ed|ing)?)\b",
     re.I,
@@ -199,6 +262,7 @@ _SENTENCE_END = re.compile(r"[.!?]\s+(?=[A-Z(\[`*_])")
 _EXAMPLE = re.compile(
     r"(?:\(|\b(?:e\.g\.|i\.e\.|such\s+as|for\s+(?:example|instance)|like))\s*$", re.I
 )
+_ABSENT = re.compile(r"\b(?:no|without|missing|absent)\s*$", re.I)
 # "create minimal placeholder files for ...": the files the task names are the agent's to make.
 _STAND_INS = re.compile(
     r"\bcreat(?:e|ing)\b[^.]*\b(?:placeholders?|representative|dummy|stubs?|fake|mock)\b", re.I
@@ -212,6 +276,8 @@ def _said_to_be_there(line: str, start: int, end: int) -> bool:
     before = _CODE_SPAN.sub(" ", line[begins[-1] if begins else 0 : start])
     if _TO_BE_MADE.search(before) is not None or _EXAMPLE.search(before) is not None:
         return False
+    if _ABSENT.search(before) is not None:
+        return False  # "No `thumbnail.png` exists yet": said not to be there
     return _ALREADY_THERE.search(before) is not None or _THERE_AFTER.match(line, end) is not None
 
 
@@ -262,6 +328,8 @@ def _expected_values(scenario: ScenarioFiles, item: JsonNode) -> list[str]:
             text = value if isinstance(value, str) else "".join(value)
             if _is_subject(description, text):
                 continue  # "`make lint` passes": what is checked, not the answer
+            if _is_given_thing(description, text):
+                continue  # "instead of the deprecated `x`", "the profile's `x` threshold"
             text = " ".join(text.split())
             if len(text) < _MIN_QUOTED or _PLAIN_WORD.fullmatch(text):
                 continue
@@ -280,6 +348,39 @@ def _is_subject(description: str, value: str) -> bool:
     answer it expects."""
     lead = _LEAD.match(description)
     return lead is not None and description[lead.end() :].startswith(value)
+
+
+# Before a value: what the agent is to move away from ("instead of the deprecated `x`"), or
+# an owner the value belongs to ("the profile's `x`"): the task's own material, no answer.
+_REPLACED_BEFORE = re.compile(
+    r"(?:\b(?:instead\s+of|rather\s+than|replac(?:e|es|ed|ing)|deprecated|legacy|old)"
+    r"|\w['’]s)\s+(?:the\s+)?(?:deprecated\s+|legacy\s+|old\s+)?[`\"“]$",
+    re.I,
+)
+# After "the `x`": the piece of the given code it names ("the `promo > base` branch").
+_CODE_PART_AFTER = re.compile(
+    r"[`\"”]\s+(?:branch|block|loop|condition|clause|line|method|function|class|module)\b",
+    re.I,
+)
+
+
+def _is_given_thing(description: str, value: str) -> bool:
+    """Whether the criterion speaks of ``value`` (quoted) as something the task gives: what
+    the agent is to replace ("uses `a` instead of the deprecated `b`"), a part of an input
+    ("the speaker profile's `rushed_closing` threshold") or of the given code ("the `x > y`
+    branch"). A task that shows such a value hands over its material, not the answer."""
+    for quote in ("`", '"', "“"):
+        at = description.find(quote + value)
+        if at < 0:
+            continue
+        end = at + len(quote) + len(value)
+        if _REPLACED_BEFORE.search(description[: at + 1]):
+            return True
+        if re.search(r"\bthe\s+$", description[:at], re.I) and _CODE_PART_AFTER.match(
+            description, end
+        ):
+            return True
+    return False
 
 
 def _task_prose(task: str) -> tuple[str, list[int], list[int]]:
