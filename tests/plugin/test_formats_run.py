@@ -72,12 +72,14 @@ def test_a_broken_format_file_errors_alone_naming_file_and_key(
     pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
 ) -> None:
     write_skill(pytester.path, "fine", {"scenario-a": {"x": 1}})
-    format_layouts.skill_creator(pytester.path / "skills", [{"id": 1, "prompt": "Hi.", "nope": 1}])
+    format_layouts.skill_creator(pytester.path / "skills", [{"id": 1, "expectations": ["e"]}])
 
     result = pytester.runpytest("skills", *eval_args(endpoint.base_url))
 
     result.assert_outcomes(passed=1, errors=1)
-    result.stdout.fnmatch_lines(["*evals/evals.json: evals[[]0[]]*nope*skill-creator format*"])
+    result.stdout.fnmatch_lines(
+        ["*evals/evals.json: evals[[]0[]].prompt: every eval needs a prompt*skill-creator format*"]
+    )
     assert str(pytester.path) not in result.stdout.str().replace(f"rootdir: {pytester.path}", "")
 
 

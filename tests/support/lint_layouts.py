@@ -333,6 +333,7 @@ def skill_creator_repo(root: Path) -> Path:
                 "evals": [
                     {
                         "id": 1,
+                        "name": "merge",  # a key of its authors' own, which the run passes over
                         "prompt": "Merge `a.csv` into `merged.csv`, keeping the header once.",
                         "files": ["evals/files/a.csv"],
                         "expectations": ["merged.csv has one header row"],
@@ -473,6 +474,7 @@ def skillgrade_repo(root: Path) -> Path:
                     },
                     {
                         "name": "cache-order",
+                        "notes": "checks layer order",  # not Skillgrade's: passed over
                         "instruction": "Open `app/package.json` and reorder the Dockerfile so "
                         "that dependency layers are cached.",
                         "workspace": [{"src": "fixtures/Dockerfile", "dest": "Dockerfile"}],

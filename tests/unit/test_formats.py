@@ -23,7 +23,7 @@ from pytest_openkata.core.formats import (
     load_format,
 )
 from pytest_openkata.core.formats.model import integer_weights
-from pytest_openkata.core.formats.skillgrade import score_command
+from pytest_openkata.core.formats.skillgrade import SkillgradeFormat, score_command
 from pytest_openkata.core.scenario import SimulatedUser, check_of
 from tests.support import format_layouts as layouts
 
@@ -80,11 +80,6 @@ def test_skill_creator_evals_become_scenarios_with_judged_expectations_and_outpu
 @pytest.mark.parametrize(
     ("item", "field", "words"),
     [
-        (
-            {"id": 1, "prompt": "p", "expectations": ["e"], "rubric": "r"},
-            "evals[0].rubric",
-            "unknown key",
-        ),
         (
             {"id": 1, "prompt": "p", "assertions": [{"type": "llm", "value": "v"}]},
             "evals[0].assertions[0].type",
@@ -313,11 +308,6 @@ def test_a_deterministic_grader_passes_on_a_printed_score_of_one(
     ("grader", "field", "words"),
     [
         ({"type": "human", "rubric": "x"}, "tasks[0].graders[0].type", "not supported"),
-        (
-            {"type": "deterministic", "run": "x", "retries": 1},
-            "tasks[0].graders[0].retries",
-            "unknown key",
-        ),
     ],
 )
 def test_skillgrade_errors_name_the_file_the_key_and_the_format(
@@ -330,6 +320,64 @@ def test_skillgrade_errors_name_the_file_the_key_and_the_format(
     assert f"eval.yaml: {field}: " in str(caught.value)
     assert words in str(caught.value)
     assert "(skillgrade format)" in str(caught.value)
+
+
+def test_keys_skill_creator_does_not_have_are_passed_over_as_its_scripts_do_and_named(
+    tmp_path: Path,
+) -> None:
+    evals = [
+        {
+            "id": 1,
+            "name": "sorts",
+            "prompt": "Sort it.",
+            "expected_behavior": "Sorted.",
+            "assertions": [{"type": "contains", "value": "al", "weight": 2}],
+        },
+        {"id": 2, "prompt": "Say hi.", "expectations": ["Says hi"]},
+    ]
+    skill = layouts.skill_creator(tmp_path, evals)
+    data = json.loads((skill / "evals" / "evals.json").read_text())
+    data["generated_by"] = "a tool"
+    (skill / "evals" / "evals.json").write_text(json.dumps(data))
+
+    first, second = read_all(skill)
+
+    assert first.ignored_keys == (
+        "generated_by",
+        "evals[0].name",
+        "evals[0].expected_behavior",
+        "evals[0].assertions[0].weight",
+    )
+    assert first.task == "Sort it."
+    assert [c["max_score"] for c in first.checks] == [1]
+    assert second.ignored_keys == ("generated_by",)  # the file's, and none of the other eval's
+
+
+def test_keys_skillgrade_does_not_have_are_passed_over_and_those_it_cannot_honour_refused(
+    tmp_path: Path,
+) -> None:
+    task = {
+        "name": "t",
+        "instruction": "Go.",
+        "notes": "for people",
+        "workspace": ["fixtures/people.csv", {"content": "a,b\n", "dest": "data/new.csv"}],
+        "graders": [{"type": "llm_rubric", "rubric": "ok", "provider": "x"}],
+    }
+    data = {"version": "1", "owner": "me", "tasks": [task, {**task, "name": "u", "env": {}}]}
+    skill = layouts.skillgrade(tmp_path, data)
+    fmt = SkillgradeFormat()
+    first, second = fmt.scenarios(skill)
+
+    scenario = fmt.load(first)
+
+    assert scenario.ignored_keys == ("owner", "tasks[0].notes", "tasks[0].graders[0].provider")
+    assert {f.path: f.content for f in scenario.inputs} == {
+        "people.csv": b"name,age\nbo,3\nal,2\n",
+        "data/new.csv": b"a,b\n",
+    }
+    with pytest.raises(FormatError) as caught:
+        fmt.load(second)  # its own error: the first task still runs
+    assert "csv-tidy/eval.yaml: tasks[1].env: not supported by this plugin" in str(caught.value)
 
 
 def test_a_skillgrade_workspace_file_outside_the_workspace_is_an_error(tmp_path: Path) -> None:

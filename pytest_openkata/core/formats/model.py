@@ -114,7 +114,9 @@ class EvalScenario:
     under ``$OPENKATA_CHECKS``, never in the workspace the agent sees); ``setup`` runs in the
     sandbox before the agent, in order; ``follow_ups`` are prompts sent after the first one
     in the same session, ``simulated_user`` a model replying as the user after them;
-    ``solution`` is a reference solution folder (``solve.sh`` in it)."""
+    ``solution`` is a reference solution folder (``solve.sh`` in it); ``ignored_keys`` the
+    fields of keys the format's own tools pass over and so does the run (lint warns of
+    them)."""
 
     source: ScenarioSource
     task: str
@@ -132,6 +134,7 @@ class EvalScenario:
     follow_ups: tuple[str, ...] = ()
     simulated_user: SimulatedUser | None = None
     solution: Path | None = None
+    ignored_keys: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:

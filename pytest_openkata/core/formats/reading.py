@@ -82,9 +82,15 @@ def check_keys(
     *,
     known: Iterable[str],
     unsupported: Mapping[str, str] | None = None,
+    ignored: list[str] | None = None,
 ) -> None:
     """Refuse a key the format does not have (``known`` lists those it has) and a key it has
-    that this plugin cannot honour (``unsupported``: key -> why), naming the first such key."""
+    that this plugin cannot honour (``unsupported``: key -> why), naming the first such key.
+
+    With ``ignored`` (for a format whose own tools pass over keys they do not know, as
+    skill-creator's and Skillgrade's do), a key the format does not have is added to it as
+    its field (``evals[0].rubric``) instead of refused, so that the scenario runs as the
+    format's tools would run it and lint can say what was left out."""
     unsupported = unsupported or {}
     known = set(known)
     for key in data:
@@ -92,6 +98,9 @@ def check_keys(
         if key in unsupported:
             raise FormatError(fmt, path, f"not supported by this plugin: {unsupported[key]}", field)
         if key not in known:
+            if ignored is not None:
+                ignored.append(field)
+                continue
             choices = ", ".join(sorted(known | set(unsupported)))
             raise FormatError(fmt, path, f"unknown key; the format's keys here: {choices}", field)
 

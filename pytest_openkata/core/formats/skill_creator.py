@@ -6,7 +6,9 @@
 workspace's starting files, each ``expectations`` statement a judged criterion of weight 1
 (named by its own text), and ``assertions`` either statements (judged likewise) or objects
 ``{"name", "type": "contains" | "not_contains" | "regex", "value"}`` graded as exact checks on
-the agent's output.
+the agent's output. Keys the format does not have are passed over, as skill-creator's own
+scripts pass over them (repositories add ``name`` or ``expected_behavior``), and named in
+:attr:`EvalScenario.ignored_keys` for lint to warn of.
 """
 
 from __future__ import annotations
@@ -54,11 +56,15 @@ def input_path(given: str) -> str:
 
 
 def assertion_check(
-    path: Path, field: str, item: Mapping[str, Any], default: str
+    path: Path,
+    field: str,
+    item: Mapping[str, Any],
+    default: str,
+    ignored: list[str] | None = None,
 ) -> dict[str, Any]:
     """The ``checks.json`` object of an assertion object: an ``output_regex`` check (absent
     for ``not_contains``) of weight 1."""
-    check_keys(NAME, path, item, field, known=ASSERTION_KEYS)
+    check_keys(NAME, path, item, field, known=ASSERTION_KEYS, ignored=ignored)
     kind, value = item.get("type"), item.get("value")
     if kind not in ASSERTION_TYPES:
         raise FormatError(
@@ -110,7 +116,8 @@ class SkillCreatorFormat:
     def load(self, source: ScenarioSource) -> EvalScenario:
         path = source.path
         index = int(source.key.removeprefix("evals[").rstrip("]"))
-        item = self._evals(path)[index]
+        ignored: list[str] = []
+        item = self._evals(path, ignored, index)[index]
         where = source.key
         prompt = item.get("prompt")
         if not isinstance(prompt, str) or not prompt.strip():
@@ -135,7 +142,8 @@ class SkillCreatorFormat:
             if isinstance(assertion, str) and assertion.strip():
                 criteria.append(JudgedCriterion(assertion, assertion, 1))
             elif isinstance(assertion, Mapping):
-                checks.append(assertion_check(path, field, assertion, f"assertion {number + 1}"))
+                default = f"assertion {number + 1}"
+                checks.append(assertion_check(path, field, assertion, default, ignored))
             else:
                 raise FormatError(NAME, path, "must be a statement or an object", field)
         names = [c.name for c in criteria]
@@ -154,6 +162,7 @@ class SkillCreatorFormat:
             criteria=tuple(criteria),
             checks=validated_checks(path, checks),
             inputs=tuple(inputs),
+            ignored_keys=tuple(ignored),
         )
 
     def _file(self, folder: Path) -> Path:
@@ -161,15 +170,24 @@ class SkillCreatorFormat:
         evals = folder if folder.name == "evals" else folder / "evals"
         return evals / EVALS_FILE
 
-    def _evals(self, path: Path) -> list[Mapping[str, Any]]:
+    def _evals(
+        self, path: Path, ignored: list[str] | None = None, of: int | None = None
+    ) -> list[Mapping[str, Any]]:
+        """The file's evals; the keys it does not know, at its top and in the eval ``of``,
+        are added to ``ignored``."""
         data = mapping_at(NAME, path, read_json_file(NAME, path), "")
-        check_keys(NAME, path, data, "", known=TOP_KEYS)
+        passed_over: list[str] = []
+        check_keys(NAME, path, data, "", known=TOP_KEYS, ignored=passed_over)
         evals = data.get("evals")
         if not isinstance(evals, list):
             raise FormatError(NAME, path, "must be a list of evals", "evals")
         for index, item in enumerate(evals):
-            mapping_at(NAME, path, item, f"evals[{index}]")
-            check_keys(NAME, path, item, f"evals[{index}]", known=EVAL_KEYS)
+            field = f"evals[{index}]"
+            mapping_at(NAME, path, item, field)
+            if index == of:
+                check_keys(NAME, path, item, field, known=EVAL_KEYS, ignored=passed_over)
+        if ignored is not None:
+            ignored += passed_over
         return evals
 
 

@@ -11,7 +11,12 @@ commands name beside ``eval.yaml`` are kept as check files and copied into the w
 when the grader runs. ``trials``, ``threshold``, ``docker`` (``base`` as the image, ``setup``
 as setup commands) and ``environment`` (``cpus``, ``memory_mb``) come from ``defaults`` and
 may be overridden per task. The agent, provider, timeout and grader model are the run's own
-settings.
+settings. A workspace entry may also be a path alone (placed under its file name) or give its
+``content`` instead of a ``src``. Keys Skillgrade has that would change what the agent meets
+and that this plugin cannot honour (``env``, ``trialConfig``, ``agentWorkingDir``,
+``environment.mounts``) are errors naming them; keys it does not have are passed over, as
+Skillgrade's own loader passes over them, and named in :attr:`EvalScenario.ignored_keys` for
+lint to warn of.
 """
 
 from __future__ import annotations
@@ -55,6 +60,13 @@ SHARED_KEYS = (
     "environment",
 )
 TASK_KEYS = ("name", "instruction", "workspace", "graders", *SHARED_KEYS)
+# Keys Skillgrade reads (in defaults and in a task) that this plugin cannot honour.
+SHARED_UNSUPPORTED = {
+    "env": "environment variables for the agent; this plugin gives the agent its own",
+    "trialConfig": "per-trial setup, cleanup and env; give setup commands in docker.setup",
+    "agentWorkingDir": "the agent works in the workspace this plugin makes",
+}
+ENVIRONMENT_UNSUPPORTED = {"mounts": "host folders are never mounted into the sandbox"}
 GRADER_KEYS = ("type", "run", "setup", "weight", "rubric", "model", "name")
 GRADER_TIMEOUT = 300.0
 
@@ -111,13 +123,14 @@ class SkillgradeFormat:
         path = source.path
         folder = path.parent
         index = int(source.key.removeprefix("tasks[").rstrip("]"))
-        data = self._data(path)
+        ignored: list[str] = []
+        data = self._data(path, ignored)
         defaults = mapping_at(NAME, path, data.get("defaults"), "defaults")
-        task = self._tasks(path)[index]
+        task = self._tasks(path, ignored, index)[index]
         where = source.key
         merged = {**defaults, **{k: v for k, v in task.items() if k in SHARED_KEYS}}
         instruction = _text_or_file(path, folder, task.get("instruction"), f"{where}.instruction")
-        inputs = self._workspace(path, folder, task.get("workspace"), f"{where}.workspace")
+        inputs = self._workspace(path, folder, task.get("workspace"), f"{where}.workspace", ignored)
         graded: list[tuple[dict[str, Any], float]] = []
         check_files: dict[str, InputFile] = {}
         graders = task.get("graders")
@@ -125,7 +138,7 @@ class SkillgradeFormat:
             raise FormatError(NAME, path, "every task needs graders", f"{where}.graders")
         for number, grader in enumerate(graders):
             field = f"{where}.graders[{number}]"
-            graded.append(self._grader(path, folder, grader, field, number))
+            graded.append(self._grader(path, folder, grader, field, number=number, ignored=ignored))
             for grader_file in _grader_files(path, folder, grader, field):
                 check_files[grader_file.path] = grader_file
         weights = integer_weights([w for _, w in graded])
@@ -136,9 +149,17 @@ class SkillgradeFormat:
             else:
                 checks.append({**item, "max_score": weight})
         docker = mapping_at(NAME, path, merged.get("docker"), "defaults.docker")
-        check_keys(NAME, path, docker, "docker", known=("base", "setup"))
+        check_keys(NAME, path, docker, "docker", known=("base", "setup"), ignored=ignored)
         environment = mapping_at(NAME, path, merged.get("environment"), "defaults.environment")
-        check_keys(NAME, path, environment, "environment", known=("cpus", "memory_mb"))
+        check_keys(
+            NAME,
+            path,
+            environment,
+            "environment",
+            known=("cpus", "memory_mb"),
+            unsupported=ENVIRONMENT_UNSUPPORTED,
+            ignored=ignored,
+        )
         setup = str(docker.get("setup") or "").strip()
         trials = merged.get("trials")
         threshold = merged.get("threshold")
@@ -158,42 +179,70 @@ class SkillgradeFormat:
             ),
             trials=trials if isinstance(trials, int) and trials > 0 else None,
             threshold=float(threshold) if isinstance(threshold, int | float) else None,
+            ignored_keys=tuple(dict.fromkeys(ignored)),
         )
 
-    def _data(self, path: Path) -> Mapping[str, Any]:
+    def _data(self, path: Path, ignored: list[str] | None = None) -> Mapping[str, Any]:
+        """The file's top mapping; the keys it does not know at its top and in ``defaults``
+        are added to ``ignored``."""
+        passed_over: list[str] = []
         data = mapping_at(NAME, path, read_yaml(NAME, path), "")
-        check_keys(NAME, path, data, "", known=TOP_KEYS)
+        check_keys(NAME, path, data, "", known=TOP_KEYS, ignored=passed_over)
         defaults = mapping_at(NAME, path, data.get("defaults"), "defaults")
-        check_keys(NAME, path, defaults, "defaults", known=SHARED_KEYS)
+        check_keys(
+            NAME,
+            path,
+            defaults,
+            "defaults",
+            known=SHARED_KEYS,
+            unsupported=SHARED_UNSUPPORTED,
+            ignored=passed_over,
+        )
+        if ignored is not None:
+            ignored += passed_over
         return data
 
-    def _tasks(self, path: Path) -> list[Mapping[str, Any]]:
+    def _tasks(
+        self, path: Path, ignored: list[str] | None = None, of: int | None = None
+    ) -> list[Mapping[str, Any]]:
+        """The file's tasks; the keys the task ``of`` does not know are added to
+        ``ignored``."""
         tasks = self._data(path).get("tasks")
         if not isinstance(tasks, list) or not tasks:
             raise FormatError(NAME, path, "must be a list of tasks", "tasks")
         for index, task in enumerate(tasks):
             field = f"tasks[{index}]"
             mapping_at(NAME, path, task, field)
-            check_keys(NAME, path, task, field, known=TASK_KEYS)
+            if index == of:  # each task's keys are its own scenario's error, not the file's
+                check_keys(
+                    NAME,
+                    path,
+                    task,
+                    field,
+                    known=TASK_KEYS,
+                    unsupported=SHARED_UNSUPPORTED,
+                    ignored=ignored,
+                )
             if not isinstance(task.get("name"), str) or not task["name"].strip():
                 raise FormatError(NAME, path, "every task needs a name", f"{field}.name")
         return tasks
 
-    def _workspace(self, path: Path, folder: Path, entries: Any, field: str) -> list[InputFile]:
+    def _workspace(
+        self, path: Path, folder: Path, entries: Any, field: str, ignored: list[str]
+    ) -> list[InputFile]:
         if entries is None:
             return []
         if not isinstance(entries, list):
             raise FormatError(NAME, path, "must be a list of files", field)
         files: list[InputFile] = []
-        for index, raw in enumerate(entries):
+        for index, given in enumerate(entries):
             where = f"{field}[{index}]"
+            shorthand = isinstance(given, str) and given.strip()  # a path alone: its file name
+            raw = {"src": given, "dest": Path(given).name} if shorthand else given
             entry = mapping_at(NAME, path, raw, where)
-            check_keys(NAME, path, entry, where, known=("src", "dest", "chmod"))
-            src, dest = entry.get("src"), entry.get("dest")
-            if not isinstance(src, str) or not src:
-                raise FormatError(NAME, path, "every workspace entry needs its src", f"{where}.src")
-            dest_path = relative_inside(NAME, path, str(dest or Path(src).name), f"{where}.dest")
-            found = files_of(NAME, path, folder / src, dest_path, f"{where}.src")
+            known = ("src", "content", "dest", "chmod")
+            check_keys(NAME, path, entry, where, known=known, ignored=ignored)
+            found = self._workspace_entry(path, folder, entry, where)
             chmod = str(entry.get("chmod") or "")
             if chmod and chmod not in ("+x", "755", "0755"):
                 raise FormatError(
@@ -204,11 +253,35 @@ class SkillgradeFormat:
             files += found
         return files
 
+    def _workspace_entry(
+        self, path: Path, folder: Path, entry: Mapping[str, Any], where: str
+    ) -> list[InputFile]:
+        """The files of one workspace entry: its ``src`` file or folder, or its ``content``
+        as the file ``dest``."""
+        src, dest, content = entry.get("src"), entry.get("dest"), entry.get("content")
+        if content is not None:
+            if src is not None:
+                raise FormatError(NAME, path, "give src or content, not both", where)
+            if not isinstance(content, str):
+                raise FormatError(NAME, path, "must be the file's text", f"{where}.content")
+            if not isinstance(dest, str) or not dest.strip():
+                raise FormatError(
+                    NAME, path, "an entry with content needs its dest", f"{where}.dest"
+                )
+            place = relative_inside(NAME, path, dest, f"{where}.dest")
+            return [InputFile(place, content.encode())]
+        if not isinstance(src, str) or not src:
+            raise FormatError(
+                NAME, path, "every workspace entry needs its src or content", f"{where}.src"
+            )
+        dest_path = relative_inside(NAME, path, str(dest or Path(src).name), f"{where}.dest")
+        return files_of(NAME, path, folder / src, dest_path, f"{where}.src")
+
     def _grader(
-        self, path: Path, folder: Path, raw: Any, field: str, number: int
+        self, path: Path, folder: Path, raw: Any, field: str, *, number: int, ignored: list[str]
     ) -> tuple[dict[str, Any], float]:
         grader = mapping_at(NAME, path, raw, field)
-        check_keys(NAME, path, grader, field, known=GRADER_KEYS)
+        check_keys(NAME, path, grader, field, known=GRADER_KEYS, ignored=ignored)
         weight = grader.get("weight", 1)
         if isinstance(weight, bool) or not isinstance(weight, int | float) or weight <= 0:
             raise FormatError(NAME, path, "must be a positive number", f"{field}.weight")

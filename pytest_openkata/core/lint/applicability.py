@@ -71,7 +71,12 @@ BUILT_IN_RULES: tuple[BuiltInRule, ...] = (
     BuiltInRule("criteria-json", "scenario", _FOLDERS, ("criteria.json",)),
     BuiltInRule("scenario-json", "scenario", _FOLDERS, ("scenario.json",)),
     BuiltInRule("checks-json", "scenario", _FOLDERS, ("checks.json",)),
-    BuiltInRule("unknown-keys", "scenario", _FOLDERS, ("scenario.json", "criteria.json")),
+    BuiltInRule(
+        "unknown-keys",
+        "scenario",
+        _FOLDERS | {SKILL_CREATOR, SKILLGRADE},
+        ("scenario.json", "criteria.json", "evals.json", "eval.yaml"),
+    ),
     BuiltInRule("empty-descriptions", "scenario", _FOLDERS, ("description",)),
     BuiltInRule(
         "placeholders",

@@ -41,12 +41,14 @@ class FormatSource:
     it to be linted: its file (relative to the skill folder, posix), which every finding
     names, and how that format names the task, the files the workspace starts with and a
     judged criterion's text, which messages say in place of ``task.md``, ``inputs/`` and a
-    criterion's ``description``."""
+    criterion's ``description``; and the fields of the keys its reader passed over, as the
+    format's own tools do (``evals[0].rubric``)."""
 
     file: str
     task: str
     inputs: str
     criterion: str
+    ignored_keys: tuple[str, ...] = ()
 
 
 class ScenarioFiles:

@@ -41,7 +41,22 @@ def unknown_keys_rule(scenario: ScenarioFiles) -> list[Finding]:
     run ignores, as warnings with the closest known key. Keys match without regard to case,
     as for Go's decoder (``"Sandbox"`` is known). A key that misspells ``sandbox`` (with no
     ``sandbox`` beside it) is an error, as in a run. A file that is missing or not JSON gives
-    none (other rules report it); checks.json's unknown keys are errors of its own rule."""
+    none (other rules report it); checks.json's unknown keys are errors of its own rule.
+
+    For a published format's scenario, the keys its reader passed over (as the format's own
+    tools pass over them) are the warnings, naming the format's file and the key."""
+    if scenario.source is not None:
+        return [
+            Finding(
+                "unknown-keys",
+                "warning",
+                scenario.source.file,
+                None,
+                f"{field} is not a key of the format: the run ignores it, as the format's own "
+                "tools do",
+            )
+            for field in scenario.source.ignored_keys
+        ]
     if _only_known_keys(scenario):
         return []  # the usual scenario, said at every collection: no need to find lines
     findings = []

@@ -69,6 +69,14 @@ def unreadable(exc: OpenkataError, source: ScenarioSource, skill_dir: Path) -> F
     return Finding(FORMAT_RULE, "error", file, None, f"{where}{message}")
 
 
+def _within(field: str, key: str) -> str:
+    """A passed-over key's field as a finding about the scenario at ``key`` shows it (each
+    finding already starts with ``key``): relative to it, or as the whole file's."""
+    if key and field.startswith(key + "."):
+        return f"`{field[len(key) + 1 :]}`"
+    return f"`{field}` (of the whole file)" if key else f"`{field}`"
+
+
 @contextlib.contextmanager
 def written_out(
     fmt: EvalFormat, source: ScenarioSource, skill_dir: Path, context_budget: int
@@ -81,7 +89,7 @@ def written_out(
         yield unreadable(exc, source, skill_dir)
         return
     words = _WORDS.get(source.format, ("the task", "its input files", "its text"))
-    shown = FormatSource(source_file(source, skill_dir), *words)
+    shown = FormatSource(source_file(source, skill_dir), *words, ignored_keys=scenario.ignored_keys)
     with tempfile.TemporaryDirectory(prefix="openkata-lint-") as temporary:
         folder = Path(temporary) / "scenario"
         files, _notes = openkata_files(scenario)
