@@ -82,12 +82,16 @@ class ImageBuild:
     builder, ``dockerfile`` the Dockerfile's path in it, ``digest`` a digest of every file of
     the context (a provider tags the image by it, so that it builds again only when the
     context changed), and ``shown`` how messages name the Dockerfile (a path relative to the
-    skill, never a machine path)."""
+    skill, never a machine path). ``timeout`` bounds the build in seconds (None: the
+    provider's own bound); a build that takes longer is stopped, and its error names
+    ``timeout_named``, the setting that gave the bound (``scenario.json: build_timeout_sec``)."""
 
     context: Path
     dockerfile: str
     digest: str
     shown: str
+    timeout: float | None = None
+    timeout_named: str = ""
 
 
 @dataclass(frozen=True)

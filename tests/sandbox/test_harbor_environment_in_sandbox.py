@@ -182,3 +182,46 @@ def test_validate_runs_a_harbor_solution_in_its_image_and_names_what_has_none(
         ]
     )
     assert script.agent_calls == 0
+
+
+def test_a_build_past_the_tasks_build_timeout_is_stopped_and_names_the_key(
+    pytester: pytest.Pytester,
+    endpoint: ScriptedEndpoint,
+    script: EvalScript,
+    use_engine: str,
+    standin_image: str,
+    docker_client: docker.DockerClient,
+) -> None:
+    tasks = _skill(pytester.path)
+    token = secrets.token_hex(8)
+    _task(tasks, "slow", f"FROM {standin_image}\nRUN sleep 300 # {token}\n", token)
+    write(tasks / "slow" / "task.toml", "[environment]\nbuild_timeout_sec = 1.5\n")
+
+    result = pytester.runpytest("skills", *sandbox_args(endpoint.base_url, standin_image))
+
+    result.assert_outcomes(errors=1)
+    trial = _trials(pytester.path)["scenario-slow"]
+    assert trial["error_cause"] == "sandbox_setup"
+    assert trial["error"].startswith(
+        "sandbox: skills/harbor/tasks/slow/task.toml: environment.build_timeout_sec: the build "
+        "of skills/harbor/tasks/slow/task.toml: environment/Dockerfile did not end within 1.5 s"
+    )
+    assert ".openkata-" not in trial["error"]
+    # The engine stopped the build: its step's container is gone, not left sleeping.
+    assert _containers_running(docker_client, token) == []
+    assert script.agent_calls == 0
+
+
+def _containers_running(client: docker.DockerClient, token: str) -> list[str]:
+    """The containers whose command holds ``token``, once the engine has had time to remove
+    a cancelled build's container (waited for, up to a bound)."""
+    deadline = time.monotonic() + 60
+    while True:
+        found = [
+            c.id
+            for c in client.containers.list(all=True)
+            if token in " ".join(c.attrs["Config"].get("Cmd") or [])
+        ]
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.5)
