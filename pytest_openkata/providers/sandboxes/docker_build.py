@@ -216,10 +216,17 @@ class ImageBuilder:
             raise SandboxError(str(done))
         return done
 
-    def _ensure(self, build: ImageBuild) -> str:
+    def tag_of(self, build: ImageBuild) -> str:
+        """The tag ``build``'s image has (or will have) on this engine, made from the digest
+        of its context and the ids its base images have on the engine; nothing is built. A
+        :class:`SandboxError` naming the Dockerfile and the first base image the engine
+        lacks."""
         ids = self._base_ids(build)
         named = "\0".join([build.digest, *ids])
-        tag = f"{BUILT_REPOSITORY}:{hashlib.sha256(named.encode()).hexdigest()[:32]}"
+        return f"{BUILT_REPOSITORY}:{hashlib.sha256(named.encode()).hexdigest()[:32]}"
+
+    def _ensure(self, build: ImageBuild) -> str:
+        tag = self.tag_of(build)
         limit = _limit(build)
         with self._host_lock(tag, min(self.lock_wait, limit)):
             if self._id(tag) is None:
