@@ -225,3 +225,34 @@ def _containers_running(client: docker.DockerClient, token: str) -> list[str]:
         if not found or time.monotonic() > deadline:
             return found
         time.sleep(0.5)
+
+
+def test_a_harbor_task_works_and_is_verified_in_its_images_workdir(
+    pytester: pytest.Pytester,
+    endpoint: ScriptedEndpoint,
+    script: EvalScript,
+    use_engine: str,
+    standin_image: str,
+) -> None:
+    """As in Harbor: the agent works in the image's WORKDIR, and the verifier runs from
+    /tests with that folder as its working folder; so does the reference solution."""
+    tasks = _skill(pytester.path)
+    marker = f"app-{secrets.token_hex(8)}\n"
+    dockerfile = f"FROM {standin_image}\nWORKDIR /app\nCOPY marker.txt /opt/marker.txt\n"
+    in_app = (
+        "#!/bin/sh\n"
+        'if [ "$(pwd)" = /app ] && [ "$(cat /app/answer.txt)" = 42 ]; then\n'
+        "  echo 1 > /logs/verifier/reward.txt\nelse\n  echo 0 > /logs/verifier/reward.txt\nfi\n"
+    )
+    _task(tasks, "app", dockerfile, marker, solve="#!/bin/sh\necho 42 > answer.txt\n")
+    write(tasks / "app" / "tests" / "test.sh", in_app)
+
+    ran = pytester.runpytest("skills", *sandbox_args(endpoint.base_url, standin_image))
+    validated = pytester.runpytest(
+        "--eval-validate", "skills", *sandbox_args(endpoint.base_url, standin_image), "-v"
+    )
+
+    ran.assert_outcomes(passed=1)
+    trial = _trials(pytester.path)["scenario-app"]
+    assert (trial["score"], trial["environment"]["workdir"]) == (1, "/app")
+    validated.stdout.fnmatch_lines(["*app/task.toml::app: solution 100% ok; empty agent 0% ok"])
