@@ -190,7 +190,6 @@ def test_a_build_past_the_tasks_build_timeout_is_stopped_and_names_the_key(
     script: EvalScript,
     use_engine: str,
     standin_image: str,
-    docker_client: docker.DockerClient,
 ) -> None:
     tasks = _skill(pytester.path)
     token = secrets.token_hex(8)
@@ -207,24 +206,7 @@ def test_a_build_past_the_tasks_build_timeout_is_stopped_and_names_the_key(
         "of skills/harbor/tasks/slow/task.toml: environment/Dockerfile did not end within 1.5 s"
     )
     assert ".openkata-" not in trial["error"]
-    # The engine stopped the build: its step's container is gone, not left sleeping.
-    assert _containers_running(docker_client, token) == []
     assert script.agent_calls == 0
-
-
-def _containers_running(client: docker.DockerClient, token: str) -> list[str]:
-    """The containers whose command holds ``token``, once the engine has had time to remove
-    a cancelled build's container (waited for, up to a bound)."""
-    deadline = time.monotonic() + 60
-    while True:
-        found = [
-            c.id
-            for c in client.containers.list(all=True)
-            if token in " ".join(c.attrs["Config"].get("Cmd") or [])
-        ]
-        if not found or time.monotonic() > deadline:
-            return found
-        time.sleep(0.5)
 
 
 def test_a_harbor_task_works_and_is_verified_in_its_images_workdir(

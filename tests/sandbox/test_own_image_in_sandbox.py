@@ -1,7 +1,8 @@
 """A scenario's own image (scenario.json's ``dockerfile``) in a real engine: the agent works in
 the image's WORKDIR when it sets one (its inputs, checks and the judged changes there, the
 folder recorded in the trial), a scenario without its own image keeps ``/workspace`` and the
-same prompt bytes, and the result cache tells a changed base image from an unchanged one.
+same prompt bytes, the result cache tells a changed base image from an unchanged one, and a
+build past its bound is stopped on the engine with its lock released.
 
 The agent is the kiro-cli stand-in (tests/support/standins/sandbox-kiro-cli), scripted by the
 ``STANDIN:`` lines of its task; the judge is the scripted loopback endpoint.
@@ -9,9 +10,11 @@ The agent is the kiro-cli stand-in (tests/support/standins/sandbox-kiro-cli), sc
 
 from __future__ import annotations
 
+import fcntl
 import json
 import secrets
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +22,11 @@ from typing import Any
 import docker
 import pytest
 
+from pytest_openkata.contracts.errors import SandboxError
+from pytest_openkata.contracts.sandboxes import ImageBuild
+from pytest_openkata.core.build_context import context_digest
 from pytest_openkata.core.prompt import build_prompt
+from pytest_openkata.providers.sandboxes.docker_build import ImageBuilder
 from tests.support.endpoint import ScriptedEndpoint
 from tests.support.evals import EvalScript, sandbox_args, write_scenario, write_skill
 
@@ -165,3 +172,48 @@ def test_a_changed_base_image_misses_the_result_cache_and_an_unchanged_one_hits(
 
     assert cached("changed") == 0
     assert cached("changed-again") == 1
+
+
+def test_a_build_past_its_bound_is_stopped_and_its_lock_released(
+    tmp_path: Path, docker_client: docker.DockerClient, standin_image: str
+) -> None:
+    token = secrets.token_hex(8)
+    context = tmp_path / "environment"
+    context.mkdir()
+    (context / "Dockerfile").write_text(f"FROM {standin_image}\nRUN sleep 300 # {token}\n")
+    build = ImageBuild(
+        context,
+        "Dockerfile",
+        context_digest(context, "Dockerfile"),
+        "evals/scenario-slow/environment/Dockerfile",
+        timeout=1,
+        timeout_named="evals/scenario-slow/scenario.json: build_timeout_sec",
+    )
+    locks = tmp_path / "locks"
+
+    with pytest.raises(SandboxError) as caught:
+        ImageBuilder(docker_client, locks).image_of(build)
+
+    assert str(caught.value).startswith(
+        "evals/scenario-slow/scenario.json: build_timeout_sec: the build of "
+        "evals/scenario-slow/environment/Dockerfile did not end within 1 s and was stopped"
+    )
+    (lock_file,) = locks.iterdir()
+    with lock_file.open("rb") as other:  # nobody holds it any more
+        fcntl.flock(other.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    assert _build_containers(docker_client, token) == []
+
+
+def _build_containers(client: docker.DockerClient, token: str) -> list[str]:
+    """The containers whose command holds ``token``, once the engine has had time to remove
+    a cancelled build's container (waited for, up to a bound)."""
+    deadline = time.monotonic() + 60
+    while True:
+        found = [
+            c.id
+            for c in client.containers.list(all=True)
+            if token in " ".join(c.attrs["Config"].get("Cmd") or [])
+        ]
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.5)
