@@ -822,8 +822,8 @@ def test_an_unreadable_file_of_the_build_context_is_a_load_error_naming_it(
         ('{"sandbox": false, "image": "a"}', "image", "a direct scenario runs no sandbox"),
         ('{"image": "a", "build_timeout_sec": 60}', "build_timeout_sec", 'give "dockerfile"'),
         ('{"build_timeout_sec": 60}', "build_timeout_sec", "names none"),
-        ('{"dockerfile": "Dockerfile", "build_timeout_sec": 0}', "build_timeout_sec", "0"),
-        ('{"dockerfile": "Dockerfile", "build_timeout_sec": "1h"}', "build_timeout_sec", ""),
+        ('{"dockerfile": "Dockerfile", "build_timeout_sec": 0}', "build_timeout_sec", "seconds"),
+        ('{"dockerfile": "Dockerfile", "build_timeout_sec": "1h"}', "build_timeout_sec", "600"),
     ],
 )
 def test_a_bad_image_or_dockerfile_is_an_error_naming_the_file_and_field(
