@@ -101,7 +101,8 @@ def test_an_own_image_with_a_workdir_runs_the_agent_its_inputs_and_checks_there(
     own = _scenario(skill, "scenario-own", dockerfile)
     plain = _scenario(skill, "scenario-plain", None)
 
-    pytester.runpytest("skills", *sandbox_args(endpoint.base_url, standin_image))
+    args = sandbox_args(endpoint.base_url, standin_image, "--eval-html", "run.html")
+    pytester.runpytest("skills", *args)
 
     trials = _trials(pytester.path)
     assert trials["scenario-own"]["environment"]["workdir"] == "/srv/app"
@@ -122,6 +123,10 @@ def test_an_own_image_with_a_workdir_runs_the_agent_its_inputs_and_checks_there(
         prompt = build_prompt(skill, folder)
         assert f"**prompt-seen.md**\n```\n{prompt}\n```" in judged[where]
     assert "/srv/app" not in build_prompt(skill, own)
+    # The page names the folder where it is not the usual one.
+    html = (pytester.path / "run.html").read_text()
+    assert html.count("; working folder /srv/app</p>") == 1
+    assert "working folder /workspace" not in html
 
 
 def _checks(trial: dict[str, Any]) -> dict[str, bool]:
