@@ -69,6 +69,9 @@ LINE_CHARS = 300
 BUILD_TIMEOUT = 3600  # seconds a build may take when its scenario sets no bound
 LOCK_FOLDER = "openkata-image-builds"
 LOCK_POLL = 0.5  # seconds between two tries of another process's build lock
+# Seconds a process waits for another's build beyond the build's bound: the time the other
+# takes to stop a build past its bound and let the lock go.
+LOCK_GRACE = 30.0
 # What the SDK's calls raise, its streamed build raw from urllib3 included.
 _ENGINE_ERRORS = (
     docker.errors.DockerException,
@@ -228,7 +231,7 @@ class ImageBuilder:
     def _ensure(self, build: ImageBuild) -> str:
         tag = self.tag_of(build)
         limit = _limit(build)
-        with self._host_lock(tag, min(self.lock_wait, limit)):
+        with self._host_lock(tag, min(self.lock_wait, limit + LOCK_GRACE)):
             if self._id(tag) is None:
                 self._build(build, tag, limit)
         return tag
