@@ -7,8 +7,8 @@ take and give tar streams, and are removed (:mod:`pytest_openkata.providers.sand
 Everything else happens here: one archive holds the workspace (``/workspace``, or the WORKDIR
 a scenario's own image sets: the skill, the task, the inputs and the agent's own files) and,
 outside it, the prompt; the workspace is snapshotted before and after the agent runs, the
-snapshots are diffed, and the judge's text is built. The agent command is ``sandbox.agent``'s, with the files and host folders that agent
-asks for.
+snapshots are diffed, and the judge's text is built. The agent command is
+``sandbox.agent``'s, with the files and host folders that agent asks for.
 """
 
 from __future__ import annotations
