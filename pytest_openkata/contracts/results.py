@@ -348,13 +348,16 @@ class TrialTrace:
 class TrialEnvironment:
     """What a sandboxed trial ran with: the CPUs and memory (MiB) its sandbox was given (None:
     the provider's defaults, which ``cpus_default``/``memory_default`` tell), the agent CLI's
-    version as the CLI itself reports it ("" when it could not tell), and the sandbox image's
-    id (its content digest, ``sha256:...``; "" when unknown)."""
+    version as the CLI itself reports it ("" when it could not tell), the sandbox image's
+    id (its content digest, ``sha256:...``; "" when unknown), and the working folder the
+    agent ran in, which held the workspace (``/workspace``, or the WORKDIR a scenario's own
+    image sets; "" in records made before it was kept)."""
 
     cpus: float | None = None
     memory_mb: int | None = None
     agent_version: str = ""
     image_id: str = ""
+    workdir: str = ""
 
 
 @dataclass(frozen=True)

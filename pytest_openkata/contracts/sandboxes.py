@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from pytest_openkata.contracts.errors import (
     SandboxError,
@@ -35,6 +35,7 @@ __all__ = [
     "EngineCheck",
     "ExecResult",
     "ImageBuild",
+    "NamesOwnImages",
     "SandboxEnvironment",
     "SandboxError",
     "SandboxLost",
@@ -82,12 +83,16 @@ class ImageBuild:
     builder, ``dockerfile`` the Dockerfile's path in it, ``digest`` a digest of every file of
     the context (a provider tags the image by it, so that it builds again only when the
     context changed), and ``shown`` how messages name the Dockerfile (a path relative to the
-    skill, never a machine path)."""
+    skill, never a machine path). ``timeout`` bounds the build in seconds (None: the
+    provider's own bound); a build that takes longer is stopped, and its error names
+    ``timeout_named``, the setting that gave the bound (``scenario.json: build_timeout_sec``)."""
 
     context: Path
     dockerfile: str
     digest: str
     shown: str
+    timeout: float | None = None
+    timeout_named: str = ""
 
 
 @dataclass(frozen=True)
@@ -173,7 +178,9 @@ class SandboxEnvironment(Protocol):
     # An environment of an engine pool also has ``engine``, the name of its engine, and
     # ``lost_engines``, the engines lost while it was being made; the reports show both.
     # An environment that knows them also has ``cpus`` and ``memory_mb`` (what it was given)
-    # and ``image_id`` (its image's id or digest), which each trial records.
+    # and ``image_id`` (its image's id or digest), which each trial records. One made from a
+    # scenario's own image whose WORKDIR is set also has ``workdir``, that folder (absolute):
+    # the workspace is there instead of ``/workspace``, as the image's author expects.
     # Other environments need not have them.
 
 
@@ -189,4 +196,17 @@ class SandboxProvider(Protocol):
     def close(self) -> None:
         """Remove every environment still live (runs abandoned after ``-x``, Ctrl-C,
         SIGTERM), then release the engine."""
+        ...
+
+
+@runtime_checkable
+class NamesOwnImages(Protocol):
+    """A provider that can say which image a scenario's own image is on its engine, without
+    building it: the result cache keys such a scenario by it, so that a changed image (or a
+    changed base image of its Dockerfile) is never answered from the cache."""
+
+    def own_image_id(self, spec: SandboxSpec) -> str:
+        """For ``spec.build``, what its image is made from (the digest of its context and the
+        ids its base images have on the engine); for ``spec.image``, the image's id on the
+        engine. A :class:`SandboxError` when the engine lacks one of them."""
         ...

@@ -33,6 +33,7 @@ from pytest_openkata.contracts.errors import BackendError, SandboxError, Sandbox
 from pytest_openkata.contracts.sandboxes import (
     EngineCheck,
     ExecResult,
+    NamesOwnImages,
     SandboxEnvironment,
     SandboxProvider,
     SandboxSpec,
@@ -162,6 +163,19 @@ class EnginePool:
                 raise
             return _PooledEnvironment(self, engine, environment, give_back, tuple(lost))
 
+    def own_image_id(self, spec: SandboxSpec) -> str:
+        """What the scenario's own image is on each live engine (each engine builds its own,
+        from its own base images), one line per distinct answer
+        (:class:`~pytest_openkata.contracts.sandboxes.NamesOwnImages`)."""
+        with self._room:
+            live = self._live()
+        found: set[str] = set()
+        for engine in live:
+            provider: object = engine.provider
+            if isinstance(provider, NamesOwnImages):
+                found.add(provider.own_image_id(spec))
+        return "\n".join(sorted(found))
+
     def close(self) -> None:
         """Close every engine's provider (each removes its environments still live)."""
         with self._room:
@@ -268,6 +282,7 @@ class _PooledEnvironment:
         self.cpus: float | None = getattr(environment, "cpus", None)
         self.memory_mb: int | None = getattr(environment, "memory_mb", None)
         self.image_id: str = str(getattr(environment, "image_id", ""))
+        self.workdir: str = str(getattr(environment, "workdir", ""))
 
     @property
     def engine(self) -> str:

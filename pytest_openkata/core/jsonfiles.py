@@ -128,6 +128,7 @@ VALIDATION_MESSAGES = {
 FIELD_MESSAGES = {
     "cpus": "must be a positive number of CPUs, e.g. 0.5 or 2",
     "memory_mb": "must be a whole number of MiB, at least 6 (Docker's least)",
+    "build_timeout_sec": "must be a positive number of seconds, e.g. 600",
 }
 
 

@@ -65,6 +65,7 @@ from pytest_openkata.contracts.results import (
     Turn,
     Usage,
 )
+from pytest_openkata.contracts.sandboxes import NamesOwnImages
 from pytest_openkata.contracts.transcripts import Transcript, one_turn
 from pytest_openkata.core.arms import OWN_ARM, Arm, ArmError, baseline_arm
 from pytest_openkata.core.auto_trials import AutoTrialRule
@@ -104,6 +105,7 @@ from pytest_openkata.core.sandboxed import (
     check_scripts,
     replay_commands,
     run_agent_in_sandbox,
+    sandbox_spec,
 )
 from pytest_openkata.core.scenario import (
     Scenario,
@@ -443,7 +445,7 @@ class _ScenarioRun:
                     material["sandbox"]["setup"] = list(scenario.setup)
                 own_image = own_image_identity(scenario)
                 if own_image:
-                    material["sandbox"]["own_image"] = own_image
+                    material["sandbox"]["own_image"] = {**own_image, **self._own_image_id()}
             else:
                 material["agent"] = dict(self.backends.agent_identity)
             if arm.is_baseline:  # the own arm's keys stay those of a run without a baseline
@@ -469,6 +471,20 @@ class _ScenarioRun:
                 material["skill_delivery"] = self.options.skill_delivery
             self._agent_material = material
         return self._agent_material
+
+    def _own_image_id(self) -> dict[str, str]:
+        """What the scenario's own image is on the engine (its build's context digest and
+        base images' ids, or the named image's id), where the provider can say: a changed
+        image or base image is never answered from the cache. It asks the engine, so a run
+        of such a scenario needs one even when its answers are cached."""
+        setup = self._sandbox()
+        provider = setup.sandbox
+        if not isinstance(provider, NamesOwnImages):
+            return {}
+        try:
+            return {"id": provider.own_image_id(sandbox_spec(self.scenario, setup))}
+        except BackendError as exc:
+            raise ScenarioFailure(f"sandbox: {exc}") from exc
 
     def _sandbox(self) -> SandboxSetup:
         if self.backends.sandbox is None:

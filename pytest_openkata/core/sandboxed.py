@@ -4,11 +4,11 @@ workspace it runs in, and the result graders see (the agent's output and the wor
 The provider is the one ``sandbox.provider`` names in the registry
 (:mod:`pytest_openkata.infra.registry`); it only makes environments that execute commands,
 take and give tar streams, and are removed (:mod:`pytest_openkata.providers.sandboxes`).
-Everything else happens here: one archive holds the workspace (``/workspace``: the skill, the
-task, the inputs and the agent's own files) and, outside it, the prompt; the workspace is
-snapshotted before and after the agent runs, the snapshots are diffed, and the judge's text is
-built. The agent command is ``sandbox.agent``'s, with the files and host folders that agent
-asks for.
+Everything else happens here: one archive holds the workspace (``/workspace``, or the WORKDIR
+a scenario's own image sets: the skill, the task, the inputs and the agent's own files) and,
+outside it, the prompt; the workspace is snapshotted before and after the agent runs, the
+snapshots are diffed, and the judge's text is built. The agent command is
+``sandbox.agent``'s, with the files and host folders that agent asks for.
 """
 
 from __future__ import annotations
@@ -85,13 +85,25 @@ T = TypeVar("T")
 WORKSPACE = "/workspace"
 # Outside the workspace, so the prompt is neither a file the agent sees there nor a change.
 PROMPT_PATH = "/openkata/prompt.md"
-# The prompt reaches the agent on its standard input: an argument has a 128 KiB limit. The
-# redirect is relative to the working folder, so a provider without its own root folder (a
-# temporary folder on the host) runs it unchanged.
-PROMPT_REDIRECT = f"../{PROMPT_PATH.lstrip('/')}"
 # Where the check scripts (the scenario's checks/ folder) are copied once the agent exited.
 CHECKS_DIR = "/openkata/checks"
-RUN_AGENT = ("sh", "-c", f'exec "$@" < {PROMPT_REDIRECT}', "sh")
+
+
+def run_agent_argv(workspace: str = WORKSPACE) -> tuple[str, ...]:
+    """The command that runs the agent's argv (appended) with the prompt on its standard
+    input (an argument has a 128 KiB limit). The redirect is relative to the working folder
+    ``workspace``, so a provider without its own root folder (a temporary folder on the host)
+    runs it unchanged."""
+    depth = len([part for part in workspace.split("/") if part])
+    redirect = "../" * depth + PROMPT_PATH.lstrip("/")
+    return ("sh", "-c", f'exec "$@" < {redirect}', "sh")
+
+
+def workspace_of(environment: SandboxEnvironment) -> str:
+    """Where ``environment`` holds the workspace: the working folder it says its image sets
+    (``workdir``, a scenario's own image's WORKDIR), else ``/workspace``."""
+    workdir = getattr(environment, "workdir", "")
+    return workdir if isinstance(workdir, str) and workdir.startswith("/") else WORKSPACE
 
 
 @dataclass(frozen=True)
@@ -291,7 +303,8 @@ class SandboxRun:
 
 
 def environment_of(environment: SandboxEnvironment, agent_version: str = "") -> TrialEnvironment:
-    """What ``environment`` was given and runs, as far as its provider says."""
+    """What ``environment`` was given and runs, as far as its provider says, and the working
+    folder the agent runs in."""
     cpus = getattr(environment, "cpus", None)
     memory = getattr(environment, "memory_mb", None)
     return TrialEnvironment(
@@ -299,6 +312,7 @@ def environment_of(environment: SandboxEnvironment, agent_version: str = "") -> 
         memory_mb=memory if isinstance(memory, int) else None,
         agent_version=agent_version,
         image_id=str(getattr(environment, "image_id", "")),
+        workdir=workspace_of(environment),
     )
 
 
@@ -318,11 +332,11 @@ def _at_step(step: str, call: Callable[[], T]) -> T:
 
 
 def _snapshot(
-    environment: SandboxEnvironment, step: str, exclude: Callable[[str], bool]
+    environment: SandboxEnvironment, step: str, exclude: Callable[[str], bool], workspace: str
 ) -> Snapshot:
     try:
         return _at_step(
-            step, lambda: snapshot_from_tar(environment.get_archive(WORKSPACE), exclude=exclude)
+            step, lambda: snapshot_from_tar(environment.get_archive(workspace), exclude=exclude)
         )
     except tarfile.TarError as exc:
         raise SandboxError(f"{step}: unreadable workspace archive: {exc}") from exc
@@ -340,13 +354,16 @@ def check_scripts(scenario: Scenario) -> list[tuple[str, bytes]]:
     return found
 
 
-def prepare_workspace(environment: SandboxEnvironment, scenario: Scenario, timeout: float) -> None:
-    """Give the workspace what scenario.json asks for before the agent starts: its directory
+def prepare_workspace(
+    environment: SandboxEnvironment, scenario: Scenario, timeout: float, workspace: str = WORKSPACE
+) -> None:
+    """Give the workspace (the folder ``workspace``) what scenario.json asks for before the
+    agent starts: its directory
     fixtures copied in at their install paths, then its setup commands run there in order.
     A setup command that exits non-zero, or does not end within ``timeout``, is the
     scenario's error (its own command failed), naming the command and how it ended."""
     if scenario.fixtures:
-        prefix = f"{WORKSPACE.lstrip('/')}/"
+        prefix = f"{workspace.lstrip('/')}/"
         files = fixture_files(scenario.skill_dir, scenario.fixtures)
         for executable, mode in ((False, 0o644), (True, 0o755)):
             chosen = [(prefix + name, data) for name, data, x in files if x is executable]
@@ -357,7 +374,7 @@ def prepare_workspace(environment: SandboxEnvironment, scenario: Scenario, timeo
         result = _at_step(
             f"setup[{index}]",
             partial(
-                environment.exec, ["sh", "-c", command], env={}, workdir=WORKSPACE, timeout=timeout
+                environment.exec, ["sh", "-c", command], env={}, workdir=workspace, timeout=timeout
             ),
         )
         if result.timed_out:
@@ -410,28 +427,33 @@ def check_agent_present(
         )
 
 
-def _exec_check(environment: SandboxEnvironment, check: Check) -> ExecResult:
+def _exec_check(environment: SandboxEnvironment, check: Check, workspace: str) -> ExecResult:
     return environment.exec(
         ["sh", "-c", check.run],
         env={"OPENKATA_CHECKS": CHECKS_DIR},
-        workdir=WORKSPACE,
+        workdir=workspace,
         timeout=check.timeout,
     )
 
 
 def run_commands(
-    environment: SandboxEnvironment, scenario: Scenario, commands: Sequence[Check]
+    environment: SandboxEnvironment,
+    scenario: Scenario,
+    commands: Sequence[Check],
+    workspace: str = WORKSPACE,
 ) -> dict[str, CommandOutcome]:
     """Copy the check scripts in (only now, once the agent's command has exited: the agent
     never saw them, though a process it left running in the background could) and run each
-    command check in ``/workspace``, in order."""
+    command check in the workspace (the agent's working folder), in order."""
     scripts = check_scripts(scenario)
     if scripts:
         archive = files_archive(scripts, mode=0o755)
         _at_step("copy check scripts", lambda: environment.put_archive("/", archive))
     outcomes: dict[str, CommandOutcome] = {}
     for check in commands:
-        result = _at_step(f"check {check.name!r}", partial(_exec_check, environment, check))
+        result = _at_step(
+            f"check {check.name!r}", partial(_exec_check, environment, check, workspace)
+        )
         output = result.output
         if result.cut_at is not None:  # its status still counts; its end is not in ``output``
             output += f"\n... (output cut at {answer_bound(result.cut_at)})"
@@ -475,15 +497,6 @@ def sandbox_run(
     shows it); the workspace is snapshotted after the last turn."""
     agent = setup.agent
     agent_files, skill = agent_workspace_files(scenario, agent, skill)
-    # One archive, extracted at the root: the workspace and, outside it, the prompt.
-    archive = workspace_archive(
-        scenario.skill_dir,
-        scenario.path,
-        agent_files,
-        prefix=f"{WORKSPACE.lstrip('/')}/",
-        extra=[(PROMPT_PATH.lstrip("/"), prompt.encode())],
-        skill=skill,
-    )
     exclude = tool_files_of(agent_files)
     spec = sandbox_spec(scenario, setup)
     environment = setup.sandbox.create(spec)
@@ -491,15 +504,25 @@ def sandbox_run(
     turns: list[Turn] = []
     transcripts: list[Transcript | None] = []
     try:
+        workspace = workspace_of(environment)
+        # One archive, extracted at the root: the workspace and, outside it, the prompt.
+        archive = workspace_archive(
+            scenario.skill_dir,
+            scenario.path,
+            agent_files,
+            prefix=f"{workspace.lstrip('/')}/",
+            extra=[(PROMPT_PATH.lstrip("/"), prompt.encode())],
+            skill=skill,
+        )
         check_agent_present(environment, spec, agent)
         _at_step("copy workspace", lambda: environment.put_archive("/", archive))
-        prepare_workspace(environment, scenario, setup.timeout)
+        prepare_workspace(environment, scenario, setup.timeout, workspace)
         # After the fixtures and setup: neither counts among the agent's changes.
-        before = _snapshot(environment, "snapshot before", exclude)
-        version = setup.versions.of(environment, agent.version_argv, WORKSPACE)
+        before = _snapshot(environment, "snapshot before", exclude, workspace)
+        version = setup.versions.of(environment, agent.version_argv, workspace)
         had = environment_of(environment, version)
         argv = agent.argv if follow is None else (agent.session_argv or agent.argv)
-        result = _exec_agent(environment, setup, argv, f"run {agent.name}")
+        result = _exec_agent(environment, setup, argv, f"run {agent.name}", workspace)
         if follow is not None:
             result = _follow_ups(
                 environment,
@@ -509,10 +532,11 @@ def sandbox_run(
                 follow=follow,
                 turns=turns,
                 transcripts=transcripts,
+                workspace=workspace,
             )
-        after = _snapshot(environment, "snapshot after", exclude)
+        after = _snapshot(environment, "snapshot after", exclude, workspace)
         if commands and _exited_well(result):
-            outcomes = run_commands(environment, scenario, commands)
+            outcomes = run_commands(environment, scenario, commands, workspace)
     finally:
         environment.remove()
     diff = diff_snapshots(before, after)
@@ -551,13 +575,20 @@ def _read_turn(agent: AgentCommand, result: ExecResult) -> tuple[str, Transcript
 
 
 def _exec_agent(
-    environment: SandboxEnvironment, setup: SandboxSetup, argv: Sequence[str], step: str
+    environment: SandboxEnvironment,
+    setup: SandboxSetup,
+    argv: Sequence[str],
+    step: str,
+    workspace: str,
 ) -> ExecResult:
     agent = setup.agent
     return _at_step(
         step,
         lambda: environment.exec(
-            [*RUN_AGENT, *argv], env=agent.env, workdir=WORKSPACE, timeout=setup.timeout
+            [*run_agent_argv(workspace), *argv],
+            env=agent.env,
+            workdir=workspace,
+            timeout=setup.timeout,
         ),
     )
 
@@ -571,6 +602,7 @@ def _follow_ups(
     follow: NextPrompt,
     turns: list[Turn],
     transcripts: list[Transcript | None],
+    workspace: str,
 ) -> ExecResult:
     """Send each follow-up prompt to the agent's session after its answer, until ``follow``
     gives none or a turn does not exit well (that turn's result is returned, and ends the
@@ -597,7 +629,9 @@ def _follow_ups(
             partial(environment.put_archive, "/", prompt),
         )
         argv = agent.continue_argv(session_id)
-        result = _exec_agent(environment, setup, argv, f"run {agent.name} (turn {number})")
+        result = _exec_agent(
+            environment, setup, argv, f"run {agent.name} (turn {number})", workspace
+        )
         user = following
     return result
 
@@ -629,7 +663,6 @@ def replay_commands(
     environment is not there, and as snapshots keep no file modes, a changed file is
     executable when it starts with ``#!``."""
     agent = setup.agent
-    prefix = f"{WORKSPACE.lstrip('/')}/"
     cut = [path for path, content in (*changes.added, *changes.modified) if content.truncated]
     if cut:
         raise ScenarioFailure(
@@ -638,31 +671,33 @@ def replay_commands(
             cause=CHECK_FAILED,
         )
     agent_files, skill = agent_workspace_files(scenario, agent, skill)
-    base = workspace_archive(
-        scenario.skill_dir, scenario.path, agent_files, prefix=prefix, skill=skill
-    )
-    # Snapshots keep no file modes: a script (``#!``) is made executable again.
-    changed = [
-        (prefix + path, content.data) for path, content in (*changes.added, *changes.modified)
-    ]
-    overlay = files_archive([(n, d) for n, d in changed if not d.startswith(b"#!")])
-    scripts = files_archive([(n, d) for n, d in changed if d.startswith(b"#!")], mode=0o755)
     environment = setup.sandbox.create(sandbox_spec(scenario, setup))
     try:
+        workspace = workspace_of(environment)
+        prefix = f"{workspace.lstrip('/')}/"
+        base = workspace_archive(
+            scenario.skill_dir, scenario.path, agent_files, prefix=prefix, skill=skill
+        )
+        # Snapshots keep no file modes: a script (``#!``) is made executable again.
+        changed = [
+            (prefix + path, content.data) for path, content in (*changes.added, *changes.modified)
+        ]
+        overlay = files_archive([(n, d) for n, d in changed if not d.startswith(b"#!")])
+        scripts = files_archive([(n, d) for n, d in changed if d.startswith(b"#!")], mode=0o755)
         _at_step("copy workspace", lambda: environment.put_archive("/", base))
-        prepare_workspace(environment, scenario, setup.timeout)
+        prepare_workspace(environment, scenario, setup.timeout, workspace)
         _at_step("copy the agent's changes", lambda: environment.put_archive("/", overlay))
         _at_step("copy the agent's scripts", lambda: environment.put_archive("/", scripts))
         if changes.deleted:
             removed = _at_step(
                 "remove the files the agent deleted",
                 lambda: environment.exec(
-                    ["rm", "-f", "--", *changes.deleted], env={}, workdir=WORKSPACE, timeout=60
+                    ["rm", "-f", "--", *changes.deleted], env={}, workdir=workspace, timeout=60
                 ),
             )
             if removed.exit_code != 0:
                 raise SandboxError(f"remove the files the agent deleted: {removed.output.strip()}")
-        return run_commands(environment, scenario, commands)
+        return run_commands(environment, scenario, commands, workspace)
     finally:
         environment.remove()
 
@@ -768,6 +803,7 @@ __all__ = [
     "own_image_named",
     "prepare_workspace",
     "replay_commands",
+    "run_agent_argv",
     "run_agent_in_sandbox",
     "run_commands",
     "run_in_sandbox",
@@ -775,4 +811,5 @@ __all__ = [
     "sandbox_identity",
     "sandbox_run",
     "sandbox_spec",
+    "workspace_of",
 ]

@@ -110,6 +110,8 @@ class Scenario:
     # its folder is the build's context); neither: the sandbox.image setting's.
     image: str = ""
     dockerfile: str = ""
+    # scenario.json's bound on the build of its Dockerfile, in seconds (None: the provider's).
+    build_timeout: float | None = None
     # The bytes of task.md, criteria.json and checks.json as loading read them (those it
     # read), so that the run's digests and its task text need not read them again.
     contents: Mapping[str, bytes] = field(default_factory=dict, compare=False, repr=False)
@@ -285,6 +287,8 @@ class ScenarioModel(BaseModel):
     # built from; the image must hold the agent CLI.
     image: str = ""
     dockerfile: str = ""
+    # How long the build of the Dockerfile may take; a build past it is stopped.
+    build_timeout_sec: float | None = Field(default=None, gt=0)
 
     @property
     def conversation(self) -> tuple[tuple[str, ...], SimulatedUser | None]:
@@ -388,6 +392,8 @@ def _check_own_image(path: Path, options: ScenarioModel) -> None:
     """``image`` and ``dockerfile``: one of them, in a sandboxed scenario, the Dockerfile a
     file inside the scenario folder."""
     given = [key for key in IMAGE_KEYS if getattr(options, key)]
+    if options.build_timeout_sec is not None and not options.dockerfile:
+        raise ScenarioLoadError(path, BUILD_TIMEOUT_ALONE, "build_timeout_sec")
     if not given:
         return
     if not options.sandbox:
@@ -412,6 +418,10 @@ def _check_own_image(path: Path, options: ScenarioModel) -> None:
 
 
 IMAGE_KEYS = ("image", "dockerfile")
+BUILD_TIMEOUT_ALONE = (
+    "bounds the build of the scenario's Dockerfile, and the scenario names none: give "
+    '"dockerfile", or remove the key'
+)
 DIRECT_IMAGE = (
     'a direct scenario runs no sandbox, so it has no image: remove the key, or set "sandbox": true'
 )
@@ -595,6 +605,7 @@ def load_scenario(scenario_dir: Path) -> Scenario:
         setup=setup,
         image=options.image,
         dockerfile=options.dockerfile,
+        build_timeout=options.build_timeout_sec,
         context=context,
         criteria=criteria,
         checks=checks,

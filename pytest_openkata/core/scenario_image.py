@@ -13,6 +13,9 @@ from pytest_openkata.contracts.sandboxes import ImageBuild
 from pytest_openkata.core.build_context import context_digest
 from pytest_openkata.core.scenario import Scenario
 
+OPTIONS_FILE = "scenario.json"
+BUILD_TIMEOUT_KEY = "build_timeout_sec"
+
 __all__ = ["image_build", "own_image_identity"]
 
 
@@ -25,7 +28,15 @@ def image_build(scenario: Scenario) -> ImageBuild | None:
     shown = dockerfile.relative_to(scenario.skill_dir).as_posix()
     # Loading refused any link along the path; the build reads the resolved folder anyway.
     context = dockerfile.resolve().parent
-    return ImageBuild(context, dockerfile.name, context_digest(context, dockerfile.name), shown)
+    options = (scenario.path / OPTIONS_FILE).relative_to(scenario.skill_dir).as_posix()
+    return ImageBuild(
+        context,
+        dockerfile.name,
+        context_digest(context, dockerfile.name),
+        shown,
+        timeout=scenario.build_timeout,
+        timeout_named=f"{options}: {BUILD_TIMEOUT_KEY}",
+    )
 
 
 def own_image_identity(scenario: Scenario) -> dict[str, str]:

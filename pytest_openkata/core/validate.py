@@ -28,7 +28,7 @@ from pytest_openkata.contracts.sandboxes import AgentCommand
 from pytest_openkata.core.files import files_under
 from pytest_openkata.core.jsonfiles import ScenarioLoadError
 from pytest_openkata.core.run import Backends, RunOptions, run_scenario
-from pytest_openkata.core.sandboxed import WORKSPACE, SandboxSetup
+from pytest_openkata.core.sandboxed import SandboxSetup
 from pytest_openkata.core.scenario import load_scenario_options
 from pytest_openkata.core.slots import CallSlot
 
@@ -175,7 +175,6 @@ def _solution_agent(
         command = AgentCommand(
             SOLUTION,
             ["sh", "-c", _RUN_SOLUTION],
-            {"SOLUTION_DIR": f"{WORKSPACE}/{SOLUTION_MOUNT}"},
             files=tuple(files),
         )
         return None, command, f"{SOLUTION}:{_digest(files)}"
@@ -192,8 +191,10 @@ def _solution_agent(
 _EMPTY_COMMAND = AgentCommand(EMPTY_AGENT, ["true"])
 # solve.sh with bash (sh where the image has none: published solutions, Harbor's among them,
 # are bash scripts), then its folder removed, so that the checks run after it see the
-# workspace a real agent would leave; its exit status is the run's.
+# workspace a real agent would leave; its exit status is the run's. Its folder is in the
+# working folder, wherever the workspace is (/workspace, or an own image's WORKDIR).
 _RUN_SOLUTION = (
+    f'SOLUTION_DIR="$PWD/{SOLUTION_MOUNT}"; export SOLUTION_DIR; '
     "if command -v bash >/dev/null 2>&1; then shell=bash; else shell=sh; fi; "
     f'"$shell" "$SOLUTION_DIR/{SOLVE_SCRIPT}"; status=$?; rm -rf "$SOLUTION_DIR"; exit "$status"'
 )

@@ -64,6 +64,7 @@ def test_an_agent_that_exits_2_is_an_agent_crash_and_records_what_its_sandbox_ha
         "memory_mb": 96,
         "agent_version": "",  # the command agent is a shell: no version of its own
         "image_id": docker_client.images.get(standin_image).id,
+        "workdir": "/workspace",
     }
     result.stdout.fnmatch_lines(["  Errors by kind: agent_crash 1 of 1 attempt (100%)"])
     html = (pytester.path / "run.html").read_text()

@@ -182,3 +182,59 @@ def test_validate_runs_a_harbor_solution_in_its_image_and_names_what_has_none(
         ]
     )
     assert script.agent_calls == 0
+
+
+def test_a_build_past_the_tasks_build_timeout_is_stopped_and_names_the_key(
+    pytester: pytest.Pytester,
+    endpoint: ScriptedEndpoint,
+    script: EvalScript,
+    use_engine: str,
+    standin_image: str,
+) -> None:
+    tasks = _skill(pytester.path)
+    token = secrets.token_hex(8)
+    _task(tasks, "slow", f"FROM {standin_image}\nRUN sleep 300 # {token}\n", token)
+    write(tasks / "slow" / "task.toml", "[environment]\nbuild_timeout_sec = 1.5\n")
+
+    result = pytester.runpytest("skills", *sandbox_args(endpoint.base_url, standin_image))
+
+    result.assert_outcomes(errors=1)
+    trial = _trials(pytester.path)["scenario-slow"]
+    assert trial["error_cause"] == "sandbox_setup"
+    assert trial["error"].startswith(
+        "sandbox: skills/harbor/tasks/slow/task.toml: environment.build_timeout_sec: the build "
+        "of skills/harbor/tasks/slow/task.toml: environment/Dockerfile did not end within 1.5 s"
+    )
+    assert ".openkata-" not in trial["error"]
+    assert script.agent_calls == 0
+
+
+def test_a_harbor_task_works_and_is_verified_in_its_images_workdir(
+    pytester: pytest.Pytester,
+    endpoint: ScriptedEndpoint,
+    script: EvalScript,
+    use_engine: str,
+    standin_image: str,
+) -> None:
+    """As in Harbor: the agent works in the image's WORKDIR, and the verifier runs from
+    /tests with that folder as its working folder; so does the reference solution."""
+    tasks = _skill(pytester.path)
+    marker = f"app-{secrets.token_hex(8)}\n"
+    dockerfile = f"FROM {standin_image}\nWORKDIR /app\nCOPY marker.txt /opt/marker.txt\n"
+    in_app = (
+        "#!/bin/sh\n"
+        'if [ "$(pwd)" = /app ] && [ "$(cat /app/answer.txt)" = 42 ]; then\n'
+        "  echo 1 > /logs/verifier/reward.txt\nelse\n  echo 0 > /logs/verifier/reward.txt\nfi\n"
+    )
+    _task(tasks, "app", dockerfile, marker, solve="#!/bin/sh\necho 42 > answer.txt\n")
+    write(tasks / "app" / "tests" / "test.sh", in_app)
+
+    ran = pytester.runpytest("skills", *sandbox_args(endpoint.base_url, standin_image))
+    validated = pytester.runpytest(
+        "--eval-validate", "skills", *sandbox_args(endpoint.base_url, standin_image), "-v"
+    )
+
+    ran.assert_outcomes(passed=1)
+    trial = _trials(pytester.path)["scenario-app"]
+    assert (trial["score"], trial["environment"]["workdir"]) == (1, "/app")
+    validated.stdout.fnmatch_lines(["*app/task.toml::app: solution 100% ok; empty agent 0% ok"])

@@ -1,6 +1,7 @@
 """What the Docker provider reads of a scenario's Dockerfile before building it (the images
-it needs on the engine), what a failed build's error keeps of its log, and how the builder
-names, locks and keeps its builds (against a scripted engine API on loopback)."""
+it needs on the engine), what a failed build's error keeps of its log, how the builder
+names, locks and keeps its builds (against a scripted engine API on loopback), and which
+working folder an own image's WORKDIR gives the agent."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ import pytest
 
 from pytest_openkata.contracts.errors import RetryableError, SandboxError
 from pytest_openkata.contracts.sandboxes import ImageBuild
+from pytest_openkata.core.sandboxed import run_agent_argv
+from pytest_openkata.providers.sandboxes.docker import own_workdir
 from pytest_openkata.providers.sandboxes.docker_build import (
     BUILT_REPOSITORY,
     LINE_CHARS,
@@ -253,3 +256,26 @@ def test_a_lock_file_that_is_a_link_is_not_followed(tmp_path: Path, engine: Scri
     with pytest.raises(SandboxError, match="cannot be made"):
         ImageBuilder(engine.client, folder).image_of(build)
     assert not target.exists()
+
+
+@pytest.mark.parametrize(
+    ("workdir", "expected"), [("", "/workspace"), ("/", "/workspace"), ("/app", "/app")]
+)
+def test_an_own_images_workdir_is_the_working_folder_unless_it_sets_none(
+    workdir: str, expected: str
+) -> None:
+    assert own_workdir(workdir, "team/box:1") == expected
+
+
+@pytest.mark.parametrize("workdir", ["app", "/app/../etc", "/proc/1", "/dev", "/a\x1b[2Jb"])
+def test_an_own_images_workdir_that_cannot_hold_the_workspace_is_an_error(workdir: str) -> None:
+    with pytest.raises(SandboxError) as caught:
+        own_workdir(workdir, "team/box:1")
+    assert "the image 'team/box:1' sets WORKDIR" in str(caught.value)
+    assert "\x1b" not in str(caught.value)
+
+
+def test_the_agent_reads_its_prompt_relative_to_its_working_folder() -> None:
+    # /workspace: the command every sandboxed run used before a working folder could differ.
+    assert run_agent_argv() == ("sh", "-c", 'exec "$@" < ../openkata/prompt.md', "sh")
+    assert run_agent_argv("/srv/app")[2] == 'exec "$@" < ../../openkata/prompt.md'

@@ -456,6 +456,7 @@ def test_a_harbor_folder_linked_out_of_the_task_is_an_error(tmp_path: Path, fold
         ("[environment]\ngpus = 1\n", "environment.gpus"),
         ('[verifier]\nenv = { TOKEN = "x" }\n', "verifier.env"),
         ("[agent]\nturns = 3\n", "agent.turns"),
+        ("[environment]\nbuild_timeout_sec = -1\n", "environment.build_timeout_sec"),
     ],
 )
 def test_harbor_errors_name_the_file_the_key_and_the_format(
@@ -586,10 +587,15 @@ def test_a_harbor_dockerfile_is_staged_with_its_context_and_named_in_scenario_js
     [source] = fmt.scenarios(task)
 
     notes = write_openkata([fmt.load(source)], tmp_path / "out")
+    (task / "task.toml").write_text("[environment]\nbuild_timeout_sec = 42\n")
+    write_openkata([fmt.load(source)], tmp_path / "bounded")
 
     folder = tmp_path / "out" / "scenario-t"
     options = json.loads((folder / "scenario.json").read_text())
     assert options["dockerfile"] == "environment/Dockerfile"
+    assert options["build_timeout_sec"] == 600.0  # Harbor's default when task.toml has none
+    bounded = json.loads((tmp_path / "bounded" / "scenario-t" / "scenario.json").read_text())
+    assert bounded["build_timeout_sec"] == 42
     assert (folder / "environment" / "data.txt").read_text() == "data\n"
     assert not [n for n in notes if "Dockerfile" in n.what]
 

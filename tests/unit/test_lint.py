@@ -620,7 +620,7 @@ def test_an_unknown_key_with_no_close_match_lists_the_known_keys(tmp_path: Path)
     assert messages(unknown_keys(scenario)) == [
         'unknown key "include" (the run ignores it; the known keys are description, sandbox, '
         "network, trials, cpus, memory_mb, follow_ups, simulated_user, image, dockerfile, "
-        "fixtures, setup)",
+        "build_timeout_sec, fixtures, setup)",
         'unknown key "kind" (the run ignores it; the known keys are context, type, checklist)',
     ]
 

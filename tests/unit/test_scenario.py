@@ -745,6 +745,12 @@ def test_a_scenario_names_its_image_or_a_dockerfile_inside_its_folder(tmp_path: 
     (built / "environment").mkdir()
     (built / "environment" / "Dockerfile").write_text("FROM box\n")
     assert load_scenario(built).dockerfile == "environment/Dockerfile"
+    assert load_scenario(built).build_timeout is None
+    bounded = make_scenario(
+        tmp_path / "c", scenario_json='{"dockerfile": "Dockerfile", "build_timeout_sec": 90.5}'
+    )
+    (bounded / "Dockerfile").write_text("FROM box\n")
+    assert load_scenario(bounded).build_timeout == 90.5
 
 
 @pytest.mark.parametrize("linked", ["env", "env/Dockerfile"])
@@ -814,6 +820,10 @@ def test_an_unreadable_file_of_the_build_context_is_a_load_error_naming_it(
         ('{"dockerfile": "../Dockerfile"}', "dockerfile", "relative path inside"),
         ('{"image": "a", "dockerfile": "Dockerfile"}', "dockerfile", "not both"),
         ('{"sandbox": false, "image": "a"}', "image", "a direct scenario runs no sandbox"),
+        ('{"image": "a", "build_timeout_sec": 60}', "build_timeout_sec", 'give "dockerfile"'),
+        ('{"build_timeout_sec": 60}', "build_timeout_sec", "names none"),
+        ('{"dockerfile": "Dockerfile", "build_timeout_sec": 0}', "build_timeout_sec", "seconds"),
+        ('{"dockerfile": "Dockerfile", "build_timeout_sec": "1h"}', "build_timeout_sec", "600"),
     ],
 )
 def test_a_bad_image_or_dockerfile_is_an_error_naming_the_file_and_field(

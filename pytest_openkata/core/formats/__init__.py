@@ -54,6 +54,9 @@ class EvalFormat(Protocol):
     # such a file, so that a run never asks every format about every folder. A format
     # without ``files`` is read by ``convert`` only.
     files: tuple[str, ...]
+    # Optionally also ``scenario_keys``: scenario.json's keys (``build_timeout_sec``) that
+    # come from a key of the format's own (``environment.build_timeout_sec``), so that an
+    # error about one names the key the user wrote.
 
     def detect(self, folder: Path) -> bool:
         """Whether ``folder`` holds evals of this format (cheap: reads no more than it must)."""

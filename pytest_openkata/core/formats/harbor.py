@@ -8,15 +8,19 @@ becomes one ``command`` check: ``tests/`` is kept as the scenario's check files 
 it), ``test.sh`` runs, and the check passes when the reward it wrote to
 ``/logs/verifier/reward.txt`` is 1 (a partial reward fails it). ``solution/`` is kept as the
 scenario's reference solution, ``environment/Dockerfile`` or ``[environment].docker_image`` as
-the sandbox's image, ``cpus``, ``memory_mb`` and ``allow_internet`` as its needs. Multi-step
+the sandbox's image, ``cpus``, ``memory_mb`` and ``allow_internet`` as its needs, and
+``build_timeout_sec`` (Harbor's default of 600 s when absent) as the bound on the
+Dockerfile's build (scenario.json's ``build_timeout_sec``; an error about it names this
+task.toml key, :attr:`HarborFormat.scenario_keys`). Multi-step
 tasks, GPUs, MCP servers and environment variables for the verifier or the solution are
 errors: this plugin cannot honour them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from pytest_openkata.core.formats.model import (
     EvalScenario,
@@ -40,6 +44,7 @@ TASK_FILE = "task.toml"
 INSTRUCTION = "instruction.md"
 REWARD_FILE = "/logs/verifier/reward.txt"
 VERIFIER_TIMEOUT = 600.0  # Harbor's default verifier timeout, in seconds
+BUILD_TIMEOUT = 600.0  # Harbor's default bound on the environment's build, in seconds
 TOP_KEYS = ("version", "metadata", "verifier", "agent", "solution", "environment", "source")
 TOP_UNSUPPORTED = {
     "schema_version": "multi-step tasks",
@@ -86,6 +91,10 @@ class HarborFormat:
     name = NAME
     # The files whose folder collection asks this format about (EvalFormat.files).
     files = ("task.toml",)
+    # scenario.json's keys that come from task.toml, as errors about them name them there.
+    scenario_keys: ClassVar[Mapping[str, str]] = {
+        "build_timeout_sec": "environment.build_timeout_sec"
+    }
 
     def detect(self, folder: Path) -> bool:
         return is_task(folder) or any(is_task(child) for child in _children(folder))
@@ -155,6 +164,7 @@ class HarborFormat:
                 memory_mb=_memory(path, environment),
                 image=str(environment.get("docker_image") or ""),
                 dockerfile=dockerfile if dockerfile.is_file() else None,
+                build_timeout_sec=_number(path, environment, "build_timeout_sec") or BUILD_TIMEOUT,
             ),
             solution=solution if (solution / "solve.sh").is_file() else None,
         )

@@ -103,6 +103,8 @@ class SandboxNeeds:
     memory_mb: int | None = None
     image: str = ""
     dockerfile: Path | None = None
+    # How long the Dockerfile's build may take, in seconds (None: the provider's bound).
+    build_timeout_sec: float | None = None
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,8 @@ import contextlib
 import os
 import shutil
 import threading
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_openkata.contracts.errors import OpenkataError
@@ -49,13 +50,19 @@ class Staged:
     folder: Path
     skill_dir: Path
     source: ScenarioSource
+    # scenario.json's keys by the format's own name of them (EvalFormat's optional
+    # ``scenario_keys``): an error about one names the format's key instead.
+    keys: Mapping[str, str] = field(default_factory=dict)
 
     def shown(self, text: str) -> str:
         """``text`` with every naming of the staged folder (absolute, or relative to the
-        skill as errors name files) replaced by the scenario's source."""
+        skill as errors name files) replaced by the scenario's source, and scenario.json's
+        keys by the format's own."""
         label = shown_source(self.source)
         relative = self.folder.relative_to(self.skill_dir).as_posix()
         for spelling in (str(self.folder), relative):
+            for key, theirs in self.keys.items():
+                text = text.replace(f"{spelling}/scenario.json: {key}", f"{label}: {theirs}")
             text = text.replace(spelling + "/", label + ": ").replace(spelling, label)
         return text
 
@@ -90,7 +97,8 @@ class Staging:
                     f"{shown_source(source)}: cannot be written out to run in the skill's "
                     f"evals folder: {exc.strerror or 'error'}"
                 ) from None
-            staged = Staged(folder, skill_dir, source)
+            keys = dict(getattr(fmt, "scenario_keys", None) or {})
+            staged = Staged(folder, skill_dir, source, keys)
             self._staged[key] = staged
             return staged
 

@@ -109,6 +109,8 @@ def openkata_files(scenario: EvalScenario) -> tuple[dict[str, bytes], list[Note]
         options["image"] = scenario.sandbox.image
     elif scenario.sandbox.sandbox and scenario.sandbox.dockerfile is not None:
         options["dockerfile"] = f"{ENVIRONMENT_FOLDER}/{scenario.sandbox.dockerfile.name}"
+        if scenario.sandbox.build_timeout_sec is not None:
+            options["build_timeout_sec"] = scenario.sandbox.build_timeout_sec
     files["scenario.json"] = _json(options)
     for item in scenario.inputs:
         files[f"inputs/{item.path}"] = item.content

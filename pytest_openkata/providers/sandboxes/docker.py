@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import posixpath
 import secrets
 import socket
 import threading
@@ -36,7 +37,7 @@ from pytest_openkata.contracts.errors import RetryableError, SandboxError, Sandb
 from pytest_openkata.contracts.sandboxes import EngineCheck, ExecResult, ImageBuild, SandboxSpec
 from pytest_openkata.infra.bounded import BoundedBuffer
 from pytest_openkata.infra.environ import environ_snapshot, proxy_for
-from pytest_openkata.infra.text import plural
+from pytest_openkata.infra.text import plural, visible
 from pytest_openkata.providers.sandboxes.docker_build import ImageBuilder
 
 LABEL = "openkata-eval"
@@ -266,7 +267,11 @@ class DockerEnvironment:
             if spec is None or spec.memory_mb is None
             else spec.memory_mb
         )
-        self.image_id: str = str((getattr(container, "attrs", None) or {}).get("Image", ""))
+        attrs = getattr(container, "attrs", None) or {}
+        self.image_id: str = str(attrs.get("Image", ""))
+        # The folder commands run in and the workspace is: /workspace, or the WORKDIR of a
+        # scenario's own image (see DockerProvider._working_dir).
+        self.workdir: str = str((attrs.get("Config") or {}).get("WorkingDir") or WORKDIR)
 
     @property
     def name(self) -> str:
@@ -452,6 +457,33 @@ class DockerProvider:
             return self.built(spec.build)
         return spec.image or self.limits.image
 
+    def own_image_id(self, spec: SandboxSpec) -> str:
+        """What the scenario's own image is on this engine, for the result cache's key
+        (:class:`~pytest_openkata.contracts.sandboxes.NamesOwnImages`): the tag its build
+        has, made from its context's digest and its base images' ids (nothing is built), or
+        the id of the image it names."""
+        if spec.build is not None:
+            return self.builder.tag_of(spec.build)
+        try:
+            return str(self.client.images.get(spec.image).id)
+        except docker.errors.ImageNotFound:
+            raise SandboxError(_missing_own_image(spec.image)) from None
+        except _ENGINE_ERRORS as exc:
+            raise _engine_error(exc, "docker image inspect") from exc
+
+    def _working_dir(self, spec: SandboxSpec, image: str) -> str:
+        """The container's working folder: the WORKDIR a scenario's own image sets (Harbor's
+        tasks and their verifiers expect to work there), else ``/workspace``."""
+        if spec.build is None and not spec.image:
+            return WORKDIR
+        try:
+            config = self.client.images.get(image).attrs.get("Config") or {}
+        except docker.errors.ImageNotFound:
+            raise SandboxError(_missing_own_image(image)) from None
+        except _ENGINE_ERRORS as exc:
+            raise _engine_error(exc, "docker image inspect") from exc
+        return own_workdir(str(config.get("WorkingDir") or ""), image)
+
     def built(self, build: ImageBuild) -> str:
         """The tag of ``build``'s image on this engine, built first when the engine lacks it."""
         return self.builder.image_of(build)
@@ -472,13 +504,14 @@ class DockerProvider:
             SCENARIO: spec.name,
         }
         image = self._image(spec)
+        working_dir = self._working_dir(spec, image)
         try:
             return self.client.containers.create(
                 image,
                 KEEP_ALIVE,
                 name=name,
                 network_mode=spec.network,
-                working_dir=WORKDIR,
+                working_dir=working_dir,
                 labels=labels,
                 environment=dict(spec.env),
                 volumes=self._volumes(spec.mounts),
@@ -490,14 +523,42 @@ class DockerProvider:
             )
         except docker.errors.ImageNotFound:
             if spec.image:
-                raise SandboxError(
-                    f"image {spec.image!r} (the scenario's image) not found on the Docker "
-                    "engine: the sandbox pulls no image; build or pull it into the engine, "
-                    "and let it hold the agent CLI"
-                ) from None
+                raise SandboxError(_missing_own_image(spec.image)) from None
             raise SandboxError(missing_image_message(self.limits.image)) from None
         except _ENGINE_ERRORS as exc:
             raise _engine_error(exc, "docker create") from exc
+
+
+# Folders an image's WORKDIR cannot be for the workspace: the workspace is copied in and
+# snapshotted whole, and these are the kernel's or the engine's.
+_NOT_A_WORKSPACE = ("/proc", "/sys", "/dev", "/openkata")
+
+
+def own_workdir(workdir: str, image: str) -> str:
+    """The working folder of a container of a scenario's own ``image`` whose WORKDIR is
+    ``workdir``: that folder, or ``/workspace`` when the image sets none (or ``/``, the
+    engine's default). A :class:`SandboxError` naming the image when it is not a plain
+    absolute path, or is a system folder."""
+    if workdir in ("", "/"):
+        return WORKDIR
+    plain = workdir.startswith("/") and posixpath.normpath(workdir) == workdir
+    if (
+        not plain
+        or not workdir.isprintable()
+        or any(workdir == folder or workdir.startswith(folder + "/") for folder in _NOT_A_WORKSPACE)
+    ):
+        raise SandboxError(
+            f"the image {visible(image)!r} sets WORKDIR {visible(workdir)!r}, which cannot "
+            "hold the scenario's workspace: set a plain absolute folder such as /app"
+        )
+    return workdir
+
+
+def _missing_own_image(image: str) -> str:
+    return (
+        f"image {image!r} (the scenario's image) not found on the Docker engine: the sandbox "
+        "pulls no image; build or pull it into the engine, and let it hold the agent CLI"
+    )
 
 
 def memory_mb_of(memory: str) -> int | None:

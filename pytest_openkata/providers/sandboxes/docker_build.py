@@ -12,7 +12,13 @@ Once per run and engine, even under xdist: the threads of one process wait for o
 :func:`fcntl.flock` on a lock file of the engine and the tag, in the user's private folder of
 the host's temporary folder; the kernel drops it when its holder dies), and whoever gets the
 lock first builds while the others then find the tag. A process waits for another's build up
-to the build's own timeout, then gives up with an error saying so. A build that fails is that
+to the build's own bound, then gives up with an error saying so.
+
+A build is bounded (the scenario's ``build_timeout_sec``, a Harbor task's
+``[environment] build_timeout_sec``; else :data:`BUILD_TIMEOUT`): one that takes longer is
+stopped by closing its request, which makes the engine cancel the build and remove the
+container of the step it was at, and is a :class:`SandboxError` naming the Dockerfile and the
+setting; its locks are released as on any other failure. A build that fails is that
 context's error for the rest of the run in that process (every scenario of the context gets
 it, none builds again); an engine's 5xx is not: it is retried, and a later scenario builds
 again.
@@ -30,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import math
 import os
 import re
 import tempfile
@@ -42,6 +49,7 @@ from typing import Any
 import docker
 import docker.errors
 import requests.exceptions
+import urllib3.exceptions
 
 from pytest_openkata.contracts.errors import (
     BackendError,
@@ -58,10 +66,19 @@ __all__ = ["BUILT_REPOSITORY", "ImageBuilder", "base_images", "build_log_tail"]
 BUILT_REPOSITORY = "openkata-scenario-image"
 LOG_LINES = 12  # the last lines of a failed build's log in its error
 LINE_CHARS = 300
-BUILD_TIMEOUT = 3600  # seconds the engine may take to answer a build
+BUILD_TIMEOUT = 3600  # seconds a build may take when its scenario sets no bound
 LOCK_FOLDER = "openkata-image-builds"
 LOCK_POLL = 0.5  # seconds between two tries of another process's build lock
-_ENGINE_ERRORS = (docker.errors.DockerException, requests.exceptions.RequestException, OSError)
+# Seconds a process waits for another's build beyond the build's bound: the time the other
+# takes to stop a build past its bound and let the lock go.
+LOCK_GRACE = 30.0
+# What the SDK's calls raise, its streamed build raw from urllib3 included.
+_ENGINE_ERRORS = (
+    docker.errors.DockerException,
+    requests.exceptions.RequestException,
+    urllib3.exceptions.HTTPError,
+    OSError,
+)
 
 
 def base_images(dockerfile: str) -> list[str]:
@@ -171,6 +188,16 @@ class ImageBuilder:
         self._lock = threading.Lock()
         self._locks: dict[str, threading.Lock] = {}  # one per context digest
         self._done: dict[str, str | SandboxError] = {}  # the tag, or why it failed
+        # The build request a thread has open, kept so that its bound can close it.
+        self._requests = threading.local()
+        if self._keep_build_request not in client.api.hooks["response"]:
+            client.api.hooks["response"].append(self._keep_build_request)
+
+    def _keep_build_request(self, response: requests.Response, *args: Any, **kwargs: Any) -> None:
+        """A response hook of the engine's session: the response to a build request, kept
+        for the thread that made it (the session is shared by the run's threads)."""
+        if response.request.path_url.split("?")[0].endswith("/build"):
+            self._requests.response = response
 
     def image_of(self, build: ImageBuild) -> str:
         """The tag of ``build``'s image, built on this engine first when it lacks it; a
@@ -192,20 +219,28 @@ class ImageBuilder:
             raise SandboxError(str(done))
         return done
 
-    def _ensure(self, build: ImageBuild) -> str:
+    def tag_of(self, build: ImageBuild) -> str:
+        """The tag ``build``'s image has (or will have) on this engine, made from the digest
+        of its context and the ids its base images have on the engine; nothing is built. A
+        :class:`SandboxError` naming the Dockerfile and the first base image the engine
+        lacks."""
         ids = self._base_ids(build)
         named = "\0".join([build.digest, *ids])
-        tag = f"{BUILT_REPOSITORY}:{hashlib.sha256(named.encode()).hexdigest()[:32]}"
-        with self._host_lock(tag):
+        return f"{BUILT_REPOSITORY}:{hashlib.sha256(named.encode()).hexdigest()[:32]}"
+
+    def _ensure(self, build: ImageBuild) -> str:
+        tag = self.tag_of(build)
+        limit = _limit(build)
+        with self._host_lock(tag, min(self.lock_wait, limit + LOCK_GRACE)):
             if self._id(tag) is None:
-                self._build(build, tag)
+                self._build(build, tag, limit)
         return tag
 
     @contextlib.contextmanager
-    def _host_lock(self, tag: str) -> Iterator[None]:
+    def _host_lock(self, tag: str, wait: float) -> Iterator[None]:
         """The lock of this engine's ``tag`` among the processes of this host, in the user's
         private folder (a lock file never opened through a link); a :class:`SandboxError`
-        when another process holds it longer than :attr:`lock_wait`."""
+        when another process holds it longer than ``wait`` seconds."""
         engine = str(getattr(self.client.api, "base_url", ""))
         key = hashlib.sha256(f"{engine}\0{tag}".encode()).hexdigest()[:24]
         try:
@@ -218,7 +253,7 @@ class ImageBuilder:
                 f"{self.lock_folder} if it is not yours"
             ) from None
         try:
-            deadline = time.monotonic() + self.lock_wait
+            deadline = time.monotonic() + wait
             while True:
                 try:
                     fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -227,7 +262,7 @@ class ImageBuilder:
                     if time.monotonic() >= deadline:
                         raise SandboxError(
                             f"another process holds the build of {tag} and has not finished "
-                            f"within {self.lock_wait:g}s: wait for it, or stop it"
+                            f"within {wait:g}s: wait for it, or stop it"
                         ) from None
                     time.sleep(LOCK_POLL)
             try:
@@ -269,29 +304,114 @@ class ImageBuilder:
             ids.append(f"{image}\0{found}")
         return ids
 
-    def _build(self, build: ImageBuild, tag: str) -> None:
+    def _build(self, build: ImageBuild, tag: str, limit: float) -> None:
+        """Build ``build`` as ``tag``, stopped after ``limit`` seconds: its request is closed
+        then (the engine cancels a build whose client went away)."""
+        log: list[Any] = []
+        failed = ""
+        timer = _Bound(limit)
+        self._requests.response = None
         try:
-            self.client.images.build(
-                path=str(build.context),
-                dockerfile=build.dockerfile,
-                tag=tag,
-                rm=True,
-                forcerm=True,
-                pull=False,
-                timeout=BUILD_TIMEOUT,
-            )
-        except docker.errors.BuildError as exc:
-            tail = build_log_tail(exc.build_log, str(exc.msg))
-            raise SandboxError(f"{build.shown}: the image build failed:\n{tail}") from None
+            with timer:
+                chunks = self.client.api.build(
+                    path=str(build.context),
+                    dockerfile=build.dockerfile,
+                    tag=tag,
+                    rm=True,
+                    forcerm=True,
+                    pull=False,
+                    decode=True,
+                    timeout=math.ceil(limit) + 1,  # the bound below stops it first
+                )
+                timer.watch(self._requests.response)
+                try:
+                    for chunk in chunks:
+                        log.append(chunk)
+                        if isinstance(chunk, dict) and "error" in chunk:
+                            failed = str(chunk["error"])
+                            break
+                finally:
+                    timer.release()
         except _ENGINE_ERRORS as exc:
-            raise _failed(exc, f"{build.shown}: building the image") from exc
+            if not timer.expired:
+                raise _failed(exc, f"{build.shown}: building the image") from exc
+        finally:
+            self._requests.response = None
+        if timer.expired:
+            named = f"{build.timeout_named}: " if build.timeout_named else ""
+            tail = build_log_tail(log)
+            detail = f"; the build's last lines:\n{tail}" if tail else ""
+            raise SandboxError(
+                f"{named}the build of {build.shown} did not end within {limit:g} s and was "
+                f"stopped (raise the bound to let it finish){detail}"
+            )
+        if failed or self._id(tag) is None:
+            tail = build_log_tail(log, failed or "the engine ended the build without an image")
+            raise SandboxError(f"{build.shown}: the image build failed:\n{tail}")
+
+
+def _limit(build: ImageBuild) -> float:
+    return BUILD_TIMEOUT if build.timeout is None else build.timeout
+
+
+class _Bound:
+    """A build's time bound: once it expires, the build's response (given to :meth:`watch`)
+    has its socket shut down, which ends the build thread's read, and the response is closed
+    by :meth:`release`, which the engine takes as the client going away."""
+
+    def __init__(self, limit: float) -> None:
+        self.expired = False
+        self._lock = threading.Lock()
+        self._response: requests.Response | None = None
+        self._timer = threading.Timer(limit, self._expire)
+        self._timer.daemon = True
+
+    def __enter__(self) -> _Bound:
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._timer.cancel()
+        self.release()
+
+    def watch(self, response: requests.Response | None) -> None:
+        with self._lock:
+            self._response = response
+            expired = self.expired
+        if expired:
+            self._shut(response)
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            response = self._response
+        self._shut(response)
+
+    def release(self) -> None:
+        """Close the build's response (its connection is not given back to the pool
+        half-read)."""
+        with self._lock:
+            response, self._response = self._response, None
+        if response is not None:
+            with contextlib.suppress(Exception):
+                response.close()
+
+    @staticmethod
+    def _shut(response: requests.Response | None) -> None:
+        if response is None:
+            return
+        with contextlib.suppress(Exception):  # already closed, or no socket left to shut
+            response.raw.shutdown()
 
 
 def _failed(exc: Exception, doing: str) -> BackendError:
     """An engine's failure while building: lost when it stopped answering, retried on its
     5xx (a :class:`RetryableError`, which no build keeps), else the build's error."""
     if isinstance(
-        exc, requests.exceptions.ConnectionError | requests.exceptions.ChunkedEncodingError
+        exc,
+        requests.exceptions.ConnectionError
+        | requests.exceptions.ChunkedEncodingError
+        | urllib3.exceptions.ProtocolError,
     ):
         return SandboxLost(f"{doing}: the Docker engine stopped answering ({type(exc).__name__})")
     if isinstance(exc, docker.errors.APIError) and exc.is_server_error():
