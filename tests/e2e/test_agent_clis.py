@@ -52,8 +52,9 @@ NPM_PACKAGES = (
     # ACP agents (the last tests of this module).
     "opencode-ai",
     "@qwen-code/qwen-code",
+    "@zed-industries/codex-acp",
 )
-NPM_CLIS = ("claude", "codex", "opencode", "qwen")
+NPM_CLIS = ("claude", "codex", "opencode", "qwen", "codex-acp")
 NPM_INSTALL_TIMEOUT = 1800
 CLI_TIMEOUT = 400.0  # Codex sends a long system prompt: about 50 s idle, 160 s under load
 CLAUDE_MAX_OUTPUT_TOKENS = "256"
@@ -431,3 +432,68 @@ def test_an_acp_agent_runs_a_scenario_and_its_session_is_its_transcript(
     assert said[-1] == trial["trace"]["output"]
     if reports_usage:  # OpenCode gives the prompt's usage in its response; Qwen Code none
         assert transcript["input_tokens"] > 0
+
+
+# --- an ACP agent in the sandbox: the client on the host, the agent in the container ----------
+
+
+def _native_codex_acp(npm_bin: Path) -> Path:
+    """codex-acp's native binary (its npm command is a Node launcher for it)."""
+    for name in os.listdir(npm_bin):
+        if name.startswith("codex-acp-"):
+            return Path(os.path.realpath(npm_bin / name))
+    pytest.fail(f"no native codex-acp binary in {npm_bin}", pytrace=False)
+
+
+def test_codex_acp_runs_a_scenario_in_the_sandbox_and_its_session_is_its_transcript(
+    npm_bin: Path,
+    local_model: LocalModelServer,
+    pytester: pytest.Pytester,
+    use_engine: str,
+    standin_image: str,
+) -> None:
+    # codex-acp's native binary, with the host's C library, mounted read-only into the
+    # sandbox image as the program acp:codex runs; the model is reached on the host's network.
+    binary = _native_codex_acp(npm_bin)
+    on_path = pytester.path / "on-path"
+    on_path.mkdir()
+    (on_path / "codex-acp").symlink_to(f"/opt/codex-acp/{binary.name}")
+    mounts = ",".join(
+        f"{os.path.realpath(host)}:{target}"
+        for host, target in (
+            (binary.parent, "/opt/codex-acp"),
+            (on_path, "/usr/local/bin"),
+            ("/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu"),
+            ("/lib64", "/lib64"),
+        )
+    )
+    skill = write_skill(pytester.path, "s", {"scenario-box": {"x": 1}}, sandbox=True)
+    (skill / "evals/scenario-box/task.md").write_text("Create a file hello.txt saying hello.\n")
+
+    result = pytester.runpytest_subprocess(
+        "skills/s",
+        "--eval-base-url", local_model.base_url,
+        "--eval-model", local_model.model,
+        "--eval-judge-backend", "command",
+        "--eval-agent-command", JUDGE_COMMAND,
+        "--eval-sandbox-image", standin_image,
+        "--eval-sandbox-agent", "acp:codex",
+        "--eval-sandbox-network", "host",
+        "--eval-sandbox-mounts", mounts,
+        "--eval-sandbox-timeout", ACP_TIMEOUT,
+        "--eval-threshold", "0",
+    )  # fmt: skip
+
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    [log] = (pytester.path / ".openkata" / "runs").glob("*.jsonl")
+    [trial] = [
+        record
+        for record in map(json.loads, log.read_text().splitlines())
+        if record["record"] == "trial"
+    ]
+    transcript = trial["trace"]["transcript"]
+    # The real agent's session updates, sent from the container, read into the transcript.
+    assert transcript["source"] == "acp session/update"
+    assert transcript["outcome"] == "success"
+    assert transcript["final_text"] == trial["trace"]["output"]
+    assert any(step["kind"] == "message" for step in transcript["steps"])

@@ -14,6 +14,7 @@ import pytest
 
 from pytest_openkata.contracts.config import EvalSettings, SandboxSettings
 from pytest_openkata.contracts.errors import AGENT_CRASH, SandboxError
+from pytest_openkata.core.conversation import scripted
 from pytest_openkata.core.errors import ScenarioFailure
 from pytest_openkata.core.sandboxed import (
     SandboxSetup,
@@ -124,3 +125,21 @@ def test_a_preset_whose_program_the_image_lacks_says_so_naming_the_preset(
     )
     assert "@zed-industries/claude-code-acp" in message
     assert "Node" in message
+
+
+def test_a_follow_up_to_an_acp_agent_without_session_load_says_it_cannot_continue(
+    use_engine: str, docker_client: docker.DockerClient, acp_image: str, tmp_path: Path
+) -> None:
+    setup = _setup(docker_client, acp_image, "acp", "acp-agent work", 60.0)
+
+    with pytest.raises(ScenarioFailure) as failure:
+        run_agent_in_sandbox(
+            _scenario(tmp_path),
+            "Write the notes",
+            setup,
+            NO_RETRY,
+            follow=scripted(["And again"]),
+            task="Write the notes",
+        )
+
+    assert "cannot continue a session: it does not offer session/load" in str(failure.value)

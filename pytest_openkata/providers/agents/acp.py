@@ -37,7 +37,9 @@ tools act on the sandbox's files. The agent's program must be in the image (the 
 naming the preset, when it is not): ``codex-acp``'s and ``opencode``'s native binaries run on
 a glibc image as they are; the Node programs (``claude-code-acp``, ``qwen``, ``gemini``)
 need Node there too. Claude Code's adapter refuses its permission bypass to root unless told
-it runs in a sandbox: ``IS_SANDBOX=1`` is set for it there, never on the host.
+it runs in a sandbox: ``IS_SANDBOX=1`` is set for it there, never on the host; Codex's
+adapter gets ``sandbox_mode="danger-full-access"`` there (its own sandbox needs namespaces a
+container does not grant: the container is the sandbox).
 """
 
 from __future__ import annotations
@@ -116,6 +118,7 @@ class AcpPreset:
     launch: Callable[[str, str, _Endpoints], _Launch]
     needs: str = ""
     sandbox_env: tuple[tuple[str, str], ...] = ()  # variables set in the sandbox only
+    sandbox_args: tuple[str, ...] = ()  # arguments added in the sandbox only
 
 
 def _opencode(program: str, model: str, endpoints: _Endpoints) -> _Launch:
@@ -200,7 +203,15 @@ ACP_PRESETS: dict[str, AcpPreset] = {
         needs=_NODE,
         sandbox_env=((SANDBOX_VARIABLE, "1"),),
     ),
-    "codex": AcpPreset("codex-acp", "@zed-industries/codex-acp", "openai", _codex),
+    # Codex's own sandbox needs namespaces a container does not grant: the container is the
+    # sandbox (as for the codex agent's --dangerously-bypass-approvals-and-sandbox).
+    "codex": AcpPreset(
+        "codex-acp",
+        "@zed-industries/codex-acp",
+        "openai",
+        _codex,
+        sandbox_args=("-c", 'sandbox_mode="danger-full-access"'),
+    ),
     "gemini": AcpPreset("gemini", "@google/gemini-cli", "", _gemini, needs=_NODE),
 }
 
@@ -252,7 +263,7 @@ class AcpAgent(NeedsNothingAround):
         needs = f", and {preset.needs}" if preset.needs else ""
         return (
             f"the image must hold {self.executable or preset.program} (npm "
-            f"{preset.package}{needs}), or set the agent's executable to where it is"
+            f"{preset.package}{needs}) on its PATH, or have it mounted there (sandbox.mounts)"
         )
 
     @property
@@ -310,10 +321,11 @@ class AcpAgent(NeedsNothingAround):
     ) -> AgentInvocation:
         launch = self._launch(model)
         if sandboxed:
-            env = dict(launch.env)
+            argv, env = list(launch.argv), dict(launch.env)
             if self.preset:
+                argv += ACP_PRESETS[self.preset].sandbox_args
                 env.update(ACP_PRESETS[self.preset].sandbox_env)
-            return AgentInvocation(launch.argv, env, driver=partial(drive_attached, self.name))
+            return AgentInvocation(argv, env, driver=partial(drive_attached, self.name))
         approve = "edits" if workspace_agent else "none"
         argv = [
             self.python, "-m", ACP_CLIENT_MODULE, "--name", self.name, "--approve", approve,

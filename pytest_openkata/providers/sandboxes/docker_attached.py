@@ -64,6 +64,11 @@ class DockerAttachedProcess:
         )["Id"]
         self._sock = api.exec_start(self._exec_id, socket=True)
         self._raw = _raw(self._sock)
+        # The client's request timeout is on the socket: an agent may think for longer than
+        # that without a word. Its time limit is the caller's (it stops the process).
+        settimeout = getattr(self._raw, "settimeout", None)
+        if settimeout is not None:
+            settimeout(None)
         self._errors = bytearray()
         self._lock = threading.Lock()
         self._input_closed = False
