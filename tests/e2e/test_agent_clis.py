@@ -53,8 +53,9 @@ NPM_PACKAGES = (
     "opencode-ai",
     "@qwen-code/qwen-code",
     "@zed-industries/codex-acp",
+    "@zed-industries/claude-code-acp",
 )
-NPM_CLIS = ("claude", "codex", "opencode", "qwen", "codex-acp")
+NPM_CLIS = ("claude", "codex", "opencode", "qwen", "codex-acp", "claude-code-acp")
 NPM_INSTALL_TIMEOUT = 1800
 CLI_TIMEOUT = 400.0  # Codex sends a long system prompt: about 50 s idle, 160 s under load
 CLAUDE_MAX_OUTPUT_TOKENS = "256"
@@ -437,31 +438,43 @@ def test_an_acp_agent_runs_a_scenario_and_its_session_is_its_transcript(
 # --- an ACP agent in the sandbox: the client on the host, the agent in the container ----------
 
 
-def _native_codex_acp(npm_bin: Path) -> Path:
-    """codex-acp's native binary (its npm command is a Node launcher for it)."""
+def _native(npm_bin: Path, program: str) -> Path:
+    """The native binary of an ACP agent's npm package: codex-acp's npm command is a Node
+    launcher for its ``codex-acp-<platform>`` binary; opencode's is the binary itself."""
+    if program == "opencode":
+        return Path(os.path.realpath(npm_bin / "opencode"))
     for name in os.listdir(npm_bin):
-        if name.startswith("codex-acp-"):
+        if name.startswith(f"{program}-"):
             return Path(os.path.realpath(npm_bin / name))
-    pytest.fail(f"no native codex-acp binary in {npm_bin}", pytrace=False)
+    pytest.fail(f"no native {program} binary in {npm_bin}", pytrace=False)
 
 
-def test_codex_acp_runs_a_scenario_in_the_sandbox_and_its_session_is_its_transcript(
+@pytest.mark.parametrize(
+    ("agent", "program"), [("acp:codex", "codex-acp"), ("acp:opencode", "opencode")]
+)
+def test_an_acp_agent_runs_a_scenario_in_the_sandbox_and_its_session_is_its_transcript(
+    agent: str,
+    program: str,
     npm_bin: Path,
     local_model: LocalModelServer,
     pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
     use_engine: str,
     standin_image: str,
 ) -> None:
-    # codex-acp's native binary, with the host's C library, mounted read-only into the
-    # sandbox image as the program acp:codex runs; the model is reached on the host's network.
-    binary = _native_codex_acp(npm_bin)
+    # The agent's native binary, with the host's C library, mounted read-only into the
+    # sandbox image as the program the preset runs; the model is reached on the host's
+    # network. The client stays on the host.
+    for variable, bound in ACP_OUTPUT_BOUNDS.items():  # passed into the sandbox
+        monkeypatch.setenv(variable, bound)
+    binary = _native(npm_bin, program)
     on_path = pytester.path / "on-path"
     on_path.mkdir()
-    (on_path / "codex-acp").symlink_to(f"/opt/codex-acp/{binary.name}")
+    (on_path / program).symlink_to(f"/opt/agent/{binary.name}")
     mounts = ",".join(
         f"{os.path.realpath(host)}:{target}"
         for host, target in (
-            (binary.parent, "/opt/codex-acp"),
+            (binary.parent, "/opt/agent"),
             (on_path, "/usr/local/bin"),
             ("/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu"),
             ("/lib64", "/lib64"),
@@ -477,7 +490,7 @@ def test_codex_acp_runs_a_scenario_in_the_sandbox_and_its_session_is_its_transcr
         "--eval-judge-backend", "command",
         "--eval-agent-command", JUDGE_COMMAND,
         "--eval-sandbox-image", standin_image,
-        "--eval-sandbox-agent", "acp:codex",
+        "--eval-sandbox-agent", agent,
         "--eval-sandbox-network", "host",
         "--eval-sandbox-mounts", mounts,
         "--eval-sandbox-timeout", ACP_TIMEOUT,
@@ -497,3 +510,30 @@ def test_codex_acp_runs_a_scenario_in_the_sandbox_and_its_session_is_its_transcr
     assert transcript["outcome"] == "success"
     assert transcript["final_text"] == trial["trace"]["output"]
     assert any(step["kind"] == "message" for step in transcript["steps"])
+
+
+def test_claude_code_acp_runs_as_root_on_the_host_whatever_is_sandbox_says(
+    npm_bin: Path, local_model: LocalModelServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An environment that says IS_SANDBOX=yes (as some CI machines do) made the adapter ask
+    # Claude Code for its permission bypass, which Claude Code refuses to root unless the
+    # variable is exactly "1": the session never started. On the host the preset empties it.
+    monkeypatch.setenv("IS_SANDBOX", "yes")
+    monkeypatch.setenv("PATH", f"{npm_bin}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("CLAUDE_CODE_MAX_OUTPUT_TOKENS", CLAUDE_MAX_OUTPUT_TOKENS)
+    settings = AgentSettings(anthropic_base_url=local_model.root_url)
+    backend = _backend("acp:claude", settings, tmp_path)
+
+    try:
+        answer, transcript = backend.complete_transcribed("", PROMPT)
+    except AgentFailedError as exc:
+        # The session started and the prompt reached the model; a rambling 135M answer is
+        # cut at the maximum, and the adapter answers the prompt with Claude Code's error.
+        assert "the agent answered with an error" in str(exc)  # noqa: PT017
+        assert CUT_AT_THE_MAXIMUM in str(exc)  # noqa: PT017
+        assert "root/sudo" not in str(exc)  # noqa: PT017
+        return
+    assert transcript is not None
+    assert transcript.source == "acp session/update"
+    assert transcript.final_text == answer

@@ -199,7 +199,8 @@ def test_hostile_text_from_an_acp_agent_breaks_no_report_and_never_reaches_the_t
 def test_a_sandboxed_acp_agent_is_its_own_command_driven_from_the_host() -> None:
     """In the sandbox the command is the agent's own (no Python client in the image): the
     client drives it from the host. Claude Code's adapter is told it runs in a sandbox there
-    (root may bypass its permissions only then), and never on the host."""
+    (root may bypass its permissions only then), and never on the host: there the variable
+    is emptied, whatever the user's environment says."""
     agent = make_agent("acp:claude", AgentSettings(anthropic_base_url="http://127.0.0.1:9"))
 
     boxed = agent.invocation(model="m", workspace_agent=True, sandboxed=True)
@@ -210,7 +211,7 @@ def test_a_sandboxed_acp_agent_is_its_own_command_driven_from_the_host() -> None
     assert boxed.env["IS_SANDBOX"] == "1"
     assert boxed.env["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:9"
     assert on_host.driver is None
-    assert "IS_SANDBOX" not in on_host.env
+    assert on_host.env["IS_SANDBOX"] == ""
     assert on_host.argv[1:3] == ["-m", "pytest_openkata.providers.agents.acp_client"]
 
 

@@ -37,9 +37,14 @@ tools act on the sandbox's files. The agent's program must be in the image (the 
 naming the preset, when it is not): ``codex-acp``'s and ``opencode``'s native binaries run on
 a glibc image as they are; the Node programs (``claude-code-acp``, ``qwen``, ``gemini``)
 need Node there too. Claude Code's adapter refuses its permission bypass to root unless told
-it runs in a sandbox: ``IS_SANDBOX=1`` is set for it there, never on the host; Codex's
+it runs in a sandbox: ``IS_SANDBOX=1`` is set for it there, and emptied on the host (where
+an ``IS_SANDBOX`` of the user's environment would make the adapter offer root a bypass that
+Claude Code then refuses, so that it does not start at all); Codex's
 adapter gets ``sandbox_mode="danger-full-access"`` there (its own sandbox needs namespaces a
-container does not grant: the container is the sandbox).
+container does not grant: the container is the sandbox). A preset's own tuning variables
+(``OPENCODE_EXPERIMENTAL_OUTPUT_TOKEN_MAX``, ``QWEN_CODE_MAX_OUTPUT_TOKENS``,
+``CLAUDE_CODE_MAX_OUTPUT_TOKENS``), which the agent inherits on the host, are passed into the
+sandbox from the environment when set.
 """
 
 from __future__ import annotations
@@ -48,7 +53,7 @@ import json
 import shlex
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -60,6 +65,7 @@ from pytest_openkata.contracts.agents import (
 )
 from pytest_openkata.contracts.errors import AgentConfigError
 from pytest_openkata.contracts.transcripts import Transcript, final_answer
+from pytest_openkata.infra.environ import environ_snapshot
 from pytest_openkata.providers.agents.acp_client import drive_attached
 from pytest_openkata.providers.agents.acp_events import acp_session_id, read_acp_events
 
@@ -119,6 +125,10 @@ class AcpPreset:
     needs: str = ""
     sandbox_env: tuple[tuple[str, str], ...] = ()  # variables set in the sandbox only
     sandbox_args: tuple[str, ...] = ()  # arguments added in the sandbox only
+    host_env: tuple[tuple[str, str], ...] = ()  # variables set on the host only
+    # The agent's own tuning variables (its answer-token bound): on the host it inherits the
+    # environment; into the sandbox they are passed from it when set.
+    passed: tuple[str, ...] = ()
 
 
 def _opencode(program: str, model: str, endpoints: _Endpoints) -> _Launch:
@@ -193,15 +203,32 @@ def _gemini(program: str, model: str, endpoints: _Endpoints) -> _Launch:
 
 _NODE = "Node (it is a Node program)"
 ACP_PRESETS: dict[str, AcpPreset] = {
-    "opencode": AcpPreset("opencode", "opencode-ai", "openai", _opencode),
-    "qwen": AcpPreset("qwen", "@qwen-code/qwen-code", "openai", _qwen, needs=_NODE),
+    "opencode": AcpPreset(
+        "opencode",
+        "opencode-ai",
+        "openai",
+        _opencode,
+        passed=("OPENCODE_EXPERIMENTAL_OUTPUT_TOKEN_MAX",),
+    ),
+    "qwen": AcpPreset(
+        "qwen",
+        "@qwen-code/qwen-code",
+        "openai",
+        _qwen,
+        needs=_NODE,
+        passed=("QWEN_CODE_MAX_OUTPUT_TOKENS",),
+    ),
     "claude": AcpPreset(
         "claude-code-acp",
         "@zed-industries/claude-code-acp",
         "anthropic",
         _claude,
         needs=_NODE,
+        passed=("CLAUDE_CODE_MAX_OUTPUT_TOKENS",),
         sandbox_env=((SANDBOX_VARIABLE, "1"),),
+        # Emptied on the host, whatever the user's environment says: with it set, the adapter
+        # offers root a bypass that Claude Code then refuses unless it is exactly "1".
+        host_env=((SANDBOX_VARIABLE, ""),),
     ),
     # Codex's own sandbox needs namespaces a container does not grant: the container is the
     # sandbox (as for the codex agent's --dangerously-bypass-approvals-and-sandbox).
@@ -320,11 +347,16 @@ class AcpAgent(NeedsNothingAround):
         self, *, model: str, workspace_agent: bool, sandboxed: bool, resume: str | None = None
     ) -> AgentInvocation:
         launch = self._launch(model)
+        if not sandboxed and self.preset:
+            launch = replace(launch, env={**launch.env, **dict(ACP_PRESETS[self.preset].host_env)})
         if sandboxed:
             argv, env = list(launch.argv), dict(launch.env)
             if self.preset:
-                argv += ACP_PRESETS[self.preset].sandbox_args
-                env.update(ACP_PRESETS[self.preset].sandbox_env)
+                preset = ACP_PRESETS[self.preset]
+                argv += preset.sandbox_args
+                env.update(preset.sandbox_env)
+                host = environ_snapshot()
+                env.update({name: host[name] for name in preset.passed if host.get(name)})
             return AgentInvocation(argv, env, driver=partial(drive_attached, self.name))
         approve = "edits" if workspace_agent else "none"
         argv = [
