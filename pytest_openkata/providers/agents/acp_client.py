@@ -30,6 +30,13 @@ prompt without a response) is one line on standard error naming the agent, and e
 1. The agent is stopped on every way out: standard input closed, then terminated, then
 killed; the runner kills this process's whole group after it anyway.
 
+A sandboxed agent runs in the trial's container, whose image has no Python for this client:
+:func:`drive_attached` runs the same session in the plugin's own process, over an agent
+process the sandbox attached (its standard input and output held by the host), and writes
+the same lines to the caller. There every permission is granted and the client offers no
+file-system capability (the agent's own tools act on the container's files); a failure is
+the same line, written last, and status 1.
+
 The ACP SDK is imported here only, so that the plugin's start-up does not pay for it.
 """
 
