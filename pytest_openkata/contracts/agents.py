@@ -39,13 +39,16 @@ from collections.abc import Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from pytest_openkata.contracts.errors import (
     AgentConfigError,
 )
 from pytest_openkata.contracts.settings import SettingValue
 from pytest_openkata.contracts.transcripts import Transcript
+
+if TYPE_CHECKING:
+    from pytest_openkata.contracts.sandboxes import Driver
 
 __all__ = [
     "UNUSED_KEY",
@@ -105,6 +108,10 @@ class AgentInvocation:
     env: dict[str, str] = field(default_factory=dict)
     private_dirs: tuple[str, ...] = ()
     events_variable: str = ""
+    # A sandboxed agent driven from the host (an ACP agent): ``argv`` is the agent process in
+    # the sandbox, whose standard input and output this drives
+    # (:data:`~pytest_openkata.contracts.sandboxes.Driver`). None on the host.
+    driver: Driver | None = field(default=None, compare=False, repr=False)
 
 
 Mount = tuple[str, str]

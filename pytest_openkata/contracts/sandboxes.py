@@ -32,6 +32,9 @@ from pytest_openkata.contracts.transcripts import Transcript
 
 __all__ = [
     "AgentCommand",
+    "AttachedProcess",
+    "AttachesProcesses",
+    "Driver",
     "EngineCheck",
     "ExecResult",
     "ImageBuild",
@@ -42,6 +45,67 @@ __all__ = [
     "SandboxProvider",
     "SandboxSpec",
 ]
+
+
+class AttachedProcess(Protocol):
+    """A process started in an environment whose standard input and output the host holds
+    (:meth:`AttachesProcesses.attach`): an agent that speaks a protocol on them, driven from
+    the host (an ACP agent, whose client is this package's Python, which the image lacks)."""
+
+    @property
+    def workdir(self) -> str:
+        """The folder it runs in, as the environment names it."""
+        ...
+
+    def send(self, data: bytes) -> None:
+        """Write ``data`` to its standard input (blocking until it is taken)."""
+        ...
+
+    def close_input(self) -> None:
+        """Close its standard input (an agent ends its session there). Idempotent."""
+        ...
+
+    def receive(self) -> bytes:
+        """The next bytes of its standard output, blocking until some come; ``b""`` once it
+        closed its output (it exited, or was stopped)."""
+        ...
+
+    def errors(self) -> str:
+        """The end of what it printed on its standard error so far (bounded)."""
+        ...
+
+    def wait(self, timeout: float) -> int | None:
+        """Its exit status once it exited, waiting at most ``timeout`` seconds; None while it
+        runs."""
+        ...
+
+    def stop(self) -> None:
+        """Stop it and every process it started in the environment (the environment side,
+        not only the host's end of the pipe); its files stay readable. Idempotent; it does not
+        raise."""
+        ...
+
+
+class AttachesProcesses(Protocol):
+    """An environment that can start a process with its standard input and output attached to
+    the host. Optional: a provider whose environments lack it cannot run driven agents (a
+    sandboxed ACP agent), which is then a clear error."""
+
+    def attach(
+        self, argv: Sequence[str], *, env: Mapping[str, str], workdir: str
+    ) -> AttachedProcess:
+        """Start ``argv`` in ``workdir`` with ``env`` added to the environment's variables.
+        The caller enforces the time limit, and calls :meth:`AttachedProcess.stop` on every
+        way out."""
+        ...
+
+
+Driver = Callable[[AttachedProcess, str, str | None, Callable[[str], None]], int]
+"""The host side of a driven agent: ``driver(process, prompt, session, write)`` runs one turn
+with the agent ``process`` (a new session, or the session ``session`` names), writes what the
+agent reported with ``write`` (as the agent's output: what its ``read_output`` and
+``session_of`` read) and returns 0, or 1 after writing one line that says why the turn
+failed (the agent crashed, broke the protocol, answered with an error)."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +139,14 @@ class AgentCommand:
     continue_argv: Callable[[str], list[str]] | None = field(
         default=None, compare=False, repr=False
     )
+    # For an agent driven from the host (a sandboxed ACP agent): ``argv`` is the agent
+    # process started with :meth:`AttachesProcesses.attach` (the prompt does not go to its
+    # standard input: the driver sends it), and this drives each turn. None: ``argv`` is run
+    # with the prompt on its standard input.
+    driver: Driver | None = field(default=None, compare=False, repr=False)
+    # What an image lacking a driven agent's program must be given (its package, what it
+    # needs to run), for the error that says so.
+    missing_hint: str = ""
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ snapshots are diffed, and the judge's text is built. The agent command is
 from __future__ import annotations
 
 import tarfile
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -26,7 +27,7 @@ from pytest_openkata.contracts.agents import (
     ContinuesSession,
     GivesTranscript,
 )
-from pytest_openkata.contracts.backends import answer_bound
+from pytest_openkata.contracts.backends import DEFAULT_ANSWER_MAX_BYTES, answer_bound
 from pytest_openkata.contracts.config import EvalSettings, SandboxSettings
 from pytest_openkata.contracts.errors import (
     AGENT_CRASH,
@@ -50,6 +51,7 @@ from pytest_openkata.contracts.results import (
 )
 from pytest_openkata.contracts.sandboxes import (
     AgentCommand,
+    AttachedProcess,
     ExecResult,
     SandboxEnvironment,
     SandboxProvider,
@@ -75,6 +77,7 @@ from pytest_openkata.core.workspace import (
     workspace_archive,
 )
 from pytest_openkata.infra import registry
+from pytest_openkata.infra.bounded import BoundedBuffer
 from pytest_openkata.infra.retry import RetryPolicy, call_with_retry
 
 if TYPE_CHECKING:
@@ -106,6 +109,11 @@ def workspace_of(environment: SandboxEnvironment) -> str:
     return workdir if isinstance(workdir, str) and workdir.startswith("/") else WORKSPACE
 
 
+# How long a driven agent is given to end on its own once its turn is over (its standard
+# input closed) before it is stopped, and its driver to end once it was.
+_DRIVEN_EXIT_SECONDS = 5.0
+
+
 @dataclass(frozen=True)
 class SandboxSetup:
     """A sandbox provider and the agent command it runs for every sandboxed scenario."""
@@ -119,6 +127,9 @@ class SandboxSetup:
     mounts: tuple[tuple[str, str], ...] = ()
     # The agent CLI's version in each image, asked once per run.
     versions: AgentVersions = field(default_factory=AgentVersions, compare=False, repr=False)
+    # How much of a driven agent's output is kept (``answer_max_bytes``), as a provider keeps
+    # of a command's.
+    output_max_bytes: int = DEFAULT_ANSWER_MAX_BYTES
 
 
 def agent_settings(settings: EvalSettings) -> AgentSettings:
@@ -150,6 +161,8 @@ def sandbox_agent(settings: EvalSettings) -> AgentCommand:
         skills_folder=skills_folder,
         read_output=_output_reader(agent) if isinstance(agent, GivesTranscript) else None,
         version_argv=_version_argv(agent, invocation.argv),
+        driver=invocation.driver,
+        missing_hint=str(getattr(agent, "missing_hint", "")),
     )
     if not isinstance(agent, ContinuesSession):
         return command
@@ -259,6 +272,7 @@ def build_sandbox(settings: EvalSettings, slots_for: SlotsFor | None = None) -> 
         box.network,
         float(box.timeout),
         mounts=box.mounts,
+        output_max_bytes=settings.answer_max_bytes,
     )
 
 
@@ -403,10 +417,12 @@ def own_image_named(spec: SandboxSpec) -> str:
 def check_agent_present(
     environment: SandboxEnvironment, spec: SandboxSpec, agent: AgentCommand
 ) -> None:
-    """In a scenario's own image, that the agent's executable is there: an image that lacks
-    it is the sandbox's error naming the image, not the agent's crash. The run's own image
-    (``sandbox.image``) is the one made for the agent, and is not asked."""
-    if not (spec.image or spec.build) or not agent.argv:
+    """In a scenario's own image, and for an agent driven from the host (an ACP agent) in
+    any image, that the agent's executable is there: an image that lacks it is the sandbox's
+    error naming the image and the agent, not the agent's crash. The run's own image
+    (``sandbox.image``) is the one made for a command-line agent, and is not asked."""
+    own_image = bool(spec.image or spec.build)
+    if not (own_image or agent.driver is not None) or not agent.argv:
         return
     executable = agent.argv[0]
     found = _at_step(
@@ -419,12 +435,20 @@ def check_agent_present(
             timeout=60,
         ),
     )
-    if found.exit_code != 0:
+    if found.exit_code == 0:
+        return
+    if agent.driver is not None:
+        image = own_image_named(spec) if own_image else "the sandbox image"
+        hint = f": {agent.missing_hint}" if agent.missing_hint else ""
         raise SandboxError(
-            f"{own_image_named(spec)} has no agent CLI {executable!r} (exit status "
-            f"{found.exit_code}): a scenario's image must hold the agent, as the sandbox "
-            "image does (build it FROM the sandbox image, or install the agent in it)"
+            f"{agent.name} cannot run in the sandbox: {image} has no {executable!r} "
+            f"(exit status {found.exit_code}){hint}"
         )
+    raise SandboxError(
+        f"{own_image_named(spec)} has no agent CLI {executable!r} (exit status "
+        f"{found.exit_code}): a scenario's image must hold the agent, as the sandbox "
+        "image does (build it FROM the sandbox image, or install the agent in it)"
+    )
 
 
 def _exec_check(environment: SandboxEnvironment, check: Check, workspace: str) -> ExecResult:
@@ -522,7 +546,15 @@ def sandbox_run(
         version = setup.versions.of(environment, agent.version_argv, workspace)
         had = environment_of(environment, version)
         argv = agent.argv if follow is None else (agent.session_argv or agent.argv)
-        result = _exec_agent(environment, setup, argv, f"run {agent.name}", workspace)
+        result = _run_turn(
+            environment,
+            setup,
+            argv,
+            prompt,
+            session=None,
+            step=f"run {agent.name}",
+            workspace=workspace,
+        )
         if follow is not None:
             result = _follow_ups(
                 environment,
@@ -574,14 +606,22 @@ def _read_turn(agent: AgentCommand, result: ExecResult) -> tuple[str, Transcript
     return result.output, None
 
 
-def _exec_agent(
+def _run_turn(
     environment: SandboxEnvironment,
     setup: SandboxSetup,
     argv: Sequence[str],
+    prompt: str,
+    *,
+    session: str | None,
     step: str,
     workspace: str,
 ) -> ExecResult:
+    """One turn of the agent: ``argv`` run with the prompt file on its standard input, or,
+    for an agent driven from the host, its process attached and driven with ``prompt`` (to
+    the session ``session`` names, when one is continued)."""
     agent = setup.agent
+    if agent.driver is not None:
+        return drive_agent(environment, setup, prompt, session, step, workspace=workspace)
     return _at_step(
         step,
         lambda: environment.exec(
@@ -591,6 +631,70 @@ def _exec_agent(
             timeout=setup.timeout,
         ),
     )
+
+
+def drive_agent(
+    environment: SandboxEnvironment,
+    setup: SandboxSetup,
+    prompt: str,
+    session: str | None,
+    step: str,
+    *,
+    workspace: str = WORKSPACE,
+) -> ExecResult:
+    """One turn of an agent driven from the host: its process started in ``environment``
+    with standard input and output attached, and the agent's driver run against it on a
+    thread of its own, for at most ``sandbox.timeout``. On every way out (its end, a timeout,
+    a failure, an interrupt) the process and whatever it started in the environment are
+    stopped: the environment side, not only the host's end. The result is as a command's:
+    the driver's output (bounded), status 0 or 1, and the end of the agent's standard error
+    after a failure."""
+    agent = setup.agent
+    driver = agent.driver
+    attach = getattr(environment, "attach", None)
+    if driver is None or attach is None:
+        raise AgentConfigError(
+            f"{agent.name} runs driven from the host, and the sandbox provider cannot attach "
+            "a process in its environments: choose another agent or provider"
+        )
+    process: AttachedProcess = _at_step(
+        step, partial(attach, agent.argv, env=agent.env, workdir=workspace)
+    )
+    output = BoundedBuffer(setup.output_max_bytes)
+    ended: list[int] = []
+    failed: list[BaseException] = []
+
+    def write(text: str) -> None:
+        output.add(text.encode())
+
+    def turn() -> None:
+        try:
+            ended.append(driver(process, prompt, session, write))
+        except BaseException as exc:  # raised again on the caller's thread
+            failed.append(exc)
+
+    worker = threading.Thread(target=turn, name=f"{agent.name} turn", daemon=True)
+    timed_out = True
+    try:
+        worker.start()
+        worker.join(setup.timeout)
+        timed_out = worker.is_alive()
+    finally:
+        process.close_input()
+        if not timed_out:
+            process.wait(_DRIVEN_EXIT_SECONDS)  # its own end first: it may save its session
+        process.stop()
+        worker.join(_DRIVEN_EXIT_SECONDS)
+    if failed:
+        raise failed[0]
+    status = None if timed_out else (ended[0] if ended else 1)
+    text = output.data().decode("utf-8", "replace")
+    if status not in (0, None):
+        errors = process.errors().strip().splitlines()[-5:]
+        if errors:
+            text += "\n" + "\n".join(errors)
+    cut_at = output.limit if output.over.is_set() else None
+    return ExecResult(text, status, timed_out, cut_at)
 
 
 def _follow_ups(
@@ -622,15 +726,22 @@ def _follow_ups(
             unnamed = SandboxError(f"{agent.name} named no session to continue in its output")
             unnamed.cause = AGENT_CRASH
             raise unnamed
-        prompt = files_archive([(PROMPT_PATH.lstrip("/"), following.encode())])
         number = len(turns) + 1
-        _at_step(
-            f"copy the prompt of turn {number}",
-            partial(environment.put_archive, "/", prompt),
-        )
+        if agent.driver is None:
+            prompt = files_archive([(PROMPT_PATH.lstrip("/"), following.encode())])
+            _at_step(
+                f"copy the prompt of turn {number}",
+                partial(environment.put_archive, "/", prompt),
+            )
         argv = agent.continue_argv(session_id)
-        result = _exec_agent(
-            environment, setup, argv, f"run {agent.name} (turn {number})", workspace
+        result = _run_turn(
+            environment,
+            setup,
+            argv,
+            following,
+            session=session_id,
+            step=f"run {agent.name} (turn {number})",
+            workspace=workspace,
         )
         user = following
     return result
@@ -799,6 +910,7 @@ __all__ = [
     "build_sandbox",
     "check_agent_present",
     "check_scripts",
+    "drive_agent",
     "environment_of",
     "own_image_named",
     "prepare_workspace",

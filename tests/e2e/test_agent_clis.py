@@ -52,8 +52,10 @@ NPM_PACKAGES = (
     # ACP agents (the last tests of this module).
     "opencode-ai",
     "@qwen-code/qwen-code",
+    "@zed-industries/codex-acp",
+    "@zed-industries/claude-code-acp",
 )
-NPM_CLIS = ("claude", "codex", "opencode", "qwen")
+NPM_CLIS = ("claude", "codex", "opencode", "qwen", "codex-acp", "claude-code-acp")
 NPM_INSTALL_TIMEOUT = 1800
 CLI_TIMEOUT = 400.0  # Codex sends a long system prompt: about 50 s idle, 160 s under load
 CLAUDE_MAX_OUTPUT_TOKENS = "256"
@@ -431,3 +433,107 @@ def test_an_acp_agent_runs_a_scenario_and_its_session_is_its_transcript(
     assert said[-1] == trial["trace"]["output"]
     if reports_usage:  # OpenCode gives the prompt's usage in its response; Qwen Code none
         assert transcript["input_tokens"] > 0
+
+
+# --- an ACP agent in the sandbox: the client on the host, the agent in the container ----------
+
+
+def _native(npm_bin: Path, program: str) -> Path:
+    """The native binary of an ACP agent's npm package: codex-acp's npm command is a Node
+    launcher for its ``codex-acp-<platform>`` binary; opencode's is the binary itself."""
+    if program == "opencode":
+        return Path(os.path.realpath(npm_bin / "opencode"))
+    for name in os.listdir(npm_bin):
+        if name.startswith(f"{program}-"):
+            return Path(os.path.realpath(npm_bin / name))
+    pytest.fail(f"no native {program} binary in {npm_bin}", pytrace=False)
+
+
+@pytest.mark.parametrize(
+    ("agent", "program"), [("acp:codex", "codex-acp"), ("acp:opencode", "opencode")]
+)
+def test_an_acp_agent_runs_a_scenario_in_the_sandbox_and_its_session_is_its_transcript(
+    agent: str,
+    program: str,
+    npm_bin: Path,
+    local_model: LocalModelServer,
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    use_engine: str,
+    standin_image: str,
+) -> None:
+    # The agent's native binary, with the host's C library, mounted read-only into the
+    # sandbox image as the program the preset runs; the model is reached on the host's
+    # network. The client stays on the host.
+    for variable, bound in ACP_OUTPUT_BOUNDS.items():  # passed into the sandbox
+        monkeypatch.setenv(variable, bound)
+    binary = _native(npm_bin, program)
+    on_path = pytester.path / "on-path"
+    on_path.mkdir()
+    (on_path / program).symlink_to(f"/opt/agent/{binary.name}")
+    mounts = ",".join(
+        f"{os.path.realpath(host)}:{target}"
+        for host, target in (
+            (binary.parent, "/opt/agent"),
+            (on_path, "/usr/local/bin"),
+            ("/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu"),
+            ("/lib64", "/lib64"),
+        )
+    )
+    skill = write_skill(pytester.path, "s", {"scenario-box": {"x": 1}}, sandbox=True)
+    (skill / "evals/scenario-box/task.md").write_text("Create a file hello.txt saying hello.\n")
+
+    result = pytester.runpytest_subprocess(
+        "skills/s",
+        "--eval-base-url", local_model.base_url,
+        "--eval-model", local_model.model,
+        "--eval-judge-backend", "command",
+        "--eval-agent-command", JUDGE_COMMAND,
+        "--eval-sandbox-image", standin_image,
+        "--eval-sandbox-agent", agent,
+        "--eval-sandbox-network", "host",
+        "--eval-sandbox-mounts", mounts,
+        "--eval-sandbox-timeout", ACP_TIMEOUT,
+        "--eval-threshold", "0",
+    )  # fmt: skip
+
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    [log] = (pytester.path / ".openkata" / "runs").glob("*.jsonl")
+    [trial] = [
+        record
+        for record in map(json.loads, log.read_text().splitlines())
+        if record["record"] == "trial"
+    ]
+    transcript = trial["trace"]["transcript"]
+    # The real agent's session updates, sent from the container, read into the transcript.
+    assert transcript["source"] == "acp session/update"
+    assert transcript["outcome"] == "success"
+    assert transcript["final_text"] == trial["trace"]["output"]
+    assert any(step["kind"] == "message" for step in transcript["steps"])
+
+
+def test_claude_code_acp_runs_as_root_on_the_host_whatever_is_sandbox_says(
+    npm_bin: Path, local_model: LocalModelServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An environment that says IS_SANDBOX=yes (as some CI machines do) made the adapter ask
+    # Claude Code for its permission bypass, which Claude Code refuses to root unless the
+    # variable is exactly "1": the session never started. On the host the preset empties it.
+    monkeypatch.setenv("IS_SANDBOX", "yes")
+    monkeypatch.setenv("PATH", f"{npm_bin}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("CLAUDE_CODE_MAX_OUTPUT_TOKENS", CLAUDE_MAX_OUTPUT_TOKENS)
+    settings = AgentSettings(anthropic_base_url=local_model.root_url)
+    backend = _backend("acp:claude", settings, tmp_path)
+
+    try:
+        answer, transcript = backend.complete_transcribed("", PROMPT)
+    except AgentFailedError as exc:
+        # The session started and the prompt reached the model; a rambling 135M answer is
+        # cut at the maximum, and the adapter answers the prompt with Claude Code's error.
+        assert "the agent answered with an error" in str(exc)  # noqa: PT017
+        assert CUT_AT_THE_MAXIMUM in str(exc)  # noqa: PT017
+        assert "root/sudo" not in str(exc)  # noqa: PT017
+        return
+    assert transcript is not None
+    assert transcript.source == "acp session/update"
+    assert transcript.final_text == answer

@@ -196,11 +196,23 @@ def test_hostile_text_from_an_acp_agent_breaks_no_report_and_never_reaches_the_t
     json.loads(report.read_text())  # reads back
 
 
-def test_an_acp_agent_in_the_sandbox_is_a_configuration_error() -> None:
-    agent = make_agent("acp:qwen", AgentSettings())
+def test_a_sandboxed_acp_agent_is_its_own_command_driven_from_the_host() -> None:
+    """In the sandbox the command is the agent's own (no Python client in the image): the
+    client drives it from the host. Claude Code's adapter is told it runs in a sandbox there
+    (root may bypass its permissions only then), and never on the host: there the variable
+    is emptied, whatever the user's environment says."""
+    agent = make_agent("acp:claude", AgentSettings(anthropic_base_url="http://127.0.0.1:9"))
 
-    with pytest.raises(AgentConfigError, match=r"acp:qwen cannot run in the sandbox"):
-        agent.invocation(model="m", workspace_agent=True, sandboxed=True)
+    boxed = agent.invocation(model="m", workspace_agent=True, sandboxed=True)
+    on_host = agent.invocation(model="m", workspace_agent=True)
+
+    assert boxed.argv == ["claude-code-acp"]
+    assert boxed.driver is not None
+    assert boxed.env["IS_SANDBOX"] == "1"
+    assert boxed.env["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:9"
+    assert on_host.driver is None
+    assert on_host.env["IS_SANDBOX"] == ""
+    assert on_host.argv[1:3] == ["-m", "pytest_openkata.providers.agents.acp_client"]
 
 
 def test_the_acp_agent_without_a_command_names_the_setting_and_the_presets() -> None:

@@ -61,17 +61,26 @@ def _manifest(root: Path) -> dict[str, Any]:
     return json.loads(log.read_text().splitlines()[0])["manifest"]
 
 
-def _built_tags(client: docker.DockerClient, since: int) -> list[str]:
-    """The tags the engine gave images of the built repository since ``since``."""
+def _built_tags(client: docker.DockerClient, since: int, image_id: str) -> list[str]:
+    """The tags the engine gave the image ``image_id`` in the built repository since
+    ``since``, once per build (other tests' builds, in parallel, tag other images)."""
     events = client.events(
         since=since, until=int(time.time()) + 1, decode=True, filters={"type": "image"}
     )
-    return [
+    names = [
         e["Actor"]["Attributes"].get("name", "")
         for e in events
         if e.get("Action") == "tag"
         and e["Actor"]["Attributes"].get("name", "").startswith(BUILT_REPOSITORY)
     ]
+    return [name for name in names if _image_id(client, name) == image_id]
+
+
+def _image_id(client: docker.DockerClient, name: str) -> str | None:
+    try:
+        return client.images.get(name).id
+    except docker.errors.ImageNotFound:  # another test's image, removed since
+        return None
 
 
 def test_harbor_tasks_run_in_the_image_their_dockerfile_builds_once_even_under_xdist(
@@ -100,9 +109,8 @@ def test_harbor_tasks_run_in_the_image_their_dockerfile_builds_once_even_under_x
         "scenario-first": 1,
         "scenario-second": 1,
     }
-    [tag] = _built_tags(docker_client, since)  # one build for the two tasks
-    built = docker_client.images.get(tag).id
-    assert {t["environment"]["image_id"] for t in trials.values()} == {built}
+    [built] = {t["environment"]["image_id"] for t in trials.values()}
+    [tag] = _built_tags(docker_client, since, built)  # one build for the two tasks
     assert built in _manifest(pytester.path)["sandbox"]["image_ids"]
     assert docker_client.containers.list(all=True, filters={"label": f"{MANAGED}=true"}) == []
 
@@ -111,7 +119,8 @@ def test_harbor_tasks_run_in_the_image_their_dockerfile_builds_once_even_under_x
     )
 
     again.assert_outcomes(passed=2)
-    assert _built_tags(docker_client, since) == [tag]  # the unchanged context: not built again
+    # The unchanged context: not built again.
+    assert _built_tags(docker_client, since, built) == [tag]
 
 
 def test_a_dockerfile_that_cannot_build_or_lacks_the_agent_is_a_sandbox_setup_error(

@@ -39,6 +39,14 @@ COPY kiro-cli /usr/local/bin/kiro-cli
 ENV PATH=/usr/local/bin:/bin
 WORKDIR /workspace
 """
+ACP_STANDIN_DOCKERFILE = """\
+FROM scratch
+COPY busybox /bin/busybox
+RUN ["/bin/busybox", "--install", "-s", "/bin"]
+COPY acp-agent /usr/local/bin/acp-agent
+ENV PATH=/usr/local/bin:/bin
+WORKDIR /workspace
+"""
 NO_SLEEP_DOCKERFILE = """\
 FROM scratch
 COPY marker /marker
@@ -106,6 +114,28 @@ def build_standin_image(client: docker.DockerClient) -> str:
         Path(context, "kiro-cli").write_bytes(agent)
         Path(context, "kiro-cli").chmod(0o755)
         Path(context, "Dockerfile").write_text(STANDIN_DOCKERFILE)
+        client.images.build(path=context, tag=tag, rm=True)
+    return tag
+
+
+def build_acp_standin_image(client: docker.DockerClient) -> str:
+    """A busybox image with the stand-in ACP agent (``acp-agent SCRIPT``, a shell script: the
+    image has no Python, as the sandbox's has none); tagged by content, built once."""
+    if not BUSYBOX.is_file():
+        raise RuntimeError(f"{BUSYBOX} is missing: apt-get install busybox-static")
+    agent = (STANDINS / "sandbox-acp-agent").read_bytes()
+    digest = hashlib.sha256(ACP_STANDIN_DOCKERFILE.encode() + agent).hexdigest()[:12]
+    tag = f"openkata-acp-standin:{digest}"
+    try:
+        client.images.get(tag)
+        return tag
+    except docker.errors.ImageNotFound:
+        pass
+    with tempfile.TemporaryDirectory() as context:
+        shutil.copy2(BUSYBOX, Path(context, "busybox"))
+        Path(context, "acp-agent").write_bytes(agent)
+        Path(context, "acp-agent").chmod(0o755)
+        Path(context, "Dockerfile").write_text(ACP_STANDIN_DOCKERFILE)
         client.images.build(path=context, tag=tag, rm=True)
     return tag
 

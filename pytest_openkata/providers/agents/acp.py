@@ -26,8 +26,25 @@ replaces a preset's program.
 
 Tool approval follows the other agents' rule: the client approves every permission request
 only in a disposable sandbox, edits of files in the workspace for a workspace agent on the
-host, and nothing for a plain answer. ACP agents run on the host only: the sandbox image
-holds no Python to run the client, so a sandboxed ACP agent is a configuration error.
+host, and nothing for a plain answer.
+
+In the sandbox the client stays on the host (it is this package's Python, which the image
+lacks) and the agent runs in the trial's environment, its standard input and output attached
+to the client (:class:`~pytest_openkata.contracts.sandboxes.AttachesProcesses`; the core's
+:mod:`~pytest_openkata.core.sandboxed` drives it with :func:`.acp_client.drive_attached`).
+There the client grants every permission and serves no file of the host: the agent's own file
+tools act on the sandbox's files. The agent's program must be in the image (the core says so,
+naming the preset, when it is not): ``codex-acp``'s and ``opencode``'s native binaries run on
+a glibc image as they are; the Node programs (``claude-code-acp``, ``qwen``, ``gemini``)
+need Node there too. Claude Code's adapter refuses its permission bypass to root unless told
+it runs in a sandbox: ``IS_SANDBOX=1`` is set for it there, and emptied on the host (where
+an ``IS_SANDBOX`` of the user's environment would make the adapter offer root a bypass that
+Claude Code then refuses, so that it does not start at all); Codex's
+adapter gets ``sandbox_mode="danger-full-access"`` there (its own sandbox needs namespaces a
+container does not grant: the container is the sandbox). A preset's own tuning variables
+(``OPENCODE_EXPERIMENTAL_OUTPUT_TOKEN_MAX``, ``QWEN_CODE_MAX_OUTPUT_TOKENS``,
+``CLAUDE_CODE_MAX_OUTPUT_TOKENS``), which the agent inherits on the host, are passed into the
+sandbox from the environment when set.
 """
 
 from __future__ import annotations
@@ -36,7 +53,8 @@ import json
 import shlex
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import TYPE_CHECKING
 
 from pytest_openkata.contracts.agents import (
@@ -47,6 +65,8 @@ from pytest_openkata.contracts.agents import (
 )
 from pytest_openkata.contracts.errors import AgentConfigError
 from pytest_openkata.contracts.transcripts import Transcript, final_answer
+from pytest_openkata.infra.environ import environ_snapshot
+from pytest_openkata.providers.agents.acp_client import drive_attached
 from pytest_openkata.providers.agents.acp_events import acp_session_id, read_acp_events
 
 __all__ = [
@@ -54,6 +74,7 @@ __all__ = [
     "ACP_CLIENT_MODULE",
     "ACP_PRESETS",
     "MODEL_VARIABLE",
+    "SANDBOX_VARIABLE",
     "AcpAgent",
     "AcpPreset",
 ]
@@ -68,11 +89,9 @@ EMPTY_COMMAND = (
     "the acp agent needs the command line of an ACP agent: set --eval-agent-command "
     "(agent_command in the settings), or name a preset: "
 )
-ON_THE_HOST_ONLY = (
-    "{name} cannot run in the sandbox: ACP agents run on the host only (the sandbox image has "
-    "no Python for the ACP client); choose another sandbox agent, or run {name} as the agent "
-    "backend without the sandbox"
-)
+# Claude Code (and its ACP adapter) grants its permission bypass to root only when this says
+# it runs in a sandbox; set in the sandbox only.
+SANDBOX_VARIABLE = "IS_SANDBOX"
 
 
 @dataclass(frozen=True)
@@ -95,12 +114,21 @@ class _Endpoints:
 @dataclass(frozen=True)
 class AcpPreset:
     """A known ACP agent: its program, its npm package, and how it is launched for a model
-    (``launch(program, model, endpoints)``); ``uses`` says which base URL it goes to."""
+    (``launch(program, model, endpoints)``); ``uses`` says which base URL it goes to, and
+    ``needs`` what else its program needs to run (a Node program needs Node), which a
+    sandbox image must hold too."""
 
     program: str
     package: str
     uses: str  # "openai", "anthropic" or "" (its own default)
     launch: Callable[[str, str, _Endpoints], _Launch]
+    needs: str = ""
+    sandbox_env: tuple[tuple[str, str], ...] = ()  # variables set in the sandbox only
+    sandbox_args: tuple[str, ...] = ()  # arguments added in the sandbox only
+    host_env: tuple[tuple[str, str], ...] = ()  # variables set on the host only
+    # The agent's own tuning variables (its answer-token bound): on the host it inherits the
+    # environment; into the sandbox they are passed from it when set.
+    passed: tuple[str, ...] = ()
 
 
 def _opencode(program: str, model: str, endpoints: _Endpoints) -> _Launch:
@@ -173,12 +201,45 @@ def _gemini(program: str, model: str, endpoints: _Endpoints) -> _Launch:
     return _Launch([program, "--experimental-acp", "-m", model], {})
 
 
+_NODE = "Node (it is a Node program)"
 ACP_PRESETS: dict[str, AcpPreset] = {
-    "opencode": AcpPreset("opencode", "opencode-ai", "openai", _opencode),
-    "qwen": AcpPreset("qwen", "@qwen-code/qwen-code", "openai", _qwen),
-    "claude": AcpPreset("claude-code-acp", "@zed-industries/claude-code-acp", "anthropic", _claude),
-    "codex": AcpPreset("codex-acp", "@zed-industries/codex-acp", "openai", _codex),
-    "gemini": AcpPreset("gemini", "@google/gemini-cli", "", _gemini),
+    "opencode": AcpPreset(
+        "opencode",
+        "opencode-ai",
+        "openai",
+        _opencode,
+        passed=("OPENCODE_EXPERIMENTAL_OUTPUT_TOKEN_MAX",),
+    ),
+    "qwen": AcpPreset(
+        "qwen",
+        "@qwen-code/qwen-code",
+        "openai",
+        _qwen,
+        needs=_NODE,
+        passed=("QWEN_CODE_MAX_OUTPUT_TOKENS",),
+    ),
+    "claude": AcpPreset(
+        "claude-code-acp",
+        "@zed-industries/claude-code-acp",
+        "anthropic",
+        _claude,
+        needs=_NODE,
+        passed=("CLAUDE_CODE_MAX_OUTPUT_TOKENS",),
+        sandbox_env=((SANDBOX_VARIABLE, "1"),),
+        # Emptied on the host, whatever the user's environment says: with it set, the adapter
+        # offers root a bypass that Claude Code then refuses unless it is exactly "1".
+        host_env=((SANDBOX_VARIABLE, ""),),
+    ),
+    # Codex's own sandbox needs namespaces a container does not grant: the container is the
+    # sandbox (as for the codex agent's --dangerously-bypass-approvals-and-sandbox).
+    "codex": AcpPreset(
+        "codex-acp",
+        "@zed-industries/codex-acp",
+        "openai",
+        _codex,
+        sandbox_args=("-c", 'sandbox_mode="danger-full-access"'),
+    ),
+    "gemini": AcpPreset("gemini", "@google/gemini-cli", "", _gemini, needs=_NODE),
 }
 
 
@@ -218,6 +279,19 @@ class AcpAgent(NeedsNothingAround):
     def install_hint(self) -> str:
         """How to install a preset's agent (the client gives it when the agent is missing)."""
         return f"Install: npm install -g {ACP_PRESETS[self.preset].package}" if self.preset else ""
+
+    @property
+    def missing_hint(self) -> str:
+        """What a sandbox image lacking the agent's program must be given: the program (and
+        what it needs to run), and how it is installed."""
+        if not self.preset:
+            return "the agent_command's program must be in the image"
+        preset = ACP_PRESETS[self.preset]
+        needs = f", and {preset.needs}" if preset.needs else ""
+        return (
+            f"the image must hold {self.executable or preset.program} (npm "
+            f"{preset.package}{needs}) on its PATH, or have it mounted there (sandbox.mounts)"
+        )
 
     @property
     def endpoint(self) -> str:
@@ -272,9 +346,18 @@ class AcpAgent(NeedsNothingAround):
     def _client(
         self, *, model: str, workspace_agent: bool, sandboxed: bool, resume: str | None = None
     ) -> AgentInvocation:
-        if sandboxed:
-            raise AgentConfigError(ON_THE_HOST_ONLY.format(name=self.name))
         launch = self._launch(model)
+        if not sandboxed and self.preset:
+            launch = replace(launch, env={**launch.env, **dict(ACP_PRESETS[self.preset].host_env)})
+        if sandboxed:
+            argv, env = list(launch.argv), dict(launch.env)
+            if self.preset:
+                preset = ACP_PRESETS[self.preset]
+                argv += preset.sandbox_args
+                env.update(preset.sandbox_env)
+                host = environ_snapshot()
+                env.update({name: host[name] for name in preset.passed if host.get(name)})
+            return AgentInvocation(argv, env, driver=partial(drive_attached, self.name))
         approve = "edits" if workspace_agent else "none"
         argv = [
             self.python, "-m", ACP_CLIENT_MODULE, "--name", self.name, "--approve", approve,

@@ -30,6 +30,13 @@ prompt without a response) is one line on standard error naming the agent, and e
 1. The agent is stopped on every way out: standard input closed, then terminated, then
 killed; the runner kills this process's whole group after it anyway.
 
+A sandboxed agent runs in the trial's container, whose image has no Python for this client:
+:func:`drive_attached` runs the same session in the plugin's own process, over an agent
+process the sandbox attached (its standard input and output held by the host), and writes
+the same lines to the caller. There every permission is granted and the client offers no
+file-system capability (the agent's own tools act on the container's files); a failure is
+the same line, written last, and status 1.
+
 The ACP SDK is imported here only, so that the plugin's start-up does not pay for it.
 """
 
@@ -41,13 +48,18 @@ import contextlib
 import json
 import os
 import sys
+import threading
 import time
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["APPROVALS", "main"]
+if TYPE_CHECKING:
+    from pytest_openkata.contracts.sandboxes import AttachedProcess
+
+__all__ = ["APPROVALS", "drive_attached", "main"]
 
 APPROVALS = ("none", "edits", "all")
 _EDIT_KINDS = frozenset({"edit", "delete", "move"})
@@ -64,10 +76,22 @@ class AgentProtocolError(Exception):
     """The agent broke the session: it exited, answered out of protocol or gave no answer."""
 
 
-def _emit(kind: str, **fields: Any) -> None:
-    # ASCII only: a line separator of Unicode's (U+2028, U+0085) in a text never splits a line.
-    sys.stdout.write(json.dumps({"type": kind, **fields}) + "\n")
+Write = Callable[[str], None]
+
+
+def _to_stdout(text: str) -> None:
+    sys.stdout.write(text)
     sys.stdout.flush()
+
+
+def _emitter(write: Write) -> Callable[..., None]:
+    """``emit(kind, **fields)``: one line of output through ``write``."""
+
+    def emit(kind: str, **fields: Any) -> None:
+        # ASCII only: a line separator of Unicode's (U+2028, U+0085) never splits a line.
+        write(json.dumps({"type": kind, **fields}) + "\n")
+
+    return emit
 
 
 def _inside(path: str, root: Path) -> Path | None:
@@ -83,9 +107,10 @@ class _Updates:
     """The session's updates as they come, consecutive chunks of one message joined; none
     while ``muted`` (an agent replaying a loaded session's earlier turns)."""
 
-    def __init__(self) -> None:
+    def __init__(self, emit: Callable[..., None]) -> None:
         self._pending: dict[str, Any] | None = None
         self.muted = False
+        self.emit = emit
 
     def add(self, update: dict[str, Any]) -> None:
         kind = update.get("sessionUpdate")
@@ -105,11 +130,11 @@ class _Updates:
         if kind in _CHUNKS and _text(update) is not None:
             self._pending = update
         else:
-            _emit("session_update", update=update)
+            self.emit("session_update", update=update)
 
     def flush(self) -> None:
         if self._pending is not None:
-            _emit("session_update", update=self._pending)
+            self.emit("session_update", update=self._pending)
             self._pending = None
 
 
@@ -121,7 +146,7 @@ def _text(update: dict[str, Any]) -> str | None:
     return None
 
 
-def _make_client(workspace: Path, approve: str, updates: _Updates) -> Any:
+def _make_client(workspace: Path | None, approve: str, updates: _Updates) -> Any:
     import acp
     from acp import schema
 
@@ -136,7 +161,9 @@ def _make_client(workspace: Path, approve: str, updates: _Updates) -> Any:
             options: list[schema.PermissionOption],
             **kwargs: Any,
         ) -> schema.RequestPermissionResponse:
-            allowed = approve == "all" or (approve == "edits" and _an_edit_in(tool_call, workspace))
+            allowed = approve == "all" or (
+                approve == "edits" and workspace is not None and _an_edit_in(tool_call, workspace)
+            )
             wanted = ("allow_once", "allow_always") if allowed else ("reject_once", "reject_always")
             for kind in wanted:
                 for option in options:
@@ -161,7 +188,7 @@ def _make_client(workspace: Path, approve: str, updates: _Updates) -> Any:
             limit: int | None = None,
             **kwargs: Any,
         ) -> schema.ReadTextFileResponse:
-            target = _inside(path, workspace)
+            target = None if workspace is None else _inside(path, workspace)
             if target is None:
                 raise acp.RequestError.invalid_params({"path": "outside the workspace"})
             try:
@@ -177,7 +204,7 @@ def _make_client(workspace: Path, approve: str, updates: _Updates) -> Any:
         async def write_text_file(
             self, session_id: str, path: str, content: str, **kwargs: Any
         ) -> schema.WriteTextFileResponse | None:
-            target = _inside(path, workspace)
+            target = None if workspace is None else _inside(path, workspace)
             if target is None or approve == "none":
                 raise acp.RequestError.invalid_params({"path": "not writable by the agent"})
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -196,22 +223,18 @@ def _an_edit_in(tool_call: Any, workspace: Path) -> bool:
     return bool(paths) and all(_inside(path, workspace) is not None for path in paths)
 
 
-async def _session(
-    name: str,
-    argv: Sequence[str],
-    prompt: str,
-    approve: str,
-    *,
-    hint: str = "",
-    resume: str | None = None,
-) -> None:
-    import acp
-    from acp import schema
+# How the client reaches the agent: given the client, a context that yields the connection
+# and a future of the agent's exit status (None: it closed its output, its status unknown).
+AgentLink = Callable[[Any], AbstractAsyncContextManager[tuple[Any, "asyncio.Future[int | None]"]]]
 
-    workspace = Path.cwd().resolve()
-    updates = _Updates()
-    client = _make_client(workspace, approve, updates)
-    try:
+
+def _spawned(argv: Sequence[str], workspace: Path) -> AgentLink:
+    """The agent ``argv`` started here, in ``workspace``, its standard error this process's."""
+
+    @asynccontextmanager
+    async def link(client: Any) -> AsyncIterator[tuple[Any, asyncio.Future[int | None]]]:
+        import acp
+
         spawned = acp.spawn_agent_process(
             client,
             argv[0],
@@ -221,10 +244,117 @@ async def _session(
             transport_kwargs={"stderr": None, "limit": _STREAM_LIMIT},
         )
         async with spawned as (connection, process):
-            started = time.monotonic()
-            ended = asyncio.ensure_future(process.wait())
+            ended: asyncio.Future[int | None] = asyncio.ensure_future(process.wait())
             try:
-                turn = _Turn(workspace, prompt, resume, updates)
+                yield connection, ended
+            finally:
+                ended.cancel()
+
+    return link
+
+
+class _AttachedTransport:
+    """The protocol's messages over an attached process (the SDK's message-level transport):
+    sent as JSON lines from a worker thread, so that a full pipe never blocks the loop, and
+    received as the lines a thread of its own reads (:func:`_attached`) give them. A line
+    that is no JSON (an agent's log line on its output) is skipped, as the SDK's own stdio
+    transport skips it."""
+
+    def __init__(self, process: AttachedProcess, lines: asyncio.Queue[bytes | None]) -> None:
+        self._process = process
+        self._lines = lines
+
+    async def send(self, message: dict[str, Any]) -> None:
+        data = (json.dumps(message, separators=(",", ":")) + "\n").encode()
+        await asyncio.to_thread(self._process.send, data)
+
+    async def receive(self) -> dict[str, Any] | None:
+        while True:
+            line = await self._lines.get()
+            if line is None:
+                self._lines.put_nowait(None)  # the end stays the end
+                return None
+            try:
+                message = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(message, dict):
+                return message
+
+    async def close(self) -> None:
+        self._process.close_input()
+
+
+def _attached(process: AttachedProcess) -> AgentLink:
+    """The agent ``process`` already started elsewhere (in a sandbox), its standard output
+    read line by line by a thread of its own."""
+
+    @asynccontextmanager
+    async def link(client: Any) -> AsyncIterator[tuple[Any, asyncio.Future[int | None]]]:
+        import acp
+
+        loop = asyncio.get_running_loop()
+        lines: asyncio.Queue[bytes | None] = asyncio.Queue()
+        ended: asyncio.Future[int | None] = loop.create_future()
+
+        def settle(status: int | None) -> None:
+            if not ended.done():
+                ended.set_result(status)
+
+        def pump() -> None:
+            pending = b""
+            with contextlib.suppress(OSError, RuntimeError):  # a broken stream is its end
+                while chunk := process.receive():
+                    *complete, pending = (pending + chunk).split(b"\n")
+                    for line in complete:
+                        if line.strip():
+                            loop.call_soon_threadsafe(lines.put_nowait, line)
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
+                if pending.strip():
+                    loop.call_soon_threadsafe(lines.put_nowait, pending)
+                loop.call_soon_threadsafe(lines.put_nowait, None)
+                status = process.wait(_SHUTDOWN_SECONDS)
+                loop.call_soon_threadsafe(settle, status)
+
+        threading.Thread(target=pump, name="acp-agent-output", daemon=True).start()
+        connection = acp.connect_to_agent(client, _AttachedTransport(process, lines))
+        try:
+            yield connection, ended
+        finally:
+            await connection.close()
+            process.close_input()
+            ended.cancel()
+
+    return link
+
+
+async def _session(
+    name: str,
+    link: AgentLink,
+    prompt: str,
+    approve: str,
+    *,
+    cwd: str,
+    workspace: Path | None,
+    emit: Callable[..., None],
+    program: str = "",
+    hint: str = "",
+    resume: str | None = None,
+) -> None:
+    """One turn with the agent ``link`` reaches: a new session in ``cwd`` (as the agent sees
+    it), or the session ``resume`` names. ``workspace`` is the host folder whose files the
+    client reads and writes for the agent; None: it serves no files (the agent works on its
+    own files, in a sandbox)."""
+    import acp
+    from acp import schema
+
+    updates = _Updates(emit)
+    client = _make_client(workspace, approve, updates)
+    try:
+        async with link(client) as (connection, ended):
+            started = time.monotonic()
+            try:
+                turn = _Turn(cwd, workspace is not None, prompt, resume, updates)
                 response = await _until_exit(
                     ended, turn.run(connection, schema, acp.PROTOCOL_VERSION)
                 )
@@ -236,9 +366,8 @@ async def _session(
                 raise
             finally:
                 updates.flush()
-                ended.cancel()
     except FileNotFoundError as exc:
-        message = f"{name}: cannot start {argv[0]}: {exc.strerror}"
+        message = f"{name}: cannot start {program}: {exc.strerror}"
         raise AgentProtocolError(f"{message}\n{hint}" if hint else message) from exc
     except acp.RequestError as exc:
         details = f" ({json.dumps(exc.data, ensure_ascii=False)})" if exc.data else ""
@@ -248,7 +377,7 @@ async def _session(
     except (ConnectionError, EOFError) as exc:
         raise AgentProtocolError(f"{name}: the connection to the agent broke: {exc}") from exc
     usage = response.usage
-    _emit(
+    emit(
         "result",
         stopReason=response.stop_reason,
         usage=None
@@ -258,7 +387,7 @@ async def _session(
     )
 
 
-async def _until_exit(ended: asyncio.Future[int], work: Any) -> Any:
+async def _until_exit(ended: asyncio.Future[int | None], work: Any) -> Any:
     """``work``'s result, or an error as soon as the agent exits before it is done."""
     task = asyncio.ensure_future(work)
     await asyncio.wait({task, ended}, return_when=asyncio.FIRST_COMPLETED)
@@ -268,7 +397,9 @@ async def _until_exit(ended: asyncio.Future[int], work: Any) -> Any:
     raise AgentProtocolError(_exited(ended.result()))
 
 
-def _exited(status: int) -> str:
+def _exited(status: int | None) -> str:
+    if status is None:
+        return "the agent closed its output mid-session"
     how = f"signal {-status}" if status < 0 else f"status {status}"
     return f"the agent exited mid-session ({how})"
 
@@ -276,8 +407,11 @@ def _exited(status: int) -> str:
 class _Turn:
     """One prompt: to a new session in the workspace, or to the session ``resume`` names."""
 
-    def __init__(self, workspace: Path, prompt: str, resume: str | None, updates: _Updates):
-        self.workspace = workspace
+    def __init__(
+        self, cwd: str, files: bool, prompt: str, resume: str | None, updates: _Updates
+    ) -> None:
+        self.cwd = cwd
+        self.files = files
         self.prompt = prompt
         self.resume = resume
         self.updates = updates
@@ -286,12 +420,14 @@ class _Turn:
         started = await connection.initialize(
             protocol_version=version,
             client_capabilities=schema.ClientCapabilities(
-                fs=schema.FileSystemCapabilities(read_text_file=True, write_text_file=True),
+                fs=schema.FileSystemCapabilities(
+                    read_text_file=self.files, write_text_file=self.files
+                ),
                 terminal=False,
             ),
             client_info=schema.Implementation(name="pytest-openkata", version="1"),
         )
-        cwd = str(self.workspace)
+        cwd = self.cwd
         if self.resume is None:
             session_id = (await connection.new_session(cwd=cwd, mcp_servers=[])).session_id
         else:
@@ -306,7 +442,7 @@ class _Turn:
             finally:
                 self.updates.muted = False
             session_id = self.resume
-        _emit("session", sessionId=session_id)
+        self.updates.emit("session", sessionId=session_id)
         return await connection.prompt(
             session_id=session_id,
             prompt=[schema.TextContentBlock(type="text", text=self.prompt)],
@@ -332,21 +468,62 @@ def main(args: Sequence[str] | None = None) -> int:
     options = parser.parse_args(args)
     prompt = sys.stdin.read()
     try:
+        workspace = Path.cwd().resolve()
         asyncio.run(
             _session(
                 options.name,
-                options.argv,
+                _spawned(options.argv, workspace),
                 prompt,
                 options.approve,
+                cwd=str(workspace),
+                workspace=workspace,
+                emit=_emitter(_to_stdout),
+                program=options.argv[0],
                 hint=options.hint,
                 resume=options.resume,
             )
         )
     except AgentProtocolError as exc:
-        message = str(exc)
-        if not message.startswith(f"{options.name}:"):
-            message = f"{options.name}: {message}"
-        print(_shown(message), file=sys.stderr)
+        print(_failure(options.name, exc), file=sys.stderr)
+        return 1
+    return 0
+
+
+def _failure(name: str, exc: AgentProtocolError) -> str:
+    message = str(exc)
+    if not message.startswith(f"{name}:"):
+        message = f"{name}: {message}"
+    return _shown(message)
+
+
+def drive_attached(
+    name: str,
+    process: AttachedProcess,
+    prompt: str,
+    session: str | None,
+    write: Write,
+) -> int:
+    """One turn with the ACP agent ``process``, which runs in a sandbox (a
+    :data:`~pytest_openkata.contracts.sandboxes.Driver`, with ``name`` bound): every
+    permission is granted (the sandbox is disposable) and no file of the host is served (the
+    client advertises no file-system capability, so the agent's file tools act on the
+    sandbox's files). What the agent reported is written as the host's client prints it; a
+    failure is one line naming the agent after it, and status 1."""
+    try:
+        asyncio.run(
+            _session(
+                name,
+                _attached(process),
+                prompt,
+                "all",
+                cwd=process.workdir,
+                workspace=None,
+                emit=_emitter(write),
+                resume=session,
+            )
+        )
+    except AgentProtocolError as exc:
+        write(_failure(name, exc) + "\n")
         return 1
     return 0
 

@@ -38,6 +38,7 @@ from pytest_openkata.contracts.sandboxes import EngineCheck, ExecResult, ImageBu
 from pytest_openkata.infra.bounded import BoundedBuffer
 from pytest_openkata.infra.environ import environ_snapshot, proxy_for
 from pytest_openkata.infra.text import plural, visible
+from pytest_openkata.providers.sandboxes.docker_attached import DockerAttachedProcess
 from pytest_openkata.providers.sandboxes.docker_build import ImageBuilder
 
 LABEL = "openkata-eval"
@@ -316,6 +317,18 @@ class DockerEnvironment:
         cut_at = output.limit if output.over.is_set() else None
         text = output.data().decode("utf-8", "replace")
         return ExecResult(text, exit_code, timed_out, cut_at, oom_killed=oom_killed)
+
+    def attach(
+        self, argv: Sequence[str], *, env: Mapping[str, str], workdir: str
+    ) -> DockerAttachedProcess:
+        """``argv`` started in the container with its standard input and output held here
+        (:mod:`.docker_attached`)."""
+        try:
+            return DockerAttachedProcess(
+                self._provider.client.api, self.container.id, argv, env=env, workdir=workdir
+            )
+        except _ENGINE_ERRORS as exc:
+            raise _engine_error(exc) from exc
 
     def _oom_killed(self) -> bool:
         """Whether the kernel killed a process of the container for want of memory since the
@@ -622,6 +635,7 @@ def from_settings(settings: EvalSettings) -> DockerProvider:
 
 
 if TYPE_CHECKING:  # the protocol this provider implements, checked by mypy
-    from pytest_openkata.contracts.sandboxes import SandboxProvider
+    from pytest_openkata.contracts.sandboxes import AttachesProcesses, SandboxProvider
 
     _implements: type[SandboxProvider] = DockerProvider
+    _attaches: type[AttachesProcesses] = DockerEnvironment
