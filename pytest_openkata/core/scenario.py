@@ -203,6 +203,9 @@ def skill_of(scenario_dir: Path) -> Path:
     """The skill (or tile) folder of a scenario folder: the folder holding the ``evals``
     folder it sits in, directly or in group folders (``evals/<group>/<scenario>``); for a
     folder not below an ``evals`` folder, its grandparent."""
+    parent = scenario_dir.parent
+    if parent.name == "evals":  # the usual ``evals/<scenario>``, without walking the parents
+        return parent.parent
     for depth, ancestor in enumerate(scenario_dir.parents):
         if depth > GROUP_DEPTH:
             break

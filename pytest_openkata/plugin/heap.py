@@ -5,9 +5,17 @@ object pytest, pydantic and the plugin have made: about 50 ms on the machine of 
 benchmarks, and it fell just as the first model calls went out, holding the interpreter lock
 while the scenario threads waited. The objects that exist when the run starts (modules,
 items, fixture definitions) live until the session ends anyway: :func:`gc.freeze` moves them
-out of the collector's sight for the run, and :func:`gc.unfreeze` hands them back when the
-session finishes, so that any garbage among them is still collected. Only a session that
-collected scenarios does this; a pytest run without them is left as it is.
+out of the collector's sight for the run, and :func:`gc.unfreeze` hands them back once pytest
+unconfigures, so that any garbage among them is still collected. Only a session that collected
+scenarios does this; a pytest run without them is left as it is.
+
+Why not at the end of the session: pytest collects garbage twice as it shuts down, in its own
+``pytest_unconfigure`` (to report exceptions raised in finalizers) and again in its config's
+cleanup. Unfrozen at the end of the session, both walk the whole heap of a large run; unfrozen
+after pytest's ``pytest_unconfigure`` (``trylast``), the first walks only what the run made,
+and the second, which every garbage object still reaches before pytest's last report of such
+exceptions, walks the rest: one walk of the collected heap less between the last answer and
+the exit.
 """
 
 from __future__ import annotations
@@ -20,7 +28,7 @@ from pytest_openkata.plugin.items import ScenarioItem
 
 
 class HeapFreezer:
-    """Freezes the collected heap for a run with scenario items, until the session ends."""
+    """Freezes the collected heap for a run with scenario items, until pytest unconfigures."""
 
     def __init__(self) -> None:
         self.frozen = False
@@ -32,7 +40,7 @@ class HeapFreezer:
             self.frozen = True
 
     @pytest.hookimpl(trylast=True)
-    def pytest_sessionfinish(self) -> None:
+    def pytest_unconfigure(self) -> None:
         if self.frozen:
             gc.unfreeze()
             self.frozen = False

@@ -43,6 +43,7 @@ from pytest_openkata.plugin.items import (
     EvalsDir,
     ScenarioItem,
     ValidationItem,
+    evals_candidates,
     is_evals_dir,
     note_skill_scenarios,
     result_key,
@@ -385,8 +386,9 @@ def pytest_collect_directory(path: Path, parent: pytest.Collector) -> pytest.Col
         if is_evals_dir(path):
             return lint.EvalsLintDir.from_parent(parent, path=path)
         return None
-    if is_evals_dir(path):
-        return EvalsDir.from_parent(parent, path=path)
+    candidates = evals_candidates(path)
+    if candidates is not None:
+        return EvalsDir.from_parent(parent, path=path, candidates=candidates)
     return None
 
 

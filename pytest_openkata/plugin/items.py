@@ -56,7 +56,17 @@ def is_scenario_nodeid(nodeid: str) -> bool:
 def is_evals_dir(path: Path) -> bool:
     """An ``evals`` folder that holds at least one scenario folder (``scenario-*``, or any
     folder with ``task.md`` and ``criteria.json``) or a trigger query file."""
-    return path.name == "evals" and (bool(scenario_candidates(path)) or has_trigger_queries(path))
+    return evals_candidates(path) is not None
+
+
+def evals_candidates(path: Path) -> list[Path] | None:
+    """The scenario candidates (:func:`scenario_candidates`) of an :func:`is_evals_dir`
+    folder, None for any other folder: listed once, for both the question and the
+    collector."""
+    if path.name != "evals":
+        return None
+    candidates = scenario_candidates(path)
+    return candidates if candidates or has_trigger_queries(path) else None
 
 
 class EvalsDir(pytest.Directory):
@@ -70,8 +80,12 @@ class EvalsDir(pytest.Directory):
     published formats' files here and in groups (``evals/evals.json``) are collected too.
     """
 
+    def __init__(self, *, candidates: list[Path] | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.candidates = candidates  # the folder's scenario candidates, when already listed
+
     def collect(self) -> Iterator[pytest.Collector | pytest.Item]:
-        scenarios, skill_scenarios = scenario_folders(self, self.path)
+        scenarios, skill_scenarios = scenario_folders(self, self.path, self.candidates)
         # Said before -k, -m or --deselect leave any scenario out, once per skill; a
         # scenario's own are said when it runs (plugin/file_warnings.py).
         if says_collection_warnings(self.config):
@@ -244,24 +258,39 @@ def _as_it_is(text: str) -> str:
     return text
 
 
-_SKILL_SCENARIOS = pytest.StashKey[dict[Path, dict[str, None]]]()
+_SKILL_SCENARIOS = pytest.StashKey[dict[Path, "_SkillNames"]]()
 
 
 def note_skill_scenarios(item: pytest.Item) -> None:
     """Remember the scenario names ``item`` gives for its skill (called for each item as it is
-    collected, before ``-k``, ``-m`` or ``--deselect`` leave any out)."""
+    collected, before ``-k``, ``-m`` or ``--deselect`` leave any out). The items of one source
+    share one tuple of names, which is added once, not once per item (a skill of n scenarios
+    would otherwise cost n x n)."""
     if isinstance(item, ScenarioItem):
         known = item.config.stash.setdefault(_SKILL_SCENARIOS, {})
-        known.setdefault(item.skill_dir, {}).update(dict.fromkeys(item.skill_scenarios))
+        names = known.setdefault(item.skill_dir, _SkillNames())
+        if item.skill_scenarios is not names.last_added:
+            names.names.update(dict.fromkeys(item.skill_scenarios))
+            names.last_added = item.skill_scenarios
 
 
 def unite_skill_scenarios(config: pytest.Config, items: Sequence[pytest.Item]) -> None:
     """Give each scenario item every scenario name of its skill, from all its sources (its
-    openkata folders and each format's file): the gate's completeness counts them all."""
+    openkata folders and each format's file): the gate's completeness counts them all. The
+    items of a skill share one tuple."""
     known = config.stash.get(_SKILL_SCENARIOS, {})
+    united = {skill_dir: tuple(names.names) for skill_dir, names in known.items()}
     for item in items:
-        if isinstance(item, ScenarioItem) and item.skill_dir in known:
-            item.skill_scenarios = tuple(known[item.skill_dir])
+        if isinstance(item, ScenarioItem) and item.skill_dir in united:
+            item.skill_scenarios = united[item.skill_dir]
+
+
+class _SkillNames:
+    """A skill's scenario names in the order first given, and the tuple added last."""
+
+    def __init__(self) -> None:
+        self.names: dict[str, None] = {}
+        self.last_added: tuple[str, ...] = ()
 
 
 def tell_skills_apart(items: Sequence[pytest.Item], rootdir: Path) -> None:

@@ -103,18 +103,22 @@ def says_collection_warnings(config: pytest.Config) -> bool:
     return workerinput is None or workerinput.get("workerid") == "gw0"
 
 
-def scenario_folders(collector: pytest.Directory, evals: Path) -> tuple[list[Path], list[str]]:
+def scenario_folders(
+    collector: pytest.Directory, evals: Path, candidates: list[Path] | None = None
+) -> tuple[list[Path], list[str]]:
     """The scenario folders of ``evals`` a run takes, in order: those the ``scenario_names``
     setting selects (every one in a tile) and those named on the command line; and the names
     of the skill's scenarios for the gate's completeness (with a folder taken only because it
     was named, the folders the setting leaves out too, so that the run is partial). Pytest's
     ignore rules apply, except to a folder named on the command line. The folders the setting
-    leaves out are named in one collection warning."""
+    leaves out are named in one collection warning. ``candidates`` are the folder's
+    :func:`scenario_candidates` when the caller listed them already."""
     config = collector.config
     names = config.stash[settings_key].scenario_names
     session = collector.session
     ignored = compat.ignore_check(collector)
-    candidates = scenario_candidates(evals)
+    if candidates is None:
+        candidates = scenario_candidates(evals)
     selected = set(discover_scenarios(evals, names, candidates))
     left_out: list[str] = []
     taken: list[Path] = []

@@ -1,4 +1,5 @@
-"""The heap that collection built is frozen while scenarios run, and only then."""
+"""The heap that collection built is frozen while scenarios run and pytest shuts down, and
+only then."""
 
 from __future__ import annotations
 
@@ -33,6 +34,12 @@ def pytest_sessionfinish(session):
         return (yield)
     finally:
         _note("finished")
+
+
+def pytest_configure(config):
+    # Run after every plugin's pytest_unconfigure, before pytest's own cleanup collects the
+    # garbage a last time.
+    config.add_cleanup(lambda: _note("unconfigured"))
 """
 
 
@@ -41,7 +48,7 @@ def noted(pytester: pytest.Pytester) -> list[tuple[str, int]]:
     return [(what, int(count)) for what, count in (line.split() for line in lines)]
 
 
-def test_the_collected_heap_is_frozen_while_scenarios_run_and_given_back_after(
+def test_the_collected_heap_is_frozen_while_scenarios_run_and_given_back_at_unconfigure(
     pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
 ) -> None:
     write_skill(pytester.path, "s", {"scenario-0": {"a": 1}, "scenario-1": {"a": 1}})
@@ -51,9 +58,12 @@ def test_the_collected_heap_is_frozen_while_scenarios_run_and_given_back_after(
 
     assert result.ret == pytest.ExitCode.OK
     seen = noted(pytester)
-    assert [what for what, _ in seen] == ["scenario", "call", "scenario", "call", "finished"]
-    assert all(count > 0 for what, count in seen if what != "finished")
-    assert seen[-1] == ("finished", 0)
+    assert [what for what, _ in seen] == [
+        *("scenario", "call", "scenario", "call"),
+        *("finished", "unconfigured"),
+    ]
+    assert all(count > 0 for what, count in seen if what != "unconfigured")
+    assert seen[-1] == ("unconfigured", 0)
 
 
 def test_a_run_without_scenarios_leaves_the_collector_alone(pytester: pytest.Pytester) -> None:
@@ -63,4 +73,4 @@ def test_a_run_without_scenarios_leaves_the_collector_alone(pytester: pytest.Pyt
     result = pytester.runpytest_subprocess()
 
     assert result.ret == pytest.ExitCode.OK
-    assert noted(pytester) == [("call", 0), ("finished", 0)]
+    assert noted(pytester) == [("call", 0), ("finished", 0), ("unconfigured", 0)]
