@@ -221,28 +221,6 @@ def test_trusted_authorities_that_do_not_load_fail_each_call(
     assert endpoint.requests == []
 
 
-def test_trusted_authorities_are_loaded_only_for_a_tls_connection(
-    endpoint: ScriptedEndpoint,
-    tls_endpoint: ScriptedEndpoint,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # A bundle that exists but holds no certificate: a plain http:// call never loads it, the
-    # first TLS connection does, and it and every later one fail naming it.
-    bundle = tmp_path / "not-a-bundle.pem"
-    bundle.write_text("no certificate here\n")
-    monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
-    endpoint.enqueue(Reply.chat("plain"), Reply.chat("plain again"))
-    failure = r"connection failed: cannot load the trusted authorities"
-    with make_client(5.0) as client:
-        assert ask(client, endpoint.base_url) == "plain"
-        for _ in range(2):
-            with pytest.raises(TransportError, match=failure):
-                ask(client, tls_endpoint.base_url)
-        assert ask(client, endpoint.base_url) == "plain again"
-    assert tls_endpoint.requests == []
-
-
 # -- proxies ----------------------------------------------------------------------------------
 
 
