@@ -49,6 +49,28 @@ def test_lint_collects_each_format_scenario_with_its_format_s_rules(
     assert sorted(p.relative_to(pytester.path) for p in pytester.path.rglob("*")) == before
 
 
+def test_keys_a_format_s_own_tools_pass_over_are_warned_relative_to_their_eval(
+    pytester: pytest.Pytester,
+) -> None:
+    skill = pytester.path / "skills" / "csv-tidy"
+    write(skill / "SKILL.md", SKILL_MD)
+    write(skill / "CHANGELOG.md", "# Changelog\n\n## [1.0.0] - 2026-01-01\n")
+    evals = [{"id": 1, "name": "sorts", "prompt": "Sort it.", "expectations": ["Rows sorted"]}]
+    data = {"skill_name": "csv-tidy", "generated_by": "a tool", "evals": evals}
+    write(skill / "evals" / "evals.json", json.dumps(data))
+
+    result = pytester.runpytest("--eval-lint", "skills", "-W", "default", "-p", "no:cacheprovider")
+
+    warnings = [line for line in result.stdout.lines if "[unknown-keys]" in line]
+    assert [line.split("[unknown-keys] ", 1)[1] for line in warnings] == [
+        "evals[0]: `generated_by` (of the whole file) is not a key of the format: the run "
+        "ignores it, as the format's own tools do",
+        "evals[0]: `name` is not a key of the format: the run ignores it, as the format's own "
+        "tools do",
+    ]
+    result.assert_outcomes(passed=2)  # the skill and its eval: warnings, not failures
+
+
 def test_a_format_file_named_on_the_command_line_is_linted_alone(
     pytester: pytest.Pytester,
 ) -> None:

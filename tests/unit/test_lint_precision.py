@@ -99,8 +99,8 @@ LABELS: dict[tuple[str, str, str, str], bool] = {
     ("waza", "vague-criteria", "evals/tasks/lock.yaml", "'Clear and appropriate'"): True,
     ("waza", "referenced-inputs", "evals/tasks/rollback.yaml", "`migrations/003_drop.sql`"): True,
     # A key of the authors' own in each, which the run passes over as the format's tools do.
-    ("skill-creator", "unknown-keys", "evals/evals.json", "evals[0].name"): True,
-    ("skillgrade", "unknown-keys", "eval.yaml", "tasks[1].notes"): True,
+    ("skill-creator", "unknown-keys", "evals/evals.json", "evals[0]: `name`"): True,
+    ("skillgrade", "unknown-keys", "eval.yaml", "tasks[1]: `notes`"): True,
     ("skillgrade", "referenced-inputs", "eval.yaml", "`app/package.json`"): True,
     ("skillgrade", "vague-criteria", "eval.yaml", "'Nice work'"): True,
     ("harbor", FORMAT_RULE, "task.toml", "verifier.retries"): True,

@@ -42,7 +42,7 @@ class FormatSource:
     names, and how that format names the task, the files the workspace starts with and a
     judged criterion's text, which messages say in place of ``task.md``, ``inputs/`` and a
     criterion's ``description``; and the fields of the keys its reader passed over, as the
-    format's own tools do (``evals[0].rubric``)."""
+    format's own tools do, as the scenario's findings show them (``rubric``)."""
 
     file: str
     task: str

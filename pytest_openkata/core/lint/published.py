@@ -89,7 +89,8 @@ def written_out(
         yield unreadable(exc, source, skill_dir)
         return
     words = _WORDS.get(source.format, ("the task", "its input files", "its text"))
-    shown = FormatSource(source_file(source, skill_dir), *words, ignored_keys=scenario.ignored_keys)
+    ignored = tuple(_within(field, source.key) for field in scenario.ignored_keys)
+    shown = FormatSource(source_file(source, skill_dir), *words, ignored_keys=ignored)
     with tempfile.TemporaryDirectory(prefix="openkata-lint-") as temporary:
         folder = Path(temporary) / "scenario"
         files, _notes = openkata_files(scenario)
