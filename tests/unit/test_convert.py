@@ -216,10 +216,11 @@ def test_convert_back_to_evals_json_and_a_bad_source_is_an_error_naming_file_and
     ).read_bytes()
 
     spec = source / "evals" / "evals.json"
-    spec.write_text(json.dumps({"evals": [{"id": 1, "prompt": "p", "rubric": "r"}]}))
+    bad_eval = {"id": 1, "prompt": "p", "assertions": [{"type": "llm", "value": "r"}]}
+    spec.write_text(json.dumps({"evals": [bad_eval]}))
     bad = convert(str(source), "--to", str(tmp_path / "other"), cwd=tmp_path)
     assert bad.returncode == 2
-    assert "evals.json: evals[0].rubric: unknown key" in bad.stderr
+    assert "evals.json: evals[0].assertions[0].type: assertion type 'llm'" in bad.stderr
     assert "(skill-creator format)" in bad.stderr
     assert not (tmp_path / "other").exists()
 

@@ -353,6 +353,44 @@ def test_keys_skill_creator_does_not_have_are_passed_over_as_its_scripts_do_and_
     assert second.ignored_keys == ("generated_by",)  # the file's, and none of the other eval's
 
 
+def test_an_assertion_object_without_a_type_is_a_judged_statement_as_skill_creator_grades_it(
+    tmp_path: Path,
+) -> None:
+    assertions = [
+        {"name": "has-steps", "description": "All four steps are shown"},
+        {"name": "Rows are sorted by age"},
+        {"type": "contains", "value": "age"},
+    ]
+    skill = layouts.skill_creator(tmp_path, [{"id": 1, "prompt": "Go.", "assertions": assertions}])
+
+    (scenario,) = read_all(skill)
+
+    assert [(c.name, c.description, c.weight) for c in scenario.criteria] == [
+        ("has-steps", "All four steps are shown", 1),
+        ("Rows are sorted by age", "Rows are sorted by age", 1),
+    ]
+    assert [c["pattern"] for c in scenario.checks] == ["age"]
+
+
+@pytest.mark.parametrize(
+    ("assertion", "field", "words"),
+    [
+        ({}, "evals[0].assertions[0]", "needs a type (contains, not_contains, regex) or a"),
+        ({"name": "x", "description": 3}, "evals[0].assertions[0].description", "non-empty"),
+    ],
+)
+def test_an_assertion_object_with_nothing_to_judge_names_its_field(
+    tmp_path: Path, assertion: dict[str, object], field: str, words: str
+) -> None:
+    skill = layouts.skill_creator(tmp_path, [{"id": 1, "prompt": "Go.", "assertions": [assertion]}])
+
+    with pytest.raises(FormatError) as caught:
+        read_all(skill)
+
+    assert f"evals.json: {field}: " in str(caught.value)
+    assert words in str(caught.value)
+
+
 def test_keys_skillgrade_does_not_have_are_passed_over_and_those_it_cannot_honour_refused(
     tmp_path: Path,
 ) -> None:

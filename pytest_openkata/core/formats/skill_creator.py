@@ -141,6 +141,8 @@ class SkillCreatorFormat:
             field = f"{where}.assertions[{number}]"
             if isinstance(assertion, str) and assertion.strip():
                 criteria.append(JudgedCriterion(assertion, assertion, 1))
+            elif isinstance(assertion, Mapping) and "type" not in assertion:
+                criteria.append(_judged_assertion(path, field, assertion, ignored))
             elif isinstance(assertion, Mapping):
                 default = f"assertion {number + 1}"
                 checks.append(assertion_check(path, field, assertion, default, ignored))
@@ -189,6 +191,28 @@ class SkillCreatorFormat:
         if ignored is not None:
             ignored += passed_over
         return evals
+
+
+def _judged_assertion(
+    path: Path, field: str, item: Mapping[str, Any], ignored: list[str]
+) -> JudgedCriterion:
+    """An assertion object without a ``type``: a statement for the grader to judge, as
+    skill-creator's grader reads it; its ``description`` is the statement (else its
+    ``name``) and its ``name`` names it."""
+    check_keys(NAME, path, item, field, known=ASSERTION_KEYS, ignored=ignored)
+    texts = {key: item.get(key) for key in ("name", "description")}
+    for key, text in texts.items():
+        if text is not None and not (isinstance(text, str) and text.strip()):
+            raise FormatError(NAME, path, "must be a non-empty string", f"{field}.{key}")
+    statement = texts["description"] or texts["name"]
+    if statement is None:
+        raise FormatError(
+            NAME,
+            path,
+            "needs a type (contains, not_contains, regex) or a description to judge",
+            field,
+        )
+    return JudgedCriterion(texts["name"] or statement, statement, 1)
 
 
 def _strings(path: Path, value: Any, field: str) -> list[str]:
