@@ -315,6 +315,12 @@ def skill_creator_repo(root: Path) -> Path:
             "prompt": "Fill the form with the pdf-forms skill and tell me the field count.",
             "expectations": ["The answer gives the number of fields the form has"],
         },
+        {
+            # The kind of file the task is about, which the criterion names too: no answer.
+            "id": 5,
+            "prompt": "I edited a .fdf template. How do I merge it into the form and check it?",
+            "assertions": ["Says to look for the `.fdf` files.", "Says how to merge them."],
+        },
     ]
     write(skill / "evals" / "evals.json", _json({"skill_name": "pdf-forms", "evals": evals}))
     # A skill whose release tool stamps its version into SKILL.md's metadata, no CHANGELOG.

@@ -304,6 +304,8 @@ _PLAIN_WORD = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)*")
 
 
 _MIN_QUOTED = 4
+# A file name's suffix alone (`.vue`, `*.tf`): the kind of file the task works on, its topic.
+_FILE_SUFFIX = re.compile(r"\*?\.[A-Za-z0-9][\w-]*")
 
 
 _HEADING = re.compile(r"^ {0,3}#{1,6}(?:\s|$)")
@@ -313,8 +315,8 @@ def _expected_values(scenario: ScenarioFiles, item: JsonNode) -> list[str]:
     """The values a criterion expects: the text of a mechanical ``contains`` criterion, and
     the quoted strings (double quotes or backticks) of its description of at least four
     characters that are neither a plain word (as "main" or "build": a word the task and the
-    criterion share is mostly the thing both talk about) nor a file's path (a file the task
-    names is where to work, not the answer)."""
+    criterion share is mostly the thing both talk about), a file's path (a file the task
+    names is where to work, not the answer) nor a file name's suffix."""
     values = []
     check = criterion_check(scenario, item)
     if check is not None and check[1].strip():
@@ -335,6 +337,8 @@ def _expected_values(scenario: ScenarioFiles, item: JsonNode) -> list[str]:
                 continue
             if is_path_token(text) or input_path(text) is not None:
                 continue
+            if _FILE_SUFFIX.fullmatch(text):
+                continue  # "finds the `.vue` files": the kind of file both talk about
             values.append(text)
     return list(dict.fromkeys(values))
 
