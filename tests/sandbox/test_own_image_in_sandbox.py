@@ -214,10 +214,10 @@ def _build_containers(client: docker.DockerClient, token: str) -> list[str]:
     a cancelled build's container (waited for, up to a bound)."""
     deadline = time.monotonic() + 60
     while True:
+        # The listing's own command lines: inspecting each container after it races with
+        # other tests removing theirs.
         found = [
-            c.id
-            for c in client.containers.list(all=True)
-            if token in " ".join(c.attrs["Config"].get("Cmd") or [])
+            c["Id"] for c in client.api.containers(all=True) if token in (c.get("Command") or "")
         ]
         if not found or time.monotonic() > deadline:
             return found
