@@ -69,7 +69,7 @@ def _baseline(value: str) -> str:
 def _variant_label(value: str) -> str:
     """A variant's label in the variants file (checked against the file when the run starts)."""
     text = value.strip()
-    if text.startswith("-") or any(char.isspace() for char in text):
+    if text.startswith("-") or any(char.isspace() for char in text) or not text.isprintable():
         raise ValueError(f"{value!r} is not a variant's label")
     return text
 
