@@ -10,21 +10,26 @@ from (a copy of the skill or of the plugin holding it, such as a rewrite being t
 A run of this plugin has two arms (:mod:`pytest_openkata.core.arms`), so the ``variants``
 setting names the file and two of its variants become the arms:
 
-- the run's own arm is the variant ``variant`` names, else the first whose context is
-  included;
+- the run's own arm is the variant ``variant`` names (a label the file lacks is a bad
+  setting), else the first whose context is included and that can run here;
 - the baseline arm is the variant ``baseline`` names by its label, else (without a
-  ``baseline``) the first variant without the context of the same agent and model; an
-  arm's name is its label, so the
-  reports show the labels. ``baseline`` ``same`` runs the own variant twice (an A/A run);
-  ``without-skill`` and a git ref keep their meaning.
+  ``baseline``) the first variant without the context that runs with the own variant's
+  agent and model, the run's where a variant names none; ``baseline`` none switches it off.
+  An arm's name is its label, so the reports show the labels. ``baseline`` ``same`` runs
+  the own variant twice (an A/A run); ``without-skill`` and a git ref keep their meaning,
+  and no variant may be labelled with a name that means an arm.
 
-A variant's skill is the skill folder itself, nowhere (``includeContext: false``) or the copy
-one of its fixtures holds (the fixture folder itself, or its ``skills/<name>`` or ``<name>``,
-for the skill of folder name ``<name>``). A run has one agent and one agent model, so a
-variant's ``agent`` and ``model`` must be the run's: a variant of another agent or model is
-a run of its own. What cannot be honoured is an error naming the file, the variant's label
-and the key; a key this plugin does not know is a warning. Paths are relative to the folder
-the run starts in (the rootdir), as Tessl's are to the folder its command runs in.
+A variant's skill is the skill folder itself, nowhere (``includeContext: false``, which
+``"fixtures": {}`` means by default, as in Tessl's demos) or the copy one of its fixtures
+holds: the fixture folder itself, or its ``skills/<name>`` or ``<name>``, named as the skill
+by its folder or its SKILL.md front matter, of the skill's kind; the only fixture of a run of
+one skill whatever its name. A fixture from Tessl's registry (``definition``) cannot be
+installed here: only its variant cannot be an arm. A run has one agent and one agent model,
+so a variant's ``agent`` and ``model`` must be the run's: a variant of another agent or
+model is a run of its own. What cannot be honoured is an error naming the file, the
+variant's label and the key, with paths relative to the rootdir; a key this plugin does not
+know is a warning. Paths are relative to the folder the run starts in (the rootdir), as
+Tessl's are to the folder its command runs in.
 """
 
 from __future__ import annotations
