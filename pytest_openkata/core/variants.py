@@ -401,8 +401,10 @@ class VariantPlan:
                     return candidate
                 if named and has_context(candidate) and not wrong:
                     other = "tile" if kind == "skill" else "skill"
+                    inside = candidate.relative_to(folder).as_posix()
+                    at = shown if inside == "." else f"{shown.rstrip('/')}/{inside}"
                     wrong = (
-                        f"{where}: fixtures.{fixture}: {shown} holds a {other} "
+                        f"{where}: fixtures.{fixture}: {at} holds a {other} "
                         f"({_KIND_FILE[other]}) where the {kind} {name} needs a {kind} "
                         f"({_KIND_FILE[kind]})"
                     )
@@ -418,9 +420,9 @@ class VariantPlan:
                 called = _front_matter_name(only) or only.name
                 raise VariantsError(
                     f"{where}: fixtures.{fixture}: {shown_path(local, self.root)} holds the "
-                    f"{kind} {called}, not {name}: a fixture of another name is the copy of a "
-                    f"run's only skill, and this run evaluates more than one (name the copy's "
-                    f"folder, or its SKILL.md name, {name})"
+                    f"{kind} {called}, not {name}: a fixture of another name stands for a "
+                    f"skill only in a run of one skill (name the copy's folder, or its SKILL.md "
+                    f"name, {name})"
                 )
             if has_context(only):
                 other = "tile" if kind == "skill" else "skill"

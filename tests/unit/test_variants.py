@@ -405,8 +405,8 @@ def test_a_fixture_of_another_name_is_no_copy_of_a_skill_of_a_run_of_several(
         plan.arms(b, sandboxed=False)
     assert str(raised.value) == (
         "evals/arms.json: variant 'r': fixtures.d: ./draft holds the skill a, not b: a fixture "
-        "of another name is the copy of a run's only skill, and this run evaluates more than "
-        "one (name the copy's folder, or its SKILL.md name, b)"
+        "of another name stands for a skill only in a run of one skill (name the copy's "
+        "folder, or its SKILL.md name, b)"
     )
 
 
@@ -434,7 +434,7 @@ def test_a_fixture_of_the_wrong_kind_is_an_error_naming_it_and_no_machine_path(
         messages.append(str(raised.value))
 
     assert messages == [
-        "evals/arms.json: variant 'tile': fixtures.t: tiles holds a tile (tile.json) where the "
+        "evals/arms.json: variant 'tile': fixtures.t: tiles/s holds a tile (tile.json) where the "
         "skill s needs a skill (SKILL.md)",
         "evals/arms.json: variant 'only': fixtures.t: tiles/s holds a tile (tile.json) where "
         "the skill s needs a skill (SKILL.md)",
