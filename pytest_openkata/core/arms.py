@@ -30,8 +30,10 @@ from pytest_openkata.infra.tempfiles import new_temp_folder
 
 __all__ = [
     "OWN_ARM",
+    "RESERVED_NAMES",
     "SAME",
     "WITHOUT_SKILL",
+    "WITH_SKILL",
     "Arm",
     "ArmError",
     "baseline_arm",
@@ -40,6 +42,12 @@ __all__ = [
 
 WITHOUT_SKILL = "without-skill"
 SAME = "same"
+WITH_SKILL = "with-skill"
+"""The own arm's name where a report names both arms (a CSV row's ``arm``)."""
+
+RESERVED_NAMES = frozenset({WITHOUT_SKILL, SAME, WITH_SKILL, "none", "off"})
+"""Names that mean an arm, or no baseline, wherever an arm is named (``--eval-baseline``, the
+reports): no variant of a variants file may be labelled so, in any case."""
 
 
 class ArmError(OpenkataError):

@@ -196,6 +196,9 @@ def evaluate(paths: PathLike | Iterable[PathLike], **settings: object) -> list[S
         # As pytest deselects them: with --eval-category, those without such criteria.
         if not resolved.categories or has_categories(scenario, resolved.categories)
     ]
+    if isinstance(variants, VariantPlan):  # a variant's only fixture: a run of one skill's copy
+        skills = {skill_of(job.scenario_dir) for job in jobs}
+        variants = replace(variants, skill_count=len(skills))
     here = Path.cwd()
     recorded = recorded_run(resolved, here)
     problem = unpriced_budget(resolved)

@@ -469,6 +469,11 @@ class _ScenarioRun:
                 }
             if self.options.skill_delivery != PROMPT:  # the prompt delivery's keys stay
                 material["skill_delivery"] = self.options.skill_delivery
+                # Installed, the skill is in neither the prompt nor (for a direct scenario) a
+                # workspace digest: an arm without it must not share the answers of an arm
+                # with it. The keys of an arm with the skill stay as they were.
+                if arm.skill is False and not scenario.sandbox:
+                    material["skill_installed"] = False
             self._agent_material = material
         return self._agent_material
 

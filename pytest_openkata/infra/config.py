@@ -69,7 +69,7 @@ def _baseline(value: str) -> str:
 def _variant_label(value: str) -> str:
     """A variant's label in the variants file (checked against the file when the run starts)."""
     text = value.strip()
-    if text.startswith("-") or any(char.isspace() for char in text):
+    if text.startswith("-") or any(char.isspace() for char in text) or not text.isprintable():
         raise ValueError(f"{value!r} is not a variant's label")
     return text
 
@@ -626,7 +626,8 @@ HELP = {
     "as the endpoint serves at once, when it says (llama-server) (default 0: no cap)",
     "baseline": "also run every scenario in a baseline arm and report the uplift: without-skill, "
     "same (an A/A run), a git ref of the skill's files, or a variant's label of the variants "
-    "file (default none; with a variants file, its first variant without the context)",
+    "file (default none; with a variants file, its first variant without the context that runs "
+    "with the own variant's agent and model; none switches that off too)",
     "variants": "Tessl's variants (arms) file, a JSON array of variants, relative to the rootdir: "
     "two of its variants are the run's arms, the variant setting's and the baseline (default "
     "none)",

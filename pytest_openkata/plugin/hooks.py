@@ -257,7 +257,10 @@ def _variants(
     if mode not in ("", ESTIMATE) or not settings.variants:
         config.stash[variants_key] = None
         return settings
-    settings, plan = run_variants(settings, config.rootpath)
+    try:
+        settings, plan = run_variants(settings, config.rootpath)
+    except ConfigError as exc:  # settings the file contradicts: no scenario runs
+        raise pytest.UsageError(f"pytest-openkata: {visible(str(exc))}") from None
     config.stash[variants_key] = plan
     if controller:
         said = [str(plan)] if isinstance(plan, VariantsError) else []
@@ -419,7 +422,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     unite_skill_scenarios(config, items)
     mode = mode_of(config)
     _select_for_mode(config, items, mode)
+    _count_variant_skills(config, items)  # the whole run's, before a shard takes its part
     shard.select(config, items)  # a part of what the mode, -k and -m selected
+
+
+def _count_variant_skills(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tell the variants file's arms how many skills the run evaluates: only a run of one
+    skill takes a variant's only fixture as its copy whatever the fixture's name."""
+    from dataclasses import replace
+
+    from pytest_openkata.core.variants import VariantPlan
+
+    plan = config.stash.get(variants_key, None)
+    if isinstance(plan, VariantPlan):
+        skills = {item.skill_dir for item in items if isinstance(item, ScenarioItem)}
+        config.stash[variants_key] = replace(plan, skill_count=len(skills))
 
 
 def _select_for_mode(config: pytest.Config, items: list[pytest.Item], mode: str) -> None:

@@ -305,3 +305,111 @@ def test_an_installed_variant_s_copy_is_installed_and_forced_activation_is_a_lin
     ]
     assert calls[task]["files"] == []  # the baseline: no skill, and no line
     assert len(calls) == 2
+
+
+def test_a_variant_label_the_file_does_not_have_stops_the_run_before_any_model_call(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, arms: ArmScript
+) -> None:
+    write_skill(pytester.path, "s", {"scenario-0": {"rewritten": 1}})
+    _arms_file(pytester.path, VARIANTS)
+
+    result = pytester.runpytest(
+        "skills/s",
+        *eval_args(endpoint.base_url, "--eval-model", "m1"),
+        "--eval-variants",
+        "arms.json",
+        "--eval-variant",
+        "rewrite-2",
+    )
+
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "*pytest-openkata: arms.json: no variant is labelled 'rewrite-2' (the variant "
+            "setting); its labels: current, rewrite-1, no-skill"
+        ]
+    )
+    assert reports_under(pytester.path) == []  # no report names an arm that never ran
+    assert endpoint.requests == []
+
+
+def test_a_bad_variants_file_is_said_once_under_xdist(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, arms: ArmScript
+) -> None:
+    write_skill(pytester.path, "s", {"scenario-0": {"rewritten": 1}})
+    write_skill(pytester.path, "t", {"scenario-0": {"rewritten": 1}})
+    _arms_file(pytester.path, [{"label": "same"}])
+
+    result = pytester.runpytest(
+        "skills", "-n", "2", *eval_args(endpoint.base_url), "--eval-variants", "arms.json"
+    )
+
+    said = "PytestConfigWarning: pytest-openkata: arms.json: [0].label: 'same' is reserved"
+    assert result.stdout.str().count(said) == 1
+    result.assert_outcomes(errors=2)  # each scenario errors with it, once
+    assert arms.prompts == []
+
+
+def test_arms_with_and_without_the_installed_skill_do_not_share_cached_answers(
+    pytester: pytest.Pytester,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    endpoint: ScriptedEndpoint,
+    script: EvalScript,
+) -> None:
+    claude, path = install_scripted_claude(tmp_path / "bin")  # Claude Code's stand-in
+    monkeypatch.setenv("PATH", path)
+    task = "Do the task of scenario-0."
+    claude.plan("s", {task: ["load"]})
+    write_skill(pytester.path, "s", {"scenario-0": {"x": 1}})
+    # Two arms whose prompts are the same task: only whether the skill is installed differs.
+    _arms_file(
+        pytester.path,
+        [{"label": "quiet", "forceContextActivation": False}, {"label": "bare", "fixtures": {}}],
+    )
+
+    def run(variant: str) -> pytest.RunResult:
+        return pytester.runpytest_subprocess(
+            "skills/s",
+            "--eval-backend", "claude",
+            "--eval-judge-backend", "http",
+            "--eval-base-url", endpoint.base_url,
+            "--eval-skill-delivery", "installed",
+            "--eval-variants", "arms.json",
+            "--eval-variant", variant,
+            "--eval-baseline", "none",
+            "--eval-threshold", "0",
+        )  # fmt: skip
+
+    with_skill, without = run("quiet"), run("bare")
+
+    assert with_skill.ret == without.ret == pytest.ExitCode.OK, without.stdout.str()
+    first, second = claude.calls()  # the arm without the skill was not served from the cache
+    assert [str(first["prompt"]).strip(), str(second["prompt"]).strip()] == [task, task]
+    assert first["files"] == [".claude/skills/s/SKILL.md"]
+    assert second["files"] == []
+
+
+def test_a_single_fixture_is_the_copy_of_its_own_skill_or_of_a_run_s_only_skill(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, arms: ArmScript
+) -> None:
+    write_skill(pytester.path, "s", {"scenario-0": {"rewritten": 1}})
+    write_skill(pytester.path, "t", {"scenario-0": {"rewritten": 1}})
+    draft = pytester.path / "draft"
+    draft.mkdir()
+    (draft / "SKILL.md").write_text(f"---\nname: s\n---\n{REWRITTEN}\n")
+    _arms_file(pytester.path, [{"label": "draft", "fixtures": {"d": {"localPath": "./draft"}}}])
+    options = (*eval_args(endpoint.base_url), "--eval-variants", "arms.json")
+
+    both = pytester.runpytest("skills", *options, "--eval-threshold", "0")
+    prompts = len(arms.prompts)
+    alone = pytester.runpytest("skills/t", *options, "--eval-threshold", "0")
+
+    both.assert_outcomes(passed=1, errors=1)  # s has its copy; t is not given s's
+    both.stdout.fnmatch_lines(
+        ["*arms.json: variant 'draft': fixtures.d: ./draft holds the skill s, not t: *"]
+    )
+    assert prompts == 1
+    assert REWRITTEN in arms.prompts[0]
+    alone.assert_outcomes(passed=1)  # a run of t alone: the only fixture is t's copy
+    assert REWRITTEN in arms.prompts[-1]

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 
 from pytest_openkata.contracts.results import ScenarioResult, TrialResult
 from pytest_openkata.core.activation import activation, names_of
+from pytest_openkata.core.arms import WITH_SKILL
 from pytest_openkata.core.reporting import ReportOutcome, Run
 from pytest_openkata.core.runlog import LoggedRun, skill_summaries
 from pytest_openkata.core.summary import SkillSummary, skill_labels
@@ -59,7 +60,7 @@ COLUMNS = (
     "error",
     "skill_activation",
 )
-OWN_ARM = "with-skill"
+OWN_ARM = WITH_SKILL
 """The ``arm`` column of the run's own arm (its results carry the arm name ``""``)."""
 
 
