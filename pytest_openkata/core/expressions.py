@@ -15,7 +15,8 @@ an object holding only ``search match fullmatch findall sub split`` and the flag
 limit, so that a pattern that backtracks without end on an agent's output is stopped.
 
 Its work is bounded: simpleeval refuses a power, a repetition or a sum of texts past its
-limits, and this module bounds the texts its methods make (``replace``, ``join``, ``sub``)
+limits, this module also a power whose result would have more bits than simpleeval's
+``MAX_POWER``, and it bounds the texts its methods make (``replace``, ``join``, ``sub``)
 the same way and opens only the attributes listed in :data:`ALLOWED_ATTRIBUTES`, none that
 could make a text larger on its own (``center``, ``zfill``) or change the events. What
 cannot be evaluated raises :class:`ExpressionError`; the check errors, never fails.
@@ -241,6 +242,20 @@ def _bounded_text(size: int, given: int) -> None:
         )
 
 
+def _bounded_power(base: Any, exponent: Any) -> Any:
+    """simpleeval's power, also refused when a whole-number result would have more bits than
+    ``MAX_POWER``: within simpleeval's bounds alone, one power can hold the host for minutes."""
+    if (
+        isinstance(base, int)
+        and isinstance(exponent, int)
+        and exponent > 0
+        and abs(base) > 1
+        and exponent * abs(base).bit_length() > simpleeval.MAX_POWER
+    ):
+        raise simpleeval.NumberTooHigh(f"{base} ** {exponent} would be too large a number")
+    return simpleeval.safe_power(base, exponent)
+
+
 def _re_for(timeout: float) -> _Re:
     """``re``'s functions on the ``regex`` package, each search stopped after ``timeout``."""
 
@@ -335,6 +350,7 @@ def evaluate(tree: ast.Expression, inputs: ExpressionInputs, *, timeout: float) 
         "False": False,
     }
     evaluator = _Evaluator(
+        operators={**simpleeval.DEFAULT_OPERATORS, ast.Pow: _bounded_power},
         functions=dict(FUNCTIONS),
         names=names,
         allowed_attrs={kind: set(attrs) for kind, attrs in ALLOWED_ATTRIBUTES.items()},

@@ -155,6 +155,7 @@ def test_an_expression_that_raises_is_an_error_naming_what_it_raised(
     "expression",
     [
         "10 ** 10 ** 10",
+        "4000000 ** 4000000 > 0",
         "'a' * 10 ** 9",
         "[output] * 10 ** 9",
         "output.replace('', 'x' * 50000)",
