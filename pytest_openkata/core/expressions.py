@@ -244,7 +244,8 @@ def _bounded_text(size: int, given: int) -> None:
 
 def _bounded_power(base: Any, exponent: Any) -> Any:
     """simpleeval's power, also refused when a whole-number result would have more bits than
-    ``MAX_POWER``: within simpleeval's bounds alone, one power can hold the host for minutes."""
+    ``MAX_POWER``: within simpleeval's bounds alone, one power can hold the host far longer
+    than any check should take."""
     if (
         isinstance(base, int)
         and isinstance(exponent, int)
