@@ -14,11 +14,12 @@ an object holding only ``search match fullmatch findall sub split`` and the flag
 ``IGNORECASE MULTILINE DOTALL``. Its patterns are the ``regex`` package's with a time
 limit, so that a pattern that backtracks without end on an agent's output is stopped.
 
-Its work is bounded: simpleeval refuses a power, a repetition or a sum of texts past its
-limits, this module also a power whose result would have more bits than simpleeval's
-``MAX_POWER``, and it bounds the texts its methods make (``replace``, ``join``, ``sub``)
-the same way and opens only the attributes listed in :data:`ALLOWED_ATTRIBUTES`, none that
-could make a text larger on its own (``center``, ``zfill``) or change the events. What
+Its work is bounded by simpleeval's limits: a power past ``MAX_POWER`` (or whose result would
+have more bits), a comprehension past ``MAX_COMPREHENSION_LENGTH``, and a text or list that a
+repetition, a sum, ``replace``, ``join`` or ``re.sub`` would make more than
+``MAX_STRING_LENGTH`` longer than the longest it was made of (so that a long output stays
+readable whole). Only the attributes listed in :data:`ALLOWED_ATTRIBUTES` may be read, none
+that could make a text larger on its own (``center``, ``zfill``) or change the events. What
 cannot be evaluated raises :class:`ExpressionError`; the check errors, never fails.
 
 The events map the plugin's transcript onto waza's event dicts (``role``, ``type``,
@@ -234,12 +235,36 @@ def _errors(events: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
 
 
 def _bounded_text(size: int, given: int) -> None:
-    """Refuse a text an expression would make larger than simpleeval's limit and than the
-    texts it was made of."""
-    if size > max(simpleeval.MAX_STRING_LENGTH, given):
+    """Refuse a text or list an expression would make more than simpleeval's
+    ``MAX_STRING_LENGTH`` longer than the longest it was made of (``given``): an agent's long
+    output stays readable whole, and no expression makes one without bound."""
+    if size > given + simpleeval.MAX_STRING_LENGTH:
         raise simpleeval.IterableTooLong(
-            f"the text would have {size} characters, more than {simpleeval.MAX_STRING_LENGTH}"
+            f"the result would have a length of {size}, more than {simpleeval.MAX_STRING_LENGTH} "
+            f"beyond the {given} it was made of"
         )
+
+
+def _length(value: Any) -> int | None:
+    return len(value) if isinstance(value, str | bytes | list | tuple | dict) else None
+
+
+def _bounded_add(left: Any, right: Any) -> Any:
+    """``+``, bounded as :func:`_bounded_text` bounds texts (in place of simpleeval's, which
+    refuses adding to an output longer than its limit)."""
+    sizes = (_length(left), _length(right))
+    if sizes[0] is not None and sizes[1] is not None:
+        _bounded_text(sizes[0] + sizes[1], max(sizes[0], sizes[1]))
+    return left + right
+
+
+def _bounded_multiply(left: Any, right: Any) -> Any:
+    """``*``, a repetition bounded as :func:`_bounded_text` bounds texts."""
+    for sequence, times in ((left, right), (right, left)):
+        size = _length(sequence)
+        if size is not None and isinstance(times, int):
+            _bounded_text(size * max(times, 0), size)
+    return left * right
 
 
 def _bounded_power(base: Any, exponent: Any) -> Any:
@@ -351,7 +376,12 @@ def evaluate(tree: ast.Expression, inputs: ExpressionInputs, *, timeout: float) 
         "False": False,
     }
     evaluator = _Evaluator(
-        operators={**simpleeval.DEFAULT_OPERATORS, ast.Pow: _bounded_power},
+        operators={
+            **simpleeval.DEFAULT_OPERATORS,
+            ast.Add: _bounded_add,
+            ast.Mult: _bounded_multiply,
+            ast.Pow: _bounded_power,
+        },
         functions=dict(FUNCTIONS),
         names=names,
         allowed_attrs={kind: set(attrs) for kind, attrs in ALLOWED_ATTRIBUTES.items()},

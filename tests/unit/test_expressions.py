@@ -169,6 +169,13 @@ def test_work_past_the_bounds_is_an_error(expression: str) -> None:
     refused(expression)  # raises, and returns before the work is done
 
 
+def test_an_output_longer_than_the_bounds_is_still_read_whole() -> None:
+    long = ExpressionInputs("x\x1b[2J\u202e" * 60_000 + "END")
+    assert holds("output.lower().replace('x', 'y').endswith('end')", long)
+    assert holds("re.sub('x', '', output).count('END') == 1", long)
+    assert holds("len(' '.join([output, 'tail'])) == len(output) + 5", long)
+
+
 def test_a_pattern_that_backtracks_without_end_is_stopped_after_its_time() -> None:
     words = refused(
         "re.search('^(a|aa)+$', output)",
