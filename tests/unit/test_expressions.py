@@ -7,6 +7,7 @@ Every expression is evaluated for real by the evaluator; the transcripts are han
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +87,24 @@ def test_an_expression_reads_the_names_waza_gives(expression: str, expected: boo
 @pytest.mark.parametrize(("expression", "expected"), [("output", True), ("tool_calls[5:]", False)])
 def test_a_result_that_is_not_a_bool_counts_by_its_truth(expression: str, expected: bool) -> None:
     assert holds(expression) is expected
+
+
+@pytest.mark.parametrize(
+    ("pattern", "replacement", "text", "count"),
+    [
+        ("x*", "-", "abxd", 0),
+        (r"(\w+)@(\w+)", r"\2 at \1", "a@b c@d", 0),
+        ("a", "b", "aaaa", 2),
+        (r"\b", "|", "hi there", 0),
+    ],
+)
+def test_re_sub_replaces_as_pythons_re_does(
+    pattern: str, replacement: str, text: str, count: int
+) -> None:
+    inputs = ExpressionInputs(text)
+    expected = re.sub(pattern, replacement, text, count=count)
+    expression = f"re.sub({pattern!r}, {replacement!r}, output, {count}) == {expected!r}"
+    assert holds(expression, inputs)
 
 
 def test_the_events_map_each_step_onto_wazas_event_dicts() -> None:
