@@ -2,7 +2,9 @@
 
 A check is graded without a model: a shell command run in the sandbox after the agent
 finished, a file of the workspace, a pattern in a file or in the agent's output, a JSON
-schema, which files changed, or whether the agent loaded the skill (from its transcript).
+schema, which files changed, whether the agent loaded the skill (from its transcript), or a
+Python expression over its output and transcript (:mod:`pytest_openkata.core.expressions`,
+waza's ``code`` assertions).
 This module holds the checks as loaded (:class:`Check`, read and validated in
 :mod:`pytest_openkata.core.scenario`), the evidence a trial gives them (:class:`Evidence`)
 and the verdict of each (:func:`evaluate_check`).
@@ -80,6 +82,7 @@ CHECK_TYPES = (
     "file",
     "file_regex",
     "output_regex",
+    "output_expression",
     "json_schema",
     "diff",
     "skill_activated",
@@ -136,6 +139,7 @@ class Check:
     tools: tuple[str, ...] = ()  # tool_sequence: the tools' names, in order
     order: str = "in_order"  # tool_sequence: exact, in_order or any_order
     limit: int = 0  # max_tool_calls, max_turns, max_tokens: the most allowed
+    expression: str = ""  # output_expression: one Python expression, parsed at load
 
     @property
     def reads_workspace(self) -> bool:
@@ -325,6 +329,41 @@ def _output_regex(check: Check, evidence: Evidence) -> CriterionResult:
     return _search(check, output, "the agent's output")
 
 
+def _output_expression(check: Check, evidence: Evidence) -> CriterionResult:
+    """An expression over the output and the transcript, evaluated with only waza's names
+    (:mod:`pytest_openkata.core.expressions`, imported here: it loads ``simpleeval``). One
+    that reads the events needs an agent that gave them; one that cannot be evaluated is an
+    error of the scenario, never a failed check."""
+    from pytest_openkata.core import expressions
+
+    shown = repr(check.expression) if len(check.expression) <= 200 else "its expression"
+    try:
+        tree = expressions.parse(check.expression)
+        read = expressions.names_in(tree) & expressions.EVENT_NAMES
+        transcript = evidence.transcript
+        if "tool_calls" in read:
+            transcript = _told(evidence, "its tool calls")
+        elif read and transcript is None:
+            transcript = _told(evidence, "what it did")
+        if read and transcript is not None and transcript.cut_steps:
+            raise _cut(transcript)
+        seconds = transcript.seconds if transcript is not None else None
+        inputs = expressions.ExpressionInputs(
+            evidence.output,
+            expressions.events_of(transcript),
+            round(seconds * 1000) if seconds is not None else 0,
+        )
+        holds = expressions.evaluate(tree, inputs, timeout=check.timeout)
+    except expressions.ExpressionError as exc:
+        why = str(exc)
+        why = why if len(why) <= REASON_TAIL_CHARS else why[:REASON_TAIL_CHARS] + "…"
+        raise CheckError(
+            f"the expression {shown} cannot be evaluated: {why}", kind=SCENARIO_ERROR
+        ) from None
+    said = "holds" if holds else "does not hold"
+    return _verdict(check, holds, f"the expression {shown} {said}")
+
+
 _FENCED_JSON = re.compile(r"```(?:json)?[ \t]*\n(.*?)\n```", re.DOTALL)
 
 
@@ -491,6 +530,7 @@ _EVALUATORS = {
     "file": _file,
     "file_regex": _file_regex,
     "output_regex": _output_regex,
+    "output_expression": _output_expression,
     "json_schema": _json_schema,
     "diff": _diff,
     "skill_activated": _skill_activated,

@@ -719,6 +719,11 @@ class _OutputRegexCheckModel(_CheckModel):
     timeout: float = Field(default=DEFAULT_PATTERN_TIMEOUT, gt=0)
 
 
+class _OutputExpressionCheckModel(_CheckModel):
+    expression: str = Field(min_length=1)
+    timeout: float = Field(default=DEFAULT_PATTERN_TIMEOUT, gt=0)  # of each pattern search
+
+
 class _JsonSchemaCheckModel(_CheckModel):
     json_schema: dict[str, Any] = Field(alias="schema")
     path: str = ""
@@ -757,6 +762,7 @@ _CHECK_MODELS: dict[str, type[_CheckModel]] = {
     "file": _FileCheckModel,
     "file_regex": _FileRegexCheckModel,
     "output_regex": _OutputRegexCheckModel,
+    "output_expression": _OutputExpressionCheckModel,
     "json_schema": _JsonSchemaCheckModel,
     "diff": _DiffCheckModel,
     "skill_activated": _SkillActivatedCheckModel,
@@ -803,6 +809,17 @@ def _check_error(path: Path, index: int, item: Any, exc: ValidationError) -> Sce
     return ScenarioLoadError(path, message, check_field(index, item, key))
 
 
+def _parsed_expression(path: Path, index: int, item: Any, expression: str) -> str:
+    """An output_expression check's expression, once it parses as one Python expression."""
+    from pytest_openkata.core import expressions  # here: it loads simpleeval
+
+    try:
+        expressions.parse(expression)
+    except expressions.ExpressionError as exc:
+        raise ScenarioLoadError(path, str(exc), check_field(index, item, "expression")) from None
+    return expression
+
+
 def check_of(path: Path, index: int, item: Any) -> Check:
     if not isinstance(item, Mapping):
         raise ScenarioLoadError(path, "must be an object", f"[{index}]")
@@ -839,6 +856,8 @@ def check_of(path: Path, index: int, item: Any) -> Check:
             raise ScenarioLoadError(
                 path, f"not a valid regular expression: {exc}", check_field(index, item, "pattern")
             ) from None
+    if kind == "output_expression":
+        fields["expression"] = _parsed_expression(path, index, item, values["expression"])
     if kind == "json_schema":
         from jsonschema import Draft202012Validator
         from jsonschema.exceptions import SchemaError

@@ -31,6 +31,9 @@ OUTSIDE_THE_TREE = {
         "private: raised again as a MalformedResponseError naming the line"
     ),
     "pytest_openkata.local.steps.StopWaiting": "a stop signal while waiting (BaseException)",
+    "pytest_openkata.core.expressions.ExpressionError": (
+        "raised again as the CheckError, ScenarioLoadError or FormatError naming the check"
+    ),
 }
 
 

@@ -27,6 +27,8 @@ LOADED_WHEN_USED = (
     "httpx",
     "yaml",
     "regex",
+    "simpleeval",
+    "pytest_openkata.core.expressions",
     "statsmodels",
     "pytest_openkata.core.lint",
     "pytest_openkata.core.compare",

@@ -373,3 +373,63 @@ def test_a_format_scenario_named_as_a_scenario_folder_beside_it_errors_naming_bo
             "rename one of them*"
         ]
     )
+
+
+def test_a_waza_code_grader_runs_in_the_engine_scoring_as_waza_and_erroring_what_it_cannot_tell(
+    pytester: pytest.Pytester,
+    endpoint: ScriptedEndpoint,
+    script: EvalScript,
+    use_engine: str,
+    standin_image: str,
+) -> None:
+    spec = {
+        "name": "csv-tidy-eval",
+        "skill": "csv-tidy",
+        "config": {"trials_per_task": 1, "executor": "mock", "model": "any"},
+        "tasks": ["tasks/*.yaml"],
+    }
+    task = {
+        "id": "sort-by-age",
+        "inputs": {"prompt": "Sort people.csv by age."},
+        "graders": [
+            {
+                "name": "shape",
+                "type": "code",
+                "weight": 3,
+                "config": {
+                    "assertions": [
+                        "'done' in output and duration_ms >= 0",
+                        "re.search(r'^D[O]NE$', output, re.IGNORECASE | re.MULTILINE) is not None",
+                        "len(output) > 1000",
+                    ]
+                },
+            }
+        ],
+    }
+    skill = pytester.path / "skills" / "csv-tidy"
+    format_layouts.write(skill / "SKILL.md", format_layouts.SKILL_MD)
+    folder = format_layouts.waza(skill, task, spec)
+    # The stand-in agent reports no events: an assertion over its tool calls cannot be told.
+    calls = {**task, "id": "calls", "graders": [{**task["graders"][0], "name": "calls"}]}
+    calls["graders"][0]["config"] = {"assertions": ["len(tool_calls) == 0"]}
+    (folder / "tasks" / "calls.yaml").write_text(json.dumps(calls), encoding="utf-8")
+    options = ("--eval-output", "out/", "--eval-cache", "off")
+
+    result = pytester.runpytest("skills", *sandbox_args(endpoint.base_url, standin_image, *options))
+
+    result.assert_outcomes(failed=2, errors=1)  # the scenario and its failed check
+    [scenario] = [s for s in _results(pytester.path)["scenarios"] if s["criteria"]]
+    # waza's score of the grader: the assertions that hold over all of them.
+    assert (scenario["score"], scenario["max_score"]) == (2, 3)
+    assert {c["name"]: (c["kind"], c["pass"]) for c in scenario["criteria"]} == {
+        "shape: 'done' in output and duration_ms >= 0": ("check", True),
+        "shape: re.search(r'^D[O]NE$', output, re.IGNORECASE | re.MULTILINE) is not None": (
+            "check",
+            True,
+        ),
+        "shape: len(output) > 1000": ("check", False),
+    }
+    result.stdout.fnmatch_lines(
+        ["*('calls: len(tool_calls) == 0'): kiro-cli gave no events to tell its tool calls*"]
+    )
+    assert script.judge_calls == 0

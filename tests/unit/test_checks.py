@@ -226,8 +226,8 @@ def test_unknown_type(tmp_path: Path) -> None:
     message = load_error(tmp_path, [item("regex", "t", pattern="x")])
     assert message.startswith(f"{SHOWN}: [0] ('t').type: unknown check type \"regex\"")
     assert (
-        "choose one of: command, file, file_regex, output_regex, json_schema, diff, "
-        "skill_activated" in message
+        "choose one of: command, file, file_regex, output_regex, output_expression, "
+        "json_schema, diff, skill_activated" in message
     )
 
 

@@ -157,6 +157,29 @@ def test_what_evals_json_cannot_hold_is_named(tmp_path: Path) -> None:
     assert "scenario-1: trials 2" in notes
 
 
+def test_a_waza_code_grader_converts_to_expression_checks_that_evals_json_cannot_hold(
+    tmp_path: Path,
+) -> None:
+    task = {
+        "id": "t",
+        "inputs": {"prompt": "Say hi."},
+        "graders": [
+            {"name": "shape", "type": "code", "config": {"assertions": ["'hi' in output"]}}
+        ],
+    }
+    scenarios = read_all(layouts.waza(tmp_path / "src", task))
+    skill = tmp_path / "out" / "csv-tidy"
+    layouts.write(skill / "SKILL.md", layouts.SKILL_MD)
+    write_openkata(scenarios, skill / "evals")
+
+    loaded = load_scenario(skill / "evals" / folder_name("t"))
+
+    [expression] = [c for c in loaded.checks if c.type == "output_expression"]
+    assert (expression.name, expression.expression) == ("shape: 'hi' in output", "'hi' in output")
+    notes = [str(n) for n in write_evals_json(scenarios, tmp_path / "back")]
+    assert "t: check \"shape: 'hi' in output\" (output_expression)" in notes
+
+
 def test_a_sandbox_image_that_evals_json_cannot_hold_is_named(tmp_path: Path) -> None:
     (scenario,) = read_all(layouts.skillgrade(tmp_path / "src"))
     notes = [str(n) for n in write_evals_json([scenario], tmp_path / "out")]

@@ -170,6 +170,49 @@ def test_waza_text_grader_values_share_its_weight(tmp_path: Path) -> None:
     assert scenario.criteria == (JudgedCriterion("judge", "Friendly.", 1),)
 
 
+def test_waza_code_assertions_are_expression_checks_sharing_the_graders_weight(
+    tmp_path: Path,
+) -> None:
+    task = {
+        "id": "t",
+        "name": "t",
+        "inputs": {"prompt": "Say hi."},
+        "graders": [
+            {
+                "name": "shape",
+                "type": "code",
+                "weight": 3,
+                "config": {
+                    "assertions": ["len(output) > 0", "'hi' in output.lower()", "len(output) > 0"]
+                },
+            },
+            # A task's grader may give its assertions beside config: waza takes those.
+            {
+                "name": "lean",
+                "type": "code",
+                "weight": 2,
+                "assertions": ["(len(tool_calls) <\n  3)"],
+                "config": {"assertions": ["False"]},
+            },
+            {"name": "judge", "type": "prompt", "config": {"prompt": "Friendly."}},
+        ],
+    }
+    (scenario,) = read_all(layouts.waza(tmp_path, task))
+    checks = checks_by_name(scenario)
+    # Weights 3 (three assertions), 2 (one), the judge's and the eval's text grader's 1.
+    assert checks.pop("no-errors")["max_score"] == 1
+    assert {n: (c["type"], c["expression"], c["max_score"]) for n, c in checks.items()} == {
+        "shape: len(output) > 0": ("output_expression", "len(output) > 0", 1),
+        "shape: 'hi' in output.lower()": ("output_expression", "'hi' in output.lower()", 1),
+        "shape: len(output) > 0 [3]": ("output_expression", "len(output) > 0", 1),
+        "lean: (len(tool_calls) < 3)": ("output_expression", "(len(tool_calls) <\n  3)", 2),
+    }
+    assert scenario.criteria == (JudgedCriterion("judge", "Friendly.", 1),)
+    loaded = check_of(Path("x"), 0, checks["lean: (len(tool_calls) < 3)"])
+    assert loaded.type == "output_expression"
+    assert loaded.expression == "(len(tool_calls) <\n  3)"
+
+
 BASE_TASK: dict[str, Any] = {
     "id": "t",
     "name": "t",
@@ -183,13 +226,24 @@ BASE_TASK: dict[str, Any] = {
     [
         ({"retries": 2}, "retries", "unknown key"),
         (
-            {
-                "graders": [
-                    {"name": "c", "type": "code", "config": {"assertions": ["len(output) > 0"]}}
-                ]
-            },
-            "graders[0].type",
-            "'code' is not supported",
+            {"graders": [{"name": "c", "type": "code", "config": {"assertions": ["len(x) >"]}}]},
+            "graders[0].config.assertions[0]",
+            "not a Python expression",
+        ),
+        (
+            {"graders": [{"name": "c", "type": "code", "config": {"assertions": []}}]},
+            "graders[0].config.assertions",
+            "a code grader needs a list of assertions",
+        ),
+        (
+            {"graders": [{"name": "c", "type": "code", "config": {"language": "python"}}]},
+            "graders[0].config.language",
+            "unknown key",
+        ),
+        (
+            {"graders": [{"name": "t", "type": "text", "assertions": ["len(output) > 0"]}]},
+            "graders[0].assertions",
+            "not a text grader's",
         ),
         (
             {

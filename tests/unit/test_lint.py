@@ -1102,6 +1102,10 @@ BROKEN = {
         '"max_score": 1}]'
     },
     "diff without globs": {"checks.json": '[{"name": "a", "type": "diff", "max_score": 1}]'},
+    "check bad expression": {
+        "checks.json": '[{"name": "a", "type": "output_expression", "expression": "1 +", '
+        '"max_score": 1}]'
+    },
     "init file": {"__init__.py": ""},
 }
 

@@ -8,11 +8,12 @@ one scenario named by its ``id``. The task's ``inputs`` give the prompt (``promp
 folder is there, else to the eval's folder; or inline ``content``), a ``context.fixture`` folder
 copied into the workspace, ``follow_up_prompts`` and a ``responder`` (the simulated user).
 Graders, the eval's and then the task's, become judged criteria (``prompt``) or exact checks
-(``text``, ``file``, ``json_schema``, ``program``, ``behavior``, ``action_sequence``,
-``skill_invocation``, ``tool_constraint`` and ``diff``'s ``contains``), each grader's
-``weight`` (default 1) shared by the checks it becomes; ``expected.output_contains`` and its
-kin are checks too. ``config.trials_per_task`` gives the trials. Which agent, model and
-timeouts run is the run's own settings: those keys are read and left to them.
+(``text``, ``file``, ``json_schema``, ``program``, ``code``, ``behavior``,
+``action_sequence``, ``skill_invocation``, ``tool_constraint`` and ``diff``'s ``contains``),
+each grader's ``weight`` (default 1) shared by the checks it becomes;
+``expected.output_contains`` and its kin are checks too. ``config.trials_per_task`` gives the
+trials. Which agent, model and timeouts run is the run's own settings: those keys are read
+and left to them.
 """
 
 from __future__ import annotations
@@ -128,7 +129,6 @@ EXPECTED_UNSUPPORTED = {
 }
 GRADER_KEYS = ("name", "type", "assertions", "rubric", "weight", "config")
 GRADER_UNSUPPORTED_TYPES = {
-    "code": "Python or JavaScript assertions over the run",
     "trigger": "trigger graders (trigger evals)",
 }
 ORDERS = {"exact_match": "exact", "in_order_match": "in_order", "any_order_match": "any_order"}
@@ -362,11 +362,15 @@ def _grader(path: Path, field: str, grader: Any) -> list[tuple[str, dict[str, An
     weight = _weight(path, field, grader)
     config = mapping_at(NAME, path, grader.get("config"), f"{field}.config")
     where = f"{field}.config"
-    if grader.get("assertions"):
+    if kind == "code" and grader.get("assertions"):
+        # A task's grader may give its assertions beside config; waza takes those then.
+        config = {**config, "assertions": grader["assertions"]}
+        where = field
+    elif grader.get("assertions"):
         raise FormatError(
             NAME,
             path,
-            "assertions are code grader expressions, not supported",
+            f"assertions are a code grader's expressions, not a {kind} grader's",
             f"{field}.assertions",
         )
     if kind == "prompt":
@@ -397,6 +401,38 @@ def _program_check(
     run = shlex.join([command, *map(str, config.get("args") or [])])
     timeout = float(config.get("timeout", 30))
     return [{"name": name, "type": "command", "run": run, "timeout": timeout}]
+
+
+def _code_checks(
+    path: Path, name: str, config: Mapping[str, Any], where: str
+) -> list[dict[str, Any]]:
+    """One ``output_expression`` check per assertion, named by the grader and the
+    expression: each is one point of the grader's weight, so its score is the assertions
+    that hold over all of them, as waza scores it."""
+    from pytest_openkata.core import expressions  # here: it loads simpleeval
+
+    check_keys(NAME, path, config, where, known=("assertions",))
+    assertions = config.get("assertions")
+    if not isinstance(assertions, list) or not assertions:
+        raise FormatError(
+            NAME, path, "a code grader needs a list of assertions", f"{where}.assertions"
+        )
+    checks: list[dict[str, Any]] = []
+    names: set[str] = set()
+    for index, assertion in enumerate(assertions):
+        field = f"{where}.assertions[{index}]"
+        if not isinstance(assertion, str) or not assertion.strip():
+            raise FormatError(NAME, path, "an assertion is a Python expression", field)
+        try:
+            expressions.parse(assertion)
+        except expressions.ExpressionError as exc:
+            raise FormatError(NAME, path, str(exc), field) from None
+        check_name = f"{name}: {' '.join(assertion.split())}"
+        if check_name in names:  # the same assertion twice: each counts, as in waza
+            check_name += f" [{index + 1}]"
+        names.add(check_name)
+        checks.append({"name": check_name, "type": "output_expression", "expression": assertion})
+    return checks
 
 
 def _sequence_check(
@@ -652,6 +688,7 @@ def _expected(path: Path, expected: Mapping[str, Any]) -> list[tuple[str, dict[s
 
 
 CHECK_GRADERS: dict[str, Callable[[Path, str, Mapping[str, Any], str], list[dict[str, Any]]]] = {
+    "code": _code_checks,
     "text": _text_checks,
     "file": _file_checks,
     "json_schema": _schema_check,

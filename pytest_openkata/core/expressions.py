@@ -1,0 +1,415 @@
+"""Python expressions over an agent's answer and transcript, evaluated safely on the host.
+
+This is what waza's ``code`` grader asks of its ``assertions``: each is one Python
+expression, true or false of a run, read with nothing but a few names. Here they are
+``output_expression`` checks (:mod:`pytest_openkata.core.checks`), evaluated with the
+``simpleeval`` library, never with Python's ``eval`` nor in a subprocess: an expression from
+an eval file must not reach the host's builtins, files or processes.
+
+An expression sees exactly waza's names (:data:`NAMES`): ``output`` (the final answer),
+``outcome`` (``{}``: no outcome state here), ``chat_events`` and ``transcript`` (the events),
+``tool_calls`` and ``errors`` (events picked as waza picks them), ``duration_ms``; the
+functions ``len any all str int float bool list dict``; ``True`` and ``False``; and ``re``,
+an object holding only ``search match fullmatch findall sub split`` and the flags
+``IGNORECASE MULTILINE DOTALL``. Its patterns are the ``regex`` package's with a time
+limit, so that a pattern that backtracks without end on an agent's output is stopped.
+
+Its work is bounded by simpleeval's limits: a power past ``MAX_POWER`` (or whose result would
+have more bits), a comprehension past ``MAX_COMPREHENSION_LENGTH``, and a text or list that a
+repetition, a sum, ``replace``, ``join`` or ``re.sub`` would make more than
+``MAX_STRING_LENGTH`` longer than the longest it was made of (so that a long output stays
+readable whole). Only the attributes listed in :data:`ALLOWED_ATTRIBUTES` may be read, none
+that could make a text larger on its own (``center``, ``zfill``) or change the events. What
+cannot be evaluated raises :class:`ExpressionError`; the check errors, never fails.
+
+The events map the plugin's transcript onto waza's event dicts (``role``, ``type``,
+``content``, and ``data`` where waza keeps an event's payload): a message is
+``{"role": "assistant"|"user", "type": "message", "content": its text}``, a tool call is
+``{"role": "tool", "type": "tool_call", "content": its result, "data": {"name",
+"arguments", "result", "status"}}``; each event's ``data`` also names the ``subagent`` that
+made it (``""`` for the agent itself).
+"""
+
+from __future__ import annotations
+
+import ast
+import re as standard_re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import regex
+import simpleeval  # type: ignore[import-untyped]
+
+from pytest_openkata.contracts.transcripts import Step, Transcript
+
+__all__ = [
+    "ALLOWED_ATTRIBUTES",
+    "EVENT_NAMES",
+    "FUNCTIONS",
+    "NAMES",
+    "ExpressionError",
+    "ExpressionInputs",
+    "evaluate",
+    "events_of",
+    "names_in",
+    "parse",
+]
+
+# The names waza's code grader gives an assertion, besides its functions.
+NAMES = (
+    "output",
+    "outcome",
+    "chat_events",
+    "transcript",
+    "tool_calls",
+    "errors",
+    "duration_ms",
+)
+# The names that read the agent's events: an expression using one needs an agent that gave them.
+EVENT_NAMES = frozenset({"chat_events", "transcript", "tool_calls", "errors"})
+FUNCTIONS: Mapping[str, Callable[..., Any]] = {
+    "len": len,
+    "any": any,
+    "all": all,
+    "str": str,
+    "int": int,
+    "float": float,
+    "bool": bool,
+    "list": list,
+    "dict": dict,
+}
+RE_FUNCTIONS = ("search", "match", "fullmatch", "findall", "sub", "split")
+RE_FLAGS = {
+    "IGNORECASE": standard_re.IGNORECASE,
+    "MULTILINE": standard_re.MULTILINE,
+    "DOTALL": standard_re.DOTALL,
+}
+_READ_ONLY_TEXT = {
+    "capitalize",
+    "casefold",
+    "count",
+    "endswith",
+    "find",
+    "index",
+    "isalnum",
+    "isalpha",
+    "isascii",
+    "isdecimal",
+    "isdigit",
+    "islower",
+    "isnumeric",
+    "isspace",
+    "istitle",
+    "isupper",
+    "join",  # bounded: see _Evaluator
+    "lower",
+    "lstrip",
+    "partition",
+    "removeprefix",
+    "removesuffix",
+    "replace",  # bounded: see _Evaluator
+    "rfind",
+    "rindex",
+    "rpartition",
+    "rsplit",
+    "rstrip",
+    "split",
+    "splitlines",
+    "startswith",
+    "strip",
+    "swapcase",
+    "title",
+    "upper",
+}
+
+
+@dataclass(frozen=True)
+class _Re:
+    """The ``re`` an expression sees: the functions and flags waza's assertions use, and
+    nothing of the module besides (set up by :func:`_re_for`)."""
+
+    search: Callable[..., Any]
+    match: Callable[..., Any]
+    fullmatch: Callable[..., Any]
+    findall: Callable[..., Any]
+    sub: Callable[..., Any]
+    split: Callable[..., Any]
+    IGNORECASE: int = standard_re.IGNORECASE
+    MULTILINE: int = standard_re.MULTILINE
+    DOTALL: int = standard_re.DOTALL
+
+
+_MATCH_TYPE = type(regex.compile("").match(""))
+
+# The attributes an expression may read, by the type of what it reads them of.
+ALLOWED_ATTRIBUTES: Mapping[type, frozenset[str]] = {
+    str: frozenset(_READ_ONLY_TEXT),
+    dict: frozenset({"get", "keys", "values", "items"}),
+    list: frozenset({"count", "index"}),
+    tuple: frozenset({"count", "index"}),
+    int: frozenset({"bit_length", "real", "imag"}),
+    float: frozenset({"is_integer", "real", "imag"}),
+    bool: frozenset(),
+    type(None): frozenset(),
+    _MATCH_TYPE: frozenset({"group", "groups", "groupdict", "start", "end", "span"}),
+    _Re: frozenset({*RE_FUNCTIONS, *RE_FLAGS}),
+}
+
+
+class ExpressionError(Exception):
+    """The expression cannot give a verdict: it does not parse, names what it may not, raises,
+    or goes past a limit. The message says why, without the expression (the caller names it)."""
+
+
+@dataclass(frozen=True)
+class ExpressionInputs:
+    """What one trial gives an expression: the final answer, the agent's events as waza's
+    event dicts (:func:`events_of`) and the agent's time in milliseconds."""
+
+    output: str
+    events: tuple[Mapping[str, Any], ...] = ()
+    duration_ms: int = 0
+
+
+def parse(expression: str) -> ast.Expression:
+    """The syntax tree of one expression; :class:`ExpressionError` for a text that is not
+    exactly one Python expression (a statement, an assignment, two lines of code)."""
+    try:
+        return ast.parse(expression.strip(), mode="eval")
+    except SyntaxError as exc:
+        raise ExpressionError(f"not a Python expression: {exc.msg}") from None
+    except ValueError as exc:  # a NUL character
+        raise ExpressionError(f"not a Python expression: {exc}") from None
+
+
+def names_in(tree: ast.AST) -> frozenset[str]:
+    """The names an expression reads (those its comprehensions bind included)."""
+    return frozenset(node.id for node in ast.walk(tree) if isinstance(node, ast.Name))
+
+
+def events_of(transcript: Transcript | None) -> tuple[dict[str, Any], ...]:
+    """The transcript's steps as waza's event dicts (see the module docstring)."""
+    if transcript is None:
+        return ()
+    return tuple(_event(step) for step in transcript.steps)
+
+
+def _event(step: Step) -> dict[str, Any]:
+    if step.kind == "tool_call":
+        return {
+            "role": "tool",
+            "type": "tool_call",
+            "content": step.result,
+            "data": {
+                "name": step.tool,
+                "arguments": step.arguments,
+                "result": step.result,
+                "status": step.status,
+                "subagent": step.subagent,
+            },
+        }
+    return {
+        "role": step.role,
+        "type": "message",
+        "content": step.text,
+        "data": {"subagent": step.subagent},
+    }
+
+
+def _tool_calls(events: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """waza's pick: the events of the tool role or of the type ``tool_call``."""
+    return [e for e in events if e.get("role") == "tool" or e.get("type") == "tool_call"]
+
+
+def _errors(events: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """waza's pick (an ``error`` event, or one whose content says ``error``), and the tool
+    calls that the agent reported as failed."""
+    return [
+        e
+        for e in events
+        if e.get("type") == "error"
+        or "error" in str(e.get("content", ""))
+        or e.get("data", {}).get("status") == "error"
+    ]
+
+
+def _bounded_text(size: int, given: int) -> None:
+    """Refuse a text or list an expression would make more than simpleeval's
+    ``MAX_STRING_LENGTH`` longer than the longest it was made of (``given``): an agent's long
+    output stays readable whole, and no expression makes one without bound."""
+    if size > given + simpleeval.MAX_STRING_LENGTH:
+        raise simpleeval.IterableTooLong(
+            f"the result would have a length of {size}, more than {simpleeval.MAX_STRING_LENGTH} "
+            f"beyond the {given} it was made of"
+        )
+
+
+def _length(value: Any) -> int | None:
+    return len(value) if isinstance(value, str | bytes | list | tuple | dict) else None
+
+
+def _bounded_add(left: Any, right: Any) -> Any:
+    """``+``, bounded as :func:`_bounded_text` bounds texts (in place of simpleeval's, which
+    refuses adding to an output longer than its limit)."""
+    sizes = (_length(left), _length(right))
+    if sizes[0] is not None and sizes[1] is not None:
+        _bounded_text(sizes[0] + sizes[1], max(sizes[0], sizes[1]))
+    return left + right
+
+
+def _bounded_multiply(left: Any, right: Any) -> Any:
+    """``*``, a repetition bounded as :func:`_bounded_text` bounds texts."""
+    for sequence, times in ((left, right), (right, left)):
+        size = _length(sequence)
+        if size is not None and isinstance(times, int):
+            _bounded_text(size * max(times, 0), size)
+    return left * right
+
+
+def _bounded_power(base: Any, exponent: Any) -> Any:
+    """simpleeval's power, also refused when a whole-number result would have more bits than
+    ``MAX_POWER``: within simpleeval's bounds alone, one power can hold the host far longer
+    than any check should take."""
+    if (
+        isinstance(base, int)
+        and isinstance(exponent, int)
+        and exponent > 0
+        and abs(base) > 1
+        and exponent * abs(base).bit_length() > simpleeval.MAX_POWER
+    ):
+        raise simpleeval.NumberTooHigh(f"{base} ** {exponent} would be too large a number")
+    return simpleeval.safe_power(base, exponent)
+
+
+def _re_for(timeout: float) -> _Re:
+    """``re``'s functions on the ``regex`` package, each search stopped after ``timeout``."""
+
+    def search(pattern: str, string: str, flags: int = 0) -> Any:
+        return regex.search(pattern, string, flags, timeout=timeout)
+
+    def match(pattern: str, string: str, flags: int = 0) -> Any:
+        return regex.match(pattern, string, flags, timeout=timeout)
+
+    def fullmatch(pattern: str, string: str, flags: int = 0) -> Any:
+        return regex.fullmatch(pattern, string, flags, timeout=timeout)
+
+    def findall(pattern: str, string: str, flags: int = 0) -> Any:
+        return regex.findall(pattern, string, flags, timeout=timeout)
+
+    def split(pattern: str, string: str, maxsplit: int = 0, flags: int = 0) -> Any:
+        return regex.split(pattern, string, maxsplit, flags, timeout=timeout)
+
+    def sub(pattern: str, repl: str, string: str, count: int = 0, flags: int = 0) -> str:
+        if not isinstance(repl, str):
+            raise TypeError("re.sub takes a replacement text here")
+        compiled = regex.compile(pattern, flags)
+        pieces: list[str] = []
+        size, last = 0, 0
+        for found, matched in enumerate(compiled.finditer(string, timeout=timeout)):
+            if count and found >= count:
+                break
+            piece = string[last : matched.start()] + matched.expand(repl)
+            size += len(piece)
+            _bounded_text(size, len(string))
+            pieces.append(piece)
+            last = matched.end()
+        pieces.append(string[last:])
+        _bounded_text(size + len(string) - last, len(string))
+        return "".join(pieces)
+
+    return _Re(search, match, fullmatch, findall, sub, split)
+
+
+def _guarded_replace(text: str) -> Callable[..., str]:
+    def replace(old: str, new: str, count: int = -1) -> str:
+        if isinstance(old, str) and isinstance(new, str):
+            places = text.count(old) if old else len(text) + 1
+            if count >= 0:
+                places = min(places, count)
+            _bounded_text(len(text) + places * (len(new) - len(old)), len(text))
+        return text.replace(old, new, count)
+
+    return replace
+
+
+def _guarded_join(separator: str) -> Callable[..., str]:
+    def join(items: Any) -> str:
+        parts = list(items)
+        if all(isinstance(part, str) for part in parts):
+            size = sum(map(len, parts)) + len(separator) * max(len(parts) - 1, 0)
+            _bounded_text(size, max((len(part) for part in parts), default=0))
+        return separator.join(parts)
+
+    return join
+
+
+class _Evaluator(simpleeval.EvalWithCompoundTypes):
+    """simpleeval's evaluator with lists, dicts and comprehensions, where the text methods
+    that could make a text without bound (``replace``, ``join``) are bounded first."""
+
+    def _eval_attribute(self, node: ast.Attribute) -> Any:
+        item = super()._eval_attribute(node)
+        owner = getattr(item, "__self__", None)
+        if isinstance(owner, str) and node.attr == "replace":
+            return _guarded_replace(owner)
+        if isinstance(owner, str) and node.attr == "join":
+            return _guarded_join(owner)
+        return item
+
+
+def evaluate(tree: ast.Expression, inputs: ExpressionInputs, *, timeout: float) -> bool:
+    """Whether the expression holds of the inputs (a result that is not a bool counts by its
+    truth, as waza counts it); ``timeout`` bounds each of its pattern searches. Raises
+    :class:`ExpressionError` for whatever keeps it from a verdict."""
+    events = [dict(event) for event in inputs.events]
+    names: dict[str, Any] = {
+        "output": inputs.output,
+        "outcome": {},
+        "chat_events": events,
+        "transcript": events,
+        "tool_calls": _tool_calls(events),
+        "errors": _errors(events),
+        "duration_ms": inputs.duration_ms,
+        "re": _re_for(timeout),
+        "True": True,
+        "False": False,
+    }
+    evaluator = _Evaluator(
+        operators={
+            **simpleeval.DEFAULT_OPERATORS,
+            ast.Add: _bounded_add,
+            ast.Mult: _bounded_multiply,
+            ast.Pow: _bounded_power,
+        },
+        functions=dict(FUNCTIONS),
+        names=names,
+        allowed_attrs={kind: set(attrs) for kind, attrs in ALLOWED_ATTRIBUTES.items()},
+    )
+    for extra in set(evaluator.functions) - set(FUNCTIONS):  # simpleeval's tuple, set
+        del evaluator.functions[extra]
+    try:
+        return bool(evaluator.eval("", previously_parsed=tree.body))
+    except TimeoutError:
+        raise ExpressionError(
+            f"a pattern did not finish searching within {timeout:g} s (it backtracks without "
+            "end on this text)"
+        ) from None
+    except simpleeval.NameNotDefined as exc:
+        raise ExpressionError(
+            f"{exc.name!r} is not a name it may use (it may use {', '.join(NAMES)}, re, "
+            f"{', '.join(FUNCTIONS)})"
+        ) from None
+    except simpleeval.FunctionNotDefined as exc:
+        raise ExpressionError(
+            f"{exc.func_name!r} is not a function it may call (it may call "
+            f"{', '.join(FUNCTIONS)} and re's {', '.join(RE_FUNCTIONS)})"
+        ) from None
+    except (simpleeval.InvalidExpression, regex.error) as exc:
+        raise ExpressionError(f"{type(exc).__name__}: {exc}") from None
+    except RecursionError:
+        raise ExpressionError("it nests too deeply to be evaluated") from None
+    except MemoryError:
+        raise ExpressionError("it needs more memory than the host has") from None
+    except Exception as exc:  # what the expression itself raised: KeyError, TypeError, ...
+        raise ExpressionError(f"it raised {type(exc).__name__}: {exc}") from None

@@ -1,0 +1,303 @@
+"""``output_expression`` checks (waza's ``code`` assertions): the evaluator's names and
+functions, what it refuses, its bounds, the events it maps the transcript onto, and the
+checks that load and grade with it.
+
+Every expression is evaluated for real by the evaluator; the transcripts are hand-built."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_openkata.contracts.results import SCENARIO_ERROR
+from pytest_openkata.contracts.transcripts import Step, Transcript, one_turn
+from pytest_openkata.core.checks import Check, CheckError, Evidence, evaluate_check
+from pytest_openkata.core.expressions import (
+    ExpressionError,
+    ExpressionInputs,
+    evaluate,
+    events_of,
+    parse,
+)
+from pytest_openkata.core.scenario import ScenarioLoadError, load_checks
+
+TRANSCRIPT = Transcript(
+    "claude stream-json",
+    steps=(
+        Step.message("assistant", "Looking around."),
+        Step.tool_call("Bash", '{"command": "pytest -q"}', result="3 passed", status="ok"),
+        Step.tool_call("Read", '{"file_path": "gone.md"}', result="no such file", status="error"),
+        Step.message("user", "Now say it."),
+        Step.message("assistant", "The answer is 42."),
+    ),
+    seconds=2.5,
+)
+INPUTS = ExpressionInputs("The answer is 42.", events_of(TRANSCRIPT), 2500)
+
+
+def holds(expression: str, inputs: ExpressionInputs = INPUTS, timeout: float = 10) -> bool:
+    return evaluate(parse(expression), inputs, timeout=timeout)
+
+
+def refused(expression: str, inputs: ExpressionInputs = INPUTS, timeout: float = 10) -> str:
+    with pytest.raises(ExpressionError) as caught:
+        holds(expression, inputs, timeout)
+    return str(caught.value)
+
+
+# --- the names and functions waza gives an assertion -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [
+        ("len(output) == 17", True),
+        ("'answer' in output.lower() and output.endswith('42.')", True),
+        ("outcome == {}", True),
+        ("len(chat_events) == 5 and len(transcript) == 5", True),
+        (
+            "[e['role'] for e in chat_events][1:] == ['tool', 'tool', 'user', 'assistant']",
+            True,
+        ),
+        ("[t['data']['name'] for t in tool_calls] == ['Bash', 'Read']", True),
+        ("tool_calls[0]['content'] == '3 passed' and tool_calls[0]['type'] == 'tool_call'", True),
+        ("'pytest' in tool_calls[0]['data']['arguments']", True),
+        ("[e['data']['name'] for e in errors] == ['Read']", True),
+        ("duration_ms == 2500", True),
+        ("any(t['data']['status'] == 'error' for t in tool_calls)", True),
+        ("all([str(1) == '1', int('2') == 2, float('0.5') == 0.5, bool(1) == True])", True),
+        ("list(dict(a=1).keys()) == ['a'] and False", False),
+        ("re.search(r'(\\d+)\\.$', output).group(1) == '42'", True),
+        ("re.match('the', output, re.IGNORECASE) is not None", True),
+        ("re.fullmatch('The.*', output, re.DOTALL | re.MULTILINE) is not None", True),
+        ("re.findall('[0-9]', output) == ['4', '2']", True),
+        ("re.sub('[0-9]+', 'N', output) == 'The answer is N.'", True),
+        ("re.split(' ', output)[-1] == '42.'", True),
+        ("len(tool_calls) > 5", False),
+    ],
+)
+def test_an_expression_reads_the_names_waza_gives(expression: str, expected: bool) -> None:
+    assert holds(expression) is expected
+
+
+@pytest.mark.parametrize(("expression", "expected"), [("output", True), ("tool_calls[5:]", False)])
+def test_a_result_that_is_not_a_bool_counts_by_its_truth(expression: str, expected: bool) -> None:
+    assert holds(expression) is expected
+
+
+@pytest.mark.parametrize(
+    ("pattern", "replacement", "text", "count"),
+    [
+        ("x*", "-", "abxd", 0),
+        (r"(\w+)@(\w+)", r"\2 at \1", "a@b c@d", 0),
+        ("a", "b", "aaaa", 2),
+        (r"\b", "|", "hi there", 0),
+    ],
+)
+def test_re_sub_replaces_as_pythons_re_does(
+    pattern: str, replacement: str, text: str, count: int
+) -> None:
+    inputs = ExpressionInputs(text)
+    expected = re.sub(pattern, replacement, text, count=count)
+    expression = f"re.sub({pattern!r}, {replacement!r}, output, {count}) == {expected!r}"
+    assert holds(expression, inputs)
+
+
+def test_the_events_map_each_step_onto_wazas_event_dicts() -> None:
+    assert events_of(TRANSCRIPT)[:2] == (
+        {
+            "role": "assistant",
+            "type": "message",
+            "content": "Looking around.",
+            "data": {"subagent": ""},
+        },
+        {
+            "role": "tool",
+            "type": "tool_call",
+            "content": "3 passed",
+            "data": {
+                "name": "Bash",
+                "arguments": '{"command": "pytest -q"}',
+                "result": "3 passed",
+                "status": "ok",
+                "subagent": "",
+            },
+        },
+    )
+    assert events_of(None) == ()
+
+
+# --- what it refuses -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("expression", "words"),
+    [
+        ("output.__class__", "__class__"),
+        ("len.__self__", "__self__"),
+        ("open('/etc/passwd')", "'open' is not a function it may call"),
+        ("__import__('os')", "'__import__' is not a function it may call"),
+        ("tuple(output)", "'tuple' is not a function it may call"),
+        ("os", "'os' is not a name it may use"),
+        ("re.compile('x')", "'.compile' access not allowed"),
+        ("chat_events.append(1)", "'.append' access not allowed"),
+        ("output.format(1)", "not available"),
+        ("(x := 1)", "NamedExpr is not available"),
+        ("lambda: 1", "Lambda"),
+    ],
+)
+def test_a_name_function_or_attribute_outside_wazas_is_refused(expression: str, words: str) -> None:
+    assert words in refused(expression)
+
+
+@pytest.mark.parametrize(
+    ("expression", "words"),
+    [
+        ("1 / 0", "ZeroDivisionError"),
+        ("tool_calls[9]", "IndexError"),
+        ("chat_events[0]['nope']", "KeyError"),
+        ("len(5)", "TypeError"),
+        ("re.search('(', output)", "error"),
+    ],
+)
+def test_an_expression_that_raises_is_an_error_naming_what_it_raised(
+    expression: str, words: str
+) -> None:
+    assert words in refused(expression)
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "10 ** 10 ** 10",
+        "4000000 ** 4000000 > 0",
+        "'a' * 10 ** 9",
+        "[output] * 10 ** 9",
+        "output.replace('', 'x' * 50000)",
+        "'-'.join([output] * 90000)",
+        "re.sub('', 'x' * 50000, output)",
+        "output.center(10 ** 9)",
+        "len([c for c in 'a' * 90000 for d in 'b' * 90000])",
+    ],
+)
+def test_work_past_the_bounds_is_an_error(expression: str) -> None:
+    refused(expression)  # raises, and returns before the work is done
+
+
+def test_an_output_longer_than_the_bounds_is_still_read_whole() -> None:
+    long = ExpressionInputs("x\x1b[2J\u202e" * 60_000 + "END")
+    assert holds("output.lower().replace('x', 'y').endswith('end')", long)
+    assert holds("re.sub('x', '', output).count('END') == 1", long)
+    assert holds("len(' '.join([output, 'tail'])) == len(output) + 5", long)
+
+
+def test_a_pattern_that_backtracks_without_end_is_stopped_after_its_time() -> None:
+    words = refused(
+        "re.search('^(a|aa)+$', output)",
+        ExpressionInputs("a" * 80 + "b"),
+        timeout=0.2,
+    )
+    assert "did not finish searching within 0.2 s" in words
+
+
+@pytest.mark.parametrize("text", ["len(output) >", "x = 1", "a; b", "import os", "\x00"])
+def test_a_text_that_is_not_one_expression_is_refused_when_parsed(text: str) -> None:
+    with pytest.raises(ExpressionError, match="not a Python expression"):
+        parse(text)
+
+
+# --- output_expression checks: loading and grading ------------------------------------------
+
+
+def load(tmp_path: Path, items: list[dict[str, Any]]) -> tuple[Check, ...]:
+    path = tmp_path / "checks.json"
+    path.write_text(json.dumps(items))
+    return load_checks(path, sandboxed=False)
+
+
+def check(expression: str, timeout: float = 10) -> Check:
+    return Check("shape: " + expression, "", 1, "output_expression", expression=expression,
+                 timeout=timeout)  # fmt: skip
+
+
+def test_an_expression_check_loads_with_its_expression_and_timeout(tmp_path: Path) -> None:
+    (loaded,) = load(
+        tmp_path,
+        [{"name": "e", "type": "output_expression", "expression": "len(output) > 0",
+          "timeout": 2.5, "max_score": 1}],
+    )  # fmt: skip
+    assert (loaded.type, loaded.expression, loaded.timeout) == (
+        "output_expression",
+        "len(output) > 0",
+        2.5,
+    )
+
+
+@pytest.mark.parametrize(
+    ("fields", "words"),
+    [
+        ({"expression": "len(output) >"}, "[0] ('e').expression: not a Python expression"),
+        ({"expression": ""}, "[0] ('e').expression: must not be empty"),
+        ({}, "[0] ('e').expression"),
+        ({"expression": "True", "pattern": "x"}, "unknown key"),
+    ],
+)
+def test_a_bad_expression_check_names_the_file_and_the_field(
+    tmp_path: Path, fields: dict[str, Any], words: str
+) -> None:
+    with pytest.raises(ScenarioLoadError) as caught:
+        load(tmp_path, [{"name": "e", "type": "output_expression", "max_score": 1, **fields}])
+    assert "checks.json" in str(caught.value)
+    assert words in str(caught.value)
+
+
+def test_an_expression_check_passes_or_fails_with_its_expression() -> None:
+    evidence = Evidence(output="The answer is 42.", transcript=TRANSCRIPT, agent="claude")
+
+    passed = evaluate_check(check("'42' in output and duration_ms == 2500"), evidence)
+    failed = evaluate_check(check("len(tool_calls) == 0"), evidence)
+
+    assert (passed.passed, passed.score, passed.kind) == (True, 1, "check")
+    assert "holds" in passed.reason
+    assert (failed.passed, failed.score) == (False, 0)
+    assert "does not hold" in failed.reason
+
+
+def test_duration_is_zero_where_the_agent_did_not_report_it() -> None:
+    evidence = Evidence(output="hi", transcript=one_turn("hi"))
+    assert evaluate_check(check("duration_ms == 0 and len(chat_events) == 1"), evidence).passed
+
+
+def test_an_expression_that_raises_errors_the_check_naming_it() -> None:
+    with pytest.raises(CheckError) as caught:
+        evaluate_check(check("1 / 0"), Evidence(output="x"))
+    assert caught.value.kind == SCENARIO_ERROR
+    assert "the expression '1 / 0' cannot be evaluated: it raised ZeroDivisionError" in str(
+        caught.value
+    )
+
+
+@pytest.mark.parametrize("transcript", [None, one_turn("hi")])
+def test_tool_calls_without_the_agents_events_are_an_error_as_for_trajectory_checks(
+    transcript: Transcript | None,
+) -> None:
+    evidence = Evidence(output="hi", transcript=transcript, agent="codex")
+    with pytest.raises(CheckError, match="codex gave no events to tell its tool calls"):
+        evaluate_check(check("len(tool_calls) == 0"), evidence)
+
+
+def test_events_without_a_transcript_are_an_error_but_the_output_alone_is_not() -> None:
+    evidence = Evidence(output="hi", transcript=None, agent="codex")
+    with pytest.raises(CheckError, match="codex gave no events"):
+        evaluate_check(check("len(errors) == 0"), evidence)
+    assert evaluate_check(check("output == 'hi'"), evidence).passed
+
+
+def test_events_of_a_cut_transcript_are_an_error() -> None:
+    cut = Transcript("claude stream-json", steps=TRANSCRIPT.steps, cut_steps=600)
+    with pytest.raises(CheckError, match="left out 600 steps"):
+        evaluate_check(check("len(chat_events) > 0"), Evidence(output="x", transcript=cut))
