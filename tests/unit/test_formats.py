@@ -213,6 +213,29 @@ def test_waza_code_assertions_are_expression_checks_sharing_the_graders_weight(
     assert loaded.expression == "(len(tool_calls) <\n  3)"
 
 
+def test_waza_s_earlier_regex_grader_is_output_patterns_sharing_the_graders_weight(
+    tmp_path: Path,
+) -> None:
+    grader = {
+        "name": "tone",
+        "type": "regex",
+        "weight": 2,
+        "config": {"must_match": ["(?i)recurs(ion|ive)"], "must_not_match": ["fatal error"]},
+    }
+    task = {"id": "t", "name": "t", "inputs": {"prompt": "Explain it."}, "graders": [grader]}
+
+    (scenario,) = read_all(layouts.waza(tmp_path, task))
+
+    checks = checks_by_name(scenario)
+    checks.pop("no-errors")  # the eval's own text grader
+    assert {
+        n: (c["pattern"], c.get("absent", False), c["max_score"]) for n, c in checks.items()
+    } == {
+        "tone [1]": ("(?i)recurs(ion|ive)", False, 1),
+        "tone [2]": ("fatal error", True, 1),
+    }
+
+
 BASE_TASK: dict[str, Any] = {
     "id": "t",
     "name": "t",
@@ -229,6 +252,16 @@ BASE_TASK: dict[str, Any] = {
             {"graders": [{"name": "c", "type": "code", "config": {"assertions": ["len(x) >"]}}]},
             "graders[0].config.assertions[0]",
             "not a Python expression",
+        ),
+        (
+            {"graders": [{"name": "r", "type": "regex", "config": {"must_match": "x"}}]},
+            "graders[0].config.must_match",
+            "must be a list of patterns",
+        ),
+        (
+            {"graders": [{"name": "r", "type": "regex", "config": {}}]},
+            "graders[0].config",
+            "a regex grader needs a pattern to look for",
         ),
         (
             {"graders": [{"name": "c", "type": "code", "config": {"assertions": []}}]},

@@ -485,6 +485,31 @@ def _text_checks(
     return _numbered(name, checks)
 
 
+def _regex_checks(
+    path: Path, name: str, config: Mapping[str, Any], where: str
+) -> list[dict[str, Any]]:
+    """waza's earlier ``regex`` grader: patterns the output must match (``must_match``) and
+    must not (``must_not_match``), each one point of the grader's weight, as waza scores the
+    patterns that hold over all of them."""
+    known = ("must_match", "must_not_match")
+    check_keys(NAME, path, config, where, known=known)
+    checks: list[dict[str, Any]] = []
+    for key in known:
+        patterns = config.get(key) or []
+        if not isinstance(patterns, list):
+            raise FormatError(NAME, path, "must be a list of patterns", f"{where}.{key}")
+        for index, pattern in enumerate(patterns):
+            if not isinstance(pattern, str) or not pattern:
+                raise FormatError(NAME, path, "must be a pattern", f"{where}.{key}[{index}]")
+            check: dict[str, Any] = {"type": "output_regex", "pattern": pattern}
+            if key == "must_not_match":
+                check["absent"] = True
+            checks.append(check)
+    if not checks:
+        raise FormatError(NAME, path, "a regex grader needs a pattern to look for", where)
+    return _numbered(name, checks)
+
+
 def _file_checks(
     path: Path, name: str, config: Mapping[str, Any], where: str
 ) -> list[dict[str, Any]]:
@@ -690,6 +715,7 @@ def _expected(path: Path, expected: Mapping[str, Any]) -> list[tuple[str, dict[s
 CHECK_GRADERS: dict[str, Callable[[Path, str, Mapping[str, Any], str], list[dict[str, Any]]]] = {
     "code": _code_checks,
     "text": _text_checks,
+    "regex": _regex_checks,
     "file": _file_checks,
     "json_schema": _schema_check,
     "program": _program_check,
