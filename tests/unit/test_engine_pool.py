@@ -281,3 +281,39 @@ def test_an_engine_lost_while_an_environment_is_made_is_named_on_it() -> None:
         assert pool.lines()[0] == "engine a (ssh://a): left out: the engine stopped answering"
     finally:
         pool.close()
+
+
+class _EngineWithImages(LocalEngine):
+    """A local engine that names a scenario's own image as its engine would: by the id the
+    image has there."""
+
+    def __init__(self, image_id: str) -> None:
+        super().__init__()
+        self.image_id = image_id
+        self.asked: list[SandboxSpec] = []
+
+    def own_image_id(self, spec: SandboxSpec) -> str:
+        self.asked.append(spec)
+        return self.image_id
+
+
+def test_a_scenario_s_own_image_is_named_by_what_it_is_on_each_live_engine() -> None:
+    a, b, c = (
+        _EngineWithImages("sha256:1"),
+        _EngineWithImages("sha256:1"),
+        _EngineWithImages("sha256:2"),
+    )
+    pool = _pool({"a": a, "b": b, "c": c, "plain": LocalEngine()})
+    try:
+        # One line per distinct image, in order, whichever engine a trial lands on; an engine
+        # that cannot name images adds nothing.
+        assert pool.own_image_id(SPEC) == "sha256:1\nsha256:2"
+        assert [len(e.asked) for e in (a, b, c)] == [1, 1, 1]
+
+        (engine_c,) = [e for e in pool.engines if e.provider is c]
+        pool.take_out(engine_c, "the engine stopped answering")
+
+        assert pool.own_image_id(SPEC) == "sha256:1"  # a lost engine runs no trial
+        assert len(c.asked) == 1
+    finally:
+        pool.close()
