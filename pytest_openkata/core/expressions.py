@@ -14,11 +14,13 @@ an object holding only ``search match fullmatch findall sub split`` and the flag
 ``IGNORECASE MULTILINE DOTALL``. Its patterns are the ``regex`` package's with a time
 limit, so that a pattern that backtracks without end on an agent's output is stopped.
 
-Its work is bounded by simpleeval's limits: a power past ``MAX_POWER`` (or whose result would
-have more bits), a comprehension past ``MAX_COMPREHENSION_LENGTH``, and a text or list that a
-repetition, a sum, ``replace``, ``join`` or ``re.sub`` would make more than
-``MAX_STRING_LENGTH`` longer than the longest it was made of (so that a long output stays
-readable whole). Only the attributes listed in :data:`ALLOWED_ATTRIBUTES` may be read, none
+Its work is bounded: a whole number of more than :data:`MAX_INT_BITS` bits, a comprehension
+past simpleeval's ``MAX_COMPREHENSION_LENGTH``, a text or list that a repetition, a sum,
+``replace``, ``join`` or ``re.sub`` would make more than simpleeval's ``MAX_STRING_LENGTH``
+longer than the longest it was made of (so that a long output stays readable whole), the text
+of a list or dict longer than the inputs and that much, and the whole evaluation past its
+time limit. Format specs and a text's ``%`` formatting, which make texts of any width, are
+refused. Only the attributes listed in :data:`ALLOWED_ATTRIBUTES` may be read, none
 that could make a text larger on its own (``center``, ``zfill``) or change the events. What
 cannot be evaluated raises :class:`ExpressionError`; the check errors, never fails.
 
@@ -34,6 +36,7 @@ from __future__ import annotations
 
 import ast
 import re as standard_re
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -47,6 +50,7 @@ __all__ = [
     "ALLOWED_ATTRIBUTES",
     "EVENT_NAMES",
     "FUNCTIONS",
+    "MAX_INT_BITS",
     "NAMES",
     "ExpressionError",
     "ExpressionInputs",
@@ -258,13 +262,49 @@ def _bounded_add(left: Any, right: Any) -> Any:
     return left + right
 
 
+# The most bits a whole number an expression makes may have: far more than any count or
+# length of a run, and few enough that every operation on such numbers is quick.
+MAX_INT_BITS = 100_000
+
+
+def _bounded_int(bits: int, what: str) -> None:
+    if bits > MAX_INT_BITS:
+        raise simpleeval.NumberTooHigh(f"{what} would be too large a number")
+
+
 def _bounded_multiply(left: Any, right: Any) -> Any:
-    """``*``, a repetition bounded as :func:`_bounded_text` bounds texts."""
+    """``*``, a repetition bounded as :func:`_bounded_text` bounds texts, and a product of
+    whole numbers as :data:`MAX_INT_BITS` bounds them."""
+    if isinstance(left, int) and isinstance(right, int):
+        _bounded_int(abs(left).bit_length() + abs(right).bit_length(), "the product")
     for sequence, times in ((left, right), (right, left)):
         size = _length(sequence)
         if size is not None and isinstance(times, int):
             _bounded_text(size * max(times, 0), size)
     return left * right
+
+
+def _modulo(left: Any, right: Any) -> Any:
+    """``%`` of numbers only: a text's ``%`` formatting could make a text of any width."""
+    if isinstance(left, str | bytes):
+        raise simpleeval.FeatureNotAvailable("formatting a text with % is not available")
+    return left % right
+
+
+def _size(value: Any, budget: int) -> int:
+    """About how long ``str(value)`` is, counted only until it passes ``budget``."""
+    if isinstance(value, str | bytes):
+        return len(value)
+    if isinstance(value, dict):
+        value = [item for pair in value.items() for item in pair]
+    if isinstance(value, list | tuple | set | frozenset):
+        total = 2
+        for item in value:
+            total += _size(item, budget - total) + 2
+            if total > budget:
+                break
+        return total
+    return 24  # a number, a bool, None: short
 
 
 def _bounded_power(base: Any, exponent: Any) -> Any:
@@ -276,7 +316,7 @@ def _bounded_power(base: Any, exponent: Any) -> Any:
         and isinstance(exponent, int)
         and exponent > 0
         and abs(base) > 1
-        and exponent * abs(base).bit_length() > simpleeval.MAX_POWER
+        and exponent * abs(base).bit_length() > min(simpleeval.MAX_POWER, MAX_INT_BITS)
     ):
         raise simpleeval.NumberTooHigh(f"{base} ** {exponent} would be too large a number")
     return simpleeval.safe_power(base, exponent)
@@ -344,9 +384,39 @@ def _guarded_join(separator: str) -> Callable[..., str]:
     return join
 
 
+class _OutOfTime(Exception):
+    """The expression took longer than its check's time limit."""
+
+
 class _Evaluator(simpleeval.EvalWithCompoundTypes):
     """simpleeval's evaluator with lists, dicts and comprehensions, where the text methods
-    that could make a text without bound (``replace``, ``join``) are bounded first."""
+    that could make a text without bound (``replace``, ``join``) are bounded first, a text
+    made of a list or a dict (``str``, an f-string) is bounded by ``text_limit``, a format
+    spec is refused, and the whole evaluation stops at ``deadline`` (``time.monotonic``)."""
+
+    def __init__(self, *, deadline: float, text_limit: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.deadline = deadline
+        self.text_limit = text_limit
+        self.functions["str"] = self._str
+
+    def _eval(self, node: ast.AST) -> Any:
+        if time.monotonic() > self.deadline:
+            raise _OutOfTime
+        return super()._eval(node)
+
+    def _str(self, *value: Any) -> str:
+        if value and _size(value[0], self.text_limit) > self.text_limit:
+            raise simpleeval.IterableTooLong("the text of that value would be too long")
+        return str(*value)
+
+    def _eval_formattedvalue(self, node: ast.FormattedValue) -> Any:
+        if node.format_spec is not None:  # a width makes a text of any length
+            raise simpleeval.FeatureNotAvailable("a format spec in an f-string is not available")
+        value = self._eval(node.value)
+        if not isinstance(value, str) and _size(value, self.text_limit) > self.text_limit:
+            raise simpleeval.IterableTooLong("the text of that value would be too long")
+        return value
 
     def _eval_attribute(self, node: ast.Attribute) -> Any:
         item = super()._eval_attribute(node)
@@ -375,12 +445,16 @@ def evaluate(tree: ast.Expression, inputs: ExpressionInputs, *, timeout: float) 
         "True": True,
         "False": False,
     }
+    given = len(inputs.output) + _size(events, 1 << 62)
     evaluator = _Evaluator(
+        deadline=time.monotonic() + timeout,
+        text_limit=given + simpleeval.MAX_STRING_LENGTH,
         operators={
             **simpleeval.DEFAULT_OPERATORS,
             ast.Add: _bounded_add,
             ast.Mult: _bounded_multiply,
             ast.Pow: _bounded_power,
+            ast.Mod: _modulo,
         },
         functions=dict(FUNCTIONS),
         names=names,
@@ -390,6 +464,8 @@ def evaluate(tree: ast.Expression, inputs: ExpressionInputs, *, timeout: float) 
         del evaluator.functions[extra]
     try:
         return bool(evaluator.eval("", previously_parsed=tree.body))
+    except _OutOfTime:
+        raise ExpressionError(f"it did not finish within {timeout:g} s") from None
     except TimeoutError:
         raise ExpressionError(
             f"a pattern did not finish searching within {timeout:g} s (it backtracks without "

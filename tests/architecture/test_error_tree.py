@@ -34,6 +34,9 @@ OUTSIDE_THE_TREE = {
     "pytest_openkata.core.expressions.ExpressionError": (
         "raised again as the CheckError, ScenarioLoadError or FormatError naming the check"
     ),
+    "pytest_openkata.core.expressions._OutOfTime": (
+        "private: raised again as the ExpressionError saying the check's time ran out"
+    ),
 }
 
 

@@ -182,10 +182,32 @@ def test_an_expression_that_raises_is_an_error_naming_what_it_raised(
         "re.sub('', 'x' * 50000, output)",
         "output.center(10 ** 9)",
         "len([c for c in 'a' * 90000 for d in 'b' * 90000])",
+        # Ways around the text bounds a review found: a width, % formatting, a list's text.
+        "f'{output:>1500000000}' == ''",
+        "'%1500000000s' % output == ''",
+        "len(str(['a' * 100000] * 100000)) > 0",
+        "len(f'{[output] * 100000}') > 0",
+        # Whole numbers too large to divide quickly.
+        "(2 ** 60000 * 2 ** 60000) // 3 ** 20000 > 0",
     ],
 )
 def test_work_past_the_bounds_is_an_error(expression: str) -> None:
     refused(expression)  # raises, and returns before the work is done
+
+
+def test_numbers_formatting_and_the_events_text_stay_within_the_bounds() -> None:
+    assert holds("10 % 3 == 1 and f'{len(output)}!' == '17!'")
+    assert holds("'pytest' in str(tool_calls) and len(str(chat_events)) > len(output)")
+
+
+def test_a_whole_expression_is_stopped_at_its_checks_time() -> None:
+    # Each step is quick; the expression as a whole would take minutes.
+    words = refused(
+        "[len(re.findall('a', output)) for x in 'a' * 9999] != []",
+        ExpressionInputs("a" * 100_000),
+        timeout=0.5,
+    )
+    assert words == "it did not finish within 0.5 s"
 
 
 def test_an_output_longer_than_the_bounds_is_still_read_whole() -> None:
