@@ -109,6 +109,9 @@ class _Updates:
 
     def __init__(self, emit: Callable[..., None]) -> None:
         self._pending: dict[str, Any] | None = None
+        # The pending message's text as its chunks came, joined once when it is emitted (a
+        # text grown chunk by chunk would be copied whole at every chunk).
+        self._pieces: list[str] = []
         self.muted = False
         self.emit = emit
 
@@ -124,18 +127,21 @@ class _Updates:
             and _text(update) is not None
             and _text(pending) is not None
         ):
-            pending["content"]["text"] += _text(update)
+            self._pieces.append(_text(update) or "")
             return
         self.flush()
         if kind in _CHUNKS and _text(update) is not None:
             self._pending = update
+            self._pieces = [_text(update) or ""]
         else:
             self.emit("session_update", update=update)
 
     def flush(self) -> None:
         if self._pending is not None:
+            self._pending["content"]["text"] = "".join(self._pieces)
             self.emit("session_update", update=self._pending)
             self._pending = None
+            self._pieces = []
 
 
 def _text(update: dict[str, Any]) -> str | None:
@@ -302,16 +308,27 @@ def _attached(process: AttachedProcess) -> AgentLink:
                 ended.set_result(status)
 
         def pump() -> None:
-            pending = b""
+            # The unfinished line's pieces (only each new chunk is split), and their size: a
+            # line longer than the host's stream limit ends the output, as it does there.
+            pending: list[bytes] = []
+            size = 0
             with contextlib.suppress(OSError, RuntimeError):  # a broken stream is its end
                 while chunk := process.receive():
-                    *complete, pending = (pending + chunk).split(b"\n")
-                    for line in complete:
+                    *ends, rest = chunk.split(b"\n")
+                    for end in ends:
+                        line = b"".join([*pending, end])
+                        pending, size = [], 0
                         if line.strip():
                             loop.call_soon_threadsafe(lines.put_nowait, line)
+                    pending.append(rest)
+                    size += len(rest)
+                    if size > _STREAM_LIMIT:
+                        pending = []
+                        break
             with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
-                if pending.strip():
-                    loop.call_soon_threadsafe(lines.put_nowait, pending)
+                last = b"".join(pending)
+                if last.strip():
+                    loop.call_soon_threadsafe(lines.put_nowait, last)
                 loop.call_soon_threadsafe(lines.put_nowait, None)
                 status = process.wait(_SHUTDOWN_SECONDS)
                 loop.call_soon_threadsafe(settle, status)
