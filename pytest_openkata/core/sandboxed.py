@@ -680,10 +680,12 @@ def drive_agent(
         worker.join(setup.timeout)
         timed_out = worker.is_alive()
     finally:
-        process.close_input()
-        if not timed_out:
-            process.wait(_DRIVEN_EXIT_SECONDS)  # its own end first: it may save its session
-        process.stop()
+        try:
+            process.close_input()
+            if not timed_out:
+                process.wait(_DRIVEN_EXIT_SECONDS)  # its own end first: it may save its session
+        finally:  # a second interrupt in that wait still stops it in the environment
+            process.stop()
         worker.join(_DRIVEN_EXIT_SECONDS)
     if failed:
         raise failed[0]
