@@ -263,10 +263,25 @@ def read_variants(path: Path, shown: str) -> VariantsFile:
     return VariantsFile(shown, variants, tuple(warnings))
 
 
+def _expanded(text: str) -> Path:
+    """``text`` as a path, ``~`` expanded where it names a known home (as written else)."""
+    try:
+        return Path(text).expanduser()
+    except RuntimeError:  # ~someone: no such user
+        return Path(text)
+
+
+def _is_folder(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except (OSError, ValueError):  # a name too long, a NUL
+        return False
+
+
 def shown_path(text: str, root: Path) -> str:
     """How a message names a path a setting or the file gives: as written when relative,
     else relative to ``root`` (the rootdir); never a machine path outside it."""
-    path = Path(text).expanduser()
+    path = _expanded(text)
     if not path.is_absolute():
         return text
     try:
@@ -389,8 +404,8 @@ class VariantPlan:
         wrong = ""
         for fixture, local in variant.fixtures:
             shown = shown_path(local, self.root)
-            folder = self.root / Path(local).expanduser()
-            if not folder.is_dir():
+            folder = self.root / _expanded(local)
+            if not _is_folder(folder):
                 raise VariantsError(
                     f"{where}: fixtures.{fixture}.localPath: {shown} is not a folder (paths "
                     "are relative to the rootdir)"
@@ -413,7 +428,7 @@ class VariantPlan:
             raise VariantsError(wrong)
         if len(variant.fixtures) == 1:
             fixture, local = variant.fixtures[0]
-            only = self.root / Path(local).expanduser()
+            only = self.root / _expanded(local)
             if _holds(kind, only):
                 if self.skill_count == 1:  # one copy of the run's only skill
                     return only
@@ -536,7 +551,7 @@ def run_variants(
     # --eval-baseline none: no baseline arm, not even the one the file would give.
     no_baseline = not settings.baseline and "baseline" in settings.sources
     try:
-        file = read_variants(root / Path(settings.variants).expanduser(), shown)
+        file = read_variants(root / _expanded(settings.variants), shown)
         plan = plan_variants(
             file,
             variant=settings.variant,

@@ -444,6 +444,24 @@ def test_a_fixture_of_the_wrong_kind_is_an_error_naming_it_and_no_machine_path(
     assert not any(str(tmp_path) in message for message in messages)
 
 
+@pytest.mark.parametrize(
+    ("local", "shown"), [("~nosuchuser12/copy", "~nosuchuser12/copy"), ("a" * 5000, "a" * 5000)]
+)
+def test_a_fixture_path_of_an_unknown_home_or_too_long_a_name_is_not_a_folder(
+    tmp_path: Path, local: str, shown: str
+) -> None:
+    skill = _skill(tmp_path / "skills" / "s")
+    file = _read(tmp_path, [{"label": "a", "fixtures": {"f": {"localPath": local}}}])
+
+    with pytest.raises(VariantsError) as raised:
+        _plan(file, tmp_path, variant="a").arms(skill, sandboxed=False)
+
+    assert str(raised.value) == (
+        f"evals/arms.json: variant 'a': fixtures.f.localPath: {shown} is not a folder (paths "
+        "are relative to the rootdir)"
+    )
+
+
 def test_a_fixture_that_holds_no_such_skill_is_an_error_naming_where_it_looked(
     tmp_path: Path,
 ) -> None:
