@@ -44,6 +44,7 @@ from pytest_openkata.contracts.config import EvalSettings
 from pytest_openkata.contracts.errors import ConfigError
 from pytest_openkata.core.arms import RESERVED_NAMES, SAME, Arm, ArmError
 from pytest_openkata.core.tile import TILE_FILE, has_context, is_tile_dir
+from pytest_openkata.core.versions import skill_front_matter
 
 __all__ = [
     "ACTIVATION_LINE",
@@ -292,23 +293,7 @@ def shown_path(text: str, root: Path) -> str:
 
 def _front_matter_name(folder: Path) -> str:
     """The ``name`` of the YAML front matter of ``folder``'s SKILL.md, or ``""``."""
-    try:
-        text = (folder / "SKILL.md").read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return ""
-    lines = text.lstrip("\ufeff").splitlines()
-    if not lines or lines[0].rstrip() != "---":
-        return ""
-    end = next((i for i in range(1, len(lines)) if lines[i].rstrip() == "---"), None)
-    if end is None:
-        return ""
-    import yaml  # here: the plugin loads this module in every pytest run
-
-    try:
-        data = yaml.safe_load("\n".join(lines[1:end]))
-    except (yaml.YAMLError, RecursionError):
-        return ""
-    name = data.get("name") if isinstance(data, Mapping) else None
+    name = skill_front_matter(folder).get("name")
     return name.strip() if isinstance(name, str) else ""
 
 

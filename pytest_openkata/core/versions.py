@@ -42,6 +42,7 @@ __all__ = [
     "front_matter_version",
     "plugin_version",
     "read_skill_version",
+    "skill_front_matter",
 ]
 
 CLAUDE_PLUGIN_FILE = ".claude-plugin/plugin.json"
@@ -108,27 +109,32 @@ def _tile_json_version(skill_dir: Path) -> str:
     return "" if manifest is None else _version_of(manifest)
 
 
-def front_matter_version(skill_dir: Path) -> str:
-    """``metadata.version``, else ``version``, of the YAML front matter of ``<skill_dir>/SKILL.md``,
-    or ``""`` (no front matter, not YAML, no such key, or not a string or number)."""
+def skill_front_matter(skill_dir: Path) -> Mapping[str, object]:
+    """The YAML front matter of ``<skill_dir>/SKILL.md`` as a mapping, or an empty one (no
+    such file, no front matter, not YAML, or not a mapping)."""
     try:
         text = (skill_dir / "SKILL.md").read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
-        return ""
+        return {}
     lines = text.lstrip("\ufeff").splitlines()
     if not lines or lines[0].rstrip() != "---":
-        return ""
+        return {}
     end = next((i for i in range(1, len(lines)) if lines[i].rstrip() == "---"), None)
     if end is None:
-        return ""
+        return {}
     import yaml  # here: the plugin loads this module in every pytest run
 
     try:
         data = yaml.safe_load("\n".join(lines[1:end]))
-    except yaml.YAMLError:
-        return ""
-    if not isinstance(data, Mapping):
-        return ""
+    except (yaml.YAMLError, RecursionError):
+        return {}
+    return data if isinstance(data, Mapping) else {}
+
+
+def front_matter_version(skill_dir: Path) -> str:
+    """``metadata.version``, else ``version``, of the YAML front matter of ``<skill_dir>/SKILL.md``,
+    or ``""`` (no front matter, not YAML, no such key, or not a string or number)."""
+    data = skill_front_matter(skill_dir)
     metadata = data.get("metadata")
     for holder in (metadata if isinstance(metadata, Mapping) else {}, data):
         version = holder.get("version")
