@@ -24,10 +24,6 @@ from pytest_openkata.contracts.errors import (
 )
 from pytest_openkata.contracts.results import ScenarioResult
 from pytest_openkata.core.activity import ACTIVITY
-from pytest_openkata.core.budget import BUDGET_REACHED, BudgetReached
-from pytest_openkata.core.run import Backends, RunOptions, run_scenario
-from pytest_openkata.core.runlog import relative_skill_dir
-from pytest_openkata.core.sandboxed import SandboxSetup
 from pytest_openkata.core.schedule import ScenarioScheduler
 from pytest_openkata.core.slots import CallSlot
 from pytest_openkata.core.triggers import PassRule, QueryOutcome
@@ -44,6 +40,8 @@ from pytest_openkata.plugin.triggers import OUTCOME_PROPERTY, TriggerQueryItem
 
 if TYPE_CHECKING:
     from pytest_openkata.core.engine_pool import SlotsFor
+    from pytest_openkata.core.run import Backends, RunOptions
+    from pytest_openkata.core.sandboxed import SandboxSetup
 
 CACHE_FOLDER = "openkata"
 IN_FLIGHT_FOLDER = "openkata-in-flight"
@@ -225,6 +223,9 @@ def openkata_result(
 
     A scenario that cannot be evaluated errors here, in setup, with the reason on one line.
     """
+    from pytest_openkata.core.budget import BUDGET_REACHED, BudgetReached
+    from pytest_openkata.core.run import run_scenario
+
     item = request.node
     if not isinstance(item, ScenarioItem):
         raise pytest.UsageError("openkata_result is only available to scenario items")
@@ -314,6 +315,7 @@ def openkata_trigger_outcome(
     """Runs the trigger query (``trigger_runs`` times) and records its outcome; a query that
     cannot be evaluated errors here, in setup, with the reason on one line."""
     from pytest_openkata.core.errors import ScenarioFailure
+    from pytest_openkata.core.runlog import relative_skill_dir
     from pytest_openkata.core.trigger_run import TriggerRun, run_trigger_query
 
     item = request.node

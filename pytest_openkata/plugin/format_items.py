@@ -169,19 +169,21 @@ class FormatItem(ScenarioItem):
         self.source = source
         self.skill_dir = skill_dir
         self.skill_scenarios = skill_scenarios
-        self.mark_scenario()
+        self.mark_scenario(skill_dir)
 
     @property
     def scenario_dir(self) -> Path:  # type: ignore[override]
         return self.runnable()[0]
 
-    def mark_scenario(self) -> None:
+    def mark_scenario(self, skill_dir: Path | None = None) -> None:
         """As an openkata scenario's (:meth:`ScenarioFolderItem.mark_scenario`): the skill's
         keyword, and the kind's marker when ``-m`` or ``-k`` may ask for it (then the
         scenario is read with its format at collection)."""
-        self.extra_keyword_matches.add(f"skill:{self.skill_dir.name}")
-        name = self._unit_name(self.skill_dir)
-        if name != self.skill_dir.name:
+        if skill_dir is None:
+            skill_dir = self.skill_dir
+        self.extra_keyword_matches.add(f"skill:{skill_dir.name}")
+        name = self._unit_name(skill_dir)
+        if name != skill_dir.name:
             self.extra_keyword_matches.add(f"skill:{name}")
         if not kind_is_asked(self.config):
             return

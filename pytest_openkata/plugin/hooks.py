@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Callable, Generator
 from pathlib import Path
@@ -32,7 +33,6 @@ from pytest_openkata.plugin import (
     shard,
     termination,
     triggers,
-    validation,
     xdist_transport,
 )
 from pytest_openkata.plugin.aggregate import BODY_RAISED_ATTR, EvalAggregator
@@ -304,6 +304,10 @@ def pytest_configure(config: pytest.Config) -> None:
         run_in_this_process(config)
         config.pluginmanager.register(Estimate(settings), "openkata-estimate")
     if mode == VALIDATE:
+        # Imported when wanted: it runs scenarios (core.run), which collecting does not need.
+        # By its full name, so that a test runner that unloads modules between sessions gets
+        # it afresh, never the copy its package still names.
+        validation = importlib.import_module("pytest_openkata.plugin.validation")
         config.pluginmanager.register(validation, "openkata-validation")
         if controller:
             config.pluginmanager.register(validation.ValidationSummary(), AGGREGATOR_NAME)

@@ -12,7 +12,7 @@ import os
 import re
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -27,7 +27,7 @@ from pytest_openkata.core.scenario import (
 )
 from pytest_openkata.core.triggers import has_trigger_queries
 from pytest_openkata.infra.text import visible
-from pytest_openkata.plugin import compat, validation
+from pytest_openkata.plugin import compat
 from pytest_openkata.plugin.file_warnings import warn_about_skill
 from pytest_openkata.plugin.format_files import formats_by_file, marker_files
 from pytest_openkata.plugin.scenario_folder import (
@@ -37,6 +37,9 @@ from pytest_openkata.plugin.scenario_folder import (
 )
 from pytest_openkata.plugin.session import VALIDATE, mode_of
 from pytest_openkata.plugin.triggers import trigger_items
+
+if TYPE_CHECKING:
+    from pytest_openkata.core.validate import Validation
 
 # An openkata scenario's node id (its evals folder, or a group folder below it, whose name may
 # hold dots: ``evals/v1.2``; never a Python test module there), or a built-in format's (its
@@ -205,7 +208,7 @@ class ScenarioItem(ScenarioFolderItem):
         self.scenario_dir = scenario_dir
         self.skill_dir = skill_of(scenario_dir)
         self.skill_scenarios = skill_scenarios
-        self.mark_scenario()
+        self.mark_scenario(self.skill_dir)
 
     def warn_before_run(self) -> None:
         """Say what is likely wrong with the scenario's files, as the item's warnings, before
@@ -245,10 +248,19 @@ class ScenarioItem(ScenarioFolderItem):
         self.user_properties.append((PERCENTAGE_PROPERTY, f"{result.percentage:g}"))
 
 
+def check_validation(openkata_validation: Validation, subtests: pytest.Subtests) -> None:
+    """A validation item's body, :func:`pytest_openkata.plugin.validation.check_validation`:
+    imported in validate mode only, as a validation runs scenarios (``core.run``), which
+    collecting does not need."""
+    from pytest_openkata.plugin.validation import check_validation as check
+
+    check(openkata_validation, subtests)
+
+
 class ValidationItem(ScenarioItem):
     """One scenario folder in validate mode (:mod:`pytest_openkata.plugin.validation`)."""
 
-    body = staticmethod(validation.check_validation)
+    body = staticmethod(check_validation)
 
 
 result_key = pytest.StashKey[ScenarioResult]()

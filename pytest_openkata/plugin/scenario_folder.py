@@ -34,12 +34,14 @@ class ScenarioFolderItem(pytest.Function):
     """An item whose path is a scenario folder (``self.path``), with its skill's keyword and
     its kind's marker."""
 
-    def mark_scenario(self) -> None:
+    def mark_scenario(self, skill_dir: Path | None = None) -> None:
         """``-k skill:<name>`` selects the item (the folder's name, and a tile's ``name``);
         ``-m direct`` or ``-m sandbox`` selects it by how it runs. The kind's marker is given
         only when the run's ``-m`` or ``-k`` may ask for it (:func:`kind_is_asked`): it reads
-        the scenario's scenario.json, and collection otherwise reads no scenario file."""
-        skill_dir = skill_of(self.path)
+        the scenario's scenario.json, and collection otherwise reads no scenario file.
+        ``skill_dir`` is the scenario's skill folder when the caller knows it already."""
+        if skill_dir is None:
+            skill_dir = skill_of(self.path)
         self.extra_keyword_matches.add(f"skill:{skill_dir.name}")
         name = self._unit_name(skill_dir)
         if name != skill_dir.name:

@@ -36,6 +36,9 @@ LOADED_WHEN_USED = (
     "pytest_openkata.core.regression",
     "pytest_openkata.core.agreement",
     "pytest_openkata.core.evaluate",
+    "pytest_openkata.core.run",
+    "pytest_openkata.core.validate",
+    "pytest_openkata.plugin.validation",
     "pytest_openkata.local",
     "pytest_openkata.commands",
     "pytest_openkata.providers.reporters.html",
@@ -119,3 +122,27 @@ def test_a_run_of_direct_scenarios_writing_no_page_imports_no_renderer_nor_sandb
     )
     assert _loaded_after(code, cwd=tmp_path, names=unused) == []
     assert script.agent_calls == 1
+
+
+def test_collecting_scenarios_imports_nothing_that_runs_them(tmp_path: Path) -> None:
+    write_skill(tmp_path, "s", {"scenario-a": {"good": 10}})
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    args = ["-q", "-p", "openkata", "-p", "no:cacheprovider", "--collect-only", "skills"]
+    code = f"import pytest\nassert pytest.main({args!r}) == 0\n"
+    runs = (
+        "pytest_openkata.core.run",
+        "pytest_openkata.core.validate",
+        "pytest_openkata.plugin.validation",
+        "httpx",
+    )
+    assert _loaded_after(code, cwd=tmp_path, names=runs) == []
+
+
+def test_validate_mode_loads_the_validation_plugin(tmp_path: Path) -> None:
+    write_skill(tmp_path, "s", {"scenario-a": {"good": 10}})
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    args = ["-q", "-p", "openkata", "-p", "no:cacheprovider", "--collect-only", "skills"]
+    args.append("--eval-validate")
+    code = f"import pytest\nassert pytest.main({args!r}) == 0\n"
+    loaded = _loaded_after(code, cwd=tmp_path, names=("pytest_openkata.plugin.validation",))
+    assert loaded == ["pytest_openkata.plugin.validation"]
