@@ -252,11 +252,11 @@ def _variants(
     the scenarios (only a run that evaluates has arms, and an estimate counts them); what the
     file holds that this plugin does not know, and a file that cannot be run, are said once,
     by the controller."""
-    from pytest_openkata.core.variants import VariantPlan, VariantsError, run_variants
-
     if mode not in ("", ESTIMATE) or not settings.variants:
         config.stash[variants_key] = None
         return settings
+    from pytest_openkata.core.variants import VariantPlan, VariantsError, run_variants
+
     try:
         settings, plan = run_variants(settings, config.rootpath)
     except ConfigError as exc:  # settings the file contradicts: no scenario runs
@@ -433,11 +433,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def _count_variant_skills(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tell the variants file's arms how many skills the run evaluates: only a run of one
     skill takes a variant's only fixture as its copy whatever the fixture's name."""
+    plan = config.stash.get(variants_key, None)
+    if plan is None:  # no variants file: nothing to tell
+        return
     from dataclasses import replace
 
     from pytest_openkata.core.variants import VariantPlan
 
-    plan = config.stash.get(variants_key, None)
     if isinstance(plan, VariantPlan):
         skills = {item.skill_dir for item in items if isinstance(item, ScenarioItem)}
         config.stash[variants_key] = replace(plan, skill_count=len(skills))

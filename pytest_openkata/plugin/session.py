@@ -3,16 +3,20 @@ of a variants file."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
 
 from pytest_openkata.contracts.config import EvalSettings
-from pytest_openkata.core.variants import VariantPlan, VariantsError
 from pytest_openkata.infra.redact import Redactor
+
+if TYPE_CHECKING:  # a run reads the variants file (core.variants) only when it names one
+    from pytest_openkata.core.variants import VariantPlan, VariantsError
 
 settings_key = pytest.StashKey[EvalSettings]()
 redactor_key = pytest.StashKey[Redactor]()
 # The arms the variants file gives, or why it gives none (None: no variants file).
-variants_key = pytest.StashKey[VariantPlan | VariantsError | None]()
+variants_key: pytest.StashKey[VariantPlan | VariantsError | None] = pytest.StashKey()
 
 
 def settings_of(config: pytest.Config) -> EvalSettings:
