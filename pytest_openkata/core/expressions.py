@@ -45,6 +45,7 @@ import regex
 import simpleeval  # type: ignore[import-untyped]
 
 from pytest_openkata.contracts.transcripts import Step, Transcript
+from pytest_openkata.core.patterns import refuse_large_pattern
 
 __all__ = [
     "ALLOWED_ATTRIBUTES",
@@ -322,28 +323,35 @@ def _bounded_power(base: Any, exponent: Any) -> Any:
     return simpleeval.safe_power(base, exponent)
 
 
+def _compiled(pattern: str, flags: int) -> regex.Pattern[str]:
+    """``pattern`` compiled, unless its repeats would write out too much to compile (a
+    pattern may be made of the agent's output): see :mod:`pytest_openkata.core.patterns`."""
+    refuse_large_pattern(pattern, flags)
+    return regex.compile(pattern, flags)
+
+
 def _re_for(timeout: float) -> _Re:
     """``re``'s functions on the ``regex`` package, each search stopped after ``timeout``."""
 
     def search(pattern: str, string: str, flags: int = 0) -> Any:
-        return regex.search(pattern, string, flags, timeout=timeout)
+        return _compiled(pattern, flags).search(string, timeout=timeout)
 
     def match(pattern: str, string: str, flags: int = 0) -> Any:
-        return regex.match(pattern, string, flags, timeout=timeout)
+        return _compiled(pattern, flags).match(string, timeout=timeout)
 
     def fullmatch(pattern: str, string: str, flags: int = 0) -> Any:
-        return regex.fullmatch(pattern, string, flags, timeout=timeout)
+        return _compiled(pattern, flags).fullmatch(string, timeout=timeout)
 
     def findall(pattern: str, string: str, flags: int = 0) -> Any:
-        return regex.findall(pattern, string, flags, timeout=timeout)
+        return _compiled(pattern, flags).findall(string, timeout=timeout)
 
     def split(pattern: str, string: str, maxsplit: int = 0, flags: int = 0) -> Any:
-        return regex.split(pattern, string, maxsplit, flags, timeout=timeout)
+        return _compiled(pattern, flags).split(string, maxsplit, timeout=timeout)
 
     def sub(pattern: str, repl: str, string: str, count: int = 0, flags: int = 0) -> str:
         if not isinstance(repl, str):
             raise TypeError("re.sub takes a replacement text here")
-        compiled = regex.compile(pattern, flags)
+        compiled = _compiled(pattern, flags)
         pieces: list[str] = []
         size, last = 0, 0
         for found, matched in enumerate(compiled.finditer(string, timeout=timeout)):

@@ -14,7 +14,7 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -42,6 +42,9 @@ from pytest_openkata.core.scenario_setup import (
     read_setup,
 )
 from pytest_openkata.core.tile import is_tile_dir, load_tile
+
+if TYPE_CHECKING:  # imported where a pattern is compiled
+    import regex
 
 SCENARIO_PREFIX = "scenario-"
 SCENARIO_NAMES = "scenario-*"  # the default of the scenario_names setting: the reference's
@@ -820,6 +823,25 @@ def _parsed_expression(path: Path, index: int, item: Any, expression: str) -> st
     return expression
 
 
+def _compiled_pattern(path: Path, index: int, item: Any, pattern: str) -> regex.Pattern[str]:
+    """A check's pattern, compiled multiline; one that does not compile, or whose repeats
+    would write out too much to compile (:mod:`pytest_openkata.core.patterns`), is the
+    file's error at the check's ``pattern``."""
+    import regex  # here: a run without patterns never needs it
+
+    from pytest_openkata.core.patterns import PatternTooLarge, refuse_large_pattern
+
+    where = check_field(index, item, "pattern")
+    try:
+        refuse_large_pattern(pattern)
+    except PatternTooLarge as exc:
+        raise ScenarioLoadError(path, str(exc), where) from None
+    try:
+        return regex.compile(pattern, regex.MULTILINE)
+    except regex.error as exc:
+        raise ScenarioLoadError(path, f"not a valid regular expression: {exc}", where) from None
+
+
 def check_of(path: Path, index: int, item: Any) -> Check:
     if not isinstance(item, Mapping):
         raise ScenarioLoadError(path, "must be an object", f"[{index}]")
@@ -848,14 +870,7 @@ def check_of(path: Path, index: int, item: Any) -> Check:
     if "absent" in values:
         fields["absent"] = values["absent"]
     if values.get("pattern"):
-        import regex  # here: a run without patterns never needs it
-
-        try:
-            fields["pattern"] = regex.compile(values["pattern"], regex.MULTILINE)
-        except regex.error as exc:
-            raise ScenarioLoadError(
-                path, f"not a valid regular expression: {exc}", check_field(index, item, "pattern")
-            ) from None
+        fields["pattern"] = _compiled_pattern(path, index, item, values["pattern"])
     if kind == "output_expression":
         fields["expression"] = _parsed_expression(path, index, item, values["expression"])
     if kind == "json_schema":

@@ -37,6 +37,10 @@ OUTSIDE_THE_TREE = {
     "pytest_openkata.core.expressions._OutOfTime": (
         "private: raised again as the ExpressionError saying the check's time ran out"
     ),
+    "pytest_openkata.core.patterns.PatternTooLarge": (
+        "raised again as the ScenarioLoadError naming the check's pattern, or in an expression"
+        " as the ExpressionError saying what it raised"
+    ),
 }
 
 

@@ -292,6 +292,17 @@ def test_empty_pattern_and_empty_run(tmp_path: Path) -> None:
     )
 
 
+def test_a_pattern_too_large_to_compile_names_the_check_and_pattern(tmp_path: Path) -> None:
+    message = load_error(
+        tmp_path, [item("output_regex", "huge", pattern="(?:(?:a{1000}){1000}){3}")]
+    )
+    assert message == (
+        f"{SHOWN}: [0] ('huge').pattern: the pattern's counted repeats would write out more "
+        "than 100,000 items when it is compiled: repeat less, or use an open repeat (*, +) "
+        "where the count does not matter"
+    )
+
+
 def test_a_bad_regex_names_the_check_and_pattern(tmp_path: Path) -> None:
     message = load_error(
         tmp_path,

@@ -226,6 +226,31 @@ def test_a_pattern_that_backtracks_without_end_is_stopped_after_its_time() -> No
     assert "did not finish searching within 0.2 s" in words
 
 
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "re.search('(?:(?:a{1000}){1000}){3}', output)",
+        "re.findall('(?:a{1000,}){1000}', output)",
+        "re.sub('(?:x{500}){500}', '', output) == ''",
+        # A pattern made of the agent's output: its repeats are counted before it compiles.
+        "re.match(output * 3, 'x')",
+        # Verbose mode cannot hide a repeat behind a bracket in a comment.
+        "re.search('(?x)(?: a{1000} # )\\n ){1000}', output)",
+        "re.split('[ab]{1000000}', output, 0, 64)",
+    ],
+)
+def test_a_pattern_that_would_take_too_much_to_compile_is_refused(expression: str) -> None:
+    inputs = ExpressionInputs("(?:a{999}){999}")
+    assert "would write out more than 100,000 items when it is compiled" in refused(
+        expression, inputs
+    )
+
+
+def test_patterns_of_a_usual_size_compile_and_search() -> None:
+    assert holds("re.search('[a-z]{2,50} is [0-9]{1,3}', output) is not None")
+    assert holds(r"re.fullmatch(r'(?x) The \s answer [ ] is \s \d{2} [.]', output) is not None")
+
+
 @pytest.mark.parametrize("text", ["len(output) >", "x = 1", "a; b", "import os", "\x00"])
 def test_a_text_that_is_not_one_expression_is_refused_when_parsed(text: str) -> None:
     with pytest.raises(ExpressionError, match="not a Python expression"):
