@@ -325,9 +325,10 @@ def _bounded_power(base: Any, exponent: Any) -> Any:
 
 def _compiled(pattern: str, flags: int) -> regex.Pattern[str]:
     """``pattern`` compiled, unless its repeats would write out too much to compile (a
-    pattern may be made of the agent's output): see :mod:`pytest_openkata.core.patterns`."""
+    pattern may be made of the agent's output): see :mod:`pytest_openkata.core.patterns`.
+    Not kept in the package's cache, which would hold hundreds of such patterns at once."""
     refuse_large_pattern(pattern, flags)
-    return regex.compile(pattern, flags)
+    return regex.compile(pattern, flags, cache_pattern=False)
 
 
 def _re_for(timeout: float) -> _Re:

@@ -8,30 +8,46 @@ format's eval or an expression that builds it from the agent's output, so a run 
 size first: :func:`refuse_large_pattern` refuses one whose repeats would write out more than
 :data:`MAX_PATTERN_ITEMS` items.
 
-:func:`pattern_items` counts those items from the pattern's text, reading it as the ``regex``
-package does, and never counts fewer than the package writes out: every branch of an
-alternative counts, a repeat counts its largest count (``{2,50}`` as 50, ``{1000,}`` as
-1000), a lookaround as a group; what it reads otherwise than the package (a nested set of
-version 1, an escape such as ``\\p{L}``) only counts more. In verbose mode (``(?x)``, or the
-flag) a ``#`` starts a comment that may hold brackets, so there every character counts,
-times every count of the pattern's repeats.
+:func:`pattern_items` counts those items from the pattern's text, leaning to more wherever
+its reading could differ from the package's:
+
+- a repeat ``{m}`` counts ``m`` copies, and ``{m,n}`` or ``{m,}`` counts ``m + 1`` (the
+  package writes out the ``m`` it must match, and the rest as one loop); ``*``, ``+`` and
+  ``?`` write out no copies;
+- every branch of an alternative counts, a group's marks (``?:``, a name) count as
+  characters, and braces that are no count (a fuzzy constraint such as ``{e<=1}``) count as
+  characters that a following count repeats together with what came before them;
+- a set counts one item per 32 characters of its text, and, where full case folding may be on
+  (the ``f`` flag, or version 1), 200 items, as a character counts 5;
+- a pattern whose structure the scan cannot follow exactly is bounded without its
+  structure: its length times every count's copies (``[[:alpha:]]`` or a nested set of
+  version 1, whose inner ``]`` the scan cannot place), and in verbose mode, where a count may
+  be split by spaces and comments, its length times ten to the number of its digits.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 __all__ = ["MAX_PATTERN_ITEMS", "PatternTooLarge", "pattern_items", "refuse_large_pattern"]
 
 MAX_PATTERN_ITEMS = 100_000
-"""The most items a pattern's repeats may write out when compiled (about 25 MB there)."""
+"""The most items a pattern's repeats may write out when compiled."""
 
-# A counted repeat: {m}, {m,}, {,n}, {m,n} (both empty, "{,}", is no count).
-_COUNT = re.compile(r"\{(\d*)(?:,(\d*))?\}")
-# An inline flag group naming verbose mode: (?x), (?ix), (?V1x), (?x:...), (?i-x:...).
-_VERBOSE_FLAGS = re.compile(r"\(\?[a-zA-Z0-9-]*x[a-zA-Z0-9-]*[):]")
+# The regex package's flags that change how a pattern is read or how much it writes out.
+_VERBOSE = 64
+_VERSION1 = 256
+_FULLCASE = 16384
+# A count: {m}, {m,}, {,n}, {m,n}; ASCII digits only, as the package reads them.
+_COUNT = re.compile(r"\{([0-9]*)(,?)([0-9]*)\}")
+# A group of inline flags alone, which adds nothing: (?i), (?-s), (?V1).
+_FLAGS_ONLY = re.compile(r"\(\?[a-zA-Z0-9-]*\)")
+# The letters of an inline flag group, scoped or not: (?x), (?fi:...), (?V1x).
+_INLINE_FLAGS = re.compile(r"\(\?([a-zA-Z0-9-]*)[):]")
 _MAX_DIGITS = 9  # a count of more digits counts as _HUGE_COUNT: past any bound here
 _HUGE_COUNT = 1_000_000_000
+_SET_CHARS_PER_ITEM = 32
 
 
 class PatternTooLarge(ValueError):
@@ -40,93 +56,187 @@ class PatternTooLarge(ValueError):
 
 def refuse_large_pattern(pattern: str, flags: int = 0) -> None:
     """Raise :class:`PatternTooLarge` for a pattern that would take too much to compile."""
-    if pattern_items(pattern, flags) > MAX_PATTERN_ITEMS:
-        raise PatternTooLarge(
-            f"the pattern's counted repeats would write out more than "
-            f"{MAX_PATTERN_ITEMS:,} items when it is compiled: repeat less, or use an open "
-            "repeat (*, +) where the count does not matter"
-        )
+    if pattern_items(pattern, flags) <= MAX_PATTERN_ITEMS:
+        return
+    message = (
+        f"the pattern's counted repeats would write out more than {MAX_PATTERN_ITEMS:,} items "
+        "when it is compiled: repeat less, or use an open repeat (*, +) where the count does "
+        "not matter"
+    )
+    if _verbose(pattern, flags):
+        message += " (in verbose mode a count may be split, so every digit counts: write it "
+        message += "without verbose mode)"
+    raise PatternTooLarge(message)
 
 
 def pattern_items(pattern: str, flags: int = 0, limit: int = MAX_PATTERN_ITEMS) -> int:
-    """The items ``pattern`` writes out when compiled, counted at least as the ``regex``
-    package writes them (see the module docstring); counting stops once past ``limit``."""
-    if flags & re.VERBOSE or _VERBOSE_FLAGS.search(pattern):
-        return _unstructured(pattern, limit)
-    return _structured(pattern, limit)
+    """The items ``pattern`` writes out when compiled with ``flags``, counted at least as the
+    ``regex`` package writes them (see the module docstring); counting stops past ``limit``."""
+    weights = _Weights.of(pattern, flags)
+    if _verbose(pattern, flags):
+        digits = min(sum(char in "0123456789" for char in pattern), _MAX_DIGITS)
+        scale: int = 10**digits  # the counts, however split, are at most that
+        return len(pattern) * weights.most * scale
+    if _has_nested_set(pattern):
+        return _unstructured(pattern, weights, limit)
+    return _structured(pattern, weights, limit)
 
 
-def _unstructured(pattern: str, limit: int) -> int:
-    """Every character times every count: a bound whatever the pattern's structure."""
-    total = len(pattern)
+@dataclass(frozen=True)
+class _Weights:
+    """Items per character and per set: more where full case folding may be on, since a
+    character or a set then stands for all its foldings."""
+
+    character: int = 1
+    set_base: int = 1
+
+    @classmethod
+    def of(cls, pattern: str, flags: int) -> _Weights:
+        letters = "".join(_INLINE_FLAGS.findall(pattern))
+        if flags & (_FULLCASE | _VERSION1) or "f" in letters or "V1" in letters:
+            return cls(character=5, set_base=200)
+        return cls()
+
+    @property
+    def most(self) -> int:
+        return max(self.character, self.set_base)
+
+    def of_set(self, text: str) -> int:
+        return self.set_base + len(text) // _SET_CHARS_PER_ITEM
+
+
+def _verbose(pattern: str, flags: int) -> bool:
+    return bool(flags & _VERBOSE) or any("x" in found for found in _INLINE_FLAGS.findall(pattern))
+
+
+def _has_nested_set(pattern: str) -> bool:
+    """Whether a set holds a ``[`` (a POSIX class, or a nested set of version 1): the scan
+    cannot then tell where the set ends."""
+    index = 0
+    while index < len(pattern):
+        if pattern[index] == "\\":
+            index += 2
+        elif pattern[index] == "[":
+            end = _set_end(pattern, index)
+            if "[" in pattern[index + 1 : end - 1]:
+                return True
+            index = end
+        else:
+            index += 1
+    return False
+
+
+def _unstructured(pattern: str, weights: _Weights, limit: int) -> int:
+    """Every character, times every count's copies: a bound whatever the structure."""
+    total = len(pattern) * weights.most
     for found in _COUNT.finditer(pattern):
-        total *= max(_count(found), 1)
+        total *= max(_copies(found), 1)
         if total > limit:
             break
     return total
 
 
-def _structured(pattern: str, limit: int) -> int:
-    # One [total, last] per open group: the items so far, and those of the last item, which
-    # a count that follows repeats.
-    groups: list[list[int]] = [[0, 0]]
-    index, end = 0, len(pattern)
-    while index < end:
-        char = pattern[index]
-        group = groups[-1]
-        if char == "(":
-            if pattern.startswith("(?#", index):  # a comment: to its first ")"
-                close = pattern.find(")", index)
-                index = end if close < 0 else close + 1
-            else:
-                groups.append([0, 0])
-                index += 1
-            continue
-        if char in "*+?":  # an open repeat, or a lazy or possessive mark: no copies
-            index += 1
-            continue
-        if char == "|":
-            group[1] = 0
-            index += 1
-            continue
-        found = _COUNT.match(pattern, index) if char == "{" and group[1] else None
-        if found is not None and (found.group(1) or found.group(2)):
-            count = _count(found)
-            group[0] += group[1] * (count - 1)
-            group[1] *= count
-            index = found.end()
-        else:
-            if char == ")" and len(groups) > 1:
-                items = groups.pop()[0] + 1
-                group = groups[-1]
-                index += 1
-            else:
-                items = 1
-                if char == "[":
-                    index = _set_end(pattern, index)
-                elif char == "\\":
-                    index += 2
-                else:
-                    index += 1
-            group[0] += items
-            group[1] = items
-        if group[0] > limit:
-            return group[0]
-    return sum(total for total, _ in groups)
+@dataclass
+class _Group:
+    """An open group of the scan: its items so far, and those a count that follows repeats."""
+
+    total: int = 0
+    last: int = 0
+
+    def add(self, items: int) -> None:
+        self.total += items
+        self.last = items
 
 
-def _count(found: re.Match[str]) -> int:
-    """The largest count of a counted repeat (``{m,}`` writes out ``m``)."""
-    digits: list[str] = [text for text in found.groups() if text]
-    if any(len(text) > _MAX_DIGITS for text in digits):
+def _structured(pattern: str, weights: _Weights, limit: int) -> int:
+    groups = [_Group()]
+    index = 0
+    while index < len(pattern):
+        index = _step(pattern, index, groups, weights)
+        if groups[-1].total > limit:
+            return groups[-1].total
+    return sum(group.total for group in groups)
+
+
+def _step(pattern: str, index: int, groups: list[_Group], weights: _Weights) -> int:
+    """Count the item at ``index`` into ``groups``; where the next one starts."""
+    char = pattern[index]
+    group = groups[-1]
+    if char == "(":
+        return _open(pattern, index, groups)
+    if char in "*+?":  # an open repeat, or a lazy or possessive mark: no copies
+        return index + 1
+    if char == "|":
+        group.last = 0
+        return index + 1
+    if char == "{" and group.last:
+        return _repeat(pattern, index, group, weights)
+    if char == ")" and len(groups) > 1:
+        closed = groups.pop()
+        groups[-1].add(closed.total + 1)
+        return index + 1
+    if char == "[":
+        stop = _set_end(pattern, index)
+        group.add(weights.of_set(pattern[index:stop]))
+        return stop
+    group.add(weights.character)
+    return index + (2 if char == "\\" else 1)
+
+
+def _open(pattern: str, index: int, groups: list[_Group]) -> int:
+    if pattern.startswith("(?#", index):
+        return _comment_end(pattern, index)
+    flags_only = _FLAGS_ONLY.match(pattern, index)
+    if flags_only is not None:  # adds nothing: a count after it repeats what came before
+        return flags_only.end()
+    groups.append(_Group())
+    return index + 1
+
+
+def _repeat(pattern: str, index: int, group: _Group, weights: _Weights) -> int:
+    found = _COUNT.match(pattern, index)
+    if found is not None and (found.group(1) or found.group(3)):
+        copies = _copies(found)
+        group.total += group.last * (copies - 1)
+        group.last *= copies
+        return found.end()
+    # A fuzzy constraint, or braces as characters: a count after them repeats them together
+    # with what came before them.
+    close = pattern.find("}", index)
+    stop = len(pattern) if close < 0 else close + 1
+    items = (stop - index) * weights.character
+    group.total += items
+    group.last += items
+    return stop
+
+
+def _copies(found: re.Match[str]) -> int:
+    """The copies a count writes out: ``m`` for ``{m}``, ``m + 1`` for ``{m,n}`` and ``{m,}``
+    (the ``m`` it must match, then the rest as one loop)."""
+    low, comma, _most = found.groups()  # the most a count matches writes out no copy
+    if len(low) > _MAX_DIGITS:
         return _HUGE_COUNT
-    return max(int(text) for text in digits)
+    least = int(low or 0)
+    return least + 1 if comma or not low else least
+
+
+def _comment_end(pattern: str, start: int) -> int:
+    """Where the comment group opening at ``start`` ends: after its first ``)`` that is not
+    escaped (the package reads escapes in comments)."""
+    index = start + 3
+    while index < len(pattern):
+        if pattern[index] == "\\":
+            index += 2
+        elif pattern[index] == ")":
+            return index + 1
+        else:
+            index += 1
+    return len(pattern)
 
 
 def _set_end(pattern: str, start: int) -> int:
     """Where the set opening at ``start`` ends: after its first ``]`` that is neither escaped
-    nor its first member (a nested set of version 1 then ends earlier here than there, which
-    only counts more)."""
+    nor its first member (a set holding a ``[`` is left to :func:`_unstructured`)."""
     index = start + 1
     if pattern.startswith("^", index):
         index += 1

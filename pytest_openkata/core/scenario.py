@@ -837,7 +837,7 @@ def _compiled_pattern(path: Path, index: int, item: Any, pattern: str) -> regex.
     except PatternTooLarge as exc:
         raise ScenarioLoadError(path, str(exc), where) from None
     try:
-        return regex.compile(pattern, regex.MULTILINE)
+        return regex.compile(pattern, regex.MULTILINE, cache_pattern=False)  # the check keeps it
     except regex.error as exc:
         raise ScenarioLoadError(path, f"not a valid regular expression: {exc}", where) from None
 

@@ -1,4 +1,6 @@
-"""Counting what a pattern's repeats write out when the ``regex`` package compiles it."""
+"""Counting what a pattern's repeats write out when the ``regex`` package compiles it.
+
+The patterns refused here are never compiled: each would take hundreds of megabytes."""
 
 from __future__ import annotations
 
@@ -28,58 +30,97 @@ from pytest_openkata.core.patterns import (
         (r"a*b+c?d*?e++", 5),
         # Every branch of an alternative counts.
         (r"(?:ab|cde){10}", 10 * 7),
-        # A repeat counts its largest count; an open one ({m,}) its least.
-        (r"x{2,50}y{7,}z{,9}", 50 + 7 + 9),
+        # {m} writes out m copies; {m,n}, {m,} and {,n} the m it must match and one loop.
+        (r"x{2,50}y{7,}z{,9}w{4}", 3 + 8 + 1 + 4),
         # Nested repeats multiply.
         (r"(?:(?:a{10}){10}){10}", ((1 + (1 + 10 + 1) * 10) + 1) * 10),
         # A "]" first in a set is a member, and an escaped one too.
         (r"[]\]a]{4}", 4),
+        # A set counts one item per 32 characters of its text.
+        ("[" + "a" * 64 + "]{10}", (1 + 66 // 32) * 10),
         # Braces that are no count are characters.
-        (r"a{}b{x}\{3}", 3 + 4 + 3),
-        # A comment holds nothing, whatever it says; it ends at its first ")".
-        (r"(?#a{1000}(((x)b", 1),
+        (r"a{}b{x}\{3}", 10),
+        # A fuzzy constraint counts as characters, and a count after it repeats them together
+        # with what came before them.
+        (r"(?:ab){e<=1}{3}", (4 + 6) * 3),
+        # A group of flags alone adds nothing: a count after it repeats what came before.
+        (r"ab(?i){3}", 1 + 3),
+        # A comment holds nothing; it ends at its first ")" that is not escaped.
+        (r"(?#a{1000}\)((x)b", 1),
     ],
 )
 def test_a_patterns_items_are_counted_as_they_are_written_out(pattern: str, items: int) -> None:
     assert pattern_items(pattern) == items
 
 
+CJK_SET = "[" + "".join(chr(0x4E00 + 2 * n) for n in range(5000)) + "]"
+
+
 @pytest.mark.parametrize(
-    "pattern",
+    ("pattern", "flags"),
     [
-        r"(?:(?:a{1000}){1000}){3}",
-        r"(?:a{1000,}){1000}",
-        r"[a-z]{1000000}",
-        r"(?:(?:(?:a{100}){100}){100}){10}",
-        r"x{99999999999999999999}",
-        # Verbose mode: a bracket in a comment cannot close the group early.
-        "(?x)(?: a{1000} # )\n ){1000}",
-        "(?V1x)(?:b{400}#)\n){400}",
+        (r"(?:(?:a{1000}){1000}){3}", 0),
+        (r"(?:a{1000,}){1000}", 0),
+        (r"[a-z]{1000000}", 0),
+        (r"(?:(?:(?:a{100}){100}){100}){10}", 0),
+        (r"x{99999999999999999999}", 0),
+        # A count after a group of flags alone repeats what came before it.
+        (r"(?:a{1000})(?i){2000}", 0),
+        (r"(?:a{1000})(?V1){1000}", 0),
+        # An escaped ")" does not end a comment.
+        (r"(?:a{1000}(?#\)x)){2000}", 0),
+        # A POSIX class, or a nested set of version 1, inside a set.
+        (r"(?:a{1000}[[:alpha:])]){2000}", 0),
+        (r"(?V1)(?:a{1000}[[a])]){2000}", 0),
+        (r"(?:a{1000}[[a])]){2000}", int(regex.VERSION1)),
+        # A fuzzy constraint that matches exactly adds nothing.
+        (r"(?:a{1000}){e<=0}{2000}", 0),
+        # Verbose mode: a count split by spaces or a comment, a bracket in a comment.
+        (r"(?x)(?:a{1 000}){2 000}", 0),
+        (r"(?:a{1 000}){2 000}", int(regex.VERBOSE)),
+        ("(?x)(?:a{1#\n000}){2#\n000}", 0),
+        ("(?x)(?: a{1000} # )\n ){1000}", 0),
+        # Full case folding: a set stands for every folding of its members.
+        (r"(?fi)[\x00-\U0010ffff]{30000}", 0),
+        (r"[\x00-\U0010ffff]{30000}", int(regex.FULLCASE | regex.IGNORECASE)),
+        (r"(?V1i)[\x00-\U0010ffff]{10000}", 0),
+        ("(?fi)[ßﬃﬄﬀﬁﬂﬅﬆ]{90000}", 0),
+        # A set of many members, repeated.
+        (CJK_SET + "{30000}", 0),
     ],
 )
-def test_a_pattern_past_the_bound_is_refused_before_it_compiles(pattern: str) -> None:
-    assert pattern_items(pattern) > MAX_PATTERN_ITEMS
+def test_a_pattern_past_the_bound_is_refused_before_it_compiles(pattern: str, flags: int) -> None:
+    assert pattern_items(pattern, flags) > MAX_PATTERN_ITEMS
     with pytest.raises(PatternTooLarge, match="more than 100,000 items"):
-        refuse_large_pattern(pattern)
+        refuse_large_pattern(pattern, flags)
 
 
-def test_the_verbose_flag_counts_as_an_inline_verbose_group() -> None:
-    pattern = "(?: a{400} # )\n ){400}"
-    assert pattern_items(pattern) <= MAX_PATTERN_ITEMS  # read as written, without the flag
-    assert pattern_items(pattern, re.VERBOSE) > MAX_PATTERN_ITEMS
-    assert int(regex.VERBOSE) == re.VERBOSE  # the flag the regex package is given
+def test_the_flags_the_scan_reads_are_the_regex_packages() -> None:
+    assert int(regex.VERBOSE) == re.VERBOSE == 64
+    assert (int(regex.VERSION1), int(regex.FULLCASE)) == (256, 16384)
+
+
+def test_a_verbose_pattern_refused_is_told_why() -> None:
+    with pytest.raises(PatternTooLarge, match="in verbose mode a count may be split"):
+        refuse_large_pattern(r"(?x) \d{4} - \d{2} - \d{2} T \d{2} : \d{2} : \d{2} \. \d{3}")
 
 
 @pytest.mark.parametrize(
-    "pattern",
+    ("pattern", "flags"),
     [
-        r"^\s*(?:def|class)\s+\w+",
-        r"[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9.-]{1,255}\.[A-Za-z]{2,24}",
-        r"(?i)\b(?:TODO|FIXME|XXX)\b",
-        r"(?P<year>\d{4})-(?P<month>\d{2})",
-        r"\p{L}{3,}",
+        (r"^\s*(?:def|class)\s+\w+", 0),
+        (r"[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9.-]{1,255}\.[A-Za-z]{2,24}", 0),
+        (r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", 0),
+        (r"(?i)\b(?:TODO|FIXME|XXX)\b", 0),
+        (r"(?P<year>\d{4})-(?P<month>\d{2})", 0),
+        (r"\p{L}{3,}", 0),
+        # Long bounds that match whole texts: the package writes out only what they must.
+        (r"^[\s\S]{0,200000}$", 0),
+        (r"^.{1,120000}$", 0),
+        (r"(?x) ^ \d{4} - \d{2} - \d{2} $", 0),
+        (r"TODO:\s+\w+", int(regex.IGNORECASE | regex.MULTILINE)),
     ],
 )
-def test_patterns_of_a_usual_size_are_left_to_compile(pattern: str) -> None:
-    refuse_large_pattern(pattern)
-    assert regex.compile(pattern).pattern == pattern
+def test_patterns_of_a_usual_size_are_left_to_compile(pattern: str, flags: int) -> None:
+    refuse_large_pattern(pattern, flags)
+    assert regex.compile(pattern, flags).pattern == pattern
