@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 
-from pytest_openkata.core.runlog import LOG_NAME
 from tests.support.endpoint import Reply, ScriptedEndpoint
-from tests.support.evals import EvalScript, eval_args, write_scenario, write_skill
+from tests.support.evals import EvalScript, eval_args, run_logs, write_scenario, write_skill
 
 SCENARIOS = {"scenario-a": {"x": 10, "y": 5}, "scenario-b": {"z": 3}}
 
@@ -21,17 +19,6 @@ def _run(pytester: pytest.Pytester, base_url: str, *extra: str) -> pytest.RunRes
     return pytester.runpytest(
         "skills/s", *eval_args(base_url), "--eval-threshold", "0", "-p", "no:randomly", *extra
     )
-
-
-def _logs(root: Path) -> list[Path]:
-    """The run logs, oldest first (the second log of one second is ``…Z-2.jsonl``)."""
-
-    def order(path: Path) -> tuple[str, int]:
-        match = LOG_NAME.fullmatch(path.name)
-        assert match is not None
-        return match["stamp"], int(match["n"] or 1)
-
-    return sorted((root / ".openkata" / "runs").glob("*.jsonl"), key=order)
 
 
 def test_auto_compares_with_the_last_report_and_fails_on_a_regression_when_asked(
@@ -59,7 +46,7 @@ def test_auto_compares_with_the_last_report_and_fails_on_a_regression_when_asked
     assert f"s: 1 regression (scenario-a) against {earlier.name}" in last
     assert last.endswith("exit 1")
     # The comparison is in the run log too, so that a report rendered from it shows it.
-    records = [json.loads(line) for line in _logs(pytester.path)[-1].read_text().splitlines()]
+    records = [json.loads(line) for line in run_logs(pytester.path)[-1].read_text().splitlines()]
     [changes] = [r for r in records if r.get("kind") == "changes"]
     assert changes["data"]["skill_dir"] == "skills/s"
     tiers = {s["name"]: s["tier"] for s in changes["data"]["scenarios"]}
@@ -93,7 +80,7 @@ def test_a_scenario_removed_since_the_log_is_missing_and_fails_the_run(
 ) -> None:
     skill = write_skill(pytester.path, "s", SCENARIOS)
     _run(pytester, endpoint.base_url)
-    [log] = _logs(pytester.path)
+    [log] = run_logs(pytester.path)
     shutil.rmtree(skill / "evals" / "scenario-b")
     write_scenario(skill, "scenario-c", {"w": 1})
 
@@ -111,7 +98,7 @@ def test_a_deselected_scenario_is_left_out_not_missing(
 ) -> None:
     write_skill(pytester.path, "s", SCENARIOS)
     _run(pytester, endpoint.base_url)
-    [log] = _logs(pytester.path)
+    [log] = run_logs(pytester.path)
 
     result = _run(
         pytester, endpoint.base_url, "-k", "scenario-a", "--eval-compare", str(log),
@@ -127,7 +114,7 @@ def test_changed_criteria_make_a_scenario_not_comparable(
 ) -> None:
     skill = write_skill(pytester.path, "s", SCENARIOS)
     _run(pytester, endpoint.base_url)
-    [log] = _logs(pytester.path)
+    [log] = run_logs(pytester.path)
     write_scenario(skill, "scenario-a", {"x": 10, "y": 50})
     script.verdicts["y"] = (False, "y is gone")
 
@@ -168,7 +155,7 @@ def test_auto_compares_a_partial_run_with_the_last_run_of_its_scenarios(
     first = _run(pytester, endpoint.base_url, "-k", "scenario-a")
     assert first.ret == pytest.ExitCode.OK
     assert not (pytester.path / MODEL_FOLDER).exists()  # a partial run publishes nothing
-    [earlier] = _logs(pytester.path)
+    [earlier] = run_logs(pytester.path)
     script.verdicts["y"] = (False, "y is gone")
 
     second = _run(
@@ -194,7 +181,7 @@ def test_auto_takes_the_newest_run_of_the_same_selection(
     [report] = pytester.path.glob(f"{MODEL_FOLDER}*.json")
     script.verdicts["y"] = (False, "y is gone")
     _run(pytester, endpoint.base_url, "-k", "scenario-a", "--eval-cache", "off")
-    partial = _logs(pytester.path)[-1]
+    partial = run_logs(pytester.path)[-1]
     auto = ("--eval-compare", "auto", "--eval-cache", "off")
 
     again = _run(pytester, endpoint.base_url, "-k", "scenario-a", *auto)
@@ -214,7 +201,7 @@ def test_auto_finds_a_run_whose_report_went_to_eval_output_by_its_log(
 ) -> None:
     write_skill(pytester.path, "s", SCENARIOS)
     _run(pytester, endpoint.base_url, "--eval-output", "out/")
-    [earlier] = _logs(pytester.path)
+    [earlier] = run_logs(pytester.path)
 
     result = _run(pytester, endpoint.base_url, "--eval-compare", "auto")
 
@@ -243,7 +230,7 @@ def test_auto_passes_over_a_run_log_that_cannot_be_read_and_says_so(
 ) -> None:
     write_skill(pytester.path, "s", SCENARIOS)
     _run(pytester, endpoint.base_url, "-k", "scenario-a")
-    [earlier] = _logs(pytester.path)
+    [earlier] = run_logs(pytester.path)
     newer = earlier.with_name(earlier.name.replace(".jsonl", "-2.jsonl"))  # the same second
     newer.write_text("not a run log\n")
 
@@ -265,7 +252,7 @@ def test_auto_passes_over_a_run_whose_scenarios_errored_outside_the_skill(
 ) -> None:
     write_skill(pytester.path, "s", SCENARIOS)
     _run(pytester, endpoint.base_url, "-k", "scenario-a")
-    [earlier] = _logs(pytester.path)
+    [earlier] = run_logs(pytester.path)
     script.agent_reply_when["scenario-a."] = Reply(
         status=503, body="engine down", headers={"Retry-After": "0"}
     )

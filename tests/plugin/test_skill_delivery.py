@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.endpoint import ScriptedEndpoint
-from tests.support.evals import EvalScript, write_skill
+from tests.support.evals import EvalScript, run_logs, write_skill
 from tests.support.scripted_claude import ScriptedClaude, install_scripted_claude
 
 TASK = "Do the task of scenario-a."
@@ -45,7 +45,7 @@ def _run(pytester: pytest.Pytester, endpoint: ScriptedEndpoint, *extra: str) -> 
 
 
 def _log(root: Path, index: int) -> list[dict]:
-    logs = sorted((root / ".openkata" / "runs").glob("*.jsonl"))
+    logs = run_logs(root)  # runs may end in the same second
     return [json.loads(line) for line in logs[index].read_text().splitlines()]
 
 

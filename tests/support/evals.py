@@ -134,3 +134,11 @@ def sandbox_args(base_url: str, image: str, *extra: str) -> tuple[str, ...]:
 
 def reports_under(root: Path) -> list[Path]:
     return sorted(root.glob("skills/*/evals/results/**/*.json"))
+
+
+def run_logs(root: Path) -> list[Path]:
+    """The run logs of a run from ``root``, oldest first, in the plugin's own order (the
+    second log of one second is ``…Z-2.jsonl``, which sorts before ``…Z.jsonl`` by name)."""
+    from pytest_openkata.core.runlog import logs_newest_first
+
+    return logs_newest_first(root / ".openkata" / "runs")[::-1]
