@@ -8,21 +8,30 @@ format's eval or an expression that builds it from the agent's output, so a run 
 size first: :func:`refuse_large_pattern` refuses one whose repeats would write out more than
 :data:`MAX_PATTERN_ITEMS` items.
 
-:func:`pattern_items` counts those items from the pattern's text, leaning to more wherever
-its reading could differ from the package's:
+:func:`pattern_items` counts those items from the pattern's text. It reads the package's
+syntax as far as a count can depend on it, and leans to more where its reading may differ:
 
-- a repeat ``{m}`` counts ``m`` copies, and ``{m,n}`` or ``{m,}`` counts ``m + 1`` (the
-  package writes out the ``m`` it must match, and the rest as one loop); ``*``, ``+`` and
-  ``?`` write out no copies;
-- every branch of an alternative counts, a group's marks (``?:``, a name) count as
-  characters, and braces that are no count (a fuzzy constraint such as ``{e<=1}``) count as
-  characters that a following count repeats together with what came before them;
-- a set counts one item per 32 characters of its text, and, where full case folding may be on
-  (the ``f`` flag, or version 1), 200 items, as a character counts 5;
-- a pattern whose structure the scan cannot follow exactly is bounded without its
-  structure: its length times every count's copies (``[[:alpha:]]`` or a nested set of
-  version 1, whose inner ``]`` the scan cannot place), and in verbose mode, where a count may
-  be split by spaces and comments, its length times ten to the number of its digits.
+- a repeat ``{m}`` counts ``m`` copies (``{0}`` one), and ``{m,n}`` or ``{m,}`` ``m + 1``
+  (the package writes out the ``m`` it must match, and the rest as one loop); ``*``, ``+``
+  and ``?`` write out no copies;
+- every branch of an alternative counts, a group's marks (``?:``, a name) and a call
+  (``(?R)``, ``(?1)``) count as characters, a group of flags alone (``(?i)``) counts nothing
+  and a count after it repeats what came before it, as in the package; braces that are no
+  count (a fuzzy constraint such as ``{e<=1}``) count as characters that a following count
+  repeats together with what came before them;
+- a set counts one item per two characters of its text, ``\\R`` and ``\\X`` eight, and where
+  full case folding may be on (the ``f`` flag, or version 1) a set counts 200 items more and
+  a character five;
+- a pattern whose structure the scan cannot follow exactly is bounded without it: its length
+  times every count's copies. So are a set holding a ``[`` (a POSIX class, a nested set of
+  version 1) or a set operation of version 1, whose ``]`` the scan cannot place, and braces
+  that are no count but hold brackets, a bar or a backslash. In verbose mode, where a count
+  may be split by spaces and comments, the bound is the length times ten to the number of
+  its digits, which refuses verbose patterns with more than a few digits.
+
+Two reviews looked for patterns that write out more than this counts; what they found is
+counted, each as a test, and this is a mitigation, not a proof: a construct the scan does not
+know still compiles.
 """
 
 from __future__ import annotations
@@ -41,13 +50,19 @@ _VERSION1 = 256
 _FULLCASE = 16384
 # A count: {m}, {m,}, {,n}, {m,n}; ASCII digits only, as the package reads them.
 _COUNT = re.compile(r"\{([0-9]*)(,?)([0-9]*)\}")
-# A group of inline flags alone, which adds nothing: (?i), (?-s), (?V1).
-_FLAGS_ONLY = re.compile(r"\(\?[a-zA-Z0-9-]*\)")
+# A group of inline flags alone, which adds nothing: (?i), (?-s), (?V1); not a call such as
+# (?R), (?1) or (?-1), which a count repeats.
+_FLAGS_ONLY = re.compile(r"\(\?(?![0-9R]|-[0-9])[a-zA-Z0-9-]*\)")
 # The letters of an inline flag group, scoped or not: (?x), (?fi:...), (?V1x).
-_INLINE_FLAGS = re.compile(r"\(\?([a-zA-Z0-9-]*)[):]")
+_INLINE_FLAGS = re.compile(r"\(\?(?!#)((?:[a-zA-Z0-9\s-]|#[^\n]*\n?)*)[):]")
+_BRACE_WITH_STRUCTURE = re.compile(r"\{[^}]*[()\[\]|\\{]")
+_SET_OPS = ("--", "&&", "||", "~~")
 _MAX_DIGITS = 9  # a count of more digits counts as _HUGE_COUNT: past any bound here
 _HUGE_COUNT = 1_000_000_000
-_SET_CHARS_PER_ITEM = 32
+_SET_CHARS_PER_ITEM = 2
+# Escapes that compile to several items each: a line break (\R), a grapheme cluster (\X).
+_WIDE_ESCAPES = frozenset("RX")
+_WIDE_ESCAPE_ITEMS = 8
 
 
 class PatternTooLarge(ValueError):
@@ -77,7 +92,7 @@ def pattern_items(pattern: str, flags: int = 0, limit: int = MAX_PATTERN_ITEMS) 
         digits = min(sum(char in "0123456789" for char in pattern), _MAX_DIGITS)
         scale: int = 10**digits  # the counts, however split, are at most that
         return len(pattern) * weights.most * scale
-    if _has_nested_set(pattern):
+    if _has_nested_set(pattern) or _BRACE_WITH_STRUCTURE.search(pattern):
         return _unstructured(pattern, weights, limit)
     return _structured(pattern, weights, limit)
 
@@ -92,7 +107,7 @@ class _Weights:
 
     @classmethod
     def of(cls, pattern: str, flags: int) -> _Weights:
-        letters = "".join(_INLINE_FLAGS.findall(pattern))
+        letters = re.sub(r"#[^\n]*\n?|\s", "", "".join(_INLINE_FLAGS.findall(pattern)))
         if flags & (_FULLCASE | _VERSION1) or "f" in letters or "V1" in letters:
             return cls(character=5, set_base=200)
         return cls()
@@ -118,7 +133,8 @@ def _has_nested_set(pattern: str) -> bool:
             index += 2
         elif pattern[index] == "[":
             end = _set_end(pattern, index)
-            if "[" in pattern[index + 1 : end - 1]:
+            text = pattern[index + 1 : end - 1]
+            if "[" in text or any(op in text for op in _SET_OPS):
                 return True
             index = end
         else:
@@ -179,8 +195,12 @@ def _step(pattern: str, index: int, groups: list[_Group], weights: _Weights) -> 
         stop = _set_end(pattern, index)
         group.add(weights.of_set(pattern[index:stop]))
         return stop
+    if char == "\\":
+        escaped = pattern[index + 1 : index + 2]
+        group.add(weights.character * (_WIDE_ESCAPE_ITEMS if escaped in _WIDE_ESCAPES else 1))
+        return index + 2
     group.add(weights.character)
-    return index + (2 if char == "\\" else 1)
+    return index + 1
 
 
 def _open(pattern: str, index: int, groups: list[_Group]) -> int:
@@ -217,7 +237,7 @@ def _copies(found: re.Match[str]) -> int:
     if len(low) > _MAX_DIGITS:
         return _HUGE_COUNT
     least = int(low or 0)
-    return least + 1 if comma or not low else least
+    return least + 1 if comma or not low else max(least, 1)
 
 
 def _comment_end(pattern: str, start: int) -> int:
@@ -236,7 +256,8 @@ def _comment_end(pattern: str, start: int) -> int:
 
 def _set_end(pattern: str, start: int) -> int:
     """Where the set opening at ``start`` ends: after its first ``]`` that is neither escaped
-    nor its first member (a set holding a ``[`` is left to :func:`_unstructured`)."""
+    nor its first member (a set holding a ``[`` or a set operation of version 1, after which
+    a ``]`` may be a member, is left to :func:`_unstructured`)."""
     index = start + 1
     if pattern.startswith("^", index):
         index += 1

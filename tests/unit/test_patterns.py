@@ -25,7 +25,7 @@ from pytest_openkata.core.patterns import (
         (r"\d{4}-\d{2}-\d{2}", 10),
         # A set, an escape and a group are one item each, and a group holds its own; its
         # marks ("?:", a name) count as characters, which only counts more.
-        (r"[a-z]{3}\.(?:ab){2}", 3 + 1 + 2 * (1 + 2 + 1)),
+        (r"[a-z]{3}\.(?:ab){2}", (1 + 5 // 2) * 3 + 1 + 2 * (1 + 2 + 1)),
         # Open repeats and lazy or possessive marks write out no copies.
         (r"a*b+c?d*?e++", 5),
         # Every branch of an alternative counts.
@@ -35,9 +35,14 @@ from pytest_openkata.core.patterns import (
         # Nested repeats multiply.
         (r"(?:(?:a{10}){10}){10}", ((1 + (1 + 10 + 1) * 10) + 1) * 10),
         # A "]" first in a set is a member, and an escaped one too.
-        (r"[]\]a]{4}", 4),
-        # A set counts one item per 32 characters of its text.
-        ("[" + "a" * 64 + "]{10}", (1 + 66 // 32) * 10),
+        (r"[]\]a]{4}", (1 + 6 // 2) * 4),
+        # A set counts one item per two characters of its text; \R and \X eight each.
+        ("[" + "a" * 64 + "]{10}", (1 + 66 // 2) * 10),
+        (r"\R{3}\X", 8 * 3 + 8),
+        # {0} still writes out one copy.
+        (r"(?:ab){0}c", 4 + 1),
+        # A call counts, and a count repeats it.
+        (r"a|(?R){3}", 1 + 3 * 2),
         # Braces that are no count are characters.
         (r"a{}b{x}\{3}", 10),
         # A fuzzy constraint counts as characters, and a count after it repeats them together
@@ -87,6 +92,25 @@ CJK_SET = "[" + "".join(chr(0x4E00 + 2 * n) for n in range(5000)) + "]"
         ("(?fi)[ßﬃﬄﬀﬁﬂﬅﬆ]{90000}", 0),
         # A set of many members, repeated.
         (CJK_SET + "{30000}", 0),
+        ("[" + r"\w" * 4500 + "]{350}", 0),
+        (r"\R{100000}", 0),
+        (r"\X{100000}", 0),
+        # A call is no group of flags: a count repeats it.
+        (r"a|(?R){3000000}", 0),
+        (r"((?1){3000000})", 0),
+        # After a set operation of version 1 a "]" may be a member.
+        (r"(?:(?:a{100}[a--])][a--])]){100}){300}", int(regex.VERSION1)),
+        (r"(?V1)(?:(?:a{100}[a--])][a--])]){100}){300}", 0),
+        # Braces that are no count but hold structure, or a fuzzy test holding a "}".
+        (r"a{(?:(?:(?:\}b{100}){100}){100}){3}", 0),
+        (r"a{(?:(?:b{1000}){1000}){3}}", 0),
+        (r"(?:a{1000}){e<=0:\p{L}}{2000}", 0),
+        (r"(?:a{1000}){e<=0:[}]}{2000}", 0),
+        # Full case folding turned on by flags split by a space in verbose mode.
+        ("(?x)(?i f)(?:" + ("[" + chr(1) + "-" + chr(0x10FFFF) + "]") * 190 + "){99}", 0),
+        # {0} writes out one copy, which an outer count repeats.
+        (r"(?:(?:(?:a{100}){100}){0}){300}", 0),
+        (r"(?:(?:a{1000}){0}){1000}", 0),
     ],
 )
 def test_a_pattern_past_the_bound_is_refused_before_it_compiles(pattern: str, flags: int) -> None:
