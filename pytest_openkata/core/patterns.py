@@ -243,15 +243,7 @@ def _copies(found: re.Match[str]) -> int:
 def _comment_end(pattern: str, start: int) -> int:
     """Where the comment group opening at ``start`` ends: after its first ``)`` that is not
     escaped (the package reads escapes in comments)."""
-    index = start + 3
-    while index < len(pattern):
-        if pattern[index] == "\\":
-            index += 2
-        elif pattern[index] == ")":
-            return index + 1
-        else:
-            index += 1
-    return len(pattern)
+    return _after_unescaped(pattern, start + 3, ")")
 
 
 def _set_end(pattern: str, start: int) -> int:
@@ -263,10 +255,16 @@ def _set_end(pattern: str, start: int) -> int:
         index += 1
     if pattern.startswith("]", index):
         index += 1
+    return _after_unescaped(pattern, index, "]")
+
+
+def _after_unescaped(pattern: str, index: int, closing: str) -> int:
+    """Just after the first ``closing`` from ``index`` on that no backslash escapes; the
+    pattern's end when there is none."""
     while index < len(pattern):
         if pattern[index] == "\\":
             index += 2
-        elif pattern[index] == "]":
+        elif pattern[index] == closing:
             return index + 1
         else:
             index += 1
