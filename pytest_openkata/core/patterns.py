@@ -11,9 +11,9 @@ size first: :func:`refuse_large_pattern` refuses one whose repeats would write o
 :func:`pattern_items` counts those items from the pattern's text. It reads the package's
 syntax as far as a count can depend on it, and leans to more where its reading may differ:
 
-- a repeat ``{m}`` counts ``m`` copies (``{0}`` one), and ``{m,n}`` or ``{m,}`` ``m + 1``
-  (the package writes out the ``m`` it must match, and the rest as one loop); ``*``, ``+``
-  and ``?`` write out no copies;
+- a repeat ``{m}``, ``{m,n}`` or ``{m,}`` counts ``m + 1`` copies (the package writes out
+  the ``m`` it must match and the rest as one loop, and one copy more where repeats nest),
+  ``{0}`` and ``{1}`` one; ``*``, ``+`` and ``?`` write out no copies;
 - every branch of an alternative counts, a group's marks (``?:``, a name) and a call
   (``(?R)``, ``(?1)``) count as characters, a group of flags alone (``(?i)``) counts nothing
   and a count after it repeats what came before it, as in the package; braces that are no
@@ -29,7 +29,7 @@ syntax as far as a count can depend on it, and leans to more where its reading m
   may be split by spaces and comments, the bound is the length times ten to the number of
   its digits, which refuses verbose patterns with more than a few digits.
 
-Two reviews looked for patterns that write out more than this counts; what they found is
+Three reviews looked for patterns that write out more than this counts; what they found is
 counted, each as a test, and this is a mitigation, not a proof: a construct the scan does not
 know still compiles.
 """
@@ -54,7 +54,10 @@ _COUNT = re.compile(r"\{([0-9]*)(,?)([0-9]*)\}")
 # (?R), (?1) or (?-1), which a count repeats.
 _FLAGS_ONLY = re.compile(r"\(\?(?![0-9R]|-[0-9])[a-zA-Z0-9-]*\)")
 # The letters of an inline flag group, scoped or not: (?x), (?fi:...), (?V1x).
-_INLINE_FLAGS = re.compile(r"\(\?(?!#)((?:[a-zA-Z0-9\s-]|#[^\n]*\n?)*)[):]")
+# Each match is read on its own and they may overlap, so that no text the package does not
+# read as flags (an escaped "\(?", one in a set or a comment) can hide a real group's letters.
+_INLINE_FLAGS = re.compile(r"(?=\(\?(?!#)((?:[a-zA-Z0-9\s-]|#[^\n]*\n?)*)[):])")
+_SPACE_AND_COMMENTS = re.compile(r"#[^\n]*\n?|\s")
 _BRACE_WITH_STRUCTURE = re.compile(r"\{[^}]*[()\[\]|\\{]")
 _SET_OPS = ("--", "&&", "||", "~~")
 _MAX_DIGITS = 9  # a count of more digits counts as _HUGE_COUNT: past any bound here
@@ -107,8 +110,9 @@ class _Weights:
 
     @classmethod
     def of(cls, pattern: str, flags: int) -> _Weights:
-        letters = re.sub(r"#[^\n]*\n?|\s", "", "".join(_INLINE_FLAGS.findall(pattern)))
-        if flags & (_FULLCASE | _VERSION1) or "f" in letters or "V1" in letters:
+        groups = (_SPACE_AND_COMMENTS.sub("", found) for found in _INLINE_FLAGS.findall(pattern))
+        folding = any("f" in letters or "V1" in letters for letters in groups)
+        if flags & (_FULLCASE | _VERSION1) or folding:
             return cls(character=5, set_base=200)
         return cls()
 
@@ -231,13 +235,14 @@ def _repeat(pattern: str, index: int, group: _Group, weights: _Weights) -> int:
 
 
 def _copies(found: re.Match[str]) -> int:
-    """The copies a count writes out: ``m`` for ``{m}``, ``m + 1`` for ``{m,n}`` and ``{m,}``
-    (the ``m`` it must match, then the rest as one loop)."""
+    """The copies a count writes out, at most: ``m + 1`` for ``{m}`` (the package writes one
+    more where repeats nest), ``{m,n}`` and ``{m,}`` (the ``m`` it must match, then the rest
+    as one loop); one for ``{0}`` and ``{1}``."""
     low, comma, _most = found.groups()  # the most a count matches writes out no copy
     if len(low) > _MAX_DIGITS:
         return _HUGE_COUNT
     least = int(low or 0)
-    return least + 1 if comma or not low else max(least, 1)
+    return least + 1 if comma or not low or least > 1 else 1
 
 
 def _comment_end(pattern: str, start: int) -> int:

@@ -22,34 +22,35 @@ from pytest_openkata.core.patterns import (
     [
         ("", 0),
         ("abc", 3),
-        (r"\d{4}-\d{2}-\d{2}", 10),
+        # {m} counts m + 1 copies (one more where repeats nest), {0} and {1} one.
+        (r"\d{4}-\d{2}-\d{2}", 5 + 1 + 3 + 1 + 3),
         # A set, an escape and a group are one item each, and a group holds its own; its
         # marks ("?:", a name) count as characters, which only counts more.
-        (r"[a-z]{3}\.(?:ab){2}", (1 + 5 // 2) * 3 + 1 + 2 * (1 + 2 + 1)),
+        (r"[a-z]{3}\.(?:ab){2}", (1 + 5 // 2) * 4 + 1 + (1 + 2 + 1) * 3),
         # Open repeats and lazy or possessive marks write out no copies.
         (r"a*b+c?d*?e++", 5),
         # Every branch of an alternative counts.
-        (r"(?:ab|cde){10}", 10 * 7),
-        # {m} writes out m copies; {m,n}, {m,} and {,n} the m it must match and one loop.
-        (r"x{2,50}y{7,}z{,9}w{4}", 3 + 8 + 1 + 4),
+        (r"(?:ab|cde){10}", 7 * 11),
+        # {m,n}, {m,} and {,n} the m it must match and one loop.
+        (r"x{2,50}y{7,}z{,9}w{1}", 3 + 8 + 1 + 1),
         # Nested repeats multiply.
-        (r"(?:(?:a{10}){10}){10}", ((1 + (1 + 10 + 1) * 10) + 1) * 10),
+        (r"(?:(?:a{10}){10}){10}", ((1 + (1 + 11 + 1) * 11) + 1) * 11),
         # A "]" first in a set is a member, and an escaped one too.
-        (r"[]\]a]{4}", (1 + 6 // 2) * 4),
+        (r"[]\]a]{4}", (1 + 6 // 2) * 5),
         # A set counts one item per two characters of its text; \R and \X eight each.
-        ("[" + "a" * 64 + "]{10}", (1 + 66 // 2) * 10),
-        (r"\R{3}\X", 8 * 3 + 8),
+        ("[" + "a" * 64 + "]{10}", (1 + 66 // 2) * 11),
+        (r"\R{3}\X", 8 * 4 + 8),
         # {0} still writes out one copy.
         (r"(?:ab){0}c", 4 + 1),
         # A call counts, and a count repeats it.
-        (r"a|(?R){3}", 1 + 3 * 2),
+        (r"a|(?R){3}", 1 + 2 * 4),
         # Braces that are no count are characters.
         (r"a{}b{x}\{3}", 10),
         # A fuzzy constraint counts as characters, and a count after it repeats them together
         # with what came before them.
-        (r"(?:ab){e<=1}{3}", (4 + 6) * 3),
+        (r"(?:ab){e<=1}{3}", (4 + 6) * 4),
         # A group of flags alone adds nothing: a count after it repeats what came before.
-        (r"ab(?i){3}", 1 + 3),
+        (r"ab(?i){3}", 1 + 4),
         # A comment holds nothing; it ends at its first ")" that is not escaped.
         (r"(?#a{1000}\)((x)b", 1),
     ],
@@ -108,6 +109,15 @@ CJK_SET = "[" + "".join(chr(0x4E00 + 2 * n) for n in range(5000)) + "]"
         (r"(?:a{1000}){e<=0:[}]}{2000}", 0),
         # Full case folding turned on by flags split by a space in verbose mode.
         ("(?x)(?i f)(?:" + ("[" + chr(1) + "-" + chr(0x10FFFF) + "]") * 190 + "){99}", 0),
+        # Nested {m} write out one copy more each.
+        ("(?:" * 13 + "a" + "){2}" * 13, 0),
+        ("(" * 12 + "a" + "){2}" * 12, 0),
+        # Full case folding hidden behind text that looks like a flag group with a comment.
+        (r"\(?i#(?fi)[ß-ﬗ]{33000}", 0),
+        (r"\(?a#(?f)[ß-ﬗ]{33000}", int(regex.IGNORECASE)),
+        ("[(?a#)]\n(?fi)[ß-ﬗ]{33000}", 0),
+        (r"(?#(?a#)(?fi)[ß-ﬗ]{20000}", 0),
+        (r"[(?a#](?V1i)[ß-ﬗ]{20000}", 0),
         # {0} writes out one copy, which an outer count repeats.
         (r"(?:(?:(?:a{100}){100}){0}){300}", 0),
         (r"(?:(?:a{1000}){0}){1000}", 0),
