@@ -13,7 +13,7 @@ syntax as far as a count can depend on it, and leans to more where its reading m
 
 - a repeat ``{m}``, ``{m,n}`` or ``{m,}`` counts ``m + 1`` copies (the package writes out
   the ``m`` it must match and the rest as one loop, and one copy more where repeats nest),
-  ``{0}`` and ``{1}`` one; ``*``, ``+`` and ``?`` write out no copies;
+  ``{0}`` and ``{1}`` one; ``+`` two, as ``{1,}``; ``*`` and ``?`` write out no copies;
 - every branch of an alternative counts, a group's marks (``?:``, a name) and a call
   (``(?R)``, ``(?1)``) count as characters, a group of flags alone (``(?i)``) counts nothing
   and a count after it repeats what came before it, as in the package; braces that are no
@@ -29,7 +29,7 @@ syntax as far as a count can depend on it, and leans to more where its reading m
   may be split by spaces and comments, the bound is the length times ten to the number of
   its digits, which refuses verbose patterns with more than a few digits.
 
-Three reviews looked for patterns that write out more than this counts; what they found is
+Four reviews looked for patterns that write out more than this counts; what they found is
 counted, each as a test, and this is a mitigation, not a proof: a construct the scan does not
 know still compiles.
 """
@@ -158,14 +158,22 @@ def _unstructured(pattern: str, weights: _Weights, limit: int) -> int:
 
 @dataclass
 class _Group:
-    """An open group of the scan: its items so far, and those a count that follows repeats."""
+    """An open group of the scan: its items so far, those a count that follows repeats, and
+    whether they were just repeated (a ``+`` after a repeat only makes it possessive)."""
 
     total: int = 0
     last: int = 0
+    repeated: bool = False
 
     def add(self, items: int) -> None:
         self.total += items
         self.last = items
+        self.repeated = False
+
+    def repeat(self, copies: int) -> None:
+        self.total += self.last * (copies - 1)
+        self.last *= copies
+        self.repeated = True
 
 
 def _structured(pattern: str, weights: _Weights, limit: int) -> int:
@@ -184,7 +192,11 @@ def _step(pattern: str, index: int, groups: list[_Group], weights: _Weights) -> 
     group = groups[-1]
     if char == "(":
         return _open(pattern, index, groups)
-    if char in "*+?":  # an open repeat, or a lazy or possessive mark: no copies
+    if char == "+" and not group.repeated:  # written out as {1,}: two copies
+        group.repeat(2)
+        return index + 1
+    if char in "*+?":  # an open repeat of no more copies, or a lazy or possessive mark
+        group.repeated = True
         return index + 1
     if char == "|":
         group.last = 0
@@ -220,9 +232,7 @@ def _open(pattern: str, index: int, groups: list[_Group]) -> int:
 def _repeat(pattern: str, index: int, group: _Group, weights: _Weights) -> int:
     found = _COUNT.match(pattern, index)
     if found is not None and (found.group(1) or found.group(3)):
-        copies = _copies(found)
-        group.total += group.last * (copies - 1)
-        group.last *= copies
+        group.repeat(_copies(found))
         return found.end()
     # A fuzzy constraint, or braces as characters: a count after them repeats them together
     # with what came before them.

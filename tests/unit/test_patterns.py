@@ -27,8 +27,8 @@ from pytest_openkata.core.patterns import (
         # A set, an escape and a group are one item each, and a group holds its own; its
         # marks ("?:", a name) count as characters, which only counts more.
         (r"[a-z]{3}\.(?:ab){2}", (1 + 5 // 2) * 4 + 1 + (1 + 2 + 1) * 3),
-        # Open repeats and lazy or possessive marks write out no copies.
-        (r"a*b+c?d*?e++", 5),
+        # * and ? write out no copies, + two (as {1,}); lazy or possessive marks none.
+        (r"a*b+c?d*?e++f{2}+", 1 + 2 + 1 + 1 + 2 + 3),
         # Every branch of an alternative counts.
         (r"(?:ab|cde){10}", 7 * 11),
         # {m,n}, {m,} and {,n} the m it must match and one loop.
@@ -118,6 +118,11 @@ CJK_SET = "[" + "".join(chr(0x4E00 + 2 * n) for n in range(5000)) + "]"
         ("[(?a#)]\n(?fi)[ß-ﬗ]{33000}", 0),
         (r"(?#(?a#)(?fi)[ß-ﬗ]{20000}", 0),
         (r"[(?a#](?V1i)[ß-ﬗ]{20000}", 0),
+        # Nested + double at each level, as nested {1,}.
+        ("(" * 20 + "a" + ")+" * 20, 0),
+        ("(?:" * 20 + "a" + ")++" * 20, 0),
+        ("(?>" * 18 + "a" + ")+" * 18, 0),
+        ("(?:" * 16 + "a" + "){2})+" * 8, 0),
         # {0} writes out one copy, which an outer count repeats.
         (r"(?:(?:(?:a{100}){100}){0}){300}", 0),
         (r"(?:(?:a{1000}){0}){1000}", 0),
