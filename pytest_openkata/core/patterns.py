@@ -23,13 +23,13 @@ syntax as far as a count can depend on it, and leans to more where its reading m
   full case folding may be on (the ``f`` flag, or version 1) a set counts 200 items more and
   a character five;
 - a pattern whose structure the scan cannot follow exactly is bounded without it: its length
-  times every count's copies. So are a set holding a ``[`` (a POSIX class, a nested set of
+  times every count's copies and two for every ``+`` after a group or braces. So are a set holding a ``[`` (a POSIX class, a nested set of
   version 1) or a set operation of version 1, whose ``]`` the scan cannot place, and braces
   that are no count but hold brackets, a bar or a backslash. In verbose mode, where a count
   may be split by spaces and comments, the bound is the length times ten to the number of
   its digits, which refuses verbose patterns with more than a few digits.
 
-Four reviews looked for patterns that write out more than this counts; what they found is
+Five reviews looked for patterns that write out more than this counts; what they found is
 counted, each as a test, and this is a mitigation, not a proof: a construct the scan does not
 know still compiles.
 """
@@ -65,6 +65,9 @@ _HUGE_COUNT = 1_000_000_000
 _SET_CHARS_PER_ITEM = 2
 # Escapes that compile to several items each: a line break (\R), a grapheme cluster (\X).
 _WIDE_ESCAPES = frozenset("RX")
+_WIDE_ESCAPE = re.compile(r"\\[RX]")
+# A + that repeats a group or what braces end, spaces and comments of verbose mode between.
+_GROUP_PLUS = re.compile(r"[)}](?:\s|#[^\n]*\n?)*\+")
 _WIDE_ESCAPE_ITEMS = 8
 
 
@@ -94,7 +97,7 @@ def pattern_items(pattern: str, flags: int = 0, limit: int = MAX_PATTERN_ITEMS) 
     if _verbose(pattern, flags):
         digits = min(sum(char in "0123456789" for char in pattern), _MAX_DIGITS)
         scale: int = 10**digits  # the counts, however split, are at most that
-        return len(pattern) * weights.most * scale
+        return _unstructured_base(pattern, weights) * scale
     if _has_nested_set(pattern) or _BRACE_WITH_STRUCTURE.search(pattern):
         return _unstructured(pattern, weights, limit)
     return _structured(pattern, weights, limit)
@@ -128,6 +131,15 @@ def _verbose(pattern: str, flags: int) -> bool:
     return bool(flags & _VERBOSE) or any("x" in found for found in _INLINE_FLAGS.findall(pattern))
 
 
+def _unstructured_base(pattern: str, weights: _Weights) -> int:
+    """Every character at its most, ``\\R`` and ``\\X`` at theirs, times two for every ``+``
+    after a group or braces (spaces and comments of verbose mode between), which writes out
+    what it repeats twice, as ``{1,}``; a ``+`` after a single item only adds one."""
+    wide = len(_WIDE_ESCAPE.findall(pattern)) * (_WIDE_ESCAPE_ITEMS - 2)
+    doubled = len(_GROUP_PLUS.findall(pattern))
+    return (len(pattern) + wide) * weights.most << doubled
+
+
 def _has_nested_set(pattern: str) -> bool:
     """Whether a set holds a ``[`` (a POSIX class, or a nested set of version 1): the scan
     cannot then tell where the set ends."""
@@ -148,7 +160,7 @@ def _has_nested_set(pattern: str) -> bool:
 
 def _unstructured(pattern: str, weights: _Weights, limit: int) -> int:
     """Every character, times every count's copies: a bound whatever the structure."""
-    total = len(pattern) * weights.most
+    total = _unstructured_base(pattern, weights)
     for found in _COUNT.finditer(pattern):
         total *= max(_copies(found), 1)
         if total > limit:
