@@ -23,11 +23,12 @@ syntax as far as a count can depend on it, and leans to more where its reading m
   full case folding may be on (the ``f`` flag, or version 1) a set counts 200 items more and
   a character five;
 - a pattern whose structure the scan cannot follow exactly is bounded without it: its length
-  times every count's copies and two for every ``+`` after a group or braces. So are a set holding a ``[`` (a POSIX class, a nested set of
-  version 1) or a set operation of version 1, whose ``]`` the scan cannot place, and braces
-  that are no count but hold brackets, a bar or a backslash. In verbose mode, where a count
-  may be split by spaces and comments, the bound is the length times ten to the number of
-  its digits, which refuses verbose patterns with more than a few digits.
+  times every count's copies and two for every ``+`` after a group or braces. So are a set
+  holding a ``[`` (a POSIX class, a nested set of version 1) or a set operation of version
+  1, whose ``]`` the scan cannot place, and braces that are no count but hold brackets, a
+  bar or a backslash. In verbose mode, where a count may be split by spaces and comments,
+  the bound takes ten to the number of the pattern's digits for the counts, which refuses
+  verbose patterns with more than a few digits.
 
 Five reviews looked for patterns that write out more than this counts; what they found is
 counted, each as a test, and this is a mitigation, not a proof: a construct the scan does not
