@@ -65,11 +65,10 @@ _MAX_DIGITS = 9  # a count of more digits counts as _HUGE_COUNT: past any bound 
 _HUGE_COUNT = 1_000_000_000
 _SET_CHARS_PER_ITEM = 2
 # Escapes that compile to several items each: a line break (\R), a grapheme cluster (\X).
-_WIDE_ESCAPES = frozenset("RX")
 _WIDE_ESCAPE = re.compile(r"\\[RX]")
+_WIDE_ESCAPE_ITEMS = 8
 # A + that repeats a group or what braces end, spaces and comments of verbose mode between.
 _GROUP_PLUS = re.compile(r"[)}](?:\s|#[^\n]*\n?)*\+")
-_WIDE_ESCAPE_ITEMS = 8
 
 
 class PatternTooLarge(ValueError):
@@ -225,8 +224,8 @@ def _step(pattern: str, index: int, groups: list[_Group], weights: _Weights) -> 
         group.add(weights.of_set(pattern[index:stop]))
         return stop
     if char == "\\":
-        escaped = pattern[index + 1 : index + 2]
-        group.add(weights.character * (_WIDE_ESCAPE_ITEMS if escaped in _WIDE_ESCAPES else 1))
+        wide = _WIDE_ESCAPE.match(pattern, index) is not None
+        group.add(weights.character * (_WIDE_ESCAPE_ITEMS if wide else 1))
         return index + 2
     group.add(weights.character)
     return index + 1
