@@ -16,10 +16,11 @@ limit, so that a pattern that backtracks without end on an agent's output is sto
 
 Its work is bounded: a whole number of more than :data:`MAX_INT_BITS` bits, a comprehension
 past simpleeval's ``MAX_COMPREHENSION_LENGTH``, a text or list that a repetition, a sum,
-``replace``, ``join`` or ``re.sub`` would make more than simpleeval's ``MAX_STRING_LENGTH``
-longer than the longest it was made of (so that a long output stays readable whole), the text
-of a list or dict longer than the inputs and that much, and the whole evaluation past its
-time limit. Format specs and a text's ``%`` formatting, which make texts of any width, are
+``replace``, ``join``, ``re.sub``, ``re.findall`` or ``re.split`` would make more than
+simpleeval's ``MAX_STRING_LENGTH`` longer than the longest it was made of (so that a long
+output stays readable whole; measured before it is made), the text of a list or dict longer
+than the inputs and that much, and the whole evaluation past its time limit. Format specs and
+a text's ``%`` formatting, which make texts of any width, are
 refused. Only the attributes listed in :data:`ALLOWED_ATTRIBUTES` may be read, none
 that could make a text larger on its own (``center``, ``zfill``) or change the events. What
 cannot be evaluated raises :class:`ExpressionError`; the check errors, never fails.
@@ -35,9 +36,10 @@ made it (``""`` for the agent itself).
 from __future__ import annotations
 
 import ast
+import itertools
 import re as standard_re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -331,6 +333,88 @@ def _compiled(pattern: str, flags: int) -> regex.Pattern[str]:
     return regex.compile(pattern, flags, cache_pattern=False)
 
 
+def _span_length(matched: Any, group: int) -> int:
+    """The length of what ``group`` matched (0 when it took no part), read without copying
+    it out of the searched text."""
+    start, end = matched.span(group)
+    return max(int(end) - int(start), 0)
+
+
+def _bounded_pieces(matches: Iterable[Any], groups: Iterable[int], size: int, given: int) -> None:
+    """Refuse, as :func:`_bounded_text` does, a list that would hold more than ``size`` plus
+    what ``groups`` of each of ``matches`` matched, each match counted as one at the least.
+    Measured from the matches' spans before the list is made: a group inside a lookahead,
+    ``(?=(\\w+))``, matches at every place a text all the way to its end, so that ``findall``
+    over a long output would make its square."""
+    groups = tuple(groups)
+    for matched in matches:
+        size += max(1, sum(_span_length(matched, group) for group in groups))
+        _bounded_text(size, given)
+
+
+# Templates over at most this many groups are measured group by group (see _Template).
+_GROUPS_TOLD_APART = 30
+
+
+@dataclass(frozen=True)
+class _Template:
+    """What one expansion of a ``re.sub`` replacement is made of: its own text's length, and
+    how many times it names each group; or, over a pattern of more than
+    :data:`_GROUPS_TOLD_APART` groups, how many times it names any (``unsorted``), each then
+    counted as long as the longest group."""
+
+    literal: int
+    references: Mapping[int, int]
+    unsorted: int = 0
+
+    def size(self, matched: Any, groups: int) -> int:
+        """The length of the expansion for ``matched``, measured from its spans (at most that
+        when the references are unsorted)."""
+        size = self.literal + sum(
+            times * _span_length(matched, group) for group, times in self.references.items()
+        )
+        if self.unsorted:
+            size += self.unsorted * max(_span_length(matched, g) for g in range(groups + 1))
+        return size
+
+
+def _template(compiled: regex.Pattern[str], template: str) -> _Template:
+    """``template`` measured for matches of ``compiled``, from its expansions for stand-in
+    matches of the same groups, each group one character long or empty: so that each match's
+    replacement is measured from its spans before it is made. A template that names a long
+    group thousands of times would otherwise take all the host's memory to expand once."""
+    if "\\" not in template:
+        return _Template(len(template), {})
+    names = {index: name for name, index in compiled.groupindex.items()}
+    groups = range(1, compiled.groups + 1)
+
+    def opening(group: int) -> str:
+        return f"(?P<{names[group]}>" if group in names else "("
+
+    def expanded(pattern: str) -> int:
+        matched = regex.compile(pattern).match("x")
+        assert matched is not None  # every stand-in matches "x"
+        return len(matched.expand(template))
+
+    def flat(long_group: int) -> str:
+        """A stand-in whose groups are all empty but ``long_group`` (0: the whole match;
+        -1: none)."""
+        inside = "".join(opening(g) + ("x" if g == long_group else "") + ")" for g in groups)
+        return inside + ("x" if long_group == 0 else "")
+
+    literal = expanded(flat(-1))
+    if compiled.groups > _GROUPS_TOLD_APART:
+        nested = "".join(map(opening, groups)) + "x" + ")" * compiled.groups  # all of length 1
+        return _Template(literal, {}, unsorted=expanded(nested) - literal)
+    whole = expanded(flat(0)) - literal
+    references = {0: whole} if whole else {}
+    for group in groups:
+        times = expanded(flat(group)) - literal - whole
+        if times:
+            references[group] = times
+    return _Template(literal, references)
+
+
 def _re_for(timeout: float) -> _Re:
     """``re``'s functions on the ``regex`` package, each search stopped after ``timeout``."""
 
@@ -344,24 +428,33 @@ def _re_for(timeout: float) -> _Re:
         return _compiled(pattern, flags).fullmatch(string, timeout=timeout)
 
     def findall(pattern: str, string: str, flags: int = 0) -> Any:
-        return _compiled(pattern, flags).findall(string, timeout=timeout)
+        compiled = _compiled(pattern, flags)
+        found = range(1, compiled.groups + 1) if compiled.groups else (0,)
+        _bounded_pieces(compiled.finditer(string, timeout=timeout), found, 0, len(string))
+        return compiled.findall(string, timeout=timeout)
 
     def split(pattern: str, string: str, maxsplit: int = 0, flags: int = 0) -> Any:
-        return _compiled(pattern, flags).split(string, maxsplit, timeout=timeout)
+        compiled = _compiled(pattern, flags)
+        matches: Iterable[Any] = compiled.finditer(string, timeout=timeout)
+        if maxsplit > 0:
+            matches = itertools.islice(matches, maxsplit)
+        groups = range(1, compiled.groups + 1)
+        _bounded_pieces(matches, groups, len(string), len(string))
+        return compiled.split(string, maxsplit, timeout=timeout)
 
     def sub(pattern: str, repl: str, string: str, count: int = 0, flags: int = 0) -> str:
         if not isinstance(repl, str):
             raise TypeError("re.sub takes a replacement text here")
         compiled = _compiled(pattern, flags)
+        measured = _template(compiled, repl)
         pieces: list[str] = []
         size, last = 0, 0
         for found, matched in enumerate(compiled.finditer(string, timeout=timeout)):
             if count and found >= count:
                 break
-            piece = string[last : matched.start()] + matched.expand(repl)
-            size += len(piece)
-            _bounded_text(size, len(string))
-            pieces.append(piece)
+            size += matched.start() - last + measured.size(matched, compiled.groups)
+            _bounded_text(size, len(string))  # before the replacement is made
+            pieces.append(string[last : matched.start()] + matched.expand(repl))
             last = matched.end()
         pieces.append(string[last:])
         _bounded_text(size + len(string) - last, len(string))

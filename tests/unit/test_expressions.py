@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import json
 import re
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
 import pytest
+import regex
 
 from pytest_openkata.contracts.results import SCENARIO_ERROR
 from pytest_openkata.contracts.transcripts import Step, Transcript, one_turn
@@ -208,6 +210,76 @@ def test_a_whole_expression_is_stopped_at_its_checks_time() -> None:
         timeout=0.5,
     )
     assert words == "it did not finish within 0.5 s"
+
+
+MANY_GROUPS = "".join(f"(?P<g{n}>a?)" for n in range(40)) + "(b+)"
+
+
+@pytest.mark.parametrize(
+    ("pattern", "replacement", "text"),
+    [
+        (r"(?P<word>\w+)@(\w+)", r"\g<2>.\g<word>;\g<0>\n\\", "a@bc de@f"),
+        (r"(a)(b)?", r"[\1\2\1]", "aab a"),
+        (r"(?=(\w))", r"<\1>", "ab"),
+        (MANY_GROUPS, r"\g<g3>\41\g<0>", "aab aaabb"),
+        (r"x", "no references", "axbx"),
+    ],
+)
+def test_re_sub_with_group_references_replaces_as_the_regex_package_does(
+    pattern: str, replacement: str, text: str
+) -> None:
+    expected = regex.sub(pattern, replacement, text)
+    assert holds(
+        f"re.sub({pattern!r}, {replacement!r}, output) == {expected!r}", ExpressionInputs(text)
+    )
+
+
+def test_a_long_group_named_once_is_replaced_whole() -> None:
+    # Measured group by group, the replacement is as long as the output, within the bounds.
+    long = ExpressionInputs("y" * 150_000 + "x")
+    assert holds("re.sub('(.*)(x)', '\\\\2\\\\1', output) == 'x' + output[:-1]", long)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "text"),
+    [
+        (r"(a)(b)?", "aab ab"),
+        (r"(?=(\w\w))", "abcd"),
+        (r"x*", "abxd"),
+        (r"(x)|(y)", "axbyc"),
+        (MANY_GROUPS, "aab aaabb"),
+    ],
+)
+def test_re_findall_and_split_give_what_the_regex_package_gives(pattern: str, text: str) -> None:
+    inputs = ExpressionInputs(text)
+    assert holds(f"re.findall({pattern!r}, output) == {regex.findall(pattern, text)!r}", inputs)
+    assert holds(f"re.split({pattern!r}, output) == {regex.split(pattern, text)!r}", inputs)
+    assert holds(f"re.split({pattern!r}, output, 1) == {regex.split(pattern, text, 1)!r}", inputs)
+
+
+@pytest.mark.parametrize(
+    ("expression", "text"),
+    [
+        # A group in a lookahead matches to the end of the text at every place: the list of
+        # what it matched would be the text's length squared over two.
+        (r"len(re.findall('(?=(\\w+))', output)) > 0", "a" * 20_000),
+        (r"len(re.split('(?=(\\w+))', output)) > 0", "a" * 20_000),
+        # A replacement naming a long group a thousand times, once and over many groups.
+        ("len(re.sub('(.+)', '\\\\1' * 2000, output)) > 0", "a" * 100_000),
+        ("len(re.sub(" + repr(MANY_GROUPS) + ", '\\\\41' * 2000, output)) > 0", "b" * 100_000),
+    ],
+)
+def test_a_list_or_replacement_past_the_bounds_is_refused_before_it_is_made(
+    expression: str, text: str
+) -> None:
+    tracemalloc.start()
+    try:
+        words = refused(expression, ExpressionInputs(text))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert words.startswith("IterableTooLong: the result would have a length of")
+    assert peak < 20_000_000  # what it refused would have taken 200 MB and more
 
 
 def test_an_output_longer_than_the_bounds_is_still_read_whole() -> None:
