@@ -6,6 +6,7 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import docker
 import httpcore  # noqa: F401  (see below)
@@ -34,6 +35,7 @@ CORPUS = Path(os.environ.get("OPENKATA_CORPUS", REPO_ROOT.parent / "shared/corpu
 
 CORPUS_FIXTURES = frozenset({"corpus", "corpus_copy"})
 _corpus_note = pytest.StashKey[str]()
+_CORPUS_DESELECTED = "openkata_corpus_deselected"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -46,10 +48,26 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     items[:] = [item for item in items if item not in needing]
     config.hook.pytest_deselected(items=needing)
-    config.stash[_corpus_note] = (
-        f"deselected {len(needing)} tests that need the openkata corpus: not found at "
-        f"{CORPUS} (set OPENKATA_CORPUS)"
+    config.stash[_corpus_note] = _corpus_note_for(len(needing))
+    workeroutput = getattr(config, "workeroutput", None)  # an xdist worker's, for the controller
+    if workeroutput is not None:
+        workeroutput[_CORPUS_DESELECTED] = len(needing)
+
+
+def _corpus_note_for(count: int) -> str:
+    return (
+        f"deselected {count} tests that need the openkata corpus: not found at {CORPUS} "
+        "(set OPENKATA_CORPUS)"
     )
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """Under xdist the workers collect and deselect: the controller says it, from what each
+    worker handed back (every worker collects the same tests)."""
+    count = getattr(node, "workeroutput", {}).get(_CORPUS_DESELECTED)
+    if count:
+        node.config.stash[_corpus_note] = _corpus_note_for(count)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
