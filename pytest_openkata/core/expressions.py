@@ -15,7 +15,8 @@ an object holding only ``search match fullmatch findall sub split`` and the flag
 limit, so that a pattern that backtracks without end on an agent's output is stopped.
 
 Its work is bounded: a whole number of more than :data:`MAX_INT_BITS` bits, a comprehension
-past simpleeval's ``MAX_COMPREHENSION_LENGTH``, a text or list that a repetition, a sum,
+past simpleeval's ``MAX_COMPREHENSION_LENGTH`` or whose items come to more than the text of a
+list may hold (below), a text or list that a repetition, a sum,
 ``replace``, ``join``, ``re.sub``, ``re.findall`` or ``re.split`` would make more than
 simpleeval's ``MAX_STRING_LENGTH`` longer than the longest it was made of (so that a long
 output stays readable whole; measured before it is made), the text of a list or dict longer
@@ -490,6 +491,27 @@ class _OutOfTime(Exception):
     """The expression took longer than its check's time limit."""
 
 
+class _Made:
+    """What one comprehension has made so far, as long as the text of it would be (a number
+    counts one): refused past ``limit``, as the text of a list is. simpleeval bounds how many
+    elements a comprehension makes, not how large they are, so that ``[output + "x" for c in
+    text]`` made as many copies of a long output as the text has characters."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.size = 0
+
+    def add(self, value: Any) -> None:
+        if isinstance(value, str | bytes | list | tuple | dict | set | frozenset):
+            self.size += _size(value, self.limit - self.size)
+        else:
+            self.size += 1
+        if self.size > self.limit:
+            raise simpleeval.IterableTooLong(
+                f"the comprehension's items would come to more than {self.limit} characters"
+            )
+
+
 class _Evaluator(simpleeval.EvalWithCompoundTypes):
     """simpleeval's evaluator with lists, dicts and comprehensions, where the text methods
     that could make a text without bound (``replace``, ``join``) are bounded first, a text
@@ -501,11 +523,35 @@ class _Evaluator(simpleeval.EvalWithCompoundTypes):
         self.deadline = deadline
         self.text_limit = text_limit
         self.functions["str"] = self._str
+        # The element nodes of the comprehensions being evaluated, by id: what each makes.
+        self._elements: dict[int, _Made] = {}
 
     def _eval(self, node: ast.AST) -> Any:
         if time.monotonic() > self.deadline:
             raise _OutOfTime
-        return super()._eval(node)
+        value = super()._eval(node)
+        made = self._elements.get(id(node))
+        if made is not None:
+            made.add(value)
+        return value
+
+    def _eval_comprehension(self, node: ast.AST) -> Any:
+        """simpleeval's comprehension, its elements counted as they are made (see
+        :class:`_Made`)."""
+        if isinstance(node, ast.DictComp):
+            elements: tuple[ast.AST, ...] = (node.key, node.value)
+        elif isinstance(node, ast.ListComp | ast.GeneratorExp | ast.SetComp):
+            elements = (node.elt,)
+        else:  # what simpleeval may come to hand over: counted by its length alone
+            elements = ()
+        made = _Made(self.text_limit)
+        for element in elements:
+            self._elements[id(element)] = made
+        try:
+            return super()._eval_comprehension(node)
+        finally:
+            for element in elements:
+                del self._elements[id(element)]
 
     def _str(self, *value: Any) -> str:
         if value and _size(value[0], self.text_limit) > self.text_limit:

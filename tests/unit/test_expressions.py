@@ -282,6 +282,28 @@ def test_a_list_or_replacement_past_the_bounds_is_refused_before_it_is_made(
     assert peak < 20_000_000  # what it refused would have taken 200 MB and more
 
 
+def test_a_comprehension_whose_items_pass_the_bounds_is_refused_as_it_makes_them() -> None:
+    # Two thousand copies of a long output would take 100 MB; the first few pass the bound.
+    tracemalloc.start()
+    try:
+        words = refused(
+            "len([output + 'x' for c in 'a' * 2000]) > 0", ExpressionInputs("y" * 50_000)
+        )
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert words.startswith("IterableTooLong: the comprehension's items would come to more")
+    assert peak < 20_000_000
+
+
+def test_comprehensions_over_the_output_and_the_events_stay_within_the_bounds() -> None:
+    lines = ExpressionInputs("ab\n" * 5000 + "x" * 90_000, events_of(TRANSCRIPT))
+    assert holds("len([line.strip() for line in output.splitlines()]) == 5001", lines)
+    assert holds("len({line: len(line) for line in output.splitlines()}) == 2", lines)
+    assert holds("any(line == 'ab' for line in output.splitlines())", lines)
+    assert holds("[e['role'] for e in chat_events][-1] == 'assistant'", lines)
+
+
 def test_an_output_longer_than_the_bounds_is_still_read_whole() -> None:
     long = ExpressionInputs("x\x1b[2J\u202e" * 60_000 + "END")
     assert holds("output.lower().replace('x', 'y').endswith('end')", long)
