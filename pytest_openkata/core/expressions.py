@@ -16,15 +16,15 @@ limit, so that a pattern that backtracks without end on an agent's output is sto
 
 Its work is bounded: a whole number of more than :data:`MAX_INT_BITS` bits, a comprehension
 past simpleeval's ``MAX_COMPREHENSION_LENGTH`` or whose items come to more than the text of a
-list may hold (below), a text or list that a repetition, a sum,
-``replace``, ``join``, ``re.sub``, ``re.findall`` or ``re.split`` would make more than
-simpleeval's ``MAX_STRING_LENGTH`` longer than the longest it was made of (so that a long
-output stays readable whole; measured before it is made), the text of a list or dict longer
-than the inputs and that much, and the whole evaluation past its time limit. Format specs and
-a text's ``%`` formatting, which make texts of any width, are
-refused. Only the attributes listed in :data:`ALLOWED_ATTRIBUTES` may be read, none
-that could make a text larger on its own (``center``, ``zfill``) or change the events. What
-cannot be evaluated raises :class:`ExpressionError`; the check errors, never fails.
+list may hold (below), a text or list that a repetition, a sum, ``replace``, ``join``,
+``re.sub``, ``re.findall`` or ``re.split`` would make more than simpleeval's
+``MAX_STRING_LENGTH`` longer than the longest it was made of (so that a long output stays
+readable whole; measured before it is made), the text of a list or dict longer than the inputs
+and that much, and the whole evaluation past its time limit. Format specs and a text's ``%``
+formatting, which make texts of any width, are refused. Only the attributes listed in
+:data:`ALLOWED_ATTRIBUTES` may be read, none that could make a text larger on its own
+(``center``, ``zfill``) or change the events. What cannot be evaluated raises
+:class:`ExpressionError`; the check errors, never fails.
 
 The events map the plugin's transcript onto waza's event dicts (``role``, ``type``,
 ``content``, and ``data`` where waza keeps an event's payload): a message is
