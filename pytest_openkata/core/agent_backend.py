@@ -153,11 +153,18 @@ class _LiveProcesses:
         self._pids: set[int] = set()
         self.closed = False
 
-    def add(self, pid: int) -> None:
+    def start(self, spawn: Callable[[], subprocess.Popen[bytes]]) -> subprocess.Popen[bytes] | None:
+        """The process ``spawn`` starts, kept so that :meth:`kill_all` ends it; None, and
+        nothing started, once the backend is closed. Started and kept under the lock that
+        :meth:`kill_all` takes: a run that stops (Ctrl-C, SIGTERM) while a scenario's thread
+        starts its CLI either ends that CLI or keeps it from starting, and never leaves one
+        running that nothing will end."""
         with self._lock:
-            self._pids.add(pid)
             if self.closed:
-                _kill_group(pid)
+                return None
+            process = spawn()
+            self._pids.add(process.pid)
+            return process
 
     def discard(self, pid: int) -> None:
         """Called before the process is reaped: its group id cannot be reused until then."""
@@ -254,7 +261,7 @@ class CLIBackend:
 
     def close(self) -> None:
         """Kill the CLIs still running (scenarios abandoned after ``-x`` or Ctrl-C); later calls
-        are killed as they start."""
+        start none."""
         self._live.kill_all()
 
     def __repr__(self) -> str:
@@ -394,15 +401,17 @@ class CLIBackend:
         if os.sep in executable and not os.path.isfile(executable):
             raise AgentNotFoundError(self._with_hint(f"{name} not found at {executable}"))
         try:
-            process = subprocess.Popen(
-                # On Linux through a launcher that gives the CLI the parent-death signal.
-                with_parent_death_signal(list(invocation.argv)),
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                cwd=cwd,
-                env=env,
-                start_new_session=True,
+            process = self._live.start(
+                lambda: subprocess.Popen(
+                    # On Linux through a launcher that gives the CLI the parent-death signal.
+                    with_parent_death_signal(list(invocation.argv)),
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    cwd=cwd,
+                    env=env,
+                    start_new_session=True,
+                )
             )
         except FileNotFoundError as exc:
             if cwd is not None and exc.filename == str(cwd):
@@ -411,7 +420,8 @@ class CLIBackend:
             raise AgentNotFoundError(self._with_hint(f"{name} not found {where}")) from exc
         except OSError as exc:
             raise AgentFailedError(self._redact(f"{name} failed: {exc}")) from exc
-        self._live.add(process.pid)
+        if process is None:
+            raise AgentFailedError(f"{name} was not started: the run is stopping")
         return _communicate(process, prompt, self.timeout, self._live, self.answer_max_bytes)
 
     def _with_hint(self, message: str) -> str:

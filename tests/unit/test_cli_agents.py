@@ -819,13 +819,52 @@ def test_close_kills_the_calls_still_running(tmp_path: Path) -> None:
     assert "signal: killed" in str(error)
 
 
-def test_calls_started_after_close_are_killed_at_once(tmp_path: Path) -> None:
-    backend = CLIBackend(CommandAgent("sleep 300"), model="m", timeout=600)
+def test_calls_made_after_close_start_no_cli(tmp_path: Path) -> None:
+    started = tmp_path / "started"
+    backend = CLIBackend(CommandAgent(f"touch {started}; sleep 300"), model="m", timeout=600)
     view = backend.in_folder(lambda: contextlib.nullcontext(tmp_path))
     backend.close()
 
-    with pytest.raises(AgentFailedError, match="signal: killed"):
+    with pytest.raises(AgentFailedError, match=r"^command was not started: the run is stopping$"):
         view.complete("s", "u")
+    assert not started.exists()
+
+
+def test_a_close_while_a_cli_starts_ends_it(tmp_path: Path) -> None:
+    # close() comes while a scenario's thread is starting its CLI: the CLI is started and
+    # kept before close() takes over, and ended by it; none is left running.
+    started, spawning = tmp_path / "started", threading.Event()
+    backend = CLIBackend(CommandAgent(f"touch {started}; sleep 300"), model="m", timeout=600)
+    real_popen = subprocess.Popen
+    closing: list[threading.Thread] = []
+
+    def popen_racing_close(*args: Any, **kwargs: Any) -> subprocess.Popen[bytes]:
+        closer = threading.Thread(target=backend.close)
+        closer.start()  # waits for the start to be kept
+        closing.append(closer)
+        spawning.set()
+        return real_popen(*args, **kwargs)
+
+    outcome: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            backend.complete("s", "u")
+        except BackendError as exc:
+            outcome.append(exc)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(subprocess, "Popen", popen_racing_close)
+        caller = threading.Thread(target=call)
+        caller.start()
+        assert spawning.wait(60)
+    caller.join(60)
+    closing[0].join(60)
+
+    assert not caller.is_alive()
+    assert not closing[0].is_alive()
+    [error] = outcome
+    assert "signal: killed" in str(error)
 
 
 # --- what an agent asks of its sandbox ---------------------------------------------------------
