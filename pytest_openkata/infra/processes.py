@@ -11,7 +11,8 @@ escapes it, so two more things hold:
   its host (:func:`host_tag`), process id and start (so that a reused process id is not
   taken for it). Processes the CLI started inherit it, and a parent-death signal does not
   reach them; a run on the host stops every process of this user whose run is over
-  (:func:`sweep_orphans`), and says so.
+  (:func:`sweep_orphans`), and says so; and a run that ends stops those that carry its own
+  mark, left by its agents outside their group (:func:`stop_strays`), and says so.
 
 Nothing is killed on a guess. A mark of another host tag is left alone (a container or
 another pid namespace on the same machine sees other process ids, and there a run that looks
@@ -40,6 +41,7 @@ __all__ = [
     "owner_mark",
     "parent_death_preexec",
     "process_gone",
+    "stop_strays",
     "sweep_orphans",
     "with_parent_death_signal",
 ]
@@ -112,10 +114,16 @@ def _start_of(pid: int) -> str:
     return f"{psutil.Process(pid).create_time():.0f}"
 
 
+# The processes (by id: a forked child is a run of its own) whose mark was handed out.
+_HANDED_OUT: set[int] = set()
+
+
 def owner_mark() -> str:
     """This process as :data:`OWNER_VARIABLE` names it: ``<host tag>:<pid>:<start>`` (worked
     out for the current process id: a forked child is a run of its own)."""
-    return _owner_mark(os.getpid())
+    pid = os.getpid()
+    _HANDED_OUT.add(pid)
+    return _owner_mark(pid)
 
 
 @cache
@@ -167,27 +175,47 @@ def _family() -> set[int]:
 def sweep_orphans() -> list[Orphan]:
     """Stop every process of this user whose environment names a run of this host that is
     over (SIGTERM, then SIGKILL after :data:`STOP_GRACE` seconds); the processes stopped."""
-    import psutil
-
-    family = _family()
     inherited = os.environ.get(OWNER_VARIABLE)
     over: dict[str, bool] = {}
+
+    def of_a_run_over(mark: str) -> bool:
+        if mark == inherited:
+            return False
+        if mark not in over:
+            over[mark] = _run_over(mark)
+        return over[mark]
+
+    return _stop_marked(of_a_run_over, spared=_family())
+
+
+def stop_strays() -> list[Orphan]:
+    """Stop every process of this user that carries this process's own mark: what its agents
+    started and left running outside their process group (a server started in the background
+    in a session of its own), which ending each agent's group does not reach. Called as the
+    run ends; nothing is read when this process never handed its mark out."""
+    if os.getpid() not in _HANDED_OUT:
+        return []
+    mine = owner_mark()
+    return _stop_marked(lambda mark: mark == mine, spared={os.getpid()})
+
+
+def _stop_marked(chosen: Callable[[str], bool], spared: set[int]) -> list[Orphan]:
+    """Stop (SIGTERM, then SIGKILL after :data:`STOP_GRACE` seconds) every process of this
+    user but ``spared`` whose mark is ``chosen``; the processes stopped."""
+    import psutil
+
     found: list[tuple[psutil.Process, Orphan]] = []
     # Only the environment is read of every process; the owner and the command line only of
-    # a process marked by a run that is over (almost never one): a sweep reads one file per
-    # process of the host instead of four.
+    # a process whose mark is chosen (almost never one): a sweep reads one file per process
+    # of the host instead of four.
     for process in psutil.process_iter():
-        if process.pid in family:
+        if process.pid in spared:
             continue
         try:
             mark = process.environ().get(OWNER_VARIABLE)
         except psutil.Error:
             continue
-        if not mark or mark == inherited:
-            continue
-        if mark not in over:
-            over[mark] = _run_over(mark)
-        if not over[mark]:
+        if not mark or not chosen(mark):
             continue
         try:
             if hasattr(process, "uids") and process.uids().real != os.getuid():

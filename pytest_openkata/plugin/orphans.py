@@ -7,13 +7,18 @@ scenarios stops every process that carries the mark of a run no longer running
 (:func:`pytest_openkata.infra.processes.sweep_orphans`) and writes one line saying which.
 Processes of runs still going (another pytest in the same checkout, other xdist workers) are
 left alone: their run is alive.
+
+As a run ends, after its scenarios' fixtures are torn down (which ends each agent's process
+group), each process of it stops what still carries its own mark: a process an agent started
+in a session of its own (a server left in the background), which no group kill reaches
+(:func:`pytest_openkata.infra.processes.stop_strays`), and says so in one line.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from pytest_openkata.infra.processes import sweep_orphans
+from pytest_openkata.infra.processes import Orphan, stop_strays, sweep_orphans
 from pytest_openkata.infra.text import visible
 from pytest_openkata.plugin.items import ScenarioItem, is_scenario_nodeid
 
@@ -24,16 +29,24 @@ def _sweep(config: pytest.Config) -> None:
     if config.stash.get(_swept_key, False):
         return
     config.stash[_swept_key] = True
-    stopped = sweep_orphans()
+    _say(config, sweep_orphans(), "left by a run that is over")
+
+
+def _say(config: pytest.Config, stopped: list[Orphan], whose: str) -> None:
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if stopped and reporter is not None:
         shown = ", ".join(str(orphan) for orphan in stopped[:5])
         more = f" and {len(stopped) - 5} more" if len(stopped) > 5 else ""
         processes = "1 agent process" if len(stopped) == 1 else f"{len(stopped)} agent processes"
         reporter.write_line(
-            visible(f"openkata: stopped {processes} left by a run that is over: {shown}{more}"),
-            yellow=True,
+            visible(f"openkata: stopped {processes} {whose}: {shown}{more}"), yellow=True
         )
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """After pytest's own teardown of the session's fixtures (the agents' backends closed)."""
+    _say(session.config, stop_strays(), "this run's agents left running")
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -17,6 +17,7 @@ from pytest_openkata.infra.processes import (
     OWNER_VARIABLE,
     host_tag,
     owner_mark,
+    stop_strays,
     sweep_orphans,
 )
 
@@ -98,6 +99,39 @@ def test_the_processes_that_carry_the_sweeping_runs_own_inherited_mark_stay(
 
     assert sibling.pid not in stopped
     assert _alive(sibling)
+
+
+def test_a_run_stops_what_carries_its_own_mark_and_nothing_of_other_runs_as_it_ends(
+    made: list[psutil.Process],
+) -> None:
+    other_run = subprocess.Popen(  # a run still going: a process that handed its mark out
+        [
+            sys.executable,
+            "-c",
+            "import sys; from pytest_openkata.infra.processes import owner_mark; "
+            "print(owner_mark(), flush=True); sys.stdin.read()",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert other_run.stdout is not None
+    assert other_run.stdin is not None
+    try:
+        own = _detached(owner_mark())  # left by this process's agents, outside their group
+        going = _detached(other_run.stdout.readline().strip())
+        over = _detached(_ended())  # the next run's sweep stops it, not this run's end
+        made.extend([own, going, over])
+
+        stopped = stop_strays()
+
+        assert [str(found) for found in stopped] == [f"pid {own.pid} (sleep 600)"]
+        assert not _alive(own)
+        assert _alive(going)
+        assert _alive(over)
+    finally:
+        other_run.stdin.close()
+        other_run.wait(60)
 
 
 def test_a_process_started_with_the_parent_death_signal_ends_with_its_parent() -> None:
