@@ -16,15 +16,15 @@ limit, so that a pattern that backtracks without end on an agent's output is sto
 
 Its work is bounded: a whole number of more than :data:`MAX_INT_BITS` bits, a comprehension
 past simpleeval's ``MAX_COMPREHENSION_LENGTH`` or whose items come to more than the text of a
-list may hold (below), a text or list that a repetition, a sum, ``replace``, ``join``,
-``re.sub``, ``re.findall`` or ``re.split`` would make more than simpleeval's
-``MAX_STRING_LENGTH`` longer than the longest it was made of (so that a long output stays
-readable whole; measured before it is made), the text of a list or dict longer than the inputs
-and that much, and the whole evaluation past its time limit. Format specs and a text's ``%``
-formatting, which make texts of any width, are refused. Only the attributes listed in
-:data:`ALLOWED_ATTRIBUTES` may be read, none that could make a text larger on its own
-(``center``, ``zfill``) or change the events. What cannot be evaluated raises
-:class:`ExpressionError`; the check errors, never fails.
+list may hold (below; a match counts the text it keeps, once), a text or list that a
+repetition, a sum, ``replace``, ``join``, ``re.sub``, ``re.findall`` or ``re.split`` would make
+more than simpleeval's ``MAX_STRING_LENGTH`` longer than what it was made of (so that a long
+output stays readable whole; measured before it is made), ``list()`` of a text longer than
+that, the text of a list or dict longer than the inputs and that much, and the whole evaluation
+past its time limit. Format specs and a text's ``%`` formatting, which make texts of any width,
+are refused. Only the attributes listed in :data:`ALLOWED_ATTRIBUTES` may be read, none that
+could make a text larger on its own (``center``, ``zfill``) or change the events. What cannot
+be evaluated raises :class:`ExpressionError`; the check errors, never fails.
 
 The events map the plugin's transcript onto waza's event dicts (``role``, ``type``,
 ``content``, and ``data`` where waza keeps an event's payload): a message is
@@ -40,7 +40,7 @@ import ast
 import itertools
 import re as standard_re
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, ItemsView, Iterable, KeysView, Mapping, Sequence, ValuesView
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,6 +76,16 @@ NAMES = (
 )
 # The names that read the agent's events: an expression using one needs an agent that gave them.
 EVENT_NAMES = frozenset({"chat_events", "transcript", "tool_calls", "errors"})
+
+
+def _listed(*values: Any) -> list[Any]:
+    """``list``, but not of a text longer than simpleeval's ``MAX_STRING_LENGTH``: a list of a
+    text's characters holds an object per character, tens of bytes each."""
+    if values and isinstance(values[0], str | bytes):
+        _bounded_text(len(values[0]), 0)
+    return list(*values)
+
+
 FUNCTIONS: Mapping[str, Callable[..., Any]] = {
     "len": len,
     "any": any,
@@ -84,7 +94,7 @@ FUNCTIONS: Mapping[str, Callable[..., Any]] = {
     "int": int,
     "float": float,
     "bool": bool,
-    "list": list,
+    "list": _listed,
     "dict": dict,
 }
 RE_FUNCTIONS = ("search", "match", "fullmatch", "findall", "sub", "split")
@@ -148,7 +158,8 @@ class _Re:
     DOTALL: int = standard_re.DOTALL
 
 
-_MATCH_TYPE = type(regex.compile("").match(""))
+_MATCH_TYPE: type[Any] = type(regex.compile("").match(""))
+_MATCH_ITSELF = 60  # the characters a match's text takes besides its groups' texts
 
 # The attributes an expression may read, by the type of what it reads them of.
 ALLOWED_ATTRIBUTES: Mapping[type, frozenset[str]] = {
@@ -296,12 +307,17 @@ def _modulo(left: Any, right: Any) -> Any:
 
 
 def _size(value: Any, budget: int) -> int:
-    """About how long ``str(value)`` is, counted only until it passes ``budget``."""
+    """About how long ``str(value)`` is, counted only until it passes ``budget``; a match as
+    what its groups span, a dict's view as the dict."""
     if isinstance(value, str | bytes):
         return len(value)
+    if isinstance(value, _MATCH_TYPE):
+        regs: tuple[tuple[int, int], ...] = getattr(value, "regs", ())
+        spans = [span for span in regs if span[0] >= 0]
+        return max(end for _, end in spans) - min(start for start, _ in spans) + _MATCH_ITSELF
     if isinstance(value, dict):
         value = [item for pair in value.items() for item in pair]
-    if isinstance(value, list | tuple | set | frozenset):
+    if isinstance(value, list | tuple | set | frozenset | KeysView | ValuesView | ItemsView):
         total = 2
         for item in value:
             total += _size(item, budget - total) + 2
@@ -341,83 +357,100 @@ def _span_length(matched: Any, group: int) -> int:
     return max(int(end) - int(start), 0)
 
 
-def _bounded_pieces(matches: Iterable[Any], groups: Iterable[int], size: int, given: int) -> None:
-    """Refuse, as :func:`_bounded_text` does, a list that would hold more than ``size`` plus
-    what ``groups`` of each of ``matches`` matched, each match counted as one at the least.
-    Measured from the matches' spans before the list is made: a group inside a lookahead,
-    ``(?=(\\w+))``, matches at every place a text all the way to its end, so that ``findall``
-    over a long output would make its square."""
-    groups = tuple(groups)
+def _bounded_found(
+    matches: Iterable[Any], groups: Sequence[int], given: int, *, split: bool
+) -> None:
+    """Refuse, as :func:`_bounded_text` does, the list that ``findall`` (or with ``split``,
+    ``split``) would make of ``matches``: what ``groups`` of each matched, and one for each
+    item it adds (a tuple of groups has one item per group), and for ``split`` the searched
+    text, ``given`` long, less what the matches take out of it. Measured from the matches'
+    spans before the list is made: a group inside a lookahead, ``(?=(\\w+))``, matches at
+    every place a text all the way to its end, so that ``findall`` over a long output would
+    make its square."""
+    size = given if split else 0
     for matched in matches:
-        size += max(1, sum(_span_length(matched, group) for group in groups))
+        size += sum(_span_length(matched, group) for group in groups) + len(groups)
+        if split:
+            size += 1 - _span_length(matched, 0)  # a piece more, and the match taken out
         _bounded_text(size, given)
 
 
-# Templates over at most this many groups are measured group by group (see _Template).
+# A replacement of up to this many characters is measured group by group (see _Template).
+_TEMPLATE_TOLD_APART = 1000
 _GROUPS_TOLD_APART = 30
 
 
 @dataclass(frozen=True)
 class _Template:
-    """What one expansion of a ``re.sub`` replacement is made of: its own text's length, and
-    how many times it names each group; or, over a pattern of more than
-    :data:`_GROUPS_TOLD_APART` groups, how many times it names any (``unsorted``), each then
-    counted as long as the longest group."""
+    """What one expansion of a ``re.sub`` replacement is made of: its own text's length, how
+    many times it names any group (``total``), and, for a short replacement over at most
+    :data:`_GROUPS_TOLD_APART` groups, how many times it names each (``each``)."""
 
     literal: int
-    references: Mapping[int, int]
-    unsorted: int = 0
+    total: int
+    groups: int
+    each: Mapping[int, int] | None
 
-    def size(self, matched: Any, groups: int) -> int:
-        """The length of the expansion for ``matched``, measured from its spans (at most that
-        when the references are unsorted)."""
-        size = self.literal + sum(
-            times * _span_length(matched, group) for group, times in self.references.items()
-        )
-        if self.unsorted:
-            size += self.unsorted * max(_span_length(matched, g) for g in range(groups + 1))
-        return size
+    def size(self, matched: Any) -> int:
+        """The length of the expansion for ``matched``, measured from its spans: exactly when
+        the references are told apart, else at most that (each reference as long as the
+        longest group)."""
+        if self.each is not None:
+            return self.literal + sum(
+                times * _span_length(matched, group) for group, times in self.each.items()
+            )
+        longest = max(_span_length(matched, group) for group in range(self.groups + 1))
+        return self.literal + self.total * longest
 
 
-def _template(compiled: regex.Pattern[str], template: str) -> _Template:
-    """``template`` measured for matches of ``compiled``, from its expansions for stand-in
-    matches of the same groups, each group one character long or empty: so that each match's
+def _template(compiled: regex.Pattern[str], template: str) -> _Template | None:
+    """``template`` measured for matches of ``compiled`` from its expansions for stand-in
+    matches of the same groups, each group one character long or taking no part (the
+    package parses the template, as it will for the replacement): so that each match's
     replacement is measured from its spans before it is made. A template that names a long
-    group thousands of times would otherwise take all the host's memory to expand once."""
+    group thousands of times would otherwise take all the host's memory to expand once.
+    None when the template cannot be expanded (it names a group the pattern has not): the
+    package then refuses it at the first match, as it would."""
     if "\\" not in template:
-        return _Template(len(template), {})
+        return _Template(len(template), 0, compiled.groups, {})
+    if len(template) > simpleeval.MAX_STRING_LENGTH:
+        raise simpleeval.IterableTooLong(
+            f"a replacement of more than {simpleeval.MAX_STRING_LENGTH} characters that holds "
+            "a backslash is not available"
+        )
     names = {index: name for name, index in compiled.groupindex.items()}
     groups = range(1, compiled.groups + 1)
 
-    def opening(group: int) -> str:
-        return f"(?P<{names[group]}>" if group in names else "("
+    def group(number: int, body: str) -> str:
+        name = names.get(number)
+        return f"(?P<{name}>{body})" if name is not None else f"({body})"
 
-    def expanded(pattern: str) -> int:
-        matched = regex.compile(pattern).match("x")
-        assert matched is not None  # every stand-in matches "x"
+    def expanded(stand_in: str, text: str) -> int:
+        matched = regex.compile(stand_in, cache_pattern=False).match(text)
+        assert matched is not None  # every stand-in matches its text
         return len(matched.expand(template))
 
-    def flat(long_group: int) -> str:
-        """A stand-in whose groups are all empty but ``long_group`` (0: the whole match;
-        -1: none)."""
-        inside = "".join(opening(g) + ("x" if g == long_group else "") + ")" for g in groups)
-        return inside + ("x" if long_group == 0 else "")
+    def only(long_group: int) -> int:
+        """The expansion where only ``long_group`` takes part (0: none), one character."""
+        bodies = [group(g, "x") if g == long_group else f"(?:{group(g, 'y')})?" for g in groups]
+        return expanded("".join(bodies) + ("" if long_group else "x"), "x")
 
-    literal = expanded(flat(-1))
-    if compiled.groups > _GROUPS_TOLD_APART:
-        nested = "".join(map(opening, groups)) + "x" + ")" * compiled.groups  # all of length 1
-        return _Template(literal, {}, unsorted=expanded(nested) - literal)
-    whole = expanded(flat(0)) - literal
-    references = {0: whole} if whole else {}
-    for group in groups:
-        times = expanded(flat(group)) - literal - whole
-        if times:
-            references[group] = times
-    return _Template(literal, references)
+    try:
+        literal = expanded(f"(?:{''.join(group(g, 'x') for g in groups)})?", "")
+        total = expanded("".join(group(g, "x") for g in groups), "x" * len(groups)) - literal
+        if len(template) > _TEMPLATE_TOLD_APART or len(groups) > _GROUPS_TOLD_APART:
+            return _Template(literal, total, compiled.groups, None)  # each group as group 0
+        whole = only(0) - literal
+        each = {0: whole, **{g: only(g) - literal - whole for g in groups}}
+    except (regex.error, IndexError):
+        return None
+    return _Template(literal, total, compiled.groups, {g: n for g, n in each.items() if n})
 
 
 def _re_for(timeout: float) -> _Re:
-    """``re``'s functions on the ``regex`` package, each search stopped after ``timeout``."""
+    """``re``'s functions on the ``regex`` package, each search stopped after ``timeout``;
+    what ``findall``, ``split`` and ``sub`` would make is measured first, and the package's
+    own function then makes it."""
 
     def search(pattern: str, string: str, flags: int = 0) -> Any:
         return _compiled(pattern, flags).search(string, timeout=timeout)
@@ -430,8 +463,9 @@ def _re_for(timeout: float) -> _Re:
 
     def findall(pattern: str, string: str, flags: int = 0) -> Any:
         compiled = _compiled(pattern, flags)
-        found = range(1, compiled.groups + 1) if compiled.groups else (0,)
-        _bounded_pieces(compiled.finditer(string, timeout=timeout), found, 0, len(string))
+        groups = range(1, compiled.groups + 1) if compiled.groups else range(1)
+        matches = compiled.finditer(string, timeout=timeout)
+        _bounded_found(matches, groups, len(string), split=False)
         return compiled.findall(string, timeout=timeout)
 
     def split(pattern: str, string: str, maxsplit: int = 0, flags: int = 0) -> Any:
@@ -439,8 +473,7 @@ def _re_for(timeout: float) -> _Re:
         matches: Iterable[Any] = compiled.finditer(string, timeout=timeout)
         if maxsplit > 0:
             matches = itertools.islice(matches, maxsplit)
-        groups = range(1, compiled.groups + 1)
-        _bounded_pieces(matches, groups, len(string), len(string))
+        _bounded_found(matches, range(1, compiled.groups + 1), len(string), split=True)
         return compiled.split(string, maxsplit, timeout=timeout)
 
     def sub(pattern: str, repl: str, string: str, count: int = 0, flags: int = 0) -> str:
@@ -448,18 +481,15 @@ def _re_for(timeout: float) -> _Re:
             raise TypeError("re.sub takes a replacement text here")
         compiled = _compiled(pattern, flags)
         measured = _template(compiled, repl)
-        pieces: list[str] = []
-        size, last = 0, 0
-        for found, matched in enumerate(compiled.finditer(string, timeout=timeout)):
-            if count and found >= count:
-                break
-            size += matched.start() - last + measured.size(matched, compiled.groups)
-            _bounded_text(size, len(string))  # before the replacement is made
-            pieces.append(string[last : matched.start()] + matched.expand(repl))
-            last = matched.end()
-        pieces.append(string[last:])
-        _bounded_text(size + len(string) - last, len(string))
-        return "".join(pieces)
+        if measured is not None:
+            matches: Iterable[Any] = compiled.finditer(string, timeout=timeout)
+            if count > 0:
+                matches = itertools.islice(matches, count)
+            size = len(string)
+            for matched in matches:  # in any order: a reversed pattern's from the end
+                size += measured.size(matched) - _span_length(matched, 0)
+                _bounded_text(size, max(len(string), len(repl)))
+        return compiled.sub(repl, string, count, timeout=timeout)
 
     return _Re(search, match, fullmatch, findall, sub, split)
 
@@ -480,8 +510,11 @@ def _guarded_join(separator: str) -> Callable[..., str]:
     def join(items: Any) -> str:
         parts = list(items)
         if all(isinstance(part, str) for part in parts):
+            # What the parts hold already (each text once, however often it is listed):
+            # the join may add the separators, and the copies of a text listed again.
+            held = sum(len(part) for part in {id(part): part for part in parts}.values())
             size = sum(map(len, parts)) + len(separator) * max(len(parts) - 1, 0)
-            _bounded_text(size, max((len(part) for part in parts), default=0))
+            _bounded_text(size, held)
         return separator.join(parts)
 
     return join
@@ -495,14 +528,23 @@ class _Made:
     """What one comprehension has made so far, as long as the text of it would be (a number
     counts one): refused past ``limit``, as the text of a list is. simpleeval bounds how many
     elements a comprehension makes, not how large they are, so that ``[output + "x" for c in
-    text]`` made as many copies of a long output as the text has characters."""
+    text]`` made as many copies of a long output as the text has characters. A match keeps
+    the whole text it was found in: each such text counts once, however many matches of it
+    are kept (``all(re.search(p, output) for p in patterns)`` keeps one)."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.size = 0
+        self._searched: dict[int, str] = {}  # the texts matches keep, by id (kept alive here)
 
     def add(self, value: Any) -> None:
-        if isinstance(value, str | bytes | list | tuple | dict | set | frozenset):
+        if isinstance(value, _MATCH_TYPE):
+            searched = value.string  # what the match keeps, its groups' texts among it
+            if id(searched) not in self._searched:
+                self._searched[id(searched)] = searched
+                self.size += len(searched)
+            self.size += _MATCH_ITSELF
+        elif isinstance(value, str | bytes | list | tuple | dict | set | frozenset):
             self.size += _size(value, self.limit - self.size)
         else:
             self.size += 1
@@ -523,6 +565,7 @@ class _Evaluator(simpleeval.EvalWithCompoundTypes):
         self.deadline = deadline
         self.text_limit = text_limit
         self.functions["str"] = self._str
+        self.functions["list"] = _listed  # simpleeval sets its own list over the one given
         # The element nodes of the comprehensions being evaluated, by id: what each makes.
         self._elements: dict[int, _Made] = {}
 
@@ -534,6 +577,20 @@ class _Evaluator(simpleeval.EvalWithCompoundTypes):
         if made is not None:
             made.add(value)
         return value
+
+    def _check_disallowed_items(self, item: Any) -> None:
+        """simpleeval's look for modules and forbidden functions in each result, with each
+        container looked into once: a list holding one list a hundred thousand times
+        (``[x] * 100000``) is two lists to look into, not a hundred thousand."""
+        seen: set[int] = set()
+        pending = [item]
+        while pending:
+            current = pending.pop()
+            if not isinstance(current, list | tuple | set | frozenset | dict):
+                super()._check_disallowed_items(current)  # simpleeval's rules for one value
+            elif id(current) not in seen:
+                seen.add(id(current))
+                pending.extend(current.values() if isinstance(current, dict) else current)
 
     def _eval_comprehension(self, node: ast.AST) -> Any:
         """simpleeval's comprehension, its elements counted as they are made (see

@@ -6,7 +6,7 @@ a counted repeat out as that many copies of what it repeats: ``(?:(?:a{1000}){10
 the search's time limit can stop anything. A pattern comes from a skill's files, a published
 format's eval or an expression that builds it from the agent's output, so a run checks its
 size first: :func:`refuse_large_pattern` refuses one whose repeats would write out more than
-:data:`MAX_PATTERN_ITEMS` items.
+:data:`MAX_PATTERN_ITEMS` items, and one of more than :data:`MAX_PATTERN_GROUPS` parentheses.
 
 :func:`pattern_items` counts those items from the pattern's text. It reads the package's
 syntax as far as a count can depend on it, and leans to more where its reading may differ:
@@ -40,10 +40,20 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["MAX_PATTERN_ITEMS", "PatternTooLarge", "pattern_items", "refuse_large_pattern"]
+__all__ = [
+    "MAX_PATTERN_GROUPS",
+    "MAX_PATTERN_ITEMS",
+    "PatternTooLarge",
+    "pattern_items",
+    "refuse_large_pattern",
+]
 
 MAX_PATTERN_ITEMS = 100_000
 """The most items a pattern's repeats may write out when compiled."""
+
+MAX_PATTERN_GROUPS = 5_000
+"""The most parentheses (groups, and any ``(`` of its text) a pattern may hold: the package
+compiles empty groups (``()``, ``(|)``) in time that grows with the square of their number."""
 
 # The regex package's flags that change how a pattern is read or how much it writes out.
 _VERBOSE = 64
@@ -77,6 +87,11 @@ class PatternTooLarge(ValueError):
 
 def refuse_large_pattern(pattern: str, flags: int = 0) -> None:
     """Raise :class:`PatternTooLarge` for a pattern that would take too much to compile."""
+    if pattern.count("(") > MAX_PATTERN_GROUPS:
+        raise PatternTooLarge(
+            f"the pattern holds more than {MAX_PATTERN_GROUPS:,} parentheses, which take the "
+            "package time that grows with their square to compile: write fewer groups"
+        )
     if pattern_items(pattern, flags) <= MAX_PATTERN_ITEMS:
         return
     message = (

@@ -223,6 +223,12 @@ MANY_GROUPS = "".join(f"(?P<g{n}>a?)" for n in range(40)) + "(b+)"
         (r"(?=(\w))", r"<\1>", "ab"),
         (MANY_GROUPS, r"\g<g3>\41\g<0>", "aab aaabb"),
         (r"x", "no references", "axbx"),
+        # A reversed pattern finds its matches from the end.
+        (r"(?r)a", "b", "xaxa"),
+        (r"(?r)(a+)", r"[\1]", "aaxaa"),
+        # A template naming a group the pattern has not, where nothing matches.
+        (r"(x)", r"\2", "y"),
+        ("(a)" * 400, r"\1-", "a" * 800),
     ],
 )
 def test_re_sub_with_group_references_replaces_as_the_regex_package_does(
@@ -302,6 +308,69 @@ def test_comprehensions_over_the_output_and_the_events_stay_within_the_bounds() 
     assert holds("len({line: len(line) for line in output.splitlines()}) == 2", lines)
     assert holds("any(line == 'ab' for line in output.splitlines())", lines)
     assert holds("[e['role'] for e in chat_events][-1] == 'assistant'", lines)
+
+
+@pytest.mark.parametrize(
+    ("expression", "text"),
+    [
+        # The text of a list of matches or of a dict's views holds the texts they hold.
+        ("len(str([re.search('.+', output)] * 3000)) > 0", "x" * 20_000),
+        ("len(str([{output: 1}.keys()] * 3000)) > 0", "x" * 20_000),
+        # A match of each group counts, though a group matched nothing.
+        ("len(re.findall('x|' + '(a)' * 300, output)) > 0", "x" * 100_000),
+        # A list of a long text's characters holds an object per character.
+        ("len(list(output)) > 0", "\u4e2d" * 200_000),
+    ],
+)
+def test_what_holds_more_than_it_shows_is_refused_before_it_is_made(
+    expression: str, text: str
+) -> None:
+    tracemalloc.start()
+    try:
+        words = refused(expression, ExpressionInputs(text))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert "IterableTooLong" in words
+    assert peak < 20_000_000
+
+
+def test_matches_kept_in_a_comprehension_count_the_texts_they_keep_once_each() -> None:
+    # Each match keeps the copy of the output it was found in: 100 MB if all were kept.
+    copies = "len([re.match('', output.lower()) for c in output[:2000]]) == 2000"
+    tracemalloc.start()
+    try:
+        words = refused(copies, ExpressionInputs("x" * 50_000))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert words.startswith("IterableTooLong: the comprehension's items would come to more")
+    assert peak < 20_000_000
+    # Matches of the one output keep that one text.
+    long = ExpressionInputs("x" * 120_000 + " needle haystack")
+    assert holds("all(re.search(p, output) for p in ['needle', 'hay', 'x+'])", long)
+
+
+def test_lists_made_of_one_list_many_times_are_looked_into_once() -> None:
+    # A hundred million items by reference, three lists: evaluated at once.
+    assert holds("len([[[0] * 1000] * 1000] * 100) == 100")
+
+
+@pytest.mark.parametrize(
+    ("expression", "text"),
+    [
+        # Many pieces, each a word: the separators taken out are not counted in.
+        (r"len(re.split('\\s+', output)) == 200001", "word " * 200_000),
+        # The parts of a join are made already: the separators count, not the parts.
+        ("'brown fox' in ' '.join(output.split())", "The quick brown fox jumps.\n" * 8000),
+        # A long replacement is as long as what it was made of.
+        ("re.sub('^', output, 'x') == output + 'x'", "y" * 200_000),
+    ],
+)
+def test_long_lists_and_texts_made_of_what_is_there_stay_within_the_bounds(
+    expression: str, text: str
+) -> None:
+    assert holds(expression, ExpressionInputs(text))
 
 
 def test_an_output_longer_than_the_bounds_is_still_read_whole() -> None:

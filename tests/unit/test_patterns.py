@@ -142,6 +142,14 @@ def test_a_pattern_past_the_bound_is_refused_before_it_compiles(pattern: str, fl
         refuse_large_pattern(pattern, flags)
 
 
+@pytest.mark.parametrize("pattern", ["()" * 5001, "(|)" * 5001, "(?:(?:))" * 2501])
+def test_a_pattern_of_too_many_parentheses_is_refused_before_it_compiles(pattern: str) -> None:
+    # Few items, but the package compiles empty groups in time that grows with their square.
+    assert pattern_items(pattern) <= MAX_PATTERN_ITEMS
+    with pytest.raises(PatternTooLarge, match="more than 5,000 parentheses"):
+        refuse_large_pattern(pattern)
+
+
 def test_the_flags_the_scan_reads_are_the_regex_packages() -> None:
     assert int(regex.VERBOSE) == re.VERBOSE == 64
     assert (int(regex.VERSION1), int(regex.FULLCASE)) == (256, 16384)
