@@ -14,12 +14,14 @@ an object holding only ``search match fullmatch findall sub split`` and the flag
 ``IGNORECASE MULTILINE DOTALL``. Its patterns are the ``regex`` package's with a time
 limit, so that a pattern that backtracks without end on an agent's output is stopped.
 
-Its work is bounded: a whole number of more than :data:`MAX_INT_BITS` bits, a comprehension
-past simpleeval's ``MAX_COMPREHENSION_LENGTH`` or whose items come to more than the text of a
-list may hold (below; a match counts the text it keeps, once), a text or list that a
-repetition, a sum, ``replace``, ``join``, ``re.sub``, ``re.findall`` or ``re.split`` would make
-more than simpleeval's ``MAX_STRING_LENGTH`` longer than what it was made of (so that a long
-output stays readable whole; measured before it is made), ``list()`` of a text longer than
+Its work is bounded: a whole number of more than :data:`MAX_INT_BITS` bits (``int()`` of a text
+that could hold one included), a comprehension past simpleeval's ``MAX_COMPREHENSION_LENGTH``,
+the items a comprehension or a list, tuple, set or dict written out makes past what the text of
+a list may hold (below; each object counted once, a match by the text it keeps), a text or list
+that a repetition (a list by its text), a sum, ``replace``, ``join``, an f-string, ``re.sub``,
+``re.findall`` or ``re.split`` would make more than simpleeval's ``MAX_STRING_LENGTH`` longer
+than what it was made of (so that a long output stays readable whole; measured before it is
+made; a join or an f-string may be as long as the inputs), ``list()`` of a text longer than
 that, the text of a list or dict longer than the inputs and that much, and the whole evaluation
 past its time limit. Format specs and a text's ``%`` formatting, which make texts of any width,
 are refused. Only the attributes listed in :data:`ALLOWED_ATTRIBUTES` may be read, none that
@@ -37,10 +39,21 @@ made it (``""`` for the agent itself).
 from __future__ import annotations
 
 import ast
+import contextlib
 import itertools
 import re as standard_re
 import time
-from collections.abc import Callable, ItemsView, Iterable, KeysView, Mapping, Sequence, ValuesView
+import types
+from collections.abc import (
+    Callable,
+    ItemsView,
+    Iterable,
+    Iterator,
+    KeysView,
+    Mapping,
+    Sequence,
+    ValuesView,
+)
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,12 +99,21 @@ def _listed(*values: Any) -> list[Any]:
     return list(*values)
 
 
+def _whole_number(*values: Any) -> Any:
+    """``int``, but not of a text long enough to hold a number of more than
+    :data:`MAX_INT_BITS` bits: Python bounds the digits it reads only in base 10, and
+    arithmetic on such a number could hold the host for minutes."""
+    if values and isinstance(values[0], str | bytes) and len(values[0]) * 6 > MAX_INT_BITS:
+        raise simpleeval.NumberTooHigh("the number that text holds would be too large")
+    return int(*values)
+
+
 FUNCTIONS: Mapping[str, Callable[..., Any]] = {
     "len": len,
     "any": any,
     "all": all,
     "str": str,
-    "int": int,
+    "int": _whole_number,
     "float": float,
     "bool": bool,
     "list": _listed,
@@ -293,8 +315,10 @@ def _bounded_multiply(left: Any, right: Any) -> Any:
     if isinstance(left, int) and isinstance(right, int):
         _bounded_int(abs(left).bit_length() + abs(right).bit_length(), "the product")
     for sequence, times in ((left, right), (right, left)):
-        size = _length(sequence)
-        if size is not None and isinstance(times, int):
+        if _length(sequence) is not None and isinstance(times, int):
+            # A list as long as its text: [[0] * 1000] * 1000 holds a million items to
+            # compare or count, though its length is a thousand. Counted as far as it matters.
+            size = _size(sequence, simpleeval.MAX_STRING_LENGTH // max(times - 1, 1) + 1)
             _bounded_text(size * max(times, 0), size)
     return left * right
 
@@ -437,7 +461,9 @@ def _template(compiled: regex.Pattern[str], template: str) -> _Template | None:
 
     try:
         literal = expanded(f"(?:{''.join(group(g, 'x') for g in groups)})?", "")
-        total = expanded("".join(group(g, "x") for g in groups), "x" * len(groups)) - literal
+        # Every group one character, and the whole match one more than they together.
+        every = "".join(group(g, "x") for g in groups) + "x"
+        total = expanded(every, "x" * (len(groups) + 1)) - literal
         if len(template) > _TEMPLATE_TOLD_APART or len(groups) > _GROUPS_TOLD_APART:
             return _Template(literal, total, compiled.groups, None)  # each group as group 0
         whole = only(0) - literal
@@ -506,15 +532,20 @@ def _guarded_replace(text: str) -> Callable[..., str]:
     return replace
 
 
-def _guarded_join(separator: str) -> Callable[..., str]:
+def _guarded_join(separator: str, given: int) -> Callable[..., str]:
+    """``separator.join``, bounded as :func:`_bounded_text` bounds texts from the longer of
+    its longest part and ``given`` (the inputs' size): the parts of a join are mostly pieces of
+    the output, so a join as long as the output is always made, and a join never doubles a
+    text. A text joined character by character is a list of its characters first, so it
+    is bounded as ``list()`` of it is."""
+
     def join(items: Any) -> str:
+        if isinstance(items, str):
+            _listed(items)  # refused past the bound, before the characters are listed
         parts = list(items)
         if all(isinstance(part, str) for part in parts):
-            # What the parts hold already (each text once, however often it is listed):
-            # the join may add the separators, and the copies of a text listed again.
-            held = sum(len(part) for part in {id(part): part for part in parts}.values())
             size = sum(map(len, parts)) + len(separator) * max(len(parts) - 1, 0)
-            _bounded_text(size, held)
+            _bounded_text(size, max(max(map(len, parts), default=0), given))
         return separator.join(parts)
 
     return join
@@ -525,33 +556,67 @@ class _OutOfTime(Exception):
 
 
 class _Made:
-    """What one comprehension has made so far, as long as the text of it would be (a number
-    counts one): refused past ``limit``, as the text of a list is. simpleeval bounds how many
-    elements a comprehension makes, not how large they are, so that ``[output + "x" for c in
-    text]`` made as many copies of a long output as the text has characters. A match keeps
-    the whole text it was found in: each such text counts once, however many matches of it
-    are kept (``all(re.search(p, output) for p in patterns)`` keeps one)."""
+    """What a comprehension, or a list, tuple, set or dict written out, has made so far:
+    every object its items hold, each counted once however often it is held (a text by its
+    length, a container by its items, a match by the text it was found in, a method by what
+    it belongs to), refused past ``limit`` as the text of a list is. simpleeval bounds how
+    many items a comprehension makes, not what they hold, so that ``[output + "x" for c in
+    text]`` made as many copies of a long output as the text has characters; a match keeps
+    the whole text it was found in, so that ``all(re.search(p, output) for p in patterns)``
+    keeps the one output."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.size = 0
-        self._searched: dict[int, str] = {}  # the texts matches keep, by id (kept alive here)
+        self._held: dict[int, Any] = {}  # every object counted, by id (kept alive here)
 
     def add(self, value: Any) -> None:
-        if isinstance(value, _MATCH_TYPE):
-            searched = value.string  # what the match keeps, its groups' texts among it
-            if id(searched) not in self._searched:
-                self._searched[id(searched)] = searched
-                self.size += len(searched)
-            self.size += _MATCH_ITSELF
-        elif isinstance(value, str | bytes | list | tuple | dict | set | frozenset):
-            self.size += _size(value, self.limit - self.size)
-        else:
-            self.size += 1
-        if self.size > self.limit:
-            raise simpleeval.IterableTooLong(
-                f"the comprehension's items would come to more than {self.limit} characters"
-            )
+        pending = [value]
+        while pending:
+            item = pending.pop()
+            self.size += 1  # the reference
+            if item is None or isinstance(item, bool) or id(item) in self._held:
+                continue
+            self._held[id(item)] = item
+            self.size += _own_size(item)
+            pending.extend(_held_by(item))
+            if self.size > self.limit:
+                raise simpleeval.IterableTooLong(
+                    f"the items made would come to more than {self.limit} characters"
+                )
+
+
+def _own_size(item: Any) -> int:
+    """What ``item`` takes by itself, in characters, besides the objects it holds."""
+    if isinstance(item, str | bytes):
+        return len(item)
+    if isinstance(item, int):
+        return item.bit_length() // 8
+    if isinstance(item, _MATCH_TYPE):
+        return _MATCH_ITSELF
+    return 2
+
+
+def _held_by(item: Any) -> Iterable[Any]:
+    """The objects ``item`` holds that could be large: a container's items, a dict's keys and
+    values, the dict of a dict's view, the text a match was found in, the object a method
+    belongs to, what a function made here closes over."""
+    if isinstance(item, str | bytes | int | float):
+        return ()
+    if isinstance(item, list | tuple | set | frozenset):
+        return item
+    if isinstance(item, dict):
+        return [*item.keys(), *item.values()]
+    if isinstance(item, KeysView | ValuesView | ItemsView):
+        mapping = getattr(item, "mapping", {})  # a read-only view of the dict
+        return [*mapping.keys(), *mapping.values()]
+    if isinstance(item, _MATCH_TYPE):
+        return (item.string,)
+    owner = getattr(item, "__self__", None)
+    if owner is not None and not isinstance(owner, types.ModuleType):
+        return (owner,)
+    closure = getattr(item, "__closure__", None) or ()
+    return [cell.cell_contents for cell in closure]
 
 
 class _Evaluator(simpleeval.EvalWithCompoundTypes):
@@ -579,36 +644,73 @@ class _Evaluator(simpleeval.EvalWithCompoundTypes):
         return value
 
     def _check_disallowed_items(self, item: Any) -> None:
-        """simpleeval's look for modules and forbidden functions in each result, with each
-        container looked into once: a list holding one list a hundred thousand times
-        (``[x] * 100000``) is two lists to look into, not a hundred thousand."""
-        seen: set[int] = set()
-        pending = [item]
-        while pending:
-            current = pending.pop()
-            if not isinstance(current, list | tuple | set | frozenset | dict):
-                super()._check_disallowed_items(current)  # simpleeval's rules for one value
-            elif id(current) not in seen:
-                seen.add(id(current))
-                pending.extend(current.values() if isinstance(current, dict) else current)
+        """simpleeval's look for modules and forbidden functions in each result, without
+        looking into containers again: every value a node evaluates to is looked at as it is
+        made, and a container holds only such values and what the functions and methods an
+        expression may call make (texts, numbers, matches, and containers of them). Looking
+        into each result's containers, simpleeval looked into one list as often as a result
+        held it (``[x] * 1000``) and into a list as often as a name read it."""
+        if not isinstance(item, list | tuple | set | frozenset | dict):
+            super()._check_disallowed_items(item)
+
+    @contextlib.contextmanager
+    def _counted(self, elements: Sequence[ast.AST]) -> Iterator[_Made]:
+        """While in it, what ``elements`` evaluate to is counted by one :class:`_Made`."""
+        made = _Made(self.text_limit)
+        before = {id(element): self._elements.get(id(element)) for element in elements}
+        self._elements.update({id(element): made for element in elements})
+        try:
+            yield made
+        finally:
+            for key, earlier in before.items():
+                if earlier is None:
+                    self._elements.pop(key, None)
+                else:
+                    self._elements[key] = earlier
 
     def _eval_comprehension(self, node: ast.AST) -> Any:
-        """simpleeval's comprehension, its elements counted as they are made (see
-        :class:`_Made`)."""
+        """simpleeval's comprehension, its items counted as they are made (see :class:`_Made`)."""
         if isinstance(node, ast.DictComp):
             elements: tuple[ast.AST, ...] = (node.key, node.value)
         elif isinstance(node, ast.ListComp | ast.GeneratorExp | ast.SetComp):
             elements = (node.elt,)
         else:  # what simpleeval may come to hand over: counted by its length alone
             elements = ()
-        made = _Made(self.text_limit)
-        for element in elements:
-            self._elements[id(element)] = made
-        try:
+        with self._counted(elements):
             return super()._eval_comprehension(node)
-        finally:
-            for element in elements:
-                del self._elements[id(element)]
+
+    def _eval_list(self, node: ast.List) -> list[Any]:
+        """A list written out, its items counted as they are made; a starred text is listed
+        as ``list()`` lists one (``[*output]``)."""
+        result: list[Any] = []
+        with self._counted([item for item in node.elts if not isinstance(item, ast.Starred)]):
+            for item in node.elts:
+                if isinstance(item, ast.Starred):
+                    result.extend(_listed(self._eval(item.value)))
+                else:
+                    result.append(self._eval(item))
+        return result
+
+    def _eval_tuple(self, node: ast.Tuple) -> tuple[Any, ...]:
+        with self._counted(node.elts):
+            return tuple(super()._eval_tuple(node))
+
+    def _eval_set(self, node: ast.Set) -> set[Any]:
+        with self._counted(node.elts):
+            return set(super()._eval_set(node))
+
+    def _eval_dict(self, node: ast.Dict) -> dict[Any, Any]:
+        keys = [key for key in node.keys if key is not None]
+        with self._counted([*keys, *node.values]):
+            return dict(super()._eval_dict(node))
+
+    def _eval_joinedstr(self, node: ast.JoinedStr) -> str:
+        """An f-string, bounded as a join is (see :func:`_guarded_join`): simpleeval bounds
+        each piece, not the whole, and refuses a piece longer than its limit (the output)."""
+        pieces = [str(self._eval(value)) for value in node.values]
+        size, longest = sum(map(len, pieces)), max(map(len, pieces), default=0)
+        _bounded_text(size, max(longest, self.text_limit - simpleeval.MAX_STRING_LENGTH))
+        return "".join(pieces)
 
     def _str(self, *value: Any) -> str:
         if value and _size(value[0], self.text_limit) > self.text_limit:
@@ -629,7 +731,7 @@ class _Evaluator(simpleeval.EvalWithCompoundTypes):
         if isinstance(owner, str) and node.attr == "replace":
             return _guarded_replace(owner)
         if isinstance(owner, str) and node.attr == "join":
-            return _guarded_join(owner)
+            return _guarded_join(owner, self.text_limit - simpleeval.MAX_STRING_LENGTH)
         return item
 
 

@@ -67,7 +67,7 @@ _FLAGS_ONLY = re.compile(r"\(\?(?![0-9R]|-[0-9])[a-zA-Z0-9-]*\)")
 # The letters of an inline flag group, scoped or not: (?x), (?fi:...), (?V1x).
 # Each match is read on its own and they may overlap, so that no text the package does not
 # read as flags (an escaped "\(?", one in a set or a comment) can hide a real group's letters.
-_INLINE_FLAGS = re.compile(r"(?=\(\?(?!#)((?:[a-zA-Z0-9\s-]|#[^\n]*\n?)*)[):])")
+_INLINE_FLAGS = re.compile(r"(?=\(\?(?!#)((?:[a-zA-Z0-9\s-]|#[^\n]*(?:\n|\Z))*)[):])")
 _SPACE_AND_COMMENTS = re.compile(r"#[^\n]*\n?|\s")
 _BRACE_WITH_STRUCTURE = re.compile(r"\{[^}]*[()\[\]|\\{]")
 _SET_OPS = ("--", "&&", "||", "~~")
@@ -78,7 +78,7 @@ _SET_CHARS_PER_ITEM = 2
 _WIDE_ESCAPE = re.compile(r"\\[RX]")
 _WIDE_ESCAPE_ITEMS = 8
 # A + that repeats a group or what braces end, spaces and comments of verbose mode between.
-_GROUP_PLUS = re.compile(r"[)}](?:\s|#[^\n]*\n?)*\+")
+_GROUP_PLUS = re.compile(r"[)}](?:\s|#[^\n]*(?:\n|\Z))*\+")
 
 
 class PatternTooLarge(ValueError):

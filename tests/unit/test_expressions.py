@@ -298,7 +298,7 @@ def test_a_comprehension_whose_items_pass_the_bounds_is_refused_as_it_makes_them
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert words.startswith("IterableTooLong: the comprehension's items would come to more")
+    assert words.startswith("IterableTooLong: the items made would come to more")
     assert peak < 20_000_000
 
 
@@ -344,16 +344,57 @@ def test_matches_kept_in_a_comprehension_count_the_texts_they_keep_once_each() -
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert words.startswith("IterableTooLong: the comprehension's items would come to more")
+    assert words.startswith("IterableTooLong: the items made would come to more")
     assert peak < 20_000_000
     # Matches of the one output keep that one text.
     long = ExpressionInputs("x" * 120_000 + " needle haystack")
     assert holds("all(re.search(p, output) for p in ['needle', 'hay', 'x+'])", long)
 
 
-def test_lists_made_of_one_list_many_times_are_looked_into_once() -> None:
-    # A hundred million items by reference, three lists: evaluated at once.
-    assert holds("len([[[0] * 1000] * 1000] * 100) == 100")
+def test_lists_holding_one_list_many_times_are_looked_into_once() -> None:
+    # Five thousand times the same list of fifty thousand words, each held once.
+    words = ExpressionInputs("word " * 50_000)
+    assert holds("len([w for w in [output.split()] for c in output[:5000]]) == 5000", words)
+
+
+@pytest.mark.parametrize(
+    ("expression", "text"),
+    [
+        # A replacement naming the whole match, over a pattern without groups.
+        ("len(re.sub('.+', '\\\\g<0>' * 2000, output)) > 0", "x" * 50_000),
+        # What a comprehension's items hold: a match in a tuple, a method of a copy, a view.
+        ("len([(re.search('^', output + c),) for c in output[:3000]]) > 0", "x" * 50_000),
+        ("len([(output + c).count for c in output[:3000]]) > 0", "x" * 50_000),
+        ("len([{'a': output + c}.values() for c in output[:3000]]) > 0", "x" * 50_000),
+        # Items written out, and a text's characters starred into a list.
+        ("len([output + '0', output + '1', output + '2']) > 0", "x" * 100_000),
+        ("len([*output]) > 0", "\u4e2d" * 200_000),
+        # A join or an f-string that doubles a text, again and again.
+        ("len(''.join([output, output + 'a'])) > 0", "x" * 200_000),
+        ("[len(y) for x in [output] for y in [f'{x}{x}{x}{x}']] != []", "x" * 100_000),
+        # A list as long as its text, though its length is short, compared or counted.
+        ("([output[:-1] + output[-1:]] * 100000).count(output) > 0", "x" * 50_000),
+        ("[[1] * 100000] * 10000 == [[1] * 100000] * 10000", "x"),
+    ],
+)
+def test_what_a_review_made_past_the_bounds_is_refused_before_it_is_made(
+    expression: str, text: str
+) -> None:
+    tracemalloc.start()
+    try:
+        words = refused(expression, ExpressionInputs(text))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert words.startswith("IterableTooLong: ")
+    assert peak < 20_000_000
+
+
+def test_a_number_read_from_a_long_text_is_refused() -> None:
+    # Python bounds the digits it reads in base 10 only.
+    words = refused("int(output, 16) > 0", ExpressionInputs("f" * 20_000))
+    assert words == "NumberTooHigh: the number that text holds would be too large"
+    assert holds("int(output, 16) == 255", ExpressionInputs("ff"))
 
 
 @pytest.mark.parametrize(
@@ -365,6 +406,10 @@ def test_lists_made_of_one_list_many_times_are_looked_into_once() -> None:
         ("'brown fox' in ' '.join(output.split())", "The quick brown fox jumps.\n" * 8000),
         # A long replacement is as long as what it was made of.
         ("re.sub('^', output, 'x') == output + 'x'", "y" * 200_000),
+        # Joins and f-strings as long as the output.
+        ("len(' '.join(output.split())) == 599999", "word " * 120_000),
+        ("len('\\n'.join(output.splitlines())) == 299999", "a\n" * 150_000),
+        ("len(f'{output}') == len(output)", "y" * 200_000),
     ],
 )
 def test_long_lists_and_texts_made_of_what_is_there_stay_within_the_bounds(

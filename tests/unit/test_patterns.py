@@ -150,6 +150,13 @@ def test_a_pattern_of_too_many_parentheses_is_refused_before_it_compiles(pattern
         refuse_large_pattern(pattern)
 
 
+@pytest.mark.parametrize("pattern", ["(?a" + "#" * 60, "[[])" + "#" * 60])
+def test_comment_marks_are_read_in_one_pass(pattern: str) -> None:
+    # A verbose comment runs to the line's end: read any other way, each "#" doubled the
+    # ways the scan tried to read the run of them.
+    assert pattern_items(pattern, regex.VERBOSE) > 0
+
+
 def test_the_flags_the_scan_reads_are_the_regex_packages() -> None:
     assert int(regex.VERBOSE) == re.VERBOSE == 64
     assert (int(regex.VERSION1), int(regex.FULLCASE)) == (256, 16384)
