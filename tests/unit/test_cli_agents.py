@@ -795,9 +795,8 @@ def test_registry_names(name: str, cli: str) -> None:
     assert agent.install_hint.startswith("Install: ")
 
 
-def test_close_kills_the_calls_still_running(tmp_path: Path) -> None:
-    started = tmp_path / "started"
-    backend = CLIBackend(CommandAgent(f"touch {started}; sleep 300"), model="m", timeout=600)
+def _call_in_a_thread(backend: CLIBackend) -> tuple[threading.Thread, list[BaseException]]:
+    """``backend.complete`` called on a thread of its own, and the list its error goes to."""
     outcome: list[BaseException] = []
 
     def call() -> None:
@@ -808,6 +807,13 @@ def test_close_kills_the_calls_still_running(tmp_path: Path) -> None:
 
     caller = threading.Thread(target=call)
     caller.start()
+    return caller, outcome
+
+
+def test_close_kills_the_calls_still_running(tmp_path: Path) -> None:
+    started = tmp_path / "started"
+    backend = CLIBackend(CommandAgent(f"touch {started}; sleep 300"), model="m", timeout=600)
+    caller, outcome = _call_in_a_thread(backend)
     while not started.exists():
         time.sleep(0.01)
     backend.close()
@@ -845,18 +851,9 @@ def test_a_close_while_a_cli_starts_ends_it(tmp_path: Path) -> None:
         spawning.set()
         return real_popen(*args, **kwargs)
 
-    outcome: list[BaseException] = []
-
-    def call() -> None:
-        try:
-            backend.complete("s", "u")
-        except BackendError as exc:
-            outcome.append(exc)
-
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(subprocess, "Popen", popen_racing_close)
-        caller = threading.Thread(target=call)
-        caller.start()
+        caller, outcome = _call_in_a_thread(backend)
         assert spawning.wait(60)
     caller.join(60)
     closing[0].join(60)

@@ -51,6 +51,18 @@ def refused(expression: str, inputs: ExpressionInputs = INPUTS, timeout: float =
     return str(caught.value)
 
 
+def refused_in_little_memory(expression: str, inputs: ExpressionInputs) -> str:
+    """The refusal of ``expression``, made within 20 MB: what it refuses would take more."""
+    tracemalloc.start()
+    try:
+        words = refused(expression, inputs)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 20_000_000
+    return words
+
+
 # --- the names and functions waza gives an assertion -------------------------------------------
 
 
@@ -278,28 +290,16 @@ def test_re_findall_and_split_give_what_the_regex_package_gives(pattern: str, te
 def test_a_list_or_replacement_past_the_bounds_is_refused_before_it_is_made(
     expression: str, text: str
 ) -> None:
-    tracemalloc.start()
-    try:
-        words = refused(expression, ExpressionInputs(text))
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    words = refused_in_little_memory(expression, ExpressionInputs(text))
     assert words.startswith("IterableTooLong: the result would have a length of")
-    assert peak < 20_000_000  # what it refused would have taken 200 MB and more
 
 
 def test_a_comprehension_whose_items_pass_the_bounds_is_refused_as_it_makes_them() -> None:
     # Two thousand copies of a long output would take 100 MB; the first few pass the bound.
-    tracemalloc.start()
-    try:
-        words = refused(
-            "len([output + 'x' for c in 'a' * 2000]) > 0", ExpressionInputs("y" * 50_000)
-        )
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    words = refused_in_little_memory(
+        "len([output + 'x' for c in 'a' * 2000]) > 0", ExpressionInputs("y" * 50_000)
+    )
     assert words.startswith("IterableTooLong: the items made would come to more")
-    assert peak < 20_000_000
 
 
 def test_comprehensions_over_the_output_and_the_events_stay_within_the_bounds() -> None:
@@ -325,27 +325,14 @@ def test_comprehensions_over_the_output_and_the_events_stay_within_the_bounds() 
 def test_what_holds_more_than_it_shows_is_refused_before_it_is_made(
     expression: str, text: str
 ) -> None:
-    tracemalloc.start()
-    try:
-        words = refused(expression, ExpressionInputs(text))
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    assert "IterableTooLong" in words
-    assert peak < 20_000_000
+    assert "IterableTooLong" in refused_in_little_memory(expression, ExpressionInputs(text))
 
 
 def test_matches_kept_in_a_comprehension_count_the_texts_they_keep_once_each() -> None:
     # Each match keeps the copy of the output it was found in: 100 MB if all were kept.
     copies = "len([re.match('', output.lower()) for c in output[:2000]]) == 2000"
-    tracemalloc.start()
-    try:
-        words = refused(copies, ExpressionInputs("x" * 50_000))
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    words = refused_in_little_memory(copies, ExpressionInputs("x" * 50_000))
     assert words.startswith("IterableTooLong: the items made would come to more")
-    assert peak < 20_000_000
     # Matches of the one output keep that one text.
     long = ExpressionInputs("x" * 120_000 + " needle haystack")
     assert holds("all(re.search(p, output) for p in ['needle', 'hay', 'x+'])", long)
@@ -380,14 +367,8 @@ def test_lists_holding_one_list_many_times_are_looked_into_once() -> None:
 def test_what_a_review_made_past_the_bounds_is_refused_before_it_is_made(
     expression: str, text: str
 ) -> None:
-    tracemalloc.start()
-    try:
-        words = refused(expression, ExpressionInputs(text))
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    words = refused_in_little_memory(expression, ExpressionInputs(text))
     assert words.startswith("IterableTooLong: ")
-    assert peak < 20_000_000
 
 
 def test_a_number_read_from_a_long_text_is_refused() -> None:
