@@ -455,7 +455,8 @@ def _template(compiled: regex.Pattern[str], template: str) -> _Template | None:
         return len(matched.expand(template))
 
     def only(long_group: int) -> int:
-        """The expansion where only ``long_group`` takes part (0: none), one character."""
+        """The expansion where only ``long_group`` takes part, one character long (0: no
+        group, the whole match alone)."""
         bodies = [group(g, "x") if g == long_group else f"(?:{group(g, 'y')})?" for g in groups]
         return expanded("".join(bodies) + ("" if long_group else "x"), "x")
 
@@ -465,7 +466,7 @@ def _template(compiled: regex.Pattern[str], template: str) -> _Template | None:
         every = "".join(group(g, "x") for g in groups) + "x"
         total = expanded(every, "x" * (len(groups) + 1)) - literal
         if len(template) > _TEMPLATE_TOLD_APART or len(groups) > _GROUPS_TOLD_APART:
-            return _Template(literal, total, compiled.groups, None)  # each group as group 0
+            return _Template(literal, total, compiled.groups, None)  # not told apart
         whole = only(0) - literal
         each = {0: whole, **{g: only(g) - literal - whole for g in groups}}
     except (regex.error, IndexError):
