@@ -16,17 +16,18 @@ limit, so that a pattern that backtracks without end on an agent's output is sto
 
 Its work is bounded: a whole number of more than :data:`MAX_INT_BITS` bits (``int()`` of a text
 that could hold one included), a comprehension past simpleeval's ``MAX_COMPREHENSION_LENGTH``,
-the items a comprehension or a list, tuple, set or dict written out makes past what the text of
-a list may hold (below; each object counted once, a match by the text it keeps), a text or list
-that a repetition (a list by its text), a sum, ``replace``, ``join``, an f-string, ``re.sub``,
-``re.findall`` or ``re.split`` would make more than simpleeval's ``MAX_STRING_LENGTH`` longer
-than what it was made of (so that a long output stays readable whole; measured before it is
-made; a join or an f-string may be as long as the inputs), ``list()`` of a text longer than
-that, the text of a list or dict longer than the inputs and that much, and the whole evaluation
-past its time limit. Format specs and a text's ``%`` formatting, which make texts of any width,
-are refused. Only the attributes listed in :data:`ALLOWED_ATTRIBUTES` may be read, none that
-could make a text larger on its own (``center``, ``zfill``) or change the events. What cannot
-be evaluated raises :class:`ExpressionError`; the check errors, never fails.
+the items a comprehension, a call's arguments or a list, tuple, set or dict written out make
+past four times what the text of a list may hold (below; a text counted once, a match by the
+text it keeps, a container by its whole tree each time it is held), a text or list that a
+repetition (a list by its text), ``replace``, ``re.sub``, ``re.findall`` or ``re.split`` would
+make more than simpleeval's ``MAX_STRING_LENGTH`` longer than what it was made of, a sum,
+``join`` or f-string longer than the inputs and that much (so that a long output stays readable
+whole; all measured before they are made), ``list()`` of a text longer than that, the text of a
+list or dict longer than the inputs and that much, and the whole evaluation past its time
+limit. Format specs and a text's ``%`` formatting, which make texts of any width, are refused.
+Only the attributes listed in :data:`ALLOWED_ATTRIBUTES` may be read, none that could make a
+text larger on its own (``center``, ``zfill``) or change the events. What cannot be evaluated
+raises :class:`ExpressionError`; the check errors, never fails.
 
 The events map the plugin's transcript onto waza's event dicts (``role``, ``type``,
 ``content``, and ``data`` where waza keeps an event's payload): a message is
@@ -40,6 +41,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import itertools
 import re as standard_re
 import time
@@ -290,12 +292,14 @@ def _length(value: Any) -> int | None:
     return len(value) if isinstance(value, str | bytes | list | tuple | dict) else None
 
 
-def _bounded_add(left: Any, right: Any) -> Any:
-    """``+``, bounded as :func:`_bounded_text` bounds texts (in place of simpleeval's, which
-    refuses adding to an output longer than its limit)."""
+def _bounded_add(given: int, left: Any, right: Any) -> Any:
+    """``+``, bounded as :func:`_bounded_text` bounds texts from ``given`` (the inputs'
+    size): a long output gets its prefix and suffix, and a chain of sums does not grow past
+    that bound (in place of simpleeval's, which refuses adding to an output longer than its
+    limit)."""
     sizes = (_length(left), _length(right))
     if sizes[0] is not None and sizes[1] is not None:
-        _bounded_text(sizes[0] + sizes[1], max(sizes[0], sizes[1]))
+        _bounded_text(sizes[0] + sizes[1], given)
     return left + right
 
 
@@ -556,35 +560,73 @@ class _OutOfTime(Exception):
     """The expression took longer than its check's time limit."""
 
 
+_COPIES_HELD = 4
+"""How many times what the text of a list may hold the items made together may hold: the
+inputs a few times over, as in ``(output, output.lower(), output.upper())``."""
+
+
 class _Made:
-    """What a comprehension, or a list, tuple, set or dict written out, has made so far:
-    every object its items hold, each counted once however often it is held (a text by its
-    length, a container by its items, a match by the text it was found in, a method by what
-    it belongs to), refused past ``limit`` as the text of a list is. simpleeval bounds how
-    many items a comprehension makes, not what they hold, so that ``[output + "x" for c in
-    text]`` made as many copies of a long output as the text has characters; a match keeps
-    the whole text it was found in, so that ``all(re.search(p, output) for p in patterns)``
-    keeps the one output."""
+    """What a comprehension, a call's arguments, or a list, tuple, set or dict written out
+    have made so far, refused past ``limit`` as the text of a list is. A text counts once
+    however often it is held, and a match counts the text it was found in once, so that
+    ``all(re.search(p, output) for p in patterns)`` keeps the one output; a container counts
+    its whole tree each time it is held (what hashing or comparing it walks); a method counts
+    what it belongs to. simpleeval bounds how many items a comprehension makes, not what they
+    hold: ``[output + "x" for c in text]`` made as many copies of a long output as the text
+    has characters."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.size = 0
-        self._held: dict[int, Any] = {}  # every object counted, by id (kept alive here)
+        self._texts: dict[int, Any] = {}  # the texts counted, by id (kept alive here)
+        self._trees: dict[int, tuple[int, Any]] = {}  # a container's tree size, by id
 
     def add(self, value: Any) -> None:
-        pending = [value]
-        while pending:
-            item = pending.pop()
-            self.size += 1  # the reference
-            if item is None or isinstance(item, bool) or id(item) in self._held:
-                continue
-            self._held[id(item)] = item
-            self.size += _own_size(item)
-            pending.extend(_held_by(item))
-            if self.size > self.limit:
-                raise simpleeval.IterableTooLong(
-                    f"the items made would come to more than {self.limit} characters"
-                )
+        self.size += 1 + self._weight(value)
+        if self.size > self.limit:
+            raise simpleeval.IterableTooLong(
+                f"the items made would come to more than {self.limit} characters"
+            )
+
+    def _weight(self, item: Any) -> int:
+        if isinstance(item, str | bytes | _MATCH_TYPE):
+            text = item.string if isinstance(item, _MATCH_TYPE) else item
+            extra = _MATCH_ITSELF if isinstance(item, _MATCH_TYPE) else 0
+            if id(text) in self._texts:
+                return extra
+            self._texts[id(text)] = text
+            return extra + len(text)
+        if _is_container(item):
+            return self._tree(item)
+        held = _held_by(item)  # a method's owner, what a function made here closes over
+        return _own_size(item) + sum(self._weight(part) for part in held)
+
+    def _tree(self, container: Any) -> int:
+        """The size of ``container``'s whole tree, worked out once per container (a shared
+        part counted each time it is held), and no further than past the limit."""
+        known = self._trees.get(id(container))
+        if known is not None:
+            return known[0]
+        size = 2
+        for part in _held_by(container):
+            size += 1 + (self._tree(part) if _is_container(part) else _leaf_size(part))
+            if size > self.limit:
+                break
+        self._trees[id(container)] = (size, container)
+        return size
+
+
+def _is_container(item: Any) -> bool:
+    return isinstance(
+        item, list | tuple | set | frozenset | dict | KeysView | ValuesView | ItemsView
+    )
+
+
+def _leaf_size(item: Any) -> int:
+    """What a value that holds no container takes: a text its length, a match its text."""
+    if isinstance(item, _MATCH_TYPE):
+        return _MATCH_ITSELF + len(item.string)
+    return _own_size(item)
 
 
 def _own_size(item: Any) -> int:
@@ -656,8 +698,9 @@ class _Evaluator(simpleeval.EvalWithCompoundTypes):
 
     @contextlib.contextmanager
     def _counted(self, elements: Sequence[ast.AST]) -> Iterator[_Made]:
-        """While in it, what ``elements`` evaluate to is counted by one :class:`_Made`."""
-        made = _Made(self.text_limit)
+        """While in it, what ``elements`` evaluate to is counted by one :class:`_Made`, up to
+        :data:`_COPIES_HELD` times what the text of a list may hold."""
+        made = _Made(self.text_limit * _COPIES_HELD)
         before = {id(element): self._elements.get(id(element)) for element in elements}
         self._elements.update({id(element): made for element in elements})
         try:
@@ -682,15 +725,27 @@ class _Evaluator(simpleeval.EvalWithCompoundTypes):
 
     def _eval_list(self, node: ast.List) -> list[Any]:
         """A list written out, its items counted as they are made; a starred text is listed
-        as ``list()`` lists one (``[*output]``)."""
+        as ``list()`` lists one (``[*output]``), and what a star adds is counted too."""
         result: list[Any] = []
-        with self._counted([item for item in node.elts if not isinstance(item, ast.Starred)]):
+        plain = [item for item in node.elts if not isinstance(item, ast.Starred)]
+        with self._counted(plain) as made:
             for item in node.elts:
                 if isinstance(item, ast.Starred):
-                    result.extend(_listed(self._eval(item.value)))
+                    starred = self._eval(item.value)
+                    if isinstance(starred, str | bytes):
+                        _listed(starred)  # refused past the bound, before it is listed
+                    made.add(starred)
+                    result.extend(starred)
                 else:
                     result.append(self._eval(item))
         return result
+
+    def _eval_call(self, node: ast.Call) -> Any:
+        """simpleeval's call, its arguments counted as they are made (forty copies of the
+        output's words are made before ``len`` refuses to take them)."""
+        arguments = [arg.value if isinstance(arg, ast.Starred) else arg for arg in node.args]
+        with self._counted([*arguments, *(keyword.value for keyword in node.keywords)]):
+            return super()._eval_call(node)
 
     def _eval_tuple(self, node: ast.Tuple) -> tuple[Any, ...]:
         with self._counted(node.elts):
@@ -708,9 +763,13 @@ class _Evaluator(simpleeval.EvalWithCompoundTypes):
     def _eval_joinedstr(self, node: ast.JoinedStr) -> str:
         """An f-string, bounded as a join is (see :func:`_guarded_join`): simpleeval bounds
         each piece, not the whole, and refuses a piece longer than its limit (the output)."""
-        pieces = [str(self._eval(value)) for value in node.values]
-        size, longest = sum(map(len, pieces)), max(map(len, pieces), default=0)
-        _bounded_text(size, max(longest, self.text_limit - simpleeval.MAX_STRING_LENGTH))
+        pieces: list[str] = []
+        size, longest = 0, 0
+        for value in node.values:  # bounded as they are made, not once all are
+            piece = str(self._eval(value))
+            size, longest = size + len(piece), max(longest, len(piece))
+            _bounded_text(size, max(longest, self.text_limit - simpleeval.MAX_STRING_LENGTH))
+            pieces.append(piece)
         return "".join(pieces)
 
     def _str(self, *value: Any) -> str:
@@ -722,6 +781,10 @@ class _Evaluator(simpleeval.EvalWithCompoundTypes):
         if node.format_spec is not None:  # a width makes a text of any length
             raise simpleeval.FeatureNotAvailable("a format spec in an f-string is not available")
         value = self._eval(node.value)
+        if node.conversion in (ord("r"), ord("a")):  # !r, !a: up to ten characters each
+            if _size(value, self.text_limit) * 10 > self.text_limit:
+                raise simpleeval.IterableTooLong("the text of that value would be too long")
+            return repr(value) if node.conversion == ord("r") else ascii(value)
         if not isinstance(value, str) and _size(value, self.text_limit) > self.text_limit:
             raise simpleeval.IterableTooLong("the text of that value would be too long")
         return value
@@ -759,7 +822,7 @@ def evaluate(tree: ast.Expression, inputs: ExpressionInputs, *, timeout: float) 
         text_limit=given + simpleeval.MAX_STRING_LENGTH,
         operators={
             **simpleeval.DEFAULT_OPERATORS,
-            ast.Add: _bounded_add,
+            ast.Add: functools.partial(_bounded_add, given),
             ast.Mult: _bounded_multiply,
             ast.Pow: _bounded_power,
             ast.Mod: _modulo,

@@ -6,6 +6,7 @@ Every expression is evaluated for real by the evaluator; the transcripts are han
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import tracemalloc
@@ -338,10 +339,25 @@ def test_matches_kept_in_a_comprehension_count_the_texts_they_keep_once_each() -
     assert holds("all(re.search(p, output) for p in ['needle', 'hay', 'x+'])", long)
 
 
-def test_lists_holding_one_list_many_times_are_looked_into_once() -> None:
-    # Five thousand times the same list of fifty thousand words, each held once.
-    words = ExpressionInputs("word " * 50_000)
-    assert holds("len([w for w in [output.split()] for c in output[:5000]]) == 5000", words)
+def _nested(levels: int) -> str:
+    """Tuples ten times as large, level by level, each holding the one below ten times:
+    a thousand items by reference at three levels, a hundred million at eight."""
+    names = [f"t{level}" for level in range(levels)]
+    clauses = [f"for {names[0]} in [(0,0,0,0,0,0,0,0,0,0)]"] + [
+        f"for {name} in [({','.join([below] * 10)})]" for below, name in itertools.pairwise(names)
+    ]
+    return f"[{names[-1]} in outcome {' '.join(clauses)}] != []"
+
+
+def test_containers_are_counted_by_their_whole_tree_however_shared() -> None:
+    # Hashing (here for "in") or comparing such tuples walks every item, shared or not.
+    assert holds(_nested(3))
+    assert refused(_nested(8)).startswith("IterableTooLong: the items made would come to more")
+
+
+STARS = ", ".join(["*words"] * 100)
+MANY_SPLITS = ", ".join(f"k{n}=output.split()" for n in range(40))
+PIECES = "{output.upper()}" * 60
 
 
 @pytest.mark.parametrize(
@@ -353,8 +369,12 @@ def test_lists_holding_one_list_many_times_are_looked_into_once() -> None:
         ("len([(re.search('^', output + c),) for c in output[:3000]]) > 0", "x" * 50_000),
         ("len([(output + c).count for c in output[:3000]]) > 0", "x" * 50_000),
         ("len([{'a': output + c}.values() for c in output[:3000]]) > 0", "x" * 50_000),
-        # Items written out, and a text's characters starred into a list.
-        ("len([output + '0', output + '1', output + '2']) > 0", "x" * 100_000),
+        # Items written out, a text's characters or a list starred into a list, arguments.
+        ("len([" + ", ".join(f"output + '{n}'" for n in range(9)) + "]) > 0", "x" * 100_000),
+        ("[len([" + STARS + "]) for words in [output.split()]] != []", "a " * 100_000),
+        ("bool(dict(" + MANY_SPLITS + "))", "\u00e9\u20ac " * 20_000),
+        ("len(f'" + PIECES + "') > 0", "\U0001f600" * 100_000),
+        ("len(output + output[:90000] + output[:90000]) > 0", "x" * 100_000),
         ("len([*output]) > 0", "\u4e2d" * 200_000),
         # A join or an f-string that doubles a text, again and again.
         ("len(''.join([output, output + 'a'])) > 0", "x" * 200_000),
@@ -369,6 +389,12 @@ def test_what_a_review_made_past_the_bounds_is_refused_before_it_is_made(
 ) -> None:
     words = refused_in_little_memory(expression, ExpressionInputs(text))
     assert words.startswith("IterableTooLong: ")
+
+
+def test_an_f_strings_conversions_are_pythons() -> None:
+    quoted = ExpressionInputs("hi\u00e9")
+    assert holds("f'{output!r}' == \"'hi\u00e9'\" and f'{output!a}' == \"'hi\\\\xe9'\"", quoted)
+    assert holds("(output, output.lower(), output.upper())[2] == output.upper()", quoted)
 
 
 def test_a_number_read_from_a_long_text_is_refused() -> None:
