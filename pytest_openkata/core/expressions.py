@@ -665,8 +665,10 @@ def _held_by(item: Any) -> Iterable[Any]:
 class _Evaluator(simpleeval.EvalWithCompoundTypes):
     """simpleeval's evaluator with lists, dicts and comprehensions, where the text methods
     that could make a text without bound (``replace``, ``join``) are bounded first, a text
-    made of a list or a dict (``str``, an f-string) is bounded by ``text_limit``, a format
-    spec is refused, and the whole evaluation stops at ``deadline`` (``time.monotonic``)."""
+    made of a list or a dict (``str``, an f-string) is bounded by ``text_limit``, what
+    comprehensions, calls' arguments and items written out make is counted as it is made
+    (:class:`_Made`), a format spec is refused, and the whole evaluation stops at
+    ``deadline`` (``time.monotonic``)."""
 
     def __init__(self, *, deadline: float, text_limit: int, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -674,7 +676,8 @@ class _Evaluator(simpleeval.EvalWithCompoundTypes):
         self.text_limit = text_limit
         self.functions["str"] = self._str
         self.functions["list"] = _listed  # simpleeval sets its own list over the one given
-        # The element nodes of the comprehensions being evaluated, by id: what each makes.
+        # The nodes whose values are being counted (a comprehension's items, a call's
+        # arguments, the items written out of a list, tuple, set or dict), by id.
         self._elements: dict[int, _Made] = {}
 
     def _eval(self, node: ast.AST) -> Any:
@@ -749,16 +752,19 @@ class _Evaluator(simpleeval.EvalWithCompoundTypes):
 
     def _eval_tuple(self, node: ast.Tuple) -> tuple[Any, ...]:
         with self._counted(node.elts):
-            return tuple(super()._eval_tuple(node))
+            made: tuple[Any, ...] = super()._eval_tuple(node)
+        return made
 
     def _eval_set(self, node: ast.Set) -> set[Any]:
         with self._counted(node.elts):
-            return set(super()._eval_set(node))
+            made: set[Any] = super()._eval_set(node)
+        return made
 
     def _eval_dict(self, node: ast.Dict) -> dict[Any, Any]:
         keys = [key for key in node.keys if key is not None]
         with self._counted([*keys, *node.values]):
-            return dict(super()._eval_dict(node))
+            made: dict[Any, Any] = super()._eval_dict(node)
+        return made
 
     def _eval_joinedstr(self, node: ast.JoinedStr) -> str:
         """An f-string, bounded as a join is (see :func:`_guarded_join`): simpleeval bounds
