@@ -609,24 +609,26 @@ class _Made:
             return known[0]
         size = 2
         for part in _held_by(container):
-            size += 1 + (self._tree(part) if _is_container(part) else _leaf_size(part))
+            size += 1 + self._part(part)
             if size > self.limit:
                 break
         self._trees[id(container)] = (size, container)
         return size
+
+    def _part(self, item: Any) -> int:
+        """What a part of a container takes, all of it: a text its length, a match its text,
+        a container its tree, a method what it belongs to."""
+        if _is_container(item):
+            return self._tree(item)
+        if isinstance(item, _MATCH_TYPE):
+            return _MATCH_ITSELF + len(item.string)
+        return _own_size(item) + sum(self._part(part) for part in _held_by(item))
 
 
 def _is_container(item: Any) -> bool:
     return isinstance(
         item, list | tuple | set | frozenset | dict | KeysView | ValuesView | ItemsView
     )
-
-
-def _leaf_size(item: Any) -> int:
-    """What a value that holds no container takes: a text its length, a match its text."""
-    if isinstance(item, _MATCH_TYPE):
-        return _MATCH_ITSELF + len(item.string)
-    return _own_size(item)
 
 
 def _own_size(item: Any) -> int:

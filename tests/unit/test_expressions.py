@@ -368,6 +368,7 @@ PIECES = "{output.upper()}" * 60
         # What a comprehension's items hold: a match in a tuple, a method of a copy, a view.
         ("len([(re.search('^', output + c),) for c in output[:3000]]) > 0", "x" * 50_000),
         ("len([(output + c).count for c in output[:3000]]) > 0", "x" * 50_000),
+        ("len([((output + c).count,) for c in output[:3000]]) > 0", "x" * 50_000),
         ("len([{'a': output + c}.values() for c in output[:3000]]) > 0", "x" * 50_000),
         # Items written out, a text's characters or a list starred into a list, arguments.
         ("len([" + ", ".join(f"output + '{n}'" for n in range(9)) + "]) > 0", "x" * 100_000),
