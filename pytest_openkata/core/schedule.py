@@ -12,15 +12,15 @@ a thread that finishes picks up the next queued scenario without waiting for pyt
 the Docker engine more sandboxes. The pool has ``SCENARIOS_PER_SLOT`` times as many threads, so
 that while some scenarios wait for their judge, others' agents already run: with one scenario
 per slot, the slots would idle in the last round, when fewer scenarios than slots are left
-(200 scenarios of two 0.2 s calls on 32 slots: 7 rounds of 0.4 s, 2.8 s, where 400 calls need
-13 turns of 0.2 s). A thread reserves its scenario's first call in the slots' queue as it picks
-the scenario up, under the pool's lock, so that calls start in pytest's order.
+(single calls fill the slots in fewer turns than whole scenarios do). A thread reserves its
+scenario's first call in the slots' queue as it picks the scenario up, under the pool's lock,
+so that calls start in pytest's order.
 
 Scenarios picked up together are prepared (read, their prompt built: up to their first call)
 one at a time, in pick-up order. Preparing is mostly small file reads, and every read hands
-the interpreter lock to another thread and then waits to get it back: 32 threads preparing at
-once took two to three times the CPU, and the first 32 calls went out over 60-100 ms instead
-of 45-75 ms (200 scenarios at concurrency 32, benchmarks/concurrency.py).
+the interpreter lock to another thread and then waits to get it back: threads preparing all at
+once take more CPU in all, and send their first calls later (the
+figures are in the docs' performance page).
 
 Which jobs come next is the caller's to say (``upcoming``): the pytest adapter gives the items
 this process will run next that use the same fixtures (:mod:`pytest_openkata.plugin.scheduling`).
@@ -118,7 +118,7 @@ class ScenarioScheduler(Generic[J]):
         there is no work left and none will come: threads then end while pytest still waits
         for the last results, rather than all at once when the pool is closed, where the
         hundred-odd of them competed for the interpreter lock with pytest's own thread
-        (tearing down, writing the reports) for 20 ms at concurrency 32."""
+        (tearing down, writing the reports)."""
         with self._lock:
             while True:
                 while not self._queue and not self._closed and not self._all_queued:

@@ -52,7 +52,7 @@ def proxy_for(url: str) -> str | None:
     ``ALL_PROXY``, upper or lower case), or None when there is none or ``NO_PROXY`` names its
     host."""
     if not any(name[-6:].lower() == "_proxy" for name in os.environ):
-        return None  # most runs: no need to import urllib.request (4 ms) to learn that
+        return None  # most runs: no need to import urllib.request to learn that
     import urllib.request
 
     proxies = proxies_from(environ_snapshot())

@@ -1,13 +1,13 @@
 """Garbage collection during an eval run: the heap that collection built is frozen.
 
 A full collection in a pytest process that has collected a few hundred scenarios walks every
-object pytest, pydantic and the plugin have made: about 50 ms on the machine of the
-benchmarks, and it fell just as the first model calls went out, holding the interpreter lock
-while the scenario threads waited. The objects that exist when the run starts (modules,
-items, fixture definitions) live until the session ends anyway: :func:`gc.freeze` moves them
-out of the collector's sight for the run, and :func:`gc.unfreeze` hands them back once pytest
-unconfigures, so that any garbage among them is still collected. Only a session that collected
-scenarios does this; a pytest run without them is left as it is.
+object pytest, pydantic and the plugin have made, and it fell just as the first model calls
+went out, holding the interpreter lock while the scenario threads waited. The objects that
+exist when the run starts (modules, items, fixture definitions) live until the session ends
+anyway: :func:`gc.freeze` moves them out of the collector's sight for the run, and
+:func:`gc.unfreeze` hands them back once pytest unconfigures, so that any garbage among them
+is still collected. Only a session that collected scenarios does this; a pytest run without
+them is left as it is.
 
 Why not at the end of the session: pytest collects garbage twice as it shuts down, in its own
 ``pytest_unconfigure`` (to report exceptions raised in finalizers) and again in its config's
