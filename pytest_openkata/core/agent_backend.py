@@ -78,6 +78,7 @@ from pytest_openkata.infra.processes import (
     owner_mark,
     with_parent_death_signal,
 )
+from pytest_openkata.infra.text import valid_unicode
 
 __all__ = [
     "ERROR_OUTPUT_CHARS",
@@ -315,7 +316,8 @@ class CLIBackend:
                         session_id, model=model, workspace_agent=workspace_agent
                     )
                     data = prompt
-                finished = self._run(invocation, data.encode(), cwd, private_for(invocation))
+                encoded = valid_unicode(data).encode()  # a lone surrogate goes as U+FFFD
+                finished = self._run(invocation, encoded, cwd, private_for(invocation))
                 printed.append(self._answer(finished))
                 return self._read(printed[-1])
 
@@ -341,7 +343,7 @@ class CLIBackend:
         """What the agent printed on standard output, once it exited well, and what it wrote
         to its events file (None: it has none, or wrote nothing there)."""
         invocation = self.agent.invocation(model=self.model, workspace_agent=self.workspace_agent)
-        prompt = agent_prompt(system, user).encode()
+        prompt = valid_unicode(agent_prompt(system, user)).encode()
         with self._cwd_factory() as cwd, contextlib.ExitStack() as stack:
             private = {
                 variable: stack.enter_context(

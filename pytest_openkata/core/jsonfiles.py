@@ -7,6 +7,7 @@ Shared by the scenario files (:mod:`.scenario`) and ``tile.json`` (:mod:`.tile`)
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from pytest_openkata.contracts.errors import OpenkataError
+from pytest_openkata.infra.text import valid_unicode
+
+# A JSON escape of a surrogate (half of a pair, or alone): only then can a text hold one alone.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def skill_relative(path: Path) -> str:
@@ -89,7 +94,7 @@ def read_json(path: Path, content: bytes | None = None) -> Any:
     if "\r" in text:
         text = text.replace("\r\n", "\n").replace("\r", "\n")
     try:
-        return json.loads(text, object_pairs_hook=_Members)
+        data = json.loads(text, object_pairs_hook=_Members)
     except json.JSONDecodeError as exc:
         raise ScenarioLoadError(
             path, f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
@@ -97,6 +102,24 @@ def read_json(path: Path, content: bytes | None = None) -> Any:
     except (ValueError, RecursionError) as exc:  # a number of thousands of digits, deep nesting
         reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
         raise ScenarioLoadError(path, f"cannot be read as JSON: {reason}") from None
+    if not _SURROGATE_ESCAPE.search(text):
+        return data
+    try:
+        return _valid_texts(data)
+    except RecursionError:
+        raise ScenarioLoadError(path, "cannot be read as JSON: nested too deeply") from None
+
+
+def _valid_texts(value: Any) -> Any:
+    """``value`` with every lone surrogate of its texts made U+FFFD, as Go's decoder reads a
+    ``\\ud800`` escape: no prompt, request or report could carry it."""
+    if isinstance(value, str):
+        return valid_unicode(value)
+    if isinstance(value, list):
+        return [_valid_texts(item) for item in value]
+    if isinstance(value, _Members):
+        return _Members([(valid_unicode(key), _valid_texts(item)) for key, item in value.pairs])
+    return value
 
 
 def _location(loc: tuple[int | str, ...], data: Any) -> str:

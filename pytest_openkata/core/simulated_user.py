@@ -23,6 +23,7 @@ from pytest_openkata.contracts.errors import MalformedResponseError
 from pytest_openkata.contracts.results import Turn
 from pytest_openkata.core.conversation import NextPrompt
 from pytest_openkata.core.scenario import SimulatedUser
+from pytest_openkata.infra.text import valid_unicode
 
 __all__ = [
     "REPLY_SCHEMA",
@@ -71,7 +72,8 @@ def simulated_user_message(instructions: str, turns: Sequence[Turn]) -> str:
 
 def read_reply(raw: str) -> tuple[str, bool]:
     """The message and the done flag of the model's answer: the first JSON object in it that
-    holds them. Raises :class:`MalformedResponseError` when there is none."""
+    holds them, the message valid Unicode. Raises :class:`MalformedResponseError` when there is
+    none."""
     start = raw.find("{")
     while start != -1:
         try:
@@ -83,7 +85,7 @@ def read_reply(raw: str) -> tuple[str, bool]:
             and isinstance(value.get("done"), bool)
             and isinstance(value.get("message", ""), str)
         ):
-            return str(value.get("message", "")), value["done"]
+            return valid_unicode(str(value.get("message", ""))), value["done"]
         start = raw.find("{", start + 1)
     raise MalformedResponseError(
         f"simulated user: no reply object with a boolean done in its answer: {raw[:200]!r}"

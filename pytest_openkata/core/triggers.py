@@ -30,6 +30,7 @@ from pytest_openkata.contracts.errors import ConfigError
 from pytest_openkata.core.activation import LOADED, UNKNOWN, Activation
 from pytest_openkata.core.jsonfiles import ScenarioLoadError
 from pytest_openkata.core.stats import wilson_interval_95
+from pytest_openkata.infra.text import valid_unicode
 
 __all__ = [
     "QUERIES_FILE",
@@ -121,7 +122,7 @@ def _read_queries_json(path: Path) -> list[tuple[str, bool, str]]:
             raise _error(path, "expected a non-empty string", f"{where}: query")
         if not isinstance(should, bool):
             raise _error(path, "expected true or false", f"{where}: should_trigger")
-        found.append((query, should, source))
+        found.append((valid_unicode(query), should, source))  # a "\\ud800" escape: U+FFFD
     if not found:
         raise _error(path, "holds no query")
     return found

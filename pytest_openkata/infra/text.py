@@ -6,6 +6,7 @@ terminal, control characters shown rather than obeyed (:func:`visible`)."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 _ANSI_RE = re.compile(r"\x1b\[[0-9;]*[a-zA-Z]")
 
@@ -30,6 +31,18 @@ def valid_unicode(text: str) -> str:
     """``text`` with every lone surrogate replaced by U+FFFD, as Go's JSON decoder does: a
     model's answer may hold ``\\ud800`` escapes, which no report could then be written with."""
     return _LONE_SURROGATE.sub("\ufffd", text)
+
+
+def valid_texts(value: Any) -> Any:
+    """Decoded JSON ``value`` with every string in it, keys included, made
+    :func:`valid_unicode`: what a model or an agent sent, as Go's decoder would have read it."""
+    if isinstance(value, str):
+        return valid_unicode(value)
+    if isinstance(value, list):
+        return [valid_texts(item) for item in value]
+    if isinstance(value, dict):
+        return {valid_unicode(key): valid_texts(item) for key, item in value.items()}
+    return value
 
 
 def _shown_as_escape(match: re.Match[str]) -> str:

@@ -205,6 +205,22 @@ def test_the_simulated_user_replies_until_it_says_it_is_done(
     assert _conversation((task, FIRST), (FOLLOW_UP, SECOND)) in judge["messages"][1]["content"]
 
 
+def test_a_lone_surrogate_in_the_simulated_users_reply_reaches_the_agent_as_replacement(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint
+) -> None:
+    # The escape a hostile or cut reply holds: the turn goes on with U+FFFD, and the scenario
+    # is judged and recorded like any other.
+    _scenario(pytester.path, {"simulated_user": {"instructions": "Be a user.", "max_turns": 1}})
+    calls = Conversations([FIRST, SECOND], [json.dumps({"message": "go on \ud800", "done": False})])
+
+    result = _run(pytester, endpoint, calls)
+
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    assert calls.calls["agent"][1]["messages"][-1] == {"role": "user", "content": "go on \ufffd"}
+    assert len(calls.calls["judge"]) == 1
+    assert _trial(pytester.path)["trace"]["turns"][1]["user"] == "go on \ufffd"
+
+
 def test_the_simulated_user_stops_at_its_turn_limit(
     pytester: pytest.Pytester, endpoint: ScriptedEndpoint
 ) -> None:

@@ -338,6 +338,29 @@ def test_events_that_hold_no_answer_are_an_empty_answer_to_grade(tmp_path: Path)
     assert transcript is not None
 
 
+def test_a_lone_surrogate_escape_in_the_events_reads_as_the_replacement_character(
+    tmp_path: Path,
+) -> None:
+    # A stream cut inside an emoji's pair, or a hostile one: the answer and the transcript
+    # hold U+FFFD, which every later request and report can carry.
+    events = [
+        {"type": "assistant", "message": {"content": [{"type": "text", "text": "step \ud800"}]}},
+        {"type": "result", "subtype": "success", "is_error": False, "result": "done \ud800"},
+    ]
+    lines = "\n".join(json.dumps(event) for event in events)  # ASCII: the escape as sent
+    backend = CLIBackend(
+        ClaudeAgent(_script(tmp_path, "claude", f"cat <<'EOF'\n{lines}\nEOF")),
+        model="m",
+        timeout=30,
+    )
+
+    answer, transcript = backend.complete_transcribed("s", "u")
+
+    assert answer == "done \ufffd"
+    assert transcript is not None
+    assert [step.text for step in transcript.steps] == ["step \ufffd"]
+
+
 def test_a_cli_without_events_answers_with_what_it_printed(tmp_path: Path) -> None:
     # An older Claude Code that ignores --output-format prints its answer as text.
     backend = CLIBackend(

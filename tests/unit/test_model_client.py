@@ -162,6 +162,18 @@ def test_requests_name_the_plugin(client: httpx.Client, endpoint: ScriptedEndpoi
     assert endpoint.requests[0].headers["accept"] == "application/json"
 
 
+def test_a_lone_surrogate_in_a_request_goes_as_the_replacement_character(
+    client: httpx.Client, endpoint: ScriptedEndpoint
+) -> None:
+    # A text that reached a prompt with a lone surrogate (no UTF-8 encoder writes one) is sent,
+    # not a crash of the call: as U+FFFD, what Go's decoder would have read it as.
+    endpoint.enqueue(Reply.chat("ok"))
+    backend = OpenAIChatBackend(client, base_url=endpoint.base_url, api_key="", model="m")
+
+    assert backend.complete("", "before \ud800 after") == "ok"
+    assert endpoint.requests[0].json["messages"][-1]["content"] == "before \ufffd after"
+
+
 def test_a_compressed_answer_is_decompressed(
     client: httpx.Client, endpoint: ScriptedEndpoint
 ) -> None:

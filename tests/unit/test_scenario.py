@@ -212,6 +212,22 @@ def _json_or_error(path: Path, content: bytes | None) -> object:
         return str(exc)
 
 
+def test_a_lone_surrogate_escape_in_a_scenario_file_reads_as_the_replacement_character(
+    tmp_path: Path,
+) -> None:
+    # As Go's decoder reads it; a pair stays the character it encodes, repeated keys stay.
+    path = tmp_path / "criteria.json"
+    path.write_text(
+        '{"criteria": [{"name": "a\\ud800b", "description": "\\ud83d\\ude00", "weight": 1}],'
+        ' "k": ["\\udfff"], "k": {"\\udc00": 1}}'
+    )
+
+    data = read_json(path)
+
+    assert data["criteria"] == [{"name": "a\ufffdb", "description": "\U0001f600", "weight": 1}]
+    assert data.pairs[1:] == [("k", ["\ufffd"]), ("k", {"\ufffd": 1})]
+
+
 def test_scenario_json_unknown_keys_are_ignored(tmp_path: Path) -> None:
     scenario = make_scenario(
         tmp_path / "skill",

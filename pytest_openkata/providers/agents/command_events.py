@@ -33,6 +33,7 @@ from pytest_openkata.contracts.transcripts import (
     kept_steps,
     unique,
 )
+from pytest_openkata.infra.text import valid_texts
 
 __all__ = ["EVENTS_VARIABLE", "EVENT_TYPES", "SOURCE", "read_command_events"]
 
@@ -166,7 +167,7 @@ def read_command_events(events: str, output: str, *, agent: str = "command") -> 
             continue
         try:
             try:
-                event = json.loads(line)
+                event = valid_texts(json.loads(line))
             except json.JSONDecodeError as exc:
                 raise _BadLine(f"not JSON ({exc.msg})") from None
             if not isinstance(event, dict):

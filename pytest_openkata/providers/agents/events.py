@@ -6,13 +6,15 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from pytest_openkata.infra.text import valid_texts
+
 __all__ = ["json_events", "mapping", "session_in"]
 
 
 def json_events(output: str) -> Iterator[Mapping[str, Any]]:
-    """Each line of ``output`` that is a JSON object with a string ``type``, in order. Other
-    lines (a warning the CLI printed among its events, a line cut by a crash) are passed
-    over."""
+    """Each line of ``output`` that is a JSON object with a string ``type``, in order, its
+    texts valid Unicode (a ``\\ud800`` escape reads as U+FFFD). Other lines (a warning the CLI
+    printed among its events, a line cut by a crash) are passed over."""
     for line in output.splitlines():
         text = line.strip()
         if not text.startswith("{"):
@@ -22,7 +24,7 @@ def json_events(output: str) -> Iterator[Mapping[str, Any]]:
         except json.JSONDecodeError:
             continue
         if isinstance(event, dict) and isinstance(event.get("type"), str):
-            yield event
+            yield valid_texts(event)
 
 
 def mapping(value: Any) -> Mapping[str, Any]:

@@ -61,7 +61,7 @@ from pytest_openkata.contracts.text import go_decode
 from pytest_openkata.infra.bounded import BoundedBuffer
 from pytest_openkata.infra.http import make_client
 from pytest_openkata.infra.idle_threads import IdleThreads
-from pytest_openkata.infra.text import valid_unicode, visible
+from pytest_openkata.infra.text import valid_texts, valid_unicode, visible
 
 __all__ = [
     "REDACTED",
@@ -154,7 +154,8 @@ def _post(
     *,
     max_bytes: int,
 ) -> _Answer:
-    body = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
+    # valid_unicode: a lone surrogate that reached the payload goes as U+FFFD, never a crash.
+    body = valid_unicode(json.dumps(payload, ensure_ascii=False, separators=(",", ":"))).encode()
     for name, value in headers.items():
         if not _HEADER_VALUE.fullmatch(value):
             what = "the API key" if secret and secret in value else f"the {name} header"
@@ -300,7 +301,7 @@ def json_object(raw: bytes, *, content_type: str | None = None, secret: str = ""
             f"parsing response: expected a JSON object, got {type(data).__name__}"
         )
     try:
-        return _valid_texts(data)
+        return valid_texts(data)
     except RecursionError as exc:
         raise MalformedResponseError("parsing response: JSON nested too deeply") from exc
 
@@ -314,17 +315,6 @@ def _not_json(raw: bytes, content_type: str, exc: ValueError, secret: str) -> st
         start += "..."
     shown = f": {start}" if raw else ": the body is empty"
     return f"HTTP 200 with {kind}, not JSON ({exc}){shown}"
-
-
-def _valid_texts(value: Any) -> Any:
-    """``value`` (decoded JSON) with every string, keys included, made :func:`valid_unicode`."""
-    if isinstance(value, str):
-        return valid_unicode(value)
-    if isinstance(value, list):
-        return [_valid_texts(item) for item in value]
-    if isinstance(value, dict):
-        return {valid_unicode(key): _valid_texts(item) for key, item in value.items()}
-    return value
 
 
 def _kind(exc: Exception) -> str:
