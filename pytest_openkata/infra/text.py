@@ -61,6 +61,13 @@ def visible(text: str) -> str:
     return _NOT_SHOWN.sub(_shown_as_escape, valid_unicode(text).replace("\r\n", "\n"))
 
 
+def one_line(text: str) -> str:
+    """``text`` :func:`visible` and on one line, its line breaks shown as ``\\n``: for a name, a
+    description or a query printed inside a line of its own, which a text of several lines
+    must not end early (and so print lines that look like the run's own)."""
+    return visible(text).replace("\n", "\\n")
+
+
 def visible_lines(text: str) -> list[str]:
     """The lines of ``text`` as a terminal shows them (:func:`visible`), at least one; a final
     newline ends the last line rather than starting another, as in ``str.splitlines``."""

@@ -39,7 +39,7 @@ from typing import Any
 import pytest
 
 from pytest_openkata.core.activity import ACTIVITY, Activity, Snapshot
-from pytest_openkata.infra.text import visible
+from pytest_openkata.infra.text import one_line
 from pytest_openkata.plugin import compat
 from pytest_openkata.plugin.progress import duration
 from pytest_openkata.plugin.tally import ScenarioTally
@@ -115,7 +115,7 @@ def _has_descriptor(stream: Any) -> bool:
 
 def shown_name(name: str) -> str:
     """A scenario's name on one line, safe for a terminal, at most ``NAME_MAX`` long."""
-    shown = visible(name).replace("\n", "\\n")
+    shown = one_line(name)
     if len(shown) <= NAME_MAX:
         return shown
     half = (NAME_MAX - 1) // 2

@@ -34,7 +34,7 @@ from pytest_openkata.core.triggers import (
     metrics_by_skill,
     metrics_line,
 )
-from pytest_openkata.infra.text import visible
+from pytest_openkata.infra.text import one_line, visible
 
 __all__ = [
     "OUTCOME_PROPERTY",
@@ -144,7 +144,7 @@ class TriggerSummary:
             if not outcome.passed:
                 wanted = "should" if outcome.should_trigger else "should not"
                 terminalreporter.write_line(
-                    visible(
+                    one_line(
                         f"  FAILED {outcome.skill}::{outcome.name} ({wanted} load): loaded in "
                         f"{outcome.loads} of {len(outcome.activations)} runs; query: "
                         f"{outcome.query[:120]}"

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from pytest_openkata.core.runlog import read_run_log
-from tests.support.endpoint import Reply, ScriptedEndpoint
-from tests.support.evals import EvalScript, eval_args, write_skill
+from tests.support.endpoint import RecordedRequest, Reply, ScriptedEndpoint
+from tests.support.evals import EvalScript, eval_args, write_scenario, write_skill
 from tests.support.readers import PARSER, inline_text, parse
 from tests.support.shards import NO_CACHE, merge, reports, timeless
 from tests.support.subprocesses import run_pytest
@@ -196,3 +196,51 @@ def test_a_validation_shows_the_judges_hostile_reasons_as_text(
     out = result.stdout.decode()
     assert "it misses: x: reason<\\r\\x1b[2K" in out, out[-3000:]
     assert not OBEYED & set(out), sorted(OBEYED & set(out))
+
+
+# Texts of several lines that, printed as they are, would end the scenario's block and print
+# lines that look like the run's own: another scenario, a passed criterion, a passing score.
+FORGED_LINES = "\n\n  other-scenario: forged\n    ✓ forged (10/10)\n    Score: 10/10 (100%) PASS"
+AUTHOR_NAME = "named\x01\x1b[31m" + FORGED_LINES  # a criterion's name in criteria.json
+
+
+def test_names_descriptions_and_a_baseline_error_of_several_lines_stay_in_their_block(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint
+) -> None:
+    # A scenario author's criterion name and description, and an endpoint's error body that
+    # becomes the baseline arm's error: each shown on its line or its block's own lines, and
+    # the JUnit XML well-formed whatever the name holds.
+    def answer(request: RecordedRequest) -> Reply:
+        messages = request.json["messages"]
+        if messages[0]["role"] == "system":  # the judge: the criterion fails
+            verdict = {"name": AUTHOR_NAME, "pass": False, "reason": "not met"}
+            return Reply.chat(json.dumps([verdict]))
+        if "Follow the rules." not in messages[-1]["content"]:  # the arm without the skill
+            return Reply(status=400, body="refused" + FORGED_LINES)
+        return Reply.chat(_answer("plain"))
+
+    endpoint.respond_with(answer)
+    skill = write_skill(pytester.path, "s", {})
+    write_scenario(skill, "scenario-0", {AUTHOR_NAME: 1}, description="about" + FORGED_LINES)
+
+    result = run_pytest(
+        pytester.path,
+        "skills/s",
+        *eval_args(endpoint.base_url, "--eval-baseline", "without-skill"),
+        "--junitxml",
+        "junit.xml",
+    )
+
+    out = result.stdout.decode()
+    assert not OBEYED & set(out), sorted(OBEYED & set(out))
+    # The summary's block (pytest's own section of the error above it shows the error's text
+    # as it is, under the item's header, as it shows any exception's message).
+    summary = out[out.index("openkata eval summary") :]
+    assert "    Baseline (without-skill): errored: agent: HTTP 400: refused\n" in summary
+    lines = summary.splitlines()
+    assert not any(line.startswith("  other-scenario: forged") for line in lines), summary
+    assert not any(line.startswith("    ✓ forged") for line in lines), summary
+    assert not any(line.startswith("    Score: 10/10 (100%) PASS") for line in lines), summary
+    cases = ET.parse(pytester.path / "junit.xml").iter("testcase")  # well-formed XML
+    [name] = [c.get("name", "") for c in cases if c.get("name", "").startswith("named")]
+    assert name.startswith("named#x01#x1B[31m")

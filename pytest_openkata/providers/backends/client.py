@@ -61,7 +61,7 @@ from pytest_openkata.contracts.text import go_decode
 from pytest_openkata.infra.bounded import BoundedBuffer
 from pytest_openkata.infra.http import make_client
 from pytest_openkata.infra.idle_threads import IdleThreads
-from pytest_openkata.infra.text import valid_texts, valid_unicode, visible
+from pytest_openkata.infra.text import one_line, valid_texts, valid_unicode, visible
 
 __all__ = [
     "REDACTED",
@@ -310,7 +310,7 @@ def _not_json(raw: bytes, content_type: str, exc: ValueError, secret: str) -> st
     """``HTTP 200 with Content-Type text/html, not JSON (<error>): <the body's start>``."""
     kind = f"Content-Type {visible(content_type)}" if content_type else "no Content-Type"
     text = redact_secret(go_decode(raw[: BODY_START_CHARS * 4]), secret)
-    start = visible(text[:BODY_START_CHARS]).replace("\n", "\\n")
+    start = one_line(text[:BODY_START_CHARS])
     if len(text) > BODY_START_CHARS or len(raw) > BODY_START_CHARS * 4:
         start += "..."
     shown = f": {start}" if raw else ": the body is empty"

@@ -50,7 +50,7 @@ def _criterion_cases(scenario_case: ET.Element, result: ScenarioResult) -> list[
         case = ET.Element(
             "testcase",
             classname=classname,
-            name=criterion.name,
+            name=_xml_text(criterion.name),
             file=scenario_case.get("file", ""),
             time="0",
         )
@@ -65,8 +65,10 @@ def _criterion_cases(scenario_case: ET.Element, result: ScenarioResult) -> list[
             failure = ET.SubElement(
                 case,
                 "failure",
-                message=f"criterion {criterion.name!r} not met "
-                f"({criterion.score}/{criterion.max_score})",
+                message=_xml_text(
+                    f"criterion {criterion.name!r} not met "
+                    f"({criterion.score}/{criterion.max_score})"
+                ),
                 type="CriterionNotMet",
             )
             failure.text = _xml_text(criterion.reason)

@@ -2,8 +2,11 @@
 
 Colour is applied by the output (pytest's terminal writer), so it appears only when pytest
 uses colour. Every text of a line is :func:`~pytest_openkata.infra.text.visible`: a judge's
-reason, an agent's error or a scenario's name cannot move the cursor, erase a line already
-printed or break a line anywhere but at ``\\n``.
+reason, an agent's error or a scenario's name cannot move the cursor or erase a line already
+printed. A reason or an error of several lines is continued on lines of its own, inside its
+scenario's block; any other text (a name, a description) stays on its line
+(:func:`~pytest_openkata.infra.text.one_line`), so that no text prints lines that look like
+the run's own.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from pytest_openkata.core.power import DEFAULT_TARGET, power_text
 from pytest_openkata.core.reporting import TERMINAL_REPORTER, ReportOutcome, Run, Segment
 from pytest_openkata.core.summary import SkillSummary
 from pytest_openkata.infra.tempfiles import REMOVED
-from pytest_openkata.infra.text import plural, signed_points, visible, visible_lines
+from pytest_openkata.infra.text import one_line, plural, signed_points, visible_lines
 
 if TYPE_CHECKING:
     from pytest_openkata.core.compare import SkillComparison
@@ -105,17 +108,24 @@ def _score_line(result: ScenarioResult) -> list[Segment]:
     return [(text, None), _label(result.passed)]
 
 
-def _baseline_line(result: ScenarioResult) -> str | None:
+def _baseline_lines(result: ScenarioResult) -> Iterator[list[Segment]]:
+    """The baseline arm's score against the skill's, or its error (an agent's error holds
+    several lines: its standard error, kept inside the scenario's block)."""
     baseline = result.baseline
     if baseline is None:
-        return None
+        return
     if baseline.criteria is None:
-        return f"    Baseline ({baseline.arm}): errored: {baseline.error}"
+        head: list[Segment] = [(f"    Baseline ({baseline.arm}): errored: ", None)]
+        yield from _continued(head, baseline.error or "", "    ")
+        return
     change = result.percentage - baseline.percentage
-    return (
-        f"    Baseline ({baseline.arm}): {baseline.score}/{baseline.max_score} "
-        f"({baseline.percentage:.0f}%); with the skill {change:+.0f} points"
-    )
+    yield [
+        (
+            f"    Baseline ({baseline.arm}): {baseline.score}/{baseline.max_score} "
+            f"({baseline.percentage:.0f}%); with the skill {change:+.0f} points",
+            None,
+        )
+    ]
 
 
 def pairwise_lines(figures: PairwiseFigures | None, indent: str) -> Iterator[list[Segment]]:
@@ -223,8 +233,8 @@ def _scenario_lines(result: ScenarioResult) -> Iterator[list[Segment]]:
             ]
             yield from _continued(line, reason, "    ")
     yield _score_line(result)
+    yield from _baseline_lines(result)
     extras = (
-        _baseline_line(result),
         _activation_line(result),
         _trials_line(result),
         _engine_line(result),
@@ -269,7 +279,10 @@ def _shown(path: Path, rootdir: Path | None) -> str:
 
 
 def _safe(line: Sequence[Segment]) -> list[Segment]:
-    return [(visible(text), colour) for text, colour in line]
+    """``line`` safe to print as one line: a segment's own line breaks (a scenario's name or
+    description, a criterion's name) are shown, never obeyed; texts of several lines (reasons,
+    errors) were split into lines of their own before (:func:`_continued`)."""
+    return [(one_line(text), colour) for text, colour in line]
 
 
 def skill_lines(
