@@ -1,12 +1,13 @@
-"""SIGTERM during a run of scenarios: the run stops as on Ctrl-C, once, and its clean-up runs whole.
+"""SIGTERM or SIGHUP during a run of scenarios: the run stops as on Ctrl-C, once, and its
+clean-up runs whole.
 
 From the end of collection of a run that selected scenarios (on xdist's controller, which
-collects nothing itself, once a worker has collected some) to its end, the first SIGTERM is a
-:class:`KeyboardInterrupt` and later ones are ignored
+collects nothing itself, once a worker has collected some) to its end, the first SIGTERM or
+SIGHUP is a :class:`KeyboardInterrupt` and later ones are ignored
 (:mod:`pytest_openkata.infra.signals`): agents and containers are stopped, the reports of
 what finished written, and the exit status is 2. Once the session winds up on its own
-(``pytest_sessionfinish``: fixtures torn down, reports written) a SIGTERM is only noted. A run
-without scenarios keeps SIGTERM's default.
+(``pytest_sessionfinish``: fixtures torn down, reports written) such a signal is only noted.
+A run without scenarios keeps the signals' default actions.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """A signal ends a run at every phase, cleanly: SIGTERM sent as GNU ``timeout`` sends it (once to
 pytest, once more to its process group) while the agent's call waits, while the judge's call
 waits, while an agent CLI runs on the host, and while a check's pattern backtracks, with and
-without xdist. Each time the run exits with pytest's status for an interrupted run (2) and no
-traceback, says so on its last line, leaves its run log (no scenario had finished) and leaves
-no agent process behind.
+without xdist; SIGHUP to the run's process group (a closed terminal) as SIGTERM. Each time the
+run exits with pytest's status for an interrupted run (2) and no traceback, says so on its last
+line, leaves its run log (no scenario had finished) and leaves no agent process behind.
 
 Each run is a pytest process of its own in a session of its own; the test waits until the run
 is in the phase (the endpoint received the call, the CLI started, the process spins on the
@@ -113,6 +113,27 @@ def test_sigterm_twice_while_the_agents_call_waits(
     status, out = _terminate_as_timeout_does(process)
 
     _assert_stopped_cleanly(pytester.path, status, out)
+
+
+@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["serial", "xdist"])
+def test_sighup_while_the_agents_call_waits_stops_the_run_as_sigterm_does(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, workers: tuple[str, ...]
+) -> None:
+    # The terminal closed, or the SSH session dropped: every process of the job gets SIGHUP.
+    write_skill(pytester.path, "s", {"scenario-a": {"x": 1}, "scenario-b": {"y": 1}})
+    endpoint.respond_with(lambda request: Reply(json={}, delay=NEVER))
+    process = _start(pytester.path, *eval_args(endpoint.base_url), *workers)
+
+    _wait_until(lambda: len(endpoint.requests) >= 1, process, "the agent's call")
+    os.killpg(process.pid, signal.SIGHUP)
+    try:
+        out, _ = process.communicate(timeout=GUARD_SECONDS)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        pytest.fail("the run did not end after SIGHUP")
+
+    _assert_stopped_cleanly(pytester.path, process.returncode, out.decode())
 
 
 def test_sigterm_twice_while_the_judges_call_waits(
