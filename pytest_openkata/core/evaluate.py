@@ -53,7 +53,7 @@ from pytest_openkata.infra.inflight import SharedSlots
 from pytest_openkata.infra.ledger import SpendLedger
 from pytest_openkata.infra.once import Once
 from pytest_openkata.infra.redact import Redactor, secrets_from_environment
-from pytest_openkata.infra.signals import sigterm_as_interrupt
+from pytest_openkata.infra.signals import stop_signals_as_interrupt
 from pytest_openkata.infra.tempfiles import REMOVED, remove_stale
 
 __all__ = ["cache_folder", "evaluate", "find_scenarios", "run_options"]
@@ -293,7 +293,7 @@ def _run(
         settings.concurrency, lambda job: following[job]
     )
     with (
-        sigterm_as_interrupt(),
+        stop_signals_as_interrupt(),
         make_client(float(settings.direct_timeout), settings.concurrency) as client,
     ):
         backends = Once(lambda: build_backends(settings, client, sandbox, lock_folder))

@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
-__all__ = ["HANDLED_SIGNALS", "TerminationAsInterrupt", "sigterm_as_interrupt"]
+__all__ = ["HANDLED_SIGNALS", "TerminationAsInterrupt", "stop_signals_as_interrupt"]
 
 HANDLED_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 
@@ -77,7 +77,7 @@ class TerminationAsInterrupt:
 
 
 @contextmanager
-def sigterm_as_interrupt() -> Iterator[TerminationAsInterrupt]:
+def stop_signals_as_interrupt() -> Iterator[TerminationAsInterrupt]:
     """SIGTERM and SIGHUP handled as :class:`TerminationAsInterrupt` for the block (a no-op
     outside the main thread, and for a signal that already has a handler)."""
     handler = TerminationAsInterrupt()

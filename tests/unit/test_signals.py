@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pytest_openkata.infra.signals import HANDLED_SIGNALS, sigterm_as_interrupt
+from pytest_openkata.infra.signals import HANDLED_SIGNALS, stop_signals_as_interrupt
 
 
 @pytest.fixture(autouse=True)
@@ -23,7 +23,7 @@ def test_both_signals_with_their_default_action_are_taken_over_and_given_back() 
     for signum in HANDLED_SIGNALS:
         signal.signal(signum, signal.SIG_DFL)
 
-    with sigterm_as_interrupt() as handler:
+    with stop_signals_as_interrupt() as handler:
         # Taken over (checked first: a signal left at its default would end this process).
         assert all(callable(signal.getsignal(signum)) for signum in HANDLED_SIGNALS)
         with pytest.raises(KeyboardInterrupt, match="SIGHUP"):
@@ -41,7 +41,7 @@ def test_an_ignored_sighup_stays_ignored_and_a_handler_of_the_applications_stays
     signal.signal(signal.SIGHUP, signal.SIG_IGN)  # as under nohup
     signal.signal(signal.SIGTERM, own)
 
-    with sigterm_as_interrupt() as handler:
+    with stop_signals_as_interrupt() as handler:
         assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
         assert signal.getsignal(signal.SIGTERM) is own
         signal.raise_signal(signal.SIGHUP)  # ignored: nothing raised
