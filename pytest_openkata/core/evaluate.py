@@ -287,7 +287,11 @@ def _run(
     if settings.max_in_flight:
         lock_folder = locks
         lock_folder.mkdir(parents=True, exist_ok=True)
-    sandbox = Once(lambda: build_sandbox(settings, partial(_engine_slots, locks)))
+    sandbox = Once(
+        lambda: build_sandbox(settings, partial(_engine_slots, locks)),
+        lambda setup: setup.sandbox.close(),
+        "the sandbox",
+    )
     following = {job: jobs[index + 1 :] for index, job in enumerate(jobs)}
     scheduler: ScenarioScheduler[_Job] = ScenarioScheduler(
         settings.concurrency, lambda job: following[job]
@@ -296,7 +300,11 @@ def _run(
         stop_signals_as_interrupt(),
         make_client(float(settings.direct_timeout), settings.concurrency) as client,
     ):
-        backends = Once(lambda: build_backends(settings, client, sandbox, lock_folder))
+        backends = Once(
+            lambda: build_backends(settings, client, sandbox, lock_folder),
+            close_backends,
+            "the backends",
+        )
         try:
             with contextlib.suppress(BackendError):  # else each scenario errors with it
                 backends()  # built before scenario threads start
@@ -321,7 +329,5 @@ def _run(
             return results, not_run
         finally:
             scheduler.close()
-            for built in backends.built:
-                close_backends(built)
-            for setup in sandbox.built:
-                setup.sandbox.close()
+            backends.close()
+            sandbox.close()

@@ -128,10 +128,13 @@ def openkata_sandbox(
     from pytest_openkata.core.sandboxed import build_sandbox
 
     slots = engine_slots(pytestconfig, openkata_settings)
-    factory = Once(lambda: build_sandbox(openkata_settings, slots))
-    yield factory  # SIGTERM ends the run as Ctrl-C does: see plugin/hooks.py
-    for setup in factory.built:
-        setup.sandbox.close()
+    factory = Once(lambda: build_sandbox(openkata_settings, slots), _close_sandbox, "the sandbox")
+    yield factory  # SIGTERM ends the run as Ctrl-C does: see plugin/termination.py
+    factory.close()
+
+
+def _close_sandbox(setup: SandboxSetup) -> None:
+    setup.sandbox.close()
 
 
 @pytest.fixture(scope="session")
@@ -153,7 +156,9 @@ def openkata_backends(
     with make_client(float(settings.direct_timeout), settings.concurrency) as client:
         share = share_of(pytestconfig)
         factory = Once(
-            lambda: build_backends(settings, client, openkata_sandbox, lock_folder, share)
+            lambda: build_backends(settings, client, openkata_sandbox, lock_folder, share),
+            close_backends,
+            "the backends",
         )
         # Built here, in pytest's thread, before scenario threads compete for the interpreter
         # (the first build imports the agent modules); if it fails, each scenario asks again
@@ -161,8 +166,7 @@ def openkata_backends(
         with contextlib.suppress(BackendError):
             factory()
         yield factory
-        for backends in factory.built:
-            close_backends(backends)
+        factory.close()
 
 
 @pytest.fixture(scope="session")
@@ -297,12 +301,15 @@ def openkata_trigger_backends(
     lock_folder = in_flight_folder(pytestconfig) if settings.max_in_flight else None
     share = share_of(pytestconfig)
     with make_client(float(settings.direct_timeout), settings.concurrency) as client:
-        factory = Once(lambda: build_backends(settings, client, None, lock_folder, share))
+        factory = Once(
+            lambda: build_backends(settings, client, None, lock_folder, share),
+            close_backends,
+            "the backends",
+        )
         with contextlib.suppress(BackendError):
             factory()
         yield factory
-        for backends in factory.built:
-            close_backends(backends)
+        factory.close()
 
 
 @pytest.fixture
