@@ -41,6 +41,8 @@ __all__ = [
     "owner_mark",
     "parent_death_preexec",
     "process_gone",
+    "run_mark",
+    "run_over",
     "stop_strays",
     "sweep_orphans",
     "with_parent_death_signal",
@@ -126,12 +128,18 @@ def owner_mark() -> str:
     return _owner_mark(pid)
 
 
+def run_mark() -> str:
+    """This process's mark (as :func:`owner_mark` gives it) for what is not a process, such as
+    a container's label: handing it out does not make the run look for stray processes."""
+    return _owner_mark(os.getpid())
+
+
 @cache
 def _owner_mark(pid: int) -> str:
     return f"{host_tag()}:{pid}:{_start_of(pid)}"
 
 
-def _run_over(mark: str) -> bool:
+def run_over(mark: str) -> bool:
     """Whether the run a mark names, of this host, is no longer running (a mark of another
     host or one that cannot be read never counts as over)."""
     import psutil
@@ -182,7 +190,7 @@ def sweep_orphans() -> list[Orphan]:
         if mark == inherited:
             return False
         if mark not in over:
-            over[mark] = _run_over(mark)
+            over[mark] = run_over(mark)
         return over[mark]
 
     return _stop_marked(of_a_run_over, spared=_family())

@@ -25,11 +25,13 @@ import requests
 
 from pytest_openkata.contracts.errors import RetryableError, SandboxError, SandboxLost
 from pytest_openkata.contracts.sandboxes import ExecResult, SandboxSpec
+from pytest_openkata.infra.processes import run_mark
 from pytest_openkata.providers.sandboxes.docker import (
     KEEP_ALIVE,
     MANAGED,
     OWNER_HOST,
     OWNER_PID,
+    OWNER_RUN,
     SCENARIO,
     DockerEnvironment,
     DockerLimits,
@@ -199,6 +201,7 @@ def test_container_is_hardened_limited_and_labelled(
     assert container.labels[MANAGED] == "true"
     assert container.labels[OWNER_PID] == str(os.getpid())
     assert container.labels[OWNER_HOST] == socket.gethostname()
+    assert container.labels[OWNER_RUN] == run_mark()
     assert container.labels[SCENARIO] == "path/to/scenario-limits"
     assert container.name.startswith("openkata-eval-")
     assert container.name.endswith("-path-to-scenario-limits")
@@ -545,6 +548,43 @@ def test_stale_containers_of_a_killed_run_are_swept(
         assert live.name in names  # its pytest process is still running
     finally:
         for container in (stale, live):
+            with contextlib.suppress(docker.errors.NotFound):
+                container.remove(force=True)
+
+
+def test_the_sweep_tells_runs_apart_by_their_mark_not_by_a_process_id_alone(
+    client: docker.DockerClient, standin_image: str
+) -> None:
+    # A process id means something only in its pid namespace and for its process's life: an
+    # earlier run whose id this process reuses is over; a run of another namespace or machine
+    # of the same host name, whose id is no process here, is not this host's to judge.
+    finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                              capture_output=True, text=True, check=True)  # fmt: skip
+    dead_pid = finished.stdout.strip()
+    mine = run_mark()
+    tag, pid, start = mine.split(":")
+    elsewhere = "0" * 8 if tag != "0" * 8 else "1" * 8
+    labelled = {
+        "ours": (mine, str(os.getpid())),
+        "reused": (f"{tag}:{pid}:{int(start) - 1}", str(os.getpid())),
+        "elsewhere": (f"{elsewhere}:{dead_pid}:1", dead_pid),
+    }
+    host = {MANAGED: "true", OWNER_HOST: socket.gethostname()}
+    made = {
+        role: client.containers.create(
+            standin_image, ["true"], labels={**host, OWNER_RUN: mark, OWNER_PID: owner}
+        )
+        for role, (mark, owner) in labelled.items()
+    }
+    try:
+        removed = sweep_stale_containers(client)
+
+        left = {c.name for c in client.containers.list(all=True, filters={"label": MANAGED})}
+        assert made["reused"].name in removed
+        assert made["ours"].name in left
+        assert made["elsewhere"].name in left
+    finally:
+        for container in made.values():
             with contextlib.suppress(docker.errors.NotFound):
                 container.remove(force=True)
 

@@ -37,6 +37,7 @@ from pytest_openkata.contracts.errors import RetryableError, SandboxError, Sandb
 from pytest_openkata.contracts.sandboxes import EngineCheck, ExecResult, ImageBuild, SandboxSpec
 from pytest_openkata.infra.bounded import BoundedBuffer
 from pytest_openkata.infra.environ import environ_snapshot, proxy_for
+from pytest_openkata.infra.processes import process_gone, run_mark, run_over
 from pytest_openkata.infra.text import plural, visible
 from pytest_openkata.providers.sandboxes.docker_attached import DockerAttachedProcess
 from pytest_openkata.providers.sandboxes.docker_build import ImageBuilder
@@ -45,6 +46,9 @@ LABEL = "openkata-eval"
 MANAGED = f"{LABEL}.managed"
 OWNER_PID = f"{LABEL}.pid"
 OWNER_HOST = f"{LABEL}.host"
+# The run as its agents' processes are marked (host tag, pid, start): a pid namespace or a
+# machine of the same host name, or a later process of the same pid, is not the owner.
+OWNER_RUN = f"{LABEL}.run"
 SCENARIO = f"{LABEL}.scenario"
 WORKDIR = "/workspace"  # the container's working folder
 KEEP_ALIVE = ["sleep", "2147483647"]  # the container's command; work runs through exec
@@ -95,16 +99,6 @@ def container_name(scenario: str) -> str:
     """
     unique = secrets.token_hex(4)
     return f"{LABEL}-{int(time.time() * 1000)}-{unique}-{scenario.replace('/', '-')}"
-
-
-def _process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _engine_error(exc: Exception, doing: str | None = None) -> Exception:
@@ -224,7 +218,10 @@ def _engine_client(timeout: int, version: str, engine: Engine) -> docker.DockerC
 
 
 def sweep_stale_containers(client: docker.DockerClient) -> list[str]:
-    """Remove this host's labelled containers whose pytest process is gone (a killed run).
+    """Remove this host's labelled containers whose run is over (a killed run): the run its
+    :data:`OWNER_RUN` label names, as a sweep of processes tells it (of this host and pid
+    namespace, its process gone or a later one in its place); a container labelled by a
+    version without that label, by its pytest process id alone.
 
     The engine lists the containers with their labels in one answer: other runs create and
     remove theirs meanwhile, and a container gone between a listing and a look at it (what
@@ -236,13 +233,21 @@ def sweep_stale_containers(client: docker.DockerClient) -> list[str]:
         "label": [f"{MANAGED}=true", f"{OWNER_HOST}={host}"]
     }
     for summary in client.api.containers(all=True, filters=filters):
-        owner = (summary.get("Labels") or {}).get(OWNER_PID, "")
-        if owner.isdigit() and not _process_alive(int(owner)):
+        labels = summary.get("Labels") or {}
+        if _run_is_over(labels):
             with contextlib.suppress(docker.errors.NotFound):
                 client.api.remove_container(summary["Id"], force=True)
                 names = summary.get("Names") or [summary["Id"]]
                 removed.append(str(names[0]).lstrip("/"))
     return removed
+
+
+def _run_is_over(labels: dict[str, str]) -> bool:
+    mark = labels.get(OWNER_RUN)
+    if mark is not None:
+        return run_over(mark)
+    owner = labels.get(OWNER_PID, "")
+    return owner.isdigit() and process_gone(int(owner))
 
 
 def _remove_quietly(container: Any) -> None:
@@ -514,6 +519,7 @@ class DockerProvider:
             MANAGED: "true",
             OWNER_PID: str(os.getpid()),
             OWNER_HOST: socket.gethostname(),
+            OWNER_RUN: run_mark(),
             SCENARIO: spec.name,
         }
         image = self._image(spec)
