@@ -6,7 +6,9 @@ summarise each skill, and hand the summaries to every registered reporter, so th
 JSON files are the ones a complete ``pytest`` run writes. Settings resolve as for pytest, less
 pytest's own layers: defaults, then ``.openkata-eval.yaml`` in the current folder, then the
 ``OPENKATA_EVAL_*`` environment variables, then the keyword arguments, named as the YAML keys
-(sections as dicts: ``http={"base_url": ...}``).
+(sections as dicts: ``http={"base_url": ...}``). As a pytest run does, it stops what runs that
+are over left on this host before its scenarios run, and what its own agents left running once
+they are done, each said in a warning of Python's logging.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ from pytest_openkata.infra.config import find_yaml_file, provider_problems, reso
 from pytest_openkata.infra.inflight import SharedSlots
 from pytest_openkata.infra.ledger import SpendLedger
 from pytest_openkata.infra.once import Once
+from pytest_openkata.infra.processes import Orphan, stop_strays, stopped_line, sweep_orphans
 from pytest_openkata.infra.redact import Redactor, secrets_from_environment
 from pytest_openkata.infra.signals import stop_signals_as_interrupt
 from pytest_openkata.infra.tempfiles import REMOVED, remove_stale
@@ -204,6 +207,8 @@ def evaluate(paths: PathLike | Iterable[PathLike], **settings: object) -> list[S
     problem = unpriced_budget(resolved)
     if problem is not None:
         raise ConfigError(problem)
+    if jobs:  # what runs that are over left on this host, stopped as a pytest run does
+        _log_stopped(sweep_orphans(), "left by a run that is over")
     with _budget(resolved) as guard:
         results, not_run = _run(jobs, resolved, here, recorded, guard, variants=variants)
         spending = (
@@ -245,6 +250,13 @@ def _remove_stale(settings: EvalSettings, here: Path) -> list[Path]:
     extracted at git refs, as a pytest run does."""
     removed = [] if settings.cache == "off" else ResultCache(cache_folder(here)).remove_stale()
     return removed + remove_stale(refs_folder(here))
+
+
+def _log_stopped(stopped: list[Orphan], whose: str) -> None:
+    """The processes a sweep stopped, in a warning of Python's logging (no terminal here)."""
+    line = stopped_line(stopped, whose)
+    if line is not None:
+        logger.warning("%s", line)
 
 
 def _engine_slots(folder: Path, engine: str, capacity: int) -> SharedSlots:
@@ -331,3 +343,4 @@ def _run(
             scheduler.close()
             backends.close()
             sandbox.close()
+            _log_stopped(stop_strays(), "this run's agents left running")

@@ -44,6 +44,7 @@ __all__ = [
     "run_mark",
     "run_over",
     "stop_strays",
+    "stopped_line",
     "sweep_orphans",
     "with_parent_death_signal",
 ]
@@ -178,6 +179,17 @@ def _family() -> set[int]:
     with suppress(psutil.Error):
         family.update(child.pid for child in me.children(recursive=True))
     return family
+
+
+def stopped_line(stopped: list[Orphan], whose: str) -> str | None:
+    """``openkata: stopped 2 agent processes <whose>: pid 7 (sleep 300), ...`` (the first five
+    named), or None when none was stopped."""
+    if not stopped:
+        return None
+    shown = ", ".join(str(orphan) for orphan in stopped[:5])
+    more = f" and {len(stopped) - 5} more" if len(stopped) > 5 else ""
+    processes = "1 agent process" if len(stopped) == 1 else f"{len(stopped)} agent processes"
+    return f"openkata: stopped {processes} {whose}: {shown}{more}"
 
 
 def sweep_orphans() -> list[Orphan]:

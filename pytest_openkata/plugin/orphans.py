@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_openkata.infra.processes import Orphan, stop_strays, sweep_orphans
-from pytest_openkata.infra.text import visible
+from pytest_openkata.infra.processes import Orphan, stop_strays, stopped_line, sweep_orphans
+from pytest_openkata.infra.text import one_line
 from pytest_openkata.plugin.items import ScenarioItem, is_scenario_nodeid
 
 _swept_key = pytest.StashKey[bool]()
@@ -34,13 +34,9 @@ def _sweep(config: pytest.Config) -> None:
 
 def _say(config: pytest.Config, stopped: list[Orphan], whose: str) -> None:
     reporter = config.pluginmanager.get_plugin("terminalreporter")
-    if stopped and reporter is not None:
-        shown = ", ".join(str(orphan) for orphan in stopped[:5])
-        more = f" and {len(stopped) - 5} more" if len(stopped) > 5 else ""
-        processes = "1 agent process" if len(stopped) == 1 else f"{len(stopped)} agent processes"
-        reporter.write_line(
-            visible(f"openkata: stopped {processes} {whose}: {shown}{more}"), yellow=True
-        )
+    line = stopped_line(stopped, whose)
+    if line is not None and reporter is not None:
+        reporter.write_line(one_line(line), yellow=True)
 
 
 @pytest.hookimpl(trylast=True)

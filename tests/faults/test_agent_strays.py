@@ -15,6 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from tests.architecture.test_core_without_pytest import run_without_pytest
 from tests.support.endpoint import ScriptedEndpoint
 from tests.support.evals import EvalScript, write_skill
 
@@ -73,3 +74,33 @@ def test_a_process_an_agent_left_in_a_session_of_its_own_is_stopped_as_the_run_e
             f"pid {server} (sleep 300)"
         ]
     )
+
+
+def test_evaluate_stops_what_its_agents_left_running_as_a_pytest_run_does(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript, pid_file: Path
+) -> None:
+    # A caller that lives on (a notebook, a service) would keep such a process for good: the
+    # mark's owner is alive, so no later run's sweep takes it.
+    write_skill(pytester.path, "s", {"scenario-a": {"x": 1}})
+    code = f"""
+        from pytest_openkata import evaluate
+        (summary,) = evaluate(
+            "skills/s",
+            backend="command",
+            agent_command={_leaves_a_server(pid_file)!r},
+            judge_backend="http",
+            http={{"base_url": {endpoint.base_url!r}}},
+        )
+        print(summary.passed)
+    """
+
+    result = run_without_pytest(code, cwd=pytester.path)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "True"
+    server = int(pid_file.read_text())
+    assert not _alive(server)
+    assert (
+        f"openkata: stopped 1 agent process this run's agents left running: pid {server} "
+        "(sleep 300)"
+    ) in result.stderr
