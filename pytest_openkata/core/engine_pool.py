@@ -25,7 +25,6 @@ import contextlib
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
@@ -374,13 +373,18 @@ def build_pool(
 ) -> EnginePool:
     """The pool of ``sandbox.hosts``, each engine made by ``factory`` (given the settings with
     that one engine) and checked, at once; ``slots_for`` counts each engine's room (default:
-    in this process)."""
+    in this process).
+
+    The engines are connected on a pool of daemon threads (``multiprocessing``'s
+    ``ThreadPool``; :class:`~concurrent.futures.ThreadPoolExecutor` joins its threads as the
+    interpreter exits): a run interrupted while its pool connects exits without waiting for
+    connections to hosts that may not answer for minutes."""
+    from multiprocessing.pool import ThreadPool  # only a run with a pool pays its import
+
     hosts = settings.sandbox.hosts
     counted: SlotsFor = slots_for or (lambda _name, capacity: LocalSlots(capacity))
-    with ThreadPoolExecutor(max_workers=min(8, len(hosts)) or 1) as connecting:
-        engines = list(
-            connecting.map(lambda host: _engine(settings, factory, counted, *host), hosts)
-        )
+    with ThreadPool(min(8, len(hosts)) or 1) as connecting:
+        engines = connecting.map(lambda host: _engine(settings, factory, counted, *host), hosts)
     return EnginePool(engines)
 
 

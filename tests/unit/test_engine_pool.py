@@ -6,6 +6,8 @@ engines (TLS, ssh, one killed) is in ``tests/pool``."""
 from __future__ import annotations
 
 import multiprocessing
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -317,3 +319,32 @@ def test_a_scenario_s_own_image_is_named_by_what_it_is_on_each_live_engine() -> 
         assert len(c.asked) == 1
     finally:
         pool.close()
+
+
+def test_an_interpreter_exits_while_its_pool_still_connects() -> None:
+    # Ctrl-C while a scenario thread connects the pool: the run ends, and the interpreter does
+    # not wait for a host that does not answer (a hung connection, here a factory that never
+    # returns). The guard is far longer than the exit takes, far shorter than the hang.
+    code = """
+import threading
+from pytest_openkata.core.engine_pool import build_pool
+from pytest_openkata.infra.config import resolve_settings
+
+arguments = {"sandbox": {"hosts": "a=ssh://a,b=ssh://b"}}
+settings = resolve_settings(ini={}, yaml_path=None, environ={}, cli={}, arguments=arguments)
+connecting = threading.Event()
+
+def never_answers(single):
+    connecting.set()
+    threading.Event().wait(3600)
+
+threading.Thread(target=build_pool, args=(settings, never_answers), daemon=True).start()
+assert connecting.wait(60)
+print("leaving", flush=True)
+"""
+    finished = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+
+    assert finished.returncode == 0, finished.stderr
+    assert finished.stdout == "leaving\n"
