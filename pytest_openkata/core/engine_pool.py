@@ -176,14 +176,24 @@ class EnginePool:
         return "\n".join(sorted(found))
 
     def close(self) -> None:
-        """Close every engine's provider (each removes its environments still live)."""
+        """Close every engine's provider (each removes its environments still live). A lost
+        engine's provider is closed on a daemon thread the run does not wait for: removing a
+        container through a connection that no longer answers can take many minutes (an
+        ``ssh://`` channel), and the next run's sweep on that engine removes what is left."""
         with self._room:
             self._closed = True
             self._room.notify_all()
         for engine in self.engines:
-            if engine.provider is not None:
-                with contextlib.suppress(Exception):
-                    engine.provider.close()
+            provider = engine.provider
+            if provider is None:
+                continue
+            if engine.lost is None:
+                _close_quietly(provider)
+            else:
+                name = f"openkata-close-{engine.name}"
+                threading.Thread(
+                    target=_close_quietly, args=(provider,), name=name, daemon=True
+                ).start()
 
     def take_out(self, engine: PoolEngine, why: str) -> None:
         """Take a failed engine out of the pool (once; the first reason stays)."""
@@ -364,6 +374,11 @@ def _engine(
         )
     slots = slots_for(name, _capacity(settings, check.cpus))
     return PoolEngine(name, url, provider, slots, check.summary)
+
+
+def _close_quietly(provider: SandboxProvider) -> None:
+    with contextlib.suppress(Exception):  # what it leaves, the next run's sweep removes
+        provider.close()
 
 
 def build_pool(

@@ -348,3 +348,34 @@ print("leaving", flush=True)
 
     assert finished.returncode == 0, finished.stderr
     assert finished.stdout == "leaving\n"
+
+
+class _EngineThatHangsOnClose(LocalEngine):
+    """An engine whose connection stopped answering: closing it never returns (until let go)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.closing = threading.Event()
+        self.let_go = threading.Event()
+
+    def close(self) -> None:
+        self.closing.set()
+        self.let_go.wait(3600)
+        super().close()
+
+
+def test_closing_the_pool_does_not_wait_for_a_lost_engine() -> None:
+    hung, live = _EngineThatHangsOnClose(), LocalEngine()
+    pool = _pool({"hung": hung, "live": live})
+    [engine_hung] = [engine for engine in pool.engines if engine.name == "hung"]
+    pool.take_out(engine_hung, "the engine stopped answering")
+    closer = threading.Thread(target=pool.close, daemon=True)
+    try:
+        closer.start()
+        closer.join(60)  # a guard far beyond what closing takes
+
+        assert not closer.is_alive()  # it returned while the lost engine still closes
+        assert live.closed
+        assert hung.closing.wait(60)  # the lost engine's close was started all the same
+    finally:
+        hung.let_go.set()
