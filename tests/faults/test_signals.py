@@ -61,12 +61,23 @@ def _terminate_as_timeout_does(process: subprocess.Popen[bytes]) -> tuple[int, s
     status and the output."""
     os.kill(process.pid, signal.SIGTERM)
     os.killpg(process.pid, signal.SIGTERM)
+    return _ended(process, "SIGTERM")
+
+
+def _hang_up(process: subprocess.Popen[bytes]) -> tuple[int, str]:
+    """SIGHUP to the run's process group, as a closed terminal or a dropped SSH session
+    sends it to every process of the job; the exit status and the output."""
+    os.killpg(process.pid, signal.SIGHUP)
+    return _ended(process, "SIGHUP")
+
+
+def _ended(process: subprocess.Popen[bytes], signalled: str) -> tuple[int, str]:
     try:
         out, _ = process.communicate(timeout=GUARD_SECONDS)
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
         process.communicate()
-        pytest.fail("the run did not end after SIGTERM")
+        pytest.fail(f"the run did not end after {signalled}")
     return process.returncode, out.decode()
 
 
@@ -102,38 +113,21 @@ def _judge_hangs(script: EvalScript) -> Callable[[RecordedRequest], Reply]:
 
 
 @pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["serial", "xdist"])
-def test_sigterm_twice_while_the_agents_call_waits(
-    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, workers: tuple[str, ...]
+@pytest.mark.parametrize("stop", [_terminate_as_timeout_does, _hang_up], ids=["sigterm", "sighup"])
+def test_a_stop_signal_while_the_agents_call_waits(
+    pytester: pytest.Pytester,
+    endpoint: ScriptedEndpoint,
+    workers: tuple[str, ...],
+    stop: Callable[[subprocess.Popen[bytes]], tuple[int, str]],
 ) -> None:
     write_skill(pytester.path, "s", {"scenario-a": {"x": 1}, "scenario-b": {"y": 1}})
     endpoint.respond_with(lambda request: Reply(json={}, delay=NEVER))
     process = _start(pytester.path, *eval_args(endpoint.base_url), *workers)
 
     _wait_until(lambda: len(endpoint.requests) >= 1, process, "the agent's call")
-    status, out = _terminate_as_timeout_does(process)
+    status, out = stop(process)
 
     _assert_stopped_cleanly(pytester.path, status, out)
-
-
-@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["serial", "xdist"])
-def test_sighup_while_the_agents_call_waits_stops_the_run_as_sigterm_does(
-    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, workers: tuple[str, ...]
-) -> None:
-    # The terminal closed, or the SSH session dropped: every process of the job gets SIGHUP.
-    write_skill(pytester.path, "s", {"scenario-a": {"x": 1}, "scenario-b": {"y": 1}})
-    endpoint.respond_with(lambda request: Reply(json={}, delay=NEVER))
-    process = _start(pytester.path, *eval_args(endpoint.base_url), *workers)
-
-    _wait_until(lambda: len(endpoint.requests) >= 1, process, "the agent's call")
-    os.killpg(process.pid, signal.SIGHUP)
-    try:
-        out, _ = process.communicate(timeout=GUARD_SECONDS)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.communicate()
-        pytest.fail("the run did not end after SIGHUP")
-
-    _assert_stopped_cleanly(pytester.path, process.returncode, out.decode())
 
 
 def test_sigterm_twice_while_the_judges_call_waits(

@@ -525,12 +525,17 @@ def test_an_engine_over_tcp_that_no_proxy_names_is_reached_directly(
     assert proxy.requests == []
 
 
+def _a_finished_process_id() -> str:
+    """The id of a process that has ended (a killed run's, as the sweep sees it)."""
+    finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                              capture_output=True, text=True, check=True)  # fmt: skip
+    return finished.stdout.strip()
+
+
 def test_stale_containers_of_a_killed_run_are_swept(
     client: docker.DockerClient, standin_image: str
 ) -> None:
-    finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                              capture_output=True, text=True, check=True)  # fmt: skip
-    dead_pid = finished.stdout.strip()
+    dead_pid = _a_finished_process_id()
     labels = {MANAGED: "true", OWNER_HOST: os.uname().nodename}
     stale = client.containers.create(
         standin_image, ["true"], labels={**labels, OWNER_PID: dead_pid}
@@ -558,9 +563,7 @@ def test_the_sweep_tells_runs_apart_by_their_mark_not_by_a_process_id_alone(
     # A process id means something only in its pid namespace and for its process's life: an
     # earlier run whose id this process reuses is over; a run of another namespace or machine
     # of the same host name, whose id is no process here, is not this host's to judge.
-    finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                              capture_output=True, text=True, check=True)  # fmt: skip
-    dead_pid = finished.stdout.strip()
+    dead_pid = _a_finished_process_id()
     mine = run_mark()
     tag, pid, start = mine.split(":")
     elsewhere = "0" * 8 if tag != "0" * 8 else "1" * 8
