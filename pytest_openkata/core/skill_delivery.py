@@ -14,7 +14,6 @@ into a temporary working folder made for each call and removed afterwards.
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -95,13 +94,12 @@ def installed_skill_files(
 @contextmanager
 def installed_folder(files: Sequence[InstalledFile]) -> Iterator[Path]:
     """A temporary working folder holding ``files``, removed when the context ends (whatever
-    the agent left in it)."""
-    folder = Path(tempfile.mkdtemp(prefix="openkata-skills-"))
-    try:
+    the agent left in it), or as the interpreter exits when the scenario thread using it is
+    still running then (an interrupted run does not wait for its daemon threads)."""
+    with tempfile.TemporaryDirectory(prefix="openkata-skills-", ignore_cleanup_errors=True) as name:
+        folder = Path(name)
         for rel, data in files:
             path = folder.joinpath(*rel.split("/"))
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(data)
         yield folder
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
