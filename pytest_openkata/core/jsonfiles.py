@@ -7,7 +7,6 @@ Shared by the scenario files (:mod:`.scenario`) and ``tile.json`` (:mod:`.tile`)
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -15,10 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from pytest_openkata.contracts.errors import OpenkataError
-from pytest_openkata.infra.text import valid_unicode
-
-# A JSON escape of a surrogate (half of a pair, or alone): only then can a text hold one alone.
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+from pytest_openkata.infra.text import holds_surrogate_escape, valid_unicode
 
 
 def skill_relative(path: Path) -> str:
@@ -102,7 +98,7 @@ def read_json(path: Path, content: bytes | None = None) -> Any:
     except (ValueError, RecursionError) as exc:  # a number of thousands of digits, deep nesting
         reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
         raise ScenarioLoadError(path, f"cannot be read as JSON: {reason}") from None
-    if not _SURROGATE_ESCAPE.search(text):
+    if not holds_surrogate_escape(text):
         return data
     try:
         return _valid_texts(data)

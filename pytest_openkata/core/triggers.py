@@ -77,8 +77,9 @@ def has_trigger_queries(evals_dir: Path) -> bool:
 
 def load_trigger_queries(skill_dir: Path) -> list[TriggerQuery]:
     """The trigger queries of the skill of ``skill_dir``, from both files when both exist
-    (the JSON file's first). Raises :class:`ScenarioLoadError` naming the file and the entry
-    for a file that cannot be read as its format says."""
+    (the JSON file's first), each valid Unicode (a ``\\ud800`` escape reads as U+FFFD).
+    Raises :class:`ScenarioLoadError` naming the file and the entry for a file that cannot be
+    read as its format says."""
     read: list[tuple[str, bool, str]] = []
     evals = skill_dir / "evals"
     if (evals / QUERIES_FILE).is_file():
@@ -87,7 +88,7 @@ def load_trigger_queries(skill_dir: Path) -> list[TriggerQuery]:
         read += _read_waza(evals / WAZA_FILE)
     width = max(2, len(str(len(read))))
     return [
-        TriggerQuery(f"trigger-{index:0{width}d}", query, should, source)
+        TriggerQuery(f"trigger-{index:0{width}d}", valid_unicode(query), should, source)
         for index, (query, should, source) in enumerate(read, 1)
     ]
 
@@ -122,7 +123,7 @@ def _read_queries_json(path: Path) -> list[tuple[str, bool, str]]:
             raise _error(path, "expected a non-empty string", f"{where}: query")
         if not isinstance(should, bool):
             raise _error(path, "expected true or false", f"{where}: should_trigger")
-        found.append((valid_unicode(query), should, source))  # a "\\ud800" escape: U+FFFD
+        found.append((query, should, source))
     if not found:
         raise _error(path, "holds no query")
     return found

@@ -19,6 +19,8 @@ _GO_WHITESPACE = (
 
 # What a JSON "\\ud800" escape decodes to in Python: a code point no UTF-8 encoder writes.
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+# The escape itself, in JSON text (and YAML's, which also has an eight-digit one).
+_SURROGATE_ESCAPE = re.compile(r"\\(?:u|U0000)[dD][89a-fA-F]")
 
 # What a terminal acts on instead of showing: C0 controls but tab and newline (escape sequences
 # begin with ESC; a carriage return overwrites the line), DEL, C1 controls (CSI alone starts a
@@ -33,15 +35,26 @@ def valid_unicode(text: str) -> str:
     return _LONE_SURROGATE.sub("\ufffd", text)
 
 
+def holds_surrogate_escape(raw: str) -> bool:
+    """Whether the JSON or YAML text ``raw`` escapes a surrogate (``\\ud800``, half of a pair
+    or alone): only then can a text decoded from it hold a lone one, and need
+    :func:`valid_texts`."""
+    return _SURROGATE_ESCAPE.search(raw) is not None
+
+
 def valid_texts(value: Any) -> Any:
     """Decoded JSON ``value`` with every string in it, keys included, made
-    :func:`valid_unicode`: what a model or an agent sent, as Go's decoder would have read it."""
+    :func:`valid_unicode`: what a model or an agent sent, as Go's decoder would have read it.
+    It recurses: a value nested too deeply raises :class:`RecursionError`."""
     if isinstance(value, str):
         return valid_unicode(value)
     if isinstance(value, list):
         return [valid_texts(item) for item in value]
     if isinstance(value, dict):
-        return {valid_unicode(key): valid_texts(item) for key, item in value.items()}
+        return {
+            valid_unicode(key) if isinstance(key, str) else key: valid_texts(item)
+            for key, item in value.items()
+        }
     return value
 
 

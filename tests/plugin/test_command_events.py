@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from pytest_openkata.contracts.transcripts import ARGUMENT_CHARS
+from pytest_openkata.providers.agents.command_events import read_command_events
 from tests.support.endpoint import ScriptedEndpoint
 from tests.support.evals import EvalScript, write_skill
 
@@ -69,6 +70,14 @@ def _trial(root: Path) -> dict:
     return trial
 
 
+def test_a_lone_surrogate_escape_in_the_events_file_reads_as_the_replacement_character() -> None:
+    message = {"type": "message", "text": "step \ud800"}  # json.dumps writes the escape
+
+    transcript = read_command_events(json.dumps(message) + "\n", "the answer")
+
+    assert [step.text for step in transcript.steps] == ["step \ufffd"]
+
+
 def test_a_commands_events_file_becomes_its_transcript(
     pytester: pytest.Pytester,
     endpoint: ScriptedEndpoint,
@@ -116,6 +125,8 @@ def test_a_commands_events_file_becomes_its_transcript(
         ('{"type": "tool_call", "arguments": {}}', "'name' must be a string"),
         ('{"type": "usage", "input_tokens": -1}', "'input_tokens' must be a whole number"),
         ('{"type": "message", "text": "\\u001b[2J"', "not JSON"),
+        # Its texts are walked for lone surrogates, which a line nested this deep defeats.
+        ('{"type": "message", "t": ' + "[" * 900 + '"\\ud800"' + "]" * 900 + "}", "nested"),
     ],
 )
 def test_a_line_of_the_events_file_that_cannot_be_read_is_an_error_naming_it(

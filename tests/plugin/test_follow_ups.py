@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from pytest_openkata.core.simulated_user import read_reply
 from pytest_openkata.providers.graders.judge import fenced
 from tests.support.endpoint import RecordedRequest, Reply, ScriptedEndpoint
 from tests.support.evals import EvalScript, eval_args, write_skill
@@ -378,3 +379,12 @@ def test_a_repeat_answers_from_the_cache_with_its_turns_and_new_follow_ups_miss(
     assert changed.ret == pytest.ExitCode.OK, changed.stdout.str()
     assert len(calls.calls["agent"]) == 4  # both turns asked again
     assert _trial(pytester.path)["trace"]["turns"][1]["user"] == "Another follow-up."
+
+
+def test_the_simulated_users_reply_is_read_with_valid_texts() -> None:
+    # A lone surrogate's escape in the reply object: the message holds U+FFFD, which every
+    # prompt, request and report can carry.
+    assert read_reply('Sure. {"message": "go on \\ud800", "done": false}') == (
+        "go on \ufffd",
+        False,
+    )

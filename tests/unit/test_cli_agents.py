@@ -361,6 +361,35 @@ def test_a_lone_surrogate_escape_in_the_events_reads_as_the_replacement_characte
     assert [step.text for step in transcript.steps] == ["step \ufffd"]
 
 
+def test_a_prompt_holding_a_lone_surrogate_reaches_the_cli_as_the_replacement_character(
+    tmp_path: Path,
+) -> None:
+    # A text that reached the prompt with one (a turn of a conversation, a task): sent as
+    # U+FFFD, where encoding it would have crashed the scenario.
+    received = tmp_path / "prompt.txt"
+    backend = CLIBackend(CommandAgent(f"cat > {received}; echo answered"), model="m", timeout=30)
+
+    assert backend.complete("", "task \ud800 end") == "answered\n"
+    assert received.read_text(encoding="utf-8").endswith("task \ufffd end")
+
+
+def test_events_nested_too_deeply_to_read_are_passed_over(tmp_path: Path) -> None:
+    # An event holding a surrogate's escape is walked to make its texts valid; one nested
+    # past what the walk can take is passed over, as a line that is not JSON is.
+    deep = '{"type": "assistant", "x": ' + "[" * 900 + '"\\ud800"' + "]" * 900 + "}"
+    result = '{"type": "result", "subtype": "success", "is_error": false, "result": "done"}'
+    lines = f"{deep}\n{result}"
+    backend = CLIBackend(
+        ClaudeAgent(_script(tmp_path, "claude", f"cat <<'EOF'\n{lines}\nEOF")),
+        model="m",
+        timeout=30,
+    )
+
+    answer, _ = backend.complete_transcribed("s", "u")
+
+    assert answer == "done"
+
+
 def test_a_cli_without_events_answers_with_what_it_printed(tmp_path: Path) -> None:
     # An older Claude Code that ignores --output-format prints its answer as text.
     backend = CLIBackend(

@@ -23,6 +23,7 @@ from pytest_openkata.core.formats import (
     load_format,
 )
 from pytest_openkata.core.formats.model import integer_weights
+from pytest_openkata.core.formats.reading import read_json_file, read_yaml
 from pytest_openkata.core.formats.skillgrade import SkillgradeFormat, score_command
 from pytest_openkata.core.scenario import SimulatedUser, check_of
 from tests.support import format_layouts as layouts
@@ -758,3 +759,18 @@ def test_two_workers_staging_into_a_skill_without_evals_share_the_folder_they_bo
     assert (staged.folder / "task.md").is_file()
     this_worker.close()
     assert evals.is_dir()  # the other worker's, still in use: not removed by this one
+
+
+def test_a_lone_surrogate_escape_in_a_published_format_reads_as_the_replacement_character(
+    tmp_path: Path,
+) -> None:
+    # The prompt becomes task.md and goes to the agent: neither can carry a lone surrogate.
+    as_json = tmp_path / "evals.json"
+    as_json.write_text('{"evals": [{"prompt": "fix \\ud800 it", "n": [1, "\\udfff"]}]}')
+    as_yaml = tmp_path / "eval.yaml"
+    as_yaml.write_text('prompt: "fix \\ud800 it"\n1: "\\U0000dfff"\n')
+
+    assert read_json_file("skill-creator", as_json) == {
+        "evals": [{"prompt": "fix \ufffd it", "n": [1, "\ufffd"]}]
+    }
+    assert read_yaml("waza", as_yaml) == {"prompt": "fix \ufffd it", 1: "\ufffd"}

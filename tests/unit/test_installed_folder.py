@@ -10,12 +10,11 @@ from pathlib import Path
 from pytest_openkata.core.skill_delivery import installed_folder
 
 
-def test_the_folder_holds_the_files_and_is_removed_whatever_the_agent_left(tmp_path: Path) -> None:
+def test_the_folder_holds_the_files_and_is_removed_with_what_the_agent_added() -> None:
     with installed_folder([(".claude/skills/s/SKILL.md", b"# s\n")]) as folder:
         assert (folder / ".claude" / "skills" / "s" / "SKILL.md").read_bytes() == b"# s\n"
         (folder / "made-by-the-agent").mkdir()
-        (folder / "made-by-the-agent" / "locked.txt").write_text("x")
-        (folder / "made-by-the-agent").chmod(0o500)  # a folder it cannot write into any more
+        (folder / "made-by-the-agent" / "notes.txt").write_text("x")
 
     assert not folder.exists()
 

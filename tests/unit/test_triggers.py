@@ -167,3 +167,23 @@ def test_installed_files_of_a_skill_and_of_a_tile(tmp_path: Path) -> None:
         ".claude/skills/metrics/SKILL.md",
         ".claude/skills/metrics/assets/units.txt",
     ]
+
+
+def test_a_lone_surrogate_escape_in_a_query_reads_as_the_replacement_character(
+    tmp_path: Path,
+) -> None:
+    # The query goes to an agent and into every report, neither of which can carry one.
+    skill = _skill(
+        tmp_path,
+        **{
+            "trigger_queries.json": '[{"query": "json \\ud800", "should_trigger": true}]',
+            "trigger_tests.yaml": (
+                'skill: zoo\nshould_trigger_prompts:\n  - prompt: "yaml \\ud800"\n'
+            ),
+        },
+    )
+
+    assert [query.query for query in load_trigger_queries(skill)] == [
+        "json \ufffd",
+        "yaml \ufffd",
+    ]

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_openkata.core.formats.model import FormatError, InputFile
+from pytest_openkata.infra.text import holds_surrogate_escape, valid_texts
 
 __all__ = [
     "check_keys",
@@ -45,17 +46,27 @@ def _read_text(fmt: str, path: Path) -> str:
 def read_yaml(fmt: str, path: Path) -> Any:
     import yaml  # here: a run that reads no YAML never imports it
 
+    text = _read_text(fmt, path)
     try:
-        return yaml.safe_load(_read_text(fmt, path))
+        value = yaml.safe_load(text)
+        return valid_texts(value) if holds_surrogate_escape(text) else value  # as JSON's
     except yaml.YAMLError as exc:
         raise FormatError(fmt, path, f"not valid YAML: {exc}") from None
+    except RecursionError:
+        raise FormatError(fmt, path, "cannot be read: nested too deeply") from None
 
 
 def read_json_file(fmt: str, path: Path) -> Any:
+    """The JSON file's value, its texts valid Unicode (a ``\\ud800`` escape reads as U+FFFD,
+    as in a scenario's own files)."""
+    text = _read_text(fmt, path)
     try:
-        return json.loads(_read_text(fmt, path))
+        value = json.loads(text)
+        return valid_texts(value) if holds_surrogate_escape(text) else value
     except json.JSONDecodeError as exc:
         raise FormatError(fmt, path, f"not valid JSON: {exc.msg} at line {exc.lineno}") from None
+    except RecursionError:
+        raise FormatError(fmt, path, "cannot be read: nested too deeply") from None
 
 
 def read_toml(fmt: str, path: Path) -> dict[str, Any]:

@@ -33,7 +33,7 @@ from pytest_openkata.contracts.transcripts import (
     kept_steps,
     unique,
 )
-from pytest_openkata.infra.text import valid_texts
+from pytest_openkata.infra.text import holds_surrogate_escape, valid_texts
 
 __all__ = ["EVENTS_VARIABLE", "EVENT_TYPES", "SOURCE", "read_command_events"]
 
@@ -167,9 +167,13 @@ def read_command_events(events: str, output: str, *, agent: str = "command") -> 
             continue
         try:
             try:
-                event = valid_texts(json.loads(line))
+                event = json.loads(line)
+                if holds_surrogate_escape(line):
+                    event = valid_texts(event)
             except json.JSONDecodeError as exc:
                 raise _BadLine(f"not JSON ({exc.msg})") from None
+            except RecursionError:
+                raise _BadLine("nested too deeply") from None
             if not isinstance(event, dict):
                 raise _BadLine("not a JSON object")
             kind = event.get("type")

@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from pytest_openkata.infra.text import valid_texts
+from pytest_openkata.infra.text import holds_surrogate_escape, valid_texts
 
 __all__ = ["json_events", "mapping", "session_in"]
 
@@ -14,17 +14,20 @@ __all__ = ["json_events", "mapping", "session_in"]
 def json_events(output: str) -> Iterator[Mapping[str, Any]]:
     """Each line of ``output`` that is a JSON object with a string ``type``, in order, its
     texts valid Unicode (a ``\\ud800`` escape reads as U+FFFD). Other lines (a warning the CLI
-    printed among its events, a line cut by a crash) are passed over."""
+    printed among its events, a line cut by a crash, one nested too deeply to read) are
+    passed over."""
     for line in output.splitlines():
         text = line.strip()
         if not text.startswith("{"):
             continue
         try:
             event = json.loads(text)
-        except json.JSONDecodeError:
+            if holds_surrogate_escape(text):
+                event = valid_texts(event)
+        except (json.JSONDecodeError, RecursionError):  # nested past what can be walked
             continue
         if isinstance(event, dict) and isinstance(event.get("type"), str):
-            yield valid_texts(event)
+            yield event
 
 
 def mapping(value: Any) -> Mapping[str, Any]:
