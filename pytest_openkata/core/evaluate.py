@@ -17,6 +17,7 @@ import contextlib
 import logging
 import os
 import tempfile
+import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -58,6 +59,7 @@ from pytest_openkata.infra.processes import Orphan, stop_strays, stopped_line, s
 from pytest_openkata.infra.redact import Redactor, secrets_from_environment
 from pytest_openkata.infra.signals import stop_signals_as_interrupt
 from pytest_openkata.infra.tempfiles import REMOVED, remove_stale
+from pytest_openkata.infra.text import one_line
 
 __all__ = ["cache_folder", "evaluate", "find_scenarios", "run_options"]
 
@@ -256,7 +258,30 @@ def _log_stopped(stopped: list[Orphan], whose: str) -> None:
     """The processes a sweep stopped, in a warning of Python's logging (no terminal here)."""
     line = stopped_line(stopped, whose)
     if line is not None:
-        logger.warning("%s", line)
+        logger.warning("%s", one_line(line))
+
+
+class _Runs:
+    """How many :func:`evaluate` calls of this process are running: their agents all carry
+    the process's mark, so what one left running is stopped only once none is running (a
+    service or a notebook may run calls on several threads)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._running = 0
+
+    def start(self) -> None:
+        with self._lock:
+            self._running += 1
+
+    def end(self) -> bool:
+        """Notes a call's end; whether it was the last running."""
+        with self._lock:
+            self._running -= 1
+            return self._running == 0
+
+
+_RUNS = _Runs()
 
 
 def _engine_slots(folder: Path, engine: str, capacity: int) -> SharedSlots:
@@ -317,6 +342,7 @@ def _run(
             close_backends,
             "the backends",
         )
+        _RUNS.start()
         try:
             with contextlib.suppress(BackendError):  # else each scenario errors with it
                 backends()  # built before scenario threads start
@@ -343,4 +369,5 @@ def _run(
             scheduler.close()
             backends.close()
             sandbox.close()
-            _log_stopped(stop_strays(), "this run's agents left running")
+            if _RUNS.end():  # the process's mark is every call's: the last to end stops strays
+                _log_stopped(stop_strays(), "this run's agents left running")

@@ -104,3 +104,46 @@ def test_evaluate_stops_what_its_agents_left_running_as_a_pytest_run_does(
         f"openkata: stopped 1 agent process this run's agents left running: pid {server} "
         "(sleep 300)"
     ) in result.stderr
+
+
+def test_an_evaluate_call_that_ends_leaves_another_calls_agent_running(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    # Two calls on two threads of one process (a service): their agents carry the same mark,
+    # and the first call to end must not stop the agent of the one still running.
+    write_skill(pytester.path, "a", {"scenario-a": {"x": 1}})
+    write_skill(pytester.path, "b", {"scenario-b": {"x": 1}})
+    waits = (
+        "cat > /dev/null; touch b-started; "
+        f"while [ ! -e go ]; do sleep 0.05; done; echo {shlex.quote(ANSWER)}"
+    )
+    answers = f"cat > /dev/null; echo {shlex.quote(ANSWER)}"
+    code = f"""
+        import pathlib, threading, time
+        from pytest_openkata import evaluate
+
+        def call(skill, command):
+            return evaluate(
+                skill,
+                backend="command",
+                agent_command=command,
+                judge_backend="http",
+                http={{"base_url": {endpoint.base_url!r}}},
+            )
+
+        found = {{}}
+        later = threading.Thread(target=lambda: found.update(b=call("skills/b", {waits!r})))
+        later.start()
+        while not pathlib.Path("b-started").exists():
+            time.sleep(0.05)
+        found["a"] = call("skills/a", {answers!r})  # ends while b's agent waits
+        pathlib.Path("go").touch()
+        later.join()
+        print(found["a"][0].passed, found["b"][0].passed, found["b"][0].results[0].error)
+    """
+
+    result = run_without_pytest(code, cwd=pytester.path)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "True True None"
+    assert "openkata: stopped" not in result.stderr
