@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -46,6 +47,8 @@ __all__ = ["EnginePool", "LocalSlots", "PoolEngine", "Slots", "SlotsFor", "build
 T = TypeVar("T")
 
 _FIRST_PAUSE = 0.02
+LOST_CLOSE_SECONDS = 10.0
+"""How long closing a pool waits, in all, for its lost engines to remove their containers."""
 _MAX_PAUSE = 0.5  # waiting for room that another process may free (it cannot wake us)
 
 
@@ -177,12 +180,15 @@ class EnginePool:
 
     def close(self) -> None:
         """Close every engine's provider (each removes its environments still live). A lost
-        engine's provider is closed on a daemon thread the run does not wait for: removing a
-        container through a connection that no longer answers can take many minutes (an
-        ``ssh://`` channel), and the next run's sweep on that engine removes what is left."""
+        engine's provider is closed on a daemon thread, waited for at most
+        :data:`LOST_CLOSE_SECONDS` in all: an engine taken out after one dropped connection
+        may well answer and remove its containers, but removing them through a connection
+        that no longer answers can take many minutes (an ``ssh://`` channel); what is left
+        then, the next run's sweep on that engine removes."""
         with self._room:
             self._closed = True
             self._room.notify_all()
+        closing: list[threading.Thread] = []
         for engine in self.engines:
             provider = engine.provider
             if provider is None:
@@ -190,10 +196,17 @@ class EnginePool:
             if engine.lost is None:
                 _close_quietly(provider)
             else:
-                name = f"openkata-close-{engine.name}"
-                threading.Thread(
-                    target=_close_quietly, args=(provider,), name=name, daemon=True
-                ).start()
+                closer = threading.Thread(
+                    target=_close_quietly,
+                    args=(provider,),
+                    name=f"openkata-close-{engine.name}",
+                    daemon=True,
+                )
+                closer.start()
+                closing.append(closer)
+        deadline = time.monotonic() + LOST_CLOSE_SECONDS
+        for thread in closing:
+            thread.join(max(0.0, deadline - time.monotonic()))
 
     def take_out(self, engine: PoolEngine, why: str) -> None:
         """Take a failed engine out of the pool (once; the first reason stays)."""
@@ -398,8 +411,24 @@ def build_pool(
 
     hosts = settings.sandbox.hosts
     counted: SlotsFor = slots_for or (lambda _name, capacity: LocalSlots(capacity))
+
+    def connect(host: tuple[str, str]) -> PoolEngine | BaseException:
+        # Handed back, not raised: the pool's threads pass on an Exception, but one that is
+        # not (SystemExit, a test framework's outcome) would end the thread and its answer.
+        try:
+            return _engine(settings, factory, counted, *host)
+        except BaseException as exc:
+            return exc
+
     with ThreadPool(min(8, len(hosts)) or 1) as connecting:
-        engines = connecting.map(lambda host: _engine(settings, factory, counted, *host), hosts)
+        made = connecting.map(connect, hosts)
+    engines = [outcome for outcome in made if isinstance(outcome, PoolEngine)]
+    failed = next((outcome for outcome in made if isinstance(outcome, BaseException)), None)
+    if failed is not None:  # no pool: the engines made are closed here
+        for engine in engines:
+            if engine.provider is not None:
+                _close_quietly(engine.provider)
+        raise failed
     return EnginePool(engines)
 
 

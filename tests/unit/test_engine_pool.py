@@ -9,6 +9,7 @@ import multiprocessing
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from pytest_openkata.contracts.config import EvalSettings
 from pytest_openkata.contracts.errors import BackendError, ConfigError, SandboxError, SandboxLost
 from pytest_openkata.contracts.results import AgentResult
 from pytest_openkata.contracts.sandboxes import EngineCheck, SandboxProvider, SandboxSpec
+from pytest_openkata.core import engine_pool
 from pytest_openkata.core.engine_pool import EnginePool, build_pool
 from pytest_openkata.core.sandboxed import SandboxSetup, run_in_sandbox
 from pytest_openkata.core.scenario import load_scenario
@@ -364,7 +366,10 @@ class _EngineThatHangsOnClose(LocalEngine):
         super().close()
 
 
-def test_closing_the_pool_does_not_wait_for_a_lost_engine() -> None:
+def test_closing_the_pool_waits_for_a_lost_engine_only_so_long(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(engine_pool, "LOST_CLOSE_SECONDS", 0.2)
     hung, live = _EngineThatHangsOnClose(), LocalEngine()
     pool = _pool({"hung": hung, "live": live})
     [engine_hung] = [engine for engine in pool.engines if engine.name == "hung"]
@@ -377,5 +382,57 @@ def test_closing_the_pool_does_not_wait_for_a_lost_engine() -> None:
         assert not closer.is_alive()  # it returned while the lost engine still closes
         assert live.closed
         assert hung.closing.wait(60)  # the lost engine's close was started all the same
+        assert not hung.closed
     finally:
         hung.let_go.set()
+
+
+class _EngineSlowToClose(LocalEngine):
+    """An engine that answers, taking a moment to remove its containers."""
+
+    def close(self) -> None:
+        time.sleep(0.3)
+        super().close()
+
+
+def test_a_lost_engine_that_still_answers_is_closed_before_the_pool_is() -> None:
+    # Taken out after one dropped connection, it may answer again: its containers are removed
+    # at the end of this run, not left for the next one's sweep.
+    answering, live = _EngineSlowToClose(), LocalEngine()
+    pool = _pool({"answering": answering, "live": live})
+    [taken_out] = [engine for engine in pool.engines if engine.name == "answering"]
+    pool.take_out(taken_out, "a connection dropped")
+
+    pool.close()
+
+    assert answering.closed
+    assert live.closed
+
+
+def test_a_factory_that_exits_ends_the_pools_making_and_closes_the_engines_made() -> None:
+    # Not an Exception: it would end a pool thread without an answer, and the run would wait
+    # for that answer for good.
+    made = LocalEngine()
+    settings = _settings("good=ssh://good", "bad=ssh://bad")
+
+    def factory(single: EvalSettings) -> SandboxProvider:
+        ((name, _url),) = single.sandbox.hosts
+        if name == "bad":
+            raise SystemExit("the factory gives up")
+        return made
+
+    outcome: list[BaseException] = []
+
+    def build() -> None:
+        try:
+            build_pool(settings, factory)
+        except BaseException as exc:  # handed to the test's thread
+            outcome.append(exc)
+
+    builder = threading.Thread(target=build, daemon=True)
+    builder.start()
+    builder.join(60)  # a guard far beyond what making the pool takes
+
+    assert not builder.is_alive()
+    assert [str(exc) for exc in outcome] == ["the factory gives up"]
+    assert made.closed
