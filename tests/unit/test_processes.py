@@ -125,10 +125,11 @@ def test_a_run_stops_what_carries_its_own_mark_and_nothing_of_other_runs_as_it_e
 
         stopped = stop_strays()
 
+        # Only its own: not the live run's, nor the one of a run that is over (which any run's
+        # start may sweep meanwhile, so its being alive afterwards proves nothing here).
         assert [str(found) for found in stopped] == [f"pid {own.pid} (sleep 600)"]
         assert not _alive(own)
         assert _alive(going)
-        assert _alive(over)
     finally:
         other_run.stdin.close()
         other_run.wait(60)
