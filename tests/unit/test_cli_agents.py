@@ -338,6 +338,12 @@ def test_events_that_hold_no_answer_are_an_empty_answer_to_grade(tmp_path: Path)
     assert transcript is not None
 
 
+def _claude_printing(folder: Path, lines: str) -> CLIBackend:
+    """A ``claude`` that prints ``lines`` as its events, whatever it is asked."""
+    script = _script(folder, "claude", f"cat <<'EOF'\n{lines}\nEOF")
+    return CLIBackend(ClaudeAgent(script), model="m", timeout=30)
+
+
 def test_a_lone_surrogate_escape_in_the_events_reads_as_the_replacement_character(
     tmp_path: Path,
 ) -> None:
@@ -348,13 +354,8 @@ def test_a_lone_surrogate_escape_in_the_events_reads_as_the_replacement_characte
         {"type": "result", "subtype": "success", "is_error": False, "result": "done \ud800"},
     ]
     lines = "\n".join(json.dumps(event) for event in events)  # ASCII: the escape as sent
-    backend = CLIBackend(
-        ClaudeAgent(_script(tmp_path, "claude", f"cat <<'EOF'\n{lines}\nEOF")),
-        model="m",
-        timeout=30,
-    )
 
-    answer, transcript = backend.complete_transcribed("s", "u")
+    answer, transcript = _claude_printing(tmp_path, lines).complete_transcribed("s", "u")
 
     assert answer == "done \ufffd"
     assert transcript is not None
@@ -378,14 +379,8 @@ def test_events_nested_too_deeply_to_read_are_passed_over(tmp_path: Path) -> Non
     # past what the walk can take is passed over, as a line that is not JSON is.
     deep = '{"type": "assistant", "x": ' + "[" * 900 + '"\\ud800"' + "]" * 900 + "}"
     result = '{"type": "result", "subtype": "success", "is_error": false, "result": "done"}'
-    lines = f"{deep}\n{result}"
-    backend = CLIBackend(
-        ClaudeAgent(_script(tmp_path, "claude", f"cat <<'EOF'\n{lines}\nEOF")),
-        model="m",
-        timeout=30,
-    )
 
-    answer, _ = backend.complete_transcribed("s", "u")
+    answer, _ = _claude_printing(tmp_path, f"{deep}\n{result}").complete_transcribed("s", "u")
 
     assert answer == "done"
 
