@@ -233,9 +233,10 @@ def test_names_descriptions_and_a_baseline_error_of_several_lines_stay_in_their_
 
     out = result.stdout.decode()
     assert not OBEYED & set(out), sorted(OBEYED & set(out))
-    # The summary's block (pytest's own section of the error above it shows the error's text
-    # as it is, under the item's header, as it shows any exception's message).
-    summary = out[out.index("openkata eval summary") :]
+    # The summary's own section. pytest's sections of the error (the item's, and on CI the
+    # short summary's) show the error's text as it is, as they show any exception's message.
+    start = out.index("openkata eval summary")
+    summary = out[start : out.index("\n=", start)]
     assert "    Baseline (without-skill): errored: agent: HTTP 400: refused\n" in summary
     lines = summary.splitlines()
     assert not any(line.startswith("  other-scenario: forged") for line in lines), summary
