@@ -78,7 +78,7 @@ from pytest_openkata.infra.processes import (
     owner_mark,
     with_parent_death_signal,
 )
-from pytest_openkata.infra.text import valid_unicode
+from pytest_openkata.infra.text import utf8
 
 __all__ = [
     "ERROR_OUTPUT_CHARS",
@@ -316,8 +316,7 @@ class CLIBackend:
                         session_id, model=model, workspace_agent=workspace_agent
                     )
                     data = prompt
-                encoded = valid_unicode(data).encode()  # a lone surrogate goes as U+FFFD
-                finished = self._run(invocation, encoded, cwd, private_for(invocation))
+                finished = self._run(invocation, utf8(data), cwd, private_for(invocation))
                 printed.append(self._answer(finished))
                 return self._read(printed[-1])
 
@@ -343,7 +342,7 @@ class CLIBackend:
         """What the agent printed on standard output, once it exited well, and what it wrote
         to its events file (None: it has none, or wrote nothing there)."""
         invocation = self.agent.invocation(model=self.model, workspace_agent=self.workspace_agent)
-        prompt = valid_unicode(agent_prompt(system, user)).encode()
+        prompt = utf8(agent_prompt(system, user))
         with self._cwd_factory() as cwd, contextlib.ExitStack() as stack:
             private = {
                 variable: stack.enter_context(

@@ -79,7 +79,7 @@ from pytest_openkata.core.workspace import (
 from pytest_openkata.infra import registry
 from pytest_openkata.infra.bounded import BoundedBuffer
 from pytest_openkata.infra.retry import RetryPolicy, call_with_retry
-from pytest_openkata.infra.text import valid_unicode
+from pytest_openkata.infra.text import utf8
 
 if TYPE_CHECKING:
     from pytest_openkata.core.engine_pool import SlotsFor
@@ -536,7 +536,7 @@ def sandbox_run(
             scenario.path,
             agent_files,
             prefix=f"{workspace.lstrip('/')}/",
-            extra=[(PROMPT_PATH.lstrip("/"), valid_unicode(prompt).encode())],
+            extra=[(PROMPT_PATH.lstrip("/"), utf8(prompt))],
             skill=skill,
         )
         check_agent_present(environment, spec, agent)
@@ -731,7 +731,7 @@ def _follow_ups(
             raise unnamed
         number = len(turns) + 1
         if agent.driver is None:
-            prompt = files_archive([(PROMPT_PATH.lstrip("/"), valid_unicode(following).encode())])
+            prompt = files_archive([(PROMPT_PATH.lstrip("/"), utf8(following))])
             _at_step(
                 f"copy the prompt of turn {number}",
                 partial(environment.put_archive, "/", prompt),

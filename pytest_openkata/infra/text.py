@@ -35,6 +35,23 @@ def valid_unicode(text: str) -> str:
     return _LONE_SURROGATE.sub("\ufffd", text)
 
 
+def utf8(text: str) -> bytes:
+    """``text`` as UTF-8 to send (a request's body, an agent's prompt); a lone surrogate that
+    reached it goes as U+FFFD, never a crash of the call. Only a text that holds one pays for
+    the replacement."""
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        return valid_unicode(text).encode()
+
+
+def valid_decoded(raw: str, value: Any) -> Any:
+    """``value``, decoded from the JSON or YAML text ``raw``, made :func:`valid_texts` when
+    ``raw`` escapes a surrogate (else it is returned as it is, unwalked). Raises
+    :class:`RecursionError` for a value nested too deeply to walk."""
+    return valid_texts(value) if holds_surrogate_escape(raw) else value
+
+
 def holds_surrogate_escape(raw: str) -> bool:
     """Whether the JSON or YAML text ``raw`` escapes a surrogate (``\\ud800``, half of a pair
     or alone): only then can a text decoded from it hold a lone one, and need

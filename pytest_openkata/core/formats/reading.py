@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_openkata.core.formats.model import FormatError, InputFile
-from pytest_openkata.infra.text import holds_surrogate_escape, valid_texts
+from pytest_openkata.infra.text import valid_decoded
 
 __all__ = [
     "check_keys",
@@ -48,8 +48,7 @@ def read_yaml(fmt: str, path: Path) -> Any:
 
     text = _read_text(fmt, path)
     try:
-        value = yaml.safe_load(text)
-        return valid_texts(value) if holds_surrogate_escape(text) else value  # as JSON's
+        return valid_decoded(text, yaml.safe_load(text))  # as JSON's
     except yaml.YAMLError as exc:
         raise FormatError(fmt, path, f"not valid YAML: {exc}") from None
     except RecursionError:
@@ -61,8 +60,7 @@ def read_json_file(fmt: str, path: Path) -> Any:
     as in a scenario's own files)."""
     text = _read_text(fmt, path)
     try:
-        value = json.loads(text)
-        return valid_texts(value) if holds_surrogate_escape(text) else value
+        return valid_decoded(text, json.loads(text))
     except json.JSONDecodeError as exc:
         raise FormatError(fmt, path, f"not valid JSON: {exc.msg} at line {exc.lineno}") from None
     except RecursionError:

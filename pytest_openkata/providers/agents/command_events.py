@@ -33,7 +33,7 @@ from pytest_openkata.contracts.transcripts import (
     kept_steps,
     unique,
 )
-from pytest_openkata.infra.text import holds_surrogate_escape, valid_texts
+from pytest_openkata.infra.text import valid_decoded
 
 __all__ = ["EVENTS_VARIABLE", "EVENT_TYPES", "SOURCE", "read_command_events"]
 
@@ -167,9 +167,7 @@ def read_command_events(events: str, output: str, *, agent: str = "command") -> 
             continue
         try:
             try:
-                event = json.loads(line)
-                if holds_surrogate_escape(line):
-                    event = valid_texts(event)
+                event = valid_decoded(line, json.loads(line))
             except json.JSONDecodeError as exc:
                 raise _BadLine(f"not JSON ({exc.msg})") from None
             except RecursionError:

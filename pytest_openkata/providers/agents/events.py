@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from pytest_openkata.infra.text import holds_surrogate_escape, valid_texts
+from pytest_openkata.infra.text import valid_decoded
 
 __all__ = ["json_events", "mapping", "session_in"]
 
@@ -21,9 +21,7 @@ def json_events(output: str) -> Iterator[Mapping[str, Any]]:
         if not text.startswith("{"):
             continue
         try:
-            event = json.loads(text)
-            if holds_surrogate_escape(text):
-                event = valid_texts(event)
+            event = valid_decoded(text, json.loads(text))
         except (json.JSONDecodeError, RecursionError):  # nested past what can be walked
             continue
         if isinstance(event, dict) and isinstance(event.get("type"), str):

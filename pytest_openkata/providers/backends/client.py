@@ -61,7 +61,7 @@ from pytest_openkata.contracts.text import go_decode
 from pytest_openkata.infra.bounded import BoundedBuffer
 from pytest_openkata.infra.http import make_client
 from pytest_openkata.infra.idle_threads import IdleThreads
-from pytest_openkata.infra.text import one_line, valid_texts, valid_unicode, visible
+from pytest_openkata.infra.text import one_line, utf8, valid_texts, visible
 
 __all__ = [
     "REDACTED",
@@ -154,8 +154,7 @@ def _post(
     *,
     max_bytes: int,
 ) -> _Answer:
-    # valid_unicode: a lone surrogate that reached the payload goes as U+FFFD, never a crash.
-    body = valid_unicode(json.dumps(payload, ensure_ascii=False, separators=(",", ":"))).encode()
+    body = utf8(json.dumps(payload, ensure_ascii=False, separators=(",", ":")))
     for name, value in headers.items():
         if not _HEADER_VALUE.fullmatch(value):
             what = "the API key" if secret and secret in value else f"the {name} header"
