@@ -35,7 +35,7 @@ from pytest_openkata.core.prompt import SkillTexts
 from pytest_openkata.core.recorded import RecordedRun, recorded_run
 from pytest_openkata.core.reporting import make_run, report_run
 from pytest_openkata.core.run import RunOptions, run_scenario
-from pytest_openkata.core.sandboxed import build_sandbox
+from pytest_openkata.core.sandboxed import SandboxSetup, build_sandbox
 from pytest_openkata.core.scenario import (
     SCENARIO_NAMES,
     discover_scenarios,
@@ -326,7 +326,7 @@ def _run(
         lock_folder.mkdir(parents=True, exist_ok=True)
     sandbox = Once(
         lambda: build_sandbox(settings, partial(_engine_slots, locks)),
-        lambda setup: setup.sandbox.close(),
+        SandboxSetup.close,
         "the sandbox",
     )
     following = {job: jobs[index + 1 :] for index, job in enumerate(jobs)}

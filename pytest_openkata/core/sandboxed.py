@@ -132,6 +132,10 @@ class SandboxSetup:
     # of a command's.
     output_max_bytes: int = DEFAULT_ANSWER_MAX_BYTES
 
+    def close(self) -> None:
+        """Close its provider: the environments still live are removed."""
+        self.sandbox.close()
+
 
 def agent_settings(settings: EvalSettings) -> AgentSettings:
     return AgentSettings(

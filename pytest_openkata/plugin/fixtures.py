@@ -125,16 +125,14 @@ def openkata_sandbox(
     # Imported here, as in openkata_backends: the plugin loads in every pytest run of the
     # environment, and the backends (the HTTP client, the agent CLIs) serve only runs with
     # scenarios.
-    from pytest_openkata.core.sandboxed import build_sandbox
+    from pytest_openkata.core.sandboxed import SandboxSetup, build_sandbox
 
     slots = engine_slots(pytestconfig, openkata_settings)
-    factory = Once(lambda: build_sandbox(openkata_settings, slots), _close_sandbox, "the sandbox")
+    factory = Once(
+        lambda: build_sandbox(openkata_settings, slots), SandboxSetup.close, "the sandbox"
+    )
     yield factory  # SIGTERM ends the run as Ctrl-C does: see plugin/termination.py
     factory.close()
-
-
-def _close_sandbox(setup: SandboxSetup) -> None:
-    setup.sandbox.close()
 
 
 @pytest.fixture(scope="session")
