@@ -39,7 +39,6 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -78,6 +77,7 @@ from pytest_openkata.infra.processes import (
     owner_mark,
     with_parent_death_signal,
 )
+from pytest_openkata.infra.tempfiles import run_folder
 from pytest_openkata.infra.text import utf8
 
 __all__ = [
@@ -296,9 +296,7 @@ class CLIBackend:
             def private_for(invocation: AgentInvocation) -> dict[str, str]:
                 for variable in invocation.private_dirs:
                     if variable not in folders:
-                        folders[variable] = stack.enter_context(
-                            tempfile.TemporaryDirectory(prefix=f"openkata-{agent.name}-")
-                        )
+                        folders[variable] = stack.enter_context(run_folder(agent.name))
                 return {variable: folders[variable] for variable in invocation.private_dirs}
 
             def send(prompt: str) -> tuple[str, Transcript | None]:
@@ -345,16 +343,12 @@ class CLIBackend:
         prompt = utf8(agent_prompt(system, user))
         with self._cwd_factory() as cwd, contextlib.ExitStack() as stack:
             private = {
-                variable: stack.enter_context(
-                    tempfile.TemporaryDirectory(prefix=f"openkata-{self.agent.name}-")
-                )
+                variable: stack.enter_context(run_folder(self.agent.name))
                 for variable in invocation.private_dirs
             }
             events_file = None
             if invocation.events_variable:
-                folder = stack.enter_context(
-                    tempfile.TemporaryDirectory(prefix=f"openkata-{self.agent.name}-events-")
-                )
+                folder = stack.enter_context(run_folder(f"{self.agent.name}-events"))
                 events_file = Path(folder) / EVENTS_FILE_NAME
                 private[invocation.events_variable] = str(events_file)
             finished = self._run(invocation, prompt, cwd, private)

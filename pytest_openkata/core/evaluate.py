@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import tempfile
 import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
@@ -55,10 +54,16 @@ from pytest_openkata.infra.config import find_yaml_file, provider_problems, reso
 from pytest_openkata.infra.inflight import SharedSlots
 from pytest_openkata.infra.ledger import SpendLedger
 from pytest_openkata.infra.once import Once
-from pytest_openkata.infra.processes import Orphan, stop_strays, stopped_line, sweep_orphans
+from pytest_openkata.infra.processes import stop_strays, stopped_line, sweep_orphans
 from pytest_openkata.infra.redact import Redactor, secrets_from_environment
 from pytest_openkata.infra.signals import stop_signals_as_interrupt
-from pytest_openkata.infra.tempfiles import REMOVED, remove_stale
+from pytest_openkata.infra.tempfiles import (
+    REMOVED,
+    remove_stale,
+    remove_stale_run_folders,
+    run_folder,
+    stale_folders_line,
+)
 from pytest_openkata.infra.text import one_line
 
 __all__ = ["cache_folder", "evaluate", "find_scenarios", "run_options"]
@@ -210,7 +215,8 @@ def evaluate(paths: PathLike | Iterable[PathLike], **settings: object) -> list[S
     if problem is not None:
         raise ConfigError(problem)
     if jobs:  # what runs that are over left on this host, stopped as a pytest run does
-        _log_stopped(sweep_orphans(), "left by a run that is over")
+        _log(stopped_line(sweep_orphans(), "left by a run that is over"))
+        _log(stale_folders_line(remove_stale_run_folders()))
     with _budget(resolved) as guard:
         results, not_run = _run(jobs, resolved, here, recorded, guard, variants=variants)
         spending = (
@@ -254,9 +260,8 @@ def _remove_stale(settings: EvalSettings, here: Path) -> list[Path]:
     return removed + remove_stale(refs_folder(here))
 
 
-def _log_stopped(stopped: list[Orphan], whose: str) -> None:
-    """The processes a sweep stopped, in a warning of Python's logging (no terminal here)."""
-    line = stopped_line(stopped, whose)
+def _log(line: str | None) -> None:
+    """What a sweep stopped or removed, in a warning of Python's logging (no terminal here)."""
     if line is not None:
         logger.warning("%s", one_line(line))
 
@@ -296,7 +301,7 @@ def _budget(settings: EvalSettings) -> Iterator[BudgetGuard | None]:
     if not settings.budget.limited:
         yield None
         return
-    with tempfile.TemporaryDirectory(prefix="openkata-budget-") as folder:
+    with run_folder("budget") as folder:
         yield BudgetGuard(settings.budget, SpendLedger.create(Path(folder) / "ledger.json"))
 
 
@@ -370,4 +375,4 @@ def _run(
             backends.close()
             sandbox.close()
             if _RUNS.end():  # the process's mark is every call's: the last to end stops strays
-                _log_stopped(stop_strays(), "this run's agents left running")
+                _log(stopped_line(stop_strays(), "this run's agents left running"))

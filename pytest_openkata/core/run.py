@@ -22,7 +22,6 @@ import functools
 import hashlib
 import os
 import shutil
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
@@ -134,6 +133,7 @@ from pytest_openkata.core.workspace import (
 from pytest_openkata.infra import registry
 from pytest_openkata.infra.cache import ResultCache, cache_key
 from pytest_openkata.infra.retry import RetryPolicy, call_with_retry
+from pytest_openkata.infra.tempfiles import new_run_folder
 from pytest_openkata.infra.usage import Prices
 
 __all__ = [
@@ -975,7 +975,7 @@ def _private_refs_folder() -> Path:
     """Where a run given no ``refs_folder`` extracts skills at a git ref: a folder of this
     process's own (a shared, predictable one could be planted by another user), removed when
     the process exits."""
-    folder = Path(tempfile.mkdtemp(prefix="openkata-refs-"))
+    folder = new_run_folder("refs")
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
     return folder
 

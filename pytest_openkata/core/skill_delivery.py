@@ -14,7 +14,6 @@ into a temporary working folder made for each call and removed afterwards.
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,6 +23,7 @@ from pytest_openkata.contracts.agents import AgentCLI, DiscoversSkills
 from pytest_openkata.contracts.errors import AgentConfigError
 from pytest_openkata.core.files import SkillReader, skill_files
 from pytest_openkata.core.tile import is_tile_dir, load_tile
+from pytest_openkata.infra.tempfiles import run_folder
 
 __all__ = [
     "DELIVERIES",
@@ -96,7 +96,7 @@ def installed_folder(files: Sequence[InstalledFile]) -> Iterator[Path]:
     """A temporary working folder holding ``files``, removed when the context ends (whatever
     the agent left in it), or as the interpreter exits when the scenario thread using it is
     still running then (an interrupted run does not wait for its daemon threads)."""
-    with tempfile.TemporaryDirectory(prefix="openkata-skills-", ignore_cleanup_errors=True) as name:
+    with run_folder("skills") as name:
         folder = Path(name)
         for rel, data in files:
             path = folder.joinpath(*rel.split("/"))

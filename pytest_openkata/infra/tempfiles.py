@@ -15,6 +15,14 @@ writer of a large report on a slow disk, or one paused (SIGSTOP, a debugger), ma
 a dead one's. Not by a lock held on the file: between creating the file and locking it, a
 removal would take a live writer's file, and locks do not work on every network file system.
 A pid reused by another process only keeps the file until that one ends too.
+
+A run's own working folders in the system's temporary folder (an agent's private folders, a
+skill installed for it, skills extracted at git refs, a private Docker engine's runtime) are
+removed by the run itself on every exit it sees. A run killed outright leaves them, so they are
+named ``openkata-<kind>-<host>-<pid>-<random>`` (:func:`run_folder`, :func:`new_run_folder`) and
+the next run removes those of this user whose run is gone, by the same rule
+(:func:`remove_stale_run_folders`). One with something still mounted inside it is left alone:
+removing it would reach into the mounted file system.
 """
 
 from __future__ import annotations
@@ -27,7 +35,16 @@ from pathlib import Path
 
 from pytest_openkata.infra.processes import host_tag, process_gone
 
-__all__ = ["REMOVED", "new_temp_file", "new_temp_folder", "remove_stale"]
+__all__ = [
+    "REMOVED",
+    "new_run_folder",
+    "new_temp_file",
+    "new_temp_folder",
+    "remove_stale",
+    "remove_stale_run_folders",
+    "run_folder",
+    "stale_folders_line",
+]
 
 REMOVED = "removed a temporary file left by a killed run"
 """How a removed file is announced, before its path."""
@@ -36,6 +53,7 @@ _PREFIX = ".openkata-"
 _SUFFIX = ".tmp"
 # mkstemp's random part is made of lowercase letters, digits and "_".
 _NAME = re.compile(r"\.openkata-(?P<host>[0-9a-f]{8})-(?P<pid>[0-9]+)-[a-z0-9_]+\.tmp")
+_RUN_FOLDER = re.compile(r"openkata-.+-(?P<host>[0-9a-f]{8})-(?P<pid>[0-9]+)-[a-z0-9_]+")
 
 
 def _prefix() -> str:
@@ -84,3 +102,75 @@ def remove_stale(folder: Path, *, depth: int = 0) -> list[Path]:
         elif depth > 0 and entry.is_dir(follow_symlinks=False):
             removed.extend(remove_stale(Path(entry.path), depth=depth - 1))
     return removed
+
+
+def _run_prefix(kind: str) -> str:
+    return f"openkata-{kind}-{host_tag()}-{os.getpid()}-"
+
+
+def run_folder(kind: str) -> tempfile.TemporaryDirectory[str]:
+    """A new working folder of this run in the system's temporary folder, removed when its
+    ``with`` block ends (errors ignored: an agent may leave files it cannot be made to drop);
+    named as the module says, so that the next run removes it when this one is killed."""
+    return tempfile.TemporaryDirectory(prefix=_run_prefix(kind), ignore_cleanup_errors=True)
+
+
+def new_run_folder(kind: str) -> Path:
+    """A new working folder of this run in the system's temporary folder, named as
+    :func:`run_folder`'s; removing it is the caller's."""
+    return Path(tempfile.mkdtemp(prefix=_run_prefix(kind)))
+
+
+def _mount_points() -> list[str]:
+    """The mount points this process sees (Linux); none where that cannot be read."""
+    try:
+        lines = Path("/proc/self/mountinfo").read_text(errors="replace").splitlines()
+    except OSError:
+        return []
+    # The fifth field, with space, tab, newline and backslash written as octal escapes.
+    escaped = (line.split(" ")[4] for line in lines if line.count(" ") >= 4)
+    return [re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), point) for point in escaped]
+
+
+def remove_stale_run_folders() -> list[Path]:
+    """Remove this user's run folders (:func:`run_folder`) in the system's temporary folder
+    whose run's process is gone, and return their paths. Never raises, as
+    :func:`remove_stale`; a folder with a mount point inside it is left."""
+    folder = Path(tempfile.gettempdir())
+    try:
+        listing = list(os.scandir(folder))
+    except OSError:
+        return []
+    stale = [entry for entry in listing if _stale_run_folder(entry)]
+    if not stale:
+        return []
+    mounts = _mount_points()
+    removed: list[Path] = []
+    for entry in stale:
+        inside = entry.path + os.sep
+        if any(point == entry.path or point.startswith(inside) for point in mounts):
+            continue
+        shutil.rmtree(entry.path, ignore_errors=True)
+        if not os.path.lexists(entry.path):
+            removed.append(Path(entry.path))
+    return removed
+
+
+def _stale_run_folder(entry: os.DirEntry[str]) -> bool:
+    found = _RUN_FOLDER.fullmatch(entry.name)
+    if found is None or found["host"] != host_tag():
+        return False
+    try:
+        mine = entry.is_dir(follow_symlinks=False) and entry.stat().st_uid == os.getuid()
+    except OSError:
+        return False
+    return mine and process_gone(int(found["pid"]))
+
+
+def stale_folders_line(removed: list[Path]) -> str | None:
+    """``openkata: removed 2 temporary folders left by a killed run in /tmp``, or None when
+    none was removed."""
+    if not removed:
+        return None
+    folders = "1 temporary folder" if len(removed) == 1 else f"{len(removed)} temporary folders"
+    return f"openkata: removed {folders} left by a killed run in {tempfile.gettempdir()}"

@@ -47,6 +47,7 @@ from typing import IO, Self
 import docker
 import docker.errors
 
+from pytest_openkata.infra.tempfiles import new_run_folder
 from pytest_openkata.local.steps import (
     GB,
     MB,
@@ -358,7 +359,7 @@ class LocalEngine:
         data = self._data = self.data_folder
         with _Step(self.log, "starting a private Docker engine"):
             # A short path: a unix socket's path has at most 107 bytes.
-            self._runtime = runtime = Path(tempfile.mkdtemp(prefix="openkata-dockerd-"))
+            self._runtime = runtime = new_run_folder("dockerd")
             self.host = f"unix://{runtime}/docker.sock"
             with (runtime / "dockerd.log").open("wb") as log:
                 self._process = subprocess.Popen(

@@ -4,9 +4,11 @@ A run killed outright (SIGKILL, a crash) cannot stop the agent CLIs it ran on th
 kernel's parent-death signal ends each CLI, but not the processes a CLI started, nor a process
 that left the CLI's process group. Before its scenarios run, the controller of a run of
 scenarios stops every process that carries the mark of a run no longer running
-(:func:`pytest_openkata.infra.processes.sweep_orphans`) and writes one line saying which.
-Processes of runs still going (another pytest in the same checkout, other xdist workers) are
-left alone: their run is alive.
+(:func:`pytest_openkata.infra.processes.sweep_orphans`) and writes one line saying which; it
+removes the working folders such runs left in the system's temporary folder
+(:func:`pytest_openkata.infra.tempfiles.remove_stale_run_folders`) and says how many. What
+runs still going own (another pytest in the same checkout, other xdist workers) is left alone:
+their run is alive.
 
 As a run ends, after its scenarios' fixtures are torn down (which ends each agent's process
 group), each process of it stops what still carries its own mark: a process an agent started
@@ -18,7 +20,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_openkata.infra.processes import Orphan, stop_strays, stopped_line, sweep_orphans
+from pytest_openkata.infra.processes import stop_strays, stopped_line, sweep_orphans
+from pytest_openkata.infra.tempfiles import remove_stale_run_folders, stale_folders_line
 from pytest_openkata.infra.text import one_line
 from pytest_openkata.plugin.items import ScenarioItem, is_scenario_nodeid
 
@@ -29,12 +32,12 @@ def _sweep(config: pytest.Config) -> None:
     if config.stash.get(_swept_key, False):
         return
     config.stash[_swept_key] = True
-    _say(config, sweep_orphans(), "left by a run that is over")
+    _say(config, stopped_line(sweep_orphans(), "left by a run that is over"))
+    _say(config, stale_folders_line(remove_stale_run_folders()))
 
 
-def _say(config: pytest.Config, stopped: list[Orphan], whose: str) -> None:
+def _say(config: pytest.Config, line: str | None) -> None:
     reporter = config.pluginmanager.get_plugin("terminalreporter")
-    line = stopped_line(stopped, whose)
     if line is not None and reporter is not None:
         reporter.write_line(one_line(line), yellow=True)
 
@@ -42,7 +45,7 @@ def _say(config: pytest.Config, stopped: list[Orphan], whose: str) -> None:
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """After pytest's own teardown of the session's fixtures (the agents' backends closed)."""
-    _say(session.config, stop_strays(), "this run's agents left running")
+    _say(session.config, stopped_line(stop_strays(), "this run's agents left running"))
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -8,7 +8,8 @@ object. CASE is:
 - ``killed``: a run is SIGKILLed while its agent runs, then another run starts;
 - ``alive``: a run is left going while another run starts, then stopped with SIGTERM.
 
-As pid 1 of its namespace, the driver also reaps the processes a killed run leaves to it.
+The runs' temporary folder is ``ROOT/tmp`` (``TMPDIR``), so that what they leave there is
+theirs. As pid 1 of its namespace, the driver also reaps the processes a killed run leaves to it.
 """
 
 from __future__ import annotations
@@ -105,6 +106,11 @@ def next_run(root: Path, base_url: str) -> str:
     return done.stdout.decode()
 
 
+def folders_of(run: subprocess.Popen[bytes]) -> list[str]:
+    """The folders of the temporary folder whose names carry the run's pid."""
+    return sorted(path.name for path in Path(os.environ["TMPDIR"]).glob(f"openkata-*-{run.pid}-*"))
+
+
 def killed(root: Path, base_url: str) -> dict[str, object]:
     run = start_hanging_run(root, base_url)
     cli = [p for p in marked(run.pid) if p.name() == "sh"]
@@ -112,24 +118,39 @@ def killed(root: Path, base_url: str) -> dict[str, object]:
     run.wait()
     wait_until(lambda: not any(p.is_running() and p.status() != "zombie" for p in cli), "CLI")
     left = marked(run.pid)
-    seen = {"left": [[p.pid, p.name()] for p in left]}
+    seen = {"left": [[p.pid, p.name()] for p in left], "left_folders": folders_of(run)}
     out = next_run(root, base_url)
     reap()
-    return {**seen, "output": out, "still_running": [p.pid for p in marked(run.pid)]}
+    return {
+        **seen,
+        "output": out,
+        "still_running": [p.pid for p in marked(run.pid)],
+        "folders_after": folders_of(run),
+    }
 
 
 def alive(root: Path, base_url: str) -> dict[str, object]:
     run = start_hanging_run(root, base_url)
     agents = marked(run.pid)
+    folders = folders_of(run)
     out = next_run(root, base_url)
     still = [p.pid for p in agents if p.is_running() and p.status() != "zombie"]
+    kept = folders_of(run)
     os.killpg(run.pid, signal.SIGTERM)
     run.wait(timeout=GUARD_SECONDS)
     wait_until(lambda: not marked(run.pid), "the run's agents stopped with it")
-    return {"agents": len(agents), "output": out, "still_running": still}
+    return {
+        "agents": len(agents),
+        "output": out,
+        "still_running": still,
+        "folders": folders,
+        "folders_after": kept,
+    }
 
 
 if __name__ == "__main__":
     root, base_url, case = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
+    os.environ["TMPDIR"] = str(root / "tmp")
+    (root / "tmp").mkdir()
     seen = {"killed": killed, "alive": alive}[case](root, base_url)
     print(json.dumps(seen))

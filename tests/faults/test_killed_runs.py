@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 
+from pytest_openkata.infra.processes import host_tag
+from tests.architecture.test_core_without_pytest import run_without_pytest
 from tests.support.endpoint import ScriptedEndpoint
 from tests.support.evals import EvalScript, write_skill
 
@@ -61,6 +63,15 @@ def test_the_next_run_stops_what_a_killed_runs_agent_started_and_says_so(
         in seen["output"]
     ), seen["output"][-3000:]
     assert seen["still_running"] == []
+    # Its agent's events folder, left in the temporary folder, is removed too, and said.
+    assert [name.split("-")[:3] for name in seen["left_folders"]] == [
+        ["openkata", "command", "events"]
+    ]
+    assert seen["folders_after"] == []
+    assert (
+        f"openkata: removed 1 temporary folder left by a killed run in {pytester.path / 'tmp'}"
+        in seen["output"]
+    ), seen["output"][-3000:]
 
 
 def test_a_run_leaves_the_agents_of_a_run_still_going_alone(
@@ -73,3 +84,40 @@ def test_a_run_leaves_the_agents_of_a_run_still_going_alone(
     assert seen["agents"] == 2
     assert "left by a run that is over" not in seen["output"]
     assert len(seen["still_running"]) == 2
+    assert seen["folders"] != []
+    assert seen["folders_after"] == seen["folders"]
+    assert "temporary folder" not in seen["output"]
+
+
+def test_evaluate_removes_the_folders_a_killed_run_left_in_the_temporary_folder(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
+) -> None:
+    write_skill(pytester.path, "s", {"scenario-a": {"x": 1}})
+    temporary = pytester.path / "tmp"
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                           capture_output=True, text=True, check=True)  # fmt: skip
+    left = temporary / f"openkata-codex-{host_tag()}-{int(ended.stdout)}-k1ll3d_x"
+    (left / "sessions").mkdir(parents=True)
+    code = f"""
+        import tempfile
+        from pytest_openkata import evaluate
+        tempfile.tempdir = {str(temporary)!r}
+        (summary,) = evaluate(
+            "skills/s",
+            backend="command",
+            agent_command="cat > /dev/null; echo an answer long enough to be judged",
+            judge_backend="http",
+            http={{"base_url": {endpoint.base_url!r}}},
+        )
+        print(summary.passed)
+    """
+
+    result = run_without_pytest(code, cwd=pytester.path)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "True"
+    assert not left.exists()
+    assert list(temporary.iterdir()) == []  # nor did the run leave one of its own
+    assert (
+        f"openkata: removed 1 temporary folder left by a killed run in {temporary}"
+    ) in result.stderr

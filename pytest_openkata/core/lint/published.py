@@ -12,7 +12,6 @@ would say it.
 from __future__ import annotations
 
 import contextlib
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from pytest_openkata.core.jsonfiles import ScenarioLoadError
 from pytest_openkata.core.lint.applicability import HARBOR, SKILL_CREATOR, SKILLGRADE, WAZA
 from pytest_openkata.core.lint.context import FormatSource, ScenarioFiles
 from pytest_openkata.core.lint.findings import Finding
+from pytest_openkata.infra.tempfiles import run_folder
 
 FORMAT_RULE = "format"
 """The rule of a published format's file that its format cannot read."""
@@ -91,7 +91,7 @@ def written_out(
     words = _WORDS.get(source.format, ("the task", "its input files", "its text"))
     ignored = tuple(_within(field, source.key) for field in scenario.ignored_keys)
     shown = FormatSource(source_file(source, skill_dir), *words, ignored_keys=ignored)
-    with tempfile.TemporaryDirectory(prefix="openkata-lint-") as temporary:
+    with run_folder("lint") as temporary:
         folder = Path(temporary) / "scenario"
         files, _notes = openkata_files(scenario)
         for rel, content in files.items():

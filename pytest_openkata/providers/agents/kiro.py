@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_openkata.contracts.agents import AgentInvocation, AgentSettings, Mount
 from pytest_openkata.infra.gojson import encode_string
+from pytest_openkata.infra.tempfiles import run_folder
 from pytest_openkata.infra.text import clean_output
 
 __all__ = [
@@ -45,7 +45,8 @@ __all__ = [
 KIRO_CLI = "kiro-cli"
 KIRO_INSTALL_HINT = "Install: https://docs.kiro.dev/install"
 EVAL_AGENT_NAME = "eval-agent"
-AGENT_DIR_PREFIX = "openkata-eval-agent-"
+AGENT_DIR_KIND = "eval-agent"
+AGENT_DIR_PREFIX = f"openkata-{AGENT_DIR_KIND}-"
 AGENT_CONFIG_PATH = Path(".kiro", "agents", f"{EVAL_AGENT_NAME}.json")
 
 _RESOURCES = [
@@ -98,7 +99,7 @@ class AgentDir:
     """
 
     def __init__(self, skill_dir: Path, config: Mapping[str, Any] = EVAL_AGENT_DIRECT) -> None:
-        self._tmp = tempfile.TemporaryDirectory(prefix=AGENT_DIR_PREFIX, ignore_cleanup_errors=True)
+        self._tmp = run_folder(AGENT_DIR_KIND)
         self.path = Path(self._tmp.name)
         try:
             _populate(self.path, skill_dir, config)
