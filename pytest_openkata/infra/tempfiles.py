@@ -33,6 +33,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from pytest_openkata.infra.mounts import mounted_under
 from pytest_openkata.infra.processes import host_tag, process_gone
 
 __all__ = [
@@ -43,6 +44,7 @@ __all__ = [
     "remove_stale",
     "remove_stale_run_folders",
     "run_folder",
+    "stale_entries",
     "stale_folders_line",
 ]
 
@@ -77,12 +79,21 @@ def _stale(entry: os.DirEntry[str]) -> bool:
     return found is not None and found["host"] == host_tag() and process_gone(int(found["pid"]))
 
 
+def stale_entries(folder: Path) -> list[Path]:
+    """The temporary files and folders of this module in ``folder`` whose writer's process is
+    gone (none when the folder cannot be read)."""
+    try:
+        return [Path(entry.path) for entry in os.scandir(folder) if _stale(entry)]
+    except OSError:
+        return []
+
+
 def remove_stale(folder: Path, *, depth: int = 0) -> list[Path]:
     """Remove the temporary files and folders of this module in ``folder`` whose writer's
     process is gone, and return their paths. With ``depth``, the folders that many levels below
     ``folder`` are looked into too (symlinks are not followed). Never raises: a missing or
     unreadable folder has nothing to remove, and an entry that cannot be removed (or that
-    another run removed first) is left out.
+    another run removed first) is left out, as is a folder with something mounted inside it.
     """
     removed: list[Path] = []
     try:
@@ -92,10 +103,12 @@ def remove_stale(folder: Path, *, depth: int = 0) -> list[Path]:
     for entry in listing:
         if _stale(entry):
             try:
-                if entry.is_dir(follow_symlinks=False):
-                    shutil.rmtree(entry.path)
-                else:
+                if not entry.is_dir(follow_symlinks=False):
                     os.unlink(entry.path)
+                elif mounted_under(entry.path):
+                    continue
+                else:
+                    shutil.rmtree(entry.path)
             except OSError:
                 continue
             removed.append(Path(entry.path))
@@ -121,17 +134,6 @@ def new_run_folder(kind: str) -> Path:
     return Path(tempfile.mkdtemp(prefix=_run_prefix(kind)))
 
 
-def _mount_points() -> list[str]:
-    """The mount points this process sees (Linux); none where that cannot be read."""
-    try:
-        lines = Path("/proc/self/mountinfo").read_text(errors="replace").splitlines()
-    except OSError:
-        return []
-    # The fifth field, with space, tab, newline and backslash written as octal escapes.
-    escaped = (line.split(" ")[4] for line in lines if line.count(" ") >= 4)
-    return [re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), point) for point in escaped]
-
-
 def remove_stale_run_folders() -> list[Path]:
     """Remove this user's run folders (:func:`run_folder`) in the system's temporary folder
     whose run's process is gone, and return their paths. Never raises, as
@@ -144,11 +146,9 @@ def remove_stale_run_folders() -> list[Path]:
     stale = [entry for entry in listing if _stale_run_folder(entry)]
     if not stale:
         return []
-    mounts = _mount_points()
     removed: list[Path] = []
     for entry in stale:
-        inside = entry.path + os.sep
-        if any(point == entry.path or point.startswith(inside) for point in mounts):
+        if mounted_under(entry.path):
             continue
         shutil.rmtree(entry.path, ignore_errors=True)
         if not os.path.lexists(entry.path):

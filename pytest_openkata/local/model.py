@@ -106,6 +106,7 @@ from pytest_openkata.local.steps import (
     held_by_another,
     log_to_stderr,
     main_thread_death_preexec,
+    new_work_folder,
     run_logged,
     space_shortage,
     wait_limit,
@@ -274,7 +275,7 @@ def build_server(version: str = LLAMA_CPP_PYTHON_VERSION, log: Log = log_to_stde
 def _build_server(target: Path, version: str, log: Log) -> Path:
     started = time.monotonic()
     target.parent.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="llama-build-", dir=target.parent.parent))
+    work = new_work_folder(target.parent.parent, log)
     log_file = work / "build.log"
     log(f"building llama-server {version} (once; 5-10 minutes on 2 cores), log: {log_file}")
     try:
@@ -374,7 +375,7 @@ class _Stopped(BaseException):
 
 
 class _StopSignals:
-    """SIGINT, SIGTERM and SIGHUP as a request to stop, for ``serve`` and ``run``.
+    """SIGINT, SIGTERM and SIGHUP as a request to stop, for the commands.
 
     The first signal is recorded in ``signum``; inside ``interruptible()`` it also raises
     ``_Stopped``, so that a wait ends, while outside (starting a process, cleaning up) nothing
@@ -886,14 +887,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                 held.callback(engine.stop)  # releases a private engine's data folder
                 engine.reserve()
             slots = getattr(args, "slots", None) or slots_setting() or machine_slots()
-            check_before_starting(engine)
-            binary, weights = prepare()
-            if args.action == "build":
-                if engine is not None:
-                    from pytest_openkata.local.sandbox import local_sandbox
+            with _StopSignals() as signals:
+                try:
+                    with signals.interruptible():  # a build's steps end with it
+                        check_before_starting(engine)
+                        binary, weights = prepare()
+                        if args.action == "build" and engine is not None:
+                            from pytest_openkata.local.sandbox import local_sandbox
 
-                    with local_sandbox(engine=engine) as sandbox:
-                        print(sandbox["OPENKATA_EVAL_SANDBOX_IMAGE"])
+                            with local_sandbox(engine=engine) as sandbox:
+                                print(sandbox["OPENKATA_EVAL_SANDBOX_IMAGE"])
+                except _Stopped:
+                    assert signals.signum is not None
+                    return 128 + signals.signum
+            if args.action == "build":
                 print(binary)
                 return 0
             sampling = {"temperature": args.temperature, "seed": args.seed, "slots": slots}

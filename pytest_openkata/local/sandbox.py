@@ -38,7 +38,6 @@ import platform
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -47,6 +46,7 @@ from typing import IO, Self
 import docker
 import docker.errors
 
+from pytest_openkata.infra.mounts import mounted_under
 from pytest_openkata.infra.tempfiles import new_run_folder
 from pytest_openkata.local.steps import (
     GB,
@@ -59,6 +59,7 @@ from pytest_openkata.local.steps import (
     held_by_another,
     log_to_stderr,
     main_thread_death_preexec,
+    new_work_folder,
     run_logged,
     take_lock,
 )
@@ -535,7 +536,8 @@ def sandbox_steps(engine: LocalEngine) -> list[Step]:
 
 
 def _build_rootfs_archive(archive: Path, log: Log) -> None:
-    work = Path(tempfile.mkdtemp(prefix="rootfs-", dir=archive.parent))
+    # A debootstrap killed outright leaves /proc and /sys mounted in its target.
+    work = new_work_folder(archive.parent, log, before_removing=_unmount_under)
     log_file = archive.with_suffix(".log")
     log_file.unlink(missing_ok=True)
     try:
@@ -564,16 +566,8 @@ def _unmount_under(folder: Path, *, itself: bool = False) -> None:
     """Unmounts what is mounted under ``folder`` (and ``folder`` itself when ``itself``),
     deepest first: what an interrupted debootstrap left in its target (``/proc``, ``/sys``),
     so that removing the folder cannot reach the host's, or what a killed dockerd left in its
-    data folder. ``os.path.ismount`` cannot see a folder mounted on itself: the kernel's list
-    is read."""
-    try:
-        mounts = Path("/proc/self/mounts").read_text().splitlines()
-    except OSError:
-        return
-    root = str(folder.resolve())
-    targets = [line.split()[1] for line in mounts if len(line.split()) > 1]
-    chosen = [t for t in targets if t.startswith(f"{root}/") or (itself and t == root)]
-    for target in sorted(chosen, reverse=True):
+    data folder."""
+    for target in mounted_under(str(folder.resolve()), itself=itself):
         subprocess.run(["umount", "-l", target], check=False, capture_output=True)
 
 

@@ -36,7 +36,15 @@ from types import FrameType
 from typing import IO
 
 from pytest_openkata.contracts.errors import OpenkataError
-from pytest_openkata.infra.processes import parent_death_preexec
+from pytest_openkata.infra.processes import (
+    OWNER_VARIABLE,
+    owner_mark,
+    parent_death_preexec,
+    stopped_line,
+    sweep_orphans,
+    with_parent_death_signal,
+)
+from pytest_openkata.infra.tempfiles import REMOVED, new_temp_folder, remove_stale, stale_entries
 
 MB = 1024 * 1024
 GB = 1024 * MB
@@ -243,6 +251,8 @@ def build_lock(lock_file: Path, what: str, log: Callable[[str], None]) -> Iterat
 
 # No command of a step may take longer (a build of llama-server takes minutes).
 BUILD_TIMEOUT = 3600.0
+# How long what is left of a step's process group has to end after SIGTERM, before SIGKILL.
+STEP_STOP_GRACE = 10.0
 
 Log = Callable[[str], None]
 
@@ -257,6 +267,24 @@ def cache_dir() -> Path:
     )
 
 
+def new_work_folder(
+    parent: Path, log: Log, *, before_removing: Callable[[Path], None] | None = None
+) -> Path:
+    """A new work folder for a build in ``parent``, once what a build killed outright left is
+    cleared: the processes of runs that are over stopped, and the work folders of builds
+    whose process is gone removed (``before_removing`` is called on each first), each said in
+    ``log``."""
+    stopped = stopped_line(sweep_orphans(), "left by a run that is over")
+    if stopped is not None:
+        log(stopped)
+    if before_removing is not None:
+        for stale in stale_entries(parent):
+            before_removing(stale)
+    for path in remove_stale(parent):
+        log(f"{REMOVED}: {path}")
+    return new_temp_folder(parent)
+
+
 def run_logged(
     command: Sequence[str],
     log_file: Path,
@@ -264,22 +292,19 @@ def run_logged(
     progress: Callable[[str], None] | None = None,
 ) -> None:
     """Runs a build step with its output in ``log_file``; each line also goes to ``progress``
-    when given. A failure names the command and shows the end of the log."""
+    when given. A failure names the command and shows the end of the log.
+
+    The step runs in a session of its own, and however it ends here (done, failed, timed out,
+    interrupted by Ctrl-C or a stop signal), what is left of its process group is ended
+    before this returns or raises: a compiler that ``cmake`` or ``debootstrap`` started does
+    not outlive the build. Should this process be killed outright, the kernel ends the step's
+    first process, and the rest carry this process's mark
+    (:data:`~pytest_openkata.infra.processes.OWNER_VARIABLE`) for the next run's sweep."""
     with log_file.open("a") as log:
         log.write(f"$ {' '.join(command)}\n")
         log.flush()
         try:
-            if progress is None:
-                returncode = subprocess.run(
-                    command,
-                    check=False,
-                    cwd=cwd,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    timeout=BUILD_TIMEOUT,
-                ).returncode
-            else:
-                returncode = _run_with_progress(command, log, cwd, progress)
+            returncode = _run_step(command, log, cwd, progress)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise LocalModelError(f"{command[0]} failed: {exc} (log: {log_file})") from exc
     if returncode != 0:
@@ -290,18 +315,46 @@ def run_logged(
         )
 
 
-def _run_with_progress(
-    command: Sequence[str], log: IO[str], cwd: Path | None, progress: Callable[[str], None]
+def _run_step(
+    command: Sequence[str], log: IO[str], cwd: Path | None, progress: Callable[[str], None] | None
 ) -> int:
-    with subprocess.Popen(
-        command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    process = subprocess.Popen(
+        with_parent_death_signal(list(command)),
+        cwd=cwd,
+        stdout=log if progress is None else subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
         errors="replace",
-    ) as process:  # fmt: skip
-        assert process.stdout is not None
-        for line in process.stdout:
-            log.write(line)
-            progress(line)
+        start_new_session=True,
+        env={**os.environ, OWNER_VARIABLE: owner_mark()},
+    )
+    try:
+        if progress is not None:
+            assert process.stdout is not None
+            for line in process.stdout:
+                log.write(line)
+                progress(line)
         return process.wait(timeout=BUILD_TIMEOUT)
+    finally:
+        _end_group(process)
+
+
+def _end_group(process: subprocess.Popen[str]) -> None:
+    """Ends what is left of a step's process group (it leads its own session, so the group's
+    id is its pid): SIGTERM, then SIGKILL once the step's first process has ended, at most
+    :data:`STEP_STOP_GRACE` seconds later."""
+    if process.stdout is not None:
+        process.stdout.close()
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError):
+        process.wait()
+        return  # the group is gone: nothing of the step is left
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=STEP_STOP_GRACE)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
 
 
 def main_thread_death_preexec(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import os
@@ -15,6 +16,7 @@ import types
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 from pytest_openkata.contracts.config import EvalSettings, HttpSettings, SandboxSettings
@@ -575,3 +577,22 @@ def test_a_build_step_with_progress_logs_every_line_and_names_its_failure(tmp_pa
     assert seen == ["[ 50%] compiling\n", "[100%] linking\n"]
     assert log_file.read_text().endswith("[ 50%] compiling\n[100%] linking\n")
     assert "[100%] linking" in str(raised.value)  # the end of the log is shown
+
+
+@pytest.mark.parametrize("status", [0, 3])
+def test_what_a_build_step_left_running_in_its_group_ends_with_the_step(
+    tmp_path: Path, status: int
+) -> None:
+    # As make leaves a compiler, or debootstrap a daemon: a process of the step's group that
+    # outlives the step's first process.
+    pid_file = tmp_path / "left.pid"
+    script = f"sleep 300 & echo $! > {pid_file}; exit {status}"
+
+    with contextlib.ExitStack() as failing:
+        if status:
+            failing.enter_context(pytest.raises(localmodel.LocalModelError, match="exited with 3"))
+        localsteps.run_logged(["sh", "-c", script], tmp_path / "build.log")
+
+    left = psutil.Process(int(pid_file.read_text()))
+    gone, _ = psutil.wait_procs([left], timeout=60)  # a bound: SIGKILL is on its way already
+    assert gone == [left]

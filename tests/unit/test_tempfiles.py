@@ -144,7 +144,7 @@ from pathlib import Path
 from pytest_openkata.infra.tempfiles import remove_stale_run_folders
 tempfile.tempdir = sys.argv[1]
 stale = Path(sys.argv[2])
-mount = stale / "exec" / "netns"
+mount = stale / "exec" / "net ns"  # written \\040 in the kernel's list
 mount.mkdir(parents=True)
 subprocess.run(["mount", "-t", "tmpfs", "tmpfs", str(mount)], check=True)
 (mount / "default").write_text("inside the mount")
