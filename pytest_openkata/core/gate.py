@@ -39,6 +39,7 @@ def gate_line(
     fail_on_regression: bool = False,
     run_errors: int = 0,
     agreement: str = "",
+    crashed: str = "",
 ) -> list[Segment]:
     """The run's last line: the gate's decision and why the exit status is what it is.
 
@@ -47,10 +48,13 @@ def gate_line(
     scenarios, ``failed`` ordinary tests, reports not written; then the status:
     ``commit-message 88% < 95%: exit 1``. When no skill ran completely the threshold is not
     enforced (``partial run: threshold not enforced, exit 0``); ``stopped`` names what ended
-    a run that did not finish (``interrupted``), whose status is pytest's own.
+    a run that did not finish (``interrupted``), whose status is pytest's own. ``crashed``
+    says what ended pytest with a traceback after the run (a fixture's teardown that raised),
+    which ``exit_status`` is then the interpreter's for.
     """
     if stopped is not None:
-        text = f"{stopped}: threshold not enforced, exit {exit_status}"
+        why = f"; {crashed}" if crashed else ""
+        text = f"{stopped}: threshold not enforced{why}, exit {exit_status}"
         return [(visible(text), "green" if exit_status == 0 else "red")]
     enforced = any(summary.complete for summary in summaries)
     labels = skill_labels(summaries)
@@ -86,6 +90,8 @@ def gate_line(
         reasons.append(agreement)
     if any(summary.refused_drift is not None for summary in summaries):
         reasons.append("a comparison was refused: the runs drifted")
+    if crashed:
+        reasons.append(crashed)
     separator = ": " if enforced else ", "
     text = f"{'; '.join(reasons)}{separator}exit {exit_status}"
     return [(visible(text), "green" if exit_status == 0 else "red")]

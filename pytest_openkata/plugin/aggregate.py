@@ -11,7 +11,7 @@ removed once the session ends, whatever ended it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -127,6 +127,7 @@ class EvalAggregator:
         # its run log.
         self._scenarios_selected = False
         self._agreement_failed = ""  # why the judge agreement gate failed the run
+        self._crashed = ""  # what ended pytest with a traceback after the run
         # The scenarios the budget left unrun, by node id (plugin/budget.py).
         self.not_run: list[str] = []
         self._live: LiveLog | None = None
@@ -152,8 +153,21 @@ class EvalAggregator:
             # Before pytest's terminal keeps the report to show it with the failures.
             report.sections.extend(scenario_sections(result))
 
-    @pytest.hookimpl(trylast=True)  # after pytest's junitxml has written its file
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+    @pytest.hookimpl(wrapper=True, trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> Generator[None, None, None]:
+        """After every plain implementation (pytest's teardown of the session's fixtures,
+        junitxml's file), and also when one of them raised: a fixture's teardown that fails
+        after Ctrl-C or ``-x`` ends pytest with a traceback, and must not take the run's
+        reports with it."""
+        try:
+            return (yield)
+        except Exception as error:  # pytest ends with its traceback, and exit status 1
+            self._crashed = f"the session's teardown raised {type(error).__name__}"
+            raise
+        finally:
+            self._finish(session)
+
+    def _finish(self, session: pytest.Session) -> None:
         try:
             if not self.results and not self._trigger_records():
                 if shard.shard_of(self.config) is not None:
@@ -397,7 +411,7 @@ class EvalAggregator:
         line = gate_line(
             self.summaries,
             self.settings.threshold,
-            int(self._session.exitstatus),
+            1 if self._crashed else int(self._session.exitstatus),
             stopped=self._stopped,
             errored=len(errored),
             failed=len(failed),
@@ -405,5 +419,6 @@ class EvalAggregator:
             fail_on_regression=self.settings.fail_on_regression,
             run_errors=self._run_errors,
             agreement=self._agreement_failed,
+            crashed=self._crashed,
         )
         self.terminal.write_last_line(line)

@@ -18,6 +18,8 @@ in a session of its own (a server left in the background), which no group kill r
 
 from __future__ import annotations
 
+from collections.abc import Generator
+
 import pytest
 
 from pytest_openkata.infra.processes import stop_strays, stopped_line, sweep_orphans
@@ -42,10 +44,14 @@ def _say(config: pytest.Config, line: str | None) -> None:
         reporter.write_line(one_line(line), yellow=True)
 
 
-@pytest.hookimpl(trylast=True)
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    """After pytest's own teardown of the session's fixtures (the agents' backends closed)."""
-    _say(session.config, stopped_line(stop_strays(), "this run's agents left running"))
+@pytest.hookimpl(wrapper=True, trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> Generator[None, None, None]:
+    """After pytest's own teardown of the session's fixtures (the agents' backends closed),
+    also when a fixture's teardown raised there."""
+    try:
+        return (yield)
+    finally:
+        _say(session.config, stopped_line(stop_strays(), "this run's agents left running"))
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
