@@ -3,11 +3,14 @@ CommonMark parser (markdown-it-py, with GitHub's tables) to see what a reader wo
 
 from __future__ import annotations
 
+import html
 import re
 from dataclasses import replace
 from pathlib import Path
 
+import cmarkgfm
 import pytest
+from cmarkgfm.cmark import Options
 
 from pytest_openkata.contracts.config import EvalSettings
 from pytest_openkata.contracts.results import (
@@ -61,6 +64,7 @@ def with_baseline(own: ScenarioResult, baseline: ScenarioResult) -> ScenarioResu
         "back\\slash \\| and \\* kept",
         "- not a list, > not a quote, 1. not a list, # not a heading",
         "![image](x.png) <https://example.com> |||",
+        "https://example.com/a?b=c www.example.com WWW.x.y ftp://h mailto:a@b.c a:// x:/y",
     ],
 )
 def test_escaped_text_reads_back_as_written_in_a_paragraph_and_a_table_cell(text: str) -> None:
@@ -263,6 +267,23 @@ def test_details_hold_every_reason_and_the_end_of_each_trials_output() -> None:
     [table] = tables(text)
     assert table[1][3].endswith("…")
     assert len(table[1][3]) < 400
+
+
+def test_an_address_in_a_models_text_is_shown_but_not_linked_on_github() -> None:
+    # GitHub's own renderer (cmark-gfm) links a bare URL or www address found in text.
+    lure = "see https://evil.example/login or www.evil.example now"
+    result = scenario(
+        "scenario-a",
+        [judged("c", 1, False, f"reason: {lure}"), judged("d", 1, True)],
+        f"judge: {lure}",
+        output=f"agent: {lure}\n",
+    )
+    text = render_markdown(logged([result], threshold=0))
+
+    page = cmarkgfm.github_flavored_markdown_to_html(text, options=Options.CMARK_OPT_UNSAFE)
+    assert "evil.example" not in " ".join(re.findall(r"<a [^>]*>", page))
+    shown = html.unescape(re.sub(r"<[^>]+>", "", page))
+    assert shown.count(lure) >= 4  # the reason in the table and the details, the error, output
 
 
 def test_the_same_outcome_gives_the_same_bytes() -> None:

@@ -91,6 +91,10 @@ _COLOUR_MARK = {"green": "🟢", "yellow": "🟡", "red": "🔴"}
 # heading; the characters that only matter at a line's start are never there (see escape).
 _MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_\[\]|~#$])")
 _NEWLINES = re.compile(r"\r\n|\r|\n")
+# GitHub makes a link of a bare URL or www address it finds in text (GFM's autolink extension):
+# a model's text could offer a link its reader did not ask for. An escaped slash or dot shows
+# as itself and breaks the match. (An e-mail address is still linked, as a mailto: link.)
+_AUTOLINKED = re.compile(r"(?<=:)/(?=/)|(?i:(?<=\bwww))\.")
 
 
 # --- escaping ------------------------------------------------------------------------------
@@ -99,11 +103,13 @@ _NEWLINES = re.compile(r"\r\n|\r|\n")
 def escape(text: str) -> str:
     """``text`` as literal inline Markdown, safe in a table cell and a list item: HTML's
     ``&``, ``<`` and ``>`` become entities, Markdown's punctuation is backslash-escaped (GFM
-    splits table cells on unescaped ``|`` only), and line breaks become ``<br>``. Escaped
+    splits table cells on unescaped ``|`` only), so are the ``/`` of ``://`` and the ``.`` of
+    ``www.`` (GitHub would link a bare address), and line breaks become ``<br>``. Escaped
     text is never put at a line's start, where ``-``, ``+``, ``>`` or ``1.`` would begin a
     block, so those are left as they are."""
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     text = _MARKDOWN_PUNCTUATION.sub(r"\\\1", text)
+    text = _AUTOLINKED.sub(r"\\\g<0>", text)
     return _NEWLINES.sub("<br>", text)
 
 
