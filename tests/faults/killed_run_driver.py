@@ -25,21 +25,9 @@ from pathlib import Path
 
 import psutil
 
-from pytest_openkata.infra.processes import OWNER_VARIABLE
+from tests.support.marked import marked_by
 
 GUARD_SECONDS = 120
-
-
-def marked(owner: int) -> list[psutil.Process]:
-    found = []
-    for process in psutil.process_iter():
-        try:
-            mark = process.environ().get(OWNER_VARIABLE, "")
-            if f":{owner}:" in mark and process.status() != psutil.STATUS_ZOMBIE:
-                found.append(process)
-        except psutil.Error:
-            continue
-    return found
 
 
 def reap() -> None:
@@ -81,7 +69,9 @@ def start_hanging_run(root: Path, base_url: str) -> subprocess.Popen[bytes]:
         start_new_session=True,
     )
     # Once the shell's child is sleep (right after its fork it is a second "sh").
-    wait_until(lambda: sorted(names(marked(run.pid))) == ["sh", "sleep"], "the CLI and its child")
+    wait_until(
+        lambda: sorted(names(marked_by(run.pid))) == ["sh", "sleep"], "the CLI and its child"
+    )
     return run
 
 
@@ -113,32 +103,32 @@ def folders_of(run: subprocess.Popen[bytes]) -> list[str]:
 
 def killed(root: Path, base_url: str) -> dict[str, object]:
     run = start_hanging_run(root, base_url)
-    cli = [p for p in marked(run.pid) if p.name() == "sh"]
+    cli = [p for p in marked_by(run.pid) if p.name() == "sh"]
     os.kill(run.pid, signal.SIGKILL)
     run.wait()
     wait_until(lambda: not any(p.is_running() and p.status() != "zombie" for p in cli), "CLI")
-    left = marked(run.pid)
+    left = marked_by(run.pid)
     seen = {"left": [[p.pid, p.name()] for p in left], "left_folders": folders_of(run)}
     out = next_run(root, base_url)
     reap()
     return {
         **seen,
         "output": out,
-        "still_running": [p.pid for p in marked(run.pid)],
+        "still_running": [p.pid for p in marked_by(run.pid)],
         "folders_after": folders_of(run),
     }
 
 
 def alive(root: Path, base_url: str) -> dict[str, object]:
     run = start_hanging_run(root, base_url)
-    agents = marked(run.pid)
+    agents = marked_by(run.pid)
     folders = folders_of(run)
     out = next_run(root, base_url)
     still = [p.pid for p in agents if p.is_running() and p.status() != "zombie"]
     kept = folders_of(run)
     os.killpg(run.pid, signal.SIGTERM)
     run.wait(timeout=GUARD_SECONDS)
-    wait_until(lambda: not marked(run.pid), "the run's agents stopped with it")
+    wait_until(lambda: not marked_by(run.pid), "the run's agents stopped with it")
     return {
         "agents": len(agents),
         "output": out,

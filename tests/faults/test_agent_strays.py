@@ -17,7 +17,7 @@ import pytest
 
 from tests.architecture.test_core_without_pytest import run_without_pytest
 from tests.support.endpoint import ScriptedEndpoint
-from tests.support.evals import EvalScript, write_skill
+from tests.support.evals import EvalScript, evaluate_skill_s, write_skill
 
 ANSWER = "The change is named and kept short."
 
@@ -82,17 +82,7 @@ def test_evaluate_stops_what_its_agents_left_running_as_a_pytest_run_does(
     # A caller that lives on (a notebook, a service) would keep such a process for good: the
     # mark's owner is alive, so no later run's sweep takes it.
     write_skill(pytester.path, "s", {"scenario-a": {"x": 1}})
-    code = f"""
-        from pytest_openkata import evaluate
-        (summary,) = evaluate(
-            "skills/s",
-            backend="command",
-            agent_command={_leaves_a_server(pid_file)!r},
-            judge_backend="http",
-            http={{"base_url": {endpoint.base_url!r}}},
-        )
-        print(summary.passed)
-    """
+    code = evaluate_skill_s(endpoint.base_url, _leaves_a_server(pid_file))
 
     result = run_without_pytest(code, cwd=pytester.path)
 

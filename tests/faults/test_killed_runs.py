@@ -22,7 +22,7 @@ import pytest
 from pytest_openkata.infra.processes import host_tag
 from tests.architecture.test_core_without_pytest import run_without_pytest
 from tests.support.endpoint import ScriptedEndpoint
-from tests.support.evals import EvalScript, write_skill
+from tests.support.evals import EvalScript, evaluate_skill_s, write_skill
 
 DRIVER = Path(__file__).with_name("killed_run_driver.py")
 REPO = Path(__file__).resolve().parents[2]
@@ -98,19 +98,11 @@ def test_evaluate_removes_the_folders_a_killed_run_left_in_the_temporary_folder(
                            capture_output=True, text=True, check=True)  # fmt: skip
     left = temporary / f"openkata-codex-{host_tag()}-{int(ended.stdout)}-k1ll3d_x"
     (left / "sessions").mkdir(parents=True)
-    code = f"""
-        import tempfile
-        from pytest_openkata import evaluate
-        tempfile.tempdir = {str(temporary)!r}
-        (summary,) = evaluate(
-            "skills/s",
-            backend="command",
-            agent_command="cat > /dev/null; echo an answer long enough to be judged",
-            judge_backend="http",
-            http={{"base_url": {endpoint.base_url!r}}},
-        )
-        print(summary.passed)
-    """
+    code = evaluate_skill_s(
+        endpoint.base_url,
+        "cat > /dev/null; echo an answer long enough to be judged",
+        before=f"import tempfile\ntempfile.tempdir = {str(temporary)!r}",
+    )
 
     result = run_without_pytest(code, cwd=pytester.path)
 

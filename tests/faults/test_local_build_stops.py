@@ -24,6 +24,7 @@ import psutil
 import pytest
 
 from pytest_openkata.infra.processes import OWNER_VARIABLE
+from tests.support.marked import marked_by
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="sessions, PR_SET_PDEATHSIG and /proc"
@@ -76,19 +77,6 @@ def _wait_until(ready: Callable[[], bool], what: str) -> None:
         time.sleep(0.05)
 
 
-def _marked_by(pid: int) -> list[psutil.Process]:
-    """The processes whose mark names process ``pid`` as their run."""
-    found = []
-    for process in psutil.process_iter():
-        try:
-            mark = process.environ().get(OWNER_VARIABLE, "")
-            if f":{pid}:" in mark and process.status() != psutil.STATUS_ZOMBIE:
-                found.append(process)
-        except psutil.Error:
-            continue
-    return found
-
-
 def _alive(processes: list[psutil.Process]) -> list[psutil.Process]:
     return [p for p in processes if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
 
@@ -116,6 +104,17 @@ def _start_build(cache: Path, index: SilentIndex) -> subprocess.Popen[str]:
     )
 
 
+def _build_under_way(
+    cache: Path, index: SilentIndex, builds: list[subprocess.Popen[str]]
+) -> tuple[subprocess.Popen[str], list[psutil.Process]]:
+    """A build started, once its first step asked the index; the step's processes."""
+    asked = index.connections
+    build = _start_build(cache, index)
+    builds.append(build)
+    _wait_until(lambda: index.connections > asked, "pip asked the index")
+    return build, marked_by(build.pid)
+
+
 def _work_folders(cache: Path) -> list[Path]:
     return sorted(cache.glob(".openkata-*.tmp"))
 
@@ -125,7 +124,7 @@ def builds() -> Iterator[list[subprocess.Popen[str]]]:
     started: list[subprocess.Popen[str]] = []
     yield started
     for build in started:  # whatever a failed test left
-        for process in _marked_by(build.pid):
+        for process in marked_by(build.pid):
             process.kill()
         if build.poll() is None:
             os.killpg(build.pid, signal.SIGKILL)
@@ -137,10 +136,7 @@ def test_a_stop_signal_ends_the_step_under_way_and_removes_the_work_folder(
     tmp_path: Path, index: SilentIndex, builds: list[subprocess.Popen[str]], signum: int
 ) -> None:
     cache = tmp_path / "cache"
-    build = _start_build(cache, index)
-    builds.append(build)
-    _wait_until(lambda: index.connections > 0, "pip asked the index")
-    step = _marked_by(build.pid)
+    build, step = _build_under_way(cache, index, builds)
     assert [p.name() for p in step] != []
     assert len(_work_folders(cache)) == 1
 
@@ -157,10 +153,7 @@ def test_the_work_folder_of_a_build_killed_outright_is_removed_by_the_next(
     tmp_path: Path, index: SilentIndex, builds: list[subprocess.Popen[str]]
 ) -> None:
     cache = tmp_path / "cache"
-    killed = _start_build(cache, index)
-    builds.append(killed)
-    _wait_until(lambda: index.connections > 0, "pip asked the index")
-    step = _marked_by(killed.pid)
+    killed, step = _build_under_way(cache, index, builds)
     [left] = _work_folders(cache)
 
     os.kill(killed.pid, signal.SIGKILL)
@@ -169,9 +162,7 @@ def test_the_work_folder_of_a_build_killed_outright_is_removed_by_the_next(
     _wait_until(lambda: _alive(step) == [], "the killed build's step ended")
     assert _work_folders(cache) == [left]
 
-    again = _start_build(cache, index)
-    builds.append(again)
-    _wait_until(lambda: index.connections > 1, "the next build's pip asked the index")
+    again, _ = _build_under_way(cache, index, builds)
     assert [path.name for path in _work_folders(cache)] != [left.name]
     os.kill(again.pid, signal.SIGTERM)
     output, _ = again.communicate(timeout=WAIT)

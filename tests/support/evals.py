@@ -142,3 +142,23 @@ def run_logs(root: Path) -> list[Path]:
     from pytest_openkata.core.runlog import logs_newest_first
 
     return logs_newest_first(root / ".openkata" / "runs")[::-1]
+
+
+def evaluate_skill_s(base_url: str, agent_command: str, *, before: str = "") -> str:
+    """Python code (for a process of its own, run in the project's folder) that runs
+    ``evaluate()`` once on ``skills/s`` with the ``command`` agent ``agent_command`` and the
+    scripted judge at ``base_url``, after the lines ``before``, and prints whether it passed."""
+    return "\n".join(
+        [
+            "from pytest_openkata import evaluate",
+            *before.splitlines(),
+            "(summary,) = evaluate(",
+            '    "skills/s",',
+            '    backend="command",',
+            f"    agent_command={agent_command!r},",
+            '    judge_backend="http",',
+            f'    http={{"base_url": {base_url!r}}},',
+            ")",
+            "print(summary.passed)",
+        ]
+    )
