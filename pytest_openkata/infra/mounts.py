@@ -3,6 +3,7 @@ and must not reach into a file system mounted inside it."""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -24,7 +25,10 @@ def mount_points() -> list[str]:
 
 
 def mounted_under(folder: str, *, itself: bool = True) -> list[str]:
-    """The mount points at ``folder`` (with ``itself``) or below it, deepest first."""
+    """The mount points at ``folder`` (with ``itself``) or below it, deepest first. The
+    kernel lists resolved paths: ``folder`` is resolved first (a temporary folder reached
+    through a symlink)."""
+    folder = os.path.realpath(folder)
     inside = folder.rstrip("/") + "/"
     chosen = [p for p in mount_points() if p.startswith(inside) or (itself and p == folder)]
     return sorted(chosen, reverse=True)

@@ -161,7 +161,10 @@ def _stale_run_folder(entry: os.DirEntry[str]) -> bool:
     if found is None or found["host"] != host_tag():
         return False
     try:
-        mine = entry.is_dir(follow_symlinks=False) and entry.stat().st_uid == os.getuid()
+        mine = (
+            entry.is_dir(follow_symlinks=False)
+            and entry.stat(follow_symlinks=False).st_uid == os.getuid()
+        )
     except OSError:
         return False
     return mine and process_gone(int(found["pid"]))

@@ -94,6 +94,11 @@ SYSTEM_SOCKET = "unix:///var/run/docker.sock"
 ENGINE_VARIABLE = "OPENKATA_LOCAL_ENGINE"
 ENGINE_START_TIMEOUT = 60.0
 ENGINE_STOP_TIMEOUT = 30.0
+# The deepest socket a private engine makes under its --exec-root (its containerd's), and the
+# length of a unix socket's path: a run folder too deep in TMPDIR is refused before dockerd
+# fails on it.
+DEEPEST_ENGINE_SOCKET = "containerd/containerd.sock.ttrpc"
+UNIX_SOCKET_PATH_MAX = 107
 # The image's settings; part of the recipe, so changing them makes a new image.
 IMAGE_CHANGES = (
     "WORKDIR /workspace",
@@ -207,8 +212,8 @@ def _install_debian_package(command: str, package: str, log: Log) -> str:
     log_file.parent.mkdir(parents=True, exist_ok=True)
     with _Step(log, f"installing {package} (apt-get)", log_file):
         env_apt = ["env", "DEBIAN_FRONTEND=noninteractive", "apt-get"]
-        run_logged([*env_apt, "update", "-qq"], log_file)
-        run_logged([*env_apt, "install", "-y", "-qq", package], log_file)
+        run_logged([*env_apt, "update", "-qq"], log_file, marked=False)
+        run_logged([*env_apt, "install", "-y", "-qq", package], log_file, marked=False)
     found = _find_command(command)
     if not found:
         raise LocalModelError(f"apt-get installed {package}, but {command} is not on PATH")
@@ -359,8 +364,14 @@ class LocalEngine:
         assert self.data_folder is not None
         data = self._data = self.data_folder
         with _Step(self.log, "starting a private Docker engine"):
-            # A short path: a unix socket's path has at most 107 bytes.
             self._runtime = runtime = new_run_folder("dockerd")
+            deepest = runtime / "exec" / DEEPEST_ENGINE_SOCKET
+            if len(os.fsencode(deepest)) > UNIX_SOCKET_PATH_MAX:
+                raise LocalModelError(
+                    f"the private Docker engine's sockets would be too deep in {runtime.parent} "
+                    f"({len(os.fsencode(deepest))} bytes; a unix socket's path has at most "
+                    f"{UNIX_SOCKET_PATH_MAX}): set TMPDIR to a shorter folder, such as /tmp"
+                )
             self.host = f"unix://{runtime}/docker.sock"
             with (runtime / "dockerd.log").open("wb") as log:
                 self._process = subprocess.Popen(
@@ -567,7 +578,7 @@ def _unmount_under(folder: Path, *, itself: bool = False) -> None:
     deepest first: what an interrupted debootstrap left in its target (``/proc``, ``/sys``),
     so that removing the folder cannot reach the host's, or what a killed dockerd left in its
     data folder."""
-    for target in mounted_under(str(folder.resolve()), itself=itself):
+    for target in mounted_under(str(folder), itself=itself):
         subprocess.run(["umount", "-l", target], check=False, capture_output=True)
 
 

@@ -253,6 +253,7 @@ def build_lock(lock_file: Path, what: str, log: Callable[[str], None]) -> Iterat
 BUILD_TIMEOUT = 3600.0
 # How long what is left of a step's process group has to end after SIGTERM, before SIGKILL.
 STEP_STOP_GRACE = 10.0
+STEP_POLL = 0.1  # how often a step's end is looked for (a step takes seconds to minutes)
 
 Log = Callable[[str], None]
 
@@ -290,21 +291,24 @@ def run_logged(
     log_file: Path,
     cwd: Path | None = None,
     progress: Callable[[str], None] | None = None,
+    *,
+    marked: bool = True,
 ) -> None:
     """Runs a build step with its output in ``log_file``; each line also goes to ``progress``
     when given. A failure names the command and shows the end of the log.
 
-    The step runs in a session of its own, and however it ends here (done, failed, timed out,
-    interrupted by Ctrl-C or a stop signal), what is left of its process group is ended
-    before this returns or raises: a compiler that ``cmake`` or ``debootstrap`` started does
-    not outlive the build. Should this process be killed outright, the kernel ends the step's
-    first process, and the rest carry this process's mark
-    (:data:`~pytest_openkata.infra.processes.OWNER_VARIABLE`) for the next run's sweep."""
+    The step runs in a session of its own, and however it ends here (done, failed, past
+    :data:`BUILD_TIMEOUT`, interrupted by Ctrl-C or a stop signal), what is left of its process
+    group is ended before this returns or raises: a compiler that ``cmake`` or ``debootstrap``
+    started does not outlive the build. Should this process be killed outright, the kernel
+    ends the step's first process, and with ``marked`` the rest carry this process's mark
+    (:data:`~pytest_openkata.infra.processes.OWNER_VARIABLE`) for the next run's sweep. A step
+    that installs packages is not marked: the services a package starts are the system's."""
     with log_file.open("a") as log:
         log.write(f"$ {' '.join(command)}\n")
         log.flush()
         try:
-            returncode = _run_step(command, log, cwd, progress)
+            returncode = _run_step(command, log, cwd, progress, marked=marked)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise LocalModelError(f"{command[0]} failed: {exc} (log: {log_file})") from exc
     if returncode != 0:
@@ -316,8 +320,15 @@ def run_logged(
 
 
 def _run_step(
-    command: Sequence[str], log: IO[str], cwd: Path | None, progress: Callable[[str], None] | None
+    command: Sequence[str],
+    log: IO[str],
+    cwd: Path | None,
+    progress: Callable[[str], None] | None,
+    *,
+    marked: bool,
 ) -> int:
+    environment = {**os.environ, OWNER_VARIABLE: owner_mark()} if marked else None
+    reader: threading.Thread | None = None
     process = subprocess.Popen(
         with_parent_death_signal(list(command)),
         cwd=cwd,
@@ -326,35 +337,71 @@ def _run_step(
         text=True,
         errors="replace",
         start_new_session=True,
-        env={**os.environ, OWNER_VARIABLE: owner_mark()},
+        env=environment,
     )
     try:
         if progress is not None:
-            assert process.stdout is not None
-            for line in process.stdout:
-                log.write(line)
-                progress(line)
-        return process.wait(timeout=BUILD_TIMEOUT)
+            # On a thread of its own: a process of the group that keeps the output open after
+            # the step's first process ended must not hold the build past its deadline.
+            reader = threading.Thread(
+                target=_copy_lines, args=(process, log, progress), daemon=True
+            )
+            reader.start()
+        _wait_without_reaping(process, BUILD_TIMEOUT)
     finally:
         _end_group(process)
+        if reader is not None:
+            # The group is gone, so the output ends, unless a process that left the group
+            # holds it: that reader is left behind, on a daemon thread.
+            reader.join(STEP_STOP_GRACE)
+        if process.stdout is not None and (reader is None or not reader.is_alive()):
+            process.stdout.close()
+    return process.returncode
+
+
+def _copy_lines(
+    process: subprocess.Popen[str], log: IO[str], progress: Callable[[str], None]
+) -> None:
+    assert process.stdout is not None
+    with contextlib.suppress(OSError, ValueError):  # the pipe closed under it: the step ended
+        for line in process.stdout:
+            log.write(line)
+            progress(line)
+
+
+def _wait_without_reaping(process: subprocess.Popen[str], seconds: float) -> None:
+    """Waits until the step's first process ended, leaving it unreaped where the system can
+    (so that its process group's id is not given to another process before
+    :func:`_end_group` signals it); raises :class:`subprocess.TimeoutExpired` after
+    ``seconds``."""
+    if not hasattr(os, "waitid"):  # not Linux: reaped, as subprocess does
+        process.wait(timeout=seconds)
+        return
+    deadline = time.monotonic() + seconds
+    flags = os.WEXITED | os.WNOWAIT | os.WNOHANG
+    while os.waitid(os.P_PID, process.pid, flags) is None:
+        if time.monotonic() > deadline:
+            raise subprocess.TimeoutExpired(process.args, seconds)
+        time.sleep(STEP_POLL)
 
 
 def _end_group(process: subprocess.Popen[str]) -> None:
     """Ends what is left of a step's process group (it leads its own session, so the group's
     id is its pid): SIGTERM, then SIGKILL once the step's first process has ended, at most
-    :data:`STEP_STOP_GRACE` seconds later."""
-    if process.stdout is not None:
-        process.stdout.close()
+    :data:`STEP_STOP_GRACE` seconds later; then reaps the first process."""
     try:
-        os.killpg(process.pid, signal.SIGTERM)
-    except (ProcessLookupError, PermissionError):
-        process.wait()
-        return  # the group is gone: nothing of the step is left
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        process.wait(timeout=STEP_STOP_GRACE)
+        _signal_group(process.pid, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            _wait_without_reaping(process, STEP_STOP_GRACE)
+    finally:  # also when a stop signal comes in the middle of this
+        _signal_group(process.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=STEP_STOP_GRACE)  # one that cannot be killed is left
+
+
+def _signal_group(pgid: int, signum: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
+        os.killpg(pgid, signum)
 
 
 def main_thread_death_preexec(

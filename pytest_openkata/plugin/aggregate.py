@@ -11,6 +11,7 @@ removed once the session ends, whatever ended it.
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Generator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -128,6 +129,7 @@ class EvalAggregator:
         self._scenarios_selected = False
         self._agreement_failed = ""  # why the judge agreement gate failed the run
         self._crashed = ""  # what ended pytest with a traceback after the run
+        self._crash_status = 1  # the exit status the interpreter then gives
         # The scenarios the budget left unrun, by node id (plugin/budget.py).
         self.not_run: list[str] = []
         self._live: LiveLog | None = None
@@ -157,12 +159,15 @@ class EvalAggregator:
     def pytest_sessionfinish(self, session: pytest.Session) -> Generator[None, None, None]:
         """After every plain implementation (pytest's teardown of the session's fixtures,
         junitxml's file), and also when one of them raised: a fixture's teardown that fails
-        after Ctrl-C or ``-x`` ends pytest with a traceback, and must not take the run's
-        reports with it."""
+        after Ctrl-C ends pytest with a traceback, and must not take the run's reports with
+        it."""
         try:
             return (yield)
-        except Exception as error:  # pytest ends with its traceback, and exit status 1
-            self._crashed = f"the session's teardown raised {type(error).__name__}"
+        except pytest.exit.Exception:
+            raise  # pytest's own way out: it sets the session's status itself
+        except BaseException as error:  # the interpreter ends with its traceback
+            self._crashed = f"the session's end raised {type(error).__name__}"
+            self._crash_status = _status_of_uncaught(error)
             raise
         finally:
             self._finish(session)
@@ -411,7 +416,7 @@ class EvalAggregator:
         line = gate_line(
             self.summaries,
             self.settings.threshold,
-            1 if self._crashed else int(self._session.exitstatus),
+            self._crash_status if self._crashed else int(self._session.exitstatus),
             stopped=self._stopped,
             errored=len(errored),
             failed=len(failed),
@@ -422,3 +427,15 @@ class EvalAggregator:
             crashed=self._crashed,
         )
         self.terminal.write_last_line(line)
+
+
+def _status_of_uncaught(error: BaseException) -> int:
+    """The exit status the interpreter gives when ``error`` is not caught: a
+    ``KeyboardInterrupt`` ends it by SIGINT (130 to a shell), a ``SystemExit`` with its
+    code, anything else with 1."""
+    if isinstance(error, KeyboardInterrupt):
+        return 128 + signal.SIGINT
+    if isinstance(error, SystemExit):
+        code = error.code
+        return code if isinstance(code, int) else 0 if code is None else 1
+    return 1

@@ -319,10 +319,12 @@ def pytest_configure(config: pytest.Config) -> None:
     if controller and mode == "":
         summary = triggers.TriggerSummary()
         config.pluginmanager.register(summary, "openkata-trigger-summary")
+        # The orphans' stop at the session's end comes after the reports: of two trylast
+        # wrappers, the one registered later ends first.
+        config.pluginmanager.register(orphans, "openkata-orphans")
         config.pluginmanager.register(
             EvalAggregator(config, settings, triggers=summary), AGGREGATOR_NAME
         )
-        config.pluginmanager.register(orphans, "openkata-orphans")
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

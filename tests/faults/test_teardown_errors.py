@@ -52,7 +52,7 @@ def test_after_sigterm_the_run_log_is_written_and_the_last_line_says_exit_1(
     assert status == 1, out[-3000:]  # pytest's traceback: the interpreter's status
     assert "RuntimeError: the service did not stop" in out
     assert (
-        "interrupted: threshold not enforced; the session's teardown raised RuntimeError, exit 1"
+        "interrupted: threshold not enforced; the session's end raised RuntimeError, exit 1"
     ) in out
     [head] = _run_logs(pytester)
     assert (head["record"], head["complete"]) == ("run", False)
@@ -87,3 +87,26 @@ def test_after_sigterm_what_the_agent_left_running_is_stopped_all_the_same(
         process_left.kill()
     assert gone == [left]
     assert f"this run's agents left running: pid {left.pid} (sleep 300)" in out
+
+
+def test_after_sigterm_a_teardown_that_calls_pytest_exit_sets_the_status_the_line_says(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint
+) -> None:
+    write_skill(pytester.path, "s", {"scenario-a": {"x": 1}})
+    pytester.makeconftest(
+        FAILING_TEARDOWN.replace(
+            'raise RuntimeError("the service did not stop")',
+            'pytest.exit("the service asked to stop the run", returncode=3)',
+        )
+    )
+    endpoint.respond_with(lambda request: Reply(json={}, delay=NEVER))
+    process = _start(pytester.path, *eval_args(endpoint.base_url))
+    _wait_until(lambda: len(endpoint.requests) >= 1, process, "the agent's call")
+
+    status, out = _terminate_as_timeout_does(process)
+
+    assert status == 3, out[-3000:]
+    assert "Traceback" not in out
+    assert out.rstrip("\n").splitlines()[-1] == "interrupted: threshold not enforced, exit 3"
+    [head] = _run_logs(pytester)
+    assert (head["record"], head["complete"]) == ("run", False)

@@ -16,13 +16,19 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from pytest_openkata.local.model import LLAMA_CPP_PYTHON_VERSION, WEIGHTS_FILE, WEIGHTS_MODULE
+from pytest_openkata.local.model import (
+    LLAMA_CPP_PYTHON_VERSION,
+    WEIGHTS_FILE,
+    WEIGHTS_MODULE,
+    LocalModelError,
+)
 from pytest_openkata.local.sandbox import LocalEngine
 from pytest_openkata.local.steps import held_by_another
 
@@ -433,3 +439,21 @@ def test_a_run_without_loopback_stops_before_building_anything(tmp_path: Path) -
         "error: llama-server could not listen on 127.0.0.1: Network is unreachable\n"
     )
     assert not cache.exists()
+
+
+@needs_root
+def test_a_temporary_folder_too_deep_for_the_engines_sockets_is_refused_before_dockerd_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENKATA_LOCAL_MODEL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("OPENKATA_LOCAL_ENGINE", "private")
+    deep = tmp_path / ("t" * 60)
+    deep.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(deep))
+    engine = LocalEngine(log=lambda line: None)
+
+    with pytest.raises(LocalModelError, match=r"set TMPDIR to a shorter folder") as refused:
+        engine.start()
+
+    assert f"sockets would be too deep in {deep}" in str(refused.value)
+    assert list(deep.iterdir()) == []  # its run folder removed: nothing was started in it

@@ -153,9 +153,18 @@ print(json.dumps({"removed": [str(p) for p in removed], "kept": (mount / "defaul
 """
 
 
-def test_a_run_folder_with_something_mounted_inside_is_left_alone(temporary: Path) -> None:
+@pytest.mark.parametrize("through", ["the folder", "a symlink"])
+def test_a_run_folder_with_something_mounted_inside_is_left_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, through: str
+) -> None:
     if shutil.which("unshare") is None:
         pytest.fail("unshare (util-linux) is needed to mount in a namespace of the test's own")
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    if through == "a symlink":  # TMPDIR on another disk: the kernel lists the resolved path
+        (tmp_path / "link").symlink_to(temporary, target_is_directory=True)
+        temporary = tmp_path / "link"
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
     stale = temporary / f"openkata-dockerd-{host_tag()}-{_dead_pid()}-abcdefgh"
     unmounted = _run_folder_of(_dead_pid(), "dockerd")
     done = subprocess.run(
