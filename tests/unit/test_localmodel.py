@@ -16,7 +16,6 @@ import types
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import psutil
 import pytest
 
 from pytest_openkata.contracts.config import EvalSettings, HttpSettings, SandboxSettings
@@ -30,6 +29,7 @@ from pytest_openkata.local.model import (
     main,
     server_binary,
 )
+from tests.support.marked import ends
 
 linux_only = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG and /proc are Linux's"
@@ -593,21 +593,7 @@ def test_what_a_build_step_left_running_in_its_group_ends_with_the_step(
             failing.enter_context(pytest.raises(localmodel.LocalModelError, match="exited with 3"))
         localsteps.run_logged(["sh", "-c", script], tmp_path / "build.log")
 
-    assert _ends(int(pid_file.read_text()))
-
-
-def _ends(pid: int) -> bool:
-    """Whether process ``pid`` ends (is gone, or a zombie no parent reaped yet) within a
-    bound; the signal that ends it was sent before this is asked."""
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-                return True
-        except psutil.NoSuchProcess:
-            return True
-        time.sleep(0.05)
-    return False
+    assert ends(int(pid_file.read_text()))
 
 
 def test_a_step_whose_output_outlives_it_or_that_runs_too_long_does_not_hold_the_build(
@@ -621,10 +607,10 @@ def test_a_step_whose_output_outlives_it_or_that_runs_too_long_does_not_hold_the
     localsteps.run_logged(["sh", "-c", holds_output], tmp_path / "a.log", progress=seen.append)
 
     assert seen == ["started\n"]
-    assert _ends(int(pid_file.read_text()))
+    assert ends(int(pid_file.read_text()))
 
     monkeypatch.setattr(localsteps, "BUILD_TIMEOUT", 1.0)
     runs_on = f"echo $$ > {pid_file}; echo started; exec sleep 300"
     with pytest.raises(localmodel.LocalModelError, match=r"timed out after 1\.0 seconds"):
         localsteps.run_logged(["sh", "-c", runs_on], tmp_path / "b.log", progress=seen.append)
-    assert _ends(int(pid_file.read_text()))
+    assert ends(int(pid_file.read_text()))
