@@ -130,6 +130,7 @@ class EvalAggregator:
         self._agreement_failed = ""  # why the judge agreement gate failed the run
         self._crashed = ""  # what ended pytest with a traceback after the run
         self._crash_status = 1  # the exit status the interpreter then gives
+        self._summary_written = False  # pytest's terminal summary called this plugin's part
         # The scenarios the budget left unrun, by node id (plugin/budget.py).
         self.not_run: list[str] = []
         self._live: LiveLog | None = None
@@ -395,6 +396,7 @@ class EvalAggregator:
             self._shard_note += f"\n{REMOVED}: {_shown(path, self.config)}"
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        self._summary_written = True
         if self._shard_note:
             terminalreporter.write_line(self._shard_note)
         if not self.terminal.blocks:
@@ -409,6 +411,10 @@ class EvalAggregator:
         ``pytest_sessionfinish``, after every other plugin's, and nothing of the session comes
         after ``pytest_unconfigure`` (pytest writes a late KeyboardInterrupt here too)."""
         self._close_live_log()  # a session that never reached its end
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if self._crashed and not self._summary_written and reporter is not None:
+            # pytest's terminal summary was skipped by the exception: the run's is not.
+            self.pytest_terminal_summary(reporter)
         if self._session is None or not (self.summaries or self._stopped):
             return
         errored = {nodeid for nodeid in self.hard_failures if nodeid in self.results}

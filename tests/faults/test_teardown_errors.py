@@ -19,8 +19,8 @@ import pytest
 
 from tests.faults.test_signals import NEVER, _start, _terminate_as_timeout_does, _wait_until
 from tests.support.endpoint import Reply, ScriptedEndpoint
-from tests.support.evals import eval_args, write_skill
-from tests.support.live_runs import live_logs
+from tests.support.evals import EvalScript, eval_args, write_skill
+from tests.support.live_runs import HeldScenario, live_logs, start_run, wait_for
 from tests.support.marked import ends
 
 FAILING_TEARDOWN = """
@@ -40,22 +40,28 @@ def _run_logs(pytester: pytest.Pytester) -> list[dict[str, object]]:
     ]
 
 
-def test_after_sigterm_the_run_log_is_written_and_the_last_line_says_exit_1(
-    pytester: pytest.Pytester, endpoint: ScriptedEndpoint
+def test_after_sigterm_the_reports_are_written_and_the_last_line_says_exit_1(
+    pytester: pytest.Pytester, endpoint: ScriptedEndpoint, script: EvalScript
 ) -> None:
     write_skill(pytester.path, "s", {"scenario-a": {"x": 1}, "scenario-b": {"y": 1}})
     pytester.makeconftest(FAILING_TEARDOWN)
-    endpoint.respond_with(lambda request: Reply(json={}, delay=NEVER))
-    process = _start(pytester.path, *eval_args(endpoint.base_url))
-    _wait_until(lambda: len(endpoint.requests) >= 1, process, "the agent's call")
-
-    status, out = _terminate_as_timeout_does(process)
+    held = HeldScenario(script, "scenario-b")  # scenario-a finishes, scenario-b waits
+    endpoint.respond_with(held)
+    process = start_run(pytester.path, *eval_args(endpoint.base_url, "--eval-concurrency", "1"))
+    try:
+        wait_for(lambda: held.asked.is_set() or None, process, "scenario-b's agent call")
+        status, out = _terminate_as_timeout_does(process)
+    finally:
+        held.release()
 
     assert status == 1, out[-3000:]  # pytest's traceback: the interpreter's status
     assert "RuntimeError: the service did not stop" in out
+    # The run's summary, which pytest's own terminal summary would have written, is there.
+    summary = out.split("openkata eval summary")[1]
+    assert "scenario-a" in summary
     assert (
         "interrupted: threshold not enforced; the session's end raised RuntimeError, exit 1"
-    ) in out
+    ) in summary
     [head] = _run_logs(pytester)
     assert (head["record"], head["complete"]) == ("run", False)
     assert live_logs(pytester.path) == []
