@@ -360,18 +360,19 @@ class LocalEngine:
             return False
 
     def _start_private(self) -> None:
+        # Its run folder first: one too deep in TMPDIR is refused before anything is installed.
+        self._runtime = runtime = new_run_folder("dockerd")
+        deepest = runtime / "exec" / DEEPEST_ENGINE_SOCKET
+        if len(os.fsencode(deepest)) > UNIX_SOCKET_PATH_MAX:
+            raise LocalModelError(
+                f"the private Docker engine's sockets would be too deep in {runtime.parent} "
+                f"({len(os.fsencode(deepest))} bytes; a unix socket's path has at most "
+                f"{UNIX_SOCKET_PATH_MAX}): set TMPDIR to a shorter folder, such as /tmp"
+            )
         dockerd = _install_debian_package("dockerd", "docker.io", self.log)
         assert self.data_folder is not None
         data = self._data = self.data_folder
         with _Step(self.log, "starting a private Docker engine"):
-            self._runtime = runtime = new_run_folder("dockerd")
-            deepest = runtime / "exec" / DEEPEST_ENGINE_SOCKET
-            if len(os.fsencode(deepest)) > UNIX_SOCKET_PATH_MAX:
-                raise LocalModelError(
-                    f"the private Docker engine's sockets would be too deep in {runtime.parent} "
-                    f"({len(os.fsencode(deepest))} bytes; a unix socket's path has at most "
-                    f"{UNIX_SOCKET_PATH_MAX}): set TMPDIR to a shorter folder, such as /tmp"
-                )
             self.host = f"unix://{runtime}/docker.sock"
             with (runtime / "dockerd.log").open("wb") as log:
                 self._process = subprocess.Popen(

@@ -326,9 +326,10 @@ def _run_step(
     progress: Callable[[str], None] | None,
     *,
     marked: bool,
-) -> int:
-    environment = {**os.environ, OWNER_VARIABLE: owner_mark()} if marked else None
-    reader: threading.Thread | None = None
+) -> int | None:
+    environment = {k: v for k, v in os.environ.items() if k != OWNER_VARIABLE}
+    if marked:
+        environment[OWNER_VARIABLE] = owner_mark()
     process = subprocess.Popen(
         with_parent_death_signal(list(command)),
         cwd=cwd,
@@ -339,64 +340,110 @@ def _run_step(
         start_new_session=True,
         env=environment,
     )
+    output: _StepOutput | None = None
     try:
         if progress is not None:
-            # On a thread of its own: a process of the group that keeps the output open after
-            # the step's first process ended must not hold the build past its deadline.
-            reader = threading.Thread(
-                target=_copy_lines, args=(process, log, progress), daemon=True
-            )
-            reader.start()
-        _wait_without_reaping(process, BUILD_TIMEOUT)
+            output = _StepOutput(process, log, progress)
+        failed = None if output is None else output.failed
+        _wait_without_reaping(process, BUILD_TIMEOUT, command, until=failed)
     finally:
-        _end_group(process)
-        if reader is not None:
-            # The group is gone, so the output ends, unless a process that left the group
-            # holds it: that reader is left behind, on a daemon thread.
-            reader.join(STEP_STOP_GRACE)
-        if process.stdout is not None and (reader is None or not reader.is_alive()):
-            process.stdout.close()
+        with _stop_signals_held():
+            _end_group(process, command)
+            if output is not None:
+                output.close()
+    if output is not None and output.error is not None:
+        raise output.error
     return process.returncode
 
 
-def _copy_lines(
-    process: subprocess.Popen[str], log: IO[str], progress: Callable[[str], None]
+class _StepOutput:
+    """A step's output copied to its log and to ``progress`` on a thread of its own, so that
+    the step's deadline holds: a process of the group that keeps the output open after the
+    step's first process ended cannot hold the build, and the pipe is always read, so that
+    the step never blocks on it. A failure to write the log or to show progress is kept in
+    :attr:`error` and ends the step (:attr:`failed`)."""
+
+    def __init__(
+        self, process: subprocess.Popen[str], log: IO[str], progress: Callable[[str], None]
+    ) -> None:
+        assert process.stdout is not None
+        self.failed = threading.Event()
+        self.error: BaseException | None = None
+        self._stream = process.stdout
+        self._thread = threading.Thread(target=self._copy, args=(log, progress), daemon=True)
+        self._thread.start()
+
+    def _copy(self, log: IO[str], progress: Callable[[str], None]) -> None:
+        with contextlib.suppress(OSError, ValueError):  # the pipe closed under it
+            for line in self._stream:
+                if self.error is not None:
+                    continue  # read on: what is left of the step must not block on the pipe
+                try:
+                    log.write(line)
+                    progress(line)
+                except BaseException as exc:  # raised in the step's own thread
+                    self.error = exc
+                    self.failed.set()
+
+    def close(self) -> None:
+        """Once the step's group has ended: its output ends, unless a process that left the
+        group holds it (that reader is left behind, on a daemon thread)."""
+        self._thread.join(STEP_STOP_GRACE)
+        if not self._thread.is_alive():
+            self._stream.close()
+
+
+def _wait_without_reaping(
+    process: subprocess.Popen[str],
+    seconds: float,
+    command: Sequence[str],
+    *,
+    until: threading.Event | None = None,
 ) -> None:
-    assert process.stdout is not None
-    with contextlib.suppress(OSError, ValueError):  # the pipe closed under it: the step ended
-        for line in process.stdout:
-            log.write(line)
-            progress(line)
-
-
-def _wait_without_reaping(process: subprocess.Popen[str], seconds: float) -> None:
-    """Waits until the step's first process ended, leaving it unreaped where the system can
-    (so that its process group's id is not given to another process before
-    :func:`_end_group` signals it); raises :class:`subprocess.TimeoutExpired` after
+    """Waits until the step's first process ended (or ``until`` is set), leaving it unreaped
+    on Linux, so that its process group's id is not given to another process before
+    :func:`_end_group` signals it; raises :class:`subprocess.TimeoutExpired` after
     ``seconds``."""
-    if not hasattr(os, "waitid"):  # not Linux: reaped, as subprocess does
+    if not sys.platform.startswith("linux"):  # reaped, as subprocess does
         process.wait(timeout=seconds)
         return
     deadline = time.monotonic() + seconds
     flags = os.WEXITED | os.WNOWAIT | os.WNOHANG
-    while os.waitid(os.P_PID, process.pid, flags) is None:
+    while until is None or not until.is_set():
+        try:
+            if os.waitid(os.P_PID, process.pid, flags) is not None:
+                return
+        except ChildProcessError:
+            return  # reaped already (SIGCHLD ignored): subprocess gives it status 0
         if time.monotonic() > deadline:
-            raise subprocess.TimeoutExpired(process.args, seconds)
+            raise subprocess.TimeoutExpired(list(command), seconds)
         time.sleep(STEP_POLL)
 
 
-def _end_group(process: subprocess.Popen[str]) -> None:
+@contextlib.contextmanager
+def _stop_signals_held() -> Iterator[None]:
+    """SIGINT, SIGTERM and SIGHUP held back from this thread for the block, and delivered
+    after it: ending a step's group is not cut short halfway. (A process started meanwhile
+    would inherit the held set: none is.)"""
+    held = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
+def _end_group(process: subprocess.Popen[str], command: Sequence[str]) -> None:
     """Ends what is left of a step's process group (it leads its own session, so the group's
     id is its pid): SIGTERM, then SIGKILL once the step's first process has ended, at most
-    :data:`STEP_STOP_GRACE` seconds later; then reaps the first process."""
-    try:
-        _signal_group(process.pid, signal.SIGTERM)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            _wait_without_reaping(process, STEP_STOP_GRACE)
-    finally:  # also when a stop signal comes in the middle of this
-        _signal_group(process.pid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            process.wait(timeout=STEP_STOP_GRACE)  # one that cannot be killed is left
+    :data:`STEP_STOP_GRACE` seconds later; then reaps the first process (one that cannot be
+    killed is left)."""
+    _signal_group(process.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        _wait_without_reaping(process, STEP_STOP_GRACE, command)
+    _signal_group(process.pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=STEP_STOP_GRACE)
 
 
 def _signal_group(pgid: int, signum: int) -> None:

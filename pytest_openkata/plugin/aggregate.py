@@ -11,6 +11,7 @@ removed once the session ends, whatever ended it.
 
 from __future__ import annotations
 
+import contextlib
 import signal
 from collections.abc import Generator, Sequence
 from datetime import UTC, datetime
@@ -413,8 +414,10 @@ class EvalAggregator:
         self._close_live_log()  # a session that never reached its end
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         if self._crashed and not self._summary_written and reporter is not None:
-            # pytest's terminal summary was skipped by the exception: the run's is not.
-            self.pytest_terminal_summary(reporter)
+            # pytest's terminal summary was skipped by the exception: the run's is not (a
+            # terminal that is gone leaves the rest of pytest's unconfiguring to go on).
+            with contextlib.suppress(OSError):
+                self.pytest_terminal_summary(reporter)
         if self._session is None or not (self.summaries or self._stopped):
             return
         errored = {nodeid for nodeid in self.hard_failures if nodeid in self.results}
@@ -443,5 +446,5 @@ def _status_of_uncaught(error: BaseException) -> int:
         return 128 + signal.SIGINT
     if isinstance(error, SystemExit):
         code = error.code
-        return code if isinstance(code, int) else 0 if code is None else 1
+        return code & 0xFF if isinstance(code, int) else 0 if code is None else 1
     return 1

@@ -596,21 +596,85 @@ def test_what_a_build_step_left_running_in_its_group_ends_with_the_step(
     assert ends(int(pid_file.read_text()))
 
 
-def test_a_step_whose_output_outlives_it_or_that_runs_too_long_does_not_hold_the_build(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+STEP_BOUND = 120.0  # a step that should end at once has ended (a bound, not a timing check)
+
+
+def _bounded(call: Callable[[], None]) -> BaseException | None:
+    """Runs ``call`` on a thread and waits for it up to :data:`STEP_BOUND`; what it raised.
+    A call still running then fails the test."""
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            call()
+        except BaseException as exc:
+            raised.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(STEP_BOUND)
+    assert not thread.is_alive(), "the step still holds the build"
+    return raised[0] if raised else None
+
+
+def test_a_step_whose_output_a_leftover_keeps_open_does_not_hold_the_build(
+    tmp_path: Path,
 ) -> None:
     pid_file = tmp_path / "left.pid"
     # A process of the group that keeps the output open once the step's first one ended.
-    holds_output = f"sleep 300 & echo $! > {pid_file}; echo started"
+    holds_output = f"sleep 3600 & echo $! > {pid_file}; echo started"
     seen: list[str] = []
 
-    localsteps.run_logged(["sh", "-c", holds_output], tmp_path / "a.log", progress=seen.append)
+    raised = _bounded(
+        lambda: localsteps.run_logged(
+            ["sh", "-c", holds_output], tmp_path / "a.log", progress=seen.append
+        )
+    )
 
+    assert raised is None
     assert seen == ["started\n"]
     assert ends(int(pid_file.read_text()))
 
-    monkeypatch.setattr(localsteps, "BUILD_TIMEOUT", 1.0)
-    runs_on = f"echo $$ > {pid_file}; echo started; exec sleep 300"
-    with pytest.raises(localmodel.LocalModelError, match=r"timed out after 1\.0 seconds"):
-        localsteps.run_logged(["sh", "-c", runs_on], tmp_path / "b.log", progress=seen.append)
+
+def test_a_step_past_the_build_deadline_is_ended(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(localsteps, "BUILD_TIMEOUT", 5.0)  # room for the step to start
+    pid_file = tmp_path / "step.pid"
+    runs_on = f"echo $$ > {pid_file}; echo started; exec sleep 3600"
+
+    with pytest.raises(localmodel.LocalModelError, match=r"timed out after 5\.0 seconds"):
+        localsteps.run_logged(["sh", "-c", runs_on], tmp_path / "b.log", progress=lambda _: None)
+
     assert ends(int(pid_file.read_text()))
+
+
+def test_progress_that_cannot_be_shown_ends_the_step_with_its_error(tmp_path: Path) -> None:
+    # A terminal that is gone (stderr piped into a `head` that exited): the step must not
+    # then block on its full output pipe until the build's deadline.
+    pid_file = tmp_path / "step.pid"
+    loud = f"echo $$ > {pid_file}; while true; do echo compiling; done"
+
+    def gone(line: str) -> None:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    raised = _bounded(
+        lambda: localsteps.run_logged(["sh", "-c", loud], tmp_path / "c.log", progress=gone)
+    )
+
+    assert isinstance(raised, localmodel.LocalModelError)
+    assert "Broken pipe" in str(raised)
+    assert ends(int(pid_file.read_text()))
+
+
+def test_a_step_runs_when_the_parent_ignores_sigchld(tmp_path: Path) -> None:
+    # Children are then reaped by the kernel at once: nothing is left to wait for.
+    previous = signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    try:
+        localsteps.run_logged(["sh", "-c", "echo built"], tmp_path / "d.log")
+        localsteps.run_logged(["sh", "-c", "echo built"], tmp_path / "e.log", progress=print)
+    finally:
+        signal.signal(signal.SIGCHLD, previous)
+
+    assert (tmp_path / "d.log").read_text().endswith("built\n")
+    assert (tmp_path / "e.log").read_text().endswith("built\n")

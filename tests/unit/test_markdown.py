@@ -271,7 +271,9 @@ def test_details_hold_every_reason_and_the_end_of_each_trials_output() -> None:
 
 def test_an_address_in_a_models_text_is_shown_but_not_linked_on_github() -> None:
     # GitHub's own renderer (cmark-gfm) links a bare URL or www address found in text.
-    lure = "see https://evil.example/login or www.evil.example now"
+    lure = (
+        "see https://evil.example/login, www.evil.example, _www.evil.example_ or x_www.evil.example"
+    )
     result = scenario(
         "scenario-a",
         [judged("c", 1, False, f"reason: {lure}"), judged("d", 1, True)],

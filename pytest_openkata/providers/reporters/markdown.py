@@ -94,7 +94,7 @@ _NEWLINES = re.compile(r"\r\n|\r|\n")
 # GitHub makes a link of a bare URL or www address it finds in text (GFM's autolink extension):
 # a model's text could offer a link its reader did not ask for. An escaped slash or dot shows
 # as itself and breaks the match. (An e-mail address is still linked, as a mailto: link.)
-_AUTOLINKED = re.compile(r"(?<=:)/(?=/)|(?i:(?<=\bwww))\.")
+_AUTOLINKED = re.compile(r"(?<=:)/(?=/)|(?i:(?<=www))\.")
 
 
 # --- escaping ------------------------------------------------------------------------------
