@@ -16,10 +16,19 @@ after pytest's ``pytest_unconfigure`` (``trylast``), the first walks only what t
 and the second, which every garbage object still reaches before pytest's last report of such
 exceptions, walks the rest: one walk of the collected heap less between the last answer and
 the exit.
+
+At the interpreter's exit the heap is frozen once more, by an ``atexit`` handler registered
+as the run unconfigures (so that it runs before the handlers registered earlier): the
+interpreter's own last collection would walk every object of the process, all of which live
+until the modules are torn down, between the last answer and the exit. Python does not promise
+to finalize objects still alive at exit, and the handlers registered earlier (among them
+``weakref.finalize``'s, which remove temporary folders) still run after it.
 """
 
 from __future__ import annotations
 
+import atexit
+import functools
 import gc
 
 import pytest
@@ -44,3 +53,10 @@ class HeapFreezer:
         if self.frozen:
             gc.unfreeze()
             self.frozen = False
+            _freeze_at_exit()
+
+
+@functools.cache
+def _freeze_at_exit() -> None:
+    """Once per process, however many sessions it runs (``pytest.main`` called again)."""
+    atexit.register(gc.freeze)

@@ -1,5 +1,5 @@
 """The heap that collection built is frozen while scenarios run and pytest shuts down, and
-only then."""
+only then; and frozen again as the interpreter exits after such a run."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from tests.support.evals import EvalScript, eval_args, write_skill
 
 # Each hook writes what the collector sees at that moment to its own line of ``gc.txt``.
 RECORDING_CONFTEST = """\
+import atexit
 import gc
 
 import pytest
@@ -40,6 +41,10 @@ def pytest_configure(config):
     # Run after every plugin's pytest_unconfigure, before pytest's own cleanup collects the
     # garbage a last time.
     config.add_cleanup(lambda: _note("unconfigured"))
+
+
+# Registered before the plugin's handler, so run after it, as the interpreter exits.
+atexit.register(lambda: _note("exit"))
 """
 
 
@@ -60,10 +65,12 @@ def test_the_collected_heap_is_frozen_while_scenarios_run_and_given_back_at_unco
     seen = noted(pytester)
     assert [what for what, _ in seen] == [
         *("scenario", "call", "scenario", "call"),
-        *("finished", "unconfigured"),
+        *("finished", "unconfigured", "exit"),
     ]
     assert all(count > 0 for what, count in seen if what != "unconfigured")
-    assert seen[-1] == ("unconfigured", 0)
+    assert seen[-2] == ("unconfigured", 0)
+    # Frozen again as the interpreter exits: its last collection does not walk the heap.
+    assert seen[-1][1] > 0
 
 
 def test_a_run_without_scenarios_leaves_the_collector_alone(pytester: pytest.Pytester) -> None:
@@ -73,4 +80,4 @@ def test_a_run_without_scenarios_leaves_the_collector_alone(pytester: pytest.Pyt
     result = pytester.runpytest_subprocess()
 
     assert result.ret == pytest.ExitCode.OK
-    assert noted(pytester) == [("call", 0), ("finished", 0), ("unconfigured", 0)]
+    assert noted(pytester) == [("call", 0), ("finished", 0), ("unconfigured", 0), ("exit", 0)]
