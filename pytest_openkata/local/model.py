@@ -108,6 +108,7 @@ from pytest_openkata.local.steps import (
     main_thread_death_preexec,
     new_work_folder,
     run_logged,
+    signal_group,
     space_shortage,
     wait_limit,
 )
@@ -449,11 +450,6 @@ def _group_alive(pgid: int) -> bool:
     return False
 
 
-def _signal_group(pgid: int, signum: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signum)
-
-
 def _stop_command(child: subprocess.Popen[bytes], signals: _StopSignals) -> None:
     """Ends what is left of CMD's process group (CMD leads its own session, so the group's
     id is its pid): the stop signal ``run`` got, or SIGTERM after CMD ended on its own, then
@@ -461,13 +457,13 @@ def _stop_command(child: subprocess.Popen[bytes], signals: _StopSignals) -> None
     pgid = child.pid
     if child.poll() is not None and not _group_alive(pgid):
         return
-    _signal_group(pgid, signals.signum or signal.SIGTERM)
+    signal_group(pgid, signals.signum or signal.SIGTERM)
     deadline = time.monotonic() + STOP_GRACE
     while time.monotonic() < deadline and not signals.repeated:
         if child.poll() is not None and not _group_alive(pgid):
             return
         time.sleep(0.05)
-    _signal_group(pgid, signal.SIGKILL)
+    signal_group(pgid, signal.SIGKILL)
     with contextlib.suppress(subprocess.TimeoutExpired):
         child.wait(timeout=10)
 

@@ -438,15 +438,17 @@ def _end_group(process: subprocess.Popen[str], command: Sequence[str]) -> None:
     id is its pid): SIGTERM, then SIGKILL once the step's first process has ended, at most
     :data:`STEP_STOP_GRACE` seconds later; then reaps the first process (one that cannot be
     killed is left)."""
-    _signal_group(process.pid, signal.SIGTERM)
+    signal_group(process.pid, signal.SIGTERM)
     with contextlib.suppress(subprocess.TimeoutExpired):
         _wait_without_reaping(process, STEP_STOP_GRACE, command)
-    _signal_group(process.pid, signal.SIGKILL)
+    signal_group(process.pid, signal.SIGKILL)
     with contextlib.suppress(subprocess.TimeoutExpired):
         process.wait(timeout=STEP_STOP_GRACE)
 
 
-def _signal_group(pgid: int, signum: int) -> None:
+def signal_group(pgid: int, signum: int) -> None:
+    """Sends ``signum`` to process group ``pgid``; a group that is gone, or that this
+    process may not signal, is passed over."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signum)
 
